@@ -1,0 +1,1 @@
+"""Pure-Python statistics for certification (numpy/scipy only; never imports Django)."""

@@ -1,0 +1,76 @@
+"""Workload formats: the native JSONL reader and adapters for public datasets.
+
+Each format turns a file into native records (see ``schema.py``) that one service,
+``labeling.services.workload_import``, validates and writes. An adapter never writes rows itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from labeling.importers.native import read_jsonl
+from labeling.importers.schema import RecordError
+
+SourcedRecord = tuple[str, dict[str, Any] | RecordError]
+
+
+class RecordSource:
+    """The records of one file plus the adapter's counters (quirks met, declared rules applied)."""
+
+    def __init__(self, records: Iterator[SourcedRecord]) -> None:
+        self._records = records
+        self.counters: dict[str, Any] = {}
+
+    def __iter__(self) -> Iterator[SourcedRecord]:
+        return self._records
+
+    def notes(self) -> dict[str, Any]:
+        """Return the counters gathered while the records were read."""
+        return dict(sorted(self.counters.items()))
+
+
+@dataclass(frozen=True)
+class PolicyTemplate:
+    """The label policy a project created for a format starts with."""
+
+    guideline: str
+    evidence_relation: str = "source_relative"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkloadFormat:
+    """A readable input format: its name, what it reads, and the policy it implies."""
+
+    name: str
+    description: str
+    open: Callable[[IO[bytes], str], RecordSource]
+    policy: PolicyTemplate
+
+
+NATIVE_GUIDELINE = (
+    "Default certlabel policy (DESIGN.md §2). Answer: admissible, inadmissible, abstained, or "
+    "evidence_unavailable with a reason (not_found, blocked, source_changed). Claim: supported, "
+    "contradicted, not_supported, or evidence_unavailable with a reason; supported and "
+    "contradicted cite at least one evidence span in a pinned source."
+)
+
+
+def _native(stream: IO[bytes], filename: str) -> RecordSource:
+    return RecordSource(read_jsonl(stream))
+
+
+def formats() -> dict[str, WorkloadFormat]:
+    """Return every known format by name."""
+    from labeling.importers import expertqa, faithbench, gsm8k
+
+    return {
+        "native": WorkloadFormat(
+            "native", "certlabel JSONL, one question per line", _native, PolicyTemplate(NATIVE_GUIDELINE)
+        ),
+        "faithbench": faithbench.FORMAT,
+        "expertqa": expertqa.FORMAT,
+        "gsm8k": gsm8k.FORMAT,
+    }

@@ -1,0 +1,69 @@
+"""Reading native JSONL workloads: one JSON object per line, streamed line by line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import IO, Any
+
+from labeling.importers.schema import RecordError
+
+READ_BLOCK = 1 << 20
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
+    """Parse one JSONL line into an object, or return the error that names what is wrong.
+
+    Strict JSON: ``NaN``/``Infinity`` and repeated keys are refused, and the line must be UTF-8.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return RecordError(location, "(line)", f"not valid UTF-8 at byte {exc.start}")
+    try:
+        value = json.loads(text, parse_constant=_no_constants, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        return RecordError(location, "(line)", f"invalid JSON: {exc.msg} at column {exc.colno}")
+    except ValueError as exc:
+        return RecordError(location, "(line)", f"invalid JSON: {exc}")
+    if not isinstance(value, dict):
+        return RecordError(location, "(line)", f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def read_jsonl(stream: IO[bytes]) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+    """Yield ``("line N", object-or-error)`` for each non-blank line of a binary stream.
+
+    A UTF-8 byte-order mark at the start of the file is skipped; line ends may be LF or CRLF
+    (texts keep their own ``\\r\\n`` because inside JSON strings they are escaped).
+    """
+    for number, raw in enumerate(stream, start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if not raw.strip():
+            continue
+        yield f"line {number}", parse_json_line(raw, f"line {number}")
+
+
+def file_sha256(stream: IO[bytes]) -> str:
+    """Return the sha256 of a seekable binary stream and rewind it to the start."""
+    digest = hashlib.sha256()
+    stream.seek(0)
+    while block := stream.read(READ_BLOCK):
+        digest.update(block)
+    stream.seek(0)
+    return digest.hexdigest()

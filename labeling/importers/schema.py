@@ -1,0 +1,346 @@
+"""The native workload record (schema version 1): one question per JSONL line.
+
+Validated with pydantic in strict mode (no silent coercion: ``"3"`` is not an int) and
+``extra="forbid"`` (a misspelt field is an error, not ignored). Cross-field rules that need the
+record as a whole (spans against texts, references between sources and evidence) are checked in
+:func:`check_record`, which raises :class:`RecordError` with a dotted field path.
+
+Offsets are Unicode code points of the text exactly as given, 0-based, end-exclusive: the quote
+of a span ``(start, end)`` in ``text`` is ``text[start:end]`` in Python. Texts are never stripped
+or normalised. The full field reference is in README.md ("Native workload format").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+
+SCHEMA_VERSION = 1
+
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+Key = Annotated[str, Field(min_length=1, max_length=255)]
+Offset = Annotated[StrictInt, Field(ge=0)]
+Number = StrictFloat | StrictInt
+UnitNumber = Annotated[Number, Field(ge=0, le=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class EvidenceIn(_Strict):
+    """A span of a pinned source of the same record, cited as evidence."""
+
+    source: Key
+    start: Offset
+    end: Offset
+    quote: str
+
+
+class ClaimIn(_Strict):
+    """An atomic claim; ``start``/``end`` optional (located in the answer when omitted)."""
+
+    text: NonEmptyStr
+    start: Offset | None = None
+    end: Offset | None = None
+    machine_split: StrictBool = False
+
+
+class EvaluatorLabelIn(_Strict):
+    """An evaluator's output; ``available: false`` records that it produced nothing."""
+
+    evaluator: Key
+    version: Key
+    claim: Offset | None = None
+    label: Key | None = None
+    score: Number | None = None
+    available: StrictBool = True
+    raw: Any = None
+
+
+class PriorClaimLabelIn(_Strict):
+    """A prior annotator's label of one claim (by index), with optional evidence."""
+
+    claim: Offset
+    label: Key | None = None
+    reason: Key | None = None
+    raw_label: Any = None
+    evidence: list[EvidenceIn] = []
+
+
+class PriorSpanIn(_Strict):
+    """A span of the answer that a prior annotator flagged, with the dataset's raw labels."""
+
+    start: Offset
+    end: Offset
+    quote: str
+    labels: list[str] = []
+    note: str = ""
+    evidence: EvidenceIn | None = None
+
+
+class PriorAnnotationIn(_Strict):
+    """A label the data already carries, by a pseudonymous annotator."""
+
+    annotator: Key
+    origin: Literal["human", "automatic"] = "human"
+    answer_label: Key | None = None
+    answer_reason: Key | None = None
+    note: str = ""
+    claim_labels: list[PriorClaimLabelIn] = []
+    spans: list[PriorSpanIn] = []
+    raw: Any = None
+
+
+class CandidateIn(_Strict):
+    """One candidate answer with its claims, evaluator labels and prior annotations."""
+
+    id: Key
+    text: str
+    generator: str = ""
+    generator_settings: dict[str, Any] = {}
+    sample_index: Offset | None = None
+    canonical_form: str | None = None
+    retrieval_score: UnitNumber | None = None
+    confidence: UnitNumber | None = None
+    acceptance_score: Number | None = None
+    frequency_rank: Annotated[StrictInt, Field(ge=1)] | None = None
+    is_selected: StrictBool = False
+    metadata: dict[str, Any] = {}
+    claims: list[ClaimIn] = []
+    evaluator_labels: list[EvaluatorLabelIn] = []
+    prior_annotations: list[PriorAnnotationIn] = []
+
+
+class SourceIn(_Strict):
+    """A retrieved source: ``id`` names the document within the project; the text is pinned."""
+
+    id: Annotated[str, Field(min_length=1, max_length=512)]
+    text: str
+    uri: str = ""
+    published_at: AwareDatetime | None = None
+    observed_at: AwareDatetime | None = None
+    rank: Annotated[StrictInt, Field(ge=0)] | None = None
+    score: Number | None = None
+
+
+class WorkloadRecord(_Strict):
+    """One question with its sources and candidates (one JSONL line)."""
+
+    schema_version: Literal[1] = 1
+    external_id: Key
+    text: str
+    group_key: Annotated[str, Field(max_length=255)] = ""
+    slices: dict[str, str] = {}
+    metadata: dict[str, Any] = {}
+    sources: list[SourceIn] = []
+    candidates: Annotated[list[CandidateIn], Field(min_length=1)]
+
+
+@dataclass(frozen=True)
+class RecordError(Exception):
+    """A problem with one field of one record: where, which field, and why (never the record)."""
+
+    location: str
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: field {self.field}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class PolicyVocabulary:
+    """The label values a project's policy allows (DESIGN.md §2)."""
+
+    answer_labels: frozenset[str]
+    claim_labels: frozenset[str]
+    reasons: frozenset[str]
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """Render at most ``limit`` code points of ``text`` for an error message."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def _check_text(text: str, field: str, location: str) -> None:
+    """Refuse what no database can store faithfully: NUL and lone surrogates."""
+    if "\x00" in text:
+        raise RecordError(location, field, f"contains NUL (U+0000) at code point {text.index(chr(0))}")
+    for i, ch in enumerate(text):
+        if "\ud800" <= ch <= "\udfff":
+            raise RecordError(
+                location, field, f"contains a lone surrogate U+{ord(ch):04X} at code point {i}"
+            )
+
+
+def _check_span(
+    text: str, start: int, end: int, quote: str, field: str, location: str, what: str
+) -> None:
+    if end < start:
+        raise RecordError(location, field, f"span end {end} is before its start {start}")
+    if end > len(text):
+        raise RecordError(
+            location,
+            field,
+            f"span end {end} is past the end of the {what} ({len(text)} code points)",
+        )
+    if text[start:end] != quote:
+        raise RecordError(
+            location,
+            field,
+            f"quote {_short(quote)} differs from the {what} at [{start}:{end}], "
+            f"which is {_short(text[start:end])}",
+        )
+
+
+def locate_claim(answer: str, claim: str, after: int) -> int | None:
+    """Return the code-point start of ``claim`` in ``answer``, preferring matches at or after ``after``.
+
+    Args:
+        answer: the candidate answer text.
+        claim: the claim text, matched exactly (no stripping, no normalisation).
+        after: the end of the previous claim; claims usually follow the answer's order.
+
+    Returns:
+        The start offset, or None when ``claim`` is not a substring of ``answer`` (unanchored).
+    """
+    pos = answer.find(claim, after)
+    if pos < 0:
+        pos = answer.find(claim)
+    return pos if pos >= 0 else None
+
+
+def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location: str) -> None:
+    """Check the rules that span fields of one record.
+
+    Raises:
+        RecordError: naming the first offending field as a dotted path, e.g.
+            ``candidates[2].claims[0].end``.
+    """
+    _check_text(record.text, "text", location)
+    sources: dict[str, str] = {}
+    for s, source in enumerate(record.sources):
+        _check_text(source.text, f"sources[{s}].text", location)
+        if source.id in sources and sources[source.id] != source.text:
+            raise RecordError(
+                location, f"sources[{s}].id", f"source id {source.id!r} repeats with another text"
+            )
+        sources[source.id] = source.text
+
+    def check_evidence(evidence: EvidenceIn, field: str) -> None:
+        if evidence.source not in sources:
+            raise RecordError(
+                location, f"{field}.source", f"unknown source {evidence.source!r} (not in sources)"
+            )
+        _check_span(
+            sources[evidence.source],
+            evidence.start,
+            evidence.end,
+            evidence.quote,
+            field,
+            location,
+            f"text of source {evidence.source!r}",
+        )
+
+    seen_ids: set[str] = set()
+    seen_indexes: set[int] = set()
+    for c, candidate in enumerate(record.candidates):
+        at = f"candidates[{c}]"
+        if candidate.id in seen_ids:
+            raise RecordError(location, f"{at}.id", f"candidate id {candidate.id!r} repeats")
+        seen_ids.add(candidate.id)
+        index = c if candidate.sample_index is None else candidate.sample_index
+        if index in seen_indexes:
+            raise RecordError(location, f"{at}.sample_index", f"sample index {index} repeats")
+        seen_indexes.add(index)
+        _check_text(candidate.text, f"{at}.text", location)
+        for k, claim in enumerate(candidate.claims):
+            field = f"{at}.claims[{k}]"
+            _check_text(claim.text, f"{field}.text", location)
+            if (claim.start is None) != (claim.end is None):
+                raise RecordError(location, field, "give both start and end, or neither")
+            if claim.start is not None and claim.end is not None:
+                _check_span(
+                    candidate.text, claim.start, claim.end, claim.text, field, location, "answer"
+                )
+        n_claims = len(candidate.claims)
+        for e, ev in enumerate(candidate.evaluator_labels):
+            field = f"{at}.evaluator_labels[{e}]"
+            if ev.claim is not None and ev.claim >= n_claims:
+                raise RecordError(
+                    location, f"{field}.claim", f"claim index {ev.claim} but {n_claims} claims"
+                )
+            if not ev.available and (ev.label is not None or ev.score is not None):
+                raise RecordError(
+                    location, field, "an unavailable evaluator label has no label and no score"
+                )
+            if ev.available and ev.label is None and ev.score is None:
+                raise RecordError(
+                    location, field, "give a label or a score, or set available to false"
+                )
+            allowed = vocabulary.claim_labels if ev.claim is not None else vocabulary.answer_labels
+            if ev.label is not None and ev.label not in allowed:
+                raise RecordError(
+                    location, f"{field}.label", f"{ev.label!r} is not one of {sorted(allowed)}"
+                )
+        annotators: set[str] = set()
+        for p, prior in enumerate(candidate.prior_annotations):
+            field = f"{at}.prior_annotations[{p}]"
+            if prior.annotator in annotators:
+                raise RecordError(
+                    location, f"{field}.annotator", f"annotator {prior.annotator!r} repeats"
+                )
+            annotators.add(prior.annotator)
+            _check_label(prior.answer_label, vocabulary.answer_labels, f"{field}.answer_label", location)
+            _check_label(prior.answer_reason, vocabulary.reasons, f"{field}.answer_reason", location)
+            labelled: set[int] = set()
+            for q, claim_label in enumerate(prior.claim_labels):
+                cfield = f"{field}.claim_labels[{q}]"
+                if claim_label.claim >= n_claims:
+                    raise RecordError(
+                        location,
+                        f"{cfield}.claim",
+                        f"claim index {claim_label.claim} but {n_claims} claims",
+                    )
+                if claim_label.claim in labelled:
+                    raise RecordError(
+                        location, f"{cfield}.claim", f"claim {claim_label.claim} labelled twice"
+                    )
+                labelled.add(claim_label.claim)
+                _check_label(claim_label.label, vocabulary.claim_labels, f"{cfield}.label", location)
+                _check_label(claim_label.reason, vocabulary.reasons, f"{cfield}.reason", location)
+                for v, evidence in enumerate(claim_label.evidence):
+                    check_evidence(evidence, f"{cfield}.evidence[{v}]")
+            for s, span in enumerate(prior.spans):
+                sfield = f"{field}.spans[{s}]"
+                _check_span(
+                    candidate.text, span.start, span.end, span.quote, sfield, location, "answer"
+                )
+                if span.evidence is not None:
+                    check_evidence(span.evidence, f"{sfield}.evidence")
+
+
+def _check_label(value: str | None, allowed: frozenset[str], field: str, location: str) -> None:
+    if value is not None and value not in allowed:
+        raise RecordError(location, field, f"{value!r} is not one of {sorted(allowed)}")
+
+
+def format_validation_error(exc: Any, location: str) -> RecordError:
+    """Turn the first error of a pydantic ``ValidationError`` into a :class:`RecordError`.
+
+    The input value is deliberately left out: errors never echo records.
+    """
+    first = exc.errors(include_input=False, include_url=False)[0]
+    return RecordError(location, dotted(first["loc"]) or "(record)", first["msg"])
+
+
+def dotted(parts: Sequence[str | int]) -> str:
+    """Join a pydantic-style location into ``a[0].b`` form."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out

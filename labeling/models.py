@@ -1,0 +1,549 @@
+"""Data model of certlabel's labelling side (DESIGN.md §1–2).
+
+Invariants live in the database as constraints (unique keys, check constraints and, for pinned
+source text, triggers that refuse UPDATE and DELETE), not only in Python. Offsets are Unicode code
+points of the stored text, 0-based and end-exclusive (``text[start:end]`` in Python).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Length
+from django.db.models.lookups import Exact
+
+# ---------------------------------------------------------------------------------------------
+# Projects, policies, members
+# ---------------------------------------------------------------------------------------------
+
+
+class Partition(models.TextChoices):
+    """Where a question is used: development, calibration or held-out test (seed 000)."""
+
+    DEV = "dev", "dev"
+    CALIBRATION = "calibration", "calibration"
+    TEST = "test", "test"
+
+
+class EvidenceRelation(models.TextChoices):
+    """What a label judges a claim against."""
+
+    SOURCE_RELATIVE = "source_relative", "source-relative faithfulness"
+    EXTERNAL_TRUTH = "external_truth", "external truth"
+
+
+class Role(models.TextChoices):
+    """A member's role in one project (DESIGN.md §7)."""
+
+    ANNOTATOR = "annotator", "annotator"
+    ADJUDICATOR = "adjudicator", "adjudicator"
+    MANAGER = "manager", "manager"
+
+
+class Project(models.Model):
+    """One evaluation study: members, label policy, overlap, questions, items and imports."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    overlap = models.PositiveSmallIntegerField(
+        default=2, help_text="Independent annotations per item (N)."
+    )
+    lease_minutes = models.PositiveIntegerField(default=30)
+    partition_seed = models.BigIntegerField(null=True, blank=True)
+    partition_proportions = models.JSONField(null=True, blank=True)
+    partition_frozen_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="project_overlap_positive"),
+            models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="project_lease_positive"),
+            models.CheckConstraint(
+                condition=Q(partition_frozen_at__isnull=True)
+                | Q(partition_seed__isnull=False, partition_proportions__isnull=False),
+                name="project_frozen_partition_has_seed",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+# The default label schema (DESIGN.md §2). A project may version its own.
+DEFAULT_ANSWER_LABELS = ["admissible", "inadmissible", "abstained", "evidence_unavailable"]
+DEFAULT_CLAIM_LABELS = ["supported", "contradicted", "not_supported", "evidence_unavailable"]
+DEFAULT_UNAVAILABLE_REASONS = ["not_found", "blocked", "source_changed"]
+
+
+class LabelPolicy(models.Model):
+    """A versioned annotation guideline + label schema + evidence relation.
+
+    Frozen (``frozen_at`` set) once labelling starts; a change is a new version with
+    ``previous`` pointing at the old one. Every label records the version it was made under.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="policies")
+    version = models.PositiveIntegerField()
+    previous = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="next_version"
+    )
+    guideline = models.TextField(blank=True)
+    evidence_relation = models.CharField(
+        max_length=20, choices=EvidenceRelation.choices, default=EvidenceRelation.SOURCE_RELATIVE
+    )
+    answer_labels = models.JSONField(default=list)
+    claim_labels = models.JSONField(default=list)
+    unavailable_reasons = models.JSONField(default=list)
+    frozen_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "version"], name="policy_unique_version"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="policy_version_positive"),
+            models.CheckConstraint(
+                condition=Q(evidence_relation__in=EvidenceRelation.values),
+                name="policy_evidence_relation_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug} policy v{self.version}"
+
+
+class Membership(models.Model):
+    """A user's role in a project; one role per (project, user)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=20, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="membership_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.role} · {self.project.slug}"
+
+
+class ImportBatch(models.Model):
+    """One successful import of a workload file that created at least one row."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_batches")
+    format = models.CharField(max_length=20)
+    filename = models.CharField(max_length=500)
+    file_sha256 = models.CharField(max_length=64)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    report = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "file_sha256"], name="import_unique_file"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug} import #{self.pk} ({self.filename})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Pinned sources
+# ---------------------------------------------------------------------------------------------
+
+
+class SourceDocument(models.Model):
+    """A retrieved document, identified within a project by ``key``; its texts are versions."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="source_documents")
+    key = models.CharField(max_length=512)
+    uri = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "key"], name="source_document_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class SourceVersion(models.Model):
+    """An immutable text of a source document, pinned by its sha256.
+
+    ``sha256`` is the hex digest of the UTF-8 encoding of ``text``; ``length`` is its length in
+    code points. A changed text is a new version, never an edit: database triggers refuse UPDATE
+    and DELETE of a version (see migration 0002).
+    """
+
+    document = models.ForeignKey(SourceDocument, on_delete=models.PROTECT, related_name="versions")
+    text = models.TextField()
+    sha256 = models.CharField(max_length=64)
+    length = models.PositiveIntegerField()
+    uri = models.TextField(blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    observed_at = models.DateTimeField(null=True, blank=True)
+    import_batch = models.ForeignKey(ImportBatch, null=True, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["document", "sha256"], name="source_version_unique_text"),
+            models.CheckConstraint(
+                condition=Exact(Length("sha256"), 64), name="source_version_sha256_hex64"
+            ),
+            models.CheckConstraint(
+                condition=Exact(Length("text"), F("length")), name="source_version_length_matches"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document.key}@{self.sha256[:12]}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Questions, candidates, claims, items
+# ---------------------------------------------------------------------------------------------
+
+
+class Question(models.Model):
+    """An eligible query with its slice attributes; ``partition`` is set when the split is frozen."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="questions")
+    external_id = models.CharField(max_length=255)
+    text = models.TextField()
+    group_key = models.CharField(max_length=255, blank=True)
+    partition = models.CharField(max_length=12, choices=Partition.choices, null=True, blank=True)
+    slices = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    fingerprint = models.CharField(max_length=64, help_text="sha256 of the imported fields.")
+    import_batch = models.ForeignKey(ImportBatch, null=True, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "external_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "external_id"], name="question_unique_external_id"
+            ),
+            models.CheckConstraint(
+                condition=Q(partition__isnull=True) | Q(partition__in=Partition.values),
+                name="question_partition_valid",
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "partition"])]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class RetrievalLink(models.Model):
+    """A question's retrieved source version, with the retriever's rank and score."""
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="retrievals")
+    source_version = models.ForeignKey(
+        SourceVersion, on_delete=models.PROTECT, related_name="retrievals"
+    )
+    rank = models.PositiveIntegerField(null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["question", "rank", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question", "source_version"], name="retrieval_unique_source"
+            ),
+        ]
+
+
+class CandidateAnswer(models.Model):
+    """One answer for a question, with the scores the user brings.
+
+    ``retrieval_score`` (R) and ``confidence`` (C) are in [0, 1] (seed 001 multiplies them);
+    ``frequency_rank`` is 1 for the most frequent canonical form among the question's K samples.
+    """
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="candidates")
+    key = models.CharField(max_length=255)
+    text = models.TextField()
+    generator = models.CharField(max_length=255, blank=True)
+    generator_settings = models.JSONField(default=dict, blank=True)
+    sample_index = models.PositiveIntegerField()
+    canonical_form = models.TextField(null=True, blank=True)
+    retrieval_score = models.FloatField(null=True, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    acceptance_score = models.FloatField(null=True, blank=True)
+    frequency_rank = models.PositiveIntegerField(null=True, blank=True)
+    is_selected = models.BooleanField(default=False)
+    metadata = models.JSONField(default=dict, blank=True)
+    fingerprint = models.CharField(max_length=64, help_text="sha256 of the imported fields.")
+    import_batch = models.ForeignKey(ImportBatch, null=True, on_delete=models.PROTECT)
+
+    class Meta:
+        ordering = ["question", "sample_index"]
+        constraints = [
+            models.UniqueConstraint(fields=["question", "key"], name="candidate_unique_key"),
+            models.UniqueConstraint(
+                fields=["question", "sample_index"], name="candidate_unique_sample_index"
+            ),
+            models.CheckConstraint(
+                condition=Q(retrieval_score__isnull=True)
+                | Q(retrieval_score__gte=0, retrieval_score__lte=1),
+                name="candidate_retrieval_score_unit",
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__isnull=True) | Q(confidence__gte=0, confidence__lte=1),
+                name="candidate_confidence_unit",
+            ),
+            models.CheckConstraint(
+                condition=Q(frequency_rank__isnull=True) | Q(frequency_rank__gte=1),
+                name="candidate_frequency_rank_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question.external_id}/{self.key}"
+
+
+class Claim(models.Model):
+    """An atomic claim of a candidate answer.
+
+    Anchored claims carry their code-point span in the answer (``answer[start:end] == text``);
+    a claim whose text is not a substring of the answer is kept with ``unanchored`` set and no span.
+    """
+
+    candidate = models.ForeignKey(CandidateAnswer, on_delete=models.CASCADE, related_name="claims")
+    index = models.PositiveIntegerField()
+    text = models.TextField()
+    start = models.PositiveIntegerField(null=True, blank=True)
+    end = models.PositiveIntegerField(null=True, blank=True)
+    unanchored = models.BooleanField(default=False)
+    machine_split = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["candidate", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["candidate", "index"], name="claim_unique_index"),
+            models.CheckConstraint(
+                condition=Q(unanchored=True, start__isnull=True, end__isnull=True)
+                | Q(unanchored=False, start__isnull=False, end__gte=F("start")),
+                name="claim_span_or_unanchored",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"claim {self.index} of {self.candidate_id}"
+
+
+class Item(models.Model):
+    """The unit of labelling: one candidate answer with its claims."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    candidate = models.OneToOneField(CandidateAnswer, on_delete=models.CASCADE, related_name="item")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"item {self.pk}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluators and imported prior annotations
+# ---------------------------------------------------------------------------------------------
+
+
+class Evaluator(models.Model):
+    """An automated judge at one version; a changed prompt or model is a new version."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="evaluators")
+    name = models.CharField(max_length=255)
+    version = models.CharField(max_length=255)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["project", "name", "version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "name", "version"], name="evaluator_unique_version"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+class EvaluatorLabel(models.Model):
+    """An evaluator's verdict on a candidate (``claim`` null) or on one of its claims.
+
+    ``available`` False means the evaluator produced nothing (never a verdict): label and score
+    are then both null. Available labels carry a label, a score, or both.
+    """
+
+    evaluator = models.ForeignKey(Evaluator, on_delete=models.CASCADE, related_name="labels")
+    candidate = models.ForeignKey(
+        CandidateAnswer, on_delete=models.CASCADE, related_name="evaluator_labels"
+    )
+    claim = models.ForeignKey(
+        Claim, null=True, blank=True, on_delete=models.CASCADE, related_name="evaluator_labels"
+    )
+    label = models.CharField(max_length=64, null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    available = models.BooleanField(default=True)
+    raw = models.JSONField(null=True, blank=True, help_text="The value as the source gave it.")
+    import_batch = models.ForeignKey(ImportBatch, null=True, on_delete=models.PROTECT)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["evaluator", "candidate"],
+                condition=Q(claim__isnull=True),
+                name="evaluator_label_unique_candidate",
+            ),
+            models.UniqueConstraint(
+                fields=["evaluator", "claim"],
+                condition=Q(claim__isnull=False),
+                name="evaluator_label_unique_claim",
+            ),
+            models.CheckConstraint(
+                condition=Q(available=False, label__isnull=True, score__isnull=True)
+                | Q(available=True, label__isnull=False)
+                | Q(available=True, score__isnull=False),
+                name="evaluator_label_unavailable_is_empty",
+            ),
+        ]
+
+
+class AnnotationOrigin(models.TextChoices):
+    """Who made an imported prior label."""
+
+    HUMAN = "human", "human"
+    AUTOMATIC = "automatic", "automatic (e.g. exact match against a reference)"
+
+
+class PriorAnnotation(models.Model):
+    """A label a dataset already carried, by a pseudonymous annotator (never a real name)."""
+
+    candidate = models.ForeignKey(
+        CandidateAnswer, on_delete=models.CASCADE, related_name="prior_annotations"
+    )
+    annotator = models.CharField(max_length=64)
+    origin = models.CharField(
+        max_length=12, choices=AnnotationOrigin.choices, default=AnnotationOrigin.HUMAN
+    )
+    answer_label = models.CharField(max_length=64, null=True, blank=True)
+    answer_reason = models.CharField(max_length=64, null=True, blank=True)
+    note = models.TextField(blank=True)
+    raw = models.JSONField(null=True, blank=True)
+    fingerprint = models.CharField(max_length=64)
+    import_batch = models.ForeignKey(ImportBatch, null=True, on_delete=models.PROTECT)
+
+    class Meta:
+        ordering = ["candidate", "annotator"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["candidate", "annotator"], name="prior_annotation_unique_annotator"
+            ),
+            models.CheckConstraint(
+                condition=Q(origin__in=AnnotationOrigin.values), name="prior_annotation_origin"
+            ),
+        ]
+
+
+class PriorClaimLabel(models.Model):
+    """A prior annotation's label of one claim (``raw_label`` keeps the dataset's own value)."""
+
+    prior_annotation = models.ForeignKey(
+        PriorAnnotation, on_delete=models.CASCADE, related_name="claim_labels"
+    )
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="prior_labels")
+    label = models.CharField(max_length=64, null=True, blank=True)
+    reason = models.CharField(max_length=64, null=True, blank=True)
+    raw_label = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["prior_annotation", "claim"], name="prior_claim_label_unique"
+            ),
+        ]
+
+
+class PriorEvidence(models.Model):
+    """An evidence span cited by a prior claim label: ``source_version.text[start:end] == quote``."""
+
+    claim_label = models.ForeignKey(
+        PriorClaimLabel, on_delete=models.CASCADE, related_name="evidence"
+    )
+    source_version = models.ForeignKey(SourceVersion, on_delete=models.PROTECT)
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    quote = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(end__gte=F("start")), name="prior_evidence_order"),
+            models.CheckConstraint(
+                condition=Exact(Length("quote"), F("end") - F("start")),
+                name="prior_evidence_quote_length",
+            ),
+        ]
+
+
+class PriorSpan(models.Model):
+    """A span of the answer flagged by a prior annotator, with the dataset's own labels and note.
+
+    The optional evidence span points into a pinned source version, same code-point convention.
+    """
+
+    prior_annotation = models.ForeignKey(
+        PriorAnnotation, on_delete=models.CASCADE, related_name="spans"
+    )
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    quote = models.TextField()
+    labels = models.JSONField(default=list)
+    note = models.TextField(blank=True)
+    evidence_source_version = models.ForeignKey(
+        SourceVersion, null=True, blank=True, on_delete=models.PROTECT
+    )
+    evidence_start = models.PositiveIntegerField(null=True, blank=True)
+    evidence_end = models.PositiveIntegerField(null=True, blank=True)
+    evidence_quote = models.TextField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["prior_annotation", "start", "pk"]
+        constraints = [
+            models.CheckConstraint(condition=Q(end__gte=F("start")), name="prior_span_order"),
+            models.CheckConstraint(
+                condition=Exact(Length("quote"), F("end") - F("start")),
+                name="prior_span_quote_length",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    evidence_source_version__isnull=True,
+                    evidence_start__isnull=True,
+                    evidence_end__isnull=True,
+                    evidence_quote__isnull=True,
+                )
+                | Q(
+                    evidence_source_version__isnull=False,
+                    evidence_start__isnull=False,
+                    evidence_end__gte=F("evidence_start"),
+                    evidence_quote__isnull=False,
+                ),
+                name="prior_span_evidence_complete",
+            ),
+        ]

@@ -1,0 +1,653 @@
+"""Atomic, idempotent, streaming import of workload records into a project.
+
+Every format (native JSONL and the dataset adapters in ``labeling/importers``) yields native
+records; :func:`workload_import` validates and writes them. Guarantees:
+
+- **Atomic.** One transaction; any invalid record refuses the whole import and nothing is
+  written. Up to ``MAX_ERRORS`` errors are collected (validation continues after the first, so a
+  user can fix several at once), each naming the record, the field and the reason.
+- **Idempotent.** Rows are matched on natural keys (question ``external_id``, candidate ``id``,
+  source ``id`` + sha256, evaluator name + version, prior annotator). Re-importing the same
+  content creates nothing. A question or candidate whose content differs from what is stored is
+  refused (labels point at it); a source whose text changed becomes a new source version.
+- **Streaming.** Records are processed in chunks of ``CHUNK_SIZE`` with bulk inserts, so memory
+  does not grow with the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from pydantic import ValidationError
+
+from labeling.exceptions import InvalidInput, WorkloadImportFailed
+from labeling.importers.schema import (
+    CandidateIn,
+    PolicyVocabulary,
+    RecordError,
+    WorkloadRecord,
+    check_record,
+    format_validation_error,
+    locate_claim,
+)
+from labeling.locks import project_lock
+from labeling.models import (
+    CandidateAnswer,
+    Claim,
+    Evaluator,
+    EvaluatorLabel,
+    ImportBatch,
+    Item,
+    LabelPolicy,
+    PriorAnnotation,
+    PriorClaimLabel,
+    PriorEvidence,
+    PriorSpan,
+    Project,
+    Question,
+    RetrievalLink,
+    SourceDocument,
+    SourceVersion,
+)
+
+logger = logging.getLogger(__name__)
+
+CHUNK_SIZE = 500
+MAX_ERRORS = 20
+BULK_BATCH = 2000
+
+# A record as a format yields it: where it came from ("line 12", "batch_3.json sample 5") and
+# either the parsed JSON object or the error that prevented parsing it.
+SourcedRecord = tuple[str, dict[str, Any] | RecordError]
+
+
+@dataclass
+class ImportResult:
+    """What an import did: the batch (None when nothing new was written) and row counts."""
+
+    batch: ImportBatch | None
+    records: int
+    created: dict[str, int]
+    already_imported: bool = False
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+def fingerprint(value: Any) -> str:
+    """Return the sha256 of the canonical JSON of ``value`` (sorted keys, no spaces, UTF-8)."""
+    data = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    """Return the hex sha256 of the UTF-8 encoding of ``text`` (the pin of a source version)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def policy_vocabulary(policy: LabelPolicy) -> PolicyVocabulary:
+    """Return the label values ``policy`` allows."""
+    return PolicyVocabulary(
+        answer_labels=frozenset(policy.answer_labels),
+        claim_labels=frozenset(policy.claim_labels),
+        reasons=frozenset(policy.unavailable_reasons),
+    )
+
+
+def frequency_ranks(candidates: list[CandidateIn]) -> list[int | None]:
+    """Rank each candidate's canonical form by frequency among the question's K samples.
+
+    Rank 1 is the most frequent form; candidates sharing a form share its rank (dense ranks).
+    Tie rule: among forms with equal counts, the form first seen at the lower sample index ranks
+    higher. Candidates without a canonical form (e.g. no extractable answer) get None.
+    """
+    counts: Counter[str] = Counter()
+    first_seen: dict[str, int] = {}
+    for position, candidate in enumerate(candidates):
+        form = candidate.canonical_form
+        if form is None:
+            continue
+        counts[form] += 1
+        index = position if candidate.sample_index is None else candidate.sample_index
+        first_seen[form] = min(first_seen.get(form, index), index)
+    order = sorted(counts, key=lambda form: (-counts[form], first_seen[form]))
+    rank = {form: r for r, form in enumerate(order, start=1)}
+    return [None if c.canonical_form is None else rank[c.canonical_form] for c in candidates]
+
+
+def _question_fields(record: WorkloadRecord) -> dict[str, Any]:
+    return {
+        "text": record.text,
+        "group_key": record.group_key,
+        "slices": record.slices,
+        "metadata": record.metadata,
+    }
+
+
+def _candidate_fields(candidate: CandidateIn, sample_index: int) -> dict[str, Any]:
+    data = candidate.model_dump(mode="json", exclude={"evaluator_labels", "prior_annotations"})
+    data["sample_index"] = sample_index
+    return data
+
+
+def _differing_field(stored: dict[str, Any], given: dict[str, Any]) -> str:
+    for name in given:
+        if stored.get(name) != given[name]:
+            return name
+    return "(content)"
+
+
+class _Writer:
+    """Writes validated records chunk by chunk inside the caller's transaction."""
+
+    def __init__(self, project: Project, batch: ImportBatch) -> None:
+        self.project = project
+        self.batch = batch
+        self.created: Counter[str] = Counter()
+        self.evaluators = {(e.name, e.version): e.pk for e in project.evaluators.all()}
+
+    # -- sources ------------------------------------------------------------------------------
+    def _source_versions(self, chunk: list[tuple[str, WorkloadRecord]]) -> dict[tuple[str, str], int]:
+        """Return {(document key, sha256): version id}, creating missing documents and versions."""
+        wanted: dict[tuple[str, str], Any] = {}
+        uris: dict[str, str] = {}
+        for _, record in chunk:
+            for source in record.sources:
+                wanted.setdefault((source.id, text_sha256(source.text)), source)
+                uris.setdefault(source.id, source.uri)
+        if not wanted:
+            return {}
+        docs = dict(
+            SourceDocument.objects.filter(project=self.project, key__in=uris).values_list("key", "pk")
+        )
+        new_docs = [SourceDocument(project=self.project, key=k, uri=u) for k, u in uris.items() if k not in docs]
+        if new_docs:
+            SourceDocument.objects.bulk_create(new_docs, batch_size=BULK_BATCH)
+            self.created["source_documents"] += len(new_docs)
+            docs.update({d.key: d.pk for d in new_docs})
+        by_doc_id = {docs[k]: k for k in uris}
+        versions = {
+            (by_doc_id[doc_id], sha): pk
+            for doc_id, sha, pk in SourceVersion.objects.filter(
+                document_id__in=by_doc_id, sha256__in={sha for _, sha in wanted}
+            ).values_list("document_id", "sha256", "pk")
+        }
+        new_versions = [
+            SourceVersion(
+                document_id=docs[key],
+                text=source.text,
+                sha256=sha,
+                length=len(source.text),
+                uri=source.uri,
+                published_at=source.published_at,
+                observed_at=source.observed_at,
+                import_batch=self.batch,
+            )
+            for (key, sha), source in wanted.items()
+            if (key, sha) not in versions
+        ]
+        if new_versions:
+            SourceVersion.objects.bulk_create(new_versions, batch_size=BULK_BATCH)
+            self.created["source_versions"] += len(new_versions)
+            for version in new_versions:
+                versions[(by_doc_id[version.document_id], version.sha256)] = version.pk
+        return versions
+
+    def _evaluator_id(self, name: str, version: str) -> int:
+        key = (name, version)
+        if key not in self.evaluators:
+            evaluator = Evaluator.objects.create(project=self.project, name=name, version=version)
+            self.created["evaluators"] += 1
+            self.evaluators[key] = evaluator.pk
+        return self.evaluators[key]
+
+    # -- one chunk ----------------------------------------------------------------------------
+    def write(self, chunk: list[tuple[str, WorkloadRecord]]) -> None:
+        """Write one chunk of validated records.
+
+        Raises:
+            RecordError: a record conflicts with what is stored (changed question or candidate,
+                changed evaluator label or prior annotation, new question after the freeze).
+        """
+        versions = self._source_versions(chunk)
+        existing = {
+            q.external_id: q
+            for q in Question.objects.filter(
+                project=self.project, external_id__in=[r.external_id for _, r in chunk]
+            )
+        }
+        questions: dict[str, Question] = {}
+        new_questions: list[Question] = []
+        for location, record in chunk:
+            given = _question_fields(record)
+            stored = existing.get(record.external_id)
+            if stored is None:
+                if self.project.partition_frozen_at is not None:
+                    raise RecordError(
+                        location,
+                        "external_id",
+                        f"question {record.external_id!r} is new but the project's partition is "
+                        "frozen; new questions cannot join a frozen split",
+                    )
+                stored = Question(
+                    project=self.project,
+                    external_id=record.external_id,
+                    fingerprint=fingerprint(given),
+                    import_batch=self.batch,
+                    **given,
+                )
+                new_questions.append(stored)
+            elif stored.fingerprint != fingerprint(given):
+                name = _differing_field(_question_fields_of(stored), given)
+                raise RecordError(
+                    location,
+                    name,
+                    f"question {record.external_id!r} is already imported with a different "
+                    f"{name}; questions are immutable (use a new external_id)",
+                )
+            questions[record.external_id] = stored
+        Question.objects.bulk_create(new_questions, batch_size=BULK_BATCH)
+        self.created["questions"] += len(new_questions)
+        existing_ids = {q.pk for q in existing.values()}
+
+        self._links(chunk, questions, versions, existing_ids)
+        candidates, new_claim_ids = self._candidates(chunk, questions, existing_ids)
+        claim_ids = self._claim_ids(new_claim_ids, existing_ids)
+        self._evaluator_labels(chunk, questions, candidates, claim_ids, existing_ids)
+        self._prior_annotations(chunk, questions, candidates, claim_ids, versions, existing_ids)
+
+    def _links(self, chunk, questions, versions, existing_ids) -> None:
+        linked = set(
+            RetrievalLink.objects.filter(question_id__in=existing_ids).values_list(
+                "question_id", "source_version_id"
+            )
+        )
+        links = []
+        for _, record in chunk:
+            question_id = questions[record.external_id].pk
+            for source in record.sources:
+                version_id = versions[(source.id, text_sha256(source.text))]
+                if (question_id, version_id) in linked:
+                    continue
+                linked.add((question_id, version_id))
+                links.append(
+                    RetrievalLink(
+                        question_id=question_id,
+                        source_version_id=version_id,
+                        rank=source.rank,
+                        score=source.score,
+                    )
+                )
+        RetrievalLink.objects.bulk_create(links, batch_size=BULK_BATCH)
+        self.created["retrieval_links"] += len(links)
+
+    def _candidates(self, chunk, questions, existing_ids):
+        """Create new questions' candidates, items and claims; check existing ones are unchanged.
+
+        Returns {(question id, candidate key): candidate id} for every candidate of the chunk and
+        {(candidate id, claim index): claim id} for the claims created.
+        """
+        stored: dict[int, dict[str, CandidateAnswer]] = defaultdict(dict)
+        for c in CandidateAnswer.objects.filter(question_id__in=existing_ids):
+            stored[c.question_id][c.key] = c
+        ids: dict[tuple[int, str], int] = {}
+        new: list[tuple[CandidateAnswer, CandidateIn]] = []
+        for location, record in chunk:
+            question = questions[record.external_id]
+            known = stored.get(question.pk, {})
+            ranks = frequency_ranks(record.candidates)
+            for position, (candidate, rank) in enumerate(zip(record.candidates, ranks, strict=True)):
+                index = position if candidate.sample_index is None else candidate.sample_index
+                given = _candidate_fields(candidate, index)
+                if question.pk in existing_ids:
+                    row = known.get(candidate.id)
+                    if row is None:
+                        raise RecordError(
+                            location,
+                            f"candidates[{position}].id",
+                            f"candidate {candidate.id!r} is new but question "
+                            f"{record.external_id!r} is already imported; a question's candidates "
+                            "are fixed at its first import",
+                        )
+                    if row.fingerprint != fingerprint(given):
+                        raise RecordError(
+                            location,
+                            f"candidates[{position}]",
+                            f"candidate {candidate.id!r} is already imported with different "
+                            "content (text, scores or claims); candidates are immutable",
+                        )
+                    ids[(question.pk, candidate.id)] = row.pk
+                    continue
+                row = CandidateAnswer(
+                    question=question,
+                    key=candidate.id,
+                    text=candidate.text,
+                    generator=candidate.generator,
+                    generator_settings=candidate.generator_settings,
+                    sample_index=index,
+                    canonical_form=candidate.canonical_form,
+                    retrieval_score=candidate.retrieval_score,
+                    confidence=candidate.confidence,
+                    acceptance_score=candidate.acceptance_score,
+                    frequency_rank=candidate.frequency_rank if candidate.frequency_rank else rank,
+                    is_selected=candidate.is_selected,
+                    metadata=candidate.metadata,
+                    fingerprint=fingerprint(given),
+                    import_batch=self.batch,
+                )
+                new.append((row, candidate))
+            if question.pk in existing_ids and len(known) != len(record.candidates):
+                raise RecordError(
+                    location,
+                    "candidates",
+                    f"question {record.external_id!r} has {len(known)} stored candidates but "
+                    f"{len(record.candidates)} in this record",
+                )
+        CandidateAnswer.objects.bulk_create([row for row, _ in new], batch_size=BULK_BATCH)
+        Item.objects.bulk_create(
+            [Item(project=self.project, candidate=row) for row, _ in new], batch_size=BULK_BATCH
+        )
+        claims = []
+        for row, candidate in new:
+            ids[(row.question_id, row.key)] = row.pk
+            after = 0
+            for index, claim in enumerate(candidate.claims):
+                start, end = claim.start, claim.end
+                if start is None:
+                    start = locate_claim(candidate.text, claim.text, after)
+                    end = None if start is None else start + len(claim.text)
+                if start is not None and end is not None:
+                    after = end
+                else:
+                    self.created["unanchored_claims"] += 1
+                claims.append(
+                    Claim(
+                        candidate_id=row.pk,
+                        index=index,
+                        text=claim.text,
+                        start=start,
+                        end=end,
+                        unanchored=start is None,
+                        machine_split=claim.machine_split,
+                    )
+                )
+        Claim.objects.bulk_create(claims, batch_size=BULK_BATCH)
+        self.created["candidates"] += len(new)
+        self.created["items"] += len(new)
+        self.created["claims"] += len(claims)
+        return ids, {(c.candidate_id, c.index): c.pk for c in claims}
+
+    def _claim_ids(self, new_claim_ids, existing_ids) -> dict[tuple[int, int], int]:
+        claim_ids = dict(new_claim_ids)
+        if existing_ids:
+            for candidate_id, index, pk in Claim.objects.filter(
+                candidate__question_id__in=existing_ids
+            ).values_list("candidate_id", "index", "pk"):
+                claim_ids[(candidate_id, index)] = pk
+        return claim_ids
+
+    def _evaluator_labels(self, chunk, questions, candidates, claim_ids, existing_ids) -> None:
+        stored = {
+            (e, c, k): (label, score, available)
+            for e, c, k, label, score, available in EvaluatorLabel.objects.filter(
+                candidate__question_id__in=existing_ids
+            ).values_list("evaluator_id", "candidate_id", "claim_id", "label", "score", "available")
+        }
+        new = []
+        for location, record in chunk:
+            question_id = questions[record.external_id].pk
+            for c, candidate in enumerate(record.candidates):
+                candidate_id = candidates[(question_id, candidate.id)]
+                for e, label in enumerate(candidate.evaluator_labels):
+                    evaluator_id = self._evaluator_id(label.evaluator, label.version)
+                    claim_id = None if label.claim is None else claim_ids[(candidate_id, label.claim)]
+                    key = (evaluator_id, candidate_id, claim_id)
+                    value = (label.label, label.score, label.available)
+                    if key in stored:
+                        if _same_label(stored[key], value):
+                            continue
+                        raise RecordError(
+                            location,
+                            f"candidates[{c}].evaluator_labels[{e}]",
+                            f"evaluator {label.evaluator}@{label.version} already labelled this "
+                            "target differently; a changed judge is a new evaluator version",
+                        )
+                    stored[key] = value
+                    new.append(
+                        EvaluatorLabel(
+                            evaluator_id=evaluator_id,
+                            candidate_id=candidate_id,
+                            claim_id=claim_id,
+                            label=label.label,
+                            score=label.score,
+                            available=label.available,
+                            raw=label.raw,
+                            import_batch=self.batch,
+                        )
+                    )
+        EvaluatorLabel.objects.bulk_create(new, batch_size=BULK_BATCH)
+        self.created["evaluator_labels"] += len(new)
+
+    def _prior_annotations(self, chunk, questions, candidates, claim_ids, versions, existing_ids):
+        stored = {
+            (c, a): fp
+            for c, a, fp in PriorAnnotation.objects.filter(
+                candidate__question_id__in=existing_ids
+            ).values_list("candidate_id", "annotator", "fingerprint")
+        }
+        new: list[tuple[PriorAnnotation, Any, dict[str, str]]] = []
+        for location, record in chunk:
+            question_id = questions[record.external_id].pk
+            sources = {s.id: versions[(s.id, text_sha256(s.text))] for s in record.sources}
+            for c, candidate in enumerate(record.candidates):
+                candidate_id = candidates[(question_id, candidate.id)]
+                for p, prior in enumerate(candidate.prior_annotations):
+                    fp = fingerprint(prior.model_dump(mode="json"))
+                    key = (candidate_id, prior.annotator)
+                    if key in stored:
+                        if stored[key] == fp:
+                            continue
+                        raise RecordError(
+                            location,
+                            f"candidates[{c}].prior_annotations[{p}]",
+                            f"annotator {prior.annotator!r} already has a different prior "
+                            "annotation of this candidate",
+                        )
+                    stored[key] = fp
+                    row = PriorAnnotation(
+                        candidate_id=candidate_id,
+                        annotator=prior.annotator,
+                        origin=prior.origin,
+                        answer_label=prior.answer_label,
+                        answer_reason=prior.answer_reason,
+                        note=prior.note,
+                        raw=prior.raw,
+                        fingerprint=fp,
+                        import_batch=self.batch,
+                    )
+                    new.append((row, prior, sources))
+        PriorAnnotation.objects.bulk_create([row for row, _, _ in new], batch_size=BULK_BATCH)
+        claim_labels: list[tuple[PriorClaimLabel, Any, dict[str, str]]] = []
+        spans = []
+        for row, prior, sources in new:
+            for claim_label in prior.claim_labels:
+                claim_labels.append(
+                    (
+                        PriorClaimLabel(
+                            prior_annotation_id=row.pk,
+                            claim_id=claim_ids[(row.candidate_id, claim_label.claim)],
+                            label=claim_label.label,
+                            reason=claim_label.reason,
+                            raw_label=claim_label.raw_label,
+                        ),
+                        claim_label,
+                        sources,
+                    )
+                )
+            for span in prior.spans:
+                evidence = span.evidence
+                spans.append(
+                    PriorSpan(
+                        prior_annotation_id=row.pk,
+                        start=span.start,
+                        end=span.end,
+                        quote=span.quote,
+                        labels=span.labels,
+                        note=span.note,
+                        evidence_source_version_id=sources[evidence.source] if evidence else None,
+                        evidence_start=evidence.start if evidence else None,
+                        evidence_end=evidence.end if evidence else None,
+                        evidence_quote=evidence.quote if evidence else None,
+                    )
+                )
+        PriorClaimLabel.objects.bulk_create([cl for cl, _, _ in claim_labels], batch_size=BULK_BATCH)
+        evidence_rows = [
+            PriorEvidence(
+                claim_label_id=cl.pk,
+                source_version_id=sources[ev.source],
+                start=ev.start,
+                end=ev.end,
+                quote=ev.quote,
+            )
+            for cl, given, sources in claim_labels
+            for ev in given.evidence
+        ]
+        PriorEvidence.objects.bulk_create(evidence_rows, batch_size=BULK_BATCH)
+        PriorSpan.objects.bulk_create(spans, batch_size=BULK_BATCH)
+        self.created["prior_annotations"] += len(new)
+        self.created["prior_claim_labels"] += len(claim_labels)
+        self.created["prior_evidence"] += len(evidence_rows)
+        self.created["prior_spans"] += len(spans)
+
+
+def _question_fields_of(question: Question) -> dict[str, Any]:
+    return {
+        "text": question.text,
+        "group_key": question.group_key,
+        "slices": question.slices,
+        "metadata": question.metadata,
+    }
+
+
+def _same_label(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
+    # Scores go through the database as floats: an int 1 and a float 1.0 are the same score.
+    same_score = a[1] == b[1] or (a[1] is not None and b[1] is not None and float(a[1]) == float(b[1]))
+    return a[0] == b[0] and a[2] == b[2] and same_score
+
+
+def _validated(
+    records: Iterable[SourcedRecord], vocabulary: PolicyVocabulary, errors: list[RecordError]
+) -> Iterator[tuple[str, WorkloadRecord]]:
+    """Yield the records that pass validation; append the others' errors to ``errors``."""
+    for location, raw in records:
+        if len(errors) >= MAX_ERRORS:
+            return
+        if isinstance(raw, RecordError):
+            errors.append(raw)
+            continue
+        try:
+            record = WorkloadRecord.model_validate(raw)
+            check_record(record, vocabulary, location)
+        except ValidationError as exc:
+            errors.append(format_validation_error(exc, location))
+            continue
+        except RecordError as exc:
+            errors.append(exc)
+            continue
+        yield location, record
+
+
+@transaction.atomic
+def workload_import(
+    *,
+    project: Project,
+    records: Iterable[SourcedRecord],
+    format: str,
+    filename: str,
+    file_sha256: str,
+    actor: AbstractBaseUser | None = None,
+    notes: Callable[[], dict[str, Any]] | None = None,
+) -> ImportResult:
+    """Import ``records`` into ``project`` atomically and idempotently.
+
+    Args:
+        project: the target project; it must have a label policy (its newest version is used to
+            check label values).
+        records: ``(location, object-or-RecordError)`` pairs, streamed.
+        format: the name of the format the records came from (recorded on the batch).
+        filename: the file's name, for the batch record.
+        file_sha256: sha256 of the whole input; a file already imported into this project is
+            not read again.
+        actor: the user importing, or None from the command line.
+        notes: called after the last record to get the adapter's own counters (quirks met).
+
+    Returns:
+        An :class:`ImportResult`; ``batch`` is None when the import created nothing.
+
+    Raises:
+        WorkloadImportFailed: one or more records are invalid or conflict with stored rows;
+            nothing was written. Its ``errors`` give location, field and reason.
+        InvalidInput: the project has no label policy.
+
+    Concurrency: opens its own transaction and locks the Project row, so imports into one
+    project run one at a time.
+    """
+    project = project_lock(project.pk)
+    previous = ImportBatch.objects.filter(project=project, file_sha256=file_sha256).first()
+    if previous is not None:
+        return ImportResult(batch=previous, records=0, created={}, already_imported=True)
+    policy = project.policies.order_by("-version").first()
+    if policy is None:
+        raise InvalidInput(f"project {project.slug!r} has no label policy; create one first")
+    vocabulary = policy_vocabulary(policy)
+    batch = ImportBatch.objects.create(
+        project=project,
+        format=format,
+        filename=filename[:500],
+        file_sha256=file_sha256,
+        created_by=actor if actor is not None and actor.is_authenticated else None,
+    )
+    writer = _Writer(project, batch)
+    errors: list[RecordError] = []
+    chunk: list[tuple[str, WorkloadRecord]] = []
+    in_chunk: set[str] = set()
+    n_records = 0
+
+    def flush() -> None:
+        if chunk and not errors:
+            try:
+                writer.write(chunk)
+            except RecordError as exc:
+                errors.append(exc)
+        chunk.clear()
+        in_chunk.clear()
+
+    for location, record in _validated(records, vocabulary, errors):
+        n_records += 1
+        # A repeated external_id is checked against the first occurrence once that is written.
+        if record.external_id in in_chunk or len(chunk) >= CHUNK_SIZE:
+            flush()
+        chunk.append((location, record))
+        in_chunk.add(record.external_id)
+    flush()
+    if errors:
+        raise WorkloadImportFailed(errors)
+
+    created = {k: v for k, v in sorted(writer.created.items()) if v}
+    extra = notes() if notes is not None else {}
+    if not any(v for k, v in created.items() if k != "unanchored_claims"):
+        batch.delete()
+        return ImportResult(batch=None, records=n_records, created={}, notes=extra)
+    batch.report = {"records": n_records, "created": created, "notes": extra}
+    batch.save(update_fields=["report"])
+    logger.info(
+        "workload_import.done",
+        extra={"project": project.slug, "batch": batch.pk, "records": n_records},
+    )
+    return ImportResult(batch=batch, records=n_records, created=created, notes=extra)

@@ -1,0 +1,5 @@
+"""HTML pages of the labelling side."""
+
+from django.urls import path
+
+urlpatterns: list = []
