@@ -1,0 +1,117 @@
+"""``manage.py import_workload PATH [PATH ...] --project SLUG [--format F]``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+from tqdm import tqdm
+
+from labeling.exceptions import LabelingError, WorkloadImportFailed
+from labeling.importers import formats
+from labeling.importers.native import file_sha256
+from labeling.models import Project
+from labeling.services import project_create, workload_import
+
+
+class _ProgressReader:
+    """Wrap a binary file so that reading it advances a byte-counting progress bar."""
+
+    def __init__(self, stream: Any, bar: tqdm) -> None:
+        self.stream = stream
+        self.bar = bar
+
+    def __iter__(self):
+        for line in self.stream:
+            self.bar.update(len(line))
+            yield line
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.bar.update(len(data))
+        return data
+
+    def seek(self, *args: Any) -> int:
+        return self.stream.seek(*args)
+
+
+class Command(BaseCommand):
+    """Import workload files into a project, atomically: all files or nothing."""
+
+    help = (
+        "Import workload files (native JSONL or a dataset adapter) into a project. All files are "
+        "imported in one transaction: any invalid record refuses everything."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", type=Path)
+        parser.add_argument("--project", required=True, help="project slug")
+        parser.add_argument(
+            "--format", default="native", choices=sorted(formats()), help="input format"
+        )
+        parser.add_argument(
+            "--create", action="store_true", help="create the project if it does not exist"
+        )
+        parser.add_argument("--name", default="", help="project name when --create makes it")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        fmt = formats()[options["format"]]
+        for path in options["paths"]:
+            if not path.is_file():
+                raise CommandError(f"{path}: no such file")
+        try:
+            with transaction.atomic():
+                project = Project.objects.filter(slug=options["project"]).first()
+                if project is None:
+                    if not options["create"]:
+                        raise CommandError(
+                            f"no project {options['project']!r}; pass --create to make it"
+                        )
+                    project = project_create(
+                        slug=options["project"],
+                        name=options["name"] or options["project"],
+                        guideline=fmt.policy.guideline,
+                        evidence_relation=fmt.policy.evidence_relation,
+                    )
+                for path in options["paths"]:
+                    self._import_one(project, fmt, path, options["no_progress"])
+        except WorkloadImportFailed as exc:
+            for error in exc.errors:
+                self.stderr.write(f"{error}")
+            raise CommandError(
+                f"import refused: {len(exc.errors)} error(s) above; nothing was written"
+            ) from exc
+        except LabelingError as exc:
+            raise CommandError(exc.message) from exc
+
+    def _import_one(self, project: Project, fmt: Any, path: Path, quiet: bool) -> None:
+        with path.open("rb") as raw:
+            digest = file_sha256(raw)
+            with tqdm(
+                total=path.stat().st_size,
+                unit="B",
+                unit_scale=True,
+                desc=path.name,
+                disable=quiet,
+                file=self.stderr._out,
+            ) as bar:
+                source = fmt.open(_ProgressReader(raw, bar), path.name)
+                result = workload_import(
+                    project=project,
+                    records=source,
+                    format=fmt.name,
+                    filename=path.name,
+                    file_sha256=digest,
+                    notes=source.notes,
+                )
+        if result.already_imported:
+            self.stdout.write(f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed")
+        elif result.batch is None:
+            self.stdout.write(f"{path.name}: {result.records} records, nothing new; nothing changed")
+        else:
+            summary = json.dumps({"created": result.created, "notes": result.notes}, ensure_ascii=False)
+            self.stdout.write(f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}")
