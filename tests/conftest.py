@@ -1,0 +1,113 @@
+"""Shared fixtures. Test-only overrides of settings live here, not in a second settings module."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labeling.importers.native import read_jsonl
+from labeling.models import Project, Role
+from labeling.services import membership_set, project_create, workload_import
+from labeling.services.imports import ImportResult, fingerprint
+from tests.factories import UserFactory
+
+# ``../shared/data`` beside the repository, or wherever CERTLABEL_SHARED_DATA points.
+SHARED_DATA = Path(
+    os.environ.get(
+        "CERTLABEL_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    )
+)
+
+
+@pytest.fixture(autouse=True)
+def _fast_settings(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The third-party datasets beside the repository; tests skip when they are absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared datasets not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def project(db: None) -> Project:
+    """A project with the default label policy v1."""
+    return project_create(slug="study", name="Study")
+
+
+@pytest.fixture
+def member(project: Project) -> Callable[[str], Any]:
+    """Make a user with ``role`` in ``project``: ``member("annotator")``."""
+
+    def make(role: str = Role.ANNOTATOR) -> Any:
+        user = UserFactory()
+        membership_set(project=project, user=user, role=role)
+        return user
+
+    return make
+
+
+def jsonl_bytes(records: Iterable[dict[str, Any]]) -> bytes:
+    """Serialise records as JSONL (UTF-8, non-ASCII kept as is)."""
+    return b"".join(json.dumps(r, ensure_ascii=False).encode("utf-8") + b"\n" for r in records)
+
+
+@pytest.fixture
+def import_records(project: Project) -> Callable[..., ImportResult]:
+    """Import native records (dicts) into ``project`` (or another) through the real service."""
+
+    def run(records: list[dict[str, Any]], target: Project | None = None) -> ImportResult:
+        import io
+
+        data = jsonl_bytes(records)
+        return workload_import(
+            project=target or project,
+            records=read_jsonl(io.BytesIO(data)),
+            format="native",
+            filename="test.jsonl",
+            file_sha256=fingerprint(data.decode("utf-8")),
+        )
+
+    return run
+
+
+def native_record(external_id: str = "q1", **overrides: Any) -> dict[str, Any]:
+    """A valid native record with one source, two candidates and anchored claims."""
+    record: dict[str, Any] = {
+        "external_id": external_id,
+        "text": "When did the bridge open?",
+        "group_key": "",
+        "sources": [
+            {
+                "id": f"doc-{external_id}",
+                "text": "The bridge opened in 1932. It spans the harbour.",
+                "uri": "https://example.org/bridge",
+                "rank": 1,
+                "score": 0.91,
+            }
+        ],
+        "candidates": [
+            {
+                "id": "c0",
+                "text": "It opened in 1932. It spans the harbour.",
+                "generator": "model-a",
+                "canonical_form": "1932",
+                "claims": [
+                    {"text": "It opened in 1932.", "start": 0, "end": 18},
+                    {"text": "It spans the harbour."},
+                ],
+            },
+            {"id": "c1", "text": "1931.", "generator": "model-a", "canonical_form": "1931"},
+        ],
+    }
+    record.update(overrides)
+    return record
