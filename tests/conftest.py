@@ -57,8 +57,16 @@ def member(project: Project) -> Callable[[str], Any]:
 
 
 def jsonl_bytes(records: Iterable[dict[str, Any]]) -> bytes:
-    """Serialise records as JSONL (UTF-8, non-ASCII kept as is)."""
-    return b"".join(json.dumps(r, ensure_ascii=False).encode("utf-8") + b"\n" for r in records)
+    """Serialise records as JSONL: UTF-8 with non-ASCII kept as is, or ``\\u`` escapes for
+    strings UTF-8 cannot carry (lone surrogates)."""
+
+    def line(record: dict[str, Any]) -> bytes:
+        try:
+            return json.dumps(record, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(record).encode("ascii")
+
+    return b"".join(line(r) + b"\n" for r in records)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
     Strict JSON: ``NaN``/``Infinity`` and repeated keys are refused, and the line must be UTF-8.
     """
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         return RecordError(location, "(line)", f"not valid UTF-8 at byte {exc.start}")
     try:

@@ -16,7 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    Strict,
+)
 
 SCHEMA_VERSION = 1
 
@@ -25,6 +34,8 @@ Key = Annotated[str, Field(min_length=1, max_length=255)]
 Offset = Annotated[StrictInt, Field(ge=0)]
 Number = StrictFloat | StrictInt
 UnitNumber = Annotated[Number, Field(ge=0, le=1)]
+# ISO 8601 with a UTC offset; JSON has no datetime type, so strings are parsed (strict elsewhere).
+Timestamp = Annotated[AwareDatetime, Strict(False)]
 
 
 class _Strict(BaseModel):
@@ -121,8 +132,8 @@ class SourceIn(_Strict):
     id: Annotated[str, Field(min_length=1, max_length=512)]
     text: str
     uri: str = ""
-    published_at: AwareDatetime | None = None
-    observed_at: AwareDatetime | None = None
+    published_at: Timestamp | None = None
+    observed_at: Timestamp | None = None
     rank: Annotated[StrictInt, Field(ge=0)] | None = None
     score: Number | None = None
 

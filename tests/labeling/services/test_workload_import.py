@@ -1,0 +1,465 @@
+"""workload_import on the native format: atomic, idempotent, exact texts, clear errors."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+
+import pytest
+from django.apps import apps
+
+from labeling.exceptions import WorkloadImportFailed
+from labeling.importers.native import read_jsonl
+from labeling.models import (
+    CandidateAnswer,
+    Claim,
+    EvaluatorLabel,
+    ImportBatch,
+    PriorAnnotation,
+    PriorEvidence,
+    Question,
+    SourceDocument,
+    SourceVersion,
+)
+from labeling.services import workload_import
+from labeling.services.imports import fingerprint, frequency_ranks
+from labeling.importers.schema import CandidateIn
+from tests.conftest import jsonl_bytes, native_record
+
+pytestmark = pytest.mark.django_db
+
+
+def row_counts() -> dict[str, int]:
+    return {m.__name__: m.objects.count() for m in apps.get_app_config("labeling").get_models()}
+
+
+def import_bytes(project, data: bytes, sha: str | None = None):
+    return workload_import(
+        project=project,
+        records=read_jsonl(io.BytesIO(data)),
+        format="native",
+        filename="x.jsonl",
+        file_sha256=sha or fingerprint(data.hex()),
+    )
+
+
+def refused(project, data: bytes) -> list[tuple[str, str, str]]:
+    before = row_counts()
+    with pytest.raises(WorkloadImportFailed) as info:
+        import_bytes(project, data)
+    assert row_counts() == before, "a refused import must write nothing"
+    return [(e.location, e.field, e.reason) for e in info.value.errors]
+
+
+# -- happy path -----------------------------------------------------------------------------
+
+
+def test_imports_question_with_sources_candidates_claims_and_items(project, import_records):
+    # given a record with one source, two candidates, one of them with two claims
+    result = import_records([native_record()])
+
+    # then every row exists and claims are anchored at code-point offsets
+    assert result.created == {
+        "candidates": 2,
+        "claims": 2,
+        "items": 2,
+        "questions": 1,
+        "retrieval_links": 1,
+        "source_documents": 1,
+        "source_versions": 1,
+    }
+    claims = list(Claim.objects.order_by("index").values_list("start", "end", "unanchored"))
+    assert claims == [(0, 18, False), (19, 40, False)]
+    version = SourceVersion.objects.get()
+    assert version.length == len(version.text)
+    assert version.sha256 == hashlib.sha256(version.text.encode("utf-8")).hexdigest()
+
+
+def test_frequency_rank_computed_from_canonical_forms_with_declared_tie_rule():
+    # given forms b, a, a, b, c, none: a and b tie on count 2, b is first seen (index 0)
+    forms = ["b", "a", "a", "b", "c", None]
+    candidates = [CandidateIn(id=f"c{i}", text="t", canonical_form=f) for i, f in enumerate(forms)]
+    assert frequency_ranks(candidates) == [1, 2, 2, 1, 3, None]
+
+
+def test_frequency_rank_given_in_record_is_kept(project, import_records):
+    record = native_record()
+    record["candidates"][1]["frequency_rank"] = 7
+    import_records([record])
+    assert CandidateAnswer.objects.get(key="c1").frequency_rank == 7
+    assert CandidateAnswer.objects.get(key="c0").frequency_rank == 1
+
+
+def test_texts_stored_exactly_emoji_combining_marks_crlf_and_leading_space(project, import_records):
+    # given texts with an astral emoji, a decomposed combining mark, CRLF and surrounding spaces
+    source_text = " Cafe\u0301 \U0001f551 opened\r\nin 1932.  "
+    answer = " \U0001f551 Cafe\u0301 opened in 1932.\r\n"
+    record = native_record(
+        sources=[{"id": "d", "text": source_text}],
+        candidates=[
+            {
+                "id": "c0",
+                "text": answer,
+                # the claim starts after the emoji: code point 3, not UTF-16 unit 4
+                "claims": [{"text": "Cafe\u0301 opened", "start": 3, "end": 15}],
+                "prior_annotations": [
+                    {
+                        "annotator": "p1",
+                        "claim_labels": [
+                            {
+                                "claim": 0,
+                                "label": "supported",
+                                "evidence": [
+                                    {"source": "d", "start": 1, "end": 8, "quote": "Cafe\u0301 \U0001f551"}
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    )
+    import_records([record])
+
+    # then nothing was stripped or normalised
+    assert SourceVersion.objects.get().text == source_text
+    assert CandidateAnswer.objects.get().text == answer
+    claim = Claim.objects.get()
+    assert answer[claim.start : claim.end] == "Cafe\u0301 opened"
+    assert PriorEvidence.objects.get().quote == "Cafe\u0301 \U0001f551"
+
+
+def test_unanchored_claim_kept_and_flagged(project, import_records):
+    record = native_record()
+    record["candidates"][0]["claims"].append({"text": "It is made of steel."})
+    result = import_records([record])
+    claim = Claim.objects.get(index=2)
+    assert (claim.unanchored, claim.start, claim.end) == (True, None, None)
+    assert result.created["unanchored_claims"] == 1
+
+
+def test_claim_located_after_previous_claim_when_text_repeats(project, import_records):
+    record = native_record(
+        candidates=[{"id": "c0", "text": "Yes. No. Yes.", "claims": [{"text": "No."}, {"text": "Yes."}]}]
+    )
+    import_records([record])
+    assert list(Claim.objects.order_by("index").values_list("start", "end")) == [(5, 8), (9, 13)]
+
+
+def test_evaluator_labels_unavailable_is_not_a_verdict(project, import_records):
+    record = native_record()
+    record["candidates"][0]["evaluator_labels"] = [
+        {"evaluator": "judge", "version": "v1", "label": "admissible", "score": 0.9},
+        {"evaluator": "judge", "version": "v1", "claim": 1, "label": "contradicted"},
+        {"evaluator": "nli", "version": "2024", "available": False},
+    ]
+    import_records([record])
+    unavailable = EvaluatorLabel.objects.get(evaluator__name="nli")
+    assert (unavailable.available, unavailable.label, unavailable.score) == (False, None, None)
+    assert EvaluatorLabel.objects.get(claim__index=1).label == "contradicted"
+
+
+# -- idempotency and versions ----------------------------------------------------------------
+
+
+def test_reimporting_the_same_file_changes_no_row(project):
+    data = jsonl_bytes([native_record("q1"), native_record("q2")])
+    first = import_bytes(project, data, sha="a" * 64)
+    before = row_counts()
+    again = import_bytes(project, data, sha="a" * 64)
+    assert again.already_imported and again.batch == first.batch
+    assert row_counts() == before
+
+
+def test_reimporting_same_records_from_another_file_changes_no_row(project):
+    import_bytes(project, jsonl_bytes([native_record("q1"), native_record("q2")]))
+    before = row_counts()
+    # same content, different order and an extra blank line: a different file
+    result = import_bytes(project, b"\n" + jsonl_bytes([native_record("q2"), native_record("q1")]))
+    assert result.batch is None and result.created == {}
+    assert row_counts() == before
+
+
+def test_changed_source_text_becomes_new_version_never_an_edit(project, import_records):
+    import_records([native_record("q1")])
+    old = SourceVersion.objects.get()
+    changed = native_record("q2")
+    changed["sources"][0] = {"id": "doc-q1", "text": "The bridge opened in 1933."}
+    import_records([changed])
+
+    assert SourceDocument.objects.count() == 1
+    versions = SourceVersion.objects.order_by("pk")
+    assert versions.count() == 2
+    assert versions[0].text == old.text and versions[0].sha256 == old.sha256
+    assert versions[1].text == "The bridge opened in 1933."
+
+
+def test_existing_question_gains_a_new_source_version_and_evaluator_labels(project, import_records):
+    import_records([native_record("q1")])
+    record = native_record("q1")
+    record["sources"].append({"id": "doc-new", "text": "Opened 1932."})
+    record["candidates"][1]["evaluator_labels"] = [
+        {"evaluator": "j", "version": "1", "label": "inadmissible"}
+    ]
+    result = import_records([record])
+    assert result.created == {
+        "evaluator_labels": 1,
+        "evaluators": 1,
+        "retrieval_links": 1,
+        "source_documents": 1,
+        "source_versions": 1,
+    }
+    assert Question.objects.get().retrievals.count() == 2
+
+
+def test_duplicate_question_in_one_file_is_imported_once(project, import_records):
+    result = import_records([native_record("q1"), native_record("q1")])
+    assert result.created["questions"] == 1 and CandidateAnswer.objects.count() == 2
+
+
+def test_source_version_text_cannot_be_updated_in_the_database(project, import_records):
+    from django.db import DatabaseError, transaction
+
+    import_records([native_record()])
+    with pytest.raises(DatabaseError, match="immutable"), transaction.atomic():
+        SourceVersion.objects.update(text="tampered")
+    assert SourceVersion.objects.get().text.startswith("The bridge opened in 1932")
+
+
+# -- refusals: line, field, reason, nothing written -------------------------------------------
+
+
+def test_broken_json_refused_with_line(project):
+    data = jsonl_bytes([native_record("q1")]) + b'{"external_id": "q2", "text": \n'
+    assert refused(project, data) == [("line 2", "(line)", "invalid JSON: Expecting value at column 31")]
+
+
+def test_missing_required_field_refused(project):
+    record = native_record("q2")
+    del record["text"]
+    errors = refused(project, jsonl_bytes([native_record("q1"), record]))
+    assert errors == [("line 2", "text", "Field required")]
+
+
+def test_span_past_the_end_refused(project):
+    record = native_record()
+    record["candidates"][0]["claims"][0] = {"text": "It opened in 1932.", "start": 30, "end": 99}
+    [(location, field, reason)] = refused(project, jsonl_bytes([record]))
+    assert (location, field) == ("line 1", "candidates[0].claims[0]")
+    assert reason == "span end 99 is past the end of the answer (40 code points)"
+
+
+def test_quote_mismatch_refused_without_echoing_the_record(project):
+    record = native_record()
+    record["candidates"][0]["prior_annotations"] = [
+        {
+            "annotator": "p",
+            "claim_labels": [
+                {
+                    "claim": 0,
+                    "label": "supported",
+                    "evidence": [{"source": "doc-q1", "start": 0, "end": 10, "quote": "The bridgE"}],
+                }
+            ],
+        }
+    ]
+    [(location, field, reason)] = refused(project, jsonl_bytes([record]))
+    assert field == "candidates[0].prior_annotations[0].claim_labels[0].evidence[0]"
+    assert reason == (
+        "quote 'The bridgE' differs from the text of source 'doc-q1' at [0:10], which is 'The bridge'"
+    )
+    assert "harbour" not in reason  # the record is never echoed
+
+
+def test_quote_offsets_in_utf16_units_are_refused(project):
+    # a browser would count the emoji as 2 units; code points count it as 1
+    record = native_record(
+        sources=[{"id": "d", "text": "\U0001f551 at noon"}],
+        candidates=[
+            {
+                "id": "c0",
+                "text": "noon",
+                "prior_annotations": [
+                    {
+                        "annotator": "p",
+                        "spans": [
+                            {
+                                "start": 0,
+                                "end": 4,
+                                "quote": "noon",
+                                "evidence": {"source": "d", "start": 6, "end": 10, "quote": "noon"},
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    )
+    [(_, field, reason)] = refused(project, jsonl_bytes([record]))
+    assert field == "candidates[0].prior_annotations[0].spans[0].evidence"
+    assert reason == "span end 10 is past the end of the text of source 'd' (9 code points)"
+
+
+def test_duplicate_external_id_with_different_text_refused(project):
+    other = native_record("q1", text="Another question?")
+    errors = refused(project, jsonl_bytes([native_record("q1"), other]))
+    assert errors == [
+        (
+            "line 2",
+            "text",
+            "question 'q1' is already imported with a different text; questions are immutable "
+            "(use a new external_id)",
+        )
+    ]
+
+
+def test_duplicate_external_id_against_stored_question_refused(project, import_records):
+    import_records([native_record("q1")])
+    errors = refused(project, jsonl_bytes([native_record("q1", text="Changed?")]))
+    assert errors[0][:2] == ("line 1", "text")
+
+
+def test_changed_candidate_refused(project, import_records):
+    import_records([native_record("q1")])
+    record = native_record("q1")
+    record["candidates"][1]["text"] = "1930."
+    [(_, field, reason)] = refused(project, jsonl_bytes([record]))
+    assert field == "candidates[1]" and "immutable" in reason
+
+
+def test_changed_evaluator_verdict_refused_as_new_version_needed(project, import_records):
+    record = native_record()
+    record["candidates"][0]["evaluator_labels"] = [{"evaluator": "j", "version": "1", "label": "admissible"}]
+    import_records([record])
+    changed = copy.deepcopy(record)
+    changed["candidates"][0]["evaluator_labels"][0]["label"] = "inadmissible"
+    [(_, field, reason)] = refused(project, jsonl_bytes([changed]))
+    assert field == "candidates[0].evaluator_labels[0]" and "new evaluator version" in reason
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "reason_part"),
+    [
+        (lambda r: r.update(external_id=5), "external_id", "Input should be a valid string"),
+        (lambda r: r["candidates"][0].update(confidence=1.5), "candidates[0].confidence", "less than or equal to 1"),
+        (lambda r: r["candidates"][0].update(sample_index="1"), "candidates[0].sample_index", "valid integer"),
+        (lambda r: r.update(colour="red"), "colour", "Extra inputs are not permitted"),
+        (lambda r: r.update(candidates=[]), "candidates", "at least 1 item"),
+        (lambda r: r["sources"][0].update(observed_at="2024-01-01T00:00:00"), "sources[0].observed_at", "timezone info"),
+        (lambda r: r["sources"][0].update(published_at="yesterday"), "sources[0].published_at", "valid datetime"),
+        (lambda r: r["candidates"][1].update(id="c0"), "candidates[1].id", "repeats"),
+        (lambda r: r["candidates"][0]["claims"][0].update(end=None), "candidates[0].claims[0]", "both start and end"),
+        (lambda r: r["candidates"][0].update(text="bad \x00 nul"), "candidates[0].text", "NUL"),
+        (lambda r: r.update(text="lone \ud83d surrogate"), "text", "lone surrogate U+D83D"),
+        (
+            lambda r: r["candidates"][0].update(evaluator_labels=[{"evaluator": "j", "version": "1", "label": "great"}]),
+            "candidates[0].evaluator_labels[0].label",
+            "is not one of",
+        ),
+        (
+            lambda r: r["candidates"][0].update(evaluator_labels=[{"evaluator": "j", "version": "1"}]),
+            "candidates[0].evaluator_labels[0]",
+            "give a label or a score",
+        ),
+        (
+            lambda r: r["candidates"][0].update(
+                prior_annotations=[{"annotator": "p", "claim_labels": [{"claim": 9, "label": "supported"}]}]
+            ),
+            "candidates[0].prior_annotations[0].claim_labels[0].claim",
+            "claim index 9 but 2 claims",
+        ),
+        (
+            lambda r: r["candidates"][0].update(
+                prior_annotations=[
+                    {
+                        "annotator": "p",
+                        "claim_labels": [
+                            {"claim": 0, "label": "supported", "evidence": [{"source": "nope", "start": 0, "end": 1, "quote": "T"}]}
+                        ],
+                    }
+                ]
+            ),
+            "candidates[0].prior_annotations[0].claim_labels[0].evidence[0].source",
+            "unknown source 'nope'",
+        ),
+    ],
+)
+def test_invalid_field_refused_with_its_path(project, mutate, field, reason_part):
+    record = native_record()
+    mutate(record)
+    [(location, got_field, reason)] = refused(project, jsonl_bytes([record]))
+    assert (location, got_field) == ("line 1", field)
+    assert reason_part in reason
+
+
+def test_strict_json_refuses_nan_duplicate_keys_non_objects_and_bad_utf8(project):
+    good = jsonl_bytes([native_record("q1")])
+    data = (
+        good
+        + b'{"external_id": "q2", "external_id": "q3"}\n'
+        + b"[1, 2]\n"
+        + b'{"external_id": NaN}\n'
+        + b'{"external_id": "\xff"}\n'
+    )
+    errors = refused(project, data)
+    assert [(loc, reason) for loc, _, reason in errors] == [
+        ("line 2", "invalid JSON: duplicate key 'external_id'"),
+        ("line 3", "expected a JSON object, got list"),
+        ("line 4", "invalid JSON: NaN is not valid JSON"),
+        ("line 5", "not valid UTF-8 at byte 17"),
+    ]
+
+
+def test_errors_after_the_first_are_all_reported_up_to_the_cap(project):
+    lines = b"".join(b"{broken\n" for _ in range(50))
+    errors = refused(project, lines)
+    assert len(errors) == 20 and errors[0][0] == "line 1" and errors[-1][0] == "line 20"
+
+
+def test_an_error_late_in_the_file_rolls_back_earlier_chunks(project):
+    # given 1,200 valid records (three chunks) and one invalid record at the end
+    records = [native_record(f"q{i}") for i in range(1200)]
+    bad = native_record("bad")
+    bad["candidates"][0]["claims"][0]["end"] = 999
+    errors = refused(project, jsonl_bytes([*records, bad]))
+    assert errors[0][0] == "line 1201"
+    assert Question.objects.count() == 0 and ImportBatch.objects.count() == 0
+
+
+def test_source_dates_parsed_from_iso_strings_with_offset(project, import_records):
+    record = native_record()
+    record["sources"][0].update(published_at="2024-03-01T10:00:00+02:00", observed_at="2024-05-01T00:00:00Z")
+    import_records([record])
+    version = SourceVersion.objects.get()
+    assert version.published_at.isoformat() == "2024-03-01T08:00:00+00:00"
+    assert version.observed_at.isoformat() == "2024-05-01T00:00:00+00:00"
+
+
+def test_bom_and_crlf_line_endings_accepted(project):
+    data = b"\xef\xbb\xbf" + json.dumps(native_record()).encode() + b"\r\n"
+    result = import_bytes(project, data)
+    assert result.created["questions"] == 1
+
+
+def test_new_question_refused_after_partition_frozen(project, import_records):
+    from labeling.services import partition_freeze
+
+    import_records([native_record("q1")])
+    partition_freeze(project=project, proportions={"dev": 0, "calibration": 0.5, "test": 0.5}, seed=1)
+    errors = refused(project, jsonl_bytes([native_record("q1"), native_record("q2")]))
+    assert errors[0][:2] == ("line 2", "external_id") and "frozen" in errors[0][2]
+
+
+def test_prior_annotations_from_two_annotators_and_rerun_is_idempotent(project, import_records):
+    record = native_record()
+    record["candidates"][0]["prior_annotations"] = [
+        {"annotator": "a1", "answer_label": "admissible"},
+        {"annotator": "a2", "answer_label": "inadmissible", "note": "wrong year"},
+    ]
+    import_records([record])
+    assert PriorAnnotation.objects.count() == 2
+    before = row_counts()
+    import_records([record])
+    assert row_counts() == before
