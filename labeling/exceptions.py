@@ -48,7 +48,12 @@ class WorkloadImportFailed(InvalidInput):
     def __init__(self, errors: list[Any]) -> None:
         lines = [str(e) for e in errors]
         super().__init__(
-            f"import refused, nothing was written ({len(errors)} error(s)): " + "; ".join(lines[:3]),
-            data={"errors": [{"location": e.location, "field": e.field, "reason": e.reason} for e in errors]},
+            f"import refused, nothing was written ({len(errors)} error(s)): "
+            + "; ".join(lines[:3]),
+            data={
+                "errors": [
+                    {"location": e.location, "field": e.field, "reason": e.reason} for e in errors
+                ]
+            },
         )
         self.errors = errors

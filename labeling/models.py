@@ -60,7 +60,9 @@ class Project(models.Model):
         ordering = ["slug"]
         constraints = [
             models.CheckConstraint(condition=Q(overlap__gte=1), name="project_overlap_positive"),
-            models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="project_lease_positive"),
+            models.CheckConstraint(
+                condition=Q(lease_minutes__gte=1), name="project_lease_positive"
+            ),
             models.CheckConstraint(
                 condition=Q(partition_frozen_at__isnull=True)
                 | Q(partition_seed__isnull=False, partition_proportions__isnull=False),
@@ -199,7 +201,9 @@ class SourceVersion(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["document", "sha256"], name="source_version_unique_text"),
+            models.UniqueConstraint(
+                fields=["document", "sha256"], name="source_version_unique_text"
+            ),
             models.CheckConstraint(
                 condition=Exact(Length("sha256"), 64), name="source_version_sha256_hex64"
             ),
@@ -218,7 +222,7 @@ class SourceVersion(models.Model):
 
 
 class Question(models.Model):
-    """An eligible query with its slice attributes; ``partition`` is set when the split is frozen."""
+    """An eligible query with slice attributes; ``partition`` is set when the split is frozen."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="questions")
     external_id = models.CharField(max_length=255)
@@ -265,6 +269,9 @@ class RetrievalLink(models.Model):
                 fields=["question", "source_version"], name="retrieval_unique_source"
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"question {self.question_id} → version {self.source_version_id}"
 
 
 class CandidateAnswer(models.Model):
@@ -425,6 +432,10 @@ class EvaluatorLabel(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        verdict = self.label if self.available else "unavailable"
+        return f"{self.evaluator_id} on {self.candidate_id}: {verdict}"
+
 
 class AnnotationOrigin(models.TextChoices):
     """Who made an imported prior label."""
@@ -461,6 +472,9 @@ class PriorAnnotation(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.annotator} on {self.candidate_id}"
+
 
 class PriorClaimLabel(models.Model):
     """A prior annotation's label of one claim (``raw_label`` keeps the dataset's own value)."""
@@ -480,9 +494,12 @@ class PriorClaimLabel(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.claim_id}: {self.label}"
+
 
 class PriorEvidence(models.Model):
-    """An evidence span cited by a prior claim label: ``source_version.text[start:end] == quote``."""
+    """Evidence cited by a prior claim label: ``source_version.text[start:end] == quote``."""
 
     claim_label = models.ForeignKey(
         PriorClaimLabel, on_delete=models.CASCADE, related_name="evidence"
@@ -500,6 +517,9 @@ class PriorEvidence(models.Model):
                 name="prior_evidence_quote_length",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.source_version_id}[{self.start}:{self.end}]"
 
 
 class PriorSpan(models.Model):
@@ -547,3 +567,6 @@ class PriorSpan(models.Model):
                 name="prior_span_evidence_complete",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"[{self.start}:{self.end}] {self.labels}"

@@ -68,7 +68,10 @@ def formats() -> dict[str, WorkloadFormat]:
 
     return {
         "native": WorkloadFormat(
-            "native", "certlabel JSONL, one question per line", _native, PolicyTemplate(NATIVE_GUIDELINE)
+            "native",
+            "certlabel JSONL, one question per line",
+            _native,
+            PolicyTemplate(NATIVE_GUIDELINE),
         ),
         "faithbench": faithbench.FORMAT,
         "expertqa": expertqa.FORMAT,

@@ -41,7 +41,9 @@ def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
     except ValueError as exc:
         return RecordError(location, "(line)", f"invalid JSON: {exc}")
     if not isinstance(value, dict):
-        return RecordError(location, "(line)", f"expected a JSON object, got {type(value).__name__}")
+        return RecordError(
+            location, "(line)", f"expected a JSON object, got {type(value).__name__}"
+        )
     return value
 
 

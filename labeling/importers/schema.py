@@ -21,10 +21,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     StrictBool,
     StrictFloat,
     StrictInt,
-    Strict,
 )
 
 SCHEMA_VERSION = 1
@@ -180,7 +180,9 @@ def _short(text: str, limit: int = 40) -> str:
 def _check_text(text: str, field: str, location: str) -> None:
     """Refuse what no database can store faithfully: NUL and lone surrogates."""
     if "\x00" in text:
-        raise RecordError(location, field, f"contains NUL (U+0000) at code point {text.index(chr(0))}")
+        raise RecordError(
+            location, field, f"contains NUL (U+0000) at code point {text.index(chr(0))}"
+        )
     for i, ch in enumerate(text):
         if "\ud800" <= ch <= "\udfff":
             raise RecordError(
@@ -209,7 +211,7 @@ def _check_span(
 
 
 def locate_claim(answer: str, claim: str, after: int) -> int | None:
-    """Return the code-point start of ``claim`` in ``answer``, preferring matches at or after ``after``.
+    """Return the code-point start of ``claim`` in ``answer``, preferring one at or after ``after``.
 
     Args:
         answer: the candidate answer text.
@@ -306,8 +308,12 @@ def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location:
                     location, f"{field}.annotator", f"annotator {prior.annotator!r} repeats"
                 )
             annotators.add(prior.annotator)
-            _check_label(prior.answer_label, vocabulary.answer_labels, f"{field}.answer_label", location)
-            _check_label(prior.answer_reason, vocabulary.reasons, f"{field}.answer_reason", location)
+            _check_label(
+                prior.answer_label, vocabulary.answer_labels, f"{field}.answer_label", location
+            )
+            _check_label(
+                prior.answer_reason, vocabulary.reasons, f"{field}.answer_reason", location
+            )
             labelled: set[int] = set()
             for q, claim_label in enumerate(prior.claim_labels):
                 cfield = f"{field}.claim_labels[{q}]"
@@ -322,7 +328,9 @@ def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location:
                         location, f"{cfield}.claim", f"claim {claim_label.claim} labelled twice"
                     )
                 labelled.add(claim_label.claim)
-                _check_label(claim_label.label, vocabulary.claim_labels, f"{cfield}.label", location)
+                _check_label(
+                    claim_label.label, vocabulary.claim_labels, f"{cfield}.label", location
+                )
                 _check_label(claim_label.reason, vocabulary.reasons, f"{cfield}.reason", location)
                 for v, evidence in enumerate(claim_label.evidence):
                     check_evidence(evidence, f"{cfield}.evidence[{v}]")

@@ -153,7 +153,9 @@ class _Writer:
         self.evaluators = {(e.name, e.version): e.pk for e in project.evaluators.all()}
 
     # -- sources ------------------------------------------------------------------------------
-    def _source_versions(self, chunk: list[tuple[str, WorkloadRecord]]) -> dict[tuple[str, str], int]:
+    def _source_versions(
+        self, chunk: list[tuple[str, WorkloadRecord]]
+    ) -> dict[tuple[str, str], int]:
         """Return {(document key, sha256): version id}, creating missing documents and versions."""
         wanted: dict[tuple[str, str], Any] = {}
         uris: dict[str, str] = {}
@@ -164,9 +166,15 @@ class _Writer:
         if not wanted:
             return {}
         docs = dict(
-            SourceDocument.objects.filter(project=self.project, key__in=uris).values_list("key", "pk")
+            SourceDocument.objects.filter(project=self.project, key__in=uris).values_list(
+                "key", "pk"
+            )
         )
-        new_docs = [SourceDocument(project=self.project, key=k, uri=u) for k, u in uris.items() if k not in docs]
+        new_docs = [
+            SourceDocument(project=self.project, key=k, uri=u)
+            for k, u in uris.items()
+            if k not in docs
+        ]
         if new_docs:
             SourceDocument.objects.bulk_create(new_docs, batch_size=BULK_BATCH)
             self.created["source_documents"] += len(new_docs)
@@ -302,7 +310,9 @@ class _Writer:
             question = questions[record.external_id]
             known = stored.get(question.pk, {})
             ranks = frequency_ranks(record.candidates)
-            for position, (candidate, rank) in enumerate(zip(record.candidates, ranks, strict=True)):
+            for position, (candidate, rank) in enumerate(
+                zip(record.candidates, ranks, strict=True)
+            ):
                 index = position if candidate.sample_index is None else candidate.sample_index
                 given = _candidate_fields(candidate, index)
                 if question.pk in existing_ids:
@@ -406,7 +416,9 @@ class _Writer:
                 candidate_id = candidates[(question_id, candidate.id)]
                 for e, label in enumerate(candidate.evaluator_labels):
                     evaluator_id = self._evaluator_id(label.evaluator, label.version)
-                    claim_id = None if label.claim is None else claim_ids[(candidate_id, label.claim)]
+                    claim_id = (
+                        None if label.claim is None else claim_ids[(candidate_id, label.claim)]
+                    )
                     key = (evaluator_id, candidate_id, claim_id)
                     value = (label.label, label.score, label.available)
                     if key in stored:
@@ -506,7 +518,9 @@ class _Writer:
                         evidence_quote=evidence.quote if evidence else None,
                     )
                 )
-        PriorClaimLabel.objects.bulk_create([cl for cl, _, _ in claim_labels], batch_size=BULK_BATCH)
+        PriorClaimLabel.objects.bulk_create(
+            [cl for cl, _, _ in claim_labels], batch_size=BULK_BATCH
+        )
         evidence_rows = [
             PriorEvidence(
                 claim_label_id=cl.pk,
@@ -537,7 +551,9 @@ def _question_fields_of(question: Question) -> dict[str, Any]:
 
 def _same_label(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
     # Scores go through the database as floats: an int 1 and a float 1.0 are the same score.
-    same_score = a[1] == b[1] or (a[1] is not None and b[1] is not None and float(a[1]) == float(b[1]))
+    same_score = a[1] == b[1] or (
+        a[1] is not None and b[1] is not None and float(a[1]) == float(b[1])
+    )
     return a[0] == b[0] and a[2] == b[2] and same_score
 
 

@@ -107,7 +107,10 @@ def deal_components(
     assigned: dict[str, list[int]] = {p: [] for p in PARTITION_ORDER}
     active = [p for p in PARTITION_ORDER if proportions.get(p, 0) > 0]
     for i in order:
-        best = max(active, key=lambda p: (proportions[p] * total - len(assigned[p]), -PARTITION_ORDER.index(p)))
+        best = max(
+            active,
+            key=lambda p: (proportions[p] * total - len(assigned[p]), -PARTITION_ORDER.index(p)),
+        )
         assigned[best].extend(components[i])
     return assigned
 
@@ -144,11 +147,12 @@ def partition_freeze(
     clean = _check_proportions(proportions)
     project = project_lock(project.pk)
     if project.partition_frozen_at is not None:
-        raise InvalidTransition(
-            f"the partition of {project.slug!r} was frozen at {project.partition_frozen_at:%Y-%m-%d %H:%M} UTC"
-        )
+        frozen = f"{project.partition_frozen_at:%Y-%m-%d %H:%M} UTC"
+        raise InvalidTransition(f"the partition of {project.slug!r} was frozen at {frozen}")
     if project.policies.filter(frozen_at__isnull=False).exists():
-        raise InvalidTransition("labelling has started; the partition must be frozen before any label")
+        raise InvalidTransition(
+            "labelling has started; the partition must be frozen before any label"
+        )
     question_ids = list(Question.objects.filter(project=project).values_list("pk", flat=True))
     if not question_ids:
         raise InvalidInput(f"project {project.slug!r} has no questions to partition")
@@ -160,9 +164,9 @@ def partition_freeze(
     ]
     links += [
         (q, ("group", g))
-        for q, g in Question.objects.filter(project=project).exclude(group_key="").values_list(
-            "pk", "group_key"
-        )
+        for q, g in Question.objects.filter(project=project)
+        .exclude(group_key="")
+        .values_list("pk", "group_key")
     ]
     components = grouped_components(question_ids, links)
     dealt = deal_components(components, clean, seed)

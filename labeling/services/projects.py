@@ -93,4 +93,3 @@ def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Me
         project=project, user=user, defaults={"role": role}
     )
     return membership
-

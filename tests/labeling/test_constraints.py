@@ -39,14 +39,18 @@ def test_question_external_id_unique_per_project(project, candidate):
 
 def test_question_partition_must_be_known(project):
     with violates(), transaction.atomic():
-        Question.objects.create(project=project, external_id="z", text="x", partition="train", fingerprint="f")
+        Question.objects.create(
+            project=project, external_id="z", text="x", partition="train", fingerprint="f"
+        )
 
 
 def test_claim_needs_span_unless_unanchored(candidate):
     with violates(), transaction.atomic():
         Claim.objects.create(candidate=candidate, index=9, text="x", unanchored=False)
     with violates(), transaction.atomic():
-        Claim.objects.create(candidate=candidate, index=9, text="x", unanchored=True, start=0, end=1)
+        Claim.objects.create(
+            candidate=candidate, index=9, text="x", unanchored=True, start=0, end=1
+        )
     with violates(), transaction.atomic():
         Claim.objects.create(candidate=candidate, index=9, text="x", start=5, end=2)
 
@@ -74,7 +78,9 @@ def test_source_version_sha_and_length_checked(project):
 def test_unavailable_evaluator_label_carries_no_verdict(project, candidate):
     evaluator = Evaluator.objects.create(project=project, name="j", version="1")
     with violates(), transaction.atomic():
-        EvaluatorLabel.objects.create(evaluator=evaluator, candidate=candidate, available=False, label="admissible")
+        EvaluatorLabel.objects.create(
+            evaluator=evaluator, candidate=candidate, available=False, label="admissible"
+        )
     with violates(), transaction.atomic():
         EvaluatorLabel.objects.create(evaluator=evaluator, candidate=candidate, available=True)
 
@@ -83,11 +89,17 @@ def test_one_evaluator_label_per_target(project, candidate):
     evaluator = Evaluator.objects.create(project=project, name="j", version="1")
     EvaluatorLabel.objects.create(evaluator=evaluator, candidate=candidate, label="admissible")
     with violates(), transaction.atomic():
-        EvaluatorLabel.objects.create(evaluator=evaluator, candidate=candidate, label="inadmissible")
+        EvaluatorLabel.objects.create(
+            evaluator=evaluator, candidate=candidate, label="inadmissible"
+        )
     claim = candidate.claims.first()
-    EvaluatorLabel.objects.create(evaluator=evaluator, candidate=candidate, claim=claim, label="supported")
+    EvaluatorLabel.objects.create(
+        evaluator=evaluator, candidate=candidate, claim=claim, label="supported"
+    )
     with violates(), transaction.atomic():
-        EvaluatorLabel.objects.create(evaluator=evaluator, candidate=candidate, claim=claim, label="contradicted")
+        EvaluatorLabel.objects.create(
+            evaluator=evaluator, candidate=candidate, claim=claim, label="contradicted"
+        )
 
 
 def test_membership_role_and_uniqueness(project, member):

@@ -109,9 +109,17 @@ class Command(BaseCommand):
                     notes=source.notes,
                 )
         if result.already_imported:
-            self.stdout.write(f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed")
+            self.stdout.write(
+                f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
+            )
         elif result.batch is None:
-            self.stdout.write(f"{path.name}: {result.records} records, nothing new; nothing changed")
+            self.stdout.write(
+                f"{path.name}: {result.records} records, nothing new; nothing changed"
+            )
         else:
-            summary = json.dumps({"created": result.created, "notes": result.notes}, ensure_ascii=False)
-            self.stdout.write(f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}")
+            summary = json.dumps(
+                {"created": result.created, "notes": result.notes}, ensure_ascii=False
+            )
+            self.stdout.write(
+                f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}"
+            )

@@ -12,6 +12,7 @@ from django.apps import apps
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers.native import read_jsonl
+from labeling.importers.schema import CandidateIn
 from labeling.models import (
     CandidateAnswer,
     Claim,
@@ -25,7 +26,6 @@ from labeling.models import (
 )
 from labeling.services import workload_import
 from labeling.services.imports import fingerprint, frequency_ranks
-from labeling.importers.schema import CandidateIn
 from tests.conftest import jsonl_bytes, native_record
 
 pytestmark = pytest.mark.django_db
@@ -112,7 +112,12 @@ def test_texts_stored_exactly_emoji_combining_marks_crlf_and_leading_space(proje
                                 "claim": 0,
                                 "label": "supported",
                                 "evidence": [
-                                    {"source": "d", "start": 1, "end": 8, "quote": "Cafe\u0301 \U0001f551"}
+                                    {
+                                        "source": "d",
+                                        "start": 1,
+                                        "end": 8,
+                                        "quote": "Cafe\u0301 \U0001f551",
+                                    }
                                 ],
                             }
                         ],
@@ -142,7 +147,9 @@ def test_unanchored_claim_kept_and_flagged(project, import_records):
 
 def test_claim_located_after_previous_claim_when_text_repeats(project, import_records):
     record = native_record(
-        candidates=[{"id": "c0", "text": "Yes. No. Yes.", "claims": [{"text": "No."}, {"text": "Yes."}]}]
+        candidates=[
+            {"id": "c0", "text": "Yes. No. Yes.", "claims": [{"text": "No."}, {"text": "Yes."}]}
+        ]
     )
     import_records([record])
     assert list(Claim.objects.order_by("index").values_list("start", "end")) == [(5, 8), (9, 13)]
@@ -233,7 +240,9 @@ def test_source_version_text_cannot_be_updated_in_the_database(project, import_r
 
 def test_broken_json_refused_with_line(project):
     data = jsonl_bytes([native_record("q1")]) + b'{"external_id": "q2", "text": \n'
-    assert refused(project, data) == [("line 2", "(line)", "invalid JSON: Expecting value at column 31")]
+    assert refused(project, data) == [
+        ("line 2", "(line)", "invalid JSON: Expecting value at column 31")
+    ]
 
 
 def test_missing_required_field_refused(project):
@@ -260,7 +269,9 @@ def test_quote_mismatch_refused_without_echoing_the_record(project):
                 {
                     "claim": 0,
                     "label": "supported",
-                    "evidence": [{"source": "doc-q1", "start": 0, "end": 10, "quote": "The bridgE"}],
+                    "evidence": [
+                        {"source": "doc-q1", "start": 0, "end": 10, "quote": "The bridgE"}
+                    ],
                 }
             ],
         }
@@ -268,7 +279,8 @@ def test_quote_mismatch_refused_without_echoing_the_record(project):
     [(location, field, reason)] = refused(project, jsonl_bytes([record]))
     assert field == "candidates[0].prior_annotations[0].claim_labels[0].evidence[0]"
     assert reason == (
-        "quote 'The bridgE' differs from the text of source 'doc-q1' at [0:10], which is 'The bridge'"
+        "quote 'The bridgE' differs from the text of source 'doc-q1' at [0:10], "
+        "which is 'The bridge'"
     )
     assert "harbour" not in reason  # the record is never echoed
 
@@ -331,7 +343,9 @@ def test_changed_candidate_refused(project, import_records):
 
 def test_changed_evaluator_verdict_refused_as_new_version_needed(project, import_records):
     record = native_record()
-    record["candidates"][0]["evaluator_labels"] = [{"evaluator": "j", "version": "1", "label": "admissible"}]
+    record["candidates"][0]["evaluator_labels"] = [
+        {"evaluator": "j", "version": "1", "label": "admissible"}
+    ]
     import_records([record])
     changed = copy.deepcopy(record)
     changed["candidates"][0]["evaluator_labels"][0]["label"] = "inadmissible"
@@ -343,29 +357,55 @@ def test_changed_evaluator_verdict_refused_as_new_version_needed(project, import
     ("mutate", "field", "reason_part"),
     [
         (lambda r: r.update(external_id=5), "external_id", "Input should be a valid string"),
-        (lambda r: r["candidates"][0].update(confidence=1.5), "candidates[0].confidence", "less than or equal to 1"),
-        (lambda r: r["candidates"][0].update(sample_index="1"), "candidates[0].sample_index", "valid integer"),
+        (
+            lambda r: r["candidates"][0].update(confidence=1.5),
+            "candidates[0].confidence",
+            "less than or equal to 1",
+        ),
+        (
+            lambda r: r["candidates"][0].update(sample_index="1"),
+            "candidates[0].sample_index",
+            "valid integer",
+        ),
         (lambda r: r.update(colour="red"), "colour", "Extra inputs are not permitted"),
         (lambda r: r.update(candidates=[]), "candidates", "at least 1 item"),
-        (lambda r: r["sources"][0].update(observed_at="2024-01-01T00:00:00"), "sources[0].observed_at", "timezone info"),
-        (lambda r: r["sources"][0].update(published_at="yesterday"), "sources[0].published_at", "valid datetime"),
+        (
+            lambda r: r["sources"][0].update(observed_at="2024-01-01T00:00:00"),
+            "sources[0].observed_at",
+            "timezone info",
+        ),
+        (
+            lambda r: r["sources"][0].update(published_at="yesterday"),
+            "sources[0].published_at",
+            "valid datetime",
+        ),
         (lambda r: r["candidates"][1].update(id="c0"), "candidates[1].id", "repeats"),
-        (lambda r: r["candidates"][0]["claims"][0].update(end=None), "candidates[0].claims[0]", "both start and end"),
+        (
+            lambda r: r["candidates"][0]["claims"][0].update(end=None),
+            "candidates[0].claims[0]",
+            "both start and end",
+        ),
         (lambda r: r["candidates"][0].update(text="bad \x00 nul"), "candidates[0].text", "NUL"),
         (lambda r: r.update(text="lone \ud83d surrogate"), "text", "lone surrogate U+D83D"),
         (
-            lambda r: r["candidates"][0].update(evaluator_labels=[{"evaluator": "j", "version": "1", "label": "great"}]),
+            lambda r: r["candidates"][0].update(
+                evaluator_labels=[{"evaluator": "j", "version": "1", "label": "great"}]
+            ),
             "candidates[0].evaluator_labels[0].label",
             "is not one of",
         ),
         (
-            lambda r: r["candidates"][0].update(evaluator_labels=[{"evaluator": "j", "version": "1"}]),
+            lambda r: r["candidates"][0].update(
+                evaluator_labels=[{"evaluator": "j", "version": "1"}]
+            ),
             "candidates[0].evaluator_labels[0]",
             "give a label or a score",
         ),
         (
             lambda r: r["candidates"][0].update(
-                prior_annotations=[{"annotator": "p", "claim_labels": [{"claim": 9, "label": "supported"}]}]
+                prior_annotations=[
+                    {"annotator": "p", "claim_labels": [{"claim": 9, "label": "supported"}]}
+                ]
             ),
             "candidates[0].prior_annotations[0].claim_labels[0].claim",
             "claim index 9 but 2 claims",
@@ -376,7 +416,13 @@ def test_changed_evaluator_verdict_refused_as_new_version_needed(project, import
                     {
                         "annotator": "p",
                         "claim_labels": [
-                            {"claim": 0, "label": "supported", "evidence": [{"source": "nope", "start": 0, "end": 1, "quote": "T"}]}
+                            {
+                                "claim": 0,
+                                "label": "supported",
+                                "evidence": [
+                                    {"source": "nope", "start": 0, "end": 1, "quote": "T"}
+                                ],
+                            }
                         ],
                     }
                 ]
@@ -430,7 +476,9 @@ def test_an_error_late_in_the_file_rolls_back_earlier_chunks(project):
 
 def test_source_dates_parsed_from_iso_strings_with_offset(project, import_records):
     record = native_record()
-    record["sources"][0].update(published_at="2024-03-01T10:00:00+02:00", observed_at="2024-05-01T00:00:00Z")
+    record["sources"][0].update(
+        published_at="2024-03-01T10:00:00+02:00", observed_at="2024-05-01T00:00:00Z"
+    )
     import_records([record])
     version = SourceVersion.objects.get()
     assert version.published_at.isoformat() == "2024-03-01T08:00:00+00:00"
@@ -447,7 +495,9 @@ def test_new_question_refused_after_partition_frozen(project, import_records):
     from labeling.services import partition_freeze
 
     import_records([native_record("q1")])
-    partition_freeze(project=project, proportions={"dev": 0, "calibration": 0.5, "test": 0.5}, seed=1)
+    partition_freeze(
+        project=project, proportions={"dev": 0, "calibration": 0.5, "test": 0.5}, seed=1
+    )
     errors = refused(project, jsonl_bytes([native_record("q1"), native_record("q2")]))
     assert errors[0][:2] == ("line 2", "external_id") and "frozen" in errors[0][2]
 
