@@ -84,10 +84,15 @@ TEMPLATES = [
 # ---------------------------------------------------------------------------------------------
 DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL lets readers proceed while an import writes; the timeout makes a second writer wait
-    # instead of failing at once with "database is locked".
+    # WAL lets readers proceed while an import writes. IMMEDIATE transactions take the write
+    # lock at BEGIN, so a second writer waits (up to the timeout) instead of failing with
+    # "database is locked" when it upgrades a read transaction.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
