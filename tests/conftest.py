@@ -24,6 +24,20 @@ SHARED_DATA = Path(
 )
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Test on a SQLite *file*, as production does, not the shared-cache in-memory database.
+
+    The in-memory default has table-level locks ("database table is locked") where a file has
+    the busy timeout and WAL that concurrent requests rely on.
+    """
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
+
+
 @pytest.fixture(autouse=True)
 def _fast_settings(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
