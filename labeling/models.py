@@ -1,7 +1,8 @@
 """Data model of certlabel's labelling side (DESIGN.md §1–2).
 
 Invariants live in the database as constraints (unique keys, check constraints and, for pinned
-source text, triggers that refuse UPDATE and DELETE), not only in Python. Offsets are Unicode code
+source text, a trigger that refuses UPDATE; DELETE is refused by ``on_delete=PROTECT`` on every
+reference), not only in Python. Offsets are Unicode code
 points of the stored text, 0-based and end-exclusive (``text[start:end]`` in Python).
 """
 
@@ -185,8 +186,8 @@ class SourceVersion(models.Model):
     """An immutable text of a source document, pinned by its sha256.
 
     ``sha256`` is the hex digest of the UTF-8 encoding of ``text``; ``length`` is its length in
-    code points. A changed text is a new version, never an edit: database triggers refuse UPDATE
-    and DELETE of a version (see migration 0002).
+    code points. A changed text is a new version, never an edit: a database trigger refuses any
+    UPDATE of text, sha256 or length (migration 0002), and every reference PROTECTs it.
     """
 
     document = models.ForeignKey(SourceDocument, on_delete=models.PROTECT, related_name="versions")

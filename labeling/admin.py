@@ -1,0 +1,311 @@
+"""Django admin for every labelling model.
+
+Imported data (sources, questions, candidates, claims, items, evaluator labels, prior annotations,
+import batches) is read-only here: it is immutable by design (fingerprints, pinned sha256, DB
+triggers on source versions), and changes go through an import. Projects are created through
+``project_create`` so they get label policy v1; the partition is frozen through
+``partition_freeze``, never by editing fields. Memberships are the one thing edited freely.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from labeling.models import (
+    CandidateAnswer,
+    Claim,
+    Evaluator,
+    EvaluatorLabel,
+    ImportBatch,
+    Item,
+    LabelPolicy,
+    Membership,
+    PriorAnnotation,
+    PriorClaimLabel,
+    PriorEvidence,
+    PriorSpan,
+    Project,
+    Question,
+    RetrievalLink,
+    SourceDocument,
+    SourceVersion,
+)
+from labeling.services import membership_set, project_create
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """View-only admin: no add, change or delete, whatever the user's model permissions."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    """A view-only inline."""
+
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Projects, policies, members
+# ---------------------------------------------------------------------------------------------
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    raw_id_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "overlap", "partition_frozen_at", "created_at"]
+    search_fields = ["slug", "name"]
+    list_filter = [("partition_frozen_at", admin.EmptyFieldListFilter)]
+    inlines = [MembershipInline]
+    partition_fields = ["partition_seed", "partition_proportions", "partition_frozen_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # The slug names the project in URLs and exports; the split is frozen by its service.
+        return ["created_at", *self.partition_fields, *(["slug"] if obj is not None else [])]
+
+    def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        # A new project goes through the service so that it gets label policy v1.
+        created = project_create(slug=obj.slug, name=obj.name, description=obj.description)
+        Project.objects.filter(pk=created.pk).update(
+            overlap=obj.overlap, lease_minutes=obj.lease_minutes
+        )
+        obj.pk = created.pk
+        obj.created_at = created.created_at
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Deleting a project would cascade through its labels; pinned sources refuse it anyway.
+        return False
+
+
+@admin.register(LabelPolicy)
+class LabelPolicyAdmin(admin.ModelAdmin):
+    list_display = ["project", "version", "evidence_relation", "frozen_at", "created_at"]
+    list_filter = ["evidence_relation", ("frozen_at", admin.EmptyFieldListFilter)]
+    search_fields = ["project__slug", "guideline"]
+    raw_id_fields = ["project", "previous"]
+    list_select_related = ["project"]
+    readonly_fields = ["project", "version", "previous", "frozen_at", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # New versions come from policy_create, which links them to the previous one.
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A frozen policy never changes: a change is a new version.
+        if obj is not None and obj.frozen_at is not None:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["project", "user", "role", "created_at"]
+    list_filter = ["role", "project"]
+    search_fields = ["project__slug", "user__username", "user__email"]
+    raw_id_fields = ["project", "user"]
+    list_select_related = ["project", "user"]
+
+    def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        saved = membership_set(project=obj.project, user=obj.user, role=obj.role)
+        obj.pk = saved.pk
+        obj.created_at = saved.created_at
+
+
+@admin.register(ImportBatch)
+class ImportBatchAdmin(ReadOnlyAdmin):
+    list_display = ["id", "project", "format", "filename", "created_by", "created_at"]
+    list_filter = ["format", "project"]
+    search_fields = ["filename", "file_sha256", "project__slug"]
+    raw_id_fields = ["project", "created_by"]
+    list_select_related = ["project", "created_by"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pinned sources
+# ---------------------------------------------------------------------------------------------
+
+
+class SourceVersionInline(ReadOnlyInline):
+    model = SourceVersion
+    fields = ["sha256", "length", "published_at", "observed_at", "created_at"]
+    readonly_fields = fields
+
+
+@admin.register(SourceDocument)
+class SourceDocumentAdmin(ReadOnlyAdmin):
+    list_display = ["key", "project", "uri"]
+    list_filter = ["project"]
+    search_fields = ["key", "uri"]
+    raw_id_fields = ["project"]
+    list_select_related = ["project"]
+    inlines = [SourceVersionInline]
+
+
+@admin.register(SourceVersion)
+class SourceVersionAdmin(ReadOnlyAdmin):
+    """Pinned texts: view only. The database refuses UPDATEs of text, sha256 and length too."""
+
+    list_display = ["id", "document", "sha256", "length", "published_at", "observed_at"]
+    list_filter = ["document__project", ("published_at", admin.EmptyFieldListFilter)]
+    search_fields = ["sha256", "document__key", "uri"]
+    raw_id_fields = ["document", "import_batch"]
+    list_select_related = ["document"]
+
+
+@admin.register(RetrievalLink)
+class RetrievalLinkAdmin(ReadOnlyAdmin):
+    list_display = ["id", "question", "source_version", "rank", "score"]
+    list_filter = ["question__project"]
+    search_fields = ["question__external_id", "source_version__document__key"]
+    raw_id_fields = ["question", "source_version"]
+    list_select_related = ["question", "source_version__document"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Questions, candidates, claims, items
+# ---------------------------------------------------------------------------------------------
+
+
+@admin.register(Question)
+class QuestionAdmin(ReadOnlyAdmin):
+    list_display = ["external_id", "project", "partition", "group_key", "created_at"]
+    list_filter = ["project", "partition"]
+    search_fields = ["external_id", "text", "group_key"]
+    raw_id_fields = ["project", "import_batch"]
+    list_select_related = ["project"]
+
+
+class ClaimInline(ReadOnlyInline):
+    model = Claim
+    fields = ["index", "text", "start", "end", "unanchored", "machine_split"]
+    readonly_fields = fields
+
+
+@admin.register(CandidateAnswer)
+class CandidateAnswerAdmin(ReadOnlyAdmin):
+    list_display = ["id", "question", "key", "generator", "sample_index", "is_selected"]
+    list_filter = ["question__project", "generator", "is_selected"]
+    search_fields = ["key", "question__external_id", "text"]
+    raw_id_fields = ["question", "import_batch"]
+    list_select_related = ["question"]
+    inlines = [ClaimInline]
+
+
+@admin.register(Claim)
+class ClaimAdmin(ReadOnlyAdmin):
+    list_display = ["id", "candidate", "index", "start", "end", "unanchored", "machine_split"]
+    list_filter = ["unanchored", "machine_split", "candidate__question__project"]
+    search_fields = ["text", "candidate__key", "candidate__question__external_id"]
+    raw_id_fields = ["candidate"]
+    list_select_related = ["candidate__question"]
+
+
+@admin.register(Item)
+class ItemAdmin(ReadOnlyAdmin):
+    list_display = ["id", "project", "candidate", "created_at"]
+    list_filter = ["project", "candidate__question__partition"]
+    search_fields = ["candidate__key", "candidate__question__external_id"]
+    raw_id_fields = ["project", "candidate"]
+    list_select_related = ["project", "candidate__question"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluators and prior annotations
+# ---------------------------------------------------------------------------------------------
+
+
+@admin.register(Evaluator)
+class EvaluatorAdmin(ReadOnlyAdmin):
+    list_display = ["name", "version", "project"]
+    list_filter = ["project"]
+    search_fields = ["name", "version", "description"]
+    raw_id_fields = ["project"]
+    list_select_related = ["project"]
+
+
+@admin.register(EvaluatorLabel)
+class EvaluatorLabelAdmin(ReadOnlyAdmin):
+    list_display = ["id", "evaluator", "candidate", "claim", "label", "score", "available"]
+    list_filter = ["available", "evaluator", "evaluator__project"]
+    search_fields = ["label", "candidate__key", "candidate__question__external_id"]
+    raw_id_fields = ["evaluator", "candidate", "claim", "import_batch"]
+    list_select_related = ["evaluator", "candidate__question", "claim"]
+
+
+class PriorClaimLabelInline(ReadOnlyInline):
+    model = PriorClaimLabel
+    fields = ["claim", "label", "reason", "raw_label"]
+    readonly_fields = fields
+
+
+class PriorSpanInline(ReadOnlyInline):
+    model = PriorSpan
+    fields = ["start", "end", "quote", "labels", "note"]
+    readonly_fields = fields
+
+
+@admin.register(PriorAnnotation)
+class PriorAnnotationAdmin(ReadOnlyAdmin):
+    list_display = ["id", "candidate", "annotator", "origin", "answer_label", "answer_reason"]
+    list_filter = ["origin", "answer_label", "candidate__question__project"]
+    search_fields = ["annotator", "candidate__key", "candidate__question__external_id", "note"]
+    raw_id_fields = ["candidate", "import_batch"]
+    list_select_related = ["candidate__question"]
+    inlines = [PriorClaimLabelInline, PriorSpanInline]
+
+
+@admin.register(PriorClaimLabel)
+class PriorClaimLabelAdmin(ReadOnlyAdmin):
+    list_display = ["id", "prior_annotation", "claim", "label", "reason"]
+    list_filter = ["label"]
+    search_fields = ["prior_annotation__annotator", "claim__text"]
+    raw_id_fields = ["prior_annotation", "claim"]
+    list_select_related = ["prior_annotation", "claim"]
+
+
+@admin.register(PriorEvidence)
+class PriorEvidenceAdmin(ReadOnlyAdmin):
+    list_display = ["id", "claim_label", "source_version", "start", "end"]
+    search_fields = ["quote"]
+    raw_id_fields = ["claim_label", "source_version"]
+    list_select_related = ["claim_label", "source_version__document"]
+
+
+@admin.register(PriorSpan)
+class PriorSpanAdmin(ReadOnlyAdmin):
+    list_display = ["id", "prior_annotation", "start", "end", "evidence_source_version"]
+    search_fields = ["quote", "note", "prior_annotation__annotator"]
+    raw_id_fields = ["prior_annotation", "evidence_source_version"]
+    list_select_related = ["prior_annotation", "evidence_source_version__document"]

@@ -1,0 +1,553 @@
+"""REST API of the labelling side: one ``APIView`` per operation (STYLE.md C5).
+
+Authentication is token or session (settings); every endpoint needs an authenticated user. A
+project is resolved for the user by ``project_get_for_user``, so a non-member gets 404; role
+checks live in ``labeling.permissions``; domain errors become HTTP in ``labeling.api_errors``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from labeling import permissions
+from labeling.forms import DEFAULT_PROPORTIONS, format_choices, workload_import_upload
+from labeling.models import Partition
+from labeling.selectors import (
+    PARTITION_KEYS,
+    UNASSIGNED,
+    item_get,
+    item_list,
+    project_get_for_user,
+    project_list_for_user,
+    project_overview,
+)
+from labeling.services import partition_freeze
+
+# ---------------------------------------------------------------------------------------------
+# Shared pieces
+# ---------------------------------------------------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every error response: ``{"detail", "code"}`` (labeling/api_errors.py)."""
+
+    detail = serializers.CharField()
+    code = serializers.CharField()
+
+    class Meta:
+        ref_name = "Error"
+
+
+class RecordErrorSerializer(serializers.Serializer):
+    """One refused record: where, which field, and why (never the record itself)."""
+
+    location = serializers.CharField(help_text='e.g. "line 12"')
+    field = serializers.CharField(help_text='a dotted path, e.g. "candidates[0].claims[1].end"')
+    reason = serializers.CharField()
+
+    class Meta:
+        ref_name = "RecordError"
+
+
+class ImportErrorSerializer(ErrorSerializer):
+    """A refused import (``code`` is ``import_failed``); nothing was written."""
+
+    errors = RecordErrorSerializer(many=True)
+
+    class Meta:
+        ref_name = "ImportError"
+
+
+NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such project (or not a member).")
+FORBIDDEN = OpenApiResponse(ErrorSerializer, description="Not authenticated, or not a manager.")
+
+
+def _project_and_role(request: Request, slug: str) -> tuple[Any, str | None]:
+    project = project_get_for_user(slug=slug, user=request.user)
+    return project, permissions.project_role(user=request.user, project=project)
+
+
+def _paginated(
+    request: Request,
+    queryset: Any,
+    serializer_class: type[serializers.Serializer],
+    context: dict[str, Any] | None = None,
+) -> Response:
+    """Return one page (limit/offset, 50 by default) of ``queryset``, serialized."""
+    paginator = LimitOffsetPagination()
+    page = paginator.paginate_queryset(queryset, request)
+    data = serializer_class(page, many=True, context=context or {}).data
+    return paginator.get_paginated_response(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Projects
+# ---------------------------------------------------------------------------------------------
+
+
+class ProjectListApi(APIView):
+    """The projects the user is a member of (all projects for staff), with role and counts."""
+
+    # Read by drf-spectacular to document the paginated envelope; _paginated does the paging.
+    pagination_class = LimitOffsetPagination
+
+    class OutputSerializer(serializers.Serializer):
+        slug = serializers.SlugField()
+        name = serializers.CharField()
+        description = serializers.CharField()
+        role = serializers.SerializerMethodField()
+        question_count = serializers.IntegerField()
+        item_count = serializers.IntegerField()
+        partition_frozen_at = serializers.DateTimeField(allow_null=True)
+
+        class Meta:
+            ref_name = "ProjectListItem"
+
+        def get_role(self, project: Any) -> str | None:
+            return permissions.project_role(user=self.context["user"], project=project)
+
+    @extend_schema(operation_id="projects_list", responses={200: OutputSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        """List the user's projects."""
+        projects = project_list_for_user(user=request.user)
+        return _paginated(request, projects, self.OutputSerializer, {"user": request.user})
+
+
+class PartitionCountsSerializer(serializers.Serializer):
+    """Counts of one partition (see ``labeling.selectors.PartitionCounts``)."""
+
+    partition = serializers.ChoiceField(choices=[*PARTITION_KEYS, "all"])
+    questions = serializers.IntegerField()
+    candidates = serializers.IntegerField()
+    items = serializers.IntegerField()
+    claims = serializers.IntegerField()
+    unanchored_claims = serializers.IntegerField()
+    source_versions = serializers.IntegerField()
+
+    class Meta:
+        ref_name = "PartitionCounts"
+
+
+class ProjectDetailApi(APIView):
+    """A project's overview: counts per partition, import batches, policy and split state."""
+
+    class OutputSerializer(serializers.Serializer):
+        class BatchSerializer(serializers.Serializer):
+            id = serializers.IntegerField()
+            format = serializers.CharField()
+            filename = serializers.CharField()
+            file_sha256 = serializers.CharField()
+            created_at = serializers.DateTimeField()
+            created_by = serializers.CharField(allow_null=True)
+            records = serializers.IntegerField(allow_null=True)
+            created = serializers.DictField(child=serializers.IntegerField())
+            notes = serializers.DictField()
+
+            class Meta:
+                ref_name = "ImportBatchSummary"
+
+        slug = serializers.SlugField()
+        name = serializers.CharField()
+        role = serializers.SerializerMethodField()
+        partitions = PartitionCountsSerializer(many=True)
+        totals = PartitionCountsSerializer()
+        unanchored_claims = serializers.IntegerField()
+        batches = BatchSerializer(many=True)
+        policy_version = serializers.IntegerField(allow_null=True)
+        evidence_relation = serializers.CharField(allow_null=True)
+        policy_frozen_at = serializers.DateTimeField(allow_null=True)
+        partition_frozen_at = serializers.DateTimeField(allow_null=True)
+        partition_seed = serializers.IntegerField(allow_null=True)
+        partition_proportions = serializers.DictField(
+            child=serializers.FloatField(), allow_null=True
+        )
+
+        class Meta:
+            ref_name = "ProjectOverview"
+
+        def get_role(self, overview: Any) -> str | None:
+            return self.context["role"]
+
+    @extend_schema(responses={200: OutputSerializer, 404: NOT_FOUND})
+    def get(self, request: Request, slug: str) -> Response:
+        """Return the project's overview."""
+        project, role = _project_and_role(request, slug)
+        overview = project_overview(project=project)
+        return Response(self.OutputSerializer(overview, context={"role": role}).data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Items
+# ---------------------------------------------------------------------------------------------
+
+
+class ClaimSerializer(serializers.Serializer):
+    """A claim with its code-point span in the answer (null when unanchored)."""
+
+    index = serializers.IntegerField()
+    text = serializers.CharField(trim_whitespace=False)
+    start = serializers.IntegerField(allow_null=True, help_text="Code points, 0-based.")
+    end = serializers.IntegerField(allow_null=True, help_text="Code points, end-exclusive.")
+    unanchored = serializers.BooleanField()
+    machine_split = serializers.BooleanField()
+
+    class Meta:
+        ref_name = "Claim"
+
+
+class ItemListApi(APIView):
+    """The project's items in import order, paginated; managers and adjudicators only."""
+
+    # Read by drf-spectacular to document the paginated envelope; _paginated does the paging.
+    pagination_class = LimitOffsetPagination
+
+    class FilterSerializer(serializers.Serializer):
+        partition = serializers.ChoiceField(choices=[*Partition.values, UNASSIGNED], required=False)
+        generator = serializers.CharField(required=False)
+        q = serializers.CharField(
+            required=False, max_length=200, help_text="Substring of question external_id or text."
+        )
+
+        class Meta:
+            ref_name = "ItemFilter"
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        question_id = serializers.IntegerField(source="candidate.question_id")
+        question_external_id = serializers.CharField(source="candidate.question.external_id")
+        question_text = serializers.CharField(source="candidate.question.text")
+        partition = serializers.CharField(source="candidate.question.partition", allow_null=True)
+        candidate_key = serializers.CharField(source="candidate.key")
+        generator = serializers.CharField(source="candidate.generator")
+        sample_index = serializers.IntegerField(source="candidate.sample_index")
+        is_selected = serializers.BooleanField(source="candidate.is_selected")
+        claim_count = serializers.IntegerField()
+        unanchored_count = serializers.IntegerField()
+
+        class Meta:
+            ref_name = "ItemListItem"
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        responses={200: OutputSerializer(many=True), 400: ErrorSerializer, 404: NOT_FOUND},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """List items (annotators get 404: they never browse the project's items)."""
+        project, role = _project_and_role(request, slug)
+        permissions.require_item_browser(role)
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        items = item_list(project=project, filters=filters.validated_data)
+        return _paginated(request, items, self.OutputSerializer)
+
+
+class ItemQuestionSerializer(serializers.Serializer):
+    """The question of an item."""
+
+    id = serializers.IntegerField()
+    external_id = serializers.CharField()
+    text = serializers.CharField(trim_whitespace=False)
+    group_key = serializers.CharField()
+    partition = serializers.CharField(allow_null=True)
+    slices = serializers.DictField(child=serializers.CharField())
+
+    class Meta:
+        ref_name = "ItemQuestion"
+
+
+class ItemCandidateSerializer(serializers.Serializer):
+    """The candidate answer of an item, with the scores the user brought."""
+
+    id = serializers.IntegerField()
+    key = serializers.CharField()
+    text = serializers.CharField(trim_whitespace=False)
+    generator = serializers.CharField()
+    generator_settings = serializers.DictField()
+    sample_index = serializers.IntegerField()
+    canonical_form = serializers.CharField(allow_null=True)
+    retrieval_score = serializers.FloatField(allow_null=True)
+    confidence = serializers.FloatField(allow_null=True)
+    acceptance_score = serializers.FloatField(allow_null=True)
+    frequency_rank = serializers.IntegerField(allow_null=True)
+    is_selected = serializers.BooleanField()
+
+    class Meta:
+        ref_name = "ItemCandidate"
+
+
+class PinnedSourceSerializer(serializers.Serializer):
+    """A retrieved source version in full (a ``RetrievalLink`` with its version)."""
+
+    source_version_id = serializers.IntegerField()
+    document = serializers.CharField(source="source_version.document.key")
+    uri = serializers.CharField(source="source_version.uri")
+    sha256 = serializers.CharField(source="source_version.sha256")
+    length = serializers.IntegerField(
+        source="source_version.length", help_text="Length of the text in code points."
+    )
+    published_at = serializers.DateTimeField(source="source_version.published_at", allow_null=True)
+    observed_at = serializers.DateTimeField(source="source_version.observed_at", allow_null=True)
+    rank = serializers.IntegerField(allow_null=True)
+    score = serializers.FloatField(allow_null=True)
+    text = serializers.CharField(source="source_version.text", trim_whitespace=False)
+
+    class Meta:
+        ref_name = "PinnedSource"
+
+
+class SiblingCandidateSerializer(serializers.Serializer):
+    """Another candidate of the same question, with its item id."""
+
+    item_id = serializers.IntegerField(source="item.pk")
+    key = serializers.CharField()
+    generator = serializers.CharField()
+    sample_index = serializers.IntegerField()
+    is_selected = serializers.BooleanField()
+
+    class Meta:
+        ref_name = "SiblingCandidate"
+
+
+class EvaluatorLabelSerializer(serializers.Serializer):
+    """An evaluator's verdict on the answer (``claim`` null) or on one claim. Managers only."""
+
+    evaluator = serializers.CharField(source="evaluator.name")
+    version = serializers.CharField(source="evaluator.version")
+    claim = serializers.IntegerField(
+        source="claim.index", allow_null=True, help_text="Claim index; null for the answer."
+    )
+    label = serializers.CharField(allow_null=True)
+    score = serializers.FloatField(allow_null=True)
+    available = serializers.BooleanField()
+
+    class Meta:
+        ref_name = "EvaluatorLabel"
+
+
+class PriorEvidenceSerializer(serializers.Serializer):
+    """An evidence span cited by a prior claim label (code points of the source text)."""
+
+    source_version_id = serializers.IntegerField()
+    start = serializers.IntegerField()
+    end = serializers.IntegerField()
+    quote = serializers.CharField(trim_whitespace=False)
+
+    class Meta:
+        ref_name = "PriorEvidence"
+
+
+class PriorClaimLabelSerializer(serializers.Serializer):
+    """A prior annotator's label of one claim."""
+
+    claim = serializers.IntegerField(source="claim.index")
+    label = serializers.CharField(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+    evidence = PriorEvidenceSerializer(many=True)
+
+    class Meta:
+        ref_name = "PriorClaimLabel"
+
+
+class PriorSpanSerializer(serializers.Serializer):
+    """A span of the answer flagged by a prior annotator."""
+
+    start = serializers.IntegerField()
+    end = serializers.IntegerField()
+    quote = serializers.CharField(trim_whitespace=False)
+    labels = serializers.ListField(child=serializers.CharField())
+    note = serializers.CharField()
+
+    class Meta:
+        ref_name = "PriorSpan"
+
+
+class PriorAnnotationSerializer(serializers.Serializer):
+    """A label the dataset already carried, by a pseudonymous annotator. Managers only."""
+
+    annotator = serializers.CharField()
+    origin = serializers.CharField()
+    answer_label = serializers.CharField(allow_null=True)
+    answer_reason = serializers.CharField(allow_null=True)
+    note = serializers.CharField()
+    claim_labels = PriorClaimLabelSerializer(many=True)
+    spans = PriorSpanSerializer(many=True)
+
+    class Meta:
+        ref_name = "PriorAnnotation"
+
+
+class ItemDetailApi(APIView):
+    """One item with its question, claims, pinned sources and the question's other candidates.
+
+    ``evaluator_labels`` and ``prior_annotations`` are present for managers only: annotators never
+    reach this endpoint (404) and adjudicators get the item without them (DESIGN.md §7).
+    """
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        question = ItemQuestionSerializer(source="candidate.question")
+        candidate = ItemCandidateSerializer()
+        claims = ClaimSerializer(many=True, source="candidate.claims")
+        sources = PinnedSourceSerializer(many=True, source="candidate.question.retrievals")
+        other_candidates = serializers.SerializerMethodField()
+
+        class Meta:
+            ref_name = "ItemDetail"
+
+        @extend_schema_field(SiblingCandidateSerializer(many=True))
+        def get_other_candidates(self, item: Any) -> list[dict[str, Any]]:
+            candidates = item.candidate.question.candidates.all()
+            others = [c for c in candidates if c.pk != item.candidate_id]
+            return SiblingCandidateSerializer(others, many=True).data
+
+    class ManagerOutputSerializer(OutputSerializer):
+        evaluator_labels = EvaluatorLabelSerializer(
+            many=True,
+            source="candidate.evaluator_labels",
+            required=False,
+            help_text="Managers only; absent for other roles.",
+        )
+        prior_annotations = PriorAnnotationSerializer(
+            many=True,
+            source="candidate.prior_annotations",
+            required=False,
+            help_text="Managers only; absent for other roles.",
+        )
+
+        class Meta:
+            ref_name = "ItemDetailWithLabels"
+
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(
+                ManagerOutputSerializer,
+                description="evaluator_labels and prior_annotations are present for managers only.",
+            ),
+            404: NOT_FOUND,
+        }
+    )
+    def get(self, request: Request, slug: str, item_id: int) -> Response:
+        """Return the item; evaluator labels and prior annotations for managers only."""
+        project, role = _project_and_role(request, slug)
+        permissions.require_item_browser(role)
+        with_labels = permissions.can_see_labels(role)
+        item = item_get(project=project, item_id=item_id, with_labels=with_labels)
+        serializer = self.ManagerOutputSerializer if with_labels else self.OutputSerializer
+        return Response(serializer(item).data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Imports and partition (managers)
+# ---------------------------------------------------------------------------------------------
+
+
+class ImportCreateApi(APIView):
+    """Import a workload file synchronously, atomically and idempotently (managers only)."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField()
+        format = serializers.ChoiceField(choices=[], default="native")
+
+        class Meta:
+            ref_name = "ImportInput"
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # Read at request time: adapters register in labeling.importers.formats().
+            self.fields["format"].choices = format_choices()
+
+    class OutputSerializer(serializers.Serializer):
+        batch = serializers.IntegerField(
+            source="batch.pk", allow_null=True, help_text="Null when nothing new was written."
+        )
+        already_imported = serializers.BooleanField()
+        records = serializers.IntegerField(help_text="Records read (0 when already imported).")
+        created = serializers.DictField(child=serializers.IntegerField())
+        notes = serializers.DictField()
+
+        class Meta:
+            ref_name = "ImportResult"
+
+    @extend_schema(
+        request={"multipart/form-data": InputSerializer},
+        responses={
+            201: OpenApiResponse(OutputSerializer, description="A batch was created."),
+            200: OpenApiResponse(
+                OutputSerializer,
+                description="The file was already imported, or it held nothing new.",
+            ),
+            400: OpenApiResponse(
+                ImportErrorSerializer, description="Refused; nothing was written."
+            ),
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Import the uploaded file into the project."""
+        project, role = _project_and_role(request, slug)
+        permissions.require_manager(role)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        result = workload_import_upload(
+            project=project,
+            uploaded_file=given.validated_data["file"],
+            format_name=given.validated_data["format"],
+            actor=request.user,
+        )
+        created = result.batch is not None and not result.already_imported
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(self.OutputSerializer(result).data, status=code)
+
+
+class PartitionFreezeApi(APIView):
+    """Freeze the grouped dev/calibration/test split with a seed (managers only; once)."""
+
+    class InputSerializer(serializers.Serializer):
+        seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1)
+        proportions = serializers.DictField(
+            child=serializers.FloatField(min_value=0, max_value=1),
+            default=lambda: dict(DEFAULT_PROPORTIONS),
+            help_text="Keys dev, calibration, test; values sum to 1. Default 0.2/0.4/0.4.",
+        )
+
+        class Meta:
+            ref_name = "PartitionInput"
+
+    class OutputSerializer(serializers.Serializer):
+        seed = serializers.IntegerField()
+        proportions = serializers.DictField(child=serializers.FloatField())
+        questions = serializers.DictField(child=serializers.IntegerField())
+        components = serializers.DictField(child=serializers.IntegerField())
+
+        class Meta:
+            ref_name = "PartitionResult"
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            400: ErrorSerializer,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="The partition is already frozen."),
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Freeze the partition."""
+        project, role = _project_and_role(request, slug)
+        permissions.require_manager(role)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        result = partition_freeze(project=project, actor=request.user, **given.validated_data)
+        return Response(self.OutputSerializer(result).data)

@@ -1,0 +1,248 @@
+"""HTML pages of the labelling side: project list and overview, item browser, import, partition.
+
+Views are adapters (STYLE.md C5): they resolve the project for the user (a non-member gets 404),
+check the role, call one selector or service and render. Every page needs a login.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from labeling import permissions
+from labeling.exceptions import (
+    InvalidInput,
+    InvalidTransition,
+    LabelingError,
+    NotFound,
+    WorkloadImportFailed,
+)
+from labeling.forms import (
+    ImportForm,
+    ItemFilterForm,
+    PartitionForm,
+    format_choices,
+    workload_import_upload,
+)
+from labeling.models import Claim, Project
+from labeling.selectors import (
+    item_generators,
+    item_get,
+    item_list,
+    project_get_for_user,
+    project_list_for_user,
+    project_overview,
+)
+from labeling.services import partition_freeze
+
+ITEMS_PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of an answer text and the indices of the claims covering it (empty: none)."""
+
+    text: str
+    claims: tuple[int, ...]
+
+
+def answer_segments(text: str, claims: list[Claim]) -> list[Segment]:
+    """Split ``text`` at the boundaries of its anchored claims.
+
+    Offsets are code points (Python ``str`` indices), so an emoji before a claim counts as one.
+    Claims may overlap; a piece covered by several lists them all. Spans outside the text are
+    clipped. The template escapes each piece: nothing here is marked safe.
+    """
+    spans = [
+        (c.index, min(c.start, len(text)), min(c.end, len(text)))
+        for c in claims
+        if not c.unanchored and c.start is not None and c.end is not None
+    ]
+    cuts = sorted({0, len(text), *(s for _, s, _ in spans), *(e for _, _, e in spans)})
+    segments = []
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        covering = tuple(i for i, s, e in spans if s <= start and end <= e)
+        segments.append(Segment(text=text[start:end], claims=covering))
+    return segments
+
+
+def _project_for(request: HttpRequest, slug: str) -> tuple[Project, str | None]:
+    """Return the project ``slug`` visible to the user and the user's role, or raise 404."""
+    try:
+        project = project_get_for_user(slug=slug, user=request.user)
+    except NotFound as exc:
+        raise Http404("no such project") from exc
+    return project, permissions.project_role(user=request.user, project=project)
+
+
+def _context(project: Project, role: str | None, **extra: Any) -> dict[str, Any]:
+    return {
+        "project": project,
+        "role": role,
+        "can_manage": permissions.can_manage(role),
+        "can_browse_items": permissions.can_browse_items(role),
+        **extra,
+    }
+
+
+@login_required
+@require_http_methods(["GET"])
+def project_list(request: HttpRequest) -> HttpResponse:
+    """List the user's projects with their role and counts."""
+    projects = project_list_for_user(user=request.user)
+    rows = [(p, permissions.project_role(user=request.user, project=p)) for p in projects]
+    return render(request, "labeling/project_list.html", {"rows": rows})
+
+
+@login_required
+@require_http_methods(["GET"])
+def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """Show a project's counts per partition, import batches, policy and split state."""
+    project, role = _project_for(request, slug)
+    overview = project_overview(project=project)
+    return render(
+        request, "labeling/project_detail.html", _context(project, role, overview=overview)
+    )
+
+
+@login_required
+@require_http_methods(["GET"])
+def item_browse(request: HttpRequest, slug: str) -> HttpResponse:
+    """List a project's items, 50 a page, filtered by partition, generator and text search."""
+    project, role = _project_for(request, slug)
+    if not permissions.can_browse_items(role):
+        raise Http404("no such page")
+    form = ItemFilterForm(request.GET or None, generators=item_generators(project=project))
+    items = item_list(project=project, filters=form.filters())
+    page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "labeling/item_list.html", _context(project, role, form=form, page=page))
+
+
+@login_required
+@require_http_methods(["GET"])
+def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
+    """Show one item: question, answer with highlighted claims, sources, sibling candidates.
+
+    Evaluator labels and prior annotations are loaded and rendered for managers only.
+    """
+    project, role = _project_for(request, slug)
+    if not permissions.can_browse_items(role):
+        raise Http404("no such page")
+    show_labels = permissions.can_see_labels(role)
+    try:
+        item = item_get(project=project, item_id=item_id, with_labels=show_labels)
+    except NotFound as exc:
+        raise Http404("no such item") from exc
+    candidate = item.candidate
+    claims = list(candidate.claims.all())
+    context = _context(
+        project,
+        role,
+        item=item,
+        candidate=candidate,
+        question=candidate.question,
+        # Pairs, not ``slices.items`` in the template: a slice named "items" would shadow it.
+        slices=sorted(candidate.question.slices.items()),
+        claims=claims,
+        unanchored=[c for c in claims if c.unanchored],
+        segments=answer_segments(candidate.text, claims),
+        retrievals=list(candidate.question.retrievals.all()),
+        siblings=[c for c in candidate.question.candidates.all() if c.pk != candidate.pk],
+        show_labels=show_labels,
+        evaluator_labels=list(candidate.evaluator_labels.all()) if show_labels else [],
+        prior_annotations=list(candidate.prior_annotations.all()) if show_labels else [],
+    )
+    return render(request, "labeling/item_detail.html", context)
+
+
+def _created_summary(created: dict[str, int]) -> str:
+    return ", ".join(f"{name.replace('_', ' ')} {n}" for name, n in created.items()) or "nothing"
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_create(request: HttpRequest, slug: str) -> HttpResponse:
+    """Upload a workload file and import it synchronously (managers only).
+
+    Success redirects to the overview with a message; refused records re-render the form with
+    their location, field and reason (never the records themselves) and HTTP 400.
+    """
+    project, role = _project_for(request, slug)
+    if not permissions.can_manage(role):
+        raise PermissionDenied("only a project manager may import")
+    form = ImportForm(request.POST or None, request.FILES or None)
+    errors: list[Any] = []
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            result = workload_import_upload(
+                project=project,
+                uploaded_file=upload,
+                format_name=form.cleaned_data["format"],
+                actor=request.user,
+            )
+        except WorkloadImportFailed as exc:
+            errors = exc.errors
+            form.add_error(
+                None, f"Import refused: {len(errors)} error(s) below. Nothing was written."
+            )
+        except LabelingError as exc:
+            form.add_error(None, exc.message)
+        else:
+            if result.already_imported:
+                messages.info(
+                    request,
+                    f"{upload.name}: this file was already imported (batch #{result.batch.pk}); "
+                    "nothing changed.",
+                )
+            elif result.batch is None:
+                messages.info(
+                    request, f"{upload.name}: {result.records} records, nothing new to import."
+                )
+            else:
+                messages.success(
+                    request,
+                    f"{upload.name}: batch #{result.batch.pk}, {result.records} records; created "
+                    f"{_created_summary(result.created)}.",
+                )
+            return redirect("project-detail", slug=project.slug)
+    status = 400 if request.method == "POST" else 200
+    context = _context(project, role, form=form, errors=errors, formats=format_choices())
+    return render(request, "labeling/import.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def partition_freeze_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Freeze the grouped dev/calibration/test split with a seed (managers only)."""
+    project, role = _project_for(request, slug)
+    if not permissions.can_manage(role):
+        raise PermissionDenied("only a project manager may freeze the partition")
+    form = PartitionForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            result = partition_freeze(
+                project=project,
+                proportions=form.proportions(),
+                seed=form.cleaned_data["seed"],
+                actor=request.user,
+            )
+        except (InvalidInput, InvalidTransition) as exc:
+            form.add_error(None, exc.message)
+        else:
+            counts = ", ".join(f"{p} {n}" for p, n in result.questions.items())
+            messages.success(
+                request, f"Partition frozen with seed {result.seed}: questions {counts}."
+            )
+            return redirect("project-detail", slug=project.slug)
+    status = 400 if request.method == "POST" else 200
+    context = _context(project, role, form=form)
+    return render(request, "labeling/partition.html", context, status=status)

@@ -1,0 +1,172 @@
+"""Django admin: every model is registered and renders; imported data is view-only."""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.urls import reverse
+
+from labeling.models import (
+    LabelPolicy,
+    Membership,
+    PriorAnnotation,
+    Project,
+    Role,
+    SourceVersion,
+)
+from labeling.services import membership_set
+from tests.conftest import native_record
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+LABELING_MODELS = list(apps.get_app_config("labeling").get_models())
+READ_ONLY = [
+    "sourcedocument",
+    "sourceversion",
+    "retrievallink",
+    "question",
+    "candidateanswer",
+    "claim",
+    "item",
+    "importbatch",
+    "evaluator",
+    "evaluatorlabel",
+    "priorannotation",
+    "priorclaimlabel",
+    "priorevidence",
+    "priorspan",
+]
+
+
+@pytest.fixture
+def admin_client_with_data(admin_client, import_records, project):
+    """A superuser client and a project holding every kind of row."""
+    record = native_record("q1")
+    record["candidates"][0]["evaluator_labels"] = [
+        {"evaluator": "judge", "version": "1", "label": "admissible"}
+    ]
+    record["candidates"][0]["prior_annotations"] = [
+        {
+            "annotator": "a1",
+            "claim_labels": [
+                {
+                    "claim": 0,
+                    "label": "supported",
+                    "evidence": [
+                        {
+                            "source": "doc-q1",
+                            "start": 0,
+                            "end": 26,
+                            "quote": "The bridge opened in 1932.",
+                        }
+                    ],
+                }
+            ],
+            "spans": [{"start": 0, "end": 2, "quote": "It", "labels": ["x"]}],
+        }
+    ]
+    import_records([record])
+    membership_set(project=project, user=UserFactory(), role=Role.ANNOTATOR)
+    return admin_client
+
+
+def test_every_labeling_model_is_registered():
+    assert [m.__name__ for m in LABELING_MODELS if not admin.site.is_registered(m)] == []
+
+
+@pytest.mark.parametrize("model", LABELING_MODELS, ids=lambda m: m.__name__)
+def test_changelist_search_and_change_page_render(admin_client_with_data, model):
+    # given one row of the model
+    obj = model.objects.first()
+    assert obj is not None, f"no {model.__name__} row in the test data"
+    app, name = model._meta.app_label, model._meta.model_name
+
+    # when a superuser opens the list (with a search) and the row
+    listing = admin_client_with_data.get(reverse(f"admin:{app}_{name}_changelist"), {"q": "x"})
+    page = admin_client_with_data.get(reverse(f"admin:{app}_{name}_change", args=[obj.pk]))
+
+    # then both render
+    assert listing.status_code == 200
+    assert page.status_code == 200
+
+
+@pytest.mark.parametrize("model_name", READ_ONLY)
+def test_imported_data_is_view_only(admin_client_with_data, model_name):
+    model = apps.get_model("labeling", model_name)
+    obj = model.objects.first()
+    model_admin = admin.site._registry[model]
+    request = admin_client_with_data.get("/admin/").wsgi_request
+
+    assert not model_admin.has_add_permission(request)
+    assert not model_admin.has_change_permission(request, obj)
+    assert not model_admin.has_delete_permission(request, obj)
+    delete_url = reverse(f"admin:labeling_{model_name}_delete", args=[obj.pk])
+    assert admin_client_with_data.post(delete_url, {"post": "yes"}).status_code == 403
+    assert model.objects.filter(pk=obj.pk).exists()
+
+
+def test_source_version_cannot_be_edited_through_the_admin(admin_client_with_data):
+    version = SourceVersion.objects.get()
+    url = reverse("admin:labeling_sourceversion_change", args=[version.pk])
+
+    page = admin_client_with_data.get(url)
+    response = admin_client_with_data.post(url, {"text": "changed", "sha256": "0" * 64})
+
+    assert b'name="text"' not in page.content
+    assert response.status_code == 403
+    version.refresh_from_db()
+    assert version.text == "The bridge opened in 1932. It spans the harbour."
+
+
+def test_prior_annotation_add_page_is_refused(admin_client_with_data):
+    assert PriorAnnotation.objects.exists()
+
+    response = admin_client_with_data.get(reverse("admin:labeling_priorannotation_add"))
+
+    assert response.status_code == 403
+
+
+def test_adding_a_project_in_the_admin_creates_policy_v1(admin_client):
+    response = admin_client.post(
+        reverse("admin:labeling_project_add"),
+        {
+            "slug": "fresh",
+            "name": "Fresh",
+            "description": "",
+            "overlap": 3,
+            "lease_minutes": 30,
+            "memberships-TOTAL_FORMS": "0",
+            "memberships-INITIAL_FORMS": "0",
+        },
+    )
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    project = Project.objects.get(slug="fresh")
+    assert project.overlap == 3
+    versions = LabelPolicy.objects.filter(project=project).values_list("version", flat=True)
+    assert list(versions) == [1]
+
+
+def test_frozen_policy_cannot_be_changed(admin_client, project):
+    from django.utils import timezone
+
+    policy = project.policies.get()
+    policy.frozen_at = timezone.now()
+    policy.save()
+    request = admin_client.get("/admin/").wsgi_request
+
+    assert not admin.site._registry[LabelPolicy].has_change_permission(request, policy)
+
+
+def test_membership_can_be_added_in_the_admin(admin_client, project):
+    user = UserFactory()
+
+    response = admin_client.post(
+        reverse("admin:labeling_membership_add"),
+        {"project": project.pk, "user": user.pk, "role": Role.ADJUDICATOR},
+    )
+
+    assert response.status_code == 302
+    assert Membership.objects.get(user=user).role == Role.ADJUDICATOR
