@@ -1,24 +1,15 @@
-"""Forms of the labelling pages: input parsing only; rules live in the services (STYLE.md C5).
-
-``workload_import_upload`` is the glue shared by the import page and the import API: it reads an
-uploaded file in the chosen format the way ``manage.py import_workload`` reads a path, and calls
-the one import service.
-"""
+"""Forms of the labelling pages: input parsing only; rules live in the services (STYLE.md C5)."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 from django import forms
-from django.core.files.uploadedfile import UploadedFile
 
 from labeling.importers import formats
-from labeling.importers.native import file_sha256
-from labeling.models import Partition, Project
+from labeling.models import Partition
 from labeling.selectors import UNASSIGNED
-from labeling.services import ImportResult, workload_import
 
 DEFAULT_PROPORTIONS: dict[str, float] = {
     Partition.DEV: 0.2,
@@ -92,49 +83,3 @@ class ItemFilterForm(forms.Form):
             return {}
         self.is_valid()
         return {k: v for k, v in self.cleaned_data.items() if v}
-
-
-class _UploadStream:
-    """An uploaded file's binary stream exposed as ``import_workload`` exposes a file.
-
-    The command wraps its file in a progress reader with only ``__iter__`` (lines), ``read`` and
-    ``seek``; adapters are written against that interface, so uploads get the same one.
-    """
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.stream = stream
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.stream
-
-    def read(self, size: int = -1) -> bytes:
-        return self.stream.read(size)
-
-    def seek(self, *args: Any) -> int:
-        return self.stream.seek(*args)
-
-
-def workload_import_upload(
-    *, project: Project, uploaded_file: UploadedFile, format_name: str, actor: Any
-) -> ImportResult:
-    """Import an uploaded workload file into ``project`` with the one import service.
-
-    Raises:
-        KeyError: ``format_name`` is not a known format (forms and serializers validate it).
-        WorkloadImportFailed: invalid records; nothing was written.
-        InvalidInput: the project cannot take an import (e.g. no label policy).
-    """
-    fmt = formats()[format_name]
-    stream = uploaded_file.file
-    digest = file_sha256(stream)
-    filename = uploaded_file.name or "upload"
-    source = fmt.open(_UploadStream(stream), filename)
-    return workload_import(
-        project=project,
-        records=source,
-        format=fmt.name,
-        filename=filename,
-        file_sha256=digest,
-        actor=actor,
-        notes=source.notes,
-    )

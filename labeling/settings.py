@@ -1,7 +1,7 @@
 """Django settings for certlabel: every value comes from the environment, with embedded defaults.
 
-With no environment at all, certlabel runs on a SQLite file next to ``manage.py`` and executes Celery
-tasks in-process, so ``make demo`` needs no server. Production sets ``DATABASE_URL`` (PostgreSQL),
+With no environment at all, certlabel runs on a SQLite file next to ``manage.py`` and executes
+Celery tasks in-process, so ``make demo`` needs no server. Production sets ``DATABASE_URL`` (PostgreSQL),
 ``CELERY_BROKER_URL`` (Redis) and runs ``celery -A labeling worker`` separately. See README.md.
 """
 
@@ -156,7 +156,9 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "certlabel API",
-    "DESCRIPTION": "Labelling, adjudication and certification of RAG outputs against pinned sources.",
+    "DESCRIPTION": (
+        "Labelling, adjudication and certification of RAG outputs against pinned sources."
+    ),
     "VERSION": "0.1.0",
 }
 

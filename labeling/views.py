@@ -30,7 +30,6 @@ from labeling.forms import (
     ItemFilterForm,
     PartitionForm,
     format_choices,
-    workload_import_upload,
 )
 from labeling.models import Claim, Project
 from labeling.selectors import (
@@ -41,7 +40,7 @@ from labeling.selectors import (
     project_list_for_user,
     project_overview,
 )
-from labeling.services import partition_freeze
+from labeling.services import partition_freeze, workload_import_file
 
 ITEMS_PER_PAGE = 50
 
@@ -183,10 +182,11 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            result = workload_import_upload(
+            result = workload_import_file(
                 project=project,
-                uploaded_file=upload,
+                stream=upload.file,
                 format_name=form.cleaned_data["format"],
+                filename=upload.name or "upload",
                 actor=request.user,
             )
         except WorkloadImportFailed as exc:

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
-from labeling.forms import DEFAULT_PROPORTIONS, format_choices, workload_import_upload
+from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.models import Partition
 from labeling.selectors import (
     PARTITION_KEYS,
@@ -29,7 +29,7 @@ from labeling.selectors import (
     project_list_for_user,
     project_overview,
 )
-from labeling.services import partition_freeze
+from labeling.services import partition_freeze, workload_import_file
 
 # ---------------------------------------------------------------------------------------------
 # Shared pieces
@@ -499,10 +499,12 @@ class ImportCreateApi(APIView):
         permissions.require_manager(role)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        result = workload_import_upload(
+        upload = given.validated_data["file"]
+        result = workload_import_file(
             project=project,
-            uploaded_file=given.validated_data["file"],
+            stream=upload.file,
             format_name=given.validated_data["format"],
+            filename=upload.name or "upload",
             actor=request.user,
         )
         created = result.batch is not None and not result.already_imported

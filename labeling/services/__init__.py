@@ -1,6 +1,6 @@
 """Services write (STYLE.md C3); each public service is atomic and checks its own rules."""
 
-from labeling.services.imports import ImportResult, workload_import
+from labeling.services.imports import ImportResult, workload_import, workload_import_file
 from labeling.services.integrity import source_versions_verify
 from labeling.services.partitions import PartitionResult, partition_freeze
 from labeling.services.projects import membership_set, policy_create, project_create
@@ -14,4 +14,5 @@ __all__ = [
     "project_create",
     "source_versions_verify",
     "workload_import",
+    "workload_import_file",
 ]

@@ -22,13 +22,15 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from pydantic import ValidationError
 
 from labeling.exceptions import InvalidInput, WorkloadImportFailed
+from labeling.importers import formats
+from labeling.importers.native import file_sha256
 from labeling.importers.schema import (
     CandidateIn,
     PolicyVocabulary,
@@ -667,3 +669,59 @@ def workload_import(
         extra={"project": project.slug, "batch": batch.pk, "records": n_records},
     )
     return ImportResult(batch=batch, records=n_records, created=created, notes=extra)
+
+
+class _CountingStream:
+    """A binary stream that reports every byte read (lines or blocks) to ``progress``."""
+
+    def __init__(self, stream: IO[bytes], progress: Callable[[int], object]) -> None:
+        self.stream = stream
+        self.progress = progress
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self.stream:
+            self.progress(len(line))
+            yield line
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.progress(len(data))
+        return data
+
+    def seek(self, *args: Any) -> int:
+        return self.stream.seek(*args)
+
+
+def workload_import_file(
+    *,
+    project: Project,
+    stream: IO[bytes],
+    format_name: str,
+    filename: str,
+    actor: AbstractBaseUser | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> ImportResult:
+    """Read a seekable binary file in ``format_name`` and import it with :func:`workload_import`.
+
+    The one entry point of the command, the upload page and the API. ``progress`` (optional) is
+    called with the number of bytes read so far in each step, e.g. ``tqdm.update``.
+
+    Raises:
+        InvalidInput: ``format_name`` is not a known format, or the project has no policy.
+        WorkloadImportFailed: invalid records; nothing was written.
+    """
+    known = formats()
+    if format_name not in known:
+        raise InvalidInput(f"unknown format {format_name!r}; one of {sorted(known)}")
+    fmt = known[format_name]
+    digest = file_sha256(stream)
+    source = fmt.open(stream if progress is None else _CountingStream(stream, progress), filename)
+    return workload_import(
+        project=project,
+        records=source,
+        format=fmt.name,
+        filename=filename,
+        file_sha256=digest,
+        actor=actor,
+        notes=source.notes,
+    )

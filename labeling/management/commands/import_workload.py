@@ -12,30 +12,8 @@ from tqdm import tqdm
 
 from labeling.exceptions import LabelingError, WorkloadImportFailed
 from labeling.importers import formats
-from labeling.importers.native import file_sha256
 from labeling.models import Project
-from labeling.services import project_create, workload_import
-
-
-class _ProgressReader:
-    """Wrap a binary file so that reading it advances a byte-counting progress bar."""
-
-    def __init__(self, stream: Any, bar: tqdm) -> None:
-        self.stream = stream
-        self.bar = bar
-
-    def __iter__(self):
-        for line in self.stream:
-            self.bar.update(len(line))
-            yield line
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.stream.read(size)
-        self.bar.update(len(data))
-        return data
-
-    def seek(self, *args: Any) -> int:
-        return self.stream.seek(*args)
+from labeling.services import project_create, workload_import_file
 
 
 class Command(BaseCommand):
@@ -89,25 +67,24 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from exc
 
     def _import_one(self, project: Project, fmt: Any, path: Path, quiet: bool) -> None:
-        with path.open("rb") as raw:
-            digest = file_sha256(raw)
-            with tqdm(
+        with (
+            path.open("rb") as stream,
+            tqdm(
                 total=path.stat().st_size,
                 unit="B",
                 unit_scale=True,
                 desc=path.name,
                 disable=quiet,
                 file=self.stderr._out,
-            ) as bar:
-                source = fmt.open(_ProgressReader(raw, bar), path.name)
-                result = workload_import(
-                    project=project,
-                    records=source,
-                    format=fmt.name,
-                    filename=path.name,
-                    file_sha256=digest,
-                    notes=source.notes,
-                )
+            ) as bar,
+        ):
+            result = workload_import_file(
+                project=project,
+                stream=stream,
+                format_name=fmt.name,
+                filename=path.name,
+                progress=bar.update,
+            )
         if result.already_imported:
             self.stdout.write(
                 f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
