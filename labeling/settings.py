@@ -1,8 +1,9 @@
 """Django settings for certlabel: every value comes from the environment, with embedded defaults.
 
 With no environment at all, certlabel runs on a SQLite file next to ``manage.py`` and executes
-Celery tasks in-process, so ``make demo`` needs no server. Production sets ``DATABASE_URL`` (PostgreSQL),
-``CELERY_BROKER_URL`` (Redis) and runs ``celery -A labeling worker`` separately. See README.md.
+Celery tasks in-process, so ``make demo`` needs no server. Production sets ``DATABASE_URL``
+(PostgreSQL) and ``CELERY_BROKER_URL`` (Redis) and runs ``celery -A labeling worker``
+separately. See README.md.
 """
 
 from __future__ import annotations
