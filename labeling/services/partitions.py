@@ -145,7 +145,7 @@ def partition_freeze(
     Concurrency: opens its own transaction and locks the Project row.
     """
     clean = _check_proportions(proportions)
-    project = project_lock(project.pk)
+    given, project = project, project_lock(project.pk)
     if project.partition_frozen_at is not None:
         frozen = f"{project.partition_frozen_at:%Y-%m-%d %H:%M} UTC"
         raise InvalidTransition(f"the partition of {project.slug!r} was frozen at {frozen}")
@@ -178,6 +178,7 @@ def partition_freeze(
     project.partition_proportions = clean
     project.partition_frozen_at = timezone.now()
     project.save(update_fields=["partition_seed", "partition_proportions", "partition_frozen_at"])
+    given.refresh_from_db(fields=["partition_seed", "partition_proportions", "partition_frozen_at"])
     return PartitionResult(
         seed=seed,
         proportions=clean,
