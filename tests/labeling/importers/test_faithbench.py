@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections import Counter
 import re
 import unicodedata
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
