@@ -35,6 +35,7 @@ from typing import IO, Any
 import pysbd
 
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.native import loads_strict
 from labeling.importers.schema import RecordError
 
 TASK = "Summarize the passage."
@@ -204,20 +205,8 @@ def _load(stream: IO[bytes], filename: str) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return RecordError(filename, "(file)", f"not valid UTF-8 at byte {exc.start}")
-
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in obj:
-                raise ValueError(f"duplicate key {key!r}")
-            obj[key] = value
-        return obj
-
-    def constant(name: str) -> Any:
-        raise ValueError(f"{name} is not valid JSON")
-
     try:
-        return json.loads(text, object_pairs_hook=unique, parse_constant=constant)
+        return loads_strict(text)
     except json.JSONDecodeError as exc:
         return RecordError(
             filename, "(file)", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"

@@ -25,6 +25,16 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+def loads_strict(text: str) -> Any:
+    """Parse JSON refusing ``NaN``/``Infinity`` and repeated keys (``json`` accepts both).
+
+    Raises:
+        json.JSONDecodeError: malformed JSON (with ``lineno``/``colno``).
+        ValueError: a non-standard constant or a repeated key.
+    """
+    return json.loads(text, parse_constant=_no_constants, object_pairs_hook=_unique_keys)
+
+
 def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
     """Parse one JSONL line into an object, or return the error that names what is wrong.
 
@@ -35,7 +45,7 @@ def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
     except UnicodeDecodeError as exc:
         return RecordError(location, "(line)", f"not valid UTF-8 at byte {exc.start}")
     try:
-        value = json.loads(text, parse_constant=_no_constants, object_pairs_hook=_unique_keys)
+        value = loads_strict(text)
     except json.JSONDecodeError as exc:
         return RecordError(location, "(line)", f"invalid JSON: {exc.msg} at column {exc.colno}")
     except ValueError as exc:
