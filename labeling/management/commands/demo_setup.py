@@ -38,9 +38,10 @@ DEMO_MEMBERS = (
     ("annotator2", Role.ANNOTATOR),
     ("adjudicator", Role.ADJUDICATOR),
 )
-# Seed 003's advice: freeze a grouped split before any label; the seed makes it reproducible.
+# The split is grouped and frozen before any label (seed 003). Any fixed seed is reproducible;
+# with the sample's 6 groups of questions, 2028 deals 2 / 5 / 5 questions, near the proportions.
 PARTITION_PROPORTIONS = {"dev": 0.2, "calibration": 0.4, "test": 0.4}
-PARTITION_SEED = 20240601
+PARTITION_SEED = 2028
 
 
 class Command(BaseCommand):
@@ -119,7 +120,9 @@ class Command(BaseCommand):
         base = url.rstrip("/")
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS(f"Demo project {DEMO_SLUG!r} is ready."))
-        self.stdout.write(f"  open      {base}/   (admin: {base}/admin/, API docs: {base}/api/docs/)")
+        self.stdout.write(
+            f"  open      {base}/   (admin: {base}/admin/, API docs: {base}/api/docs/)"
+        )
         users = ["admin (superuser)"] + [f"{name} ({role})" for name, role in DEMO_MEMBERS]
         self.stdout.write(f"  users     {', '.join(users)}")
         self.stdout.write(f"  password  {password}")

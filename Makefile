@@ -1,0 +1,55 @@
+# certlabel developer commands. `make help` lists them; each works on a machine that has only
+# Python 3.11 and make: the first one creates .venv and installs the project into it.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Re-install only when pyproject.toml is newer than the last install.
+STAMP := $(VENV)/.certlabel-installed
+MANAGE := $(BIN)/python manage.py
+PYTEST_ARGS ?=
+BENCH_ARGS ?=
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help demo test install fmt lint check migrations-check bench
+
+help: ## Show this list of targets
+	@echo "Usage: make <target>   (variables: PYTHON, VENV, PYTEST_ARGS, BENCH_ARGS)"
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(BIN)/python:
+	@test -n "$(PYTHON)" || { echo "Python 3.11 not found: install it or pass PYTHON=/path/to/python3.11"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv (if missing) and install certlabel with dev tools (if pyproject changed)
+
+demo: install ## Migrate the SQLite database, set up the demo project and users, serve on 127.0.0.1:8000
+	$(MANAGE) migrate --noinput
+	$(MANAGE) demo_setup
+	$(MANAGE) runserver 127.0.0.1:8000
+
+test: install ## Run the test suite (SQLite and eager Celery unless DATABASE_URL / CELERY_BROKER_URL are set)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+fmt: install ## Format the code and apply ruff's safe fixes
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+lint: install ## Check style and formatting with ruff (changes nothing)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+migrations-check: install ## Fail if a model change has no migration
+	$(MANAGE) makemigrations --check --dry-run
+
+check: lint test migrations-check ## lint + test + migrations-check: what a change must pass
+
+bench: install ## Import benchmark, 10k questions (BENCH_ARGS="--questions 1000 --postgres postgres://postgres@127.0.0.1:5432/postgres")
+	$(BIN)/python tests/benchmarks/bench_import.py $(BENCH_ARGS)

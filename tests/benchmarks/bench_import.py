@@ -1,0 +1,261 @@
+"""Import benchmark: a generated native workload through the real import service.
+
+Usage (from the repository root, with the project installed)::
+
+    python tests/benchmarks/bench_import.py                       # SQLite, 10,000 questions
+    python tests/benchmarks/bench_import.py --questions 1000 \\
+        --postgres postgres://postgres@127.0.0.1:5432/postgres    # SQLite and PostgreSQL
+
+The workload has ``--questions`` questions, each with 2 sources of its own, 10 candidates and 4
+claims per candidate with explicit spans. It is written line by line to a temporary file (never
+held in memory), then each backend imports it in its own process on a fresh database, through
+``workload_import`` exactly as ``manage.py import_workload`` calls it (hashing, parsing,
+validation and writes included; migrations excluded). For PostgreSQL, ``--postgres`` names a
+server (any database on it); the scratch database ``certlabel_bench`` is created there and
+dropped afterwards.
+
+Each child runs with ``DJANGO_DEBUG=false``, as production does; ``--debug`` keeps the
+development default, under which Django records the SQL of every query, so memory grows with the
+file.
+
+Reported per backend: rows written (sum of the created counts, without ``unanchored_claims``,
+which counts claims rather than rows), seconds, rows per second, the importing process's CPU
+seconds (the database server's are not included) and its peak RSS (``ru_maxrss``, which
+includes Django and the migrations).
+
+Targets: at least 20,000 rows/s on PostgreSQL and a peak RSS under 400 MB.
+Not collected by pytest (``python_files = test_*.py``).
+"""
+
+# ruff: noqa: T201  (a command-line script: printing is its output)
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH_DB = "certlabel_bench"
+ROWS_PER_S_TARGET = 20_000
+RSS_TARGET_MB = 400
+
+WORDS = (
+    "harbour council ledger archive ferry lantern meadow granary tariff quarry orchard "
+    "beacon tannery cooper mill charter bridge tollgate warden vintner foundry cistern"
+).split()
+
+
+def _sentence(seed: int, n_words: int) -> str:
+    words = [WORDS[(seed * 7 + i * 13) % len(WORDS)] for i in range(n_words)]
+    return " ".join(words).capitalize() + f" {seed % 997}."
+
+
+def generate(path: Path, *, questions: int, candidates: int, claims: int, sources: int) -> int:
+    """Write the workload to ``path`` one record per line; return the file size in bytes."""
+    with path.open("w", encoding="utf-8") as out:
+        for q in range(questions):
+            record_sources = [
+                {
+                    "id": f"doc-{q}-{s}",
+                    "text": " ".join(_sentence(q * 31 + s * 17 + k, 14) for k in range(12)),
+                    "uri": f"https://archive.example/doc/{q}/{s}",
+                    "observed_at": "2024-06-01T12:00:00+00:00",
+                    "rank": s,
+                    "score": round(1 - s / 10, 2),
+                }
+                for s in range(sources)
+            ]
+            record_candidates = []
+            for c in range(candidates):
+                parts = [_sentence(q + c * 3 + k, 8) for k in range(claims)]
+                text = " ".join(parts)
+                spans, start = [], 0
+                for part in parts:
+                    spans.append({"text": part, "start": start, "end": start + len(part)})
+                    start += len(part) + 1
+                record_candidates.append(
+                    {
+                        "id": f"c{c}",
+                        "text": text,
+                        "generator": "bench-model",
+                        "generator_settings": {"temperature": 0.7},
+                        "canonical_form": f"form-{c % 4}",
+                        "retrieval_score": 0.8,
+                        "confidence": round(c / candidates, 3),
+                        "is_selected": c == 0,
+                        "claims": spans,
+                    }
+                )
+            record = {
+                "external_id": f"q{q:07d}",
+                "text": f"Question {q}: " + _sentence(q, 10),
+                "group_key": f"g{q // 10}",
+                "slices": {"domain": ("archive", "ferry", "council")[q % 3]},
+                "sources": record_sources,
+                "candidates": record_candidates,
+            }
+            out.write(json.dumps(record, ensure_ascii=False))
+            out.write("\n")
+    return path.stat().st_size
+
+
+# -- child: one backend in its own process ---------------------------------------------------
+def child(workload: Path) -> None:
+    """Migrate the database in DATABASE_URL, import ``workload`` and print a JSON report."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "labeling.settings")
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+
+    from labeling.importers.native import file_sha256, read_jsonl
+    from labeling.services import project_create, workload_import
+
+    call_command("migrate", verbosity=0)
+    project = project_create(slug="bench", name="Benchmark")
+    cpu_before = resource.getrusage(resource.RUSAGE_SELF)
+    started = time.perf_counter()
+    with workload.open("rb") as stream:
+        digest = file_sha256(stream)
+        result = workload_import(
+            project=project,
+            records=read_jsonl(stream),
+            format="native",
+            filename=workload.name,
+            file_sha256=digest,
+        )
+    seconds = time.perf_counter() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_SELF)
+    rows = sum(n for name, n in result.created.items() if name != "unanchored_claims")
+    report = {
+        "backend": connection.vendor,
+        "debug": settings.DEBUG,
+        "records": result.records,
+        "rows": rows,
+        "created": result.created,
+        "seconds": round(seconds, 2),
+        "rows_per_s": round(rows / seconds),
+        # This process's CPU time (the database server's is not in it): less sensitive than
+        # wall time to other load on the machine.
+        "cpu_seconds": round(
+            cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime, 2
+        ),
+        # ru_maxrss is in kilobytes on Linux (bytes on macOS).
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    print(json.dumps(report))
+
+
+def run_child(workload: Path, database_url: str, *, debug: bool) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
+    env.update(DATABASE_URL=database_url, DJANGO_LOG_LEVEL="WARNING")
+    if not debug:
+        # Production-shaped: with DEBUG on, Django keeps the SQL of every query (each bulk
+        # insert's text holds its rows), so memory would grow with the file.
+        env.update(
+            DJANGO_DEBUG="false",
+            DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+            DJANGO_ALLOWED_HOSTS="localhost",
+        )
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(workload)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# -- PostgreSQL scratch database -------------------------------------------------------------
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def _admin(server_url: str, statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def run_postgres(workload: Path, server_url: str, *, debug: bool) -> dict[str, object]:
+    _admin(server_url, f"DROP DATABASE IF EXISTS {BENCH_DB}")
+    _admin(server_url, f"CREATE DATABASE {BENCH_DB}")
+    try:
+        return run_child(workload, _with_database(server_url, BENCH_DB), debug=debug)
+    finally:
+        _admin(server_url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+
+
+# -- main --------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--questions", type=int, default=10_000)
+    parser.add_argument("--candidates", type=int, default=10)
+    parser.add_argument("--claims", type=int, default=4)
+    parser.add_argument("--sources", type=int, default=2)
+    parser.add_argument("--postgres", metavar="URL", help="PostgreSQL server to benchmark too")
+    parser.add_argument("--no-sqlite", action="store_true", help="skip the SQLite run")
+    parser.add_argument(
+        "--debug", action="store_true", help="run with DJANGO_DEBUG=true (the development default)"
+    )
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child)
+        return 0
+
+    reports = []
+    with tempfile.TemporaryDirectory(prefix="certlabel-bench-") as tmp:
+        workload = Path(tmp) / "workload.jsonl"
+        started = time.perf_counter()
+        size = generate(
+            workload,
+            questions=args.questions,
+            candidates=args.candidates,
+            claims=args.claims,
+            sources=args.sources,
+        )
+        print(
+            f"workload: {args.questions} questions x {args.candidates} candidates x "
+            f"{args.claims} claims, {args.sources} sources each; {size / 1e6:.1f} MB, "
+            f"generated in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
+        if not args.no_sqlite:
+            reports.append(
+                run_child(workload, f"sqlite:///{Path(tmp) / 'bench.sqlite3'}", debug=args.debug)
+            )
+            print(json.dumps(reports[-1]), flush=True)
+        if args.postgres:
+            reports.append(run_postgres(workload, args.postgres, debug=args.debug))
+            print(json.dumps(reports[-1]), flush=True)
+
+    print(
+        f"\n{'backend':<12}{'rows':>10}{'seconds':>10}{'rows/s':>10}{'CPU s':>8}{'peak RSS MB':>13}"
+    )
+    for r in reports:
+        print(
+            f"{r['backend']:<12}{r['rows']:>10}{r['seconds']:>10}{r['rows_per_s']:>10}"
+            f"{r['cpu_seconds']:>8}{r['peak_rss_mb']:>13}"
+        )
+    print(f"targets: >= {ROWS_PER_S_TARGET} rows/s on PostgreSQL, peak RSS < {RSS_TARGET_MB} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
