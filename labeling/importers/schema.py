@@ -12,6 +12,7 @@ or normalised. The full field reference is in README.md ("Native workload format
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -172,6 +173,10 @@ class PolicyVocabulary:
     reasons: frozenset[str]
 
 
+# NUL (PostgreSQL text cannot hold it) and UTF-16 surrogates (not encodable as UTF-8).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def _short(text: str, limit: int = 40) -> str:
     """Render at most ``limit`` code points of ``text`` for an error message."""
     return repr(text if len(text) <= limit else text[:limit] + "…")
@@ -179,15 +184,15 @@ def _short(text: str, limit: int = 40) -> str:
 
 def _check_text(text: str, field: str, location: str) -> None:
     """Refuse what no database can store faithfully: NUL and lone surrogates."""
-    if "\x00" in text:
-        raise RecordError(
-            location, field, f"contains NUL (U+0000) at code point {text.index(chr(0))}"
-        )
-    for i, ch in enumerate(text):
-        if "\ud800" <= ch <= "\udfff":
-            raise RecordError(
-                location, field, f"contains a lone surrogate U+{ord(ch):04X} at code point {i}"
-            )
+    bad = _UNSTORABLE.search(text)
+    if bad is None:
+        return
+    i, ch = bad.start(), bad.group()
+    if ch == "\x00":
+        raise RecordError(location, field, f"contains NUL (U+0000) at code point {i}")
+    raise RecordError(
+        location, field, f"contains a lone surrogate U+{ord(ch):04X} at code point {i}"
+    )
 
 
 def _check_span(

@@ -1,0 +1,82 @@
+"""Fast inserts of many plain rows, for the import's hot path (claims, candidates, items).
+
+``bulk_create`` builds a model instance per row and the SQL of every batch in Python; for the
+hundreds of thousands of claims of a large workload that is most of the import's time (profiled
+in tests/benchmarks/bench_import.py). Here rows are plain tuples, PostgreSQL receives them by
+``COPY … FROM STDIN`` and SQLite by ``executemany``. Primary keys are reserved up front (the
+table's sequence on PostgreSQL; after the largest id in use on SQLite, whose writer holds the
+database lock inside the import's transaction), so callers know every new row's id without
+reading rows back. Database constraints apply exactly as for any INSERT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection, models
+
+
+def _reserve_ids(table: str, n: int) -> list[int]:
+    """Reserve ``n`` fresh primary keys of ``table``; the caller must be in a transaction."""
+    if n == 0:
+        return []
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                [table, n],
+            )
+            return [row[0] for row in cursor.fetchall()]
+        if connection.vendor == "sqlite":
+            quoted = connection.ops.quote_name(table)
+            cursor.execute(f"SELECT MAX(id) FROM {quoted}")  # noqa: S608 - a model's table
+            largest = cursor.fetchone()[0] or 0
+            cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = %s", [table])
+            row = cursor.fetchone()
+            start = max(largest, row[0] if row else 0) + 1
+            return list(range(start, start + n))
+    raise NotImplementedError(f"no id reservation for {connection.vendor}")
+
+
+def insert_rows(
+    model: type[models.Model],
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    with_ids: bool = False,
+) -> list[int]:
+    """Insert ``rows`` into ``model``'s table and return their new ids (``[]`` if not asked).
+
+    Args:
+        model: the model whose table receives the rows.
+        columns: database column names, in the order of each row's values.
+        rows: one sequence of database-ready values per row (JSON as a ``json.dumps`` string,
+            datetimes aware, booleans as bool).
+        with_ids: reserve primary keys and insert them explicitly; the ids are returned in row
+            order.
+
+    Raises:
+        django.db.IntegrityError: a row breaks a constraint (nothing of the call is kept once
+            the caller's transaction rolls back).
+
+    Must run inside ``transaction.atomic`` (ids are reserved under the transaction's lock).
+    """
+    if not rows:
+        return []
+    table = model._meta.db_table
+    ids = _reserve_ids(table, len(rows)) if with_ids else []
+    names = (["id"] if with_ids else []) + list(columns)
+    quoted = ", ".join(connection.ops.quote_name(name) for name in names)
+    data = [(i, *row) for i, row in zip(ids, rows, strict=True)] if with_ids else rows
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            sql = f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN"
+            with cursor.cursor.copy(sql) as copy:
+                for row in data:
+                    copy.write_row(row)
+        else:
+            marks = ", ".join(["%s"] * len(names))
+            sql = f"INSERT INTO {connection.ops.quote_name(table)} ({quoted}) VALUES ({marks})"  # noqa: S608
+            cursor.executemany(sql, data)
+    return ids
