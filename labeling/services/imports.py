@@ -674,8 +674,10 @@ def workload_import(
                 errors.append(exc)
         chunk.clear()
         in_chunk.clear()
-        # With DEBUG on, Django keeps every query's SQL: memory would grow with the file.
-        reset_queries()
+        # With DEBUG on, Django keeps every query's SQL: memory would grow with the file. A
+        # caller that captures queries on purpose (force_debug_cursor) keeps its log.
+        if not connection.force_debug_cursor:
+            reset_queries()
 
     # The cyclic collector would rescan the import's many live objects again and again (a fifth
     # of the time in the benchmark); it is paused and run once per GC_EVERY_CHUNKS chunks.
