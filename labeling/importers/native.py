@@ -10,6 +10,9 @@ from typing import IO, Any
 from labeling.importers.schema import RecordError
 
 READ_BLOCK = 1 << 20
+# One record per line; a longer line is refused before it is parsed (parsing costs about ten
+# times the line's size in memory). 64 MiB holds any realistic question with its sources.
+MAX_LINE_BYTES = 64 << 20
 
 
 def _no_constants(name: str) -> Any:
@@ -57,18 +60,32 @@ def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
     return value
 
 
-def read_jsonl(stream: IO[bytes]) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+def read_jsonl(
+    stream: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
     """Yield ``("line N", object-or-error)`` for each non-blank line of a binary stream.
 
     A UTF-8 byte-order mark at the start of the file is skipped; line ends may be LF or CRLF
-    (texts keep their own ``\\r\\n`` because inside JSON strings they are escaped).
+    (texts keep their own ``\\r\\n`` because inside JSON strings they are escaped). A line
+    longer than ``max_line_bytes`` is reported as an error and skipped without being held.
     """
-    for number, raw in enumerate(stream, start=1):
+    number = 0
+    while raw := stream.readline(max_line_bytes + 1):
+        number += 1
+        location = f"line {number}"
+        if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+            while (rest := stream.readline(READ_BLOCK)) and not rest.endswith(b"\n"):
+                pass
+            yield (
+                location,
+                RecordError(location, "(line)", f"longer than the limit of {max_line_bytes} bytes"),
+            )
+            continue
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         if not raw.strip():
             continue
-        yield f"line {number}", parse_json_line(raw, f"line {number}")
+        yield location, parse_json_line(raw, location)
 
 
 def file_sha256(stream: IO[bytes]) -> str:

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     Strict,
@@ -32,11 +33,21 @@ SCHEMA_VERSION = 1
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 Key = Annotated[str, Field(min_length=1, max_length=255)]
+Label = Annotated[str, Field(min_length=1, max_length=64)]
 Offset = Annotated[StrictInt, Field(ge=0)]
 Number = StrictFloat | StrictInt
 UnitNumber = Annotated[Number, Field(ge=0, le=1)]
-# ISO 8601 with a UTC offset; JSON has no datetime type, so strings are parsed (strict elsewhere).
-Timestamp = Annotated[AwareDatetime, Strict(False)]
+
+
+def _iso_string(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 string with a UTC offset, e.g. 2024-05-01T12:00:00Z")
+    return value
+
+
+# ISO 8601 with a UTC offset. JSON has no datetime type, so the string is parsed (hence not
+# strict), but only a string: numbers are not read as Unix times.
+Timestamp = Annotated[AwareDatetime, Strict(False), BeforeValidator(_iso_string)]
 
 
 class _Strict(BaseModel):
@@ -67,7 +78,7 @@ class EvaluatorLabelIn(_Strict):
     evaluator: Key
     version: Key
     claim: Offset | None = None
-    label: Key | None = None
+    label: Label | None = None
     score: Number | None = None
     available: StrictBool = True
     raw: Any = None
@@ -77,8 +88,8 @@ class PriorClaimLabelIn(_Strict):
     """A prior annotator's label of one claim (by index), with optional evidence."""
 
     claim: Offset
-    label: Key | None = None
-    reason: Key | None = None
+    label: Label | None = None
+    reason: Label | None = None
     raw_label: Any = None
     evidence: list[EvidenceIn] = []
 
@@ -97,10 +108,10 @@ class PriorSpanIn(_Strict):
 class PriorAnnotationIn(_Strict):
     """A label the data already carries, by a pseudonymous annotator."""
 
-    annotator: Key
+    annotator: Annotated[str, Field(min_length=1, max_length=64)]
     origin: Literal["human", "automatic"] = "human"
-    answer_label: Key | None = None
-    answer_reason: Key | None = None
+    answer_label: Label | None = None
+    answer_reason: Label | None = None
     note: str = ""
     claim_labels: list[PriorClaimLabelIn] = []
     spans: list[PriorSpanIn] = []
@@ -112,7 +123,7 @@ class CandidateIn(_Strict):
 
     id: Key
     text: str
-    generator: str = ""
+    generator: Annotated[str, Field(max_length=255)] = ""
     generator_settings: dict[str, Any] = {}
     sample_index: Offset | None = None
     canonical_form: str | None = None
@@ -182,17 +193,29 @@ def _short(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
-def _check_text(text: str, field: str, location: str) -> None:
-    """Refuse what no database can store faithfully: NUL and lone surrogates."""
-    bad = _UNSTORABLE.search(text)
-    if bad is None:
-        return
-    i, ch = bad.start(), bad.group()
-    if ch == "\x00":
-        raise RecordError(location, field, f"contains NUL (U+0000) at code point {i}")
-    raise RecordError(
-        location, field, f"contains a lone surrogate U+{ord(ch):04X} at code point {i}"
-    )
+def check_storable(value: Any, location: str, path: str = "") -> None:
+    """Refuse any string, key or value, that a database cannot store faithfully.
+
+    NUL (U+0000: PostgreSQL ``text`` and ``jsonb`` refuse it) and lone UTF-16 surrogates (not
+    encodable as UTF-8) are refused wherever they occur in a parsed record, metadata included.
+
+    Raises:
+        RecordError: naming the field's dotted path and the code point's position.
+    """
+    if isinstance(value, str):
+        bad = _UNSTORABLE.search(value)
+        if bad is None:
+            return
+        i, ch = bad.start(), bad.group()
+        what = "NUL (U+0000)" if ch == "\x00" else f"a lone surrogate U+{ord(ch):04X}"
+        raise RecordError(location, path or "(record)", f"contains {what} at code point {i}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_storable(key, location, f"{path}.{key}" if path else str(key))
+            check_storable(item, location, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            check_storable(item, location, f"{path}[{n}]")
 
 
 def _check_span(
@@ -239,10 +262,8 @@ def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location:
         RecordError: naming the first offending field as a dotted path, e.g.
             ``candidates[2].claims[0].end``.
     """
-    _check_text(record.text, "text", location)
     sources: dict[str, str] = {}
     for s, source in enumerate(record.sources):
-        _check_text(source.text, f"sources[{s}].text", location)
         if source.id in sources and sources[source.id] != source.text:
             raise RecordError(
                 location, f"sources[{s}].id", f"source id {source.id!r} repeats with another text"
@@ -275,10 +296,8 @@ def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location:
         if index in seen_indexes:
             raise RecordError(location, f"{at}.sample_index", f"sample index {index} repeats")
         seen_indexes.add(index)
-        _check_text(candidate.text, f"{at}.text", location)
         for k, claim in enumerate(candidate.claims):
             field = f"{at}.claims[{k}]"
-            _check_text(claim.text, f"{field}.text", location)
             if (claim.start is None) != (claim.end is None):
                 raise RecordError(location, field, "give both start and end, or neither")
             if claim.start is not None and claim.end is not None:

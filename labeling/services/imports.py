@@ -40,6 +40,7 @@ from labeling.importers.schema import (
     RecordError,
     WorkloadRecord,
     check_record,
+    check_storable,
     format_validation_error,
     locate_claim,
 )
@@ -86,9 +87,25 @@ class ImportResult:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
+def _canonical_numbers(value: Any) -> Any:
+    """Write integral floats as ints, so ``1`` and ``1.0`` (the same JSON number) compare equal."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _canonical_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical_numbers(v) for v in value]
+    return value
+
+
 def fingerprint(value: Any) -> str:
-    """Return the sha256 of the canonical JSON of ``value`` (sorted keys, no spaces, UTF-8)."""
-    data = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """Return the sha256 of the canonical JSON of ``value``.
+
+    Canonical: sorted keys, no spaces, UTF-8, and numbers compared by value (``2`` == ``2.0``).
+    """
+    data = json.dumps(
+        _canonical_numbers(value), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
@@ -169,7 +186,7 @@ def _candidate_fields(candidate: CandidateIn, sample_index: int) -> dict[str, An
 
 def _differing_field(stored: dict[str, Any], given: dict[str, Any]) -> str:
     for name in given:
-        if stored.get(name) != given[name]:
+        if _canonical_numbers(stored.get(name)) != _canonical_numbers(given[name]):
             return name
     return "(content)"
 
@@ -182,6 +199,8 @@ class _Writer:
         self.batch = batch
         self.created: Counter[str] = Counter()
         self.evaluators = {(e.name, e.version): e.pk for e in project.evaluators.all()}
+        # {document key: id} of the documents met so far (filled by _source_versions).
+        self.document_ids: dict[str, int] = {}
 
     # -- sources ------------------------------------------------------------------------------
     def _source_versions(
@@ -211,6 +230,7 @@ class _Writer:
             self.created["source_documents"] += len(new_docs)
             docs.update({d.key: d.pk for d in new_docs})
         by_doc_id = {docs[k]: k for k in uris}
+        self.document_ids.update(docs)
         versions = {
             (by_doc_id[doc_id], sha): pk
             for doc_id, sha, pk in SourceVersion.objects.filter(
@@ -302,18 +322,38 @@ class _Writer:
         self._prior_annotations(chunk, questions, candidates, claim_ids, versions, existing_ids)
 
     def _links(self, chunk, questions, versions, existing_ids) -> None:
-        linked = set(
-            RetrievalLink.objects.filter(question_id__in=existing_ids).values_list(
-                "question_id", "source_version_id"
-            )
-        )
+        """Link questions to their source versions.
+
+        After the partition freeze, an imported question may gain a new version of a document it
+        already cites, never a new document: that could join groups across partitions.
+        """
+        linked: set[tuple[int, int]] = set()
+        cited: dict[int, set[int]] = defaultdict(set)
+        for question_id, version_id, document_id in RetrievalLink.objects.filter(
+            question_id__in=existing_ids
+        ).values_list("question_id", "source_version_id", "source_version__document_id"):
+            linked.add((question_id, version_id))
+            cited[question_id].add(document_id)
+        frozen = self.project.partition_frozen_at is not None
         links = []
-        for _, record in chunk:
+        for location, record in chunk:
             question_id = questions[record.external_id].pk
-            for source in record.sources:
+            for s, source in enumerate(record.sources):
                 version_id = versions[(source.id, text_sha256(source.text))]
                 if (question_id, version_id) in linked:
                     continue
+                if (
+                    frozen
+                    and question_id in existing_ids
+                    and self.document_ids[source.id] not in cited[question_id]
+                ):
+                    raise RecordError(
+                        location,
+                        f"sources[{s}].id",
+                        f"question {record.external_id!r} would gain source {source.id!r}, which "
+                        "it did not cite when the partition was frozen; a new source could join "
+                        "groups across partitions",
+                    )
                 linked.add((question_id, version_id))
                 links.append(
                     RetrievalLink(
@@ -599,6 +639,7 @@ def _validated(
             errors.append(raw)
             continue
         try:
+            check_storable(raw, location)
             record = WorkloadRecord.model_validate(raw)
             check_record(record, vocabulary, location)
         except ValidationError as exc:
@@ -728,6 +769,11 @@ class _CountingStream:
 
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
+        self.progress(len(data))
+        return data
+
+    def readline(self, size: int = -1) -> bytes:
+        data = self.stream.readline(size)
         self.progress(len(data))
         return data
 

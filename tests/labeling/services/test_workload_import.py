@@ -513,3 +513,60 @@ def test_prior_annotations_from_two_annotators_and_rerun_is_idempotent(project, 
     before = row_counts()
     import_records([record])
     assert row_counts() == before
+
+
+def test_overlong_line_refused_without_parsing_it():
+    # given a tiny limit, a line over it is skipped and reported; the next line is still read
+    data = b'{"a": "' + b"x" * 3000 + b'"}\n' + jsonl_bytes([native_record("q1")])
+    got = list(read_jsonl(io.BytesIO(data), max_line_bytes=1000))
+    assert got[0][0] == "line 1" and got[0][1].reason == "longer than the limit of 1000 bytes"
+    assert got[1][0] == "line 2" and got[1][1]["external_id"] == "q1"
+
+
+def test_nul_or_lone_surrogate_anywhere_in_a_record_is_refused(project):
+    record = native_record(metadata={"note": "a\udc00b"})
+    [(location, field, reason)] = refused(project, jsonl_bytes([record]))
+    assert (location, field) == ("line 1", "metadata.note")
+    assert reason == "contains a lone surrogate U+DC00 at code point 1"
+    record = native_record()
+    record["candidates"][0]["generator"] = "gen\x00"
+    [(_, field, reason)] = refused(project, jsonl_bytes([record]))
+    assert field == "candidates[0].generator" and "NUL" in reason
+
+
+def test_timestamps_must_be_strings_not_unix_times(project):
+    record = native_record()
+    record["sources"][0]["published_at"] = 1700000000
+    [(_, field, reason)] = refused(project, jsonl_bytes([record]))
+    assert field == "sources[0].published_at" and "ISO 8601 string" in reason
+
+
+def test_same_numbers_written_differently_are_the_same_record(project, import_records):
+    record = native_record(metadata={"x": 2})
+    record["candidates"][0]["confidence"] = 1
+    import_records([record])
+    before = row_counts()
+    again = copy.deepcopy(record)
+    again["metadata"]["x"] = 2.0
+    again["candidates"][0]["confidence"] = 1.0
+    assert import_records([again]).created == {}
+    assert row_counts() == before
+
+
+def test_after_freeze_a_question_may_gain_a_new_version_but_not_a_new_document(
+    project, import_records
+):
+    from labeling.services import partition_freeze
+
+    import_records([native_record("q1"), native_record("q2")])
+    partition_freeze(project=project, proportions={"calibration": 0.5, "test": 0.5}, seed=3)
+    # a new version of a document q1 already cites is fine
+    changed = native_record("q1")
+    changed["sources"][0]["text"] = "The bridge opened in 1932 (revised)."
+    assert import_records([changed]).created["source_versions"] == 1
+    # citing q2's document would join the two questions' groups across partitions
+    joined = native_record("q1")
+    joined["sources"].append({"id": "doc-q2", "text": native_record()["sources"][0]["text"]})
+    [(location, field, reason)] = refused(project, jsonl_bytes([joined]))
+    assert (location, field) == ("line 1", "sources[1].id")
+    assert "did not cite when the partition was frozen" in reason
