@@ -14,6 +14,7 @@ from labeling.exceptions import LabelingError, WorkloadImportFailed
 from labeling.importers import formats
 from labeling.models import Project
 from labeling.services import project_create, workload_import_file
+from labeling.services.imports import MAX_ERRORS
 
 
 class Command(BaseCommand):
@@ -39,8 +40,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         fmt = formats()[options["format"]]
         for path in options["paths"]:
-            if not path.is_file():
+            if not path.exists():
                 raise CommandError(f"{path}: no such file")
+            if not path.is_file():
+                raise CommandError(f"{path}: not a regular file")
+        reports: list[str] = []
+        current = options["paths"][0]
         try:
             with transaction.atomic():
                 project = Project.objects.filter(slug=options["project"]).first()
@@ -55,18 +60,22 @@ class Command(BaseCommand):
                         guideline=fmt.policy.guideline,
                         evidence_relation=fmt.policy.evidence_relation,
                     )
-                for path in options["paths"]:
-                    self._import_one(project, fmt, path, options["no_progress"])
+                for current in options["paths"]:
+                    reports.append(self._import_one(project, fmt, current, options["no_progress"]))
         except WorkloadImportFailed as exc:
             for error in exc.errors:
-                self.stderr.write(f"{error}")
+                self.stderr.write(f"{current.name}: {error}")
+            more = " (reading stopped at the limit)" if len(exc.errors) >= MAX_ERRORS else ""
             raise CommandError(
-                f"import refused: {len(exc.errors)} error(s) above; nothing was written"
+                f"import refused: {len(exc.errors)} error(s) above{more}; nothing was written"
             ) from exc
         except LabelingError as exc:
-            raise CommandError(exc.message) from exc
+            raise CommandError(f"{current.name}: {exc.message}") from exc
+        # Reported only now: until the transaction commits, nothing is imported.
+        for report in reports:
+            self.stdout.write(report)
 
-    def _import_one(self, project: Project, fmt: Any, path: Path, quiet: bool) -> None:
+    def _import_one(self, project: Project, fmt: Any, path: Path, quiet: bool) -> str:
         with (
             path.open("rb") as stream,
             tqdm(
@@ -86,17 +95,8 @@ class Command(BaseCommand):
                 progress=bar.update,
             )
         if result.already_imported:
-            self.stdout.write(
-                f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
-            )
-        elif result.batch is None:
-            self.stdout.write(
-                f"{path.name}: {result.records} records, nothing new; nothing changed"
-            )
-        else:
-            summary = json.dumps(
-                {"created": result.created, "notes": result.notes}, ensure_ascii=False
-            )
-            self.stdout.write(
-                f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}"
-            )
+            return f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
+        if result.batch is None:
+            return f"{path.name}: {result.records} records, nothing new; nothing changed"
+        summary = json.dumps({"created": result.created, "notes": result.notes}, ensure_ascii=False)
+        return f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}"
