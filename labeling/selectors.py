@@ -166,10 +166,13 @@ def _by_partition(rows: QuerySet[Any], key: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def project_overview(*, project: Project) -> ProjectOverview:
+def project_overview(*, project: Project, include_batches: bool) -> ProjectOverview:
     """Return the counts per partition, the import batches, the policy and the split state.
 
-    Eight queries, whatever the number of questions, items or batches.
+    Import batch reports count evaluator labels and prior labels (e.g. how many answers a
+    dataset marks correct), so only managers get them: with ``include_batches`` False,
+    ``batches`` is empty and not queried. Eight queries at most, whatever the number of
+    questions, items or batches.
     """
     q_key, c_key = "partition", "question__partition"
     i_key = "candidate__question__partition"
@@ -227,9 +230,13 @@ def project_overview(*, project: Project) -> ProjectOverview:
             created=(b.report or {}).get("created", {}),
             notes=(b.report or {}).get("notes", {}),
         )
-        for b in ImportBatch.objects.filter(project=project)
-        .select_related("created_by")
-        .order_by("created_at", "pk")
+        for b in (
+            ImportBatch.objects.filter(project=project)
+            .select_related("created_by")
+            .order_by("created_at", "pk")
+            if include_batches
+            else ()
+        )
     )
     policy = project.policies.order_by("-version").first()
     return ProjectOverview(

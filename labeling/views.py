@@ -106,7 +106,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a project's counts per partition, import batches, policy and split state."""
     project, role = _project_for(request, slug)
-    overview = project_overview(project=project)
+    overview = project_overview(project=project, include_batches=permissions.can_manage(role))
     return render(
         request, "labeling/project_detail.html", _context(project, role, overview=overview)
     )

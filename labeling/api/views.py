@@ -11,13 +11,13 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
+from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.models import Partition
 from labeling.selectors import (
@@ -82,7 +82,7 @@ def _paginated(
     context: dict[str, Any] | None = None,
 ) -> Response:
     """Return one page (limit/offset, 50 by default) of ``queryset``, serialized."""
-    paginator = LimitOffsetPagination()
+    paginator = CappedLimitOffsetPagination()
     page = paginator.paginate_queryset(queryset, request)
     data = serializer_class(page, many=True, context=context or {}).data
     return paginator.get_paginated_response(data)
@@ -97,7 +97,7 @@ class ProjectListApi(APIView):
     """The projects the user is a member of (all projects for staff), with role and counts."""
 
     # Read by drf-spectacular to document the paginated envelope; _paginated does the paging.
-    pagination_class = LimitOffsetPagination
+    pagination_class = CappedLimitOffsetPagination
 
     class OutputSerializer(serializers.Serializer):
         slug = serializers.SlugField()
@@ -180,7 +180,7 @@ class ProjectDetailApi(APIView):
     def get(self, request: Request, slug: str) -> Response:
         """Return the project's overview."""
         project, role = _project_and_role(request, slug)
-        overview = project_overview(project=project)
+        overview = project_overview(project=project, include_batches=permissions.can_manage(role))
         return Response(self.OutputSerializer(overview, context={"role": role}).data)
 
 
@@ -207,7 +207,7 @@ class ItemListApi(APIView):
     """The project's items in import order, paginated; managers and adjudicators only."""
 
     # Read by drf-spectacular to document the paginated envelope; _paginated does the paging.
-    pagination_class = LimitOffsetPagination
+    pagination_class = CappedLimitOffsetPagination
 
     class FilterSerializer(serializers.Serializer):
         partition = serializers.ChoiceField(choices=[*Partition.values, UNASSIGNED], required=False)

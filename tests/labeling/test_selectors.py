@@ -96,7 +96,7 @@ def test_overview_counts_per_partition(project, import_records):
     partition_freeze(project=project, proportions={"calibration": 1}, seed=5)
     project.refresh_from_db()
 
-    overview = project_overview(project=project)
+    overview = project_overview(project=project, include_batches=True)
 
     rows = {r.partition: r for r in overview.partitions}
     assert list(rows) == ["dev", "calibration", "test", "unassigned"]
@@ -121,7 +121,7 @@ def test_overview_counts_per_partition(project, import_records):
 def test_overview_is_frozen(project):
     from dataclasses import FrozenInstanceError
 
-    overview = project_overview(project=project)
+    overview = project_overview(project=project, include_batches=True)
 
     with pytest.raises(FrozenInstanceError):
         overview.unanchored_claims = 3  # type: ignore[misc]
@@ -133,7 +133,7 @@ def test_overview_runs_a_constant_number_of_queries(
     # given a small project
     import_records(records(1))
     with django_assert_num_queries(OVERVIEW_QUERIES):
-        project_overview(project=project)
+        project_overview(project=project, include_batches=True)
 
     # when it grows by many rows and batches
     for batch in range(3):
@@ -141,7 +141,7 @@ def test_overview_runs_a_constant_number_of_queries(
 
     # then the overview still takes the same number of queries
     with django_assert_num_queries(OVERVIEW_QUERIES):
-        overview = project_overview(project=project)
+        overview = project_overview(project=project, include_batches=True)
     assert overview.totals.questions == 46
     assert len(overview.batches) == 4
 

@@ -270,3 +270,10 @@ def test_item_of_another_project_is_404(api, project, import_records):
 
     assert response.status_code == 404
     assert response.json()["code"] == "not_found"
+
+
+def test_item_list_limit_is_capped_at_500(api, import_records):
+    import_records([native_record(f"q{i}") for i in range(260)])  # 520 items
+    body = api(Role.MANAGER).get("/api/projects/study/items/?limit=100000").json()
+    assert body["count"] == 520
+    assert len(body["results"]) == 500

@@ -104,7 +104,8 @@ def test_overview_shows_counts_batches_and_policy(login, import_records, role):
     assert overview.policy_version == 1
     assert overview.evidence_relation == "source_relative"
     content = response.content.decode()
-    assert "test.jsonl" in content
+    # batch reports count other people's labels: managers only
+    assert ("test.jsonl" in content) == (role == Role.MANAGER)
     assert "1 unanchored claim" in content
     assert "not frozen" in content
 
@@ -176,3 +177,20 @@ def test_overview_page_queries_do_not_grow_with_rows(
     with django_assert_max_num_queries(small_queries):
         response = client.get(reverse("project-detail", args=["study"]))
     assert len(response.context["overview"].batches) == 4
+
+
+@pytest.mark.parametrize("role", [Role.ANNOTATOR, Role.ADJUDICATOR])
+def test_import_reports_with_label_counts_are_shown_to_managers_only(login, import_records, role):
+    # a batch report counts evaluator labels and prior labels: a summary of labels others made
+    record = native_record("q1")
+    record["candidates"][0]["evaluator_labels"] = [
+        {"evaluator": "judge-x", "version": "1", "label": "admissible"}
+    ]
+    import_records([record])
+    page = login(role).get(reverse("project-detail", args=["study"]))
+    assert page.status_code == 200
+    assert b"evaluator_labels" not in page.content and b"Import batches" not in page.content
+    api = login(role).get("/api/projects/study/")
+    assert api.json()["batches"] == []
+    manager = login(Role.MANAGER).get(reverse("project-detail", args=["study"]))
+    assert b"evaluator_labels" in manager.content
