@@ -307,8 +307,9 @@ class _Writer:
                 raise RecordError(
                     location,
                     name,
-                    f"question {record.external_id!r} is already imported with a different "
-                    f"{name}; questions are immutable (use a new external_id)",
+                    f"question {record.external_id!r} was imported before (earlier in this file "
+                    f"or in an earlier import) with a different {name}; questions are immutable "
+                    "(use a new external_id)",
                 )
             questions[record.external_id] = stored
         Question.objects.bulk_create(new_questions, batch_size=BULK_BATCH)

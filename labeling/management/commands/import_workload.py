@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from labeling.exceptions import LabelingError, WorkloadImportFailed
 from labeling.importers import formats
@@ -47,7 +48,8 @@ class Command(BaseCommand):
         reports: list[str] = []
         current = options["paths"][0]
         try:
-            with transaction.atomic():
+            # Log lines are written above the progress bar instead of through it.
+            with logging_redirect_tqdm(), transaction.atomic():
                 project = Project.objects.filter(slug=options["project"]).first()
                 if project is None:
                     if not options["create"]:

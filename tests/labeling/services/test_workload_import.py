@@ -321,8 +321,8 @@ def test_duplicate_external_id_with_different_text_refused(project):
         (
             "line 2",
             "text",
-            "question 'q1' is already imported with a different text; questions are immutable "
-            "(use a new external_id)",
+            "question 'q1' was imported before (earlier in this file or in an earlier import) "
+            "with a different text; questions are immutable (use a new external_id)",
         )
     ]
 
