@@ -282,7 +282,10 @@ class CandidateAnswer(models.Model):
     ``frequency_rank`` is 1 for the most frequent canonical form among the question's K samples.
     """
 
-    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="candidates")
+    # No index of its own: the unique (question, key) index leads with question_id.
+    question = models.ForeignKey(
+        Question, on_delete=models.CASCADE, related_name="candidates", db_index=False
+    )
     key = models.CharField(max_length=255)
     text = models.TextField()
     generator = models.CharField(max_length=255, blank=True)
@@ -331,7 +334,10 @@ class Claim(models.Model):
     a claim whose text is not a substring of the answer is kept with ``unanchored`` set and no span.
     """
 
-    candidate = models.ForeignKey(CandidateAnswer, on_delete=models.CASCADE, related_name="claims")
+    # No index of its own: the unique (candidate, index) index leads with candidate_id.
+    candidate = models.ForeignKey(
+        CandidateAnswer, on_delete=models.CASCADE, related_name="claims", db_index=False
+    )
     index = models.PositiveIntegerField()
     text = models.TextField()
     start = models.PositiveIntegerField(null=True, blank=True)
