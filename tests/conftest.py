@@ -70,6 +70,43 @@ def member(project: Project) -> Callable[[str], Any]:
     return make
 
 
+def _user_for(role: str, member: Callable[[str], Any]) -> Any:
+    if role == "nonmember":
+        return UserFactory()
+    if role == "staff":
+        return UserFactory(is_staff=True)
+    return member(role)
+
+
+@pytest.fixture
+def login(client: Any, member: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Log the test client in as ``role`` in the project, ``nonmember``, ``staff`` or
+    ``anonymous`` (nobody): ``login("manager").get(url)``."""
+
+    def make(role: str) -> Any:
+        if role != "anonymous":
+            client.force_login(_user_for(role, member))
+        return client
+
+    return make
+
+
+@pytest.fixture
+def api(member: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An API client with a token for ``role`` (as :func:`login`): ``api("manager").get(url)``."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    def make(role: str) -> APIClient:
+        client = APIClient()
+        if role != "anonymous":
+            token = Token.objects.create(user=_user_for(role, member))
+            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return client
+
+    return make
+
+
 def jsonl_bytes(records: Iterable[dict[str, Any]]) -> bytes:
     """Serialise records as JSONL: UTF-8 with non-ASCII kept as is, or ``\\u`` escapes for
     strings UTF-8 cannot carry (lone surrogates)."""

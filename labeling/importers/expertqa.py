@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
-from labeling.importers.native import read_jsonl
+from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError, locate_claim
 
 # support value -> claim label. Partial and Incomplete are two form versions of one answer.
@@ -317,14 +317,7 @@ def read_expertqa(stream: IO[bytes], counters: dict[str, Any]) -> Iterator[Sourc
     ``support`` value, an evidence item without its ``[n]`` marker, ...) yields a RecordError
     naming the field, e.g. ``answers.gpt4.claims[3].support``.
     """
-    for location, obj in read_jsonl(stream):
-        if isinstance(obj, RecordError):
-            yield location, obj
-            continue
-        try:
-            yield location, _record(obj, location, counters)
-        except RecordError as exc:
-            yield location, exc
+    yield from convert_jsonl(stream, lambda obj, location: _record(obj, location, counters))
 
 
 def open_expertqa(stream: IO[bytes], filename: str) -> RecordSource:

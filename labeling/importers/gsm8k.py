@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
-from labeling.importers.native import read_jsonl
+from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError
 
 GENERATORS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
@@ -161,14 +161,7 @@ def read_gsm8k(stream: IO[bytes], counters: dict[str, Any]) -> Iterator[SourcedR
     A line in the wrong shape (not JSON, a missing generator key, a non-boolean ``is_correct``)
     yields a RecordError naming the field, e.g. ``175b_verification.is_correct``.
     """
-    for location, obj in read_jsonl(stream):
-        if isinstance(obj, RecordError):
-            yield location, obj
-            continue
-        try:
-            yield location, _record(obj, location, counters)
-        except RecordError as exc:
-            yield location, exc
+    yield from convert_jsonl(stream, lambda obj, location: _record(obj, location, counters))
 
 
 def open_gsm8k(stream: IO[bytes], filename: str) -> RecordSource:

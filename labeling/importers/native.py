@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from labeling.importers.schema import RecordError
@@ -86,6 +86,24 @@ def read_jsonl(
         if not raw.strip():
             continue
         yield location, parse_json_line(raw, location)
+
+
+def convert_jsonl(
+    stream: IO[bytes], convert: Callable[[dict[str, Any], str], dict[str, Any]]
+) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+    """Read a JSONL dataset and map each object to a native record with ``convert``.
+
+    ``convert(obj, location)`` returns the native record or raises RecordError; parse errors
+    and conversion errors are yielded in the line's place, so validation reports them all.
+    """
+    for location, obj in read_jsonl(stream):
+        if isinstance(obj, RecordError):
+            yield location, obj
+            continue
+        try:
+            yield location, convert(obj, location)
+        except RecordError as exc:
+            yield location, exc
 
 
 def file_sha256(stream: IO[bytes]) -> str:

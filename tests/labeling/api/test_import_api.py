@@ -4,29 +4,13 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from labeling.models import ImportBatch, Question, Role, SourceVersion
 from tests.conftest import jsonl_bytes, native_record
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/projects/study/imports/"
-
-
-@pytest.fixture
-def api(member):
-    def make(role: str) -> APIClient:
-        client = APIClient()
-        if role == "anonymous":
-            return client
-        user = UserFactory() if role == "nonmember" else member(role)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-        return client
-
-    return make
 
 
 def upload(data: bytes, name: str = "work.jsonl") -> SimpleUploadedFile:

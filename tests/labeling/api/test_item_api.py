@@ -5,31 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from labeling.models import Item, Role
 from labeling.services import partition_freeze, project_create
 from tests.conftest import native_record
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 EVALUATOR = "judge-secret-eval"
 PRIOR_ANNOTATOR = "prior-annotator-zeta"
-
-
-@pytest.fixture
-def api(member):
-    def make(role: str) -> APIClient:
-        client = APIClient()
-        if role == "anonymous":
-            return client
-        user = UserFactory() if role == "nonmember" else member(role)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-        return client
-
-    return make
 
 
 def labelled_record(external_id: str = "q1") -> dict:

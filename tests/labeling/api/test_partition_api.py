@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from labeling.models import Question, Role
 from tests.conftest import native_record
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/projects/study/partition/"
-
-
-@pytest.fixture
-def api(member):
-    def make(role: str) -> APIClient:
-        client = APIClient()
-        if role == "anonymous":
-            return client
-        user = UserFactory() if role == "nonmember" else member(role)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-        return client
-
-    return make
 
 
 @pytest.mark.parametrize(

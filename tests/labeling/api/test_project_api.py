@@ -3,33 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from labeling.models import Role
 from labeling.services import project_create
 from tests.conftest import native_record
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 ROLES = [Role.MANAGER, Role.ADJUDICATOR, Role.ANNOTATOR]
-
-
-@pytest.fixture
-def api(member):
-    """An API client authenticated with a token as ``role``, a non-member, or nobody."""
-
-    def make(role: str) -> APIClient:
-        client = APIClient()
-        if role == "anonymous":
-            return client
-        user = UserFactory() if role == "nonmember" else member(role)
-        token = Token.objects.create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-        return client
-
-    return make
 
 
 @pytest.mark.parametrize("role", ROLES)

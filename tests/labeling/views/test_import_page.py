@@ -11,23 +11,10 @@ from django.urls import reverse
 
 from labeling.models import ImportBatch, Item, Question, Role, SourceVersion
 from tests.conftest import jsonl_bytes, native_record
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 URL = "/p/study/import/"
-
-
-@pytest.fixture
-def login(client, member):
-    def make(role: str):
-        if role == "anonymous":
-            return client
-        user = UserFactory() if role == "nonmember" else member(role)
-        client.force_login(user)
-        return client
-
-    return make
 
 
 def upload(data: bytes, name: str = "work.jsonl") -> SimpleUploadedFile:

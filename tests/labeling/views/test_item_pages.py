@@ -10,27 +10,12 @@ from django.urls import reverse
 from labeling.models import Item, Role
 from labeling.services import partition_freeze
 from tests.conftest import native_record
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 EVALUATOR = "judge-secret-eval"
 PRIOR_ANNOTATOR = "prior-annotator-zeta"
 PRIOR_NOTE = "PRIOR-NOTE-MARKER"
-
-
-@pytest.fixture
-def login(client, member):
-    """Log the test client in as ``role`` in the project, a non-member, or nobody."""
-
-    def make(role: str):
-        if role == "anonymous":
-            return client
-        user = UserFactory() if role == "nonmember" else member(role)
-        client.force_login(user)
-        return client
-
-    return make
 
 
 def labelled_record(external_id: str = "q1") -> dict:

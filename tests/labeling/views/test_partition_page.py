@@ -8,23 +8,10 @@ from django.urls import reverse
 from labeling.models import Question, Role
 from labeling.services import partition_freeze
 from tests.conftest import native_record
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 URL = "/p/study/partition/"
-
-
-@pytest.fixture
-def login(client, member):
-    def make(role: str):
-        if role == "anonymous":
-            return client
-        user = UserFactory() if role == "nonmember" else member(role)
-        client.force_login(user)
-        return client
-
-    return make
 
 
 def test_url_is_the_named_route():

@@ -8,30 +8,10 @@ from django.urls import reverse
 from labeling.models import ImportBatch, Role
 from labeling.services import partition_freeze, project_create
 from tests.conftest import native_record
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 ROLES = [Role.MANAGER, Role.ADJUDICATOR, Role.ANNOTATOR]
-
-
-@pytest.fixture
-def login(client, member):
-    """Log the test client in as ``role`` in the project, a non-member, staff, or nobody."""
-
-    def make(role: str):
-        if role == "anonymous":
-            return client
-        if role == "nonmember":
-            user = UserFactory()
-        elif role == "staff":
-            user = UserFactory(is_staff=True)
-        else:
-            user = member(role)
-        client.force_login(user)
-        return client
-
-    return make
 
 
 # --- project list ------------------------------------------------------------------------------
