@@ -206,7 +206,9 @@ def _load(stream: IO[bytes], filename: str) -> Any:
     except UnicodeDecodeError as exc:
         return RecordError(filename, "(file)", f"not valid UTF-8 at byte {exc.start}")
     try:
-        return loads_strict(text)
+        return loads_strict(text, filename)
+    except RecordError as exc:
+        return exc
     except json.JSONDecodeError as exc:
         return RecordError(
             filename, "(file)", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"

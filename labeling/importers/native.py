@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from labeling.importers.schema import RecordError
+from labeling.importers.schema import RecordError, check_storable
 
 READ_BLOCK = 1 << 20
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|d[89a-f][0-9a-f]{2})", re.IGNORECASE)
 # One record per line; a longer line is refused before it is parsed (parsing costs about ten
 # times the line's size in memory). 64 MiB holds any realistic question with its sources.
 MAX_LINE_BYTES = 64 << 20
@@ -28,14 +31,35 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def loads_strict(text: str) -> Any:
-    """Parse JSON refusing ``NaN``/``Infinity`` and repeated keys (``json`` accepts both).
+def _number(literal: str) -> float | int:
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError(f"number {literal[:20]} is out of range")
+    # One value, one form: 2.0 is read as 2, so a re-import that writes 2.0 for 2 changes nothing.
+    if value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+def loads_strict(text: str, location: str) -> Any:
+    """Parse JSON strictly and check every string can be stored.
+
+    Refuses ``NaN``/``Infinity``, out-of-range numbers and repeated keys (``json`` accepts
+    them), and NUL or lone surrogates in any string, key or value (written as ``\\u`` escapes:
+    raw, they are not valid JSON or UTF-8). Integral numbers are read as ints (``2.0`` -> 2).
 
     Raises:
         json.JSONDecodeError: malformed JSON (with ``lineno``/``colno``).
-        ValueError: a non-standard constant or a repeated key.
+        ValueError: a non-standard constant, an out-of-range number or a repeated key.
+        RecordError: an unstorable character, naming the field path.
     """
-    return json.loads(text, parse_constant=_no_constants, object_pairs_hook=_unique_keys)
+    value = json.loads(
+        text, parse_constant=_no_constants, parse_float=_number, object_pairs_hook=_unique_keys
+    )
+    # The walk is needed only when an escape could have produced NUL or a surrogate.
+    if _UNSTORABLE_ESCAPE.search(text):
+        check_storable(value, location)
+    return value
 
 
 def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
@@ -48,7 +72,9 @@ def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
     except UnicodeDecodeError as exc:
         return RecordError(location, "(line)", f"not valid UTF-8 at byte {exc.start}")
     try:
-        value = loads_strict(text)
+        value = loads_strict(text, location)
+    except RecordError as exc:
+        return exc
     except json.JSONDecodeError as exc:
         return RecordError(location, "(line)", f"invalid JSON: {exc.msg} at column {exc.colno}")
     except ValueError as exc:

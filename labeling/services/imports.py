@@ -40,7 +40,6 @@ from labeling.importers.schema import (
     RecordError,
     WorkloadRecord,
     check_record,
-    check_storable,
     format_validation_error,
     locate_claim,
 )
@@ -87,25 +86,13 @@ class ImportResult:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
-def _canonical_numbers(value: Any) -> Any:
-    """Write integral floats as ints, so ``1`` and ``1.0`` (the same JSON number) compare equal."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _canonical_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_canonical_numbers(v) for v in value]
-    return value
-
-
 def fingerprint(value: Any) -> str:
-    """Return the sha256 of the canonical JSON of ``value``.
+    """Return the sha256 of the canonical JSON of ``value`` (sorted keys, no spaces, UTF-8).
 
-    Canonical: sorted keys, no spaces, UTF-8, and numbers compared by value (``2`` == ``2.0``).
+    Numbers compare by value because the parser reads integral numbers as ints
+    (``labeling.importers.native.loads_strict``): ``2`` and ``2.0`` give one fingerprint.
     """
-    data = json.dumps(
-        _canonical_numbers(value), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    )
+    data = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
@@ -186,7 +173,7 @@ def _candidate_fields(candidate: CandidateIn, sample_index: int) -> dict[str, An
 
 def _differing_field(stored: dict[str, Any], given: dict[str, Any]) -> str:
     for name in given:
-        if _canonical_numbers(stored.get(name)) != _canonical_numbers(given[name]):
+        if stored.get(name) != given[name]:
             return name
     return "(content)"
 
@@ -640,7 +627,6 @@ def _validated(
             errors.append(raw)
             continue
         try:
-            check_storable(raw, location)
             record = WorkloadRecord.model_validate(raw)
             check_record(record, vocabulary, location)
         except ValidationError as exc:

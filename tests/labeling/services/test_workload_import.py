@@ -570,3 +570,10 @@ def test_after_freeze_a_question_may_gain_a_new_version_but_not_a_new_document(
     [(location, field, reason)] = refused(project, jsonl_bytes([joined]))
     assert (location, field) == ("line 1", "sources[1].id")
     assert "did not cite when the partition was frozen" in reason
+
+
+def test_out_of_range_number_refused(project):
+    data = jsonl_bytes([native_record()]).replace(b'"score": 0.91', b'"score": 1e400')
+    assert refused(project, data) == [
+        ("line 1", "(line)", "invalid JSON: number 1e400 is out of range")
+    ]
