@@ -148,12 +148,39 @@ CANDIDATE_COLUMNS = (
     "fingerprint",
     "import_batch_id",
 )
+QUESTION_COLUMNS = (
+    "project_id",
+    "external_id",
+    "text",
+    "group_key",
+    "slices",
+    "metadata",
+    "fingerprint",
+    "import_batch_id",
+    "created_at",
+)
+VERSION_COLUMNS = (
+    "document_id",
+    "text",
+    "sha256",
+    "length",
+    "uri",
+    "published_at",
+    "observed_at",
+    "import_batch_id",
+    "created_at",
+)
 CLAIM_COLUMNS = ("candidate_id", "index", "text", "start", "end", "unanchored", "machine_split")
 
 
 def _json(value: Any) -> str:
     """Serialise a JSONField value for :func:`insert_rows`, as Django's JSONField does."""
     return json.dumps(value)
+
+
+def _db_datetime(value: Any) -> Any:
+    """Adapt an aware datetime (or None) for :func:`insert_rows`, as a DateTimeField does."""
+    return None if value is None else connection.ops.adapt_datetimefield_value(value)
 
 
 def _question_fields(record: WorkloadRecord) -> dict[str, Any]:
@@ -207,15 +234,10 @@ class _Writer:
                 "key", "pk"
             )
         )
-        new_docs = [
-            SourceDocument(project=self.project, key=k, uri=u)
-            for k, u in uris.items()
-            if k not in docs
-        ]
-        if new_docs:
-            SourceDocument.objects.bulk_create(new_docs, batch_size=BULK_BATCH)
-            self.created["source_documents"] += len(new_docs)
-            docs.update({d.key: d.pk for d in new_docs})
+        new_docs = [(self.project.pk, k, u) for k, u in uris.items() if k not in docs]
+        doc_ids = insert_rows(SourceDocument, ("project_id", "key", "uri"), new_docs, with_ids=True)
+        self.created["source_documents"] += len(new_docs)
+        docs.update({key: pk for (_, key, _), pk in zip(new_docs, doc_ids, strict=True)})
         by_doc_id = {docs[k]: k for k in uris}
         self.document_ids.update(docs)
         versions = {
@@ -224,25 +246,29 @@ class _Writer:
                 document_id__in=by_doc_id, sha256__in={sha for _, sha in wanted}
             ).values_list("document_id", "sha256", "pk")
         }
-        new_versions = [
-            SourceVersion(
-                document_id=docs[key],
-                text=source.text,
-                sha256=sha,
-                length=len(source.text),
-                uri=source.uri,
-                published_at=source.published_at,
-                observed_at=source.observed_at,
-                import_batch=self.batch,
-            )
-            for (key, sha), source in wanted.items()
-            if (key, sha) not in versions
-        ]
-        if new_versions:
-            SourceVersion.objects.bulk_create(new_versions, batch_size=BULK_BATCH)
-            self.created["source_versions"] += len(new_versions)
-            for version in new_versions:
-                versions[(by_doc_id[version.document_id], version.sha256)] = version.pk
+        missing = [(k, source) for k, source in wanted.items() if k not in versions]
+        now = _db_datetime(timezone.now())
+        version_ids = insert_rows(
+            SourceVersion,
+            VERSION_COLUMNS,
+            [
+                (
+                    docs[key],
+                    source.text,
+                    sha,
+                    len(source.text),
+                    source.uri,
+                    _db_datetime(source.published_at),
+                    _db_datetime(source.observed_at),
+                    self.batch.pk,
+                    now,
+                )
+                for (key, sha), source in missing
+            ],
+            with_ids=True,
+        )
+        self.created["source_versions"] += len(missing)
+        versions.update({k: pk for (k, _), pk in zip(missing, version_ids, strict=True)})
         return versions
 
     def _evaluator_id(self, name: str, version: str) -> int:
@@ -268,8 +294,9 @@ class _Writer:
                 project=self.project, external_id__in=[r.external_id for _, r in chunk]
             )
         }
-        questions: dict[str, Question] = {}
-        new_questions: list[Question] = []
+        questions: dict[str, int] = {}
+        new_questions: list[tuple[str, tuple[Any, ...]]] = []
+        now = _db_datetime(timezone.now())
         for location, record in chunk:
             given = _question_fields(record)
             stored = existing.get(record.external_id)
@@ -281,15 +308,20 @@ class _Writer:
                         f"question {record.external_id!r} is new but the project's partition is "
                         "frozen; new questions cannot join a frozen split",
                     )
-                stored = Question(
-                    project=self.project,
-                    external_id=record.external_id,
-                    fingerprint=fingerprint(given),
-                    import_batch=self.batch,
-                    **given,
+                row = (
+                    self.project.pk,
+                    record.external_id,
+                    record.text,
+                    record.group_key,
+                    _json(record.slices),
+                    _json(record.metadata),
+                    fingerprint(given),
+                    self.batch.pk,
+                    now,
                 )
-                new_questions.append(stored)
-            elif stored.fingerprint != fingerprint(given):
+                new_questions.append((record.external_id, row))
+                continue
+            if stored.fingerprint != fingerprint(given):
                 name = _differing_field(_question_fields_of(stored), given)
                 raise RecordError(
                     location,
@@ -298,8 +330,16 @@ class _Writer:
                     f"or in an earlier import) with a different {name}; questions are immutable "
                     "(use a new external_id)",
                 )
-            questions[record.external_id] = stored
-        Question.objects.bulk_create(new_questions, batch_size=BULK_BATCH)
+            questions[record.external_id] = stored.pk
+        question_ids = insert_rows(
+            Question, QUESTION_COLUMNS, [row for _, row in new_questions], with_ids=True
+        )
+        questions.update(
+            {
+                external_id: pk
+                for (external_id, _), pk in zip(new_questions, question_ids, strict=True)
+            }
+        )
         self.created["questions"] += len(new_questions)
         existing_ids = {q.pk for q in existing.values()}
 
@@ -325,7 +365,7 @@ class _Writer:
         frozen = self.project.partition_frozen_at is not None
         links = []
         for location, record in chunk:
-            question_id = questions[record.external_id].pk
+            question_id = questions[record.external_id]
             for s, source in enumerate(record.sources):
                 version_id = versions[(source.id, text_sha256(source.text))]
                 if (question_id, version_id) in linked:
@@ -343,15 +383,8 @@ class _Writer:
                         "groups across partitions",
                     )
                 linked.add((question_id, version_id))
-                links.append(
-                    RetrievalLink(
-                        question_id=question_id,
-                        source_version_id=version_id,
-                        rank=source.rank,
-                        score=source.score,
-                    )
-                )
-        RetrievalLink.objects.bulk_create(links, batch_size=BULK_BATCH)
+                links.append((question_id, version_id, source.rank, source.score))
+        insert_rows(RetrievalLink, ("question_id", "source_version_id", "rank", "score"), links)
         self.created["retrieval_links"] += len(links)
 
     def _candidates(self, chunk, questions, existing_ids):
@@ -369,7 +402,7 @@ class _Writer:
         new: list[tuple[int, CandidateIn]] = []
         rows: list[tuple[Any, ...]] = []
         for location, record in chunk:
-            question_id = questions[record.external_id].pk
+            question_id = questions[record.external_id]
             known = stored.get(question_id, {})
             ranks = frequency_ranks(record.candidates)
             for position, (candidate, rank) in enumerate(
@@ -424,7 +457,7 @@ class _Writer:
                     f"{len(record.candidates)} in this record",
                 )
         candidate_ids = insert_rows(CandidateAnswer, CANDIDATE_COLUMNS, rows, with_ids=True)
-        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        now = _db_datetime(timezone.now())
         insert_rows(
             Item,
             ("project_id", "candidate_id", "created_at"),
@@ -470,7 +503,7 @@ class _Writer:
         }
         new = []
         for location, record in chunk:
-            question_id = questions[record.external_id].pk
+            question_id = questions[record.external_id]
             for c, candidate in enumerate(record.candidates):
                 candidate_id = candidates[(question_id, candidate.id)]
                 for e, label in enumerate(candidate.evaluator_labels):
@@ -514,7 +547,7 @@ class _Writer:
         }
         new: list[tuple[PriorAnnotation, Any, dict[str, str]]] = []
         for location, record in chunk:
-            question_id = questions[record.external_id].pk
+            question_id = questions[record.external_id]
             sources = {s.id: versions[(s.id, text_sha256(s.text))] for s in record.sources}
             for c, candidate in enumerate(record.candidates):
                 candidate_id = candidates[(question_id, candidate.id)]
