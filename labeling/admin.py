@@ -218,7 +218,7 @@ class CandidateAnswerAdmin(ReadOnlyAdmin):
     list_display = ["id", "question", "key", "generator", "sample_index", "is_selected"]
     list_filter = ["question__project", "generator", "is_selected"]
     search_fields = ["key", "question__external_id", "text"]
-    raw_id_fields = ["question", "import_batch"]
+    raw_id_fields = ["question"]
     list_select_related = ["question"]
     inlines = [ClaimInline]
 

@@ -298,8 +298,8 @@ class CandidateAnswer(models.Model):
     frequency_rank = models.PositiveIntegerField(null=True, blank=True)
     is_selected = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
+    # No import_batch of its own: a question's candidates are all imported with the question.
     fingerprint = models.CharField(max_length=64, help_text="sha256 of the imported fields.")
-    import_batch = models.ForeignKey(ImportBatch, null=True, on_delete=models.PROTECT)
 
     class Meta:
         ordering = ["question", "sample_index"]

@@ -9,7 +9,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -18,409 +17,916 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='CandidateAnswer',
+            name="CandidateAnswer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255)),
-                ('text', models.TextField()),
-                ('generator', models.CharField(blank=True, max_length=255)),
-                ('generator_settings', models.JSONField(blank=True, default=dict)),
-                ('sample_index', models.PositiveIntegerField()),
-                ('canonical_form', models.TextField(blank=True, null=True)),
-                ('retrieval_score', models.FloatField(blank=True, null=True)),
-                ('confidence', models.FloatField(blank=True, null=True)),
-                ('acceptance_score', models.FloatField(blank=True, null=True)),
-                ('frequency_rank', models.PositiveIntegerField(blank=True, null=True)),
-                ('is_selected', models.BooleanField(default=False)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('fingerprint', models.CharField(help_text='sha256 of the imported fields.', max_length=64)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=255)),
+                ("text", models.TextField()),
+                ("generator", models.CharField(blank=True, max_length=255)),
+                ("generator_settings", models.JSONField(blank=True, default=dict)),
+                ("sample_index", models.PositiveIntegerField()),
+                ("canonical_form", models.TextField(blank=True, null=True)),
+                ("retrieval_score", models.FloatField(blank=True, null=True)),
+                ("confidence", models.FloatField(blank=True, null=True)),
+                ("acceptance_score", models.FloatField(blank=True, null=True)),
+                ("frequency_rank", models.PositiveIntegerField(blank=True, null=True)),
+                ("is_selected", models.BooleanField(default=False)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "fingerprint",
+                    models.CharField(help_text="sha256 of the imported fields.", max_length=64),
+                ),
             ],
             options={
-                'ordering': ['question', 'sample_index'],
+                "ordering": ["question", "sample_index"],
             },
         ),
         migrations.CreateModel(
-            name='Evaluator',
+            name="Evaluator",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=255)),
-                ('version', models.CharField(max_length=255)),
-                ('description', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=255)),
+                ("version", models.CharField(max_length=255)),
+                ("description", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['project', 'name', 'version'],
+                "ordering": ["project", "name", "version"],
             },
         ),
         migrations.CreateModel(
-            name='Claim',
+            name="Claim",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('start', models.PositiveIntegerField(blank=True, null=True)),
-                ('end', models.PositiveIntegerField(blank=True, null=True)),
-                ('unanchored', models.BooleanField(default=False)),
-                ('machine_split', models.BooleanField(default=False)),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='claims', to='labeling.candidateanswer')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                ("start", models.PositiveIntegerField(blank=True, null=True)),
+                ("end", models.PositiveIntegerField(blank=True, null=True)),
+                ("unanchored", models.BooleanField(default=False)),
+                ("machine_split", models.BooleanField(default=False)),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="claims",
+                        to="labeling.candidateanswer",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['candidate', 'index'],
+                "ordering": ["candidate", "index"],
             },
         ),
         migrations.CreateModel(
-            name='ImportBatch',
+            name="ImportBatch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('format', models.CharField(max_length=20)),
-                ('filename', models.CharField(max_length=500)),
-                ('file_sha256', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('report', models.JSONField(default=dict)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("format", models.CharField(max_length=20)),
+                ("filename", models.CharField(max_length=500)),
+                ("file_sha256", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("report", models.JSONField(default=dict)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'pk'],
+                "ordering": ["created_at", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='EvaluatorLabel',
+            name="EvaluatorLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(blank=True, max_length=64, null=True)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('available', models.BooleanField(default=True)),
-                ('raw', models.JSONField(blank=True, help_text='The value as the source gave it.', null=True)),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluator_labels', to='labeling.candidateanswer')),
-                ('claim', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='evaluator_labels', to='labeling.claim')),
-                ('evaluator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='labeling.evaluator')),
-                ('import_batch', models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, to='labeling.importbatch')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(blank=True, max_length=64, null=True)),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("available", models.BooleanField(default=True)),
+                (
+                    "raw",
+                    models.JSONField(
+                        blank=True, help_text="The value as the source gave it.", null=True
+                    ),
+                ),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evaluator_labels",
+                        to="labeling.candidateanswer",
+                    ),
+                ),
+                (
+                    "claim",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evaluator_labels",
+                        to="labeling.claim",
+                    ),
+                ),
+                (
+                    "evaluator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="labels",
+                        to="labeling.evaluator",
+                    ),
+                ),
+                (
+                    "import_batch",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        to="labeling.importbatch",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='candidateanswer',
-            name='import_batch',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, to='labeling.importbatch'),
+            model_name="candidateanswer",
+            name="import_batch",
+            field=models.ForeignKey(
+                null=True, on_delete=django.db.models.deletion.PROTECT, to="labeling.importbatch"
+            ),
         ),
         migrations.CreateModel(
-            name='PriorAnnotation',
+            name="PriorAnnotation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('annotator', models.CharField(max_length=64)),
-                ('origin', models.CharField(choices=[('human', 'human'), ('automatic', 'automatic (e.g. exact match against a reference)')], default='human', max_length=12)),
-                ('answer_label', models.CharField(blank=True, max_length=64, null=True)),
-                ('answer_reason', models.CharField(blank=True, max_length=64, null=True)),
-                ('note', models.TextField(blank=True)),
-                ('raw', models.JSONField(blank=True, null=True)),
-                ('fingerprint', models.CharField(max_length=64)),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='prior_annotations', to='labeling.candidateanswer')),
-                ('import_batch', models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, to='labeling.importbatch')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("annotator", models.CharField(max_length=64)),
+                (
+                    "origin",
+                    models.CharField(
+                        choices=[
+                            ("human", "human"),
+                            ("automatic", "automatic (e.g. exact match against a reference)"),
+                        ],
+                        default="human",
+                        max_length=12,
+                    ),
+                ),
+                ("answer_label", models.CharField(blank=True, max_length=64, null=True)),
+                ("answer_reason", models.CharField(blank=True, max_length=64, null=True)),
+                ("note", models.TextField(blank=True)),
+                ("raw", models.JSONField(blank=True, null=True)),
+                ("fingerprint", models.CharField(max_length=64)),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="prior_annotations",
+                        to="labeling.candidateanswer",
+                    ),
+                ),
+                (
+                    "import_batch",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        to="labeling.importbatch",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['candidate', 'annotator'],
+                "ordering": ["candidate", "annotator"],
             },
         ),
         migrations.CreateModel(
-            name='PriorClaimLabel',
+            name="PriorClaimLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(blank=True, max_length=64, null=True)),
-                ('reason', models.CharField(blank=True, max_length=64, null=True)),
-                ('raw_label', models.JSONField(blank=True, null=True)),
-                ('claim', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='prior_labels', to='labeling.claim')),
-                ('prior_annotation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='claim_labels', to='labeling.priorannotation')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(blank=True, max_length=64, null=True)),
+                ("reason", models.CharField(blank=True, max_length=64, null=True)),
+                ("raw_label", models.JSONField(blank=True, null=True)),
+                (
+                    "claim",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="prior_labels",
+                        to="labeling.claim",
+                    ),
+                ),
+                (
+                    "prior_annotation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="claim_labels",
+                        to="labeling.priorannotation",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=64, unique=True)),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('overlap', models.PositiveSmallIntegerField(default=2, help_text='Independent annotations per item (N).')),
-                ('lease_minutes', models.PositiveIntegerField(default=30)),
-                ('partition_seed', models.BigIntegerField(blank=True, null=True)),
-                ('partition_proportions', models.JSONField(blank=True, null=True)),
-                ('partition_frozen_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.SlugField(max_length=64, unique=True)),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "overlap",
+                    models.PositiveSmallIntegerField(
+                        default=2, help_text="Independent annotations per item (N)."
+                    ),
+                ),
+                ("lease_minutes", models.PositiveIntegerField(default=30)),
+                ("partition_seed", models.BigIntegerField(blank=True, null=True)),
+                ("partition_proportions", models.JSONField(blank=True, null=True)),
+                ("partition_frozen_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['slug'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('overlap__gte', 1)), name='project_overlap_positive'), models.CheckConstraint(condition=models.Q(('lease_minutes__gte', 1)), name='project_lease_positive'), models.CheckConstraint(condition=models.Q(('partition_frozen_at__isnull', True), models.Q(('partition_proportions__isnull', False), ('partition_seed__isnull', False)), _connector='OR'), name='project_frozen_partition_has_seed')],
+                "ordering": ["slug"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("overlap__gte", 1)), name="project_overlap_positive"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("lease_minutes__gte", 1)), name="project_lease_positive"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("partition_frozen_at__isnull", True),
+                            models.Q(
+                                ("partition_proportions__isnull", False),
+                                ("partition_seed__isnull", False),
+                            ),
+                            _connector="OR",
+                        ),
+                        name="project_frozen_partition_has_seed",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('annotator', 'annotator'), ('adjudicator', 'adjudicator'), ('manager', 'manager')], max_length=20)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("annotator", "annotator"),
+                            ("adjudicator", "adjudicator"),
+                            ("manager", "manager"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to="labeling.project",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='LabelPolicy',
+            name="LabelPolicy",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('guideline', models.TextField(blank=True)),
-                ('evidence_relation', models.CharField(choices=[('source_relative', 'source-relative faithfulness'), ('external_truth', 'external truth')], default='source_relative', max_length=20)),
-                ('answer_labels', models.JSONField(default=list)),
-                ('claim_labels', models.JSONField(default=list)),
-                ('unavailable_reasons', models.JSONField(default=list)),
-                ('frozen_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('previous', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='next_version', to='labeling.labelpolicy')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='policies', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("guideline", models.TextField(blank=True)),
+                (
+                    "evidence_relation",
+                    models.CharField(
+                        choices=[
+                            ("source_relative", "source-relative faithfulness"),
+                            ("external_truth", "external truth"),
+                        ],
+                        default="source_relative",
+                        max_length=20,
+                    ),
+                ),
+                ("answer_labels", models.JSONField(default=list)),
+                ("claim_labels", models.JSONField(default=list)),
+                ("unavailable_reasons", models.JSONField(default=list)),
+                ("frozen_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "previous",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="next_version",
+                        to="labeling.labelpolicy",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="policies",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', 'version'],
+                "ordering": ["project", "version"],
             },
         ),
         migrations.CreateModel(
-            name='Item',
+            name="Item",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('candidate', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='item', to='labeling.candidateanswer')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "candidate",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="item",
+                        to="labeling.candidateanswer",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="items",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pk'],
+                "ordering": ["pk"],
             },
         ),
         migrations.AddField(
-            model_name='importbatch',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='import_batches', to='labeling.project'),
+            model_name="importbatch",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="import_batches",
+                to="labeling.project",
+            ),
         ),
         migrations.AddField(
-            model_name='evaluator',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluators', to='labeling.project'),
+            model_name="evaluator",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="evaluators",
+                to="labeling.project",
+            ),
         ),
         migrations.CreateModel(
-            name='Question',
+            name="Question",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=255)),
-                ('text', models.TextField()),
-                ('group_key', models.CharField(blank=True, max_length=255)),
-                ('partition', models.CharField(blank=True, choices=[('dev', 'dev'), ('calibration', 'calibration'), ('test', 'test')], max_length=12, null=True)),
-                ('slices', models.JSONField(blank=True, default=dict)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('fingerprint', models.CharField(help_text='sha256 of the imported fields.', max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('import_batch', models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, to='labeling.importbatch')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='questions', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("external_id", models.CharField(max_length=255)),
+                ("text", models.TextField()),
+                ("group_key", models.CharField(blank=True, max_length=255)),
+                (
+                    "partition",
+                    models.CharField(
+                        blank=True,
+                        choices=[("dev", "dev"), ("calibration", "calibration"), ("test", "test")],
+                        max_length=12,
+                        null=True,
+                    ),
+                ),
+                ("slices", models.JSONField(blank=True, default=dict)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "fingerprint",
+                    models.CharField(help_text="sha256 of the imported fields.", max_length=64),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "import_batch",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        to="labeling.importbatch",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="questions",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', 'external_id'],
+                "ordering": ["project", "external_id"],
             },
         ),
         migrations.AddField(
-            model_name='candidateanswer',
-            name='question',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='candidates', to='labeling.question'),
+            model_name="candidateanswer",
+            name="question",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="candidates",
+                to="labeling.question",
+            ),
         ),
         migrations.CreateModel(
-            name='SourceDocument',
+            name="SourceDocument",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=512)),
-                ('uri', models.TextField(blank=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='source_documents', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=512)),
+                ("uri", models.TextField(blank=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="source_documents",
+                        to="labeling.project",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='SourceVersion',
+            name="SourceVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('length', models.PositiveIntegerField()),
-                ('uri', models.TextField(blank=True)),
-                ('published_at', models.DateTimeField(blank=True, null=True)),
-                ('observed_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='labeling.sourcedocument')),
-                ('import_batch', models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, to='labeling.importbatch')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("text", models.TextField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("length", models.PositiveIntegerField()),
+                ("uri", models.TextField(blank=True)),
+                ("published_at", models.DateTimeField(blank=True, null=True)),
+                ("observed_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="versions",
+                        to="labeling.sourcedocument",
+                    ),
+                ),
+                (
+                    "import_batch",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        to="labeling.importbatch",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='RetrievalLink',
+            name="RetrievalLink",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rank', models.PositiveIntegerField(blank=True, null=True)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('question', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='retrievals', to='labeling.question')),
-                ('source_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='retrievals', to='labeling.sourceversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("rank", models.PositiveIntegerField(blank=True, null=True)),
+                ("score", models.FloatField(blank=True, null=True)),
+                (
+                    "question",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="retrievals",
+                        to="labeling.question",
+                    ),
+                ),
+                (
+                    "source_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="retrievals",
+                        to="labeling.sourceversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['question', 'rank', 'pk'],
+                "ordering": ["question", "rank", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='PriorSpan',
+            name="PriorSpan",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('start', models.PositiveIntegerField()),
-                ('end', models.PositiveIntegerField()),
-                ('quote', models.TextField()),
-                ('labels', models.JSONField(default=list)),
-                ('note', models.TextField(blank=True)),
-                ('evidence_start', models.PositiveIntegerField(blank=True, null=True)),
-                ('evidence_end', models.PositiveIntegerField(blank=True, null=True)),
-                ('evidence_quote', models.TextField(blank=True, null=True)),
-                ('prior_annotation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='spans', to='labeling.priorannotation')),
-                ('evidence_source_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to='labeling.sourceversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("start", models.PositiveIntegerField()),
+                ("end", models.PositiveIntegerField()),
+                ("quote", models.TextField()),
+                ("labels", models.JSONField(default=list)),
+                ("note", models.TextField(blank=True)),
+                ("evidence_start", models.PositiveIntegerField(blank=True, null=True)),
+                ("evidence_end", models.PositiveIntegerField(blank=True, null=True)),
+                ("evidence_quote", models.TextField(blank=True, null=True)),
+                (
+                    "prior_annotation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="spans",
+                        to="labeling.priorannotation",
+                    ),
+                ),
+                (
+                    "evidence_source_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        to="labeling.sourceversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['prior_annotation', 'start', 'pk'],
+                "ordering": ["prior_annotation", "start", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='PriorEvidence',
+            name="PriorEvidence",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('start', models.PositiveIntegerField()),
-                ('end', models.PositiveIntegerField()),
-                ('quote', models.TextField()),
-                ('claim_label', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evidence', to='labeling.priorclaimlabel')),
-                ('source_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, to='labeling.sourceversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("start", models.PositiveIntegerField()),
+                ("end", models.PositiveIntegerField()),
+                ("quote", models.TextField()),
+                (
+                    "claim_label",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evidence",
+                        to="labeling.priorclaimlabel",
+                    ),
+                ),
+                (
+                    "source_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, to="labeling.sourceversion"
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='claim',
-            constraint=models.UniqueConstraint(fields=('candidate', 'index'), name='claim_unique_index'),
+            model_name="claim",
+            constraint=models.UniqueConstraint(
+                fields=("candidate", "index"), name="claim_unique_index"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='claim',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('end__isnull', True), ('start__isnull', True), ('unanchored', True)), models.Q(('end__gte', models.F('start')), ('start__isnull', False), ('unanchored', False)), _connector='OR'), name='claim_span_or_unanchored'),
+            model_name="claim",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("end__isnull", True), ("start__isnull", True), ("unanchored", True)),
+                    models.Q(
+                        ("end__gte", models.F("start")),
+                        ("start__isnull", False),
+                        ("unanchored", False),
+                    ),
+                    _connector="OR",
+                ),
+                name="claim_span_or_unanchored",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evaluatorlabel',
-            constraint=models.UniqueConstraint(condition=models.Q(('claim__isnull', True)), fields=('evaluator', 'candidate'), name='evaluator_label_unique_candidate'),
+            model_name="evaluatorlabel",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("claim__isnull", True)),
+                fields=("evaluator", "candidate"),
+                name="evaluator_label_unique_candidate",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evaluatorlabel',
-            constraint=models.UniqueConstraint(condition=models.Q(('claim__isnull', False)), fields=('evaluator', 'claim'), name='evaluator_label_unique_claim'),
+            model_name="evaluatorlabel",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("claim__isnull", False)),
+                fields=("evaluator", "claim"),
+                name="evaluator_label_unique_claim",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evaluatorlabel',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('available', False), ('label__isnull', True), ('score__isnull', True)), models.Q(('available', True), ('label__isnull', False)), models.Q(('available', True), ('score__isnull', False)), _connector='OR'), name='evaluator_label_unavailable_is_empty'),
+            model_name="evaluatorlabel",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("available", False), ("label__isnull", True), ("score__isnull", True)
+                    ),
+                    models.Q(("available", True), ("label__isnull", False)),
+                    models.Q(("available", True), ("score__isnull", False)),
+                    _connector="OR",
+                ),
+                name="evaluator_label_unavailable_is_empty",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='priorannotation',
-            constraint=models.UniqueConstraint(fields=('candidate', 'annotator'), name='prior_annotation_unique_annotator'),
+            model_name="priorannotation",
+            constraint=models.UniqueConstraint(
+                fields=("candidate", "annotator"), name="prior_annotation_unique_annotator"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='priorannotation',
-            constraint=models.CheckConstraint(condition=models.Q(('origin__in', ['human', 'automatic'])), name='prior_annotation_origin'),
+            model_name="priorannotation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("origin__in", ["human", "automatic"])),
+                name="prior_annotation_origin",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='priorclaimlabel',
-            constraint=models.UniqueConstraint(fields=('prior_annotation', 'claim'), name='prior_claim_label_unique'),
+            model_name="priorclaimlabel",
+            constraint=models.UniqueConstraint(
+                fields=("prior_annotation", "claim"), name="prior_claim_label_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('project', 'user'), name='membership_unique_user'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(
+                fields=("project", "user"), name="membership_unique_user"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['annotator', 'adjudicator', 'manager'])), name='membership_role_valid'),
+            model_name="membership",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["annotator", "adjudicator", "manager"])),
+                name="membership_role_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='labelpolicy',
-            constraint=models.UniqueConstraint(fields=('project', 'version'), name='policy_unique_version'),
+            model_name="labelpolicy",
+            constraint=models.UniqueConstraint(
+                fields=("project", "version"), name="policy_unique_version"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='labelpolicy',
-            constraint=models.CheckConstraint(condition=models.Q(('version__gte', 1)), name='policy_version_positive'),
+            model_name="labelpolicy",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("version__gte", 1)), name="policy_version_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='labelpolicy',
-            constraint=models.CheckConstraint(condition=models.Q(('evidence_relation__in', ['source_relative', 'external_truth'])), name='policy_evidence_relation_valid'),
+            model_name="labelpolicy",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("evidence_relation__in", ["source_relative", "external_truth"])
+                ),
+                name="policy_evidence_relation_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='importbatch',
-            constraint=models.UniqueConstraint(fields=('project', 'file_sha256'), name='import_unique_file'),
+            model_name="importbatch",
+            constraint=models.UniqueConstraint(
+                fields=("project", "file_sha256"), name="import_unique_file"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evaluator',
-            constraint=models.UniqueConstraint(fields=('project', 'name', 'version'), name='evaluator_unique_version'),
+            model_name="evaluator",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name", "version"), name="evaluator_unique_version"
+            ),
         ),
         migrations.AddIndex(
-            model_name='question',
-            index=models.Index(fields=['project', 'partition'], name='labeling_qu_project_2c72b6_idx'),
+            model_name="question",
+            index=models.Index(
+                fields=["project", "partition"], name="labeling_qu_project_2c72b6_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='question',
-            constraint=models.UniqueConstraint(fields=('project', 'external_id'), name='question_unique_external_id'),
+            model_name="question",
+            constraint=models.UniqueConstraint(
+                fields=("project", "external_id"), name="question_unique_external_id"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='question',
-            constraint=models.CheckConstraint(condition=models.Q(('partition__isnull', True), ('partition__in', ['dev', 'calibration', 'test']), _connector='OR'), name='question_partition_valid'),
+            model_name="question",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("partition__isnull", True),
+                    ("partition__in", ["dev", "calibration", "test"]),
+                    _connector="OR",
+                ),
+                name="question_partition_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidateanswer',
-            constraint=models.UniqueConstraint(fields=('question', 'key'), name='candidate_unique_key'),
+            model_name="candidateanswer",
+            constraint=models.UniqueConstraint(
+                fields=("question", "key"), name="candidate_unique_key"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidateanswer',
-            constraint=models.UniqueConstraint(fields=('question', 'sample_index'), name='candidate_unique_sample_index'),
+            model_name="candidateanswer",
+            constraint=models.UniqueConstraint(
+                fields=("question", "sample_index"), name="candidate_unique_sample_index"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidateanswer',
-            constraint=models.CheckConstraint(condition=models.Q(('retrieval_score__isnull', True), models.Q(('retrieval_score__gte', 0), ('retrieval_score__lte', 1)), _connector='OR'), name='candidate_retrieval_score_unit'),
+            model_name="candidateanswer",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("retrieval_score__isnull", True),
+                    models.Q(("retrieval_score__gte", 0), ("retrieval_score__lte", 1)),
+                    _connector="OR",
+                ),
+                name="candidate_retrieval_score_unit",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidateanswer',
-            constraint=models.CheckConstraint(condition=models.Q(('confidence__isnull', True), models.Q(('confidence__gte', 0), ('confidence__lte', 1)), _connector='OR'), name='candidate_confidence_unit'),
+            model_name="candidateanswer",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("confidence__isnull", True),
+                    models.Q(("confidence__gte", 0), ("confidence__lte", 1)),
+                    _connector="OR",
+                ),
+                name="candidate_confidence_unit",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidateanswer',
-            constraint=models.CheckConstraint(condition=models.Q(('frequency_rank__isnull', True), ('frequency_rank__gte', 1), _connector='OR'), name='candidate_frequency_rank_positive'),
+            model_name="candidateanswer",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("frequency_rank__isnull", True), ("frequency_rank__gte", 1), _connector="OR"
+                ),
+                name="candidate_frequency_rank_positive",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='sourcedocument',
-            constraint=models.UniqueConstraint(fields=('project', 'key'), name='source_document_unique_key'),
+            model_name="sourcedocument",
+            constraint=models.UniqueConstraint(
+                fields=("project", "key"), name="source_document_unique_key"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='sourceversion',
-            constraint=models.UniqueConstraint(fields=('document', 'sha256'), name='source_version_unique_text'),
+            model_name="sourceversion",
+            constraint=models.UniqueConstraint(
+                fields=("document", "sha256"), name="source_version_unique_text"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='sourceversion',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(django.db.models.functions.text.Length('sha256'), 64), name='source_version_sha256_hex64'),
+            model_name="sourceversion",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.Exact(
+                    django.db.models.functions.text.Length("sha256"), 64
+                ),
+                name="source_version_sha256_hex64",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='sourceversion',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(django.db.models.functions.text.Length('text'), models.F('length')), name='source_version_length_matches'),
+            model_name="sourceversion",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.Exact(
+                    django.db.models.functions.text.Length("text"), models.F("length")
+                ),
+                name="source_version_length_matches",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='retrievallink',
-            constraint=models.UniqueConstraint(fields=('question', 'source_version'), name='retrieval_unique_source'),
+            model_name="retrievallink",
+            constraint=models.UniqueConstraint(
+                fields=("question", "source_version"), name="retrieval_unique_source"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='priorspan',
-            constraint=models.CheckConstraint(condition=models.Q(('end__gte', models.F('start'))), name='prior_span_order'),
+            model_name="priorspan",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("end__gte", models.F("start"))), name="prior_span_order"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='priorspan',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(django.db.models.functions.text.Length('quote'), django.db.models.expressions.CombinedExpression(models.F('end'), '-', models.F('start'))), name='prior_span_quote_length'),
+            model_name="priorspan",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.Exact(
+                    django.db.models.functions.text.Length("quote"),
+                    django.db.models.expressions.CombinedExpression(
+                        models.F("end"), "-", models.F("start")
+                    ),
+                ),
+                name="prior_span_quote_length",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='priorspan',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('evidence_end__isnull', True), ('evidence_quote__isnull', True), ('evidence_source_version__isnull', True), ('evidence_start__isnull', True)), models.Q(('evidence_end__gte', models.F('evidence_start')), ('evidence_quote__isnull', False), ('evidence_source_version__isnull', False), ('evidence_start__isnull', False)), _connector='OR'), name='prior_span_evidence_complete'),
+            model_name="priorspan",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("evidence_end__isnull", True),
+                        ("evidence_quote__isnull", True),
+                        ("evidence_source_version__isnull", True),
+                        ("evidence_start__isnull", True),
+                    ),
+                    models.Q(
+                        ("evidence_end__gte", models.F("evidence_start")),
+                        ("evidence_quote__isnull", False),
+                        ("evidence_source_version__isnull", False),
+                        ("evidence_start__isnull", False),
+                    ),
+                    _connector="OR",
+                ),
+                name="prior_span_evidence_complete",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='priorevidence',
-            constraint=models.CheckConstraint(condition=models.Q(('end__gte', models.F('start'))), name='prior_evidence_order'),
+            model_name="priorevidence",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("end__gte", models.F("start"))), name="prior_evidence_order"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='priorevidence',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(django.db.models.functions.text.Length('quote'), django.db.models.expressions.CombinedExpression(models.F('end'), '-', models.F('start'))), name='prior_evidence_quote_length'),
+            model_name="priorevidence",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.Exact(
+                    django.db.models.functions.text.Length("quote"),
+                    django.db.models.expressions.CombinedExpression(
+                        models.F("end"), "-", models.F("start")
+                    ),
+                ),
+                name="prior_evidence_quote_length",
+            ),
         ),
     ]

@@ -146,7 +146,6 @@ CANDIDATE_COLUMNS = (
     "is_selected",
     "metadata",
     "fingerprint",
-    "import_batch_id",
 )
 QUESTION_COLUMNS = (
     "project_id",
@@ -446,7 +445,6 @@ class _Writer:
                         candidate.is_selected,
                         _json(candidate.metadata),
                         fp,
-                        self.batch.pk,
                     )
                 )
             if question_id in existing_ids and len(known) != len(record.candidates):
