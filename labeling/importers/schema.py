@@ -91,7 +91,7 @@ class PriorClaimLabelIn(_Strict):
     label: Label | None = None
     reason: Label | None = None
     raw_label: Any = None
-    evidence: list[EvidenceIn] = []
+    evidence: list[EvidenceIn] = Field(default_factory=list)
 
 
 class PriorSpanIn(_Strict):
@@ -100,7 +100,7 @@ class PriorSpanIn(_Strict):
     start: Offset
     end: Offset
     quote: str
-    labels: list[str] = []
+    labels: list[str] = Field(default_factory=list)
     note: str = ""
     evidence: EvidenceIn | None = None
 
@@ -113,8 +113,8 @@ class PriorAnnotationIn(_Strict):
     answer_label: Label | None = None
     answer_reason: Label | None = None
     note: str = ""
-    claim_labels: list[PriorClaimLabelIn] = []
-    spans: list[PriorSpanIn] = []
+    claim_labels: list[PriorClaimLabelIn] = Field(default_factory=list)
+    spans: list[PriorSpanIn] = Field(default_factory=list)
     raw: Any = None
 
 
@@ -124,7 +124,7 @@ class CandidateIn(_Strict):
     id: Key
     text: str
     generator: Annotated[str, Field(max_length=255)] = ""
-    generator_settings: dict[str, Any] = {}
+    generator_settings: dict[str, Any] = Field(default_factory=dict)
     sample_index: Offset | None = None
     canonical_form: str | None = None
     retrieval_score: UnitNumber | None = None
@@ -132,10 +132,10 @@ class CandidateIn(_Strict):
     acceptance_score: Number | None = None
     frequency_rank: Annotated[StrictInt, Field(ge=1)] | None = None
     is_selected: StrictBool = False
-    metadata: dict[str, Any] = {}
-    claims: list[ClaimIn] = []
-    evaluator_labels: list[EvaluatorLabelIn] = []
-    prior_annotations: list[PriorAnnotationIn] = []
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    claims: list[ClaimIn] = Field(default_factory=list)
+    evaluator_labels: list[EvaluatorLabelIn] = Field(default_factory=list)
+    prior_annotations: list[PriorAnnotationIn] = Field(default_factory=list)
 
 
 class SourceIn(_Strict):
@@ -157,9 +157,9 @@ class WorkloadRecord(_Strict):
     external_id: Key
     text: str
     group_key: Annotated[str, Field(max_length=255)] = ""
-    slices: dict[str, str] = {}
-    metadata: dict[str, Any] = {}
-    sources: list[SourceIn] = []
+    slices: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    sources: list[SourceIn] = Field(default_factory=list)
     candidates: Annotated[list[CandidateIn], Field(min_length=1)]
 
 
