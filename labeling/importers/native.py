@@ -75,6 +75,8 @@ def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
         value = loads_strict(text, location)
     except RecordError as exc:
         return exc
+    except RecursionError:
+        return RecordError(location, "(line)", "JSON nested too deeply")
     except json.JSONDecodeError as exc:
         return RecordError(location, "(line)", f"invalid JSON: {exc.msg} at column {exc.colno}")
     except ValueError as exc:

@@ -12,12 +12,15 @@ or normalised. The full field reference is in README.md ("Native workload format
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     BeforeValidator,
@@ -34,20 +37,46 @@ SCHEMA_VERSION = 1
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 Key = Annotated[str, Field(min_length=1, max_length=255)]
 Label = Annotated[str, Field(min_length=1, max_length=64)]
-Offset = Annotated[StrictInt, Field(ge=0)]
-Number = StrictFloat | StrictInt
+# Integer columns are 32-bit (PositiveIntegerField on PostgreSQL: at most 2**31 - 1).
+MAX_INT = 2**31 - 1
+Offset = Annotated[StrictInt, Field(ge=0, le=MAX_INT)]
+
+
+def _finite(value: float | int) -> float | int:
+    try:
+        finite = math.isfinite(float(value))
+    except OverflowError:
+        finite = False
+    if not finite:
+        raise ValueError("expected a finite number that fits a 64-bit float")
+    return value
+
+
+Number = Annotated[StrictFloat | StrictInt, AfterValidator(_finite)]
 UnitNumber = Annotated[Number, Field(ge=0, le=1)]
+
+_ISO_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 
 
 def _iso_string(value: Any) -> Any:
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not _ISO_DATETIME.match(value):
         raise ValueError("expected an ISO 8601 string with a UTC offset, e.g. 2024-05-01T12:00:00Z")
     return value
 
 
+def _in_utc(value: datetime) -> datetime:
+    # Stored in UTC; an instant whose UTC year leaves 1..9999 cannot be stored or read back.
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("the instant is outside the years 1 to 9999 in UTC") from None
+
+
 # ISO 8601 with a UTC offset. JSON has no datetime type, so the string is parsed (hence not
 # strict), but only a string: numbers are not read as Unix times.
-Timestamp = Annotated[AwareDatetime, Strict(False), BeforeValidator(_iso_string)]
+Timestamp = Annotated[
+    AwareDatetime, Strict(False), BeforeValidator(_iso_string), AfterValidator(_in_utc)
+]
 
 
 class _Strict(BaseModel):
@@ -130,7 +159,7 @@ class CandidateIn(_Strict):
     retrieval_score: UnitNumber | None = None
     confidence: UnitNumber | None = None
     acceptance_score: Number | None = None
-    frequency_rank: Annotated[StrictInt, Field(ge=1)] | None = None
+    frequency_rank: Annotated[StrictInt, Field(ge=1, le=MAX_INT)] | None = None
     is_selected: StrictBool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
     claims: list[ClaimIn] = Field(default_factory=list)
@@ -146,7 +175,7 @@ class SourceIn(_Strict):
     uri: str = ""
     published_at: Timestamp | None = None
     observed_at: Timestamp | None = None
-    rank: Annotated[StrictInt, Field(ge=0)] | None = None
+    rank: Offset | None = None
     score: Number | None = None
 
 
@@ -211,8 +240,9 @@ def check_storable(value: Any, location: str, path: str = "") -> None:
         raise RecordError(location, path or "(record)", f"contains {what} at code point {i}")
     if isinstance(value, dict):
         for key, item in value.items():
-            check_storable(key, location, f"{path}.{key}" if path else str(key))
-            check_storable(item, location, f"{path}.{key}" if path else str(key))
+            where = dotted([path, key]) if path else path_key(key)
+            check_storable(key, location, where)
+            check_storable(item, location, where)
     elif isinstance(value, list):
         for n, item in enumerate(value):
             check_storable(item, location, f"{path}[{n}]")
@@ -381,9 +411,23 @@ def format_validation_error(exc: Any, location: str) -> RecordError:
     return RecordError(location, dotted(first["loc"]) or "(record)", first["msg"])
 
 
+def path_key(key: str) -> str:
+    """Render a record's key for a field path: escaped if unprintable, at most 40 characters.
+
+    Keys come from the input (e.g. metadata keys), so a path must neither carry characters a
+    response cannot encode nor repeat a long key.
+    """
+    if not key.isprintable():
+        key = key.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return key if len(key) <= 40 else key[:40] + "…"
+
+
 def dotted(parts: Sequence[str | int]) -> str:
-    """Join a pydantic-style location into ``a[0].b`` form."""
+    """Join a pydantic-style location into ``a[0].b`` form (keys through :func:`path_key`)."""
     out = ""
     for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{path_key(part)}" if out else path_key(part)
     return out

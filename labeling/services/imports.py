@@ -666,6 +666,9 @@ def _validated(
         except RecordError as exc:
             errors.append(exc)
             continue
+        except RecursionError:
+            errors.append(RecordError(location, "(record)", "nested too deeply"))
+            continue
         yield location, record
 
 
@@ -715,7 +718,8 @@ def workload_import(
     batch = ImportBatch.objects.create(
         project=project,
         format=format,
-        filename=filename[:500],
+        # A file name from the OS may hold undecodable bytes (surrogate escapes): keep it storable.
+        filename=filename.encode("utf-8", "replace").decode("utf-8")[:500],
         file_sha256=file_sha256,
         created_by=actor if actor is not None and actor.is_authenticated else None,
     )

@@ -377,7 +377,7 @@ def test_changed_evaluator_verdict_refused_as_new_version_needed(project, import
         (
             lambda r: r["sources"][0].update(published_at="yesterday"),
             "sources[0].published_at",
-            "valid datetime",
+            "ISO 8601",
         ),
         (lambda r: r["candidates"][1].update(id="c0"), "candidates[1].id", "repeats"),
         (
@@ -577,3 +577,70 @@ def test_out_of_range_number_refused(project):
     assert refused(project, data) == [
         ("line 1", "(line)", "invalid JSON: number 1e400 is out of range")
     ]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "reason_part"),
+    [
+        (
+            lambda r: r["sources"][0].update(published_at="1700000000"),
+            "sources[0].published_at",
+            "ISO 8601",
+        ),
+        (
+            lambda r: r["sources"][0].update(published_at="0001-01-01T00:00:00+01:00"),
+            "sources[0].published_at",
+            "outside the years 1 to 9999",
+        ),
+        (
+            lambda r: r["candidates"][0].update(sample_index=2**31),
+            "candidates[0].sample_index",
+            "less than or equal",
+        ),
+        (lambda r: r["sources"][0].update(rank=2**31), "sources[0].rank", "less than or equal"),
+        (
+            lambda r: r["candidates"][0].update(acceptance_score=10**400),
+            "candidates[0].acceptance_score",
+            "finite",
+        ),
+    ],
+)
+def test_values_the_database_cannot_hold_are_refused(project, mutate, field, reason_part):
+    record = native_record()
+    mutate(record)
+    [(location, got_field, reason)] = refused(project, jsonl_bytes([record]))
+    assert (location, got_field) == ("line 1", field)
+    assert reason_part in reason
+
+
+def test_timestamps_are_stored_in_utc_whatever_the_offset(project, import_records):
+    record = native_record()
+    record["sources"][0]["published_at"] = "2024-01-01T00:00:00+23:59"
+    import_records([record])
+    assert SourceVersion.objects.get().published_at.isoformat() == "2023-12-31T00:01:00+00:00"
+
+
+def test_deeply_nested_json_refused_cleanly(project):
+    deep = b'{"external_id": "q", "metadata": {"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}\n"
+    [(location, field, reason)] = refused(project, deep)
+    assert (location, field, reason) == ("line 1", "(line)", "JSON nested too deeply")
+
+
+def test_field_path_escapes_an_unprintable_key(project):
+    record = native_record(metadata={"k\udc00\n": 1})
+    [(_, field, reason)] = refused(project, jsonl_bytes([record]))
+    assert field == "metadata.k\\udc00\\n"
+    assert "lone surrogate" in reason
+    field.encode("utf-8")  # an error can always be rendered
+
+
+def test_undecodable_file_name_is_stored_readably(project):
+    data = jsonl_bytes([native_record()])
+    result = workload_import(
+        project=project,
+        records=read_jsonl(io.BytesIO(data)),
+        format="native",
+        filename="bad\udcffname.jsonl",
+        file_sha256="f" * 64,
+    )
+    assert result.batch.filename == "bad?name.jsonl"
