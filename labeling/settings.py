@@ -90,7 +90,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # "database is locked" when it upgrades a read transaction.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
-            "timeout": 20,
+            # Seconds a writer waits for another (e.g. an import) before giving up.
+            "timeout": env.int("SQLITE_BUSY_TIMEOUT", default=120),
             "transaction_mode": "IMMEDIATE",
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, transaction
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from labeling.exceptions import LabelingError, WorkloadImportFailed
+from labeling.exceptions import InvalidInput, LabelingError, WorkloadImportFailed
 from labeling.importers import formats
 from labeling.models import Project
 from labeling.services import project_create, workload_import_file
@@ -50,18 +50,7 @@ class Command(BaseCommand):
         try:
             # Log lines are written above the progress bar instead of through it.
             with logging_redirect_tqdm(), transaction.atomic():
-                project = Project.objects.filter(slug=options["project"]).first()
-                if project is None:
-                    if not options["create"]:
-                        raise CommandError(
-                            f"no project {options['project']!r}; pass --create to make it"
-                        )
-                    project = project_create(
-                        slug=options["project"],
-                        name=options["name"] or options["project"],
-                        guideline=fmt.policy.guideline,
-                        evidence_relation=fmt.policy.evidence_relation,
-                    )
+                project = self._project(options, fmt)
                 for current in options["paths"]:
                     reports.append(self._import_one(project, fmt, current, options["no_progress"]))
         except WorkloadImportFailed as exc:
@@ -73,9 +62,37 @@ class Command(BaseCommand):
             ) from exc
         except LabelingError as exc:
             raise CommandError(f"{current.name}: {exc.message}") from exc
+        except OperationalError as exc:
+            # SQLite: another import held the database longer than the busy timeout.
+            raise CommandError(
+                f"{current.name}: the database stayed busy ({exc}); another import may be "
+                "running. Nothing was written; run the import again when it has finished."
+            ) from exc
         # Reported only now: until the transaction commits, nothing is imported.
         for report in reports:
             self.stdout.write(report)
+
+    def _project(self, options: dict[str, Any], fmt: Any) -> Project:
+        """Return the target project, creating it with ``--create`` (race-safe)."""
+        slug = options["project"]
+        project = Project.objects.filter(slug=slug).first()
+        if project is not None:
+            return project
+        if not options["create"]:
+            raise CommandError(f"no project {slug!r}; pass --create to make it")
+        try:
+            return project_create(
+                slug=slug,
+                name=options["name"] or slug,
+                guideline=fmt.policy.guideline,
+                evidence_relation=fmt.policy.evidence_relation,
+            )
+        except (IntegrityError, InvalidInput):
+            # A concurrent run created it first (project_create's savepoint was rolled back).
+            project = Project.objects.filter(slug=slug).first()
+            if project is None:
+                raise
+            return project
 
     def _import_one(self, project: Project, fmt: Any, path: Path, quiet: bool) -> str:
         with (
