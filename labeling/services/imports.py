@@ -177,6 +177,33 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
+# A version's metadata is pinned with its text: a re-import may not silently change it.
+PINNED_SOURCE_FIELDS = ("uri", "published_at", "observed_at")
+
+
+def _check_pinned_metadata(
+    chunk: list[tuple[str, WorkloadRecord]], pinned: dict[tuple[str, str], tuple[Any, ...]]
+) -> None:
+    """Refuse a source whose text is known (stored, or earlier in the chunk) with other metadata.
+
+    Raises:
+        RecordError: naming the source field that differs.
+    """
+    for location, record in chunk:
+        for s, source in enumerate(record.sources):
+            key = (source.id, text_sha256(source.text))
+            given = tuple(getattr(source, name) for name in PINNED_SOURCE_FIELDS)
+            known = pinned.setdefault(key, given)
+            for name, old, new in zip(PINNED_SOURCE_FIELDS, known, given, strict=True):
+                if old != new:
+                    raise RecordError(
+                        location,
+                        f"sources[{s}].{name}",
+                        f"source {source.id!r} with this text was imported with a different "
+                        f"{name}; a version's metadata is pinned with its text",
+                    )
+
+
 def _db_datetime(value: Any) -> Any:
     """Adapt an aware datetime (or None) for :func:`insert_rows`, as a DateTimeField does."""
     return None if value is None else connection.ops.adapt_datetimefield_value(value)
@@ -239,12 +266,14 @@ class _Writer:
         docs.update({key: pk for (_, key, _), pk in zip(new_docs, doc_ids, strict=True)})
         by_doc_id = {docs[k]: k for k in uris}
         self.document_ids.update(docs)
-        versions = {
-            (by_doc_id[doc_id], sha): pk
-            for doc_id, sha, pk in SourceVersion.objects.filter(
-                document_id__in=by_doc_id, sha256__in={sha for _, sha in wanted}
-            ).values_list("document_id", "sha256", "pk")
-        }
+        versions: dict[tuple[str, str], int] = {}
+        pinned: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for doc_id, sha, pk, *meta in SourceVersion.objects.filter(
+            document_id__in=by_doc_id, sha256__in={sha for _, sha in wanted}
+        ).values_list("document_id", "sha256", "pk", *PINNED_SOURCE_FIELDS):
+            versions[(by_doc_id[doc_id], sha)] = pk
+            pinned[(by_doc_id[doc_id], sha)] = tuple(meta)
+        _check_pinned_metadata(chunk, pinned)
         missing = [(k, source) for k, source in wanted.items() if k not in versions]
         now = _db_datetime(timezone.now())
         version_ids = insert_rows(
@@ -354,12 +383,14 @@ class _Writer:
         After the partition freeze, an imported question may gain a new version of a document it
         already cites, never a new document: that could join groups across partitions.
         """
-        linked: set[tuple[int, int]] = set()
+        linked: dict[tuple[int, int], tuple[Any, Any]] = {}
         cited: dict[int, set[int]] = defaultdict(set)
-        for question_id, version_id, document_id in RetrievalLink.objects.filter(
+        for question_id, version_id, document_id, rank, score in RetrievalLink.objects.filter(
             question_id__in=existing_ids
-        ).values_list("question_id", "source_version_id", "source_version__document_id"):
-            linked.add((question_id, version_id))
+        ).values_list(
+            "question_id", "source_version_id", "source_version__document_id", "rank", "score"
+        ):
+            linked[(question_id, version_id)] = (rank, score)
             cited[question_id].add(document_id)
         frozen = self.project.partition_frozen_at is not None
         links = []
@@ -368,6 +399,13 @@ class _Writer:
             for s, source in enumerate(record.sources):
                 version_id = versions[(source.id, text_sha256(source.text))]
                 if (question_id, version_id) in linked:
+                    if linked[(question_id, version_id)] != (source.rank, source.score):
+                        raise RecordError(
+                            location,
+                            f"sources[{s}]",
+                            f"question {record.external_id!r} was linked to source "
+                            f"{source.id!r} with a different rank or score",
+                        )
                     continue
                 if (
                     frozen
@@ -381,7 +419,7 @@ class _Writer:
                         "it did not cite when the partition was frozen; a new source could join "
                         "groups across partitions",
                     )
-                linked.add((question_id, version_id))
+                linked[(question_id, version_id)] = (source.rank, source.score)
                 links.append((question_id, version_id, source.rank, source.score))
         insert_rows(RetrievalLink, ("question_id", "source_version_id", "rank", "score"), links)
         self.created["retrieval_links"] += len(links)

@@ -566,7 +566,7 @@ def test_after_freeze_a_question_may_gain_a_new_version_but_not_a_new_document(
     assert import_records([changed]).created["source_versions"] == 1
     # citing q2's document would join the two questions' groups across partitions
     joined = native_record("q1")
-    joined["sources"].append({"id": "doc-q2", "text": native_record()["sources"][0]["text"]})
+    joined["sources"].append(native_record("q2")["sources"][0])
     [(location, field, reason)] = refused(project, jsonl_bytes([joined]))
     assert (location, field) == ("line 1", "sources[1].id")
     assert "did not cite when the partition was frozen" in reason
@@ -644,3 +644,15 @@ def test_undecodable_file_name_is_stored_readably(project):
         file_sha256="f" * 64,
     )
     assert result.batch.filename == "bad?name.jsonl"
+
+
+def test_pinned_source_metadata_and_retrieval_rank_cannot_change_silently(project, import_records):
+    import_records([native_record("q1")])
+    moved = native_record("q1")
+    moved["sources"][0]["uri"] = "https://example.org/elsewhere"
+    [(_, field, reason)] = refused(project, jsonl_bytes([moved]))
+    assert field == "sources[0].uri" and "pinned with its text" in reason
+    reranked = native_record("q1")
+    reranked["sources"][0]["rank"] = 7
+    [(_, field, reason)] = refused(project, jsonl_bytes([reranked]))
+    assert field == "sources[0]" and "different rank or score" in reason
