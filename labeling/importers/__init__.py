@@ -13,6 +13,8 @@ from typing import IO, Any
 from labeling.importers.native import read_jsonl
 from labeling.importers.schema import RecordError
 
+# A record as a format yields it: where it came from ("line 12", "batch_3.json sample 5") and
+# either the parsed JSON object or the error that prevented parsing it.
 SourcedRecord = tuple[str, dict[str, Any] | RecordError]
 
 

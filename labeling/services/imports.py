@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from labeling.bulk import insert_rows
 from labeling.exceptions import InvalidInput, WorkloadImportFailed
-from labeling.importers import formats
+from labeling.importers import SourcedRecord, formats
 from labeling.importers.native import file_sha256
 from labeling.importers.schema import (
     CandidateIn,
@@ -69,10 +69,6 @@ CHUNK_SIZE = 500
 GC_EVERY_CHUNKS = 20
 MAX_ERRORS = 20
 BULK_BATCH = 2000
-
-# A record as a format yields it: where it came from ("line 12", "batch_3.json sample 5") and
-# either the parsed JSON object or the error that prevented parsing it.
-SourcedRecord = tuple[str, dict[str, Any] | RecordError]
 
 
 @dataclass
