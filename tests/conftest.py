@@ -107,6 +107,13 @@ def api(member: Callable[[str], Any]) -> Callable[[str], Any]:
     return make
 
 
+def row_counts() -> dict[str, int]:
+    """Return the row count of every labelling model, by model name (to prove nothing changed)."""
+    from django.apps import apps
+
+    return {m.__name__: m.objects.count() for m in apps.get_app_config("labeling").get_models()}
+
+
 def jsonl_bytes(records: Iterable[dict[str, Any]]) -> bytes:
     """Serialise records as JSONL: UTF-8 with non-ASCII kept as is, or ``\\u`` escapes for
     strings UTF-8 cannot carry (lone surrogates)."""

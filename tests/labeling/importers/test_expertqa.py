@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.apps import apps
 from django.core.management import call_command
 
 from labeling.importers import expertqa
@@ -31,12 +30,9 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.services import workload_import
+from tests.conftest import row_counts
 
 ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-
-
-def row_counts() -> dict[str, int]:
-    return {m.__name__: m.objects.count() for m in apps.get_app_config("labeling").get_models()}
 
 
 def data_path(shared_data: Path) -> Path:

@@ -13,7 +13,6 @@ from typing import Any
 
 import pysbd
 import pytest
-from django.apps import apps
 from django.core.management import CommandError, call_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,12 +36,9 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.services import workload_import
+from tests.conftest import row_counts
 
 BATCHES = range(1, 9)
-
-
-def row_counts() -> dict[str, int]:
-    return {m.__name__: m.objects.count() for m in apps.get_app_config("labeling").get_models()}
 
 
 def batch_paths(shared_data: Path) -> list[Path]:

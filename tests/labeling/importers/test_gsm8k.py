@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.apps import apps
 from django.core.management import call_command
 
 from labeling.importers import gsm8k
@@ -26,10 +25,7 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.services import workload_import
-
-
-def row_counts() -> dict[str, int]:
-    return {m.__name__: m.objects.count() for m in apps.get_app_config("labeling").get_models()}
+from tests.conftest import row_counts
 
 
 def data_path(shared_data: Path) -> Path:

@@ -8,7 +8,6 @@ import io
 import json
 
 import pytest
-from django.apps import apps
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers.native import read_jsonl
@@ -26,13 +25,9 @@ from labeling.models import (
 )
 from labeling.services import workload_import
 from labeling.services.imports import fingerprint, frequency_ranks
-from tests.conftest import jsonl_bytes, native_record
+from tests.conftest import jsonl_bytes, native_record, row_counts
 
 pytestmark = pytest.mark.django_db
-
-
-def row_counts() -> dict[str, int]:
-    return {m.__name__: m.objects.count() for m in apps.get_app_config("labeling").get_models()}
 
 
 def import_bytes(project, data: bytes, sha: str | None = None):
