@@ -21,9 +21,12 @@ SourcedRecord = tuple[str, dict[str, Any] | RecordError]
 class RecordSource:
     """The records of one file plus the adapter's counters (quirks met, declared rules applied)."""
 
-    def __init__(self, records: Iterator[SourcedRecord]) -> None:
+    def __init__(
+        self, records: Iterator[SourcedRecord], counters: dict[str, Any] | None = None
+    ) -> None:
+        """Wrap ``records``; ``counters`` is the dict the reader fills while it is iterated."""
         self._records = records
-        self.counters: dict[str, Any] = {}
+        self.counters: dict[str, Any] = {} if counters is None else counters
 
     def __iter__(self) -> Iterator[SourcedRecord]:
         return self._records

@@ -323,9 +323,7 @@ def read_expertqa(stream: IO[bytes], counters: dict[str, Any]) -> Iterator[Sourc
 def open_expertqa(stream: IO[bytes], filename: str) -> RecordSource:
     """Open an ExpertQA JSONL file for :func:`labeling.services.workload_import` (lazily)."""
     counters = _new_counters()
-    source = RecordSource(read_expertqa(stream, counters))
-    source.counters = counters
-    return source
+    return RecordSource(read_expertqa(stream, counters), counters)
 
 
 FORMAT = WorkloadFormat(

@@ -574,9 +574,7 @@ def open_batch(stream: IO[bytes], filename: str) -> RecordSource:
     read.
     """
     counters = _new_counters()
-    source = RecordSource(read_batch(stream, filename, counters))
-    source.counters = counters
-    return source
+    return RecordSource(read_batch(stream, filename, counters), counters)
 
 
 FORMAT = WorkloadFormat(

@@ -167,9 +167,7 @@ def read_gsm8k(stream: IO[bytes], counters: dict[str, Any]) -> Iterator[SourcedR
 def open_gsm8k(stream: IO[bytes], filename: str) -> RecordSource:
     """Open a GSM8K model-solutions JSONL file for :func:`labeling.services.workload_import`."""
     counters = _new_counters()
-    source = RecordSource(read_gsm8k(stream, counters))
-    source.counters = counters
-    return source
+    return RecordSource(read_gsm8k(stream, counters), counters)
 
 
 FORMAT = WorkloadFormat(
