@@ -16,6 +16,7 @@ STATUS_BY_ERROR: list[tuple[type[domain.LabelingError], int]] = [
     (domain.NotFound, status.HTTP_404_NOT_FOUND),
     (domain.PermissionDenied, status.HTTP_403_FORBIDDEN),
     (domain.InvalidTransition, status.HTTP_409_CONFLICT),
+    (domain.Conflict, status.HTTP_409_CONFLICT),
     (domain.InvalidInput, status.HTTP_400_BAD_REQUEST),
 ]
 

@@ -40,6 +40,24 @@ class InvalidTransition(LabelingError):
     code = "invalid_transition"
 
 
+class Conflict(LabelingError):
+    """The operation lost a race or acts on a stale view of the object (HTTP 409)."""
+
+    code = "conflict"
+
+
+class LeaseExpired(Conflict):
+    """A submit arrived after the assignment's lease expired and its slot was given back."""
+
+    code = "lease_expired"
+
+
+class StaleVersion(Conflict):
+    """The object changed since the actor loaded it (optimistic locking); reload and retry."""
+
+    code = "stale_version"
+
+
 class WorkloadImportFailed(InvalidInput):
     """An import was refused; nothing was written. ``errors`` lists (location, field, reason)."""
 

@@ -42,6 +42,18 @@ class Role(models.TextChoices):
     MANAGER = "manager", "manager"
 
 
+class ServingOrder(models.TextChoices):
+    """How "next item" orders the open items of a project (documented in the README).
+
+    ``partition``: calibration questions first, then test, then dev, then unpartitioned; within a
+    partition by question import order, then candidate sample index. ``seeded_random``: a seeded
+    permutation of the items (``Project.serving_seed``), fixed when labelling starts.
+    """
+
+    PARTITION = "partition", "calibration first, then test, dev; by question"
+    SEEDED_RANDOM = "seeded_random", "seeded random permutation"
+
+
 class Project(models.Model):
     """One evaluation study: members, label policy, overlap, questions, items and imports."""
 
@@ -55,6 +67,23 @@ class Project(models.Model):
     partition_seed = models.BigIntegerField(null=True, blank=True)
     partition_proportions = models.JSONField(null=True, blank=True)
     partition_frozen_at = models.DateTimeField(null=True, blank=True)
+    serving_order = models.CharField(
+        max_length=20,
+        choices=ServingOrder.choices,
+        default=ServingOrder.PARTITION,
+        help_text="Order in which 'next item' serves items (see ServingOrder).",
+    )
+    serving_seed = models.BigIntegerField(
+        null=True, blank=True, help_text="Seed of the seeded_random serving order."
+    )
+    allow_self_adjudication = models.BooleanField(
+        default=False, help_text="May an adjudicator resolve an item they annotated?"
+    )
+    labelling_started_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Set when labelling starts: policy, overlap and serving order are fixed then.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -68,6 +97,14 @@ class Project(models.Model):
                 condition=Q(partition_frozen_at__isnull=True)
                 | Q(partition_seed__isnull=False, partition_proportions__isnull=False),
                 name="project_frozen_partition_has_seed",
+            ),
+            models.CheckConstraint(
+                condition=Q(serving_order__in=ServingOrder.values), name="project_serving_order"
+            ),
+            models.CheckConstraint(
+                condition=~Q(serving_order=ServingOrder.SEEDED_RANDOM)
+                | Q(serving_seed__isnull=False),
+                name="project_random_order_has_seed",
             ),
         ]
 
@@ -360,15 +397,63 @@ class Claim(models.Model):
         return f"claim {self.index} of {self.candidate_id}"
 
 
+class ItemStatus(models.TextChoices):
+    """Where an item is in the flow (DESIGN.md §3)."""
+
+    OPEN = "open", "open (collecting annotations)"
+    DISAGREEMENT = "disagreement", "in the disagreement queue"
+    RESOLVED = "resolved", "resolved"
+
+
 class Item(models.Model):
-    """The unit of labelling: one candidate answer with its claims."""
+    """The unit of labelling: one candidate answer with its claims.
+
+    Work state lives on the row so that claiming is one indexed, lockable read:
+    ``assigned_count`` counts live-or-submitted assignments and, with ``prior_votes`` (imported
+    human labels counted as votes), may never exceed ``overlap`` — a database check, so no item
+    can get an (N+1)-th annotation under any concurrency. ``version`` increases with every state
+    change and guards adjudication (optimistic locking).
+    """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
     candidate = models.OneToOneField(CandidateAnswer, on_delete=models.CASCADE, related_name="item")
+    status = models.CharField(max_length=12, choices=ItemStatus.choices, db_default=ItemStatus.OPEN)
+    overlap = models.PositiveSmallIntegerField(
+        db_default=2, help_text="N for this item, copied from the project when labelling starts."
+    )
+    assigned_count = models.PositiveSmallIntegerField(db_default=0)
+    prior_votes = models.PositiveSmallIntegerField(db_default=0)
+    queue_position = models.BigIntegerField(db_default=0)
+    version = models.PositiveIntegerField(db_default=0)
+    resolution = models.OneToOneField(
+        "labeling.Resolution",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="current_for",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["pk"]
+        indexes = [
+            models.Index(
+                fields=["project", "status", "queue_position", "id"], name="item_queue_idx"
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=ItemStatus.values), name="item_status"),
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="item_overlap_positive"),
+            models.CheckConstraint(
+                condition=Q(assigned_count=0)
+                | Q(assigned_count__lte=F("overlap") - F("prior_votes")),
+                name="item_assignments_within_overlap",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=ItemStatus.RESOLVED) | Q(resolution__isnull=False),
+                name="item_resolved_has_resolution",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"item {self.pk}"
