@@ -1,0 +1,528 @@
+"""Selective-risk certification over a prespecified threshold family (Learn then Test).
+
+The calibration data are n i.i.d. eligible questions, each with an acceptance score and a 0/1 loss
+(1 = the emitted answer is inadmissible). For each of M thresholds t_j fixed before calibration,
+``m_j`` answers are accepted (``score >= t_j`` or ``score > t_j``, as the spec declares) and ``k_j`` of
+them are errors. The unsafe hypothesis H_j: P(error | accepted) > alpha is tested with the exact
+binomial p-value p_j = P[Binomial(m_j, alpha) <= k_j] (p_j = 1 when m_j = 0). Bonferroni certifies
+j iff p_j <= delta/M; fixed-sequence testing (valid only when the order is fixed in the spec before
+calibration) tests in order at level delta and stops at the first failure. Either way, the
+probability of certifying any unsafe threshold is at most delta, so choosing among certified
+thresholds afterwards (by the declared utility) keeps the claim. Nothing certified is reported as
+the explicit fail-closed outcome "no certified operating point".
+
+Sources: Angelopoulos, Bates, Candès, Jordan and Lei (2021), "Learn then Test: Calibrating Predictive
+Algorithms to Achieve Risk Control", arXiv:2110.01052 (selective classification example; Bonferroni
+and fixed-sequence family-wise error control); seed 000, "A scoped reproduction of selective-risk
+testing" (alpha 0.10, delta 0.05, M 5: cutoff 0.01, zero errors pass from m = 44); STATISTICS.md §1.
+The exact binomial p-value is valid only for 0/1 losses (STATISTICS.md rule 4), so other losses are
+refused rather than silently thresholded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats as _st
+
+from certification.stats.errors import StatsError
+from certification.stats.intervals import (
+    check_count,
+    check_counts,
+    check_open_unit,
+    clopper_pearson_upper_array,
+)
+
+__all__ = [
+    "NO_CERTIFIED_OPERATING_POINT",
+    "UTILITIES",
+    "Certificate",
+    "ThresholdCounts",
+    "ThresholdResult",
+    "binomial_p_value",
+    "binomial_p_values",
+    "certify",
+    "certify_scores",
+    "smallest_certifiable_count",
+    "threshold_counts",
+]
+
+Acceptance = Literal[">=", ">"]
+Method = Literal["bonferroni", "fixed_sequence"]
+
+#: The fail-closed outcome text (seed 000: "Fail closed: report no certified operating point").
+NO_CERTIFIED_OPERATING_POINT = "no certified operating point"
+CERTIFIED = "certified"
+
+
+# -- counts -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ThresholdCounts:
+    """Integer counts per threshold of a prespecified family.
+
+    Attributes:
+        thresholds: the M thresholds in the order the spec lists them (that order is the testing
+            order of fixed-sequence testing).
+        accepted: m_j, answers accepted at threshold j, integers in [0, n].
+        errors: k_j, accepted answers with loss 1, integers in [0, m_j].
+        n: calibration answers (the denominator of the answer rate), integer >= 0.
+        accept: the acceptance inequality, ``">="`` (accept iff score >= t) or ``">"``.
+
+    Raises:
+        StatsError: on construction, if the lengths differ, the family is empty, a count is not an
+            integer, or the counts are inconsistent (k_j > m_j or m_j > n), or ``accept`` is unknown.
+    """
+
+    thresholds: tuple[float, ...]
+    accepted: tuple[int, ...]
+    errors: tuple[int, ...]
+    n: int
+    accept: Acceptance = ">="
+
+    def __post_init__(self) -> None:
+        """Validate the counts (see the class docstring)."""
+        _check_accept(self.accept)
+        size = len(self.thresholds)
+        if size == 0:
+            raise StatsError("thresholds must hold at least one threshold (M >= 1)")
+        if len(self.accepted) != size or len(self.errors) != size:
+            raise StatsError(
+                f"thresholds, accepted and errors must have the same length, got "
+                f"{size}, {len(self.accepted)} and {len(self.errors)}"
+            )
+        n = check_count(self.n, name="n")
+        for j, (m, k) in enumerate(zip(self.accepted, self.errors, strict=True)):
+            m = check_count(m, name=f"accepted[{j}]")
+            k = check_count(k, name=f"errors[{j}]")
+            if k > m:
+                raise StatsError(f"errors[{j}]={k} exceeds accepted[{j}]={m}")
+            if m > n:
+                raise StatsError(f"accepted[{j}]={m} exceeds n={n}")
+
+    @property
+    def size(self) -> int:
+        """M, the size of the whole prespecified family (Bonferroni divides delta by it)."""
+        return len(self.thresholds)
+
+
+def _check_accept(accept: object) -> None:
+    if accept not in (">=", ">"):
+        raise StatsError(f"accept must be '>=' or '>', got {accept!r}")
+
+
+def _check_losses(losses: ArrayLike, n: int) -> NDArray[np.int64]:
+    array = np.asarray(losses)
+    if array.ndim != 1 or array.shape[0] != n:
+        raise StatsError(f"losses must have shape ({n},) like scores, got {array.shape}")
+    if array.dtype == np.bool_:
+        return array.astype(np.int64)
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise StatsError(f"losses must be 0/1 numbers or booleans, got dtype {array.dtype}")
+    if not np.all((array == 0) | (array == 1)):
+        raise StatsError(
+            "losses must be 0/1: the exact binomial p-value is valid only for binary losses "
+            "(a bounded non-binary loss needs Hoeffding–Bentkus; STATISTICS.md rule 4)"
+        )
+    return array.astype(np.int64)
+
+
+def threshold_counts(
+    scores: ArrayLike,
+    losses: ArrayLike,
+    thresholds: Sequence[float] | ArrayLike,
+    *,
+    accept: Acceptance = ">=",
+) -> ThresholdCounts:
+    """Count accepted answers and accepted errors at every threshold of the family.
+
+    Sorts the scores once and locates every threshold with ``np.searchsorted``, so the cost is
+    O((n + M) log n): M = 1,000 thresholds on n = 200,000 answers take a few milliseconds.
+
+    Args:
+        scores: shape (n,), the acceptance score of each calibration answer (higher = more
+            confident); finite or +-inf, never NaN.
+        losses: shape (n,), 0/1 loss of each answer (1 = inadmissible); booleans, integers or
+            floats equal to exactly 0 or 1.
+        thresholds: shape (M,), the prespecified family in spec order; +-inf allowed, NaN refused.
+        accept: ``">="`` accepts an answer iff score >= t; ``">"`` iff score > t. The spec declares
+            it and calibration and test must use the same one (STATISTICS.md rule 8).
+
+    Returns:
+        :class:`ThresholdCounts` with m_j and k_j as Python ints.
+
+    Raises:
+        StatsError: if shapes disagree, a score or threshold is NaN, a loss is not 0/1, the
+            family is empty, or ``accept`` is unknown.
+    """
+    _check_accept(accept)
+    score_arr = np.asarray(scores, dtype=np.float64)
+    if score_arr.ndim != 1:
+        raise StatsError(f"scores must be one-dimensional, got shape {score_arr.shape}")
+    if np.isnan(score_arr).any():
+        raise StatsError("scores must not contain NaN (a missing score has no acceptance decision)")
+    n = int(score_arr.shape[0])
+    loss_arr = _check_losses(losses, n)
+    family = np.asarray(thresholds, dtype=np.float64)
+    if family.ndim != 1 or family.size == 0:
+        raise StatsError(f"thresholds must be a non-empty 1-D list, got shape {family.shape}")
+    if np.isnan(family).any():
+        raise StatsError("thresholds must not contain NaN")
+
+    order = np.argsort(score_arr, kind="stable")
+    sorted_scores = score_arr[order]
+    # cumulative[i] = errors among the i lowest scores, so errors above position i = total - it.
+    cumulative = np.concatenate(([0], np.cumsum(loss_arr[order])))
+    side: Literal["left", "right"] = "left" if accept == ">=" else "right"
+    first_accepted = np.searchsorted(sorted_scores, family, side=side)
+    accepted = n - first_accepted
+    errors = cumulative[-1] - cumulative[first_accepted]
+    return ThresholdCounts(
+        thresholds=tuple(family.tolist()),
+        accepted=tuple(int(m) for m in accepted.tolist()),
+        errors=tuple(int(k) for k in errors.tolist()),
+        n=n,
+        accept=accept,
+    )
+
+
+# -- p-values ---------------------------------------------------------------------------------
+def binomial_p_value(errors: int, accepted: int, alpha: float) -> float:
+    """Exact p-value of H: risk > alpha, p = P[Binomial(accepted, alpha) <= errors].
+
+    Args:
+        errors: k, accepted errors, integer in [0, accepted].
+        accepted: m, accepted answers, integer >= 0; m = 0 gives p = 1 (nothing to certify).
+        alpha: target selective risk in (0, 1).
+
+    Returns:
+        p in [0, 1].
+
+    Raises:
+        StatsError: if a count is not an integer, k > m, or alpha is outside (0, 1).
+
+    Source: seed 000 (conservative boundary p-value); STATISTICS.md §1.
+    """
+    return float(binomial_p_values([errors], [accepted], alpha)[0])
+
+
+def binomial_p_values(
+    errors: ArrayLike, accepted: ArrayLike, alpha: float
+) -> NDArray[np.float64]:
+    """Vectorised :func:`binomial_p_value` for a whole family.
+
+    Args:
+        errors: shape (M,), integer k_j.
+        accepted: shape (M,), integer m_j >= k_j.
+        alpha: target selective risk in (0, 1).
+
+    Returns:
+        ``float64`` array (M,) of p_j = ``scipy.stats.binom.cdf(k_j, m_j, alpha)``, 1 where m_j = 0.
+
+    Raises:
+        StatsError: on non-integer arrays, mismatched shapes, k_j > m_j or alpha outside (0, 1).
+    """
+    k = check_counts(errors, name="errors")
+    m = check_counts(accepted, name="accepted")
+    if k.shape != m.shape:
+        raise StatsError(f"errors and accepted must have the same shape, got {k.shape}, {m.shape}")
+    if np.any(k > m):
+        raise StatsError("errors must be <= accepted elementwise")
+    a = check_open_unit(alpha, name="alpha")
+    p = np.ones(k.shape, dtype=np.float64)
+    some = m > 0
+    p[some] = _st.binom.cdf(k[some], m[some], a)
+    return p
+
+
+def smallest_certifiable_count(
+    *, alpha: float, delta: float, n_thresholds: int = 1, errors: int = 0
+) -> int:
+    """The smallest accepted count m with P[Binomial(m, alpha) <= errors] <= delta / n_thresholds.
+
+    With zero errors this is ceil(ln(delta/M) / ln(1-alpha)) (seed 000: alpha 0.10, delta 0.05,
+    M 5 gives 44). It tells a spec author how many accepted calibration answers a threshold needs
+    before it can certify at all. The comparison is the one :func:`certify` makes (Bonferroni).
+
+    Args:
+        alpha: target selective risk in (0, 1).
+        delta: family-wise failure probability in (0, 1).
+        n_thresholds: M, the size of the prespecified family, integer >= 1.
+        errors: the number of accepted errors to allow for, integer >= 0.
+
+    Returns:
+        The smallest such m (>= errors + 1).
+
+    Raises:
+        StatsError: on a level outside (0, 1) or a non-integer/zero family size or error count.
+    """
+    a = check_open_unit(alpha, name="alpha")
+    d = check_open_unit(delta, name="delta")
+    size = check_count(n_thresholds, name="n_thresholds")
+    if size == 0:
+        raise StatsError("n_thresholds must be >= 1")
+    k = check_count(errors, name="errors")
+    level = d / size
+
+    def passes(m: int) -> bool:
+        return float(_st.binom.cdf(k, m, a)) <= level
+
+    # p is decreasing in m; bracket by doubling, then bisect to the first m that passes.
+    low, high = k, max(k + 1, 1)
+    while not passes(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        if passes(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+# -- certification ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ThresholdResult:
+    """One threshold's row in a certificate: raw counts, p-value, bound and decision.
+
+    Attributes:
+        index: position in the prespecified family (0-based).
+        threshold: the threshold value.
+        accepted: m_j (integer).
+        errors: k_j (integer).
+        answer_rate: m_j / n in [0, 1]; None when n = 0 (see ``note``).
+        empirical_risk: k_j / m_j in [0, 1]; None when m_j = 0 (selective risk undefined).
+        p_value: P[Binom(m_j, alpha) <= k_j] in [0, 1]; 1 when m_j = 0.
+        upper_bound: one-sided Clopper–Pearson upper bound on the selective risk at the
+            certificate's ``bound_confidence``; 1 when m_j = 0.
+        tested: False only for thresholds after the first failure in fixed-sequence testing.
+        certified: whether H_j: risk > alpha was rejected.
+        note: why a value is undefined, or None.
+    """
+
+    index: int
+    threshold: float
+    accepted: int
+    errors: int
+    answer_rate: float | None
+    empirical_risk: float | None
+    p_value: float
+    upper_bound: float
+    tested: bool
+    certified: bool
+    note: str | None
+
+
+#: Declared utilities for choosing among certified thresholds. Each maps a row to a key that is
+#: maximised; ties go to the earlier threshold in family order (deterministic, spec-defined).
+UTILITIES: dict[str, Callable[[ThresholdResult], float]] = {
+    # Largest answer rate = most accepted answers (seed 000: "Candidate E could be selected for its
+    # larger accepted count among the certified candidates").
+    "answer_rate": lambda row: float(row.accepted),
+    # Smallest upper bound on the selective risk: the most conservative operating point.
+    "lowest_upper_bound": lambda row: -row.upper_bound,
+}
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """The outcome of selective-risk certification over one prespecified family.
+
+    Attributes:
+        alpha: target selective risk in (0, 1).
+        delta: family-wise failure probability in (0, 1).
+        method: ``"bonferroni"`` or ``"fixed_sequence"``.
+        accept: the acceptance inequality used for the counts.
+        n_calibration: calibration answers n.
+        n_thresholds: M, the size of the whole family (including thresholds accepting nothing).
+        test_level: the per-test level: delta / M (Bonferroni) or delta (fixed sequence).
+        bound_confidence: 1 - test_level, the level of every row's upper bound, so that a row is
+            certified iff its bound is <= alpha (the duality of STATISTICS.md §1).
+        utility: the declared utility used to choose among certified thresholds.
+        results: one :class:`ThresholdResult` per threshold, in family order.
+        certified_indices: indices of certified thresholds, in family order.
+        chosen_index: the chosen operating point, or None (fail closed).
+        outcome: ``"certified"`` or ``"no certified operating point"``.
+        reason: why nothing was certified, or None.
+    """
+
+    alpha: float
+    delta: float
+    method: Method
+    accept: Acceptance
+    n_calibration: int
+    n_thresholds: int
+    test_level: float
+    bound_confidence: float
+    utility: str
+    results: tuple[ThresholdResult, ...]
+    certified_indices: tuple[int, ...]
+    chosen_index: int | None
+    outcome: str
+    reason: str | None
+
+    @property
+    def chosen(self) -> ThresholdResult | None:
+        """The chosen threshold's row, or None when no operating point was certified."""
+        return None if self.chosen_index is None else self.results[self.chosen_index]
+
+    @property
+    def is_certified(self) -> bool:
+        """Whether an operating point was certified."""
+        return self.chosen_index is not None
+
+
+def certify(
+    counts: ThresholdCounts,
+    *,
+    alpha: float,
+    delta: float,
+    method: Method = "bonferroni",
+    utility: str | Callable[[ThresholdResult], float] = "answer_rate",
+) -> Certificate:
+    """Test every threshold of the family and choose an operating point, failing closed.
+
+    Args:
+        counts: the per-threshold integer counts (:func:`threshold_counts`).
+        alpha: target selective risk P(error | accepted), in (0, 1).
+        delta: probability of certifying any unsafe threshold, in (0, 1).
+        method: ``"bonferroni"`` (certify j iff p_j <= delta/M, M the whole family) or
+            ``"fixed_sequence"`` (test in family order at level delta, stop at the first failure;
+            valid only when the order was fixed in the spec before calibration).
+        utility: the declared rule for choosing among certified thresholds: a name in
+            :data:`UTILITIES` (default ``"answer_rate"``, the largest answer rate) or a callable
+            mapping a row to a value to maximise (its ``__name__`` is recorded). Ties go to the
+            earlier threshold in family order.
+
+    Returns:
+        A :class:`Certificate`; when nothing is certified its ``outcome`` is
+        ``"no certified operating point"`` and ``chosen_index`` is None.
+
+    Raises:
+        StatsError: if alpha or delta is outside (0, 1), or the method or utility is unknown.
+
+    Source: Learn then Test (arXiv:2110.01052) §2–3; seed 000; STATISTICS.md §1 and rule 3.
+    """
+    a = check_open_unit(alpha, name="alpha")
+    d = check_open_unit(delta, name="delta")
+    if method not in ("bonferroni", "fixed_sequence"):
+        raise StatsError(f"method must be 'bonferroni' or 'fixed_sequence', got {method!r}")
+    if isinstance(utility, str):
+        if utility not in UTILITIES:
+            raise StatsError(f"utility must be one of {sorted(UTILITIES)}, got {utility!r}")
+        utility_name, key = utility, UTILITIES[utility]
+    elif callable(utility):
+        utility_name, key = getattr(utility, "__name__", repr(utility)), utility
+    else:
+        raise StatsError(f"utility must be a name or a callable, got {utility!r}")
+
+    size = counts.size
+    m = np.asarray(counts.accepted, dtype=np.int64)
+    k = np.asarray(counts.errors, dtype=np.int64)
+    test_level = d / size if method == "bonferroni" else d
+    p_values = binomial_p_values(k, m, a)
+    bounds = clopper_pearson_upper_array(k, m, confidence=1.0 - test_level)
+    passes = p_values <= test_level
+    if method == "bonferroni":
+        tested = np.ones(size, dtype=bool)
+        certified = passes
+    else:
+        failures = np.flatnonzero(~passes)
+        stop = int(failures[0]) if failures.size else size
+        tested = np.arange(size) <= stop
+        certified = np.arange(size) < stop
+
+    n = counts.n
+    rows = []
+    for j in range(size):
+        m_j, k_j = counts.accepted[j], counts.errors[j]
+        note = None
+        if m_j == 0:
+            note = "accepts nothing: selective risk undefined; p-value 1 and bound 1"
+        elif n == 0:
+            note = "empty calibration set"
+        if not tested[j]:
+            note = "not tested: fixed-sequence testing stopped at an earlier failure"
+        rows.append(
+            ThresholdResult(
+                index=j,
+                threshold=counts.thresholds[j],
+                accepted=m_j,
+                errors=k_j,
+                answer_rate=m_j / n if n else None,
+                empirical_risk=k_j / m_j if m_j else None,
+                p_value=float(p_values[j]),
+                upper_bound=float(bounds[j]),
+                tested=bool(tested[j]),
+                certified=bool(certified[j]),
+                note=note,
+            )
+        )
+
+    certified_indices = tuple(int(j) for j in np.flatnonzero(certified))
+    chosen_index: int | None = None
+    reason: str | None = None
+    if certified_indices:
+        # max() keeps the first maximum, so ties go to the earlier threshold in family order.
+        chosen_index = max(certified_indices, key=lambda j: key(rows[j]))
+    else:
+        needed = smallest_certifiable_count(
+            alpha=a, delta=d, n_thresholds=size if method == "bonferroni" else 1
+        )
+        reason = (
+            f"no threshold has p <= {test_level:.6g}; even with zero errors a threshold needs "
+            f"at least {needed} accepted answers"
+        )
+    return Certificate(
+        alpha=a,
+        delta=d,
+        method=method,
+        accept=counts.accept,
+        n_calibration=n,
+        n_thresholds=size,
+        test_level=test_level,
+        bound_confidence=1.0 - test_level,
+        utility=utility_name,
+        results=tuple(rows),
+        certified_indices=certified_indices,
+        chosen_index=chosen_index,
+        outcome=CERTIFIED if certified_indices else NO_CERTIFIED_OPERATING_POINT,
+        reason=reason,
+    )
+
+
+def certify_scores(
+    scores: ArrayLike,
+    losses: ArrayLike,
+    thresholds: Sequence[float] | ArrayLike,
+    *,
+    accept: Acceptance = ">=",
+    alpha: float,
+    delta: float,
+    method: Method = "bonferroni",
+    utility: str | Callable[[ThresholdResult], float] = "answer_rate",
+) -> Certificate:
+    """Count (:func:`threshold_counts`) and certify (:func:`certify`) in one call.
+
+    Args:
+        scores: shape (n,), acceptance scores.
+        losses: shape (n,), 0/1 losses.
+        thresholds: shape (M,), the prespecified family.
+        accept: ``">="`` or ``">"``.
+        alpha: target selective risk in (0, 1).
+        delta: family-wise failure probability in (0, 1).
+        method: ``"bonferroni"`` or ``"fixed_sequence"``.
+        utility: see :func:`certify`.
+
+    Returns:
+        A :class:`Certificate`.
+
+    Raises:
+        StatsError: as :func:`threshold_counts` and :func:`certify`.
+    """
+    counts = threshold_counts(scores, losses, thresholds, accept=accept)
+    return certify(counts, alpha=alpha, delta=delta, method=method, utility=utility)
+
