@@ -2,9 +2,12 @@
 
 Imported data (sources, questions, candidates, claims, items, evaluator labels, prior annotations,
 import batches) is read-only here: it is immutable by design (fingerprints, pinned sha256, DB
-triggers on source versions), and changes go through an import. Projects are created through
-``project_create`` so they get label policy v1; the partition is frozen through
-``partition_freeze``, never by editing fields. Memberships are the one thing edited freely.
+triggers on source versions), and changes go through an import. Labelling work (assignments,
+annotations and their revisions, disagreements, resolutions) is read-only too: it changes only
+through the services, which keep slot counters, optimistic-locking versions and the append-only
+history consistent. Projects are created through ``project_create`` so they get label policy v1;
+the partition is frozen through ``partition_freeze``, never by editing fields. Memberships are the
+one thing edited freely.
 """
 
 from __future__ import annotations
@@ -15,10 +18,16 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from labeling.models import (
+    Annotation,
+    AnnotationRevision,
+    Assignment,
     CandidateAnswer,
     Claim,
+    ClaimLabel,
+    Disagreement,
     Evaluator,
     EvaluatorLabel,
+    EvidenceSpan,
     ImportBatch,
     Item,
     LabelPolicy,
@@ -29,6 +38,9 @@ from labeling.models import (
     PriorSpan,
     Project,
     Question,
+    Resolution,
+    ResolvedClaimLabel,
+    ResolvedEvidence,
     RetrievalLink,
     SourceDocument,
     SourceVersion,
@@ -81,10 +93,25 @@ class ProjectAdmin(admin.ModelAdmin):
     list_filter = [("partition_frozen_at", admin.EmptyFieldListFilter)]
     inlines = [MembershipInline]
     partition_fields = ["partition_seed", "partition_proportions", "partition_frozen_at"]
+    # Set on the project's settings page through project_labelling_configure / _start, which
+    # refuse changes once labelling has started.
+    labelling_fields = [
+        "serving_order",
+        "serving_seed",
+        "allow_self_adjudication",
+        "labelling_started_at",
+    ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         # The slug names the project in URLs and exports; the split is frozen by its service.
-        return ["created_at", *self.partition_fields, *(["slug"] if obj is not None else [])]
+        started = obj is not None and obj.labelling_started_at is not None
+        return [
+            "created_at",
+            *self.partition_fields,
+            *self.labelling_fields,
+            *(["slug"] if obj is not None else []),
+            *(["overlap"] if started else []),
+        ]
 
     def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
         if change:
@@ -234,8 +261,8 @@ class ClaimAdmin(ReadOnlyAdmin):
 
 @admin.register(Item)
 class ItemAdmin(ReadOnlyAdmin):
-    list_display = ["id", "project", "candidate", "created_at"]
-    list_filter = ["project", "candidate__question__partition"]
+    list_display = ["id", "project", "candidate", "status", "assigned_count", "version"]
+    list_filter = ["project", "status", "candidate__question__partition"]
     search_fields = ["candidate__key", "candidate__question__external_id"]
     raw_id_fields = ["project", "candidate"]
     list_select_related = ["project", "candidate__question"]
@@ -309,3 +336,109 @@ class PriorSpanAdmin(ReadOnlyAdmin):
     search_fields = ["quote", "note", "prior_annotation__annotator"]
     raw_id_fields = ["prior_annotation", "evidence_source_version"]
     list_select_related = ["prior_annotation", "evidence_source_version__document"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Labelling work (read-only: it changes only through the services)
+# ---------------------------------------------------------------------------------------------
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(ReadOnlyAdmin):
+    list_display = ["id", "item", "annotator", "slot", "status", "leased_at", "lease_expires_at"]
+    list_filter = ["status", "item__project"]
+    search_fields = ["annotator__username", "item__candidate__key"]
+    raw_id_fields = ["item", "annotator"]
+    list_select_related = ["item", "annotator"]
+
+
+class AnnotationRevisionInline(ReadOnlyInline):
+    model = AnnotationRevision
+    fk_name = "annotation"
+    fields = ["number", "created_by", "policy", "answer_label", "answer_reason", "created_at"]
+    readonly_fields = fields
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(ReadOnlyAdmin):
+    list_display = ["id", "item", "annotator", "revision_count", "created_at"]
+    list_filter = ["item__project"]
+    search_fields = ["annotator__username", "item__candidate__key"]
+    raw_id_fields = ["item", "annotator", "assignment", "current"]
+    list_select_related = ["item", "annotator"]
+    inlines = [AnnotationRevisionInline]
+
+
+class ClaimLabelInline(ReadOnlyInline):
+    model = ClaimLabel
+    fields = ["claim", "label", "reason", "boundary_error"]
+    readonly_fields = fields
+
+
+@admin.register(AnnotationRevision)
+class AnnotationRevisionAdmin(ReadOnlyAdmin):
+    list_display = ["id", "annotation", "number", "created_by", "answer_label", "created_at"]
+    list_filter = ["answer_label", "policy"]
+    search_fields = ["comment", "created_by__username"]
+    raw_id_fields = ["annotation", "previous", "created_by", "policy"]
+    list_select_related = ["annotation", "created_by"]
+    inlines = [ClaimLabelInline]
+
+
+@admin.register(ClaimLabel)
+class ClaimLabelAdmin(ReadOnlyAdmin):
+    list_display = ["id", "revision", "claim", "label", "reason", "boundary_error"]
+    list_filter = ["label", "boundary_error"]
+    search_fields = ["claim__text"]
+    raw_id_fields = ["revision", "claim"]
+    list_select_related = ["revision", "claim"]
+
+
+@admin.register(EvidenceSpan)
+class EvidenceSpanAdmin(ReadOnlyAdmin):
+    list_display = ["id", "claim_label", "source_version", "start", "end"]
+    search_fields = ["quote"]
+    raw_id_fields = ["claim_label", "source_version"]
+    list_select_related = ["claim_label", "source_version__document"]
+
+
+@admin.register(Disagreement)
+class DisagreementAdmin(ReadOnlyAdmin):
+    list_display = ["id", "item", "answer_differs", "claims_differ", "opened_at", "closed_at"]
+    list_filter = ["answer_differs", "claims_differ", "item__project"]
+    search_fields = ["item__candidate__key"]
+    raw_id_fields = ["item", "closed_by"]
+    list_select_related = ["item"]
+
+
+class ResolvedClaimLabelInline(ReadOnlyInline):
+    model = ResolvedClaimLabel
+    fields = ["claim", "label", "reason"]
+    readonly_fields = fields
+
+
+@admin.register(Resolution)
+class ResolutionAdmin(ReadOnlyAdmin):
+    list_display = ["id", "item", "number", "status", "answer_label", "adjudicator", "created_at"]
+    list_filter = ["status", "unresolved_reason", "item__project"]
+    search_fields = ["rationale", "item__candidate__key"]
+    raw_id_fields = ["item", "supersedes", "policy", "adjudicator"]
+    list_select_related = ["item", "adjudicator"]
+    inlines = [ResolvedClaimLabelInline]
+
+
+@admin.register(ResolvedClaimLabel)
+class ResolvedClaimLabelAdmin(ReadOnlyAdmin):
+    list_display = ["id", "resolution", "claim", "label", "reason"]
+    list_filter = ["label"]
+    search_fields = ["claim__text"]
+    raw_id_fields = ["resolution", "claim"]
+    list_select_related = ["resolution", "claim"]
+
+
+@admin.register(ResolvedEvidence)
+class ResolvedEvidenceAdmin(ReadOnlyAdmin):
+    list_display = ["id", "claim_label", "source_version", "start", "end"]
+    search_fields = ["quote"]
+    raw_id_fields = ["claim_label", "source_version"]
+    list_select_related = ["claim_label", "source_version__document"]
