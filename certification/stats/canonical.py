@@ -12,9 +12,9 @@ Built-in canonicalisers:
   minus), whitespace collapsed — the SQuAD answer normalisation (Rajpurkar et al. 2016,
   ``evaluate-v1.1.py`` ``normalize_answer``) without its article removal, which is English-specific
   and not declared by the issue, and without merging "42.0" into "420".
-- ``"numeric"``: a number written as "42", "42.0", "+42", "$42", "42,000", "4.2e1", "1/2" or "50%" is
-  replaced by its exact canonical value (via :class:`fractions.Fraction`, so no float rounding can
-  merge different numbers); anything else falls back to ``"text"``.
+- ``"numeric"``: a number written as "42", "42.0", "+42", "$42", "42,000", "4.2e1", "1/2" or "50%"
+  is replaced by its exact canonical value (via :class:`fractions.Fraction`, so no float rounding
+  can merge different numbers); anything else falls back to ``"text"``.
 
 Source: Mouzouni (2026), arXiv:2602.21368, pipeline step 2 ("Answers are mapped to canonical forms
 (e.g., "42", "42.0" -> 42)"); seed 004.
@@ -48,7 +48,10 @@ _CURRENCY = "$€£¥₹"
 # Minus-like characters NFKC leaves alone; they all mean "-" in an answer.
 _MINUS = {"\u2212": "-", "\u2012": "-", "\u2013": "-", "\ufe63": "-", "\uff0d": "-"}
 _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d*)?")
-_DECIMAL = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_DECIMAL = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,2})?")
+# Longer strings are not read as numbers: exact arithmetic on "1e999999999" or a 10,000-digit
+# string would be a denial of service, and no answer key writes numbers that long.
+_MAX_NUMBER_CHARS = 100
 _FRACTION = re.compile(r"(\d+)/(\d+)")
 _SPACE = re.compile(r"\s+")
 
@@ -79,8 +82,9 @@ def text(answer: str) -> str:
 
     Punctuation is every character of a Unicode ``P*`` category ("Paris." -> "paris",
     "U.S.A." -> "usa"), except between two digits ("42.0", "1,5", "1/2" keep theirs, so "42.0" and
-    "420" stay apart) and a dash used as a minus sign before a digit ("-3"). Symbols (``S*``,
-    e.g. "$", "+") are kept, so "1+1" and "11" stay apart.
+    "420" stay apart) and a dash used as a minus sign (at the start or after a space, before a
+    digit: "-3"). Symbols (``S*``, e.g. "$", "+") are kept, so "1+1" and "11" stay apart. The
+    result is a fixed point: canonicalising it again changes nothing.
 
     Args:
         answer: the sampled answer.
@@ -93,7 +97,11 @@ def text(answer: str) -> str:
 
     Source: SQuAD v1.1 ``normalize_answer`` (Rajpurkar et al. 2016) minus article removal.
     """
-    folded = unicodedata.normalize("NFKC", _require_str(answer)).casefold()
+    # NFKC again after casefolding: a folded string need not be NFKC-normal, and the result
+    # must be a fixed point (canonicalising twice changes nothing).
+    folded = unicodedata.normalize(
+        "NFKC", unicodedata.normalize("NFKC", _require_str(answer)).casefold()
+    )
     kept = "".join(ch for i, ch in enumerate(folded) if _keep(folded, i))
     return _SPACE.sub(" ", kept).strip()
 
@@ -108,8 +116,9 @@ def _keep(folded: str, i: int) -> bool:
     # would merge "42.0" with "420".
     if before.isdigit() and after.isdigit():
         return True
-    # A leading minus ("-3", "x = -3") is a sign, not punctuation; "covid-19" still loses its dash.
-    return unicodedata.category(ch) == "Pd" and after.isdigit() and not before.isalnum()
+    # A minus at the start of a word ("-3", "x = -3") is a sign, not punctuation; "covid-19" and
+    # "a:-0" lose it (so a second pass finds nothing more to drop).
+    return unicodedata.category(ch) == "Pd" and after.isdigit() and (not before or before.isspace())
 
 
 def parse_number(answer: str) -> Fraction | None:
@@ -118,9 +127,9 @@ def parse_number(answer: str) -> Fraction | None:
     Accepted, after NFKC and trimming: an optional sign ("+", "-" or a Unicode minus), an optional
     currency symbol ($ € £ ¥ ₹) before or after the sign, digits with optional comma thousands
     separators in groups of three ("42,000"; "1,5" is *not* a number, it is ambiguous), an
-    optional decimal part and exponent ("4.2e1"), or a fraction "p/q" with q > 0; then an optional
-    trailing currency symbol, "%" (dropped: answer keys state the number without the sign) and a
-    final full stop ("42.").
+    optional decimal part and exponent of at most two digits ("4.2e1"), or a fraction "p/q" with
+    q > 0, at most 100 characters in all; then an optional trailing currency symbol, "%" (dropped:
+    answer keys state the number without the sign) and a final full stop ("42.").
 
     Args:
         answer: the sampled answer.
@@ -143,7 +152,7 @@ def parse_number(answer: str) -> Fraction | None:
         sign = -1 if value[0] == "-" else 1
         value = value[1:].strip().lstrip(_CURRENCY).strip()
     value = value.rstrip(_CURRENCY).strip()
-    if not value:
+    if not value or len(value) > _MAX_NUMBER_CHARS:
         return None
     if _GROUPED.fullmatch(value):
         value = value.replace(",", "")
@@ -192,14 +201,20 @@ def numeric(answer: str) -> str:
         answer: the sampled answer.
 
     Returns:
-        :func:`canonical_number` of :func:`parse_number` when the answer is a number, else
-        :func:`text` of it (so "Forty-two" stays a class of its own, "forty-two" after folding).
+        :func:`canonical_number` of :func:`parse_number` when the answer, or its :func:`text`
+        form, is a number ("(42.0)" -> "42"); else the :func:`text` form (so "Forty-two" stays a
+        class of its own, "fortytwo"). Applying it twice changes nothing.
 
     Raises:
         StatsError: if ``answer`` is not a string.
     """
     value = parse_number(answer)
-    return text(answer) if value is None else canonical_number(value)
+    if value is None:
+        folded = text(answer)
+        value = parse_number(folded)
+        if value is None:
+            return folded
+    return canonical_number(value)
 
 
 _REGISTRY: dict[str, Canonicaliser] = {"exact": exact, "text": text, "numeric": numeric}

@@ -1,15 +1,15 @@
 """Clopper–Pearson exact binomial intervals, and the input checks the other stats modules share.
 
-Every routine here takes *integer* counts (STATISTICS.md rule 1): a float such as ``n * mean(losses)``
-can land just below the integer it stands for and certify what it should not, so floats are refused
-rather than rounded.
+Every routine here takes *integer* counts (STATISTICS.md rule 1): a float such as
+``n * mean(losses)`` can land just below the integer it stands for and certify what it should not,
+so floats are refused rather than rounded.
 
-Source: Clopper, C. J. and Pearson, E. S. (1934), "The use of confidence or fiducial limits illustrated
-in the case of the binomial", Biometrika 26(4), 404–413; the beta-quantile form used here is the one in
-STATISTICS.md §2 (and in ``scipy.stats.binomtest(...).proportion_ci(method="exact")``). Exact intervals
-are used throughout certlabel, rather than Wilson or Wald, because a certificate must never claim more
-coverage than it has: Clopper–Pearson is conservative at every n, including the small accepted counts
-where Wald collapses to a zero-width interval.
+Source: Clopper, C. J. and Pearson, E. S. (1934), "The use of confidence or fiducial limits
+illustrated in the case of the binomial", Biometrika 26(4), 404–413; the beta-quantile form used
+here is the one in STATISTICS.md §2 (and in ``scipy.stats.binomtest(...).proportion_ci(
+method="exact")``). Exact intervals are used throughout certlabel, rather than Wilson or Wald,
+because a certificate must never claim more coverage than it has: Clopper–Pearson is conservative
+at every n, including the small accepted counts where Wald collapses to a zero-width interval.
 """
 
 from __future__ import annotations

@@ -2,19 +2,21 @@
 
 The calibration data are n i.i.d. eligible questions, each with an acceptance score and a 0/1 loss
 (1 = the emitted answer is inadmissible). For each of M thresholds t_j fixed before calibration,
-``m_j`` answers are accepted (``score >= t_j`` or ``score > t_j``, as the spec declares) and ``k_j`` of
-them are errors. The unsafe hypothesis H_j: P(error | accepted) > alpha is tested with the exact
-binomial p-value p_j = P[Binomial(m_j, alpha) <= k_j] (p_j = 1 when m_j = 0). Bonferroni certifies
-j iff p_j <= delta/M; fixed-sequence testing (valid only when the order is fixed in the spec before
+``m_j`` answers are accepted (``score >= t_j`` or ``score > t_j``, as the spec declares) and ``k_j``
+of them are errors. The unsafe hypothesis H_j: P(error | accepted) > alpha is tested with the exact
+binomial p-value p_j = P[Binomial(m_j, alpha) <= k_j] (p_j = 1 when m_j = 0). Bonferroni certifies j
+iff p_j <= delta/M; fixed-sequence testing (valid only when the order is fixed in the spec before
 calibration) tests in order at level delta and stops at the first failure. Either way, the
 probability of certifying any unsafe threshold is at most delta, so choosing among certified
 thresholds afterwards (by the declared utility) keeps the claim. Nothing certified is reported as
 the explicit fail-closed outcome "no certified operating point".
 
-Sources: Angelopoulos, Bates, Candès, Jordan and Lei (2021), "Learn then Test: Calibrating Predictive
-Algorithms to Achieve Risk Control", arXiv:2110.01052 (selective classification example; Bonferroni
-and fixed-sequence family-wise error control); seed 000, "A scoped reproduction of selective-risk
-testing" (alpha 0.10, delta 0.05, M 5: cutoff 0.01, zero errors pass from m = 44); STATISTICS.md §1.
+Sources: Angelopoulos, Bates, Candès, Jordan and Lei (2021), "Learn then Test: Calibrating
+Predictive Algorithms to Achieve Risk Control", arXiv:2110.01052 (selective classification example;
+Bonferroni and fixed-sequence family-wise error control); seed 000, "A scoped reproduction of
+selective-risk testing" (alpha 0.10, delta 0.05, M 5: cutoff 0.01, zero errors pass from m = 44);
+STATISTICS.md §1.
+
 The exact binomial p-value is valid only for 0/1 losses (STATISTICS.md rule 4), so other losses are
 refused rather than silently thresholded.
 """
@@ -73,8 +75,9 @@ class ThresholdCounts:
         accept: the acceptance inequality, ``">="`` (accept iff score >= t) or ``">"``.
 
     Raises:
-        StatsError: on construction, if the lengths differ, the family is empty, a count is not an
-            integer, or the counts are inconsistent (k_j > m_j or m_j > n), or ``accept`` is unknown.
+        StatsError: on construction, if the lengths differ, the family is empty, a count is not
+            an integer, the counts are inconsistent (k_j > m_j or m_j > n), or ``accept`` is
+            unknown.
     """
 
     thresholds: tuple[float, ...]
@@ -209,9 +212,7 @@ def binomial_p_value(errors: int, accepted: int, alpha: float) -> float:
     return float(binomial_p_values([errors], [accepted], alpha)[0])
 
 
-def binomial_p_values(
-    errors: ArrayLike, accepted: ArrayLike, alpha: float
-) -> NDArray[np.float64]:
+def binomial_p_values(errors: ArrayLike, accepted: ArrayLike, alpha: float) -> NDArray[np.float64]:
     """Vectorised :func:`binomial_p_value` for a whole family.
 
     Args:
@@ -525,4 +526,3 @@ def certify_scores(
     """
     counts = threshold_counts(scores, losses, thresholds, accept=accept)
     return certify(counts, alpha=alpha, delta=delta, method=method, utility=utility)
-
