@@ -1,10 +1,61 @@
 """App config for certification."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from django.apps import AppConfig
+from django.db import transaction
+
+AGREEMENT_RECEIVER_UID = "certification.agreement_recompute_on_resolution"
+AGREEMENT_PANEL = "agreement"
+AGREEMENT_TEMPLATE = "certification/_agreement.html"
+
+
+def agreement_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
+    """Context of the dashboard's agreement panel: ``agreement`` (None before the first run)."""
+    from certification.selectors import agreement_report_get
+
+    return {"agreement": agreement_report_get(project=project, actor=actor)}
+
+
+def enqueue_agreement_recompute(sender: Any, *, project_id: int, **kwargs: Any) -> None:
+    """Receive ``labeling.signals.items_resolved``: enqueue the project's agreement recompute.
+
+    The signal is sent after the resolving transaction commits; ``on_commit`` keeps the enqueue
+    transaction-safe should a sender ever fire it inside one. ``robust=True``: with eager Celery
+    (development) the task runs right here, and a failure of the statistics must not turn the
+    adjudicator's committed resolution into an error page; it is logged instead.
+    """
+    from certification.tasks import agreement_recompute_task  # the one allowed local import
+
+    # A named function, not functools.partial: Django logs a robust callback's __qualname__.
+    def enqueue() -> None:
+        agreement_recompute_task.delay(project_id)
+
+    transaction.on_commit(enqueue, robust=True)
 
 
 class CertificationConfig(AppConfig):
-    """Calibration specs and runs, evaluator audits and releases (built by later issues)."""
+    """Agreement statistics (issue 3); calibration specs and runs, evaluator audits and releases
+    (later issues)."""
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "certification"
+
+    def ready(self) -> None:
+        """Subscribe to the labelling domain's one event (STYLE.md C1); add the dashboard panel.
+
+        The panel (``labeling.views.panels``) shows the agreement figures on the project
+        dashboard to managers and adjudicators; rater names only to managers
+        (``agreement_report_get``).
+        """
+        from labeling.signals import items_resolved
+        from labeling.views.panels import dashboard_panel_register
+
+        items_resolved.connect(
+            enqueue_agreement_recompute, dispatch_uid=AGREEMENT_RECEIVER_UID, weak=False
+        )
+        dashboard_panel_register(
+            name=AGREEMENT_PANEL, template=AGREEMENT_TEMPLATE, context=agreement_panel_context
+        )

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import re
 import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
+from django.http import QueryDict
 
+from labeling.exceptions import InvalidInput
 from labeling.importers import formats
-from labeling.models import Partition
+from labeling.models import Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
+from labeling.services.annotations import AnnotationInput, ClaimInput, EvidenceInput
 
 DEFAULT_PROPORTIONS: dict[str, float] = {
     Partition.DEV: 0.2,
@@ -83,3 +90,260 @@ class ItemFilterForm(forms.Form):
             return {}
         self.is_valid()
         return {k: v for k, v in self.cleaned_data.items() if v}
+
+
+# ---------------------------------------------------------------------------------------------
+# Members and settings (issue 3, item 1)
+# ---------------------------------------------------------------------------------------------
+
+
+class MembershipInviteForm(forms.Form):
+    """Invite a person: an existing username, or a new one (an account is created)."""
+
+    username = forms.CharField(max_length=150)
+    email = forms.EmailField(required=False, help_text="For a new account; optional.")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+
+class MembershipChangeForm(forms.Form):
+    """Change one member's role."""
+
+    user_id = forms.IntegerField(widget=forms.HiddenInput)
+    role = forms.ChoiceField(choices=Role.choices)
+
+
+class ProjectSettingsForm(forms.Form):
+    """Labelling settings; overlap and serving order are locked once labelling has started."""
+
+    LOCKED_AFTER_START = ("overlap", "serving_order", "serving_seed")
+
+    overlap = forms.IntegerField(
+        min_value=1, max_value=20, help_text="Independent annotations per item (N)."
+    )
+    lease_minutes = forms.IntegerField(
+        min_value=1,
+        max_value=7 * 24 * 60,
+        help_text="How long an annotator holds an item before its slot is given back.",
+    )
+    serving_order = forms.ChoiceField(choices=ServingOrder.choices)
+    serving_seed = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=2**63 - 1,
+        help_text="Seed of the seeded random order (required for it).",
+    )
+    allow_self_adjudication = forms.BooleanField(
+        required=False, help_text="May an adjudicator resolve an item they annotated?"
+    )
+
+    def __init__(self, *args: Any, locked: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.locked = locked
+        if locked:
+            # Disabled fields ignore posted values and keep their initial (current) value.
+            for name in self.LOCKED_AFTER_START:
+                self.fields[name].disabled = True
+
+    def changes(self) -> dict[str, Any]:
+        """Return the fields to pass to ``project_labelling_configure`` (locked ones left out)."""
+        return {
+            name: value
+            for name, value in self.cleaned_data.items()
+            if not (self.locked and name in self.LOCKED_AFTER_START)
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Annotating and adjudicating (issue 3, items 3 and 7)
+# ---------------------------------------------------------------------------------------------
+
+
+class SkipForm(forms.Form):
+    """Skip an item with a reason."""
+
+    reason = forms.ChoiceField(choices=SkipReason.choices)
+    note = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+class QueueFilterForm(forms.Form):
+    """Filters of the disagreement queue; invalid values are reported and ignored."""
+
+    partition = forms.ChoiceField(
+        required=False, choices=[("", "any"), *Partition.choices, (UNASSIGNED, UNASSIGNED)]
+    )
+    level = forms.ChoiceField(
+        required=False,
+        choices=[("", "any"), ("answer", "answer label differs"), ("claim", "claim labels differ")],
+    )
+    min_age_hours = forms.IntegerField(
+        required=False, min_value=0, max_value=24 * 365, label="Waiting at least (hours)"
+    )
+
+    def filters(self) -> dict[str, Any]:
+        """Return the valid filters that are set."""
+        if not self.is_bound:
+            return {}
+        self.is_valid()
+        return {k: v for k, v in self.cleaned_data.items() if v not in (None, "")}
+
+
+# Field names of the labelling and adjudication forms (see templates/labeling/annotate.html):
+#   answer_label, answer_reason, comment, time_spent_seconds
+#   claim-<claim_id>-label, claim-<claim_id>-reason, claim-<claim_id>-boundary_error
+#   claim-<claim_id>-evidence-<n>-{source_version_id,start,end,quote_json,unit}
+# ``quote_json`` is the quote as a JSON string literal: form encoding rewrites every newline of a
+# field value to CRLF, which would change a quote; a JSON literal has no raw newline to rewrite.
+EVIDENCE_FIELD = re.compile(
+    r"^claim-(?P<claim>\d+)-evidence-(?P<n>\d+)-(?P<field>source_version_id|start|end|quote_json|unit)$"
+)
+
+
+@dataclass
+class EvidenceState:
+    """One cited span as the page holds it (strings as posted, or a stored span)."""
+
+    source_version_id: str
+    start: str
+    end: str
+    quote: str
+    unit: str = "utf16"
+
+    @property
+    def quote_json(self) -> str:
+        """The quote as a JSON string literal, ASCII only (lone surrogates survive)."""
+        return json.dumps(self.quote)
+
+    @property
+    def quote_display(self) -> str:
+        """The quote, printable in an UTF-8 page (a lone surrogate becomes U+FFFD)."""
+        return self.quote.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+@dataclass
+class ClaimState:
+    """A claim's label, reason, boundary flag and evidence as the page holds them."""
+
+    label: str = ""
+    reason: str = ""
+    boundary_error: bool = False
+    evidence: list[EvidenceState] = field(default_factory=list)
+
+
+@dataclass
+class LabelsState:
+    """Everything the labelling (or adjudication) form holds, parsed from a POST or a record.
+
+    ``claims`` is keyed by claim id. Parsing never fails: values stay strings until
+    :meth:`claim_inputs` converts them, which raises ``InvalidInput`` naming the field.
+    """
+
+    answer_label: str = ""
+    answer_reason: str = ""
+    comment: str = ""
+    time_spent_seconds: str = ""
+    claims: dict[int, ClaimState] = field(default_factory=dict)
+
+    @classmethod
+    def from_post(cls, data: QueryDict, claim_ids: Sequence[int]) -> LabelsState:
+        """Read the form fields of the claims ``claim_ids`` (others are ignored)."""
+        claims = {
+            cid: ClaimState(
+                label=data.get(f"claim-{cid}-label", ""),
+                reason=data.get(f"claim-{cid}-reason", ""),
+                boundary_error=data.get(f"claim-{cid}-boundary_error") in ("on", "true", "1"),
+            )
+            for cid in claim_ids
+        }
+        spans: dict[tuple[int, int], dict[str, str]] = {}
+        for key in data:
+            match = EVIDENCE_FIELD.match(key)
+            if match and int(match["claim"]) in claims:
+                spans.setdefault((int(match["claim"]), int(match["n"])), {})[match["field"]] = (
+                    data.get(key, "")
+                )
+        for (cid, _n), raw in sorted(spans.items()):
+            try:
+                quote = json.loads(raw.get("quote_json", '""'))
+            except ValueError:
+                quote = raw.get("quote_json", "")
+            claims[cid].evidence.append(
+                EvidenceState(
+                    source_version_id=raw.get("source_version_id", ""),
+                    start=raw.get("start", ""),
+                    end=raw.get("end", ""),
+                    quote=quote if isinstance(quote, str) else str(quote),
+                    unit=raw.get("unit", "utf16"),
+                )
+            )
+        return cls(
+            answer_label=data.get("answer_label", ""),
+            answer_reason=data.get("answer_reason", ""),
+            comment=data.get("comment", ""),
+            time_spent_seconds=data.get("time_spent_seconds", ""),
+            claims=claims,
+        )
+
+    def claim_inputs(self, claim_ids: Sequence[int]) -> tuple[ClaimInput, ...]:
+        """Convert the claims, in ``claim_ids`` order, to service input.
+
+        Raises:
+            InvalidInput: an offset or source id is not an integer (field
+                ``claims[i].evidence[j].<name>``, ``i`` the position in ``claim_ids``).
+        """
+        result = []
+        for i, cid in enumerate(claim_ids):
+            state = self.claims.get(cid, ClaimState())
+            evidence = tuple(
+                EvidenceInput(
+                    source_version_id=_integer(
+                        ev.source_version_id, f"claims[{i}].evidence[{j}].source_version_id"
+                    ),
+                    start=_integer(ev.start, f"claims[{i}].evidence[{j}].start"),
+                    end=_integer(ev.end, f"claims[{i}].evidence[{j}].end"),
+                    quote=ev.quote,
+                    unit=ev.unit,
+                )
+                for j, ev in enumerate(state.evidence)
+            )
+            result.append(
+                ClaimInput(
+                    claim_id=cid,
+                    label=state.label,
+                    reason=state.reason or None,
+                    boundary_error=state.boundary_error,
+                    evidence=evidence,
+                )
+            )
+        return tuple(result)
+
+    def annotation_input(self, claim_ids: Sequence[int]) -> AnnotationInput:
+        """Convert to ``annotation_submit`` input.
+
+        Raises:
+            InvalidInput: a number is malformed (field named as in :meth:`claim_inputs`, or
+                ``time_spent_seconds``).
+        """
+        spent: float | None = None
+        if self.time_spent_seconds.strip():
+            try:
+                spent = float(self.time_spent_seconds)
+            except ValueError as exc:
+                raise InvalidInput(
+                    "time_spent_seconds: not a number", data={"field": "time_spent_seconds"}
+                ) from exc
+        return AnnotationInput(
+            answer_label=self.answer_label,
+            answer_reason=self.answer_reason or None,
+            claims=self.claim_inputs(claim_ids),
+            comment=self.comment,
+            time_spent_seconds=spent,
+        )
+
+
+def _integer(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{name}: {value!r} is not an integer", data={"field": name}) from exc

@@ -1,8 +1,29 @@
-"""The only ``select_for_update`` querysets of the labelling side (STYLE.md C4, C7)."""
+"""The only ``select_for_update`` querysets of the labelling side (STYLE.md C4, C7).
+
+Lock order. A transaction waits for locks only in this order::
+
+    Project  →  Membership  →  Assignment  →  Item (ascending id when several)
+
+Submits and skips flip their assignment first (a compare-and-set on its status), then update the
+item. Claims and lease releases lock items first, but never wait for anything after that: they
+take items and the item's assignment rows with SKIP LOCKED (a lease being submitted right now is
+left alone). So no two transactions can wait on each other in a cycle.
+
+Every function here must be called inside ``transaction.atomic`` and evaluates its queryset at
+once (a lazy ``select_for_update`` queryset locks nothing). On SQLite ``select_for_update`` is a
+no-op; there IMMEDIATE transactions serialise writers, and the services' compare-and-set updates
+plus the database constraints are the guard.
+"""
 
 from __future__ import annotations
 
-from labeling.models import Project
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+
+from labeling.models import Assignment, AssignmentStatus, Item, Membership, Project
 
 
 def project_lock(project_id: int) -> Project:
@@ -11,3 +32,68 @@ def project_lock(project_id: int) -> Project:
     On SQLite ``select_for_update`` is a no-op, but SQLite serialises writers anyway.
     """
     return Project.objects.select_for_update().get(pk=project_id)
+
+
+def membership_lock(*, project_id: int, user_id: Any) -> Membership | None:
+    """Lock and return ``user``'s membership of a project (None if not a member).
+
+    Serialises one annotator's claims in one project (two browser tabs asking for "next" at the
+    same moment get the same item instead of two leases). ``membership.project`` is loaded with
+    it, fresh, but not locked.
+    """
+    return (
+        Membership.objects.select_for_update(of=("self",))
+        .select_related("project")
+        .filter(project_id=project_id, user_id=user_id)
+        .first()
+    )
+
+
+def item_lock(item_id: int) -> Item:
+    """Lock and return an item row, waiting for a concurrent holder.
+
+    A transaction holding an item waits for no assignment row afterwards (see the lock order).
+
+    Raises:
+        Item.DoesNotExist: no such item.
+    """
+    return Item.objects.select_for_update(of=("self",)).get(pk=item_id)
+
+
+def items_lock(item_ids: Iterable[int], *, skip_locked: bool = False) -> list[Item]:
+    """Lock and return items in ascending id order (the deadlock-free order for several rows).
+
+    Args:
+        item_ids: the items to lock; missing ids are ignored.
+        skip_locked: leave out rows another transaction holds instead of waiting for them
+            (the lease release does, so it never queues behind a claim).
+    """
+    ids = sorted(set(item_ids))
+    return list(
+        Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
+        .filter(pk__in=ids)
+        .order_by("pk")
+    )
+
+
+def claimable_item_lock(candidates: QuerySet[Item]) -> Item | None:
+    """Lock and return the first of ``candidates`` no other transaction holds, or None.
+
+    ``candidates`` carries the claim's filter and serving order; rows locked by a concurrent
+    claim, submit or release are skipped, not waited for (PostgreSQL ``SKIP LOCKED``), so
+    concurrent claimers spread over the queue instead of queueing on its head.
+    """
+    return candidates.select_for_update(skip_locked=True, of=("self",)).first()
+
+
+def stale_leases_lock(*, item_id: int, now: datetime) -> list[Assignment]:
+    """Lock and return the item's leases that ran out by ``now``, skipping rows held elsewhere.
+
+    A held row is a submit or skip in flight; it decides that assignment's fate itself. The
+    caller holds the item's lock.
+    """
+    return list(
+        Assignment.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(item_id=item_id, status=AssignmentStatus.LEASED, lease_expires_at__lte=now)
+        .order_by("pk")
+    )

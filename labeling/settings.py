@@ -141,6 +141,16 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
+# Periodic tasks, run by `celery -A labeling beat` next to the workers. Leases that ran out give
+# their slot back within a minute (claims also release the stale leases they meet).
+# https://docs.celeryq.dev/en/stable/userguide/periodic-tasks.html
+CELERY_BEAT_SCHEDULE = {
+    "assignments-release-expired": {
+        "task": "labeling.tasks.assignments_release_expired_task",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+}
 
 # ---------------------------------------------------------------------------------------------
 # REST framework and OpenAPI

@@ -7,7 +7,7 @@ import logging
 from celery import shared_task
 
 from labeling.models import Project
-from labeling.services import source_versions_verify
+from labeling.services import assignments_release_expired, source_versions_verify
 
 logger = logging.getLogger(__name__)
 
@@ -21,3 +21,11 @@ def source_versions_verify_task(project_id: int) -> dict[str, object]:
         return {"checked": 0, "mismatched": []}
     report = source_versions_verify(project=project)
     return {"checked": report.checked, "mismatched": report.mismatched}
+
+
+# Scheduled every minute by beat (CELERY_BEAT_SCHEDULE); ``expires`` there drops runs that
+# queued up while no worker was free, so a backlog does not run the release many times over.
+@shared_task(soft_time_limit=50, time_limit=55)
+def assignments_release_expired_task() -> int:
+    """Release every lease that ran out (all projects); returns how many were released."""
+    return assignments_release_expired()

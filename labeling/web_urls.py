@@ -11,4 +11,28 @@ urlpatterns = [
     path("p/<slug:slug>/items/<int:item_id>/", views.item_detail, name="item-detail"),
     path("p/<slug:slug>/import/", views.import_create, name="import-create"),
     path("p/<slug:slug>/partition/", views.partition_freeze_view, name="partition-freeze"),
+    # annotators
+    path("p/<slug:slug>/annotate/", views.annotate_next, name="annotate-next"),
+    path("p/<slug:slug>/annotate/<int:assignment_id>/", views.annotate_form, name="annotate-form"),
+    path(
+        "p/<slug:slug>/annotate/<int:assignment_id>/skip/",
+        views.annotate_skip,
+        name="annotate-skip",
+    ),
+    path("p/<slug:slug>/my/", views.my_annotations, name="my-annotations"),
+    # adjudicators
+    path("p/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudication-queue"),
+    path(
+        "p/<slug:slug>/adjudicate/<int:item_id>/",
+        views.adjudication_item,
+        name="adjudication-item",
+    ),
+    # managers
+    path("p/<slug:slug>/settings/", views.project_settings, name="project-settings"),
+    path(
+        "p/<slug:slug>/settings/start/",
+        views.project_labelling_start_view,
+        name="project-labelling-start",
+    ),
+    path("p/<slug:slug>/members/", views.project_members, name="project-members"),
 ]

@@ -1,26 +1,69 @@
-"""REST API routes of the labelling side (token or session auth; see labeling/api/views.py)."""
+"""REST API routes of the labelling side (token or session auth; see labeling/api/views.py).
+
+Catalogue endpoints are in ``views``, labelling work (issue 3) in ``work``. The agreement report
+is routed by ``certification.api.urls`` (``labeling`` never imports ``certification``).
+"""
 
 from django.urls import path
 
-from labeling.api import views
+from labeling.api import views, work
+
+P = "projects/<slug:slug>/"
 
 urlpatterns = [
     path("projects/", views.ProjectListApi.as_view(), name="api-project-list"),
-    path("projects/<slug:slug>/", views.ProjectDetailApi.as_view(), name="api-project-detail"),
-    path("projects/<slug:slug>/items/", views.ItemListApi.as_view(), name="api-item-list"),
+    path(P, views.ProjectDetailApi.as_view(), name="api-project-detail"),
+    path(f"{P}items/", views.ItemListApi.as_view(), name="api-item-list"),
+    path(f"{P}items/<int:item_id>/", views.ItemDetailApi.as_view(), name="api-item-detail"),
+    path(f"{P}imports/", views.ImportCreateApi.as_view(), name="api-import-create"),
+    path(f"{P}partition/", views.PartitionFreezeApi.as_view(), name="api-partition-freeze"),
+    # Annotators
     path(
-        "projects/<slug:slug>/items/<int:item_id>/",
-        views.ItemDetailApi.as_view(),
-        name="api-item-detail",
+        f"{P}assignments/next/",
+        work.AssignmentClaimNextApi.as_view(),
+        name="api-assignment-next",
     ),
     path(
-        "projects/<slug:slug>/imports/",
-        views.ImportCreateApi.as_view(),
-        name="api-import-create",
+        f"{P}assignments/<int:assignment_id>/",
+        work.AssignmentDetailApi.as_view(),
+        name="api-assignment-detail",
     ),
     path(
-        "projects/<slug:slug>/partition/",
-        views.PartitionFreezeApi.as_view(),
-        name="api-partition-freeze",
+        f"{P}assignments/<int:assignment_id>/annotation/",
+        work.AnnotationSubmitApi.as_view(),
+        name="api-annotation-submit",
+    ),
+    path(
+        f"{P}assignments/<int:assignment_id>/skip/",
+        work.AssignmentSkipApi.as_view(),
+        name="api-assignment-skip",
+    ),
+    path(f"{P}annotations/", work.AnnotationListApi.as_view(), name="api-annotation-list"),
+    # Adjudicators
+    path(f"{P}disagreements/", work.DisagreementListApi.as_view(), name="api-disagreement-list"),
+    path(
+        f"{P}disagreements/<int:item_id>/",
+        work.DisagreementDetailApi.as_view(),
+        name="api-disagreement-detail",
+    ),
+    path(
+        f"{P}disagreements/<int:item_id>/resolve/",
+        work.AdjudicationResolveApi.as_view(),
+        name="api-adjudication-resolve",
+    ),
+    path(
+        f"{P}disagreements/<int:item_id>/unresolved/",
+        work.AdjudicationMarkUnresolvedApi.as_view(),
+        name="api-adjudication-unresolved",
+    ),
+    path(f"{P}progress/", work.ProjectProgressApi.as_view(), name="api-progress"),
+    # Managers
+    path(f"{P}settings/", work.ProjectSettingsApi.as_view(), name="api-settings"),
+    path(f"{P}labelling/start/", work.LabellingStartApi.as_view(), name="api-labelling-start"),
+    path(f"{P}members/", work.MemberListApi.as_view(), name="api-member-list"),
+    path(
+        f"{P}members/<int:user_id>/",
+        work.MemberUpdateApi.as_view(),
+        name="api-member-update",
     ),
 ]

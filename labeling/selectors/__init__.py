@@ -16,8 +16,30 @@ from labeling.selectors.catalog import (
     project_list_for_user,
     project_overview,
 )
+from labeling.selectors.review import (
+    AdjudicationView,
+    LabellingFormView,
+    ProgressCounts,
+    adjudication_view,
+    disagreement_queue,
+    labelling_form_view,
+    labelling_policy_get,
+    project_progress,
+)
+from labeling.selectors.votes import ProjectVotes, VoteMatrix, project_votes
+from labeling.selectors.work import assignment_current_for_actor, assignment_get_for_actor
 
 __all__ = [
+    "AdjudicationView",
+    "LabellingFormView",
+    "ProgressCounts",
+    "adjudication_view",
+    "disagreement_queue",
+    "labelling_form_view",
+    "labelling_policy_get",
+    "project_progress",
+    "assignment_current_for_actor",
+    "assignment_get_for_actor",
     "BatchSummary",
     "PARTITION_KEYS",
     "PartitionCounts",
@@ -29,4 +51,7 @@ __all__ = [
     "project_get_for_user",
     "project_list_for_user",
     "project_overview",
+    "ProjectVotes",
+    "VoteMatrix",
+    "project_votes",
 ]

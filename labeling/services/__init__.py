@@ -1,11 +1,41 @@
 """Services write (STYLE.md C3); each public service is atomic and checks its own rules."""
 
+from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
+from labeling.services.annotations import (
+    AnnotationInput,
+    ClaimInput,
+    EvidenceInput,
+    annotation_submit,
+)
+from labeling.services.assignments import (
+    assignment_skip,
+    assignments_release_expired,
+    item_claim_next,
+    items_enqueue,
+    project_labelling_configure,
+    project_labelling_start,
+)
+from labeling.services.comparison import CompareResult, items_compare
 from labeling.services.imports import ImportResult, workload_import, workload_import_file
 from labeling.services.integrity import source_versions_verify
 from labeling.services.partitions import PartitionResult, partition_freeze
 from labeling.services.projects import membership_set, policy_create, project_create
 
 __all__ = [
+    "AnnotationInput",
+    "ClaimInput",
+    "CompareResult",
+    "EvidenceInput",
+    "adjudication_mark_unresolved",
+    "adjudication_resolve",
+    "annotation_submit",
+    "items_compare",
+    "assignment_skip",
+    "assignments_release_expired",
+    "item_claim_next",
+    "items_enqueue",
+    "project_labelling_configure",
+    "project_labelling_start",
     "ImportResult",
     "PartitionResult",
     "membership_set",

@@ -595,6 +595,15 @@ class _Writer:
                             f"annotator {prior.annotator!r} already has a different prior "
                             "annotation of this candidate",
                         )
+                    if self.project.labelling_started_at is not None:
+                        # Prior annotations are counted as votes when labelling starts; a new one
+                        # now would silently change an item's vote count or resolution.
+                        raise RecordError(
+                            location,
+                            f"candidates[{c}].prior_annotations[{p}]",
+                            "labelling has started: prior annotations are counted as votes when "
+                            "labelling starts, so a new one cannot be added now",
+                        )
                     stored[key] = fp
                     row = PriorAnnotation(
                         candidate_id=candidate_id,

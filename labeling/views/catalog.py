@@ -1,12 +1,10 @@
-"""HTML pages of the labelling side: project list and overview, item browser, import, partition.
-
-Views are adapters (STYLE.md C5): they resolve the project for the user (a non-member gets 404),
-check the role, call one selector or service and render. Every page needs a login.
-"""
+"""Catalogue pages: project list and dashboard, item browser, import, partition."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from django.contrib import messages
@@ -31,37 +29,42 @@ from labeling.forms import (
     PartitionForm,
     format_choices,
 )
-from labeling.models import Claim, Project
 from labeling.selectors import (
     item_generators,
     item_get,
     item_list,
-    project_get_for_user,
     project_list_for_user,
     project_overview,
 )
+from labeling.selectors.pages import own_progress
+from labeling.selectors.review import project_progress
 from labeling.services import partition_freeze, workload_import_file
+from labeling.views.common import can_adjudicate, can_annotate, page_context, project_for
+from labeling.views.panels import dashboard_panels_render
 
 ITEMS_PER_PAGE = 50
 
 
 @dataclass(frozen=True)
 class Segment:
-    """A piece of an answer text and the indices of the claims covering it (empty: none)."""
+    """A piece of an answer text and the keys of the claims covering it (empty: none)."""
 
     text: str
     claims: tuple[int, ...]
 
 
-def answer_segments(text: str, claims: list[Claim]) -> list[Segment]:
+def answer_segments(
+    text: str, claims: Iterable[Any], *, key: Callable[[Any], int] = attrgetter("index")
+) -> list[Segment]:
     """Split ``text`` at the boundaries of its anchored claims.
 
     Offsets are code points (Python ``str`` indices), so an emoji before a claim counts as one.
-    Claims may overlap; a piece covered by several lists them all. Spans outside the text are
-    clipped. The template escapes each piece: nothing here is marked safe.
+    Claims may overlap; a piece covered by several lists the ``key`` of each (the claim index by
+    default). Spans outside the text are clipped. The template escapes each piece: nothing here
+    is marked safe.
     """
     spans = [
-        (c.index, min(c.start, len(text)), min(c.end, len(text)))
+        (key(c), min(c.start, len(text)), min(c.end, len(text)))
         for c in claims
         if not c.unanchored and c.start is not None and c.end is not None
     ]
@@ -71,25 +74,6 @@ def answer_segments(text: str, claims: list[Claim]) -> list[Segment]:
         covering = tuple(i for i, s, e in spans if s <= start and end <= e)
         segments.append(Segment(text=text[start:end], claims=covering))
     return segments
-
-
-def _project_for(request: HttpRequest, slug: str) -> tuple[Project, str | None]:
-    """Return the project ``slug`` visible to the user and the user's role, or raise 404."""
-    try:
-        project = project_get_for_user(slug=slug, user=request.user)
-    except NotFound as exc:
-        raise Http404("no such project") from exc
-    return project, permissions.project_role(user=request.user, project=project)
-
-
-def _context(project: Project, role: str | None, **extra: Any) -> dict[str, Any]:
-    return {
-        "project": project,
-        "role": role,
-        "can_manage": permissions.can_manage(role),
-        "can_browse_items": permissions.can_browse_items(role),
-        **extra,
-    }
 
 
 @login_required
@@ -104,25 +88,39 @@ def project_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET"])
 def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """Show a project's counts per partition, import batches, policy and split state."""
-    project, role = _project_for(request, slug)
+    """The project dashboard: counts per partition, policy, split, labelling progress, panels.
+
+    Managers and adjudicators see the items' progress and the contributed panels (agreement);
+    an annotator sees only their own progress (how many they submitted and skipped), never a
+    count that summarises other people's votes.
+    """
+    project, role = project_for(request, slug)
     overview = project_overview(project=project, include_batches=permissions.can_manage(role))
-    return render(
-        request, "labeling/project_detail.html", _context(project, role, overview=overview)
+    sees_progress = can_adjudicate(role)
+    context = page_context(
+        project,
+        role,
+        overview=overview,
+        progress=project_progress(project=project) if sees_progress else None,
+        own=own_progress(project=project, actor=request.user) if can_annotate(role) else None,
+        panels=dashboard_panels_render(request=request, project=project, role=role),
     )
+    return render(request, "labeling/project_detail.html", context)
 
 
 @login_required
 @require_http_methods(["GET"])
 def item_browse(request: HttpRequest, slug: str) -> HttpResponse:
     """List a project's items, 50 a page, filtered by partition, generator and text search."""
-    project, role = _project_for(request, slug)
+    project, role = project_for(request, slug)
     if not permissions.can_browse_items(role):
         raise Http404("no such page")
     form = ItemFilterForm(request.GET or None, generators=item_generators(project=project))
     items = item_list(project=project, filters=form.filters())
     page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "labeling/item_list.html", _context(project, role, form=form, page=page))
+    return render(
+        request, "labeling/item_list.html", page_context(project, role, form=form, page=page)
+    )
 
 
 @login_required
@@ -132,7 +130,7 @@ def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 
     Evaluator labels and prior annotations are loaded and rendered for managers only.
     """
-    project, role = _project_for(request, slug)
+    project, role = project_for(request, slug)
     if not permissions.can_browse_items(role):
         raise Http404("no such page")
     show_labels = permissions.can_see_labels(role)
@@ -142,7 +140,7 @@ def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         raise Http404("no such item") from exc
     candidate = item.candidate
     claims = list(candidate.claims.all())
-    context = _context(
+    context = page_context(
         project,
         role,
         item=item,
@@ -174,7 +172,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
     Success redirects to the overview with a message; refused records re-render the form with
     their location, field and reason (never the records themselves) and HTTP 400.
     """
-    project, role = _project_for(request, slug)
+    project, role = project_for(request, slug)
     if not permissions.can_manage(role):
         raise PermissionDenied("only a project manager may import")
     form = ImportForm(request.POST or None, request.FILES or None)
@@ -215,7 +213,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
                 )
             return redirect("project-detail", slug=project.slug)
     status = 400 if request.method == "POST" else 200
-    context = _context(project, role, form=form, errors=errors, formats=format_choices())
+    context = page_context(project, role, form=form, errors=errors, formats=format_choices())
     return render(request, "labeling/import.html", context, status=status)
 
 
@@ -223,7 +221,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def partition_freeze_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Freeze the grouped dev/calibration/test split with a seed (managers only)."""
-    project, role = _project_for(request, slug)
+    project, role = project_for(request, slug)
     if not permissions.can_manage(role):
         raise PermissionDenied("only a project manager may freeze the partition")
     form = PartitionForm(request.POST or None)
@@ -244,5 +242,5 @@ def partition_freeze_view(request: HttpRequest, slug: str) -> HttpResponse:
             )
             return redirect("project-detail", slug=project.slug)
     status = 400 if request.method == "POST" else 200
-    context = _context(project, role, form=form)
+    context = page_context(project, role, form=form)
     return render(request, "labeling/partition.html", context, status=status)

@@ -1,0 +1,158 @@
+"""Certification services (STYLE.md C3): write certification data, calling selectors and stats.
+
+``agreement_recompute`` keeps a project's :class:`~certification.models.AgreementReport` equal to
+the agreement statistics of its current votes (issue 3, item 8).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from certification.models import AgreementReport
+from certification.stats.agreement import AgreementSummary, Statistic, agreement_summary
+from labeling.exceptions import NotFound
+from labeling.models import Project
+from labeling.selectors import ProjectVotes, project_votes
+
+logger = logging.getLogger(__name__)
+
+# Part of the input hash: bump it when the statistics or the stored JSON change, so that the next
+# recomputation rewrites reports computed by older code even when the votes did not change.
+AGREEMENT_STATS_VERSION = 1
+# Two-sided level of the pairwise kappa intervals.
+AGREEMENT_CONFIDENCE = 0.95
+
+
+def votes_sha256(votes: ProjectVotes) -> str:
+    """Return the sha256 of the canonical JSON of ``votes`` (and of the statistics' version).
+
+    Canonical: keys sorted, no whitespace, UTF-8; units and raters in the selector's
+    deterministic order. Equal votes give an equal hash whatever the order they were cast in.
+    """
+    payload = {
+        "stats_version": AGREEMENT_STATS_VERSION,
+        "confidence": AGREEMENT_CONFIDENCE,
+        "levels": {
+            matrix.level: {
+                "units": list(matrix.units),
+                "raters": list(matrix.raters),
+                "ratings": [list(row) for row in matrix.ratings],
+            }
+            for matrix in votes.levels()
+        },
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _statistic_json(statistic: Statistic) -> dict[str, Any]:
+    return {"value": statistic.value, "reason": statistic.reason}
+
+
+def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
+    """Return one level's stored results as JSON primitives.
+
+    Keys: ``n_units`` (units with a vote), ``n_pairable_units`` (units with 2 or more votes),
+    ``n_votes``, ``raters`` (rater ids with a vote, see ``labeling.selectors.votes``),
+    ``label_counts`` (votes per value), ``alpha`` / ``fleiss_kappa`` / ``percent_agreement``
+    (``{"value": float | null, "reason": str | null}``), ``confidence`` and ``pairs`` (per
+    rater pair sharing a unit: ``rater_a``, ``rater_b``, ``n``, ``kappa``, ``se``, ``ci_low``,
+    ``ci_high``, ``observed_agreement``, ``reason``). Proportions are in [0, 1].
+    """
+    return {
+        "n_units": summary.n_units,
+        "n_pairable_units": summary.n_pairable_units,
+        "n_votes": summary.n_ratings,
+        "raters": list(summary.raters),
+        "label_counts": {str(label): count for label, count in summary.category_counts},
+        "alpha": _statistic_json(summary.alpha),
+        "fleiss_kappa": _statistic_json(summary.fleiss_kappa),
+        "percent_agreement": _statistic_json(summary.percent_agreement),
+        "confidence": summary.confidence,
+        "pairs": [
+            {
+                "rater_a": pair.rater_a,
+                "rater_b": pair.rater_b,
+                "n": pair.result.n,
+                "kappa": pair.result.kappa,
+                "se": pair.result.se,
+                "ci_low": pair.result.ci_low,
+                "ci_high": pair.result.ci_high,
+                "observed_agreement": pair.result.observed_agreement,
+                "reason": pair.result.reason,
+            }
+            for pair in summary.pairs
+        ],
+    }
+
+
+@transaction.atomic
+def agreement_recompute(*, project_id: int) -> AgreementReport:
+    """Recompute and store the agreement statistics of a project's current votes.
+
+    Reads the votes through ``labeling.selectors.project_votes`` (current revisions of
+    submitted annotations and imported prior annotations, per label level), computes alpha,
+    Fleiss' kappa, percent agreement and pairwise Cohen's kappa for the answer and claim levels,
+    and upserts the project's one :class:`AgreementReport`. When the votes' hash equals the
+    stored ``input_sha256`` nothing is written (``computed_at`` stays). The result depends only
+    on the votes at the time of the call, so running it twice, or two calls in either order,
+    leaves the same row.
+
+    A background job, not a user action: there is no actor and no permission check.
+
+    Concurrency: opens its own transaction and locks the project's report row (creating it if
+    needed, the unique project key serialising concurrent creators) *before* reading the votes,
+    so concurrent recomputations run one after the other and the last to commit read the
+    newest votes: a slow run that started on older votes can never overwrite a newer report.
+    (``update_or_create`` would lock only at the write, after the read.) On SQLite, where
+    ``select_for_update`` is a no-op, writers are serialised by the database lock.
+
+    Args:
+        project_id: the project's id.
+
+    Returns:
+        The project's report.
+
+    Raises:
+        NotFound: no project has this id.
+    """
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        raise NotFound(f"project {project_id} does not exist")
+    report, created = AgreementReport.objects.select_for_update().get_or_create(
+        project=project, defaults={"computed_at": timezone.now(), "input_sha256": ""}
+    )
+    votes = project_votes(project=project)
+    digest = votes_sha256(votes)
+    if not created and report.input_sha256 == digest:
+        logger.info("agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest})
+        return report
+
+    levels = {
+        matrix.level: level_to_json(
+            agreement_summary(matrix.ratings, matrix.raters, confidence=AGREEMENT_CONFIDENCE)
+        )
+        for matrix in votes.levels()
+    }
+    report.computed_at = timezone.now()
+    report.input_sha256 = digest
+    report.answer = levels["answer"]
+    report.claim = levels["claim"]
+    report.full_clean()
+    report.save()
+    logger.info(
+        "agreement.recomputed",
+        extra={
+            "project_id": project_id,
+            "input_sha256": digest,
+            "answer_votes": report.answer["n_votes"],
+            "claim_votes": report.claim["n_votes"],
+        },
+    )
+    return report

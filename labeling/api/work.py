@@ -1,0 +1,727 @@
+"""REST API of labelling work (issue 3): assignments, annotations, adjudication, settings, members.
+
+One ``APIView`` per operation (STYLE.md C5), except where one URL carries two methods (settings
+GET/PATCH, members GET/POST): one class per URL then, one method per operation, because Django
+routes by path only and a dispatching shim would hide the operations from the schema.
+
+Scoping: the project comes from ``project_get_for_user`` (a non-member gets 404), and every object
+id is looked up inside that project and, for an annotator's work, among the actor's own rows, so
+an object of another project or another annotator answers 404. Roles are checked by the services
+and selectors (or here, for reads that take no actor); domain errors become HTTP in
+``labeling.api_errors`` (409 for conflicts, incl. ``lease_expired`` and ``stale_version``).
+
+Blindness (DESIGN.md §7): annotator responses are built from ``LabellingFormView`` and the
+actor's own annotation rows only; see ``labeling/api/serializers.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from labeling import permissions
+from labeling.api.pagination import CappedLimitOffsetPagination
+from labeling.api.serializers import (
+    ClaimInputSerializer,
+    ClaimRowSerializer,
+    ClaimVoteSerializer,
+    LabellingFormSerializer,
+    LabellingSettingsSerializer,
+    ResolutionSerializer,
+    SourceRowSerializer,
+    SpanSerializer,
+    claim_inputs,
+    claim_votes,
+)
+from labeling.api.views import ErrorSerializer, _paginated, _project_and_role
+from labeling.models import Partition, Role, ServingOrder, SkipReason, UnresolvedReason
+from labeling.selectors import (
+    UNASSIGNED,
+    adjudication_view,
+    assignment_get_for_actor,
+    disagreement_queue,
+    labelling_form_view,
+    project_get_for_user,
+    project_progress,
+)
+from labeling.selectors.pages import member_list, own_annotation_list
+from labeling.selectors.review import QUEUE_LEVELS, require_adjudicator
+from labeling.services import (
+    AnnotationInput,
+    adjudication_mark_unresolved,
+    adjudication_resolve,
+    annotation_submit,
+    assignment_skip,
+    item_claim_next,
+    project_labelling_configure,
+    project_labelling_start,
+)
+from labeling.services.projects import membership_change, membership_invite
+
+NOT_FOUND = OpenApiResponse(
+    ErrorSerializer, description="No such project (or not a member), or no such object in it."
+)
+FORBIDDEN = OpenApiResponse(
+    ErrorSerializer, description="Not authenticated, or the role does not allow it."
+)
+BAD_INPUT = OpenApiResponse(
+    description="Invalid input: a serializer error by field, or {detail, code, field} from the "
+    "domain (the field is named, e.g. claims[1].evidence[0].quote)."
+)
+CONFLICT = OpenApiResponse(ErrorSerializer, description="The object's state does not allow it.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Annotators: next item, the labelling form, submit / revise, skip, own annotations
+# ---------------------------------------------------------------------------------------------
+
+
+class AssignmentClaimNextApi(APIView):
+    """Claim the next item to label (annotators): the same lease again from a second tab."""
+
+    @extend_schema(
+        operation_id="assignments_next",
+        request=None,
+        responses={
+            200: OpenApiResponse(
+                LabellingFormSerializer, description="The leased item's labelling form."
+            ),
+            204: OpenApiResponse(description="No item needs you now."),
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="Labelling has not started."),
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Lease the next item in serving order (or the actor's live lease) and return its form."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        assignment = item_claim_next(project=project, actor=request.user)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        form = labelling_form_view(project=project, assignment=assignment)
+        return Response(LabellingFormSerializer(form).data)
+
+
+class AssignmentDetailApi(APIView):
+    """The labelling form of one of the actor's own assignments (any status)."""
+
+    @extend_schema(
+        operation_id="assignments_retrieve",
+        responses={200: LabellingFormSerializer, 404: NOT_FOUND, 409: CONFLICT},
+    )
+    def get(self, request: Request, slug: str, assignment_id: int) -> Response:
+        """Return the form: question, candidate, claims, pinned sources, own current revision."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        assignment = assignment_get_for_actor(
+            project=project, assignment_id=assignment_id, actor=request.user
+        )
+        form = labelling_form_view(project=project, assignment=assignment)
+        return Response(LabellingFormSerializer(form).data)
+
+
+class AnnotationSubmitApi(APIView):
+    """Submit (first PUT) or revise (later PUTs) the actor's annotation of an assigned item.
+
+    Idempotent: the same content again writes nothing and returns the annotation unchanged.
+    """
+
+    class InputSerializer(serializers.Serializer):
+        answer_label = serializers.CharField(max_length=64)
+        answer_reason = serializers.CharField(
+            max_length=64,
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="Required iff answer_label is evidence_unavailable.",
+        )
+        comment = serializers.CharField(
+            required=False, allow_blank=True, default="", trim_whitespace=False
+        )
+        time_spent_seconds = serializers.FloatField(
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="Measured by the client; 0 to 86,400.",
+        )
+        claims = ClaimInputSerializer(
+            many=True, default=list, help_text="Every claim of the candidate, exactly once."
+        )
+
+        class Meta:
+            ref_name = "AnnotationInput"
+
+    class OutputSerializer(serializers.Serializer):
+        class ClaimLabelSerializer(serializers.Serializer):
+            claim_id = serializers.IntegerField()
+            label = serializers.CharField()
+            reason = serializers.CharField(allow_null=True)
+            boundary_error = serializers.BooleanField()
+            evidence = SpanSerializer(many=True, source="evidence.all")
+
+            class Meta:
+                ref_name = "OwnClaimLabel"
+
+        class RevisionSerializer(serializers.Serializer):
+            number = serializers.IntegerField()
+            policy_version = serializers.IntegerField(source="policy.version")
+            answer_label = serializers.CharField()
+            answer_reason = serializers.CharField(allow_null=True)
+            comment = serializers.CharField(trim_whitespace=False)
+            time_spent_seconds = serializers.FloatField(allow_null=True)
+            created_at = serializers.DateTimeField()
+
+            class Meta:
+                ref_name = "OwnRevision"
+
+        id = serializers.IntegerField()
+        assignment_id = serializers.IntegerField()
+        item_id = serializers.IntegerField()
+        revision_count = serializers.IntegerField()
+        current = RevisionSerializer()
+        claims = ClaimLabelSerializer(many=True, source="current.claim_labels.all")
+
+        class Meta:
+            ref_name = "OwnAnnotation"
+
+    @extend_schema(
+        operation_id="assignments_annotation_update",
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            400: BAD_INPUT,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="lease_expired: the slot was given back, nothing saved; "
+                "invalid_transition: the item is resolved (no more revisions).",
+            ),
+        },
+    )
+    def put(self, request: Request, slug: str, assignment_id: int) -> Response:
+        """Save the labels as the actor's current annotation of the item."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = AnnotationInput(
+            **{**given.validated_data, "claims": claim_inputs(given.validated_data["claims"])}
+        )
+        annotation = annotation_submit(
+            project=project, assignment_id=assignment_id, actor=request.user, data=data
+        )
+        return Response(self.OutputSerializer(annotation).data)
+
+
+class AssignmentSkipApi(APIView):
+    """Skip an assigned item with a reason: its slot goes back; it is never served to you again."""
+
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.ChoiceField(choices=SkipReason.choices)
+        note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+        class Meta:
+            ref_name = "SkipInput"
+
+    class OutputSerializer(serializers.Serializer):
+        assignment_id = serializers.IntegerField(source="pk")
+        item_id = serializers.IntegerField()
+        status = serializers.CharField()
+        skip_reason = serializers.CharField()
+        skip_note = serializers.CharField()
+        ended_at = serializers.DateTimeField(allow_null=True)
+
+        class Meta:
+            ref_name = "SkippedAssignment"
+
+    @extend_schema(
+        operation_id="assignments_skip",
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            400: BAD_INPUT,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="Already submitted: revise it."),
+        },
+    )
+    def post(self, request: Request, slug: str, assignment_id: int) -> Response:
+        """Skip the item."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        assignment = assignment_skip(
+            project=project, assignment_id=assignment_id, actor=request.user, **given.validated_data
+        )
+        return Response(self.OutputSerializer(assignment).data)
+
+
+class AnnotationListApi(APIView):
+    """The actor's own annotations in the project, newest first (empty for non-annotators)."""
+
+    pagination_class = CappedLimitOffsetPagination
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        assignment_id = serializers.IntegerField()
+        item_id = serializers.IntegerField()
+        question_text = serializers.CharField(source="item.candidate.question.text")
+        candidate_text = serializers.CharField(source="item.candidate.text")
+        revision_count = serializers.IntegerField()
+        answer_label = serializers.CharField(source="current.answer_label", allow_null=True)
+        submitted_at = serializers.DateTimeField(source="assignment.submitted_at", allow_null=True)
+        revised_at = serializers.DateTimeField(source="current.created_at", allow_null=True)
+
+        class Meta:
+            ref_name = "OwnAnnotationListItem"
+
+    @extend_schema(
+        operation_id="annotations_list",
+        responses={200: OutputSerializer(many=True), 404: NOT_FOUND},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """List the actor's own annotations (never anyone else's, never the item's status)."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        annotations = own_annotation_list(project=project, actor=request.user)
+        return _paginated(request, annotations, self.OutputSerializer)
+
+
+# ---------------------------------------------------------------------------------------------
+# Adjudicators: queue, side by side, resolve, unresolved
+# ---------------------------------------------------------------------------------------------
+
+
+class DisagreementListApi(APIView):
+    """The disagreement queue, oldest first (adjudicators and managers).
+
+    Items the actor annotated are left out unless the project allows self-adjudication.
+    """
+
+    pagination_class = CappedLimitOffsetPagination
+
+    class FilterSerializer(serializers.Serializer):
+        partition = serializers.ChoiceField(choices=[*Partition.values, UNASSIGNED], required=False)
+        level = serializers.ChoiceField(
+            choices=QUEUE_LEVELS,
+            required=False,
+            help_text="answer: the answer labels differ; claim: some claim's labels differ.",
+        )
+        min_age_hours = serializers.FloatField(
+            min_value=0, required=False, help_text="Disagreements at least this old."
+        )
+
+        class Meta:
+            ref_name = "DisagreementFilter"
+
+    class OutputSerializer(serializers.Serializer):
+        item_id = serializers.IntegerField(source="pk")
+        version = serializers.IntegerField()
+        question_external_id = serializers.CharField(source="candidate.question.external_id")
+        question_text = serializers.CharField(source="candidate.question.text")
+        partition = serializers.CharField(source="candidate.question.partition", allow_null=True)
+        candidate_key = serializers.CharField(source="candidate.key")
+        opened_at = serializers.DateTimeField()
+        answer_differs = serializers.BooleanField()
+        claims_differ = serializers.BooleanField()
+
+        class Meta:
+            ref_name = "DisagreementListItem"
+
+    @extend_schema(
+        operation_id="disagreements_list",
+        parameters=[FilterSerializer],
+        responses={
+            200: OutputSerializer(many=True),
+            400: BAD_INPUT,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+        },
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """List the items waiting for adjudication."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        require_adjudicator(project=project, actor=request.user)
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        items = disagreement_queue(
+            project=project, filters=filters.validated_data, actor=request.user
+        )
+        return _paginated(request, items, self.OutputSerializer)
+
+
+class PolicySerializer(serializers.Serializer):
+    """The frozen label policy the decision is made under (no "can't decide" for adjudicators)."""
+
+    version = serializers.IntegerField()
+    guideline = serializers.CharField(trim_whitespace=False)
+    answer_labels = serializers.ListField(child=serializers.CharField())
+    claim_labels = serializers.ListField(child=serializers.CharField())
+    unavailable_reasons = serializers.ListField(child=serializers.CharField())
+
+    class Meta:
+        ref_name = "LabelPolicyVocabulary"
+
+
+class PriorFlagSerializer(serializers.Serializer):
+    """A span of the answer an imported annotator flagged (the dataset's labels, no note)."""
+
+    start = serializers.IntegerField()
+    end = serializers.IntegerField()
+    quote = serializers.CharField(trim_whitespace=False)
+    labels = serializers.ListField(child=serializers.CharField())
+    evidence = SpanSerializer(allow_null=True)
+
+    class Meta:
+        ref_name = "PriorFlag"
+
+
+class DisagreementDetailApi(APIView):
+    """The side-by-side view of an item's votes, annotators shown as "Annotator 1..N"."""
+
+    class OutputSerializer(serializers.Serializer):
+        class QuestionSerializer(serializers.Serializer):
+            id = serializers.IntegerField()
+            external_id = serializers.CharField()
+            text = serializers.CharField(trim_whitespace=False)
+            partition = serializers.CharField(allow_null=True)
+
+            class Meta:
+                ref_name = "AdjudicationQuestion"
+
+        class ColumnSerializer(serializers.Serializer):
+            annotator = serializers.CharField(source="pseudonym", help_text='"Annotator k".')
+            imported = serializers.BooleanField(help_text="An imported prior annotation.")
+            automatic = serializers.BooleanField(source="vote.automatic")
+            revision = serializers.IntegerField(source="vote.revision", allow_null=True)
+            submitted_at = serializers.DateTimeField(source="vote.submitted_at", allow_null=True)
+            answer_label = serializers.CharField(source="vote.answer_label", allow_null=True)
+            answer_reason = serializers.CharField(source="vote.answer_reason", allow_null=True)
+            comment = serializers.CharField(source="vote.comment", trim_whitespace=False)
+            claims = serializers.SerializerMethodField()
+            flags = PriorFlagSerializer(many=True, help_text="Imported annotations only.")
+
+            class Meta:
+                ref_name = "AnnotatorColumn"
+
+            @extend_schema_field(ClaimVoteSerializer(many=True))
+            def get_claims(self, column: Any) -> list[dict[str, Any]]:
+                return claim_votes(column.vote.claims)
+
+        class DiffSerializer(serializers.Serializer):
+            answer_differs = serializers.BooleanField()
+            claim_ids = serializers.SerializerMethodField(help_text="Claims that differ.")
+
+            class Meta:
+                ref_name = "VoteDiff"
+
+            @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
+            def get_claim_ids(self, diff: Any) -> list[int]:
+                return sorted(diff.claims)
+
+        item_id = serializers.IntegerField(source="item.pk")
+        version = serializers.IntegerField(help_text="Send back as expected_version.")
+        status = serializers.CharField(help_text="disagreement or resolved.")
+        can_adjudicate = serializers.BooleanField()
+        question = QuestionSerializer()
+        candidate_text = serializers.CharField(source="candidate.text", trim_whitespace=False)
+        claims = ClaimRowSerializer(many=True)
+        sources = SourceRowSerializer(many=True)
+        policy = PolicySerializer(allow_null=True)
+        annotators = ColumnSerializer(many=True)
+        differences = DiffSerializer(source="diff")
+        resolution = ResolutionSerializer(allow_null=True)
+        history = ResolutionSerializer(many=True, help_text="Every resolution, oldest first.")
+
+        class Meta:
+            ref_name = "AdjudicationView"
+
+    @extend_schema(
+        operation_id="disagreements_retrieve",
+        responses={200: OutputSerializer, 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def get(self, request: Request, slug: str, item_id: int) -> Response:
+        """Return the item with every vote side by side and where they differ."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        view = adjudication_view(project=project, item_id=item_id, actor=request.user)
+        return Response(self.OutputSerializer(view).data)
+
+
+ADJUDICATION_ERRORS: dict[int, Any] = {
+    400: BAD_INPUT,
+    403: FORBIDDEN,
+    404: NOT_FOUND,
+    409: OpenApiResponse(
+        ErrorSerializer,
+        description="stale_version: the item changed since you loaded it (reload, decide "
+        "again); invalid_transition: the item is open or resolved by consensus.",
+    ),
+}
+
+
+class AdjudicationResolveApi(APIView):
+    """Resolve a disputed item with final labels and a rationale (or correct a decision)."""
+
+    class InputSerializer(serializers.Serializer):
+        expected_version = serializers.IntegerField(
+            min_value=0, help_text="The item version the decision was made on."
+        )
+        answer_label = serializers.CharField(max_length=64)
+        answer_reason = serializers.CharField(
+            max_length=64, required=False, allow_null=True, default=None
+        )
+        claims = ClaimInputSerializer(many=True, default=list)
+        rationale = serializers.CharField(trim_whitespace=False, max_length=10_000)
+
+        class Meta:
+            ref_name = "ResolveInput"
+
+    @extend_schema(
+        operation_id="disagreements_resolve",
+        request=InputSerializer,
+        responses={201: ResolutionSerializer, **ADJUDICATION_ERRORS},
+    )
+    def post(self, request: Request, slug: str, item_id: int) -> Response:
+        """Write the adjudicated resolution."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        resolution = adjudication_resolve(
+            project=project,
+            item_id=item_id,
+            actor=request.user,
+            **{**given.validated_data, "claims": claim_inputs(given.validated_data["claims"])},
+        )
+        return Response(ResolutionSerializer(resolution).data, status=status.HTTP_201_CREATED)
+
+
+class AdjudicationMarkUnresolvedApi(APIView):
+    """Mark a disputed item unresolved with a reason (a rationale is required for "other")."""
+
+    class InputSerializer(serializers.Serializer):
+        expected_version = serializers.IntegerField(min_value=0)
+        reason = serializers.ChoiceField(choices=UnresolvedReason.choices)
+        rationale = serializers.CharField(
+            required=False, allow_blank=True, default="", trim_whitespace=False, max_length=10_000
+        )
+
+        class Meta:
+            ref_name = "UnresolvedInput"
+
+    @extend_schema(
+        operation_id="disagreements_unresolved",
+        request=InputSerializer,
+        responses={201: ResolutionSerializer, **ADJUDICATION_ERRORS},
+    )
+    def post(self, request: Request, slug: str, item_id: int) -> Response:
+        """Write the unresolved resolution."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        resolution = adjudication_mark_unresolved(
+            project=project, item_id=item_id, actor=request.user, **given.validated_data
+        )
+        return Response(ResolutionSerializer(resolution).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectProgressApi(APIView):
+    """Items by where they are in the flow (adjudicators and managers: the counts summarise
+    other people's votes, so annotators never get them)."""
+
+    class OutputSerializer(serializers.Serializer):
+        total = serializers.IntegerField()
+        open_untouched = serializers.IntegerField()
+        in_progress = serializers.IntegerField()
+        awaiting_adjudication = serializers.IntegerField()
+        resolved_consensus = serializers.IntegerField()
+        resolved_adjudicated = serializers.IntegerField()
+        unresolved = serializers.IntegerField()
+
+        class Meta:
+            ref_name = "ProgressCounts"
+
+    @extend_schema(
+        operation_id="progress_retrieve",
+        responses={200: OutputSerializer, 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """Return the progress counts."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        require_adjudicator(project=project, actor=request.user)
+        return Response(self.OutputSerializer(project_progress(project=project)).data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Managers: settings, start, members
+# ---------------------------------------------------------------------------------------------
+
+
+class ProjectSettingsApi(APIView):
+    """Read (GET) or change (PATCH) the labelling settings (managers).
+
+    Overlap, serving order and seed are fixed once labelling starts (409); lease length and
+    self-adjudication may change at any time.
+    """
+
+    class InputSerializer(serializers.Serializer):
+        overlap = serializers.IntegerField(required=False)
+        lease_minutes = serializers.IntegerField(required=False)
+        serving_order = serializers.ChoiceField(choices=ServingOrder.choices, required=False)
+        serving_seed = serializers.IntegerField(required=False)
+        allow_self_adjudication = serializers.BooleanField(required=False)
+
+        class Meta:
+            ref_name = "LabellingSettingsInput"
+
+    @extend_schema(
+        operation_id="settings_retrieve",
+        responses={200: LabellingSettingsSerializer, 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """Return the settings."""
+        project, role = _project_and_role(request, slug)
+        permissions.require_manager(role)
+        return Response(LabellingSettingsSerializer(project).data)
+
+    @extend_schema(
+        operation_id="settings_update",
+        request=InputSerializer,
+        responses={
+            200: LabellingSettingsSerializer,
+            400: BAD_INPUT,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="Fixed since labelling started."),
+        },
+    )
+    def patch(self, request: Request, slug: str) -> Response:
+        """Change the given settings; omitted ones stay as they are."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        project = project_labelling_configure(
+            project=project, actor=request.user, **given.validated_data
+        )
+        return Response(LabellingSettingsSerializer(project).data)
+
+
+class LabellingStartApi(APIView):
+    """Start labelling (managers, once): freeze the policy, fix overlap and serving order."""
+
+    @extend_schema(
+        operation_id="labelling_start",
+        request=None,
+        responses={
+            200: LabellingSettingsSerializer,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="Labelling already started."),
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Start labelling."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        project = project_labelling_start(project=project, actor=request.user)
+        return Response(LabellingSettingsSerializer(project).data)
+
+
+class MemberSerializer(serializers.Serializer):
+    """A member of the project and their role (managers only: identities of the annotators)."""
+
+    user_id = serializers.IntegerField()
+    username = serializers.CharField(source="user.username")
+    email = serializers.CharField(source="user.email")
+    role = serializers.CharField()
+
+    class Meta:
+        ref_name = "Member"
+
+
+class MemberListApi(APIView):
+    """List the members (GET) or invite one (POST) (managers)."""
+
+    pagination_class = CappedLimitOffsetPagination
+
+    class InputSerializer(serializers.Serializer):
+        username = serializers.CharField(max_length=150)
+        email = serializers.CharField(required=False, allow_blank=True, default="")
+        role = serializers.ChoiceField(choices=Role.choices)
+
+        class Meta:
+            ref_name = "MemberInviteInput"
+
+    class OutputSerializer(serializers.Serializer):
+        user_id = serializers.IntegerField(source="membership.user_id")
+        username = serializers.CharField(source="membership.user.username")
+        email = serializers.CharField(source="membership.user.email")
+        role = serializers.CharField(source="membership.role")
+        created_user = serializers.BooleanField(help_text="A new account was created.")
+        set_password_url = serializers.SerializerMethodField(
+            help_text="One-time link for the new account to set its password (shown once)."
+        )
+
+        class Meta:
+            ref_name = "MemberInvite"
+
+        @extend_schema_field(serializers.URLField(allow_null=True))
+        def get_set_password_url(self, invite: Any) -> str | None:
+            path = invite.set_password_path
+            return self.context["request"].build_absolute_uri(path) if path else None
+
+    @extend_schema(
+        operation_id="members_list",
+        responses={200: MemberSerializer(many=True), 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """List the members by role, then username."""
+        project, role = _project_and_role(request, slug)
+        permissions.require_manager(role)
+        return _paginated(request, member_list(project=project), MemberSerializer)
+
+    @extend_schema(
+        operation_id="members_invite",
+        request=InputSerializer,
+        responses={201: OutputSerializer, 400: BAD_INPUT, 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Add a user by username; a new username gets an account and a set-password link."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        invite = membership_invite(project=project, actor=request.user, **given.validated_data)
+        output = self.OutputSerializer(invite, context={"request": request})
+        return Response(output.data, status=status.HTTP_201_CREATED)
+
+
+class MemberUpdateApi(APIView):
+    """Change a member's role (managers; the last manager cannot be demoted)."""
+
+    class InputSerializer(serializers.Serializer):
+        role = serializers.ChoiceField(choices=Role.choices)
+
+        class Meta:
+            ref_name = "MemberRoleInput"
+
+    @extend_schema(
+        operation_id="members_update",
+        request=InputSerializer,
+        responses={
+            200: MemberSerializer,
+            400: BAD_INPUT,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="The last manager."),
+        },
+    )
+    def patch(self, request: Request, slug: str, user_id: int) -> Response:
+        """Set the member's role."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        membership = membership_change(
+            project=project, actor=request.user, user_id=user_id, **given.validated_data
+        )
+        return Response(MemberSerializer(membership).data)

@@ -1,0 +1,93 @@
+"""Reads of the web pages that the shared selectors do not cover (members, own work).
+
+Every selector here is scoped by project and, where it reads labelling work, by the actor:
+an annotator's pages read only the actor's own rows (DESIGN.md §7). Reads never write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+
+from labeling.models import (
+    Annotation,
+    Assignment,
+    AssignmentStatus,
+    Membership,
+    Project,
+    Resolution,
+    ResolutionStatus,
+    ResolvedClaimLabel,
+)
+from labeling.selectors.review import ClaimVote, Span, Vote
+
+
+def member_list(*, project: Project) -> QuerySet[Membership]:
+    """Return the memberships of ``project`` with their users, by role then username. One query."""
+    return (
+        Membership.objects.filter(project=project)
+        .select_related("user")
+        .order_by("role", "user__username")
+    )
+
+
+@dataclass(frozen=True)
+class OwnProgress:
+    """An annotator's own work in a project; nothing about anyone else's."""
+
+    submitted: int
+    skipped: int
+
+
+def own_progress(*, project: Project, actor: Any) -> OwnProgress:
+    """Return how many items ``actor`` submitted and skipped in ``project``. One query."""
+    mine = Assignment.objects.filter(item__project=project, annotator=actor)
+    counts = mine.aggregate(
+        submitted=Count("pk", filter=Q(status=AssignmentStatus.SUBMITTED)),
+        skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)),
+    )
+    return OwnProgress(submitted=counts["submitted"], skipped=counts["skipped"])
+
+
+def own_annotation_list(*, project: Project, actor: Any) -> QuerySet[Annotation]:
+    """Return ``actor``'s own annotations in ``project``, newest first, with question and
+    current revision loaded. No other annotator's row and no item status is read. One query."""
+    return (
+        Annotation.objects.filter(item__project=project, annotator=actor)
+        .select_related("current", "assignment", "item__candidate__question")
+        .order_by("-assignment__submitted_at", "-pk")
+    )
+
+
+def resolution_vote(*, resolution: Resolution | None) -> Vote | None:
+    """Return an adjudicated resolution's labels as a :class:`Vote` (to pre-fill a correction).
+
+    None for no resolution, or one without labels (consensus items are not adjudicated;
+    unresolved ones carry no labels). Two queries.
+    """
+    if resolution is None or resolution.status != ResolutionStatus.ADJUDICATED:
+        return None
+    claim_labels = ResolvedClaimLabel.objects.filter(resolution=resolution).prefetch_related(
+        "evidence"
+    )
+    return Vote(
+        item_id=resolution.item_id,
+        live=False,
+        ref=resolution.pk,
+        slot=None,
+        answer_label=resolution.answer_label,
+        answer_reason=resolution.answer_reason,
+        claims={
+            cl.claim_id: ClaimVote(
+                label=cl.label,
+                reason=cl.reason,
+                evidence=tuple(
+                    Span(e.source_version_id, e.start, e.end, e.quote) for e in cl.evidence.all()
+                ),
+            )
+            for cl in claim_labels
+        },
+        comment="",
+    )

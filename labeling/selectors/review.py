@@ -1,0 +1,703 @@
+"""Reads of labelling work for annotators, adjudicators and the dashboard (STYLE.md C4).
+
+Reads never write: nothing here saves, updates or creates a row (tested by capturing the SQL).
+
+Votes. An item's votes are the current revisions of its submitted annotations (live votes,
+ordered by assignment slot) and the imported prior annotations of its candidate that carry an
+answer label (prior votes, in import order). :func:`votes_compare` is the one definition of
+"the votes differ", used by the comparison service and by the side-by-side view.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.utils import timezone
+
+from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
+from labeling.models import (
+    CANNOT_DECIDE,
+    LIVE_ASSIGNMENT_STATUSES,
+    Annotation,
+    AnnotationOrigin,
+    Assignment,
+    AssignmentStatus,
+    CandidateAnswer,
+    Claim,
+    ClaimLabel,
+    Disagreement,
+    Item,
+    ItemStatus,
+    LabelPolicy,
+    PriorAnnotation,
+    PriorClaimLabel,
+    Project,
+    Question,
+    Resolution,
+    ResolutionStatus,
+    RetrievalLink,
+    Role,
+)
+from labeling.permissions import project_role
+from labeling.selectors.catalog import UNASSIGNED
+
+# The answer/claim label whose reason is part of the vote (DESIGN.md §2).
+EVIDENCE_UNAVAILABLE = "evidence_unavailable"
+ADJUDICATOR_ROLES: frozenset[str] = frozenset({Role.ADJUDICATOR, Role.MANAGER})
+QUEUE_LEVELS = ("answer", "claim")
+
+
+# ---------------------------------------------------------------------------------------------
+# Policy
+# ---------------------------------------------------------------------------------------------
+
+
+def labelling_policy_get(*, project: Project) -> LabelPolicy:
+    """Return the policy labels are made under: the project's newest frozen policy.
+
+    Labelling freezes the newest policy when it starts; a policy version created later is not
+    used until it is frozen. One query.
+
+    Raises:
+        InvalidTransition: labelling has not started (no frozen policy).
+    """
+    policy = project.policies.filter(frozen_at__isnull=False).order_by("-version").first()
+    if policy is None or project.labelling_started_at is None:
+        raise InvalidTransition(
+            f"labelling has not started in project {project.slug!r}; a manager starts it"
+        )
+    return policy
+
+
+# ---------------------------------------------------------------------------------------------
+# Votes
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Span:
+    """An evidence span: code-point offsets into a pinned source version, with its quote."""
+
+    source_version_id: int
+    start: int
+    end: int
+    quote: str
+
+
+@dataclass(frozen=True)
+class ClaimVote:
+    """One vote's label of one claim (``label`` None: the vote did not label the claim)."""
+
+    label: str | None
+    reason: str | None = None
+    boundary_error: bool = False
+    evidence: tuple[Span, ...] = ()
+
+    @property
+    def key(self) -> tuple[str | None, str | None]:
+        """What the comparison compares: the label, and the reason of evidence_unavailable."""
+        return (self.label, self.reason if self.label == EVIDENCE_UNAVAILABLE else None)
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One annotator's judgement of an item, live or imported.
+
+    ``ref`` is the Annotation id (live) or the PriorAnnotation id (prior). ``slot`` is the
+    assignment's slot (live only); ``automatic`` marks prior labels made by a program (e.g.
+    exact match against a reference). No user or dataset annotator identity is carried.
+    """
+
+    item_id: int
+    live: bool
+    ref: int
+    slot: int | None
+    answer_label: str | None
+    answer_reason: str | None
+    claims: Mapping[int, ClaimVote]
+    automatic: bool = False
+    comment: str = ""
+    revision: int | None = None
+    submitted_at: datetime | None = None
+
+    @property
+    def answer_key(self) -> tuple[str | None, str | None]:
+        """What the comparison compares at answer level (label, reason if unavailable)."""
+        reason = self.answer_reason if self.answer_label == EVIDENCE_UNAVAILABLE else None
+        return (self.answer_label, reason)
+
+
+@dataclass(frozen=True)
+class VoteDiff:
+    """Where an item's votes differ. ``claims`` holds the ids of the differing claims."""
+
+    answer_differs: bool
+    claims: frozenset[int]
+
+    @property
+    def claims_differ(self) -> bool:
+        """Whether any claim's votes differ."""
+        return bool(self.claims)
+
+    @property
+    def consensus(self) -> bool:
+        """Whether every vote is equal at every level (and none is "can't decide")."""
+        return not self.answer_differs and not self.claims
+
+
+def votes_compare(votes: Sequence[Vote], claim_ids: Iterable[int]) -> VoteDiff:
+    """Compare an item's votes at answer and claim level.
+
+    A level differs when the votes carry more than one (label, reason-if-unavailable) value,
+    when any vote there is ``cannot_decide`` (never a consensus), or, for a claim, when a vote
+    did not label it (an imported label without that claim: an adjudicator decides). Boundary
+    flags, comments and evidence spans are not compared (differing evidence under equal labels
+    is not a disagreement; both are kept).
+
+    Args:
+        votes: the item's votes (at least one).
+        claim_ids: the ids of every claim of the item's candidate.
+    """
+    answers = {v.answer_key for v in votes}
+    answer_differs = len(answers) > 1 or any(label == CANNOT_DECIDE for label, _ in answers)
+    differing = set()
+    for claim_id in claim_ids:
+        keys = {v.claims.get(claim_id, ClaimVote(label=None)).key for v in votes}
+        if len(keys) > 1 or any(label in (None, CANNOT_DECIDE) for label, _ in keys):
+            differing.add(claim_id)
+    return VoteDiff(answer_differs=answer_differs, claims=frozenset(differing))
+
+
+def _span(row: Any) -> Span:
+    return Span(row.source_version_id, row.start, row.end, row.quote)
+
+
+def item_votes(*, item_ids: Iterable[int]) -> dict[int, list[Vote]]:
+    """Return the votes of each item: live ones by assignment slot, then prior ones by import.
+
+    A live vote is the current revision of an annotation whose assignment is submitted; a prior
+    vote is a prior annotation (human or automatic origin) with an answer label. Items without
+    votes map to an empty list. Four queries, whatever the number of items.
+    """
+    ids = list(item_ids)
+    votes: dict[int, list[Vote]] = {pk: [] for pk in ids}
+    annotations = (
+        Annotation.objects.filter(
+            item_id__in=ids,
+            current__isnull=False,
+            assignment__status=AssignmentStatus.SUBMITTED,
+        )
+        .select_related("current", "assignment")
+        .prefetch_related(
+            Prefetch(
+                "current__claim_labels",
+                queryset=ClaimLabel.objects.prefetch_related("evidence"),
+            )
+        )
+        .order_by("item_id", "assignment__slot", "assignment_id")
+    )
+    for annotation in annotations:
+        revision = annotation.current
+        votes[annotation.item_id].append(
+            Vote(
+                item_id=annotation.item_id,
+                live=True,
+                ref=annotation.pk,
+                slot=annotation.assignment.slot,
+                answer_label=revision.answer_label,
+                answer_reason=revision.answer_reason,
+                claims={
+                    cl.claim_id: ClaimVote(
+                        label=cl.label,
+                        reason=cl.reason,
+                        boundary_error=cl.boundary_error,
+                        evidence=tuple(_span(e) for e in cl.evidence.all()),
+                    )
+                    for cl in revision.claim_labels.all()
+                },
+                comment=revision.comment,
+                revision=revision.number,
+                submitted_at=annotation.assignment.submitted_at,
+            )
+        )
+    priors = (
+        PriorAnnotation.objects.filter(candidate__item__in=ids, answer_label__isnull=False)
+        .exclude(answer_label="")
+        .annotate(item_pk=F("candidate__item__id"))
+        .prefetch_related(
+            Prefetch(
+                "claim_labels",
+                queryset=PriorClaimLabel.objects.prefetch_related("evidence"),
+            )
+        )
+        .order_by("candidate_id", "pk")
+    )
+    for prior in priors:
+        votes[prior.item_pk].append(
+            Vote(
+                item_id=prior.item_pk,
+                live=False,
+                ref=prior.pk,
+                slot=None,
+                answer_label=prior.answer_label,
+                answer_reason=prior.answer_reason,
+                claims={
+                    cl.claim_id: ClaimVote(
+                        label=cl.label,
+                        reason=cl.reason,
+                        # An empty prior span (end == start) cites nothing.
+                        evidence=tuple(_span(e) for e in cl.evidence.all() if e.end > e.start),
+                    )
+                    for cl in prior.claim_labels.all()
+                },
+                automatic=prior.origin == AnnotationOrigin.AUTOMATIC,
+            )
+        )
+    return votes
+
+
+# ---------------------------------------------------------------------------------------------
+# Disagreement queue
+# ---------------------------------------------------------------------------------------------
+
+
+def disagreement_queue(
+    *, project: Project, filters: Mapping[str, Any] | None = None, actor: Any = None
+) -> QuerySet[Item]:
+    """Return the items of ``project`` waiting for adjudication, oldest disagreement first.
+
+    Args:
+        project: the project (already checked visible to the actor).
+        filters: optional ``partition`` (a partition value or ``"unassigned"``), ``level``
+            (``"answer"``: the answer labels differ; ``"claim"``: some claim's labels differ)
+            and ``min_age_hours`` (the disagreement is at least that old). Empty values are
+            ignored.
+        actor: when given and the project does not allow self-adjudication, the items this
+            user annotated are left out (they could not resolve them).
+
+    Annotations: ``opened_at``, ``answer_differs`` and ``claims_differ`` of the open
+    disagreement. Items come with candidate and question. One query per evaluated page.
+
+    Raises:
+        InvalidInput: an unknown level, or an age that is not a non-negative number.
+    """
+    filters = filters or {}
+    open_disagreement = Disagreement.objects.filter(item=OuterRef("pk"), closed_at__isnull=True)
+    items = (
+        Item.objects.filter(project=project, status=ItemStatus.DISAGREEMENT)
+        .select_related("candidate__question")
+        .annotate(
+            opened_at=Subquery(open_disagreement.values("opened_at")[:1]),
+            answer_differs=Subquery(open_disagreement.values("answer_differs")[:1]),
+            claims_differ=Subquery(open_disagreement.values("claims_differ")[:1]),
+        )
+        .filter(opened_at__isnull=False)
+    )
+    partition = filters.get("partition")
+    if partition == UNASSIGNED:
+        items = items.filter(candidate__question__partition__isnull=True)
+    elif partition:
+        items = items.filter(candidate__question__partition=partition)
+    level = filters.get("level")
+    if level == "answer":
+        items = items.filter(answer_differs=True)
+    elif level == "claim":
+        items = items.filter(claims_differ=True)
+    elif level:
+        raise InvalidInput(f"level: unknown level {level!r}; one of {list(QUEUE_LEVELS)}")
+    age = filters.get("min_age_hours")
+    if age not in (None, ""):
+        try:
+            hours = float(age)
+        except (TypeError, ValueError):
+            hours = -1.0
+        if not hours >= 0 or hours == float("inf"):
+            raise InvalidInput(f"min_age_hours: expected a number of hours ≥ 0, got {age!r}")
+        items = items.filter(opened_at__lte=timezone.now() - timedelta(hours=hours))
+    if actor is not None and not project.allow_self_adjudication:
+        own = Assignment.objects.filter(
+            item=OuterRef("pk"), annotator=actor, status__in=LIVE_ASSIGNMENT_STATUSES
+        )
+        items = items.exclude(Exists(own))
+    return items.order_by("opened_at", "pk")
+
+
+# ---------------------------------------------------------------------------------------------
+# Side-by-side view
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """A claim of the candidate as pages show it."""
+
+    id: int
+    index: int
+    text: str
+    start: int | None
+    end: int | None
+    unanchored: bool
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """A pinned source version of the question, in full."""
+
+    id: int
+    document_key: str
+    uri: str
+    text: str
+    sha256: str
+    rank: int | None
+
+
+@dataclass(frozen=True)
+class PriorFlag:
+    """A span of the answer an imported annotator flagged (the dataset's labels, no note)."""
+
+    start: int
+    end: int
+    quote: str
+    labels: tuple[str, ...]
+    evidence: Span | None
+
+
+@dataclass(frozen=True)
+class AnnotatorColumn:
+    """One column of the side-by-side view: "Annotator k" and their vote, never an identity."""
+
+    pseudonym: str
+    vote: Vote
+    flags: tuple[PriorFlag, ...] = ()
+
+    @property
+    def imported(self) -> bool:
+        """Whether the vote is an imported prior annotation."""
+        return not self.vote.live
+
+
+@dataclass(frozen=True)
+class AdjudicationView:
+    """Everything the adjudicator compares; ``version`` goes back with the decision."""
+
+    item: Item
+    question: Question
+    candidate: CandidateAnswer
+    claims: tuple[ClaimRow, ...]
+    sources: tuple[SourceRow, ...]
+    annotators: tuple[AnnotatorColumn, ...]
+    diff: VoteDiff
+    version: int
+    status: str
+    resolution: Resolution | None
+    can_adjudicate: bool
+    policy: LabelPolicy | None = None
+    history: tuple[Resolution, ...] = field(default_factory=tuple)
+
+    @property
+    def differing_claim_ids(self) -> frozenset[int]:
+        """The ids of the claims whose votes differ (highlighted)."""
+        return self.diff.claims
+
+
+def require_adjudicator(*, project: Project, actor: Any) -> str:
+    """Return the actor's role if it may adjudicate in ``project``.
+
+    Raises:
+        NotFound: the actor is not a member (the project is not visible).
+        PermissionDenied: the actor is a member without the adjudicator or manager role.
+    """
+    role = project_role(user=actor, project=project)
+    if role is None:
+        raise NotFound(f"no project {project.slug!r}")
+    if role not in ADJUDICATOR_ROLES:
+        raise PermissionDenied("only an adjudicator or a manager may adjudicate")
+    return role
+
+
+def annotated_by(*, item_id: int, actor: Any) -> bool:
+    """Return whether ``actor`` holds a live or submitted assignment of the item. One query."""
+    return Assignment.objects.filter(
+        item_id=item_id, annotator=actor, status__in=LIVE_ASSIGNMENT_STATUSES
+    ).exists()
+
+
+def claim_rows(claims: Iterable[Claim]) -> tuple[ClaimRow, ...]:
+    """Return claims as :class:`ClaimRow` rows, by index."""
+    return tuple(
+        ClaimRow(c.pk, c.index, c.text, c.start, c.end, c.unanchored)
+        for c in sorted(claims, key=lambda c: c.index)
+    )
+
+
+def source_rows(question_id: int) -> tuple[SourceRow, ...]:
+    """Return the pinned source versions of a question, by retrieval rank. One query."""
+    links = (
+        RetrievalLink.objects.filter(question_id=question_id)
+        .select_related("source_version__document")
+        .order_by("rank", "pk")
+    )
+    return tuple(
+        SourceRow(
+            id=link.source_version_id,
+            document_key=link.source_version.document.key,
+            uri=link.source_version.uri or link.source_version.document.uri,
+            text=link.source_version.text,
+            sha256=link.source_version.sha256,
+            rank=link.rank,
+        )
+        for link in links
+    )
+
+
+def adjudication_view(*, project: Project, item_id: int, actor: Any) -> AdjudicationView:
+    """Return the side-by-side view of an item's votes for an adjudicator.
+
+    Annotators are shown as "Annotator 1..N": live ones by assignment slot, then imported ones
+    in import order; never a username or a dataset annotator id (prior notes, which may name
+    people, are left out). Writes nothing. About ten queries, whatever the item.
+
+    Raises:
+        NotFound: the actor is not a member, or no such item in the project, or the item is
+            still collecting annotations (it is in no queue yet).
+        PermissionDenied: the actor is not an adjudicator or manager, or annotated the item
+            and the project does not allow self-adjudication.
+    """
+    require_adjudicator(project=project, actor=actor)
+    item = (
+        Item.objects.filter(project=project, pk=item_id)
+        .select_related("candidate__question", "resolution")
+        .prefetch_related(Prefetch("candidate__claims", queryset=Claim.objects.order_by("index")))
+        .first()
+    )
+    if item is None or item.status == ItemStatus.OPEN:
+        raise NotFound(f"no item {item_id} awaiting or past adjudication in {project.slug!r}")
+    if not project.allow_self_adjudication and annotated_by(item_id=item.pk, actor=actor):
+        raise PermissionDenied(
+            "you annotated this item; this project does not allow self-adjudication"
+        )
+    candidate = item.candidate
+    claims = claim_rows(candidate.claims.all())
+    votes = item_votes(item_ids=[item.pk])[item.pk]
+    flags: dict[int, tuple[PriorFlag, ...]] = defaultdict(tuple)
+    prior_ids = [v.ref for v in votes if not v.live]
+    if prior_ids:
+        for prior in PriorAnnotation.objects.filter(pk__in=prior_ids).prefetch_related("spans"):
+            flags[prior.pk] = tuple(
+                PriorFlag(
+                    start=s.start,
+                    end=s.end,
+                    quote=s.quote,
+                    labels=tuple(s.labels),
+                    evidence=(
+                        Span(
+                            s.evidence_source_version_id,
+                            s.evidence_start,
+                            s.evidence_end,
+                            s.evidence_quote,
+                        )
+                        if s.evidence_source_version_id is not None
+                        else None
+                    ),
+                )
+                for s in prior.spans.all()
+            )
+    columns = tuple(
+        AnnotatorColumn(
+            pseudonym=f"Annotator {n}",
+            vote=vote,
+            flags=() if vote.live else flags[vote.ref],
+        )
+        for n, vote in enumerate(votes, start=1)
+    )
+    resolution = item.resolution
+    can_adjudicate = item.status == ItemStatus.DISAGREEMENT or (
+        resolution is not None and resolution.status != ResolutionStatus.CONSENSUS
+    )
+    policy = project.policies.filter(frozen_at__isnull=False).order_by("-version").first()
+    history = tuple(
+        Resolution.objects.filter(item=item).select_related("adjudicator").order_by("number")
+    )
+    return AdjudicationView(
+        item=item,
+        question=candidate.question,
+        candidate=candidate,
+        claims=claims,
+        sources=source_rows(candidate.question_id),
+        annotators=columns,
+        diff=votes_compare(votes, [c.id for c in claims])
+        if votes
+        else VoteDiff(False, frozenset()),
+        version=item.version,
+        status=item.status,
+        resolution=resolution,
+        can_adjudicate=can_adjudicate,
+        policy=policy,
+        history=history,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProgressCounts:
+    """Items of a project by where they are in the flow (they sum to ``total``).
+
+    ``open_untouched``: open, holding no live or submitted assignment. ``in_progress``: open,
+    holding at least one. ``awaiting_adjudication``: in the disagreement queue. The last three
+    count resolved items by the status of their current resolution.
+    """
+
+    total: int = 0
+    open_untouched: int = 0
+    in_progress: int = 0
+    awaiting_adjudication: int = 0
+    resolved_consensus: int = 0
+    resolved_adjudicated: int = 0
+    unresolved: int = 0
+
+
+def project_progress(*, project: Project) -> ProgressCounts:
+    """Return the progress counts of ``project``'s items. One query."""
+    open_ = Q(status=ItemStatus.OPEN)
+    resolved = Q(status=ItemStatus.RESOLVED)
+    counts = Item.objects.filter(project=project).aggregate(
+        total=Count("pk"),
+        open_untouched=Count("pk", filter=open_ & Q(assigned_count=0)),
+        in_progress=Count("pk", filter=open_ & Q(assigned_count__gt=0)),
+        awaiting_adjudication=Count("pk", filter=Q(status=ItemStatus.DISAGREEMENT)),
+        resolved_consensus=Count(
+            "pk", filter=resolved & Q(resolution__status=ResolutionStatus.CONSENSUS)
+        ),
+        resolved_adjudicated=Count(
+            "pk", filter=resolved & Q(resolution__status=ResolutionStatus.ADJUDICATED)
+        ),
+        unresolved=Count("pk", filter=resolved & Q(resolution__status=ResolutionStatus.UNRESOLVED)),
+    )
+    return ProgressCounts(**counts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Labelling form
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PolicyVocabularyView:
+    """The labels the form offers: the frozen policy's, plus "can't decide"."""
+
+    version: int
+    guideline: str
+    answer_labels: tuple[str, ...]
+    claim_labels: tuple[str, ...]
+    unavailable_reasons: tuple[str, ...]
+    cannot_decide: str = CANNOT_DECIDE
+
+
+@dataclass(frozen=True)
+class LabellingFormView:
+    """What an annotator sees for one assignment, and nothing else (DESIGN.md §7).
+
+    No question metadata, no generator, no other annotator's label or identity, no vote or
+    assignment counts, no evaluator or prior labels, no item status. ``current`` is the actor's
+    own current vote (None before the first submit). ``editable`` is False when the lease is
+    over (expired or skipped) or the item is resolved (then a revision would be refused).
+    """
+
+    assignment_id: int
+    assignment_status: str
+    lease_expires_at: datetime
+    item_id: int
+    question_text: str
+    candidate_text: str
+    claims: tuple[ClaimRow, ...]
+    sources: tuple[SourceRow, ...]
+    policy: PolicyVocabularyView
+    current: Vote | None
+    editable: bool
+
+
+def labelling_form_view(*, project: Project, assignment: Assignment) -> LabellingFormView:
+    """Return the labelling form's content for the actor's own ``assignment``.
+
+    The caller has checked that ``assignment`` belongs to the actor (``assignment_get_for_actor``).
+    Writes nothing. Six queries at most.
+
+    Raises:
+        NotFound: the assignment's item is not in ``project``.
+        InvalidTransition: labelling has not started.
+    """
+    item = (
+        Item.objects.filter(project=project, pk=assignment.item_id)
+        .select_related("candidate__question")
+        .prefetch_related(Prefetch("candidate__claims", queryset=Claim.objects.order_by("index")))
+        .first()
+    )
+    if item is None:
+        raise NotFound(f"no assignment {assignment.pk} in project {project.slug!r}")
+    policy = labelling_policy_get(project=project)
+    candidate = item.candidate
+    current: Vote | None = None
+    if assignment.status == AssignmentStatus.SUBMITTED:
+        annotation = (
+            Annotation.objects.filter(assignment=assignment, current__isnull=False)
+            .select_related("current")
+            .prefetch_related(
+                Prefetch(
+                    "current__claim_labels",
+                    queryset=ClaimLabel.objects.prefetch_related("evidence"),
+                )
+            )
+            .first()
+        )
+        if annotation is not None:
+            revision = annotation.current
+            current = Vote(
+                item_id=item.pk,
+                live=True,
+                ref=annotation.pk,
+                # Not the slot: "slot 2" would tell the annotator that someone else has slot 1.
+                slot=None,
+                answer_label=revision.answer_label,
+                answer_reason=revision.answer_reason,
+                claims={
+                    cl.claim_id: ClaimVote(
+                        cl.label,
+                        cl.reason,
+                        cl.boundary_error,
+                        tuple(_span(e) for e in cl.evidence.all()),
+                    )
+                    for cl in revision.claim_labels.all()
+                },
+                comment=revision.comment,
+                revision=revision.number,
+                submitted_at=assignment.submitted_at,
+            )
+    editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item.status != ItemStatus.RESOLVED
+    return LabellingFormView(
+        assignment_id=assignment.pk,
+        assignment_status=assignment.status,
+        lease_expires_at=assignment.lease_expires_at,
+        item_id=item.pk,
+        question_text=candidate.question.text,
+        candidate_text=candidate.text,
+        claims=claim_rows(candidate.claims.all()),
+        sources=source_rows(candidate.question_id),
+        policy=PolicyVocabularyView(
+            version=policy.version,
+            guideline=policy.guideline,
+            answer_labels=tuple(policy.answer_labels),
+            claim_labels=tuple(policy.claim_labels),
+            unavailable_reasons=tuple(policy.unavailable_reasons),
+        ),
+        current=current,
+        editable=editable,
+    )

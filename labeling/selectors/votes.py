@@ -1,0 +1,148 @@
+"""Vote matrices of a project, as plain data for the agreement statistics (STYLE.md C4).
+
+A *vote* is one rater's label of one unit at one label level:
+
+- level ``"answer"``: the unit is an item; the label is the answer label.
+- level ``"claim"``: the unit is a claim of an item's candidate; the label is the claim label.
+
+Raters are the annotators of submitted annotations (their *current* revision; earlier revisions
+are history, not votes) and the imported prior annotators of the item's candidate (a prior
+annotation votes at a level when it carries a label there: ExpertQA's carry claim labels only).
+``cannot_decide`` and ``evidence_unavailable`` are labels like any other. A label with a reason
+(``evidence_unavailable`` + ``not_found``) is the value ``"evidence_unavailable:not_found"``, as
+comparison treats two different reasons as a disagreement.
+
+Rater ids: ``user:<user id>`` for an account, ``prior:<pseudonym>`` for an imported annotator.
+They identify people; whoever shows them decides who may see them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from labeling.models import (
+    AnnotationRevision,
+    ClaimLabel,
+    PriorAnnotation,
+    PriorClaimLabel,
+    Project,
+)
+
+ANSWER_LEVEL = "answer"
+CLAIM_LEVEL = "claim"
+LEVELS: tuple[str, ...] = (ANSWER_LEVEL, CLAIM_LEVEL)
+
+
+@dataclass(frozen=True)
+class VoteMatrix:
+    """The votes of one label level: units × raters, ``None`` where a rater did not vote.
+
+    Attributes:
+        level: ``"answer"`` or ``"claim"``.
+        units: unit ids in ascending order (item ids, or claim ids); only units with a vote.
+        raters: rater ids, sorted (``prior:…`` before ``user:…``, users by numeric id).
+        ratings: ``len(units)`` rows of ``len(raters)`` labels or ``None``.
+    """
+
+    level: str
+    units: tuple[int, ...]
+    raters: tuple[str, ...]
+    ratings: tuple[tuple[str | None, ...], ...]
+
+    @property
+    def n_votes(self) -> int:
+        """The number of votes (non-missing ratings)."""
+        return sum(value is not None for row in self.ratings for value in row)
+
+
+@dataclass(frozen=True)
+class ProjectVotes:
+    """A project's vote matrices, one per label level."""
+
+    project_id: int
+    answer: VoteMatrix
+    claim: VoteMatrix
+
+    def levels(self) -> tuple[VoteMatrix, ...]:
+        """The matrices in ``LEVELS`` order."""
+        return (self.answer, self.claim)
+
+
+def vote_value(label: str, reason: str | None) -> str:
+    """The value a vote counts as: the label, or ``label:reason`` when it carries a reason."""
+    return f"{label}:{reason}" if reason else label
+
+
+def user_rater(user_id: int) -> str:
+    """The rater id of an account."""
+    return f"user:{user_id}"
+
+
+def prior_rater(annotator: str) -> str:
+    """The rater id of an imported (pseudonymous) annotator."""
+    return f"prior:{annotator}"
+
+
+def rater_sort_key(rater: str) -> tuple[int, str, int]:
+    """Order rater ids: imported annotators by pseudonym, then accounts by numeric id."""
+    kind, _, name = rater.partition(":")
+    if kind == "user" and name.isdigit():
+        return (1, "", int(name))
+    return (0, name, 0)
+
+
+def _matrix(level: str, votes: Iterable[tuple[int, str, str]]) -> VoteMatrix:
+    by_unit: dict[int, dict[str, str]] = defaultdict(dict)
+    for unit, rater, value in votes:
+        by_unit[unit][rater] = value
+    units = tuple(sorted(by_unit))
+    raters = tuple(sorted({r for row in by_unit.values() for r in row}, key=rater_sort_key))
+    ratings = tuple(tuple(by_unit[unit].get(rater) for rater in raters) for unit in units)
+    return VoteMatrix(level=level, units=units, raters=raters, ratings=ratings)
+
+
+def project_votes(*, project: Project) -> ProjectVotes:
+    """Return the current votes of every item of ``project``, per label level.
+
+    Reads only (four queries, whatever the project's size). Items of every status count: an
+    open item's single vote drops out of the agreement statistics by itself.
+
+    Args:
+        project: the project.
+
+    Returns:
+        A :class:`ProjectVotes` with deterministic ordering, so equal votes give equal data.
+    """
+    answer_votes = [
+        (item_id, user_rater(user_id), vote_value(label, reason))
+        for item_id, user_id, label, reason in AnnotationRevision.objects.filter(
+            current_of__item__project=project
+        ).values_list(
+            "annotation__item_id", "annotation__annotator_id", "answer_label", "answer_reason"
+        )
+    ]
+    answer_votes += [
+        (item_id, prior_rater(annotator), vote_value(label, reason))
+        for item_id, annotator, label, reason in PriorAnnotation.objects.filter(
+            candidate__item__project=project, answer_label__isnull=False
+        ).values_list("candidate__item__id", "annotator", "answer_label", "answer_reason")
+    ]
+    claim_votes = [
+        (claim_id, user_rater(user_id), vote_value(label, reason))
+        for claim_id, user_id, label, reason in ClaimLabel.objects.filter(
+            revision__current_of__item__project=project
+        ).values_list("claim_id", "revision__annotation__annotator_id", "label", "reason")
+    ]
+    claim_votes += [
+        (claim_id, prior_rater(annotator), vote_value(label, reason))
+        for claim_id, annotator, label, reason in PriorClaimLabel.objects.filter(
+            prior_annotation__candidate__item__project=project, label__isnull=False
+        ).values_list("claim_id", "prior_annotation__annotator", "label", "reason")
+    ]
+    return ProjectVotes(
+        project_id=project.pk,
+        answer=_matrix(ANSWER_LEVEL, answer_votes),
+        claim=_matrix(CLAIM_LEVEL, claim_votes),
+    )

@@ -1,0 +1,286 @@
+"""Adjudication: the final label of a disputed item, or ``unresolved`` (issue 3, item 7).
+
+An adjudicator (or manager) resolves an item of the disagreement queue with final answer and
+claim labels, evidence and a rationale, or marks it ``unresolved`` with a reason from
+:class:`labeling.models.UnresolvedReason`. A decided item can be corrected: the correction is a
+new :class:`Resolution` (``number`` + 1) that ``supersedes`` the previous one; consensus items
+are not adjudicated.
+
+Optimistic locking: the caller sends the item ``version`` it was shown
+(:func:`labeling.selectors.review.adjudication_view`); the decision is written only if the
+item still has that version (compare-and-set), so two adjudicators cannot silently overwrite
+each other: the second gets :class:`labeling.exceptions.StaleVersion`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from labeling.exceptions import (
+    InvalidInput,
+    InvalidTransition,
+    NotFound,
+    PermissionDenied,
+    StaleVersion,
+)
+from labeling.models import (
+    Disagreement,
+    Item,
+    ItemStatus,
+    LabelPolicy,
+    Project,
+    Resolution,
+    ResolutionStatus,
+    ResolvedClaimLabel,
+    ResolvedEvidence,
+    UnresolvedReason,
+)
+from labeling.selectors.review import annotated_by, labelling_policy_get, require_adjudicator
+from labeling.services.annotations import CheckedLabels, ClaimInput, labels_check
+from labeling.signals import announce_resolutions
+
+logger = logging.getLogger(__name__)
+
+MAX_RATIONALE_LENGTH = 10_000
+
+
+def _invalid(field: str, message: str) -> InvalidInput:
+    return InvalidInput(f"{field}: {message}", data={"field": field})
+
+
+def _item_for_decision(
+    *, project: Project, item_id: int, actor: Any, expected_version: int
+) -> Item:
+    """Return the item if ``actor`` may decide it now, as of ``expected_version``.
+
+    Raises:
+        NotFound, PermissionDenied, InvalidTransition, StaleVersion: see the services.
+    """
+    require_adjudicator(project=project, actor=actor)
+    item = (
+        Item.objects.filter(project=project, pk=item_id)
+        .select_related("candidate", "resolution")
+        .first()
+    )
+    if item is None:
+        raise NotFound(f"no item {item_id} in project {project.slug!r}")
+    if not project.allow_self_adjudication and annotated_by(item_id=item.pk, actor=actor):
+        raise PermissionDenied(
+            "you annotated this item; this project does not allow self-adjudication"
+        )
+    if item.version != expected_version:
+        raise StaleVersion(
+            f"item {item.pk} changed since you opened it (version {expected_version}, now "
+            f"{item.version}); reload it and decide again",
+            data={"expected_version": expected_version, "version": item.version},
+        )
+    if item.status == ItemStatus.OPEN:
+        raise InvalidTransition(f"item {item.pk} is still collecting annotations")
+    if item.status == ItemStatus.RESOLVED and (
+        item.resolution is None or item.resolution.status == ResolutionStatus.CONSENSUS
+    ):
+        raise InvalidTransition(
+            f"item {item.pk} was resolved by consensus of its annotators; it is not adjudicated"
+        )
+    return item
+
+
+def _check_rationale(rationale: Any, *, required: bool) -> str:
+    if rationale is None:
+        rationale = ""
+    if not isinstance(rationale, str):
+        raise _invalid("rationale", "expected text")
+    if required and not rationale.strip():
+        raise _invalid("rationale", "give a rationale for the decision")
+    if len(rationale) > MAX_RATIONALE_LENGTH:
+        raise _invalid("rationale", f"at most {MAX_RATIONALE_LENGTH} characters")
+    if "\x00" in rationale:
+        raise _invalid("rationale", "contains NUL (U+0000)")
+    return rationale
+
+
+def _decide(
+    *,
+    project: Project,
+    item: Item,
+    expected_version: int,
+    actor: Any,
+    policy: LabelPolicy,
+    status: str,
+    labels: CheckedLabels | None,
+    rationale: str,
+    unresolved_reason: str | None,
+) -> Resolution:
+    """Write the decision if the item still has ``expected_version``; close the disagreement."""
+    swapped = Item.objects.filter(pk=item.pk, version=expected_version).update(
+        version=F("version") + 1
+    )
+    if swapped != 1:
+        raise StaleVersion(
+            f"item {item.pk} changed while you decided (another adjudication or a revision); "
+            "reload it and decide again",
+            data={"expected_version": expected_version},
+        )
+    number = (Resolution.objects.filter(item=item).aggregate(n=Max("number"))["n"] or 0) + 1
+    resolution = Resolution.objects.create(
+        item=item,
+        number=number,
+        supersedes_id=item.resolution_id,
+        status=status,
+        policy=policy,
+        answer_label=labels.answer_label if labels else None,
+        answer_reason=labels.answer_reason if labels else None,
+        rationale=rationale,
+        unresolved_reason=unresolved_reason,
+        adjudicator=actor,
+    )
+    if labels is not None:
+        rows = ResolvedClaimLabel.objects.bulk_create(
+            [
+                ResolvedClaimLabel(
+                    resolution=resolution, claim_id=c.claim_id, label=c.label, reason=c.reason
+                )
+                for c in labels.claims
+            ]
+        )
+        ResolvedEvidence.objects.bulk_create(
+            [
+                ResolvedEvidence(
+                    claim_label=row,
+                    source_version_id=e.source_version_id,
+                    start=e.start,
+                    end=e.end,
+                    quote=e.quote,
+                )
+                for row, claim in zip(rows, labels.claims, strict=True)
+                for e in claim.evidence
+            ]
+        )
+    Item.objects.filter(pk=item.pk).update(status=ItemStatus.RESOLVED, resolution=resolution)
+    Disagreement.objects.filter(item=item, closed_at__isnull=True).update(
+        closed_at=timezone.now(), closed_by=resolution
+    )
+    announce_resolutions(project_id=project.pk, resolved=[(item.pk, status)])
+    logger.info(
+        "adjudication.decided",
+        extra={
+            "item": item.pk,
+            "resolution": resolution.pk,
+            "number": number,
+            "status": status,
+            "correction": item.resolution_id is not None,
+        },
+    )
+    return resolution
+
+
+@transaction.atomic
+def adjudication_resolve(
+    *,
+    project: Project,
+    item_id: int,
+    actor: Any,
+    expected_version: int,
+    answer_label: str,
+    answer_reason: str | None = None,
+    claims: Sequence[ClaimInput],
+    rationale: str,
+) -> Resolution:
+    """Resolve a disputed item with final labels and a rationale (status ``adjudicated``).
+
+    The labels follow the annotation rules (:func:`labeling.services.annotations.labels_check`)
+    without ``cannot_decide``: an adjudicator who cannot decide marks the item unresolved.
+    Evidence offsets may be ``utf16`` (a fresh selection) or ``codepoint`` (copied from an
+    annotation). On an item already adjudicated or unresolved, the decision is a correction: a
+    new resolution superseding the current one.
+
+    Returns:
+        The new resolution, now the item's current one.
+
+    Raises:
+        NotFound: the actor is not a member, or no such item in the project.
+        PermissionDenied: the actor is not an adjudicator or manager, or annotated the item and
+            the project does not allow self-adjudication.
+        InvalidTransition: the item is still open, or was resolved by consensus; or labelling
+            has not started.
+        StaleVersion: the item's version is not ``expected_version`` (someone else decided, or
+            an annotation was revised); nothing is written.
+        InvalidInput: a label, reason, claim, evidence span or the rationale is invalid,
+            naming the field.
+
+    Concurrency: opens its own transaction; the compare-and-set on the item's version takes
+    its row lock and lets exactly one of two concurrent decisions through.
+    """
+    item = _item_for_decision(
+        project=project, item_id=item_id, actor=actor, expected_version=expected_version
+    )
+    policy = labelling_policy_get(project=project)
+    labels = labels_check(
+        item=item,
+        policy=policy,
+        answer_label=answer_label,
+        answer_reason=answer_reason,
+        claims=claims,
+        allow_cannot_decide=False,
+    )
+    text = _check_rationale(rationale, required=True)
+    return _decide(
+        project=project,
+        item=item,
+        expected_version=expected_version,
+        actor=actor,
+        policy=policy,
+        status=ResolutionStatus.ADJUDICATED,
+        labels=labels,
+        rationale=text,
+        unresolved_reason=None,
+    )
+
+
+@transaction.atomic
+def adjudication_mark_unresolved(
+    *,
+    project: Project,
+    item_id: int,
+    actor: Any,
+    expected_version: int,
+    reason: str,
+    rationale: str = "",
+) -> Resolution:
+    """Mark a disputed item ``unresolved`` with a reason (and a rationale, required for "other").
+
+    Unresolved is an outcome of its own, counted and reported, never turned into a label. Same
+    states, corrections and locking as :func:`adjudication_resolve`.
+
+    Raises:
+        NotFound, PermissionDenied, InvalidTransition, StaleVersion: as
+            :func:`adjudication_resolve`.
+        InvalidInput: ``reason`` is not one of ``UnresolvedReason`` values, or the reason is
+            ``other`` without a rationale.
+
+    Concurrency: as :func:`adjudication_resolve`.
+    """
+    item = _item_for_decision(
+        project=project, item_id=item_id, actor=actor, expected_version=expected_version
+    )
+    policy = labelling_policy_get(project=project)
+    if reason not in UnresolvedReason.values:
+        raise _invalid("reason", f"{reason!r} is not one of {UnresolvedReason.values}")
+    text = _check_rationale(rationale, required=reason == UnresolvedReason.OTHER)
+    return _decide(
+        project=project,
+        item=item,
+        expected_version=expected_version,
+        actor=actor,
+        policy=policy,
+        status=ResolutionStatus.UNRESOLVED,
+        labels=None,
+        rationale=text,
+        unresolved_reason=reason,
+    )

@@ -1,0 +1,591 @@
+"""Submitting and revising annotations (issue 3, items 3, 5 and 6).
+
+An annotation is one annotator's judgement of one item, kept as append-only revisions: the first
+submit creates the annotation and revision 1, a later submit with different content appends a
+revision (``previous`` links the old one) and moves ``Annotation.current``; a submit with the
+same content writes nothing (idempotent). Content is compared by the sha256 of its canonical
+JSON (labels, reasons, boundary flags, evidence in code points, comment; not the time spent,
+which a retried request measures anew).
+
+Labels are checked against the project's frozen label policy (DESIGN.md §2) plus
+``cannot_decide``; evidence against the pinned source versions of the item's question
+(:mod:`labeling.offsets`). Errors name the input field, e.g. ``claims[2].evidence[0].quote``
+(``InvalidInput.data["field"]``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from labeling import offsets
+from labeling.exceptions import (
+    InvalidInput,
+    InvalidTransition,
+    LeaseExpired,
+    NotFound,
+    PermissionDenied,
+)
+from labeling.locks import item_lock
+from labeling.models import (
+    CANNOT_DECIDE,
+    Annotation,
+    AnnotationRevision,
+    Assignment,
+    AssignmentStatus,
+    Claim,
+    ClaimLabel,
+    EvidenceSpan,
+    Item,
+    ItemStatus,
+    LabelPolicy,
+    Project,
+    RetrievalLink,
+    Role,
+    SourceVersion,
+)
+from labeling.permissions import project_role
+from labeling.selectors.review import EVIDENCE_UNAVAILABLE, labelling_policy_get
+from labeling.services.comparison import items_compare
+from labeling.services.imports import fingerprint
+
+logger = logging.getLogger(__name__)
+
+# Claim labels that must cite at least one evidence span (DESIGN.md §2).
+EVIDENCE_REQUIRED = frozenset({"supported", "contradicted"})
+# Client-measured time spent on one submit, in seconds: at most a day.
+MAX_TIME_SPENT_SECONDS = 86_400
+MAX_COMMENT_LENGTH = 10_000
+MAX_EVIDENCE_PER_CLAIM = 50
+
+
+@dataclass(frozen=True)
+class EvidenceInput:
+    """A cited span: offsets into a pinned source version, in ``unit``, and the selected text."""
+
+    source_version_id: int
+    start: int
+    end: int
+    quote: str
+    unit: str = offsets.UNIT_UTF16
+
+
+@dataclass(frozen=True)
+class ClaimInput:
+    """The label of one claim; ``reason`` only with ``evidence_unavailable``."""
+
+    claim_id: int
+    label: str
+    reason: str | None = None
+    boundary_error: bool = False
+    evidence: tuple[EvidenceInput, ...] = ()
+
+
+@dataclass(frozen=True)
+class AnnotationInput:
+    """One submit of the labelling form."""
+
+    answer_label: str
+    answer_reason: str | None = None
+    claims: tuple[ClaimInput, ...] = ()
+    comment: str = ""
+    time_spent_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class CheckedEvidence:
+    """An evidence span that passed :func:`labels_check`, in code points."""
+
+    source_version_id: int
+    start: int
+    end: int
+    quote: str
+
+
+@dataclass(frozen=True)
+class CheckedClaim:
+    """A claim label that passed :func:`labels_check` (evidence deduplicated and sorted)."""
+
+    claim_id: int
+    label: str
+    reason: str | None
+    boundary_error: bool
+    evidence: tuple[CheckedEvidence, ...]
+
+
+@dataclass(frozen=True)
+class CheckedLabels:
+    """Answer and claim labels that passed :func:`labels_check`."""
+
+    answer_label: str
+    answer_reason: str | None
+    claims: tuple[CheckedClaim, ...]
+
+    def canonical(self) -> dict[str, Any]:
+        """Return the labels as canonical JSON-able data (claims by id, spans sorted)."""
+        return {
+            "answer_label": self.answer_label,
+            "answer_reason": self.answer_reason,
+            "claims": [
+                {
+                    "claim": c.claim_id,
+                    "label": c.label,
+                    "reason": c.reason,
+                    "boundary_error": c.boundary_error,
+                    "evidence": [
+                        [e.source_version_id, e.start, e.end, e.quote] for e in c.evidence
+                    ],
+                }
+                for c in self.claims
+            ],
+        }
+
+
+def _invalid(field: str, message: str) -> InvalidInput:
+    return InvalidInput(f"{field}: {message}", data={"field": field})
+
+
+def _check_label(
+    label: Any,
+    reason: Any,
+    allowed: Sequence[str],
+    reasons: Sequence[str],
+    fields: tuple[str, str],
+    *,
+    allow_cannot_decide: bool,
+) -> tuple[str, str | None]:
+    """Check one label and its reason; return (label, reason or None).
+
+    ``fields`` names the label's and the reason's input fields for errors.
+    """
+    field, reason_field = fields
+    choices = [*allowed, CANNOT_DECIDE] if allow_cannot_decide else list(allowed)
+    if not isinstance(label, str) or label not in choices:
+        raise _invalid(field, f"{label!r} is not one of {choices}")
+    if reason == "":
+        reason = None
+    if label == EVIDENCE_UNAVAILABLE:
+        if reason is None:
+            raise _invalid(reason_field, f"{label} needs a reason, one of {list(reasons)}")
+        if not isinstance(reason, str) or reason not in reasons:
+            raise _invalid(reason_field, f"{reason!r} is not one of {list(reasons)}")
+    elif reason is not None:
+        raise _invalid(reason_field, f"a reason is given only with {EVIDENCE_UNAVAILABLE}")
+    return label, reason
+
+
+def labels_check(
+    *,
+    item: Item,
+    policy: LabelPolicy,
+    answer_label: Any,
+    answer_reason: Any,
+    claims: Sequence[ClaimInput],
+    allow_cannot_decide: bool,
+) -> CheckedLabels:
+    """Check answer and claim labels of ``item`` against ``policy`` and the pinned sources.
+
+    Rules: labels from the policy (plus ``cannot_decide`` when allowed); a reason from the
+    policy's unavailable reasons iff the label is ``evidence_unavailable``; every claim of the
+    candidate labelled exactly once and no other claim; ``supported`` and ``contradicted``
+    cite at least one span; every span from a source version pinned to the item's question,
+    passing :func:`labeling.offsets.evidence_span_check`. Identical spans cited twice for one
+    claim are kept once. Reads the item's claims and the cited source versions (two queries).
+
+    Raises:
+        InvalidInput: naming the field, e.g. ``claims[1].evidence[0].quote``.
+    """
+    answer_label, answer_reason = _check_label(
+        answer_label,
+        answer_reason,
+        policy.answer_labels,
+        policy.unavailable_reasons,
+        ("answer_label", "answer_reason"),
+        allow_cannot_decide=allow_cannot_decide,
+    )
+    claim_ids = dict(
+        Claim.objects.filter(candidate_id=item.candidate_id).values_list("pk", "index")
+    )
+    cited = {
+        e.source_version_id
+        for c in claims
+        if isinstance(c, ClaimInput)
+        for e in c.evidence
+        if isinstance(e, EvidenceInput)
+    }
+    pinned: Mapping[int, SourceVersion] = {
+        link.source_version_id: link.source_version
+        for link in RetrievalLink.objects.filter(
+            question_id=item.candidate.question_id, source_version_id__in=cited
+        ).select_related("source_version")
+    }
+    checked: dict[int, CheckedClaim] = {}
+    for i, claim in enumerate(claims):
+        at = f"claims[{i}]"
+        if not isinstance(claim, ClaimInput):
+            raise _invalid(at, "expected a claim label")
+        if claim.claim_id not in claim_ids:
+            raise _invalid(
+                f"{at}.claim_id", f"claim {claim.claim_id!r} is not a claim of this item"
+            )
+        if claim.claim_id in checked:
+            raise _invalid(f"{at}.claim_id", f"claim {claim.claim_id} is labelled twice")
+        label, reason = _check_label(
+            claim.label,
+            claim.reason,
+            policy.claim_labels,
+            policy.unavailable_reasons,
+            (f"{at}.label", f"{at}.reason"),
+            allow_cannot_decide=allow_cannot_decide,
+        )
+        if not isinstance(claim.boundary_error, bool):
+            raise _invalid(f"{at}.boundary_error", "expected true or false")
+        if len(claim.evidence) > MAX_EVIDENCE_PER_CLAIM:
+            raise _invalid(f"{at}.evidence", f"at most {MAX_EVIDENCE_PER_CLAIM} spans per claim")
+        spans: dict[tuple[int, int, int], CheckedEvidence] = {}
+        for j, evidence in enumerate(claim.evidence):
+            where = f"{at}.evidence[{j}]"
+            version = pinned.get(evidence.source_version_id)
+            if version is None:
+                raise _invalid(
+                    f"{where}.source_version_id",
+                    f"source version {evidence.source_version_id!r} is not a pinned source of "
+                    "this item's question",
+                )
+            try:
+                start, end = offsets.evidence_span_check(
+                    text=version.text,
+                    sha256=version.sha256,
+                    start=evidence.start,
+                    end=evidence.end,
+                    quote=evidence.quote,
+                    unit=evidence.unit,
+                )
+            except InvalidInput as exc:
+                name = exc.data.get("field", "quote")
+                name = "source_version_id" if name == "source" else name
+                message = exc.message.split(": ", 1)[-1]
+                raise _invalid(f"{where}.{name}", message) from exc
+            key = (version.pk, start, end)
+            spans[key] = CheckedEvidence(version.pk, start, end, evidence.quote)
+        if label in EVIDENCE_REQUIRED and not spans:
+            raise _invalid(f"{at}.evidence", f"{label} needs at least one evidence span")
+        checked[claim.claim_id] = CheckedClaim(
+            claim_id=claim.claim_id,
+            label=label,
+            reason=reason,
+            boundary_error=claim.boundary_error,
+            evidence=tuple(spans[k] for k in sorted(spans)),
+        )
+    missing = sorted(set(claim_ids) - set(checked), key=lambda pk: claim_ids[pk])
+    if missing:
+        shown = ", ".join(f"claim {pk} (index {claim_ids[pk]})" for pk in missing[:5])
+        raise _invalid("claims", f"every claim needs a label; missing: {shown}")
+    return CheckedLabels(
+        answer_label=answer_label,
+        answer_reason=answer_reason,
+        claims=tuple(checked[pk] for pk in sorted(checked, key=lambda pk: claim_ids[pk])),
+    )
+
+
+def _check_extras(data: AnnotationInput) -> tuple[str, float | None]:
+    comment = data.comment or ""
+    if not isinstance(comment, str):
+        raise _invalid("comment", "expected text")
+    if len(comment) > MAX_COMMENT_LENGTH:
+        raise _invalid("comment", f"at most {MAX_COMMENT_LENGTH} characters")
+    if "\x00" in comment:
+        raise _invalid("comment", "contains NUL (U+0000)")
+    spent = data.time_spent_seconds
+    if spent is not None:
+        if isinstance(spent, bool) or not isinstance(spent, int | float):
+            raise _invalid("time_spent_seconds", "expected a number of seconds")
+        if not math.isfinite(spent) or not 0 <= spent <= MAX_TIME_SPENT_SECONDS:
+            raise _invalid(
+                "time_spent_seconds",
+                f"expected 0 to {MAX_TIME_SPENT_SECONDS} seconds, got {spent!r}",
+            )
+        spent = float(spent)
+    return comment, spent
+
+
+def _item_touch(item_id: int) -> Item:
+    """Bump the item's version (a state change) and return the item fresh.
+
+    The caller holds the item's lock (:func:`labeling.locks.item_lock`), so the vote count read
+    afterwards is exact.
+    """
+    Item.objects.filter(pk=item_id).update(version=F("version") + 1)
+    return Item.objects.select_related("candidate").get(pk=item_id)
+
+
+def _write_revision(
+    *,
+    annotation: Annotation,
+    number: int,
+    previous: AnnotationRevision | None,
+    actor: Any,
+    policy: LabelPolicy,
+    labels: CheckedLabels,
+    comment: str,
+    time_spent: float | None,
+    content: str,
+) -> AnnotationRevision:
+    revision = AnnotationRevision.objects.create(
+        annotation=annotation,
+        number=number,
+        previous=previous,
+        created_by=actor,
+        policy=policy,
+        answer_label=labels.answer_label,
+        answer_reason=labels.answer_reason,
+        comment=comment,
+        time_spent_seconds=time_spent,
+        content_sha256=content,
+    )
+    rows = ClaimLabel.objects.bulk_create(
+        [
+            ClaimLabel(
+                revision=revision,
+                claim_id=c.claim_id,
+                label=c.label,
+                reason=c.reason,
+                boundary_error=c.boundary_error,
+            )
+            for c in labels.claims
+        ]
+    )
+    EvidenceSpan.objects.bulk_create(
+        [
+            EvidenceSpan(
+                claim_label=row,
+                source_version_id=e.source_version_id,
+                start=e.start,
+                end=e.end,
+                quote=e.quote,
+            )
+            for row, claim in zip(rows, labels.claims, strict=True)
+            for e in claim.evidence
+        ]
+    )
+    return revision
+
+
+def _lease_over(assignment: Assignment) -> LeaseExpired:
+    if assignment.status == AssignmentStatus.SKIPPED:
+        return LeaseExpired(
+            "you skipped this item and its slot was given back; your labels were not saved",
+            data={"assignment_status": assignment.status},
+        )
+    return LeaseExpired(
+        "your lease expired and the slot was given back; your labels were not saved",
+        data={"assignment_status": assignment.status},
+    )
+
+
+@transaction.atomic
+def annotation_submit(
+    *, project: Project, assignment_id: int, actor: Any, data: AnnotationInput
+) -> Annotation:
+    """Submit (first time) or revise (later) the actor's annotation of an assigned item.
+
+    The first submit of a leased assignment — even one past its expiry time that still holds
+    its slot — creates the annotation and revision 1 and marks the assignment submitted. A
+    later submit appends a revision when the content differs and returns the annotation
+    unchanged when it is the same. When the item's submitted annotations plus its prior votes
+    reach its overlap, the item is compared (:func:`labeling.services.comparison.items_compare`)
+    in the same transaction; a revision of an item in the disagreement queue compares it again.
+
+    Args:
+        project: the project of the assignment.
+        assignment_id: the actor's assignment.
+        actor: the annotator.
+        data: the labels, comment and time spent.
+
+    Returns:
+        The annotation (``current`` is its newest revision).
+
+    Raises:
+        NotFound: the actor is not a member, or the assignment is not theirs in this project.
+        PermissionDenied: the actor is not an annotator of the project.
+        InvalidTransition: labelling has not started, or the item is resolved (no more
+            revisions).
+        LeaseExpired: the lease expired (or the item was skipped) and the slot was given back;
+            nothing is saved.
+        InvalidInput: a label, reason, claim, evidence span, comment or time is invalid; the
+            message and ``data["field"]`` name the field.
+
+    Concurrency: opens its own transaction; validates first, then locks the Item row (the lock
+    order of ``labeling/locks.py``: item, then its assignments), so a lease release, a skip or
+    another submit of the item waits or has finished: the N-th submit sees every other one, and
+    a lease released before the lock is refused. An unchanged repeat takes no lock.
+    """
+    role = project_role(user=actor, project=project)
+    if role is None:
+        raise NotFound(f"no project {project.slug!r}")
+    assignment = (
+        Assignment.objects.select_related("item__candidate")
+        .filter(pk=assignment_id, item__project=project)
+        .first()
+    )
+    if assignment is None or assignment.annotator_id != actor.pk:
+        raise NotFound(f"no assignment {assignment_id} of yours in project {project.slug!r}")
+    if role != Role.ANNOTATOR:
+        raise PermissionDenied("only an annotator of the project submits annotations")
+    policy = labelling_policy_get(project=project)
+    labels = labels_check(
+        item=assignment.item,
+        policy=policy,
+        answer_label=data.answer_label,
+        answer_reason=data.answer_reason,
+        claims=data.claims,
+        allow_cannot_decide=True,
+    )
+    comment, time_spent = _check_extras(data)
+    content = fingerprint({**labels.canonical(), "comment": comment})
+
+    if assignment.status == AssignmentStatus.SUBMITTED:
+        current = (
+            Annotation.objects.filter(assignment=assignment)
+            .values_list("current__content_sha256", flat=True)
+            .first()
+        )
+        if current == content:
+            # A repeated submit (a retry, a double click): nothing to write, no lock taken.
+            logger.info("annotation.submit_unchanged", extra={"assignment": assignment.pk})
+            return Annotation.objects.select_related("current").get(assignment=assignment)
+    # Lock order (labeling/locks.py): the item, then its assignments. Under the item's lock no
+    # claim, skip, lease release or other submit of this item runs.
+    item_lock(assignment.item_id)
+    assignment.refresh_from_db(fields=["status", "submitted_at"])
+    if assignment.status == AssignmentStatus.LEASED:
+        return _first_submit(
+            project=project,
+            assignment=assignment,
+            actor=actor,
+            policy=policy,
+            labels=labels,
+            comment=comment,
+            time_spent=time_spent,
+            content=content,
+        )
+    if assignment.status == AssignmentStatus.SUBMITTED:
+        return _revise(
+            project=project,
+            assignment=assignment,
+            actor=actor,
+            policy=policy,
+            labels=labels,
+            comment=comment,
+            time_spent=time_spent,
+            content=content,
+        )
+    logger.info(
+        "annotation.submit_refused_lease_over",
+        extra={"assignment": assignment.pk, "status": assignment.status},
+    )
+    raise _lease_over(assignment)
+
+
+def _first_submit(
+    *,
+    project: Project,
+    assignment: Assignment,
+    actor: Any,
+    policy: LabelPolicy,
+    labels: CheckedLabels,
+    comment: str,
+    time_spent: float | None,
+    content: str,
+) -> Annotation:
+    item = _item_touch(assignment.item_id)
+    if item.status != ItemStatus.OPEN:
+        raise InvalidTransition(f"item {item.pk} is no longer collecting annotations")
+    # Compare-and-set on the status: belt and braces under the item lock (SQLite locks nothing
+    # but serialises writers).
+    flipped = Assignment.objects.filter(pk=assignment.pk, status=AssignmentStatus.LEASED).update(
+        status=AssignmentStatus.SUBMITTED, submitted_at=timezone.now()
+    )
+    if flipped != 1:  # pragma: no cover - excluded by the item lock
+        raise LeaseExpired("your lease changed while you submitted; your labels were not saved")
+    annotation = Annotation.objects.create(
+        item=item, annotator=actor, assignment=assignment, revision_count=0
+    )
+    revision = _write_revision(
+        annotation=annotation,
+        number=1,
+        previous=None,
+        actor=actor,
+        policy=policy,
+        labels=labels,
+        comment=comment,
+        time_spent=time_spent,
+        content=content,
+    )
+    annotation.current = revision
+    annotation.revision_count = 1
+    annotation.save(update_fields=["current", "revision_count"])
+    logger.info(
+        "annotation.submitted",
+        extra={"item": item.pk, "annotation": annotation.pk, "assignment": assignment.pk},
+    )
+    submitted = Annotation.objects.filter(
+        item=item, assignment__status=AssignmentStatus.SUBMITTED
+    ).count()
+    if submitted + item.prior_votes >= item.overlap:
+        items_compare(project=project, item_ids=[item.pk])
+    return annotation
+
+
+def _revise(
+    *,
+    project: Project,
+    assignment: Assignment,
+    actor: Any,
+    policy: LabelPolicy,
+    labels: CheckedLabels,
+    comment: str,
+    time_spent: float | None,
+    content: str,
+) -> Annotation:
+    annotation = Annotation.objects.select_related("current").filter(assignment=assignment).first()
+    if annotation is None or annotation.current is None:  # pragma: no cover - model invariant
+        raise InvalidTransition(f"assignment {assignment.pk} is submitted but has no annotation")
+    if annotation.current.content_sha256 == content:
+        # The same content arrived twice at once; the other request wrote it.
+        return annotation
+    item = _item_touch(assignment.item_id)
+    if item.status == ItemStatus.RESOLVED:
+        raise InvalidTransition(
+            f"item {item.pk} is resolved; its annotations can no longer be revised"
+        )
+    previous = annotation.current
+    revision = _write_revision(
+        annotation=annotation,
+        number=annotation.revision_count + 1,
+        previous=previous,
+        actor=actor,
+        policy=policy,
+        labels=labels,
+        comment=comment,
+        time_spent=time_spent,
+        content=content,
+    )
+    Annotation.objects.filter(pk=annotation.pk).update(
+        current=revision, revision_count=F("revision_count") + 1
+    )
+    annotation.refresh_from_db()
+    logger.info(
+        "annotation.revised",
+        extra={"item": item.pk, "annotation": annotation.pk, "revision": revision.number},
+    )
+    if item.status == ItemStatus.DISAGREEMENT:
+        items_compare(project=project, item_ids=[item.pk])
+    return annotation

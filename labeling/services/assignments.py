@@ -1,0 +1,694 @@
+"""Assignments: configuring and starting labelling, claiming the next item, skipping, releasing.
+
+**Exactly N.** An item is given to ``overlap`` (N) different annotators, counting imported prior
+votes. The database holds the invariant, whatever the concurrency:
+
+- ``assignment_unique_annotator``: one assignment row per (item, annotator), so nobody labels an
+  item twice (an expired lease is revived, never duplicated);
+- ``assignment_unique_live_slot``: a slot (1 .. N - prior votes) is held by at most one live
+  (leased or submitted) assignment;
+- ``item_assignments_within_overlap``: ``Item.assigned_count`` (the live assignments) never
+  exceeds ``overlap - prior_votes``.
+
+The services below keep ``assigned_count`` equal to the number of live assignments: a claim
+adds one, and a skip or an expired lease gives one back (the slot can then go to someone else).
+A submit keeps the slot. Locks follow the order of ``labeling/locks.py``.
+
+**Leases.** A claim leases the item for ``Project.lease_minutes``. A lease is valid while
+``now < lease_expires_at``. A lease past that time keeps its slot until it is released, by the
+Celery beat task ``assignments_release_expired_task`` (every minute) or by a claim that meets
+it; until then its holder may still submit. Once released (status ``expired``) a submit is
+refused with ``LeaseExpired`` and the slot is free for another annotator.
+
+**Second tab.** Asking for the next item while holding a valid lease in the project returns that
+same assignment; the lease is *not* extended (refreshing a page must not hold an item forever).
+A holder whose own lease ran out gets it released and is served again like anyone else (often
+the same item, which revives their row with a fresh lease).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from labeling.exceptions import (
+    Conflict,
+    InvalidInput,
+    InvalidTransition,
+    NotFound,
+    PermissionDenied,
+)
+from labeling.locks import (
+    claimable_item_lock,
+    items_lock,
+    membership_lock,
+    project_lock,
+    stale_leases_lock,
+)
+from labeling.models import (
+    Assignment,
+    AssignmentStatus,
+    Item,
+    ItemStatus,
+    LabelPolicy,
+    Partition,
+    PriorAnnotation,
+    Project,
+    Role,
+    ServingOrder,
+    SkipReason,
+)
+from labeling.permissions import project_role, require_manager
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Bounds of the project settings. An overlap above 100 is certainly a typo; a lease longer than
+# a week holds an item away from everyone else for too long.
+MAX_OVERLAP = 100
+MAX_LEASE_MINUTES = 7 * 24 * 60
+MAX_SEED = 2**63 - 1  # the largest BigIntegerField value
+MAX_SKIP_NOTE = 2000
+# A claim that loses a race on a candidate (a database constraint refuses it) tries the next
+# one. With row locks (PostgreSQL) or serialised writers (SQLite) a loss is rare; the bound only
+# stops a pathological loop, which then reports a conflict instead of "no work".
+MAX_CLAIM_ATTEMPTS = 8
+# When SKIP LOCKED finds nothing but unlocked reading finds candidates, the rows are held for the
+# few milliseconds of another claim or submit: wait 5, then 10, then 15 ms before saying "none".
+MAX_LOCKED_WAITS = 3
+LOCKED_WAIT_SECONDS = 0.005
+# Lease release works through items in chunks, one transaction each, so the beat task never
+# holds many rows at once.
+RELEASE_CHUNK = 200
+QUEUE_UPDATE_CHUNK = 1000
+
+# Serving order ``partition``: calibration first (it gates the certificate), then the held-out
+# test partition, then dev, then questions not yet partitioned.
+PARTITION_SERVING_RANK: dict[str | None, int] = {
+    Partition.CALIBRATION: 0,
+    Partition.TEST: 1,
+    Partition.DEV: 2,
+    None: 3,
+}
+
+# The constraints a lost claim race trips; PostgreSQL names them, SQLite lists the columns.
+_CLAIM_RACE_MARKERS = (
+    "assignment_unique_live_slot",
+    "assignment_unique_annotator",
+    "item_assignments_within_overlap",
+    "labeling_assignment.item_id",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving order
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """What the serving order needs of an item."""
+
+    item_id: int
+    partition: str | None
+    question_id: int
+    sample_index: int
+
+
+def queue_order(rows: Iterable[QueueRow], *, serving_order: str, seed: int | None) -> list[int]:
+    """Return item ids in the order "next item" serves them.
+
+    ``partition`` (the default, deterministic): partition rank (calibration, test, dev, then
+    unpartitioned), then question id (import order), then the candidate's ``sample_index``, then
+    item id.
+
+    ``seeded_random``: the item ids sorted ascending, then shuffled by
+    ``random.Random(seed).shuffle`` (Python's Mersenne Twister), so the same items and seed give
+    the same order.
+
+    The order is stored as ``Item.queue_position`` when labelling starts; "next item" serves the
+    first open item in (``queue_position``, id) order that still needs an annotation and that the
+    annotator has not claimed, submitted or skipped.
+
+    Raises:
+        InvalidInput: unknown serving order, or ``seeded_random`` without a seed.
+    """
+    rows = list(rows)
+    if serving_order == ServingOrder.PARTITION:
+        rows.sort(
+            key=lambda r: (
+                PARTITION_SERVING_RANK.get(r.partition, len(PARTITION_SERVING_RANK)),
+                r.question_id,
+                r.sample_index,
+                r.item_id,
+            )
+        )
+        return [r.item_id for r in rows]
+    if serving_order == ServingOrder.SEEDED_RANDOM:
+        if seed is None:
+            raise InvalidInput("serving_seed: the seeded_random serving order needs a seed")
+        ids = sorted(r.item_id for r in rows)
+        random.Random(seed).shuffle(ids)
+        return ids
+    raise InvalidInput(f"serving_order: unknown {serving_order!r}; one of {ServingOrder.values}")
+
+
+def _chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for i in range(0, len(values), size):
+        yield values[i : i + size]
+
+
+def _enqueue(*, project: Project, item_ids: Sequence[int] | None, first_position: int) -> int:
+    """Set overlap, prior votes and queue positions of items; return how many were queued.
+
+    ``item_ids`` None means every item of the project. Caller holds the project lock.
+    """
+    items = Item.objects.filter(project=project)
+    if item_ids is not None:
+        items = items.filter(pk__in=item_ids)
+    votes = (
+        PriorAnnotation.objects.filter(candidate=OuterRef("candidate"), answer_label__isnull=False)
+        .exclude(answer_label="")
+        .order_by()
+        .values("candidate")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    items.update(
+        overlap=project.overlap,
+        prior_votes=Coalesce(Subquery(votes, output_field=IntegerField()), 0),
+    )
+    rows = [
+        QueueRow(item_id=pk, partition=partition, question_id=question, sample_index=index)
+        for pk, partition, question, index in items.values_list(
+            "pk",
+            "candidate__question__partition",
+            "candidate__question_id",
+            "candidate__sample_index",
+        )
+    ]
+    ordered = queue_order(rows, serving_order=project.serving_order, seed=project.serving_seed)
+    positioned = [Item(pk=pk, queue_position=first_position + n) for n, pk in enumerate(ordered)]
+    for chunk in _chunks(positioned, QUEUE_UPDATE_CHUNK):
+        Item.objects.bulk_update(chunk, ["queue_position"])
+    return len(ordered)
+
+
+def _compare_full_items(*, project: Project, item_ids: Sequence[int] | None) -> list[int]:
+    """Compare the items whose prior votes alone reach their overlap; return their ids."""
+    from labeling.services.comparison import items_compare
+
+    items = Item.objects.filter(project=project, prior_votes__gte=F("overlap"))
+    if item_ids is not None:
+        items = items.filter(pk__in=item_ids)
+    due = list(items.order_by("pk").values_list("pk", flat=True))
+    if due:
+        items_compare(project=project, item_ids=due)
+    return due
+
+
+# ---------------------------------------------------------------------------------------------
+# Project settings and start
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_int(field: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{field}: expected an integer, got {value!r}")
+    if not low <= value <= high:
+        raise InvalidInput(f"{field}: must be between {low} and {high}, got {value}")
+    return value
+
+
+@transaction.atomic
+def project_labelling_configure(
+    *,
+    project: Project,
+    actor: Any,
+    overlap: int | None = None,
+    lease_minutes: int | None = None,
+    serving_order: str | None = None,
+    serving_seed: int | None = None,
+    allow_self_adjudication: bool | None = None,
+) -> Project:
+    """Change a project's labelling settings; None leaves a setting as it is.
+
+    Overlap, serving order and serving seed are fixed once labelling starts (giving the current
+    value again is allowed). Lease length and self-adjudication may change at any time; a new
+    lease length applies to leases taken afterwards.
+
+    Returns:
+        ``project``, refreshed.
+
+    Raises:
+        PermissionDenied: ``actor`` is not a manager of the project.
+        InvalidInput: a value out of range (the message names the field), an unknown serving
+            order, or ``seeded_random`` without a seed.
+        InvalidTransition: labelling has started and overlap, serving order or seed would change.
+
+    Concurrency: opens its own transaction and locks the Project row.
+    """
+    require_manager(project_role(user=actor, project=project))
+    given, project = project, project_lock(project.pk)
+    wanted: dict[str, Any] = {}
+    if overlap is not None:
+        wanted["overlap"] = _check_int("overlap", overlap, 1, MAX_OVERLAP)
+    if lease_minutes is not None:
+        wanted["lease_minutes"] = _check_int("lease_minutes", lease_minutes, 1, MAX_LEASE_MINUTES)
+    if serving_order is not None:
+        if serving_order not in ServingOrder.values:
+            raise InvalidInput(
+                f"serving_order: unknown {serving_order!r}; one of {ServingOrder.values}"
+            )
+        wanted["serving_order"] = serving_order
+    if serving_seed is not None:
+        wanted["serving_seed"] = _check_int("serving_seed", serving_seed, 0, MAX_SEED)
+    if allow_self_adjudication is not None:
+        if not isinstance(allow_self_adjudication, bool):
+            raise InvalidInput(
+                f"allow_self_adjudication: expected true or false, got {allow_self_adjudication!r}"
+            )
+        wanted["allow_self_adjudication"] = allow_self_adjudication
+    changes = {f: v for f, v in wanted.items() if getattr(project, f) != v}
+    if project.labelling_started_at is not None:
+        fixed = [f for f in ("overlap", "serving_order", "serving_seed") if f in changes]
+        if fixed:
+            raise InvalidTransition(
+                f"labelling started at {project.labelling_started_at:%Y-%m-%d %H:%M} UTC; "
+                f"{', '.join(fixed)} can no longer change",
+                data={"fields": fixed},
+            )
+    order = changes.get("serving_order", project.serving_order)
+    seed = changes.get("serving_seed", project.serving_seed)
+    if order == ServingOrder.SEEDED_RANDOM and seed is None:
+        raise InvalidInput("serving_seed: the seeded_random serving order needs a seed")
+    if changes:
+        for field, value in changes.items():
+            setattr(project, field, value)
+        project.save(update_fields=list(changes))
+        logger.info(
+            "project.labelling_configured",
+            extra={"project_id": project.pk, "actor_id": actor.pk, "changes": changes},
+        )
+    given.refresh_from_db()
+    return given
+
+
+@transaction.atomic
+def project_labelling_start(*, project: Project, actor: Any) -> Project:
+    """Start labelling: freeze the policy, fix overlap and serving order, queue every item.
+
+    Freezes the project's newest label policy, copies ``project.overlap`` into every item,
+    counts each item's prior votes (every imported prior annotation with an answer label,
+    human or automatic), stores the serving order as ``queue_position`` (1, 2, ...; see
+    :func:`queue_order`), and compares at once the items whose prior votes already reach the
+    overlap (``comparison.items_compare``), so they go to consensus or the disagreement queue
+    without a new annotation.
+
+    Returns:
+        ``project``, refreshed.
+
+    Raises:
+        PermissionDenied: ``actor`` is not a manager of the project.
+        InvalidTransition: labelling has already started, or the project has no label policy.
+
+    Concurrency: opens its own transaction and locks the Project row. Items cannot be claimed
+    until it commits (``labelling_started_at`` is set in the same transaction).
+    """
+    require_manager(project_role(user=actor, project=project))
+    given, project = project, project_lock(project.pk)
+    if project.labelling_started_at is not None:
+        raise InvalidTransition(
+            f"labelling of {project.slug!r} already started at "
+            f"{project.labelling_started_at:%Y-%m-%d %H:%M} UTC"
+        )
+    policy = project.policies.order_by("-version").first()
+    if policy is None:
+        raise InvalidTransition(f"project {project.slug!r} has no label policy to freeze")
+    now = timezone.now()
+    if policy.frozen_at is None:
+        LabelPolicy.objects.filter(pk=policy.pk).update(frozen_at=now)
+    queued = _enqueue(project=project, item_ids=None, first_position=1)
+    project.labelling_started_at = now
+    project.save(update_fields=["labelling_started_at"])
+    compared = _compare_full_items(project=project, item_ids=None)
+    logger.info(
+        "project.labelling_started",
+        extra={
+            "project_id": project.pk,
+            "actor_id": actor.pk,
+            "policy_version": policy.version,
+            "items": queued,
+            "compared_from_prior_votes": len(compared),
+        },
+    )
+    given.refresh_from_db()
+    return given
+
+
+@transaction.atomic
+def items_enqueue(*, project: Project, item_ids: Sequence[int]) -> int:
+    """Queue items imported after labelling started; return how many were queued.
+
+    They get the project's overlap and their prior votes, and are served after every item
+    already queued, in the project's serving order among themselves. Items whose prior votes
+    reach the overlap are compared at once. Does nothing before labelling starts (the start
+    queues every item).
+
+    Concurrency: opens its own transaction (or joins the caller's) and locks the Project row.
+    """
+    project = project_lock(project.pk)
+    if project.labelling_started_at is None or not item_ids:
+        return 0
+    last = (
+        Item.objects.filter(project=project)
+        .exclude(pk__in=item_ids)
+        .order_by("-queue_position")
+        .values_list("queue_position", flat=True)
+        .first()
+    )
+    queued = _enqueue(project=project, item_ids=item_ids, first_position=(last or 0) + 1)
+    _compare_full_items(project=project, item_ids=item_ids)
+    return queued
+
+
+# ---------------------------------------------------------------------------------------------
+# Claim, skip, release
+# ---------------------------------------------------------------------------------------------
+
+
+class _LostRace(Exception):
+    """A compare-and-set of the claim found the row changed by a concurrent transaction."""
+
+
+def _require_annotator(*, project: Project, actor: Any) -> None:
+    if project_role(user=actor, project=project) != Role.ANNOTATOR:
+        raise PermissionDenied("only an annotator of this project may take or skip items")
+
+
+def _expire_stale_leases(*, item_id: int, now: datetime) -> int:
+    """Release the item's leases that ran out by ``now``; return how many were released.
+
+    Each released assignment becomes ``expired`` (its slot is free again) and is logged as
+    ``assignment.lease_expired``. Caller holds the item's lock; leases whose row another
+    transaction holds (a submit or skip in flight) are left to it.
+    """
+    stale = stale_leases_lock(item_id=item_id, now=now)
+    released = 0
+    for lease in stale:
+        # Compare-and-set: only a lease still leased and still past its time is released.
+        if Assignment.objects.filter(
+            pk=lease.pk, status=AssignmentStatus.LEASED, lease_expires_at__lte=now
+        ).update(status=AssignmentStatus.EXPIRED, ended_at=now):
+            released += 1
+            logger.info(
+                "assignment.lease_expired",
+                extra={
+                    "assignment_id": lease.pk,
+                    "item_id": item_id,
+                    "annotator_id": lease.annotator_id,
+                    "slot": lease.slot,
+                    "lease_expires_at": lease.lease_expires_at.isoformat(),
+                },
+            )
+    if released:
+        Item.objects.filter(pk=item_id).update(
+            assigned_count=F("assigned_count") - released, version=F("version") + 1
+        )
+    return released
+
+
+def assignments_release_expired(*, now: datetime | None = None) -> int:
+    """Release every lease (in all projects) that ran out by ``now``; return how many.
+
+    Each becomes ``expired`` with ``ended_at = now`` and gives its slot back
+    (``item.assigned_count - 1``), logged as ``assignment.lease_expired``. Idempotent: a second
+    run finds nothing. Items another transaction holds at that moment are left for the next run
+    (a claim that meets such a lease releases it itself).
+
+    Args:
+        now: the reference time (aware); default ``timezone.now()``.
+
+    Concurrency: not one transaction but one per chunk of items (a backlog after an outage
+    must not hold thousands of rows at once, nor be undone by a failure late in the run). Each
+    chunk locks its items with SKIP LOCKED in ascending id order.
+    """
+    now = now or timezone.now()
+    item_ids = list(
+        Assignment.objects.filter(status=AssignmentStatus.LEASED, lease_expires_at__lte=now)
+        .order_by("item_id")
+        .values_list("item_id", flat=True)
+        .distinct()
+    )
+    released = 0
+    for chunk in _chunks(item_ids, RELEASE_CHUNK):
+        with transaction.atomic():
+            for item in items_lock(chunk, skip_locked=True):
+                released += _expire_stale_leases(item_id=item.pk, now=now)
+    if released:
+        logger.info("assignments.released_expired", extra={"released": released})
+    return released
+
+
+def _claim_candidates(*, project: Project, actor: Any, now: datetime, tried: set[int]) -> Any:
+    """Open items the actor may take, in serving order, each annotated for the claim.
+
+    An item qualifies if it has a free slot, or a lease that ran out (which the claim releases).
+    Annotations: ``own_row``, the actor's expired assignment of the item (to revive) or None;
+    ``has_stale``, whether a lease of the item ran out (the claim releases it first).
+    """
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=actor)
+    stale = Assignment.objects.filter(
+        item=OuterRef("pk"), status=AssignmentStatus.LEASED, lease_expires_at__lte=now
+    )
+    candidates = (
+        Item.objects.filter(project=project, status=ItemStatus.OPEN)
+        .filter(Q(assigned_count__lt=F("overlap") - F("prior_votes")) | Exists(stale))
+        .exclude(Exists(mine.exclude(status=AssignmentStatus.EXPIRED)))
+        .annotate(own_row=Subquery(mine.values("pk")[:1]), has_stale=Exists(stale))
+        .order_by("queue_position", "pk")
+    )
+    if tried:
+        candidates = candidates.exclude(pk__in=tried)
+    return candidates
+
+
+def _take_slot(*, item: Item, actor: Any, now: datetime, lease: timedelta) -> Assignment | None:
+    """Give ``actor`` the smallest free slot of the locked ``item``; None if it has none.
+
+    ``item`` is a row of :func:`_claim_candidates`, as locked (its counts are current).
+
+    Raises:
+        _LostRace, IntegrityError: a concurrent claim took the slot; the caller rolls back to
+            its savepoint and tries the next candidate.
+    """
+    count, overlap, prior = item.assigned_count, item.overlap, item.prior_votes
+    if item.status != ItemStatus.OPEN or count + prior >= overlap:
+        return None
+    held = set(
+        Assignment.objects.filter(
+            item=item, status__in=[AssignmentStatus.LEASED, AssignmentStatus.SUBMITTED]
+        ).values_list("slot", flat=True)
+    )
+    free = [s for s in range(1, overlap - prior + 1) if s not in held]
+    if not free:
+        return None
+    # Compare-and-set on the count (the portable guard: on SQLite nothing is locked).
+    if not Item.objects.filter(pk=item.pk, assigned_count=count, status=ItemStatus.OPEN).update(
+        assigned_count=count + 1, version=F("version") + 1
+    ):
+        return None
+    lease_fields = {
+        "slot": free[0],
+        "status": AssignmentStatus.LEASED,
+        "leased_at": now,
+        "lease_expires_at": now + lease,
+        "submitted_at": None,
+        "ended_at": None,
+        "skip_reason": "",
+        "skip_note": "",
+    }
+    own_row = item.own_row
+    if own_row is not None:
+        # The actor's own lease of this item expired earlier: revive that row (one row per
+        # (item, annotator)), only if it is still expired.
+        if not Assignment.objects.filter(pk=own_row, status=AssignmentStatus.EXPIRED).update(
+            **lease_fields
+        ):
+            raise _LostRace("the actor's expired assignment of the item changed meanwhile")
+        return Assignment.objects.get(pk=own_row)
+    return Assignment.objects.create(item=item, annotator=actor, **lease_fields)
+
+
+@transaction.atomic
+def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
+    """Give ``actor`` the next item to label, or return None when there is no work for them.
+
+    If the actor holds a valid lease in the project (another tab), that assignment is returned
+    unchanged (the lease is not extended). Otherwise the first open item in serving order
+    (:func:`queue_order`) that has a free slot and that the actor has not claimed, submitted or
+    skipped is leased to them for ``project.lease_minutes``, in the smallest free slot. Leases
+    that ran out are released on the way: the actor's own, and those of the item taken.
+
+    Returns:
+        The leased assignment, or None when no item needs the actor (the API answers 204).
+
+    Raises:
+        PermissionDenied: ``actor`` is not an annotator of the project.
+        InvalidTransition: labelling has not started.
+        Conflict: every one of ``MAX_CLAIM_ATTEMPTS`` candidates was lost to a concurrent claim
+            (practically impossible; retry).
+
+    Concurrency: opens its own transaction. Locks the actor's Membership row (one claim per
+    annotator and project at a time), then candidate Item rows with SKIP LOCKED (PostgreSQL), so
+    concurrent annotators take different items without waiting. On SQLite, where nothing is
+    locked, a compare-and-set on ``Item.assigned_count`` guards the slot. In both, the database
+    constraints are the final guard: a claim they refuse is rolled back to a savepoint and the
+    next candidate is tried.
+    """
+    # The membership row, locked, gives the role and the project's current settings at once.
+    membership = (
+        membership_lock(project_id=project.pk, user_id=actor.pk)
+        if getattr(actor, "is_authenticated", False)
+        else None
+    )
+    if membership is None or membership.role != Role.ANNOTATOR:
+        raise PermissionDenied("only an annotator of this project may take items")
+    if membership.project.labelling_started_at is None:
+        raise InvalidTransition("labelling has not started in this project")
+    lease_minutes = membership.project.lease_minutes
+    now = timezone.now()
+    held = list(
+        Assignment.objects.filter(
+            item__project=project, annotator=actor, status=AssignmentStatus.LEASED
+        ).order_by("leased_at", "pk")
+    )
+    valid = [a for a in held if a.lease_expires_at > now]
+    if valid:
+        return valid[0]
+    for item in items_lock(a.item_id for a in held):
+        _expire_stale_leases(item_id=item.pk, now=now)
+
+    tried: set[int] = set()
+    lease = timedelta(minutes=lease_minutes)
+    waits = 0
+    for _ in range(MAX_CLAIM_ATTEMPTS):
+        candidates = _claim_candidates(project=project, actor=actor, now=now, tried=tried)
+        item = claimable_item_lock(candidates)
+        if item is None:
+            # Every candidate may be held for a moment by another claim or submit (SKIP LOCKED
+            # left them out). Look again briefly before answering "no work": once they commit,
+            # a slot may still be free for this actor.
+            if waits < MAX_LOCKED_WAITS and candidates.exists():
+                waits += 1
+                time.sleep(LOCKED_WAIT_SECONDS * waits)
+                continue
+            return None
+        tried.add(item.pk)
+        if item.has_stale and _expire_stale_leases(item_id=item.pk, now=now):
+            item.refresh_from_db(fields=["assigned_count", "version"])
+        try:
+            with transaction.atomic():
+                assignment = _take_slot(item=item, actor=actor, now=now, lease=lease)
+        except (IntegrityError, _LostRace) as exc:
+            if isinstance(exc, IntegrityError) and not any(
+                marker in str(exc) for marker in _CLAIM_RACE_MARKERS
+            ):
+                raise
+            logger.warning(
+                "assignment.claim_race_lost",
+                extra={"item_id": item.pk, "annotator_id": actor.pk, "error": str(exc)},
+            )
+            continue
+        if assignment is not None:
+            logger.info(
+                "assignment.claimed",
+                extra={
+                    "assignment_id": assignment.pk,
+                    "item_id": item.pk,
+                    "project_id": project.pk,
+                    "annotator_id": actor.pk,
+                    "slot": assignment.slot,
+                },
+            )
+            return assignment
+    raise Conflict("could not claim an item: every candidate was taken concurrently; try again")
+
+
+@transaction.atomic
+def assignment_skip(
+    *, project: Project, assignment_id: int, actor: Any, reason: str, note: str = ""
+) -> Assignment:
+    """Skip an item: give its slot back; the actor is never served that item again.
+
+    A leased assignment (even past its lease time) gives its slot back. An expired one only
+    records the skip (its slot was already given back), so the item is not served to the actor
+    again. Skipping an already skipped assignment returns it unchanged.
+
+    Raises:
+        PermissionDenied: ``actor`` is not an annotator of the project.
+        NotFound: no such assignment of the actor in the project.
+        InvalidInput: unknown ``reason``, or ``note`` too long (names the field).
+        InvalidTransition: the assignment was submitted (revise the annotation instead).
+
+    Concurrency: opens its own transaction; flips the assignment with a compare-and-set on its
+    status, then updates the item (the lock order of ``labeling/locks.py``, as a submit does).
+    """
+    _require_annotator(project=project, actor=actor)
+    if reason not in SkipReason.values:
+        raise InvalidInput(f"reason: unknown {reason!r}; one of {SkipReason.values}")
+    if len(note) > MAX_SKIP_NOTE:
+        raise InvalidInput(f"note: at most {MAX_SKIP_NOTE} characters, got {len(note)}")
+    assignment = Assignment.objects.filter(
+        pk=assignment_id, annotator=actor, item__project=project
+    ).first()
+    if assignment is None:
+        raise NotFound(f"assignment {assignment_id} not found")
+    item_id = assignment.item_id
+    now = timezone.now()
+    # Compare-and-set on the status: a concurrent submit, lease release or skip of the same
+    # assignment wins or loses cleanly. A lease released meanwhile is skipped as expired.
+    for _ in range(2):
+        was = assignment.status
+        if was == AssignmentStatus.SKIPPED:
+            return assignment
+        if was == AssignmentStatus.SUBMITTED:
+            raise InvalidTransition(
+                "you already submitted this item; revise your annotation instead of skipping"
+            )
+        fields = {"status": AssignmentStatus.SKIPPED, "skip_reason": reason, "skip_note": note}
+        if was == AssignmentStatus.LEASED:
+            fields["ended_at"] = now
+        if Assignment.objects.filter(pk=assignment_id, status=was).update(**fields):
+            break
+        assignment.refresh_from_db()
+    else:
+        raise Conflict("the assignment changed meanwhile; reload and try again")
+    if was == AssignmentStatus.LEASED:
+        Item.objects.filter(pk=item_id).update(
+            assigned_count=F("assigned_count") - 1, version=F("version") + 1
+        )
+    logger.info(
+        "assignment.skipped",
+        extra={
+            "assignment_id": assignment_id,
+            "item_id": item_id,
+            "project_id": project.pk,
+            "annotator_id": actor.pk,
+            "reason": reason,
+            "slot_released": was == AssignmentStatus.LEASED,
+        },
+    )
+    assignment.refresh_from_db()
+    return assignment

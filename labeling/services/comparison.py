@@ -1,0 +1,227 @@
+"""Comparison of an item's votes once it has enough of them (issue 3, item 6).
+
+Votes are the current revisions of the item's submitted annotations plus the imported prior
+annotations with an answer label (:func:`labeling.selectors.review.item_votes`). When every vote
+carries the same answer label (and the same reason for ``evidence_unavailable``) and the same
+label (and reason) for every claim, and none is ``cannot_decide``, the item is resolved as
+``consensus``: the resolution keeps the union of every vote's evidence spans, deduplicated.
+Otherwise the item enters the disagreement queue with an open :class:`Disagreement` saying at
+which levels the votes differ. ``evidence_unavailable`` and ``cannot_decide`` are votes like any
+other: never dropped, and ``cannot_decide`` never agrees.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db.models import F, Max
+from django.utils import timezone
+
+from labeling.models import (
+    Claim,
+    Disagreement,
+    Item,
+    ItemStatus,
+    LabelPolicy,
+    Project,
+    Resolution,
+    ResolutionStatus,
+    ResolvedClaimLabel,
+    ResolvedEvidence,
+)
+from labeling.selectors.review import (
+    Span,
+    Vote,
+    item_votes,
+    labelling_policy_get,
+    votes_compare,
+)
+from labeling.signals import announce_resolutions
+
+logger = logging.getLogger(__name__)
+
+# Items compared per round of queries (keeps IN lists and memory bounded at project start).
+CHUNK = 500
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """What :func:`items_compare` did, by item id (each tuple sorted).
+
+    ``consensus``: resolved as consensus. ``disagreement``: in the disagreement queue (newly,
+    or still after a revision). ``waiting``: fewer votes than the item's overlap, or already
+    resolved; left unchanged.
+    """
+
+    consensus: tuple[int, ...] = ()
+    disagreement: tuple[int, ...] = ()
+    waiting: tuple[int, ...] = ()
+
+
+def _union(votes: Sequence[Vote], claim_id: int) -> list[Span]:
+    spans: dict[tuple[int, int, int], Span] = {}
+    for vote in votes:
+        claim = vote.claims.get(claim_id)
+        for span in claim.evidence if claim else ():
+            spans.setdefault((span.source_version_id, span.start, span.end), span)
+    return [spans[k] for k in sorted(spans)]
+
+
+def items_compare(*, project: Project, item_ids: Iterable[int]) -> CompareResult:
+    """Compare the votes of each given item of ``project`` that has enough of them.
+
+    An item in status ``open`` or ``disagreement`` with at least ``overlap`` votes is resolved
+    as consensus (a :class:`Resolution` with the agreed labels and the union of the evidence;
+    an open disagreement is closed by it) or put in the disagreement queue (a new
+    :class:`Disagreement`, or the open one updated). Its ``version`` is bumped. Consensus
+    resolutions are announced after commit (:func:`labeling.signals.announce_resolutions`).
+    Other items (too few votes, resolved, or of another project) are left alone.
+
+    Not a public entry point: the caller holds the transaction and, for items that may be
+    submitted concurrently, the item's lock (``annotation_submit`` bumps the item's version
+    first; ``project_labelling_start`` runs before anyone can claim).
+
+    Raises:
+        InvalidTransition: labelling has not started in ``project`` (no frozen policy).
+    """
+    policy = labelling_policy_get(project=project)
+    ids = sorted(set(item_ids))
+    consensus: list[int] = []
+    disagreement: list[int] = []
+    waiting: list[int] = []
+    for at in range(0, len(ids), CHUNK):
+        c, d, w = _compare_chunk(project, policy, ids[at : at + CHUNK])
+        consensus += c
+        disagreement += d
+        waiting += w
+    announce_resolutions(
+        project_id=project.pk, resolved=[(pk, ResolutionStatus.CONSENSUS.value) for pk in consensus]
+    )
+    if consensus or disagreement:
+        logger.info(
+            "comparison.done",
+            extra={
+                "project": project.slug,
+                "consensus": len(consensus),
+                "disagreement": len(disagreement),
+            },
+        )
+    return CompareResult(tuple(consensus), tuple(disagreement), tuple(waiting))
+
+
+def _compare_chunk(
+    project: Project, policy: LabelPolicy, ids: list[int]
+) -> tuple[list[int], list[int], list[int]]:
+    items = {
+        item.pk: item
+        for item in Item.objects.filter(
+            project=project, pk__in=ids, status__in=[ItemStatus.OPEN, ItemStatus.DISAGREEMENT]
+        )
+    }
+    waiting = [pk for pk in ids if pk not in items]
+    votes = item_votes(item_ids=items)
+    claims: dict[int, list[int]] = {}
+    for candidate_id, pk in (
+        Claim.objects.filter(candidate_id__in=[i.candidate_id for i in items.values()])
+        .order_by("candidate_id", "index")
+        .values_list("candidate_id", "pk")
+    ):
+        claims.setdefault(candidate_id, []).append(pk)
+    open_disagreements = {
+        d.item_id: d for d in Disagreement.objects.filter(item_id__in=items, closed_at__isnull=True)
+    }
+    numbers = dict(
+        Resolution.objects.filter(item_id__in=items)
+        .values("item_id")
+        .annotate(n=Max("number"))
+        .values_list("item_id", "n")
+    )
+    now = timezone.now()
+    agreed: list[tuple[Item, list[Vote]]] = []
+    differing: list[int] = []
+    new_disagreements: list[Disagreement] = []
+    for pk in sorted(items):
+        item, item_votes_ = items[pk], votes[pk]
+        if len(item_votes_) < item.overlap:
+            waiting.append(pk)
+            continue
+        claim_ids = claims.get(item.candidate_id, [])
+        diff = votes_compare(item_votes_, claim_ids)
+        if diff.consensus:
+            agreed.append((item, item_votes_))
+            continue
+        differing.append(pk)
+        current = open_disagreements.get(pk)
+        if current is None:
+            new_disagreements.append(
+                Disagreement(
+                    item=item,
+                    opened_at=now,
+                    answer_differs=diff.answer_differs,
+                    claims_differ=diff.claims_differ,
+                )
+            )
+        elif (current.answer_differs, current.claims_differ) != (
+            diff.answer_differs,
+            diff.claims_differ,
+        ):
+            Disagreement.objects.filter(pk=current.pk).update(
+                answer_differs=diff.answer_differs, claims_differ=diff.claims_differ
+            )
+    Disagreement.objects.bulk_create(new_disagreements)
+    if differing:
+        Item.objects.filter(pk__in=differing).update(
+            status=ItemStatus.DISAGREEMENT, version=F("version") + 1
+        )
+
+    resolutions = Resolution.objects.bulk_create(
+        [
+            Resolution(
+                item=item,
+                number=numbers.get(item.pk, 0) + 1,
+                supersedes_id=item.resolution_id,
+                status=ResolutionStatus.CONSENSUS,
+                policy=policy,
+                answer_label=votes_[0].answer_key[0],
+                answer_reason=votes_[0].answer_key[1],
+            )
+            for item, votes_ in agreed
+        ]
+    )
+    claim_rows: list[tuple[ResolvedClaimLabel, list[Span]]] = []
+    for resolution, (item, votes_) in zip(resolutions, agreed, strict=True):
+        for claim_id in claims.get(item.candidate_id, []):
+            label, reason = votes_[0].claims[claim_id].key
+            claim_rows.append(
+                (
+                    ResolvedClaimLabel(
+                        resolution=resolution, claim_id=claim_id, label=label, reason=reason
+                    ),
+                    _union(votes_, claim_id),
+                )
+            )
+    ResolvedClaimLabel.objects.bulk_create([row for row, _ in claim_rows])
+    ResolvedEvidence.objects.bulk_create(
+        [
+            ResolvedEvidence(
+                claim_label=row,
+                source_version_id=s.source_version_id,
+                start=s.start,
+                end=s.end,
+                quote=s.quote,
+            )
+            for row, spans in claim_rows
+            for s in spans
+        ]
+    )
+    for resolution, (item, _) in zip(resolutions, agreed, strict=True):
+        Item.objects.filter(pk=item.pk).update(
+            status=ItemStatus.RESOLVED, resolution=resolution, version=F("version") + 1
+        )
+        if item.pk in open_disagreements:
+            Disagreement.objects.filter(pk=open_disagreements[item.pk].pk).update(
+                closed_at=now, closed_by=resolution
+            )
+    return [item.pk for item, _ in agreed], differing, waiting

@@ -1,0 +1,45 @@
+"""HTML pages of the labelling side (STYLE.md C5): thin adapters over selectors and services.
+
+Each view resolves the project for the user (a non-member gets 404), checks the role, calls
+one selector or service and renders or redirects. Domain errors become messages or form
+errors on the page, with the user's input kept. Every page needs a login.
+
+Modules: ``catalog`` (project list, dashboard, item browser, import, partition), ``annotate``
+(next item, labelling form, skip, own annotations), ``adjudicate`` (queue, side-by-side),
+``manage`` (settings, start, members); ``labels`` holds the form model shared by the labelling
+and adjudication pages; ``panels`` lets other apps add dashboard panels.
+"""
+
+from labeling.views.adjudicate import adjudication_item, adjudication_queue
+from labeling.views.annotate import annotate_form, annotate_next, annotate_skip, my_annotations
+from labeling.views.catalog import (
+    Segment,
+    answer_segments,
+    import_create,
+    item_browse,
+    item_detail,
+    partition_freeze_view,
+    project_detail,
+    project_list,
+)
+from labeling.views.manage import project_labelling_start_view, project_members, project_settings
+
+__all__ = [
+    "Segment",
+    "adjudication_item",
+    "adjudication_queue",
+    "annotate_form",
+    "annotate_next",
+    "annotate_skip",
+    "answer_segments",
+    "import_create",
+    "item_browse",
+    "item_detail",
+    "my_annotations",
+    "partition_freeze_view",
+    "project_detail",
+    "project_labelling_start_view",
+    "project_list",
+    "project_members",
+    "project_settings",
+]

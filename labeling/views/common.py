@@ -1,0 +1,47 @@
+"""Helpers shared by the HTML views: project and role resolution, page context, error mapping."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest
+
+from labeling import permissions
+from labeling.exceptions import NotFound
+from labeling.models import Project, Role
+from labeling.selectors import project_get_for_user
+
+
+def project_for(request: HttpRequest, slug: str) -> tuple[Project, str | None]:
+    """Return the project ``slug`` visible to the user and the user's role, or raise 404.
+
+    A non-member gets 404 (not 403): they learn nothing about the project's existence.
+    """
+    try:
+        project = project_get_for_user(slug=slug, user=request.user)
+    except NotFound as exc:
+        raise Http404("no such project") from exc
+    return project, permissions.project_role(user=request.user, project=project)
+
+
+def can_adjudicate(role: str | None) -> bool:
+    """Return True if ``role`` may open the disagreement queue (adjudicators and managers)."""
+    return role in (Role.ADJUDICATOR, Role.MANAGER)
+
+
+def can_annotate(role: str | None) -> bool:
+    """Return True if ``role`` claims items to label (annotators only, as ``item_claim_next``)."""
+    return role == Role.ANNOTATOR
+
+
+def page_context(project: Project, role: str | None, **extra: Any) -> dict[str, Any]:
+    """Return the context every project page needs (the navigation reads the role flags)."""
+    return {
+        "project": project,
+        "role": role,
+        "can_manage": permissions.can_manage(role),
+        "can_browse_items": permissions.can_browse_items(role),
+        "can_adjudicate": can_adjudicate(role),
+        "can_annotate": can_annotate(role),
+        **extra,
+    }

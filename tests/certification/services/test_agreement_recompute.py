@@ -1,0 +1,230 @@
+"""agreement_recompute: stores both levels from the current votes; idempotent, order-independent."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from certification.models import AgreementReport
+from certification.services import agreement_recompute, votes_sha256
+from certification.stats.agreement import NO_VARIATION, agreement_summary
+from labeling.exceptions import NotFound
+from labeling.models import CANNOT_DECIDE
+from labeling.selectors import project_votes
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _content(report):
+    return (report.project_id, report.computed_at, report.input_sha256, report.answer, report.claim)
+
+
+@pytest.fixture
+def voted(items, cast_vote, prior_vote):
+    """Two annotators and one prior annotator over four items, disagreeing somewhat."""
+    alice, bob = UserFactory(), UserFactory()
+    a0, a1, a2, a3 = items[0], items[1], items[2], items[4]  # a0, a2, a3 have 2 claims
+    cast_vote(a0, alice, "admissible", claims=["supported", "supported"])
+    cast_vote(a0, bob, "admissible", claims=["supported", "not_supported"])
+    cast_vote(a1, alice, "inadmissible")
+    cast_vote(a1, bob, "admissible")
+    cast_vote(a2, alice, "inadmissible", claims=["contradicted", "supported"])
+    cast_vote(a2, bob, "inadmissible", claims=["contradicted", "supported"])
+    prior_vote(a2, "p1", "inadmissible", claims=["contradicted", "not_supported"])
+    cast_vote(a3, alice, "admissible", claims=["supported", "supported"])
+    return alice, bob
+
+
+def test_stores_both_levels_with_rater_ids(project, voted):
+    alice, bob = voted
+    # when
+    report = agreement_recompute(project_id=project.pk)
+    # then one row, with the figures of the stats module over the selector's matrices
+    assert AgreementReport.objects.get() == report
+    votes = project_votes(project=project)
+    assert report.input_sha256 == votes_sha256(votes)
+    answer = report.answer
+    assert answer["raters"] == ["prior:p1", f"user:{alice.pk}", f"user:{bob.pk}"]
+    assert (answer["n_units"], answer["n_pairable_units"], answer["n_votes"]) == (4, 3, 8)
+    expected = agreement_summary(votes.answer.ratings, votes.answer.raters)
+    assert answer["alpha"] == {"value": expected.alpha.value, "reason": None}
+    # per pairable unit: a0 agree, a1 disagree, a2 all three agree
+    assert answer["percent_agreement"] == {"value": pytest.approx(2 / 3), "reason": None}
+    claim = report.claim
+    assert (claim["n_units"], claim["n_pairable_units"], claim["n_votes"]) == (6, 4, 12)
+    assert claim["label_counts"] == {"contradicted": 3, "not_supported": 2, "supported": 7}
+    pair = next(p for p in claim["pairs"] if p["rater_a"] == f"user:{alice.pk}")
+    assert pair["rater_b"] == f"user:{bob.pk}"
+    assert pair["n"] == 4
+    assert pair["observed_agreement"] == 0.75
+    assert report.computed_at.tzinfo is not None
+
+
+def test_json_holds_no_nan(project, voted):
+    report = agreement_recompute(project_id=project.pk)
+    # allow_nan=False raises on NaN or infinity anywhere
+    json.dumps({"answer": report.answer, "claim": report.claim}, allow_nan=False)
+
+
+def test_undefined_statistics_are_null_with_a_reason(project, items, cast_vote):
+    alice, bob = UserFactory(), UserFactory()
+    for item in items[:3]:
+        cast_vote(item, alice, "admissible")
+        cast_vote(item, bob, "admissible")
+    report = agreement_recompute(project_id=project.pk)
+    assert report.answer["alpha"] == {"value": None, "reason": NO_VARIATION}
+    assert report.answer["percent_agreement"] == {"value": 1.0, "reason": None}
+    assert report.answer["pairs"][0]["kappa"] is None
+    assert report.answer["pairs"][0]["reason"] == NO_VARIATION
+    # nobody labelled a claim
+    assert report.claim["n_votes"] == 0
+    assert report.claim["alpha"]["value"] is None
+
+
+def test_cannot_decide_and_evidence_unavailable_are_values(project, items, cast_vote):
+    alice, bob = UserFactory(), UserFactory()
+    cast_vote(items[0], alice, CANNOT_DECIDE, claims=[("evidence_unavailable", "not_found")])
+    cast_vote(items[0], bob, "evidence_unavailable", answer_reason="blocked")
+    cast_vote(items[1], alice, "evidence_unavailable", answer_reason="blocked")
+    cast_vote(items[1], bob, "evidence_unavailable", answer_reason="not_found")
+    report = agreement_recompute(project_id=project.pk)
+    assert report.answer["label_counts"] == {
+        CANNOT_DECIDE: 1,
+        "evidence_unavailable:blocked": 2,
+        "evidence_unavailable:not_found": 1,
+    }
+    assert report.answer["percent_agreement"]["value"] == 0.0
+    assert report.claim["label_counts"] == {"evidence_unavailable:not_found": 1}
+
+
+def test_only_the_current_revision_votes(project, items, cast_vote):
+    alice, bob = UserFactory(), UserFactory()
+    cast_vote(items[0], alice, "inadmissible")
+    cast_vote(items[0], alice, "admissible")  # revision 2 replaces it
+    cast_vote(items[0], bob, "admissible")
+    report = agreement_recompute(project_id=project.pk)
+    assert report.answer["label_counts"] == {"admissible": 2}
+    assert report.answer["n_votes"] == 2
+
+
+def test_prior_without_answer_label_votes_on_claims_only(project, items, cast_vote, prior_vote):
+    prior_vote(items[0], "expert", None, claims=["supported", None])
+    cast_vote(items[0], UserFactory(), "admissible", claims=["supported", "supported"])
+    report = agreement_recompute(project_id=project.pk)
+    assert report.answer["raters"] == [report.answer["raters"][0]]
+    assert report.answer["raters"][0].startswith("user:")
+    assert report.claim["raters"][0] == "prior:expert"
+    assert report.claim["n_votes"] == 3
+
+
+def test_second_run_on_the_same_votes_writes_nothing(project, voted):
+    first = _content(agreement_recompute(project_id=project.pk))
+    # when it runs again
+    again = agreement_recompute(project_id=project.pk)
+    # then the row is unchanged, down to computed_at
+    assert _content(again) == first
+    assert _content(AgreementReport.objects.get()) == first
+
+
+def test_result_depends_only_on_the_votes_not_on_run_order(project, items, cast_vote, voted):
+    alice, bob = voted
+    # given a run for an earlier state, then a vote, then two runs (the late one "out of order")
+    agreement_recompute(project_id=project.pk)
+    cast_vote(items[5], alice, "abstained")
+    cast_vote(items[5], bob, "abstained")
+    after_second = _content(agreement_recompute(project_id=project.pk))
+    after_late = _content(agreement_recompute(project_id=project.pk))
+    assert after_late == after_second
+    # then the stored figures equal a computation from scratch
+    AgreementReport.objects.all().delete()
+    fresh = agreement_recompute(project_id=project.pk)
+    assert (fresh.input_sha256, fresh.answer, fresh.claim) == after_second[2:]
+
+
+def test_votes_in_any_insertion_order_give_the_same_report(project, items, cast_vote):
+    users = [UserFactory(), UserFactory()]
+    plan = [
+        (items[0], 0, "admissible"),
+        (items[0], 1, "inadmissible"),
+        (items[1], 0, "admissible"),
+        (items[1], 1, "admissible"),
+    ]
+    for item, who, label in reversed(plan):
+        cast_vote(item, users[who], label)
+    reversed_report = agreement_recompute(project_id=project.pk)
+    digest = votes_sha256(project_votes(project=project))
+    assert reversed_report.input_sha256 == digest
+
+
+def test_new_votes_change_the_report(project, items, cast_vote, voted):
+    first = agreement_recompute(project_id=project.pk)
+    first_content = _content(first)
+    cast_vote(items[5], voted[0], "abstained")
+    second = agreement_recompute(project_id=project.pk)
+    assert second.pk == first.pk
+    assert second.input_sha256 != first_content[2]
+    assert second.computed_at > first_content[1]
+    assert second.answer["n_votes"] == first_content[3]["n_votes"] + 1
+
+
+def test_project_without_votes_gets_an_empty_report(project):
+    report = agreement_recompute(project_id=project.pk)
+    assert report.answer["n_units"] == 0
+    assert report.answer["pairs"] == []
+
+
+def test_missing_project_is_not_found(db):
+    with pytest.raises(NotFound):
+        agreement_recompute(project_id=987654)
+
+
+def test_other_projects_votes_are_not_counted(project, items, cast_vote, import_records):
+    from labeling.services import project_create
+    from tests.conftest import native_record
+
+    other = project_create(slug="other", name="Other")
+    import_records([native_record("x1")], target=other)
+    other_item = other.items.first()
+    user = UserFactory()
+    cast_vote(other_item, user, "admissible")
+    cast_vote(items[0], user, "inadmissible")
+    report = agreement_recompute(project_id=project.pk)
+    assert report.answer["label_counts"] == {"inadmissible": 1}
+
+
+def test_vote_selector_runs_four_queries_whatever_the_size(
+    project, voted, django_assert_num_queries
+):
+    with django_assert_num_queries(4):
+        project_votes(project=project)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_first_runs_leave_one_row(project, voted):
+    from django.db import connection, connections
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL row locks and concurrent writers")
+    barrier = threading.Barrier(4)
+    errors = []
+
+    def run():
+        try:
+            barrier.wait()
+            agreement_recompute(project_id=project.pk)
+        except Exception as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    report = AgreementReport.objects.get(project=project)
+    assert report.input_sha256 == votes_sha256(project_votes(project=project))

@@ -1,0 +1,185 @@
+"""annotation_submit on a submitted assignment: append-only revisions, idempotent repeats."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from labeling.exceptions import InvalidTransition
+from labeling.models import (
+    Annotation,
+    AnnotationRevision,
+    Claim,
+    ClaimLabel,
+    Disagreement,
+    EvidenceSpan,
+    Item,
+    ItemStatus,
+    SourceVersion,
+)
+from labeling.services.annotations import (
+    AnnotationInput,
+    ClaimInput,
+    EvidenceInput,
+    annotation_submit,
+)
+from labeling.signals import items_resolved
+from tests.conftest import row_counts
+from tests.factories import AssignmentFactory, start_labelling, utf16_span, work_record
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def item(project, import_records) -> Item:
+    import_records([work_record()])
+    start_labelling(project)
+    return Item.objects.get(candidate__key="c0")
+
+
+def labels(item: Item, answer: str = "admissible", second: str = "supported", **extra):
+    version = SourceVersion.objects.get(retrievals__question=item.candidate.question)
+
+    def cite(quote: str) -> EvidenceInput:
+        start, end = utf16_span(version.text, quote)
+        return EvidenceInput(version.pk, start, end, quote)
+
+    first_id, second_id = (
+        Claim.objects.filter(candidate=item.candidate)
+        .order_by("index")
+        .values_list("pk", flat=True)
+    )
+    return AnnotationInput(
+        answer_label=answer,
+        claims=(
+            ClaimInput(first_id, "supported", evidence=(cite("opened in 1932"),)),
+            ClaimInput(
+                second_id,
+                second,
+                evidence=(cite("It spans the harbour"),) if second == "supported" else (),
+            ),
+        ),
+        **extra,
+    )
+
+
+def submit(project, assignment, data):
+    return annotation_submit(
+        project=project, assignment_id=assignment.pk, actor=assignment.annotator, data=data
+    )
+
+
+def test_a_changed_submit_appends_a_revision_and_keeps_the_old_one(project, item):
+    # given a submitted annotation
+    assignment = AssignmentFactory(item=item)
+    first = submit(project, assignment, labels(item)).current
+    first_rows = list(ClaimLabel.objects.filter(revision=first).values_list("pk", "label"))
+    # when the annotator changes a claim label
+    annotation = submit(project, assignment, labels(item, second="not_supported"))
+    # then revision 2 follows revision 1, which is unchanged
+    assert annotation.revision_count == 2
+    revision = annotation.current
+    assert revision.number == 2 and revision.previous == first
+    assert revision.content_sha256 != first.content_sha256
+    assert list(ClaimLabel.objects.filter(revision=first).values_list("pk", "label")) == first_rows
+    assert list(revision.claim_labels.order_by("claim__index").values_list("label", flat=True)) == [
+        "supported",
+        "not_supported",
+    ]
+    assert AnnotationRevision.objects.filter(annotation=annotation).count() == 2
+    assert Annotation.objects.count() == 1
+    # the old evidence is kept with the old revision, the new revision has its own rows
+    assert EvidenceSpan.objects.filter(claim_label__revision=first).count() == 2
+    assert EvidenceSpan.objects.filter(claim_label__revision=revision).count() == 1
+
+
+@pytest.mark.parametrize("repeat", ["at once", "after a revision"])
+def test_the_same_content_again_writes_nothing(project, item, repeat):
+    assignment = AssignmentFactory(item=item)
+    submit(project, assignment, labels(item))
+    if repeat == "after a revision":
+        submit(project, assignment, labels(item, answer="inadmissible"))
+        data = labels(item, answer="inadmissible")
+    else:
+        data = labels(item)
+    before = row_counts()
+    version = Item.objects.get(pk=item.pk).version
+    # when the same content is submitted again (a retry), with a different time spent
+    annotation = submit(project, assignment, dataclasses.replace(data, time_spent_seconds=99))
+    # then nothing is written, not even the item's version
+    assert row_counts() == before
+    assert Item.objects.get(pk=item.pk).version == version
+    assert annotation.revision_count == (2 if repeat == "after a revision" else 1)
+
+
+def test_a_changed_comment_alone_is_a_new_revision(project, item):
+    assignment = AssignmentFactory(item=item)
+    submit(project, assignment, labels(item))
+    annotation = submit(project, assignment, labels(item, comment="second thoughts"))
+    assert annotation.revision_count == 2
+    assert annotation.current.comment == "second thoughts"
+
+
+def test_a_revision_is_refused_once_the_item_is_resolved(project, item):
+    # given an item resolved by consensus of two annotators
+    a, b = AssignmentFactory(item=item), AssignmentFactory(item=item)
+    submit(project, a, labels(item))
+    submit(project, b, labels(item))
+    item.refresh_from_db()
+    assert item.status == ItemStatus.RESOLVED
+    before = row_counts()
+    # when one of them tries to revise
+    with pytest.raises(InvalidTransition, match="resolved"):
+        submit(project, a, labels(item, answer="inadmissible"))
+    # then nothing changed; repeating the unchanged labels is still answered (idempotent)
+    assert row_counts() == before
+    assert submit(project, a, labels(item)).revision_count == 1
+
+
+def test_a_revision_in_the_queue_that_makes_the_votes_agree_resolves_by_consensus(
+    project, item, django_capture_on_commit_callbacks
+):
+    # given an item in the disagreement queue (answers differ)
+    a, b = AssignmentFactory(item=item), AssignmentFactory(item=item)
+    submit(project, a, labels(item))
+    submit(project, b, labels(item, answer="inadmissible"))
+    item.refresh_from_db()
+    assert item.status == ItemStatus.DISAGREEMENT
+    version = item.version
+    seen = []
+
+    def receiver(**kwargs):
+        seen.append((kwargs["item_ids"], kwargs["statuses"]))
+
+    items_resolved.connect(receiver)
+    try:
+        # when the second annotator revises to the first one's labels
+        with django_capture_on_commit_callbacks(execute=True):
+            submit(project, b, labels(item))
+    finally:
+        items_resolved.disconnect(receiver)
+    # then consensus; the disagreement is closed by that resolution; it is announced
+    item.refresh_from_db()
+    assert item.status == ItemStatus.RESOLVED
+    assert item.resolution.status == "consensus"
+    assert item.version > version
+    disagreement = Disagreement.objects.get(item=item)
+    assert disagreement.closed_by == item.resolution and disagreement.closed_at is not None
+    assert seen == [((item.pk,), ("consensus",))]
+
+
+def test_a_revision_in_the_queue_that_still_differs_updates_the_levels(project, item):
+    # given answers that differ
+    a, b = AssignmentFactory(item=item), AssignmentFactory(item=item)
+    submit(project, a, labels(item))
+    submit(project, b, labels(item, answer="inadmissible"))
+    version = Item.objects.get(pk=item.pk).version
+    # when b agrees on the answer but not on the second claim
+    submit(project, b, labels(item, second="not_supported"))
+    # then the item stays in the queue, with the level that differs now, and a new version
+    item.refresh_from_db()
+    assert item.status == ItemStatus.DISAGREEMENT
+    assert item.version > version
+    disagreement = Disagreement.objects.get(item=item, closed_at__isnull=True)
+    assert (disagreement.answer_differs, disagreement.claims_differ) == (False, True)
