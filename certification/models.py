@@ -21,7 +21,7 @@ class AgreementReport(models.Model):
     statistics' version), so a recomputation over unchanged votes changes nothing.
 
     ``answer`` and ``claim`` hold one level's results each, as JSON (see
-    ``certification.services.level_to_json``): counts, the raters by id (``user:<id>`` for an
+    ``certification.services.agreement.level_to_json``): counts, the raters by id (``user:<id>`` for an
     account, ``prior:<pseudonym>`` for an imported annotator), alpha, Fleiss' kappa, percent
     agreement and Cohen's kappa per rater pair; an undefined statistic is
     ``{"value": null, "reason": "..."}``. Rater ids identify people: only managers see them.

@@ -41,7 +41,7 @@ class PairView:
 
 @dataclass(frozen=True)
 class LevelView:
-    """One label level's agreement figures (see ``certification.services.level_to_json``)."""
+    """One label level's agreement figures (see ``certification.services.agreement.level_to_json``)."""
 
     level: str
     title: str

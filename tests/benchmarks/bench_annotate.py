@@ -14,7 +14,10 @@ the annotator role and an API token.
 
 gunicorn then serves the application (``DJANGO_DEBUG=false``, persistent database connections
 ``conn_max_age=600`` as a production deployment would set) on a free port, with ``--workers``
-processes of ``--threads`` threads. Each simulated annotator is a thread with its own
+processes of ``--threads`` threads. As in production, Celery tasks (the agreement recompute each
+resolution announces) go to a broker, ``--broker-url`` (default: Redis database 15, which the
+benchmark empties before and after; no worker runs them, so the figures are the web tier's);
+``--broker-url eager`` runs them inside the requests instead, as the embedded default does. Each simulated annotator is a thread with its own
 keep-alive HTTP connection, repeating until the server has no work for it:
 
 - ``POST /api/projects/<slug>/assignments/next/`` (200 with the form, 204 when none), then
@@ -56,6 +59,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/certlabel_bench"
+# A Redis database of the benchmark's own: it is emptied before and after the run.
+DEFAULT_BROKER = "redis://127.0.0.1:6379/15"
 SLUG = "bench"
 P95_TARGET_MS = 100
 
@@ -175,9 +180,11 @@ def drop_database(url: str) -> None:
         conn.execute(f"DROP DATABASE IF EXISTS {_database_name(url)} WITH (FORCE)")
 
 
-def server_env(database_url: str) -> dict[str, str]:
+def server_env(database_url: str, broker_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
     separator = "&" if urlsplit(database_url).query else "?"
+    if broker_url != "eager":
+        env.update(CELERY_BROKER_URL=broker_url, CELERY_TASK_ALWAYS_EAGER="false")
     env.update(
         DATABASE_URL=f"{database_url}{separator}conn_max_age=600",
         DJANGO_DEBUG="false",
@@ -186,6 +193,13 @@ def server_env(database_url: str) -> dict[str, str]:
         DJANGO_LOG_LEVEL="WARNING",
     )
     return env
+
+
+def empty_broker(broker_url: str) -> None:
+    """Empty the benchmark's own Redis database (the tasks it enqueued are never run)."""
+    import redis
+
+    redis.Redis.from_url(broker_url).flushdb()
 
 
 def free_port() -> int:
@@ -363,6 +377,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=(os.cpu_count() or 1) * 2 + 1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--empty-retries", type=int, default=3)
+    parser.add_argument(
+        "--broker-url",
+        default=DEFAULT_BROKER,
+        help="Celery broker the server enqueues to (emptied before and after), or 'eager'",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     parser.add_argument("--setup-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -373,7 +392,9 @@ def main() -> None:
     url = args.database_url
     print(f"database {url}: creating, migrating, loading {args.items} items ...", flush=True)
     recreate_database(url)
-    env = server_env(url)
+    env = server_env(url, args.broker_url)
+    if args.broker_url != "eager":
+        empty_broker(args.broker_url)
     try:
         done = subprocess.run(
             [sys.executable, __file__, "--setup-child", "--database-url", url]
@@ -416,6 +437,8 @@ def main() -> None:
     finally:
         if not args.keep:
             drop_database(url)
+        if args.broker_url != "eager":
+            empty_broker(args.broker_url)
 
     requests = sum(len(v) for v in results.latency.values())
     report = {
