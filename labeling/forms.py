@@ -117,20 +117,14 @@ class ProjectSettingsForm(forms.Form):
 
     LOCKED_AFTER_START = ("overlap", "serving_order", "serving_seed")
 
-    overlap = forms.IntegerField(
-        min_value=1, max_value=20, help_text="Independent annotations per item (N)."
-    )
+    # Bounds are the service's rules (project_labelling_configure); its errors name the field.
+    overlap = forms.IntegerField(help_text="Independent annotations per item (N).")
     lease_minutes = forms.IntegerField(
-        min_value=1,
-        max_value=7 * 24 * 60,
-        help_text="How long an annotator holds an item before its slot is given back.",
+        help_text="How long an annotator holds an item before its slot is given back."
     )
     serving_order = forms.ChoiceField(choices=ServingOrder.choices)
     serving_seed = forms.IntegerField(
-        required=False,
-        min_value=0,
-        max_value=2**63 - 1,
-        help_text="Seed of the seeded random order (required for it).",
+        required=False, help_text="Seed of the seeded random order (required for it)."
     )
     allow_self_adjudication = forms.BooleanField(
         required=False, help_text="May an adjudicator resolve an item they annotated?"

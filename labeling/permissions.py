@@ -20,8 +20,11 @@ from labeling.models import Membership, Project, Role
 # Who may open the item browser. Annotators label in their own queue only; the browser would show
 # them other items of the project, so for them it does not exist (404, not 403).
 ITEM_BROWSER_ROLES: frozenset[str] = frozenset({Role.MANAGER, Role.ADJUDICATOR})
-# Who may see evaluator labels and imported prior annotations (never annotators, DESIGN.md §7;
-# adjudicators resolve human disagreements and must not be anchored by a machine's verdict).
+# Who may see evaluator labels and imported prior annotations with their dataset annotator ids and
+# notes (never annotators, DESIGN.md §7; adjudicators resolve human disagreements and must not be
+# anchored by a machine's verdict). Adjudicators do see imported *human* votes, but only inside
+# the side-by-side view, as pseudonymous "Annotator k" columns without notes: they are votes of
+# the comparison (issue 3, item 7), and an adjudicator cannot resolve a vote they cannot see.
 LABEL_VIEWER_ROLES: frozenset[str] = frozenset({Role.MANAGER})
 MANAGER_ROLES: frozenset[str] = frozenset({Role.MANAGER})
 

@@ -487,6 +487,7 @@ class AdjudicationResolveApi(APIView):
     def post(self, request: Request, slug: str, item_id: int) -> Response:
         """Write the adjudicated resolution."""
         project = project_get_for_user(slug=slug, user=request.user)
+        require_adjudicator(project=project, actor=request.user)  # 403 before a 400
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         resolution = adjudication_resolve(
@@ -519,6 +520,7 @@ class AdjudicationMarkUnresolvedApi(APIView):
     def post(self, request: Request, slug: str, item_id: int) -> Response:
         """Write the unresolved resolution."""
         project = project_get_for_user(slug=slug, user=request.user)
+        require_adjudicator(project=project, actor=request.user)  # 403 before a 400
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         resolution = adjudication_mark_unresolved(
@@ -599,7 +601,8 @@ class ProjectSettingsApi(APIView):
     )
     def patch(self, request: Request, slug: str) -> Response:
         """Change the given settings; omitted ones stay as they are."""
-        project = project_get_for_user(slug=slug, user=request.user)
+        project, role = _project_and_role(request, slug)
+        permissions.require_manager(role)  # 403 before a 400
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         project = project_labelling_configure(
@@ -688,7 +691,8 @@ class MemberListApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Add a user by username; a new username gets an account and a set-password link."""
-        project = project_get_for_user(slug=slug, user=request.user)
+        project, role = _project_and_role(request, slug)
+        permissions.require_manager(role)  # 403 before a 400
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         invite = membership_invite(project=project, actor=request.user, **given.validated_data)
@@ -718,7 +722,8 @@ class MemberUpdateApi(APIView):
     )
     def patch(self, request: Request, slug: str, user_id: int) -> Response:
         """Set the member's role."""
-        project = project_get_for_user(slug=slug, user=request.user)
+        project, role = _project_and_role(request, slug)
+        permissions.require_manager(role)  # 403 before a 400
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         membership = membership_change(

@@ -6,8 +6,6 @@ the evidence offsets depend on (a browser counts a selection's offsets in the DO
 
 from __future__ import annotations
 
-import json
-
 from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -29,12 +27,6 @@ def source_text(value: object) -> SafeString:
     refuses it in text columns).
     """
     return mark_safe(escape(str(value)).replace("\r", "&#13;"))  # noqa: S308 — escaped above
-
-
-@register.filter
-def as_json_string(value: object) -> str:
-    """Return ``value`` as a JSON string literal, ASCII only (for a ``quote_json`` input)."""
-    return json.dumps(str(value))
 
 
 @register.filter

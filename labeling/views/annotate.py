@@ -76,10 +76,8 @@ def annotate_next(request: HttpRequest, slug: str) -> HttpResponse:
         return _next_page(request, project, role, empty=False)
     try:
         assignment = item_claim_next(project=project, actor=request.user)
-    except exceptions.InvalidTransition as exc:
-        messages.error(request, exc.message)
-        return _next_page(request, project, role, empty=False, status=409)
-    except exceptions.Conflict as exc:
+    except (exceptions.InvalidTransition, exceptions.Conflict) as exc:
+        # Not started yet, or (practically never) every candidate lost to concurrent claims.
         messages.error(request, exc.message)
         return _next_page(request, project, role, empty=False, status=409)
     if assignment is None:

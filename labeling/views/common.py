@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.http import Http404, HttpRequest
 
 from labeling import permissions
-from labeling.exceptions import NotFound
+from labeling.exceptions import LabelingError, NotFound
 from labeling.models import Project, Role
 from labeling.selectors import project_get_for_user
 
@@ -45,3 +46,10 @@ def page_context(project: Project, role: str | None, **extra: Any) -> dict[str, 
         "can_annotate": can_annotate(role),
         **extra,
     }
+
+
+def form_add_domain_error(form: forms.Form, exc: LabelingError) -> None:
+    """Attach a service error to the form field it names (``data["field"]`` or the message's
+    ``field:`` prefix), or to the whole form."""
+    field = exc.data.get("field") or exc.message.split(":", 1)[0]
+    form.add_error(field if field in form.fields else None, exc.message)

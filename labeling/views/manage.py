@@ -16,7 +16,7 @@ from labeling.models import Role
 from labeling.selectors.pages import member_list
 from labeling.services.assignments import project_labelling_configure, project_labelling_start
 from labeling.services.projects import membership_change, membership_invite
-from labeling.views.common import page_context, project_for
+from labeling.views.common import form_add_domain_error, page_context, project_for
 
 
 def _require_manager(role: str | None) -> None:
@@ -43,7 +43,7 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
         try:
             project_labelling_configure(project=project, actor=request.user, **form.changes())
         except LabelingError as exc:
-            form.add_error(None, exc.message)
+            form_add_domain_error(form, exc)
         else:
             messages.success(request, "Settings saved.")
             return redirect("project-settings", slug=project.slug)
@@ -112,8 +112,7 @@ def project_members(request: HttpRequest, slug: str) -> HttpResponse:
                 project=project, actor=request.user, **invite_form.cleaned_data
             )
         except LabelingError as exc:
-            field = exc.data.get("field")
-            invite_form.add_error(field if field in invite_form.fields else None, exc.message)
+            form_add_domain_error(invite_form, exc)
         else:
             user = invite.membership.user
             if invite.set_password_path:

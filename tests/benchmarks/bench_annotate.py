@@ -17,8 +17,9 @@ gunicorn then serves the application (``DJANGO_DEBUG=false``, persistent databas
 processes of ``--threads`` threads. As in production, Celery tasks (the agreement recompute each
 resolution announces) go to a broker, ``--broker-url`` (default: Redis database 15, which the
 benchmark empties before and after; no worker runs them, so the figures are the web tier's);
-``--broker-url eager`` runs them inside the requests instead, as the embedded default does. Each simulated annotator is a thread with its own
-keep-alive HTTP connection, repeating until the server has no work for it:
+``--broker-url eager`` runs them inside the requests instead, as the embedded default does.
+Each simulated annotator is a thread with its own keep-alive HTTP connection, repeating until
+the server has no work for it:
 
 - ``POST /api/projects/<slug>/assignments/next/`` (200 with the form, 204 when none), then
 - ``PUT /api/projects/<slug>/assignments/<id>/annotation/`` labelling every claim

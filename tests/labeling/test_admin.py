@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from labeling.models import (
+    Item,
     LabelPolicy,
     Membership,
     PriorAnnotation,
@@ -15,9 +16,23 @@ from labeling.models import (
     Role,
     SourceVersion,
 )
-from labeling.services import membership_set
+from labeling.services import (
+    AnnotationInput,
+    ClaimInput,
+    EvidenceInput,
+    adjudication_resolve,
+    annotation_submit,
+    membership_set,
+)
 from tests.conftest import native_record
-from tests.factories import UserFactory
+from tests.factories import (
+    WORK_SOURCE,
+    AssignmentFactory,
+    UserFactory,
+    start_labelling,
+    utf16_span,
+    work_record,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -37,6 +52,15 @@ READ_ONLY = [
     "priorclaimlabel",
     "priorevidence",
     "priorspan",
+    "assignment",
+    "annotation",
+    "annotationrevision",
+    "claimlabel",
+    "evidencespan",
+    "disagreement",
+    "resolution",
+    "resolvedclaimlabel",
+    "resolvedevidence",
 ]
 
 
@@ -67,9 +91,45 @@ def admin_client_with_data(admin_client, import_records, project):
             "spans": [{"start": 0, "end": 2, "quote": "It", "labels": ["x"]}],
         }
     ]
-    import_records([record])
+    import_records([record, work_record("q2")])
     membership_set(project=project, user=UserFactory(), role=Role.ANNOTATOR)
+    _label_and_adjudicate(project)
     return admin_client
+
+
+def _label_and_adjudicate(project):
+    """Two annotators disagree on one item, then an adjudicator resolves it (every work row)."""
+    start_labelling(project, overlap=2)
+    item = Item.objects.get(candidate__question__external_id="q2", candidate__key="c1")
+    claim = item.candidate.claims.get()
+    start, end = utf16_span(WORK_SOURCE, "opened in 1932")
+    version = SourceVersion.objects.get(document__key="doc-q2")
+    evidence = (EvidenceInput(version.pk, start, end, "opened in 1932"),)
+    for label in ("contradicted", "supported"):
+        annotator = UserFactory()
+        membership_set(project=project, user=annotator, role=Role.ANNOTATOR)
+        assignment = AssignmentFactory(item=item, annotator=annotator)
+        annotation_submit(
+            project=project,
+            assignment_id=assignment.pk,
+            actor=annotator,
+            data=AnnotationInput(
+                answer_label="inadmissible",
+                claims=(ClaimInput(claim.pk, label, evidence=evidence),),
+            ),
+        )
+    adjudicator = UserFactory()
+    membership_set(project=project, user=adjudicator, role=Role.ADJUDICATOR)
+    item.refresh_from_db()
+    adjudication_resolve(
+        project=project,
+        item_id=item.pk,
+        actor=adjudicator,
+        expected_version=item.version,
+        answer_label="inadmissible",
+        claims=(ClaimInput(claim.pk, "contradicted", evidence=evidence),),
+        rationale="The source says 1932.",
+    )
 
 
 def test_every_labeling_model_is_registered():
@@ -108,7 +168,7 @@ def test_imported_data_is_view_only(admin_client_with_data, model_name):
 
 
 def test_source_version_cannot_be_edited_through_the_admin(admin_client_with_data):
-    version = SourceVersion.objects.get()
+    version = SourceVersion.objects.get(document__key="doc-q1")
     url = reverse("admin:labeling_sourceversion_change", args=[version.pk])
 
     page = admin_client_with_data.get(url)

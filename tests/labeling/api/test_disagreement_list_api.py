@@ -107,3 +107,26 @@ def test_paginates(api, disputed):
 
     assert body["count"] == 1
     assert set(body) == {"count", "next", "previous", "results"}
+
+
+def test_query_count_does_not_grow_with_rows(api, member, started, disputed):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = api(Role.ADJUDICATOR)
+    with CaptureQueriesContext(connection) as one:
+        assert client.get(URL).json()["count"] == 1
+    # a second disagreement (the next item)
+    for answer in ("admissible", "abstained"):
+        user = member(Role.ANNOTATOR)
+        assignment = item_claim_next(project=started, actor=user)
+        annotation_submit(
+            project=started,
+            assignment_id=assignment.pk,
+            actor=user,
+            data=labels_input(assignment.item, answer=answer),
+        )
+
+    with CaptureQueriesContext(connection) as two:
+        assert client.get(URL).json()["count"] == 2
+    assert len(two) == len(one)

@@ -225,3 +225,13 @@ def test_set_password_page_uses_the_site_template_and_the_link_works_once(projec
     assert done.status_code == 302
     assert client.login(username="zed", password="Zed-long-secret-42")
     assert b'id="invalid-link"' in reused.content
+
+
+def test_an_out_of_range_overlap_is_shown_next_to_its_field(login, project):
+    response = login(Role.MANAGER).post(SETTINGS, settings_post(overlap="0"))
+
+    assert response.status_code == 400
+    assert "overlap" in response.context["form"].errors
+    assert b"overlap: must be between" in response.content
+    project.refresh_from_db()
+    assert project.overlap == 2

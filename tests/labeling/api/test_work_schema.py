@@ -1,0 +1,85 @@
+"""The OpenAPI schema documents the labelling-work endpoints with request and response bodies."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+P = "/api/projects/{slug}"
+
+
+@pytest.fixture
+def schema(client):
+    return client.get("/api/schema/", {"format": "json"}).json()
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "request_schema", "success", "response_schema"),
+    [
+        (f"{P}/assignments/next/", "post", None, "200", "LabellingForm"),
+        (f"{P}/assignments/{{assignment_id}}/", "get", None, "200", "LabellingForm"),
+        (
+            f"{P}/assignments/{{assignment_id}}/annotation/",
+            "put",
+            "AnnotationInput",
+            "200",
+            "OwnAnnotation",
+        ),
+        (f"{P}/assignments/{{assignment_id}}/skip/", "post", "SkipInput", "200", None),
+        (f"{P}/annotations/", "get", None, "200", None),
+        (f"{P}/disagreements/", "get", None, "200", None),
+        (f"{P}/disagreements/{{item_id}}/", "get", None, "200", "AdjudicationView"),
+        (f"{P}/disagreements/{{item_id}}/resolve/", "post", "ResolveInput", "201", "Resolution"),
+        (
+            f"{P}/disagreements/{{item_id}}/unresolved/",
+            "post",
+            "UnresolvedInput",
+            "201",
+            "Resolution",
+        ),
+        (f"{P}/progress/", "get", None, "200", "ProgressCounts"),
+        (f"{P}/agreement/", "get", None, "200", "AgreementReport"),
+        (f"{P}/settings/", "get", None, "200", "LabellingSettings"),
+        (f"{P}/settings/", "patch", "LabellingSettingsInput", "200", "LabellingSettings"),
+        (f"{P}/labelling/start/", "post", None, "200", "LabellingSettings"),
+        (f"{P}/members/", "get", None, "200", None),
+        (f"{P}/members/", "post", "MemberInviteInput", "201", "MemberInvite"),
+        (f"{P}/members/{{user_id}}/", "patch", "MemberRoleInput", "200", "Member"),
+    ],
+)
+def test_operation_is_documented(schema, path, method, request_schema, success, response_schema):
+    operation = schema["paths"][path][method]
+    if request_schema is not None:
+        body = operation["requestBody"]["content"]["application/json"]["schema"]
+        assert body["$ref"].endswith(f"/{request_schema}") or request_schema in str(body)
+    response = operation["responses"][success]
+    if response_schema is not None:
+        assert f"/{response_schema}" in str(response["content"])
+    assert {"404"} <= set(operation["responses"])
+
+
+def test_no_work_is_documented_as_204(schema):
+    responses = schema["paths"][f"{P}/assignments/next/"]["post"]["responses"]
+    assert "204" in responses and "content" not in responses["204"]
+
+
+def test_the_submission_body_documents_claims_with_evidence(schema):
+    components = schema["components"]["schemas"]
+    assert set(components["AnnotationInput"]["properties"]) == {
+        "answer_label",
+        "answer_reason",
+        "comment",
+        "time_spent_seconds",
+        "claims",
+    }
+    assert set(components["ClaimInput"]["properties"]) == {
+        "claim_id",
+        "label",
+        "reason",
+        "boundary_error",
+        "evidence",
+    }
+    evidence = components["EvidenceInput"]["properties"]
+    assert set(evidence) == {"source_version_id", "start", "end", "quote", "unit"}
+    assert evidence["unit"]["default"] == "utf16"
