@@ -1,13 +1,14 @@
 """The only ``select_for_update`` querysets of the labelling side (STYLE.md C4, C7).
 
-Lock order. A transaction waits for locks only in this order::
+Lock order. A transaction takes locks only in this order::
 
-    Project  →  Membership  →  Assignment  →  Item (ascending id when several)
+    Project  →  Membership  →  Item (ascending id when several)  →  Assignment rows of that item
 
-Submits and skips flip their assignment first (a compare-and-set on its status), then update the
-item. Claims and lease releases lock items first, but never wait for anything after that: they
-take items and the item's assignment rows with SKIP LOCKED (a lease being submitted right now is
-left alone). So no two transactions can wait on each other in a cycle.
+An assignment row is locked or written only by a transaction that holds its item's lock: submits
+and skips lock the item (:func:`item_lock`, waiting) and then flip their assignment with a
+compare-and-set; claims and lease releases take candidate items and their stale leases with
+SKIP LOCKED, never waiting for them (a claim waits only for the items of the actor's own run-out
+leases, before it holds any other item). So no two transactions can wait in a cycle.
 
 Every function here must be called inside ``transaction.atomic`` and evaluates its queryset at
 once (a lazy ``select_for_update`` queryset locks nothing). On SQLite ``select_for_update`` is a
@@ -52,7 +53,7 @@ def membership_lock(*, project_id: int, user_id: Any) -> Membership | None:
 def item_lock(item_id: int) -> Item:
     """Lock and return an item row, waiting for a concurrent holder.
 
-    A transaction holding an item waits for no assignment row afterwards (see the lock order).
+    Take it before writing any of the item's assignments (submit, skip, adjudicate).
 
     Raises:
         Item.DoesNotExist: no such item.

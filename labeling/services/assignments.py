@@ -50,6 +50,7 @@ from labeling.exceptions import (
 )
 from labeling.locks import (
     claimable_item_lock,
+    item_lock,
     items_lock,
     membership_lock,
     project_lock,
@@ -397,14 +398,14 @@ def _require_annotator(*, project: Project, actor: Any) -> None:
         raise PermissionDenied("only an annotator of this project may take or skip items")
 
 
-def _expire_stale_leases(*, item_id: int, now: datetime) -> int:
+def _expire_stale_leases(*, item: Item, now: datetime) -> int:
     """Release the item's leases that ran out by ``now``; return how many were released.
 
     Each released assignment becomes ``expired`` (its slot is free again) and is logged as
     ``assignment.lease_expired``. Caller holds the item's lock; leases whose row another
     transaction holds (a submit or skip in flight) are left to it.
     """
-    stale = stale_leases_lock(item_id=item_id, now=now)
+    stale = stale_leases_lock(item_id=item.pk, now=now)
     released = 0
     for lease in stale:
         # Compare-and-set: only a lease still leased and still past its time is released.
@@ -416,14 +417,15 @@ def _expire_stale_leases(*, item_id: int, now: datetime) -> int:
                 "assignment.lease_expired",
                 extra={
                     "assignment_id": lease.pk,
-                    "item_id": item_id,
+                    "item_id": item.pk,
+                    "project_id": item.project_id,
                     "annotator_id": lease.annotator_id,
                     "slot": lease.slot,
                     "lease_expires_at": lease.lease_expires_at.isoformat(),
                 },
             )
     if released:
-        Item.objects.filter(pk=item_id).update(
+        Item.objects.filter(pk=item.pk).update(
             assigned_count=F("assigned_count") - released, version=F("version") + 1
         )
     return released
@@ -455,7 +457,7 @@ def assignments_release_expired(*, now: datetime | None = None) -> int:
     for chunk in _chunks(item_ids, RELEASE_CHUNK):
         with transaction.atomic():
             for item in items_lock(chunk, skip_locked=True):
-                released += _expire_stale_leases(item_id=item.pk, now=now)
+                released += _expire_stale_leases(item=item, now=now)
     if released:
         logger.info("assignments.released_expired", extra={"released": released})
     return released
@@ -476,7 +478,7 @@ def _claim_candidates(*, project: Project, actor: Any, now: datetime, tried: set
         Item.objects.filter(project=project, status=ItemStatus.OPEN)
         .filter(Q(assigned_count__lt=F("overlap") - F("prior_votes")) | Exists(stale))
         .exclude(Exists(mine.exclude(status=AssignmentStatus.EXPIRED)))
-        .annotate(own_row=Subquery(mine.values("pk")[:1]), has_stale=Exists(stale))
+        .annotate(own_row=Subquery(mine.order_by().values("pk")[:1]), has_stale=Exists(stale))
         .order_by("queue_position", "pk")
     )
     if tried:
@@ -499,7 +501,9 @@ def _take_slot(*, item: Item, actor: Any, now: datetime, lease: timedelta) -> As
     held = set(
         Assignment.objects.filter(
             item=item, status__in=[AssignmentStatus.LEASED, AssignmentStatus.SUBMITTED]
-        ).values_list("slot", flat=True)
+        )
+        .order_by()
+        .values_list("slot", flat=True)
     )
     free = [s for s in range(1, overlap - prior + 1) if s not in held]
     if not free:
@@ -578,7 +582,7 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     if valid:
         return valid[0]
     for item in items_lock(a.item_id for a in held):
-        _expire_stale_leases(item_id=item.pk, now=now)
+        _expire_stale_leases(item=item, now=now)
 
     tried: set[int] = set()
     lease = timedelta(minutes=lease_minutes)
@@ -596,7 +600,7 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
                 continue
             return None
         tried.add(item.pk)
-        if item.has_stale and _expire_stale_leases(item_id=item.pk, now=now):
+        if item.has_stale and _expire_stale_leases(item=item, now=now):
             item.refresh_from_db(fields=["assigned_count", "version"])
         try:
             with transaction.atomic():
@@ -642,8 +646,8 @@ def assignment_skip(
         InvalidInput: unknown ``reason``, or ``note`` too long (names the field).
         InvalidTransition: the assignment was submitted (revise the annotation instead).
 
-    Concurrency: opens its own transaction; flips the assignment with a compare-and-set on its
-    status, then updates the item (the lock order of ``labeling/locks.py``, as a submit does).
+    Concurrency: opens its own transaction; locks the Item row (as a submit does), then flips
+    the assignment with a compare-and-set on its status.
     """
     _require_annotator(project=project, actor=actor)
     if reason not in SkipReason.values:
@@ -656,9 +660,11 @@ def assignment_skip(
     if assignment is None:
         raise NotFound(f"assignment {assignment_id} not found")
     item_id = assignment.item_id
+    item_lock(item_id)  # the lock order of labeling/locks.py: the item, then its assignment
+    assignment.refresh_from_db()
     now = timezone.now()
-    # Compare-and-set on the status: a concurrent submit, lease release or skip of the same
-    # assignment wins or loses cleanly. A lease released meanwhile is skipped as expired.
+    # Compare-and-set on the status (the portable guard; on SQLite nothing is locked). A lease
+    # released meanwhile is skipped as expired.
     for _ in range(2):
         was = assignment.status
         if was == AssignmentStatus.SKIPPED:

@@ -73,8 +73,8 @@ def test_releases_only_leases_that_ran_out_and_logs_each(project, member, queue,
     item = Item.objects.get(pk=queue[0])
     assert item.assigned_count == 1
     events = [r for r in caplog.records if r.msg == "assignment.lease_expired"]
-    assert [(r.assignment_id, r.item_id, r.annotator_id, r.slot) for r in events] == [
-        (first.pk, queue[0], a1.pk, 1)
+    assert [(r.assignment_id, r.item_id, r.project_id, r.annotator_id, r.slot) for r in events] == [
+        (first.pk, queue[0], project.pk, a1.pk, 1)
     ]
     assert events[0].lease_expires_at == first.lease_expires_at.isoformat()
 

@@ -1,0 +1,47 @@
+"""Domain errors of certification (STYLE.md C6), mirroring ``labeling/exceptions.py``.
+
+Each subclasses the labelling error of the same HTTP meaning, so the one mapping table in
+``labeling/api_errors.py`` (not found 404, forbidden 403, bad transition 409, bad input 400)
+covers them without ``labeling`` importing ``certification``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labeling.exceptions import InvalidInput, InvalidTransition, LabelingError, NotFound
+
+
+class CertificationError(LabelingError):
+    """Base of the certification errors, with a stable ``code`` and an optional ``data``."""
+
+    code = "certification_error"
+
+
+class SpecNotFound(NotFound):
+    """No calibration spec with this id in the project (or the project is not visible)."""
+
+    code = "spec_not_found"
+
+
+class RunNotFound(NotFound):
+    """No calibration run with this id in the project."""
+
+    code = "run_not_found"
+
+
+class InvalidSpec(InvalidInput):
+    """A calibration spec field is invalid; ``data["field"]`` names it."""
+
+    code = "invalid_spec"
+
+    def __init__(self, field: str, message: str, *, data: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{field}: {message}", data={"field": field, **(data or {})})
+        self.field = field
+        self.reason = message
+
+
+class SpecFrozen(InvalidTransition):
+    """The spec is used by a run (or already has a newer version) and cannot change in place."""
+
+    code = "spec_frozen"
