@@ -1,15 +1,36 @@
-"""Certification selectors (STYLE.md C4): read stored results, shaped for pages and the API."""
+"""Certification selectors (STYLE.md C4): read stored results, shaped for pages and the API.
+
+Agreement (issue 3); calibration specs, runs and the calibration inputs snapshot (issue 4).
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.db.models import OuterRef, QuerySet, Subquery
 
-from certification.models import AgreementReport
-from labeling.models import Project
+from certification.exceptions import RunNotFound, SpecNotFound
+from certification.models import (
+    AgreementReport,
+    AnswerField,
+    CalibrationRun,
+    CalibrationSpec,
+)
+from labeling.models import (
+    CandidateAnswer,
+    EvaluatorLabel,
+    ItemStatus,
+    Partition,
+    Project,
+    Question,
+    ResolutionStatus,
+    ResolvedClaimLabel,
+)
 from labeling.permissions import can_manage, project_role
 from labeling.selectors.votes import rater_sort_key
 
@@ -158,3 +179,276 @@ def agreement_report_get(*, project: Project, actor: Any = None) -> AgreementVie
         identities_shown=identities,
         levels=(_level("answer", report.answer, names), _level("claim", report.claim, names)),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Calibration specs and runs (issue 4)
+# ---------------------------------------------------------------------------------------------
+
+#: Candidate fields a spec may name as its acceptance score (DESIGN.md §1 "candidate answer").
+CANDIDATE_SCORE_FIELDS = ("acceptance_score", "confidence", "retrieval_score", "frequency_rank")
+#: Prefix of an evaluator score field: ``evaluator:<name>@<version>``.
+EVALUATOR_PREFIX = "evaluator:"
+#: The outcome of a candidate whose item is not resolved yet.
+PENDING = "pending"
+#: The outcome of an item resolved as ``unresolved``.
+UNRESOLVED = ResolutionStatus.UNRESOLVED.value
+#: Version of the inputs snapshot layout (part of the run's input hash).
+INPUTS_SCHEMA = 1
+
+
+def parse_evaluator_field(score_field: str) -> tuple[str, str] | None:
+    """Split ``evaluator:<name>@<version>`` into (name, version); None for any other field.
+
+    The version follows the last ``@``, so a name may itself contain ``@``.
+    """
+    if not score_field.startswith(EVALUATOR_PREFIX):
+        return None
+    name, at, version = score_field[len(EVALUATOR_PREFIX) :].rpartition("@")
+    if not at or not name or not version:
+        return None
+    return name, version
+
+
+def calibration_spec_list(*, project: Project) -> QuerySet[CalibrationSpec]:
+    """Return the project's specs (every version), newest chains first, with their latest run.
+
+    Each spec carries ``latest_run_id``, ``latest_run_status`` and ``latest_run_outcome``
+    annotations (None before its first run) and ``has_next`` (a newer version exists). One
+    query.
+    """
+    latest = CalibrationRun.objects.filter(spec=OuterRef("pk")).order_by("-created_at", "-pk")
+    return (
+        CalibrationSpec.objects.filter(project=project)
+        .select_related("created_by", "next_version")
+        .annotate(
+            latest_run_id=Subquery(latest.values("pk")[:1]),
+            latest_run_status=Subquery(latest.values("status")[:1]),
+            latest_run_outcome=Subquery(latest.values("outcome")[:1]),
+        )
+        .order_by("name", "-version")
+    )
+
+
+def calibration_spec_latest_list(*, project: Project) -> QuerySet[CalibrationSpec]:
+    """Return the latest version of each spec chain of the project (no newer version)."""
+    return CalibrationSpec.objects.filter(project=project, next_version__isnull=True).order_by(
+        "pk"
+    )
+
+
+def calibration_spec_get(*, project: Project, spec_id: int) -> CalibrationSpec:
+    """Return the spec ``spec_id`` of ``project`` (never another project's).
+
+    Raises:
+        SpecNotFound: no such spec in the project.
+    """
+    spec = (
+        CalibrationSpec.objects.filter(project=project, pk=spec_id)
+        .select_related("project", "previous", "created_by")
+        .first()
+    )
+    if spec is None:
+        raise SpecNotFound(f"no calibration spec {spec_id} in project {project.slug!r}")
+    return spec
+
+
+def calibration_spec_history(*, spec: CalibrationSpec) -> list[CalibrationSpec]:
+    """Return the spec's chain of versions, oldest first (follows ``previous`` links)."""
+    chain = list(
+        CalibrationSpec.objects.filter(project_id=spec.project_id, name=spec.name).order_by(
+            "version"
+        )
+    )
+    return chain
+
+
+def calibration_run_list(
+    *, project: Project, filters: Mapping[str, Any] | None = None
+) -> QuerySet[CalibrationRun]:
+    """Return the project's runs, newest first; ``filters`` may hold ``spec`` (a spec or id).
+
+    The large ``inputs`` and ``result`` columns are deferred.
+    """
+    runs = (
+        CalibrationRun.objects.filter(project=project)
+        .select_related("spec", "requested_by")
+        .defer("inputs", "result")
+    )
+    spec = (filters or {}).get("spec")
+    if spec is not None:
+        runs = runs.filter(spec=spec)
+    return runs.order_by("-created_at", "-pk")
+
+
+def calibration_run_get(*, project: Project, run_id: int) -> CalibrationRun:
+    """Return the run ``run_id`` of ``project`` with its spec.
+
+    Raises:
+        RunNotFound: no such run in the project.
+    """
+    run = (
+        CalibrationRun.objects.filter(project=project, pk=run_id)
+        .select_related("spec", "spec__project", "requested_by")
+        .first()
+    )
+    if run is None:
+        raise RunNotFound(f"no calibration run {run_id} in project {project.slug!r}")
+    return run
+
+
+def calibration_run_latest(*, spec: CalibrationSpec) -> CalibrationRun | None:
+    """Return the spec's most recent run (any status), or None."""
+    return (
+        CalibrationRun.objects.filter(spec=spec)
+        .defer("inputs", "result")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+
+
+def _outcome(status: str, resolution_status: str | None, answer_label: str | None) -> str:
+    if status != ItemStatus.RESOLVED or resolution_status is None:
+        return PENDING
+    if resolution_status == UNRESOLVED:
+        return UNRESOLVED
+    return answer_label or UNRESOLVED
+
+
+def _score_column(spec: CalibrationSpec, candidate_ids: list[int]) -> dict[int, float | None]:
+    """The spec's score per candidate id (None when missing or the evaluator was unavailable)."""
+    evaluator = parse_evaluator_field(spec.score_field)
+    if evaluator is None:
+        return {}
+    name, version = evaluator
+    scores: dict[int, float | None] = {}
+    rows = EvaluatorLabel.objects.filter(
+        evaluator__project_id=spec.project_id,
+        evaluator__name=name,
+        evaluator__version=version,
+        claim__isnull=True,
+        candidate_id__in=candidate_ids,
+    ).values_list("candidate_id", "score", "available")
+    for candidate_id, score, available in rows:
+        scores[candidate_id] = float(score) if available and score is not None else None
+    return scores
+
+
+def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
+    """Return the snapshot a run of ``spec`` computes from: plain JSON data, deterministic.
+
+    Layout (``schema`` 1)::
+
+        {"schema": 1, "project": slug, "calibration_partition": "calibration" | "dev",
+         "score_field": ..., "answer_field": ..., "policy_version": int | None,
+         "partition_seed": int | None, "partition_frozen_at": iso | None,
+         "calibration": [question, ...], "test": [question, ...]}
+
+    A question is ``{"id", "external_id", "group", "slices", "candidates": [...]}`` (questions
+    by id, candidates by sample index); a candidate is ``{"id", "item", "sample", "answer",
+    "selected", "score", "R", "C", "outcome", "resolution", "claims"}`` where ``answer`` is the
+    spec's answer field (None = no answer), ``score`` the spec's score field (None = missing),
+    ``R``/``C`` the retrieval score and confidence, ``outcome`` the current resolved answer
+    label, ``"unresolved"`` or ``"pending"`` (item not resolved yet), ``resolution`` the id of
+    the current resolution and ``claims`` its claim-label counts (``{label: count}``).
+
+    Only the calibration partition named by the spec and the test partition are read. Queries:
+    four (questions, candidates with their items and resolutions, claim-label counts, and the
+    evaluator scores when the score field names an evaluator).
+    """
+    project = spec.project
+    partitions = (spec.partition, Partition.TEST)
+    questions = list(
+        Question.objects.filter(project=project, partition__in=partitions)
+        .order_by("pk")
+        .values("id", "external_id", "group_key", "partition", "slices")
+    )
+    score_field = spec.score_field
+    columns = [
+        "id",
+        "question_id",
+        "sample_index",
+        "is_selected",
+        "retrieval_score",
+        "confidence",
+        "item__id",
+        "item__status",
+        "item__resolution_id",
+        "item__resolution__status",
+        "item__resolution__answer_label",
+    ]
+    answer_column = "text" if spec.answer_field == AnswerField.TEXT else "canonical_form"
+    columns.append(answer_column)
+    if score_field in CANDIDATE_SCORE_FIELDS and score_field not in columns:
+        columns.append(score_field)
+    candidates = list(
+        CandidateAnswer.objects.filter(
+            question__project=project, question__partition__in=partitions
+        )
+        .order_by("question_id", "sample_index")
+        .values(*columns)
+    )
+    resolution_ids = [c["item__resolution_id"] for c in candidates if c["item__resolution_id"]]
+    claim_counts: dict[int, dict[str, int]] = defaultdict(dict)
+    for resolution_id, label in ResolvedClaimLabel.objects.filter(
+        resolution_id__in=resolution_ids
+    ).values_list("resolution_id", "label"):
+        counts = claim_counts[resolution_id]
+        counts[label] = counts.get(label, 0) + 1
+    evaluator_scores = _score_column(spec, [c["id"] for c in candidates])
+
+    by_question: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for c in candidates:
+        outcome = _outcome(
+            c["item__status"], c["item__resolution__status"], c["item__resolution__answer_label"]
+        )
+        if score_field in CANDIDATE_SCORE_FIELDS:
+            raw = c[score_field]
+            score = None if raw is None else float(raw)
+        else:
+            score = evaluator_scores.get(c["id"])
+        resolution_id = c["item__resolution_id"] if outcome != PENDING else None
+        by_question[c["question_id"]].append(
+            {
+                "id": c["id"],
+                "item": c["item__id"],
+                "sample": c["sample_index"],
+                "answer": c[answer_column],
+                "selected": c["is_selected"],
+                "score": score,
+                "R": c["retrieval_score"],
+                "C": c["confidence"],
+                "outcome": outcome,
+                "resolution": resolution_id,
+                "claims": dict(sorted(claim_counts.get(resolution_id, {}).items()))
+                if resolution_id
+                else {},
+            }
+        )
+    sections: dict[str, list[dict[str, Any]]] = {"calibration": [], "test": []}
+    for q in questions:
+        key = "test" if q["partition"] == Partition.TEST else "calibration"
+        sections[key].append(
+            {
+                "id": q["id"],
+                "external_id": q["external_id"],
+                "group": q["group_key"] or "",
+                "slices": q["slices"] or {},
+                "candidates": by_question.get(q["id"], []),
+            }
+        )
+    policy = project.policies.filter(frozen_at__isnull=False).order_by("-version").first()
+    return {
+        "schema": INPUTS_SCHEMA,
+        "project": project.slug,
+        "calibration_partition": spec.partition,
+        "score_field": score_field,
+        "answer_field": spec.answer_field,
+        "policy_version": policy.version if policy else None,
+        "partition_seed": project.partition_seed,
+        "partition_frozen_at": project.partition_frozen_at.isoformat()
+        if project.partition_frozen_at
+        else None,
+        "calibration": sections["calibration"],
+        "test": sections["test"],
+    }

@@ -142,6 +142,7 @@ class Polarity:
     evaluator_positive: frozenset[str]
 
     def __post_init__(self) -> None:
+        """Refuse an empty positive set or one holding a sentinel."""
         for side, labels in (
             ("human_positive", self.human_positive),
             ("evaluator_positive", self.evaluator_positive),
@@ -191,8 +192,10 @@ def _check_aligned(evaluator_labels: Sequence[object], human_labels: Sequence[ob
 # -- confusion matrix -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BinaryCounts:
-    """The 3 × 3 binary table: evaluator {positive, negative, unavailable} × human {positive,
-    negative, unresolved}. The 2 × 2 core is TP, FP, FN, TN; nothing is dropped.
+    """The 3 × 3 binary table derived by a :class:`Polarity`; nothing is dropped.
+
+    Rows are evaluator {positive, negative, unavailable}, columns human {positive, negative,
+    unresolved}. The 2 × 2 core is TP, FP, FN, TN.
 
     Attributes:
         tp: evaluator positive, human positive.
@@ -242,8 +245,11 @@ class BinaryCounts:
         )
 
     def as_table(self) -> tuple[tuple[int, int, int], ...]:
-        """Return the 3 × 3 table, rows evaluator (positive, negative, unavailable), columns human
-        (positive, negative, unresolved)."""
+        """Return the 3 × 3 table as nested tuples.
+
+        Rows are evaluator (positive, negative, unavailable), columns human (positive, negative,
+        unresolved).
+        """
         return (
             (self.tp, self.fp, self.unresolved_flagged),
             (self.fn, self.tn, self.unresolved_unflagged),

@@ -415,8 +415,8 @@ def annotation_submit(
     Raises:
         NotFound: the actor is not a member, or the assignment is not theirs in this project.
         PermissionDenied: the actor is not an annotator of the project.
-        InvalidTransition: labelling has not started, or the item is resolved (no more
-            revisions).
+        InvalidTransition: labelling has not started, or the item's votes were already
+            compared (a revision is possible only while the item is open).
         LeaseExpired: the lease expired (or the item was skipped) and the slot was given back;
             nothing is saved.
         InvalidInput: a label, reason, claim, evidence span, comment or time is invalid; the
@@ -562,9 +562,12 @@ def _revise(
         # The same content arrived twice at once; the other request wrote it.
         return annotation
     item = _item_touch(assignment.item_id)
-    if item.status == ItemStatus.RESOLVED:
+    if item.status != ItemStatus.OPEN:
+        # Closed for every annotator alike once the votes were compared, whether they agreed or
+        # not: a rule that depended on the outcome would tell an annotator how the others voted.
         raise InvalidTransition(
-            f"item {item.pk} is resolved; its annotations can no longer be revised"
+            f"item {item.pk} is closed: its votes were compared, so annotations can no longer "
+            "be revised"
         )
     previous = annotation.current
     revision = _write_revision(
@@ -586,6 +589,4 @@ def _revise(
         "annotation.revised",
         extra={"item": item.pk, "annotation": annotation.pk, "revision": revision.number},
     )
-    if item.status == ItemStatus.DISAGREEMENT:
-        items_compare(project=project, item_ids=[item.pk])
     return annotation

@@ -50,9 +50,8 @@ CHUNK = 500
 class CompareResult:
     """What :func:`items_compare` did, by item id (each tuple sorted).
 
-    ``consensus``: resolved as consensus. ``disagreement``: in the disagreement queue (newly,
-    or still after a revision). ``waiting``: fewer votes than the item's overlap, or already
-    resolved; left unchanged.
+    ``consensus``: resolved as consensus. ``disagreement``: put in the disagreement queue.
+    ``waiting``: fewer votes than the item's overlap, or already compared; left unchanged.
     """
 
     consensus: tuple[int, ...] = ()
@@ -72,12 +71,12 @@ def _union(votes: Sequence[Vote], claim_id: int) -> list[Span]:
 def items_compare(*, project: Project, item_ids: Iterable[int]) -> CompareResult:
     """Compare the votes of each given item of ``project`` that has enough of them.
 
-    An item in status ``open`` or ``disagreement`` with at least ``overlap`` votes is resolved
-    as consensus (a :class:`Resolution` with the agreed labels and the union of the evidence;
-    an open disagreement is closed by it) or put in the disagreement queue (a new
-    :class:`Disagreement`, or the open one updated). Its ``version`` is bumped. Consensus
+    An item in status ``open`` with at least ``overlap`` votes is resolved as consensus (a
+    :class:`Resolution` with the agreed labels and the union of the evidence) or put in the
+    disagreement queue (a new :class:`Disagreement`). Its ``version`` is bumped. Consensus
     resolutions are announced after commit (:func:`labeling.signals.announce_resolutions`).
-    Other items (too few votes, resolved, or of another project) are left alone.
+    Other items (too few votes, already compared, or of another project) are left alone: votes
+    are compared once, because annotations can no longer be revised after that.
 
     Not a public entry point: the caller holds the transaction and, for items that may be
     submitted concurrently, the item's lock (``annotation_submit`` bumps the item's version
@@ -116,9 +115,7 @@ def _compare_chunk(
 ) -> tuple[list[int], list[int], list[int]]:
     items = {
         item.pk: item
-        for item in Item.objects.filter(
-            project=project, pk__in=ids, status__in=[ItemStatus.OPEN, ItemStatus.DISAGREEMENT]
-        )
+        for item in Item.objects.filter(project=project, pk__in=ids, status=ItemStatus.OPEN)
     }
     waiting = [pk for pk in ids if pk not in items]
     votes = item_votes(item_ids=items)
@@ -129,9 +126,6 @@ def _compare_chunk(
         .values_list("candidate_id", "pk")
     ):
         claims.setdefault(candidate_id, []).append(pk)
-    open_disagreements = {
-        d.item_id: d for d in Disagreement.objects.filter(item_id__in=items, closed_at__isnull=True)
-    }
     numbers = dict(
         Resolution.objects.filter(item_id__in=items)
         .values("item_id")
@@ -153,23 +147,14 @@ def _compare_chunk(
             agreed.append((item, item_votes_))
             continue
         differing.append(pk)
-        current = open_disagreements.get(pk)
-        if current is None:
-            new_disagreements.append(
-                Disagreement(
-                    item=item,
-                    opened_at=now,
-                    answer_differs=diff.answer_differs,
-                    claims_differ=diff.claims_differ,
-                )
+        new_disagreements.append(
+            Disagreement(
+                item=item,
+                opened_at=now,
+                answer_differs=diff.answer_differs,
+                claims_differ=diff.claims_differ,
             )
-        elif (current.answer_differs, current.claims_differ) != (
-            diff.answer_differs,
-            diff.claims_differ,
-        ):
-            Disagreement.objects.filter(pk=current.pk).update(
-                answer_differs=diff.answer_differs, claims_differ=diff.claims_differ
-            )
+        )
     Disagreement.objects.bulk_create(new_disagreements)
     if differing:
         Item.objects.filter(pk__in=differing).update(
@@ -220,8 +205,4 @@ def _compare_chunk(
         Item.objects.filter(pk=item.pk).update(
             status=ItemStatus.RESOLVED, resolution=resolution, version=F("version") + 1
         )
-        if item.pk in open_disagreements:
-            Disagreement.objects.filter(pk=open_disagreements[item.pk].pk).update(
-                closed_at=now, closed_by=resolution
-            )
     return [item.pk for item, _ in agreed], differing, waiting

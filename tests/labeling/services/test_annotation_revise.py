@@ -12,7 +12,6 @@ from labeling.models import (
     AnnotationRevision,
     Claim,
     ClaimLabel,
-    Disagreement,
     EvidenceSpan,
     Item,
     ItemStatus,
@@ -24,7 +23,6 @@ from labeling.services.annotations import (
     EvidenceInput,
     annotation_submit,
 )
-from labeling.signals import items_resolved
 from tests.conftest import row_counts
 from tests.factories import AssignmentFactory, start_labelling, utf16_span, work_record
 
@@ -121,65 +119,25 @@ def test_a_changed_comment_alone_is_a_new_revision(project, item):
     assert annotation.current.comment == "second thoughts"
 
 
-def test_a_revision_is_refused_once_the_item_is_resolved(project, item):
-    # given an item resolved by consensus of two annotators
-    a, b = AssignmentFactory(item=item), AssignmentFactory(item=item)
-    submit(project, a, labels(item))
-    submit(project, b, labels(item))
-    item.refresh_from_db()
-    assert item.status == ItemStatus.RESOLVED
-    before = row_counts()
-    # when one of them tries to revise
-    with pytest.raises(InvalidTransition, match="resolved"):
-        submit(project, a, labels(item, answer="inadmissible"))
-    # then nothing changed; repeating the unchanged labels is still answered (idempotent)
-    assert row_counts() == before
-    assert submit(project, a, labels(item)).revision_count == 1
-
-
-def test_a_revision_in_the_queue_that_makes_the_votes_agree_resolves_by_consensus(
-    project, item, django_capture_on_commit_callbacks
+@pytest.mark.parametrize("other_answer", ["admissible", "inadmissible"], ids=["consensus", "queue"])
+def test_a_revision_is_refused_once_the_votes_were_compared_whatever_the_outcome(
+    project, item, other_answer
 ):
-    # given an item in the disagreement queue (answers differ)
+    # given an item whose two votes were compared (agreeing: consensus; differing: the queue)
     a, b = AssignmentFactory(item=item), AssignmentFactory(item=item)
     submit(project, a, labels(item))
-    submit(project, b, labels(item, answer="inadmissible"))
+    submit(project, b, labels(item, answer=other_answer))
     item.refresh_from_db()
-    assert item.status == ItemStatus.DISAGREEMENT
-    version = item.version
-    seen = []
-
-    def receiver(**kwargs):
-        seen.append((kwargs["item_ids"], kwargs["statuses"]))
-
-    items_resolved.connect(receiver)
-    try:
-        # when the second annotator revises to the first one's labels
-        with django_capture_on_commit_callbacks(execute=True):
-            submit(project, b, labels(item))
-    finally:
-        items_resolved.disconnect(receiver)
-    # then consensus; the disagreement is closed by that resolution; it is announced
-    item.refresh_from_db()
-    assert item.status == ItemStatus.RESOLVED
-    assert item.resolution.status == "consensus"
-    assert item.version > version
-    disagreement = Disagreement.objects.get(item=item)
-    assert disagreement.closed_by == item.resolution and disagreement.closed_at is not None
-    assert seen == [((item.pk,), ("consensus",))]
-
-
-def test_a_revision_in_the_queue_that_still_differs_updates_the_levels(project, item):
-    # given answers that differ
-    a, b = AssignmentFactory(item=item), AssignmentFactory(item=item)
-    submit(project, a, labels(item))
-    submit(project, b, labels(item, answer="inadmissible"))
-    version = Item.objects.get(pk=item.pk).version
-    # when b agrees on the answer but not on the second claim
-    submit(project, b, labels(item, second="not_supported"))
-    # then the item stays in the queue, with the level that differs now, and a new version
-    item.refresh_from_db()
-    assert item.status == ItemStatus.DISAGREEMENT
-    assert item.version > version
-    disagreement = Disagreement.objects.get(item=item, closed_at__isnull=True)
-    assert (disagreement.answer_differs, disagreement.claims_differ) == (False, True)
+    assert item.status != ItemStatus.OPEN
+    before = row_counts()
+    # when the first annotator tries to revise
+    with pytest.raises(InvalidTransition) as refused:
+        submit(project, a, labels(item, answer="abstained"))
+    # then nothing changed, and the refusal does not tell how the other vote went
+    assert row_counts() == before
+    assert str(refused.value) == (
+        f"item {item.pk} is closed: its votes were compared, so annotations can no longer "
+        "be revised"
+    )
+    # repeating the unchanged labels is still answered (idempotent)
+    assert submit(project, a, labels(item)).revision_count == 1
