@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from certification.models import AgreementReport
+from certification.models import AgreementReport, CalibrationRun, CalibrationSpec
 
 
 @admin.register(AgreementReport)
@@ -27,3 +27,37 @@ class AgreementReportAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    """View-only: the calibration services are the only writers (specs freeze once used)."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(CalibrationSpec)
+class CalibrationSpecAdmin(_ReadOnlyAdmin):
+    """Calibration specs, read-only (``calibration_spec_create`` / ``_revise`` write them)."""
+
+    list_display = ("name", "version", "project", "method", "alpha", "delta", "content_sha256")
+    list_filter = ("method",)
+    list_select_related = ("project",)
+    search_fields = ("project__slug", "name", "content_sha256")
+
+
+@admin.register(CalibrationRun)
+class CalibrationRunAdmin(_ReadOnlyAdmin):
+    """Calibration runs, read-only (the run services and the Celery task write them)."""
+
+    list_display = ("pk", "spec", "project", "status", "trigger", "created_at", "outcome")
+    list_filter = ("status", "trigger")
+    list_select_related = ("spec", "project")
+    search_fields = ("project__slug", "input_sha256", "spec__name")
+    exclude = ("inputs",)

@@ -10,6 +10,9 @@ from django.db import transaction
 AGREEMENT_RECEIVER_UID = "certification.agreement_recompute_on_resolution"
 AGREEMENT_PANEL = "agreement"
 AGREEMENT_TEMPLATE = "certification/_agreement.html"
+CALIBRATION_RECEIVER_UID = "certification.calibration_refresh_on_resolution"
+CALIBRATION_PANEL = "calibration"
+CALIBRATION_TEMPLATE = "certification/_calibration_panel.html"
 
 
 def agreement_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
@@ -36,15 +39,41 @@ def enqueue_agreement_recompute(sender: Any, *, project_id: int, **kwargs: Any) 
     transaction.on_commit(enqueue, robust=True)
 
 
+def calibration_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
+    """Context of the dashboard's calibration panel: the latest version of each spec."""
+    from certification.selectors import calibration_spec_list
+
+    specs = [s for s in calibration_spec_list(project=project) if s.next_version_id is None]
+    return {"calibration_specs": specs}
+
+
+def enqueue_calibration_refresh(sender: Any, *, project_id: int, **kwargs: Any) -> None:
+    """Receive ``labeling.signals.items_resolved``: enqueue the project's calibration refresh.
+
+    The refresh (``calibration_runs_refresh``) starts a run for each latest spec whose inputs
+    changed, and nothing otherwise (idempotent: the same inputs hash gives no new run). As for
+    the agreement, ``robust=True`` keeps a failing refresh from turning the committed
+    resolution into an error page.
+    """
+    from certification.tasks import calibration_runs_refresh_task  # the one allowed local import
+
+    def enqueue() -> None:
+        calibration_runs_refresh_task.delay(project_id)
+
+    transaction.on_commit(enqueue, robust=True)
+
+
 class CertificationConfig(AppConfig):
-    """Agreement statistics (issue 3); calibration specs and runs, evaluator audits and releases
-    (later issues)."""
+    """Agreement statistics (issue 3); calibration specs and runs (issue 4); evaluator audits
+    and releases (later issues)."""
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "certification"
 
     def ready(self) -> None:
-        """Subscribe to the labelling domain's one event (STYLE.md C1); add the dashboard panel.
+        """Subscribe to the labelling domain's one event (STYLE.md C1); add the dashboard panels.
+
+        Every resolution enqueues the agreement recompute and the calibration refresh.
 
         The panel (``labeling.views.panels``) shows the agreement figures on the project
         dashboard to managers and adjudicators; rater names only to managers
@@ -56,6 +85,14 @@ class CertificationConfig(AppConfig):
         items_resolved.connect(
             enqueue_agreement_recompute, dispatch_uid=AGREEMENT_RECEIVER_UID, weak=False
         )
+        items_resolved.connect(
+            enqueue_calibration_refresh, dispatch_uid=CALIBRATION_RECEIVER_UID, weak=False
+        )
         dashboard_panel_register(
             name=AGREEMENT_PANEL, template=AGREEMENT_TEMPLATE, context=agreement_panel_context
+        )
+        dashboard_panel_register(
+            name=CALIBRATION_PANEL,
+            template=CALIBRATION_TEMPLATE,
+            context=calibration_panel_context,
         )

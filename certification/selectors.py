@@ -14,6 +14,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from certification.contract import spec_content
 from certification.exceptions import RunNotFound, SpecNotFound
 from certification.models import (
     AgreementReport,
@@ -452,3 +453,51 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
         "calibration": sections["calibration"],
         "test": sections["test"],
     }
+
+
+def calibration_spec_json(spec: CalibrationSpec) -> dict[str, Any]:
+    """A spec as JSON primitives: identity, links, hash and the contract."""
+    return {
+        "id": spec.pk,
+        "name": spec.name,
+        "version": spec.version,
+        "previous": spec.previous_id,
+        "content_sha256": spec.content_sha256,
+        "loss_unit": spec.loss_unit,
+        "created_at": spec.created_at.isoformat() if spec.created_at else None,
+        "created_by": spec.created_by.get_username() if spec.created_by_id else None,
+        **spec_content(spec),
+    }
+
+
+def calibration_run_report(*, run: CalibrationRun, include_inputs: bool = False) -> dict[str, Any]:
+    """The full report of a run as JSON primitives: what the API returns and ``certify`` prints.
+
+    Keys: ``run`` (id, status, trigger, times, hashes, outcome, error), ``spec`` (see
+    :func:`calibration_spec_json`) and ``result`` (the stored result, None until done; see
+    ``certification.services.calibration_compute``). ``inputs`` (the per-item snapshot, which
+    holds evaluator scores per candidate) only when ``include_inputs`` is set: the caller
+    decides who may see it (managers).
+    """
+    spec = run.spec
+    report: dict[str, Any] = {
+        "run": {
+            "id": run.pk,
+            "status": run.status,
+            "trigger": run.trigger,
+            "requested_by": run.requested_by.get_username() if run.requested_by_id else None,
+            "created_at": run.created_at.isoformat() if run.created_at else None,
+            "started_at": run.started_at.isoformat() if run.started_at else None,
+            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+            "spec_sha256": run.spec_sha256,
+            "input_sha256": run.input_sha256,
+            "stats_version": run.stats_version,
+            "outcome": run.outcome,
+            "error": run.error or None,
+        },
+        "spec": calibration_spec_json(spec),
+        "result": run.result if run.status == "done" else None,
+    }
+    if include_inputs:
+        report["inputs"] = run.inputs
+    return report

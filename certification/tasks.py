@@ -7,7 +7,13 @@ import logging
 from celery import shared_task
 from django.db import OperationalError
 
-from certification.services import agreement_recompute
+from certification.exceptions import RunNotFound
+from certification.services import (
+    agreement_recompute,
+    calibration_run_execute,
+    calibration_run_fail,
+    calibration_runs_refresh,
+)
 from labeling.exceptions import NotFound
 
 logger = logging.getLogger(__name__)
@@ -34,3 +40,52 @@ def agreement_recompute_task(project_id: int) -> dict[str, object] | None:
         logger.warning("agreement_recompute.missing_project", extra={"project_id": project_id})
         return None
     return {"report_id": report.pk, "input_sha256": report.input_sha256}
+
+
+@shared_task(
+    soft_time_limit=300,
+    time_limit=360,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_backoff_max=300,
+    max_retries=5,
+)
+def calibration_runs_refresh_task(project_id: int) -> list[int] | None:
+    """Start runs for the project's specs whose inputs changed; returns the new run ids.
+
+    A project deleted before the task ran is logged and skipped.
+    """
+    try:
+        runs = calibration_runs_refresh(project_id=project_id)
+    except NotFound:
+        logger.warning("calibration_runs_refresh.missing_project", extra={"project_id": project_id})
+        return None
+    return [run.pk for run in runs]
+
+
+@shared_task(
+    soft_time_limit=600,
+    time_limit=660,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_backoff_max=300,
+    max_retries=5,
+)
+def calibration_run_execute_task(run_id: int) -> dict[str, object] | None:
+    """Compute a calibration run; returns its id, status and outcome, or None when it is gone.
+
+    The task boundary: a transient database error is retried (the service is idempotent);
+    any other unexpected error is logged and fails the run closed, so that no run stays
+    "running" for ever and no error reaches the code that resolved the labels.
+    """
+    try:
+        run = calibration_run_execute(run_id=run_id)
+    except RunNotFound:
+        logger.warning("calibration_run_execute.missing_run", extra={"run_id": run_id})
+        return None
+    except OperationalError:
+        raise
+    except Exception as exc:  # the task boundary: record the failure on the run
+        logger.exception("calibration_run_execute.crashed", extra={"run_id": run_id})
+        run = calibration_run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}")
+    return {"run_id": run.pk, "status": run.status, "outcome": run.outcome}

@@ -12,4 +12,5 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("labeling.web_urls")),
+    path("", include("certification.urls")),
 ]

@@ -137,3 +137,164 @@ def utf16_span(text: str, quote: str, occurrence: int = 0) -> tuple[int, int]:
         start = text.index(quote, start + 1)
     units = len(text[:start].encode("utf-16-le")) // 2
     return units, units + len(quote.encode("utf-16-le")) // 2
+
+
+# -- calibration (issue 4) --------------------------------------------------------------------
+
+
+class CalibrationSpecFactory(factory.django.DjangoModelFactory):
+    """A valid selective-risk spec (``project`` required); the content hash is computed.
+
+    Writes the row directly (no service rules): use ``make_spec`` for the service path.
+    """
+
+    class Meta:
+        model = "certification.CalibrationSpec"
+
+    name = factory.Sequence(lambda n: f"spec-{n}")
+    method = "selective_risk"
+    alpha = "0.1"
+    delta = "0.05"
+    thresholds = factory.LazyFunction(lambda: [0.5, 0.7, 0.9])
+    acceptance = ">="
+    score_field = "acceptance_score"
+    selector = "is_selected"
+    content_sha256 = "0" * 64
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        from decimal import Decimal
+
+        from certification.contract import spec_sha256
+
+        spec = model_class(*args, **kwargs)
+        for key in ("alpha", "delta", "report_confidence", "stopping_delta"):
+            value = getattr(spec, key)
+            if value is not None and not isinstance(value, Decimal):
+                setattr(spec, key, Decimal(str(value)))
+        spec.content_sha256 = spec_sha256(spec)
+        spec.save()
+        return spec
+
+
+def make_spec(project: Any, *, actor: Any = None, name: str = "main", **fields: Any) -> Any:
+    """Create a spec through ``calibration_spec_create`` (a new manager acts when none given).
+
+    Defaults: selective risk on ``acceptance_score`` >= t for t in 0.5, 0.7, 0.9, alpha 0.1,
+    delta 0.05, the selected answer.
+    """
+    from certification.services import calibration_spec_create
+    from labeling.models import Role
+    from labeling.services import membership_set
+
+    if actor is None:
+        actor = UserFactory()
+        membership_set(project=project, user=actor, role=Role.MANAGER)
+    values = {
+        "method": "selective_risk",
+        "alpha": "0.1",
+        "delta": "0.05",
+        "thresholds": [0.5, 0.7, 0.9],
+        "score_field": "acceptance_score",
+        "selector": "is_selected",
+        **fields,
+    }
+    return calibration_spec_create(project=project, actor=actor, name=name, **values)
+
+
+def calibration_candidate(
+    key: str,
+    *,
+    answer: str | None = None,
+    label: str | None = "admissible",
+    score: float | None = None,
+    selected: bool = False,
+    retrieval: float | None = None,
+    confidence: float | None = None,
+    labels: tuple[str, ...] = (),
+    evaluator: tuple[str, str, float | None] | None = None,
+) -> dict[str, Any]:
+    """A native candidate for calibration tests.
+
+    ``label`` is an imported prior answer label (one vote; None leaves the item to be labelled:
+    pending); ``labels`` several prior votes (they may disagree); ``evaluator`` a (name,
+    version, score) evaluator label.
+    """
+    candidate: dict[str, Any] = {
+        "id": key,
+        "text": f"The answer is {answer}." if answer is not None else "I cannot tell.",
+        "generator": "model-a",
+        "canonical_form": answer,
+        "acceptance_score": score,
+        "retrieval_score": retrieval,
+        "confidence": confidence,
+        "is_selected": selected,
+    }
+    votes = labels or ((label,) if label is not None else ())
+    candidate["prior_annotations"] = [
+        {"annotator": f"p{i}", "answer_label": vote} for i, vote in enumerate(votes)
+    ]
+    if evaluator is not None:
+        name, version, value = evaluator
+        candidate["evaluator_labels"] = [
+            {"evaluator": name, "version": version, "score": value, "available": value is not None}
+        ]
+    return candidate
+
+
+def calibration_record(
+    external_id: str,
+    candidates: list[dict[str, Any]],
+    *,
+    group_key: str = "",
+    slices: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A native question record with the given candidates and no sources (external truth)."""
+    return {
+        "external_id": external_id,
+        "text": f"Question {external_id}?",
+        "group_key": group_key,
+        "slices": slices or {},
+        "candidates": candidates,
+    }
+
+
+def calibration_project(project: Any, partitions: dict[str, list[dict[str, Any]]]) -> Any:
+    """Import records into ``project``, place each question in its partition, start labelling.
+
+    ``partitions`` maps ``"calibration"`` / ``"test"`` / ``"dev"`` to native records. Labelling
+    starts with overlap 1, so every candidate's single imported prior label resolves as
+    consensus (several differing labels open a disagreement); candidates without a prior label
+    stay open (pending). The partition is written straight into the questions (a test stand-in
+    for ``partition_freeze``'s seeded deal).
+    """
+    import io
+
+    from django.utils import timezone
+
+    from labeling.importers.native import read_jsonl
+    from labeling.models import Project, Question
+    from labeling.services import workload_import
+    from labeling.services.imports import fingerprint
+    from tests.conftest import jsonl_bytes
+
+    records = [r for rows in partitions.values() for r in rows]
+    data = jsonl_bytes(records)
+    workload_import(
+        project=project,
+        records=read_jsonl(io.BytesIO(data)),
+        format="native",
+        filename="calibration.jsonl",
+        file_sha256=fingerprint(data.decode("utf-8")),
+    )
+    for partition, rows in partitions.items():
+        Question.objects.filter(
+            project=project, external_id__in=[r["external_id"] for r in rows]
+        ).update(partition=partition)
+    Project.objects.filter(pk=project.pk).update(
+        partition_seed=0,
+        partition_proportions={k: 1 / len(partitions) for k in partitions},
+        partition_frozen_at=timezone.now(),
+    )
+    project.refresh_from_db()
+    return start_labelling(project, overlap=1)

@@ -1,5 +1,45 @@
 """Services of certification (STYLE.md C3): each recomputes from resolved labels, idempotently."""
 
 from certification.services.agreement import agreement_recompute, level_to_json, votes_sha256
+from certification.services.calibration import (
+    SPEC_FIELDS,
+    calibration_run_execute,
+    calibration_run_fail,
+    calibration_run_rebuild,
+    calibration_run_request,
+    calibration_run_start,
+    calibration_runs_refresh,
+    calibration_spec_create,
+    calibration_spec_revise,
+    calibration_spec_update,
+    inputs_sha256,
+    spec_clean,
+    spec_content,
+    spec_sha256,
+)
+from certification.services.calibration_compute import (
+    STATS_VERSION,
+    calibration_result_compute,
+)
 
-__all__ = ["agreement_recompute", "level_to_json", "votes_sha256"]
+__all__ = [
+    "SPEC_FIELDS",
+    "STATS_VERSION",
+    "agreement_recompute",
+    "calibration_result_compute",
+    "calibration_run_execute",
+    "calibration_run_fail",
+    "calibration_run_rebuild",
+    "calibration_run_request",
+    "calibration_run_start",
+    "calibration_runs_refresh",
+    "calibration_spec_create",
+    "calibration_spec_revise",
+    "calibration_spec_update",
+    "inputs_sha256",
+    "level_to_json",
+    "spec_clean",
+    "spec_content",
+    "spec_sha256",
+    "votes_sha256",
+]

@@ -1025,7 +1025,10 @@ def estimate_error_rate(
         labels = np.asarray(strata)
         if labels.shape != (big_n,):
             raise StatsError(f"strata must have shape ({big_n},), got {labels.shape}")
-        unique, stratum = np.unique(labels, return_inverse=True)
+        try:
+            unique, stratum = np.unique(labels, return_inverse=True)
+        except TypeError as exc:
+            raise StatsError(f"strata must be mutually sortable values: {exc}") from None
         keys = tuple(v.item() if isinstance(v, np.generic) else v for v in unique)
     n_strata = len(keys)
 

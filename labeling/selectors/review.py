@@ -609,7 +609,7 @@ class LabellingFormView:
     No question metadata, no generator, no other annotator's label or identity, no vote or
     assignment counts, no evaluator or prior labels, no item status. ``current`` is the actor's
     own current vote (None before the first submit). ``editable`` is False when the lease is
-    over (expired or skipped) or the item is resolved (then a revision would be refused).
+    over (expired or skipped) or the votes were compared (then a revision would be refused).
     """
 
     assignment_id: int
@@ -681,7 +681,7 @@ def labelling_form_view(*, project: Project, assignment: Assignment) -> Labellin
                 revision=revision.number,
                 submitted_at=assignment.submitted_at,
             )
-    editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item.status != ItemStatus.RESOLVED
+    editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item.status == ItemStatus.OPEN
     return LabellingFormView(
         assignment_id=assignment.pk,
         assignment_status=assignment.status,

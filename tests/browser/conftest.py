@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connections
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUTPUT_ROOT = REPO_ROOT / "test-output" / "browser"
@@ -54,6 +55,10 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
+            # The test's ORM calls opened a connection in the context Playwright's loop runs
+            # in; pytest-django's teardown does not see it, and on PostgreSQL the test database
+            # could not be dropped. Close it here.
+            connections.close_all()
 
 
 @pytest.fixture

@@ -1,0 +1,119 @@
+"""Forms of the certification pages. They collect input; the services hold every rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django import forms
+
+from certification.contract import spec_content
+from certification.models import (
+    Acceptance,
+    AnswerField,
+    CalibrationMethod,
+    CalibrationPartition,
+    CalibrationSpec,
+    CountAs,
+    Denominator,
+    Loss,
+    Multiplicity,
+    Selector,
+    TieRule,
+    Utility,
+)
+from certification.selectors import CANDIDATE_SCORE_FIELDS
+from certification.stats.canonical import canonicaliser_names
+
+
+def _choices(values: Iterable[str]) -> list[tuple[str, str]]:
+    return [(v, v) for v in values]
+
+
+class CalibrationSpecForm(forms.Form):
+    """The calibration contract (seed 000, "Freeze the evaluation contract").
+
+    Numbers are read as text so that the service sees exactly what was typed (alpha 0.1 is the
+    decimal 0.1, not the nearest float). Validation errors come back from
+    ``calibration_spec_create`` / ``calibration_spec_revise`` naming the field.
+    """
+
+    name = forms.CharField(max_length=200, help_text="A revision keeps the name (version + 1).")
+    description = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Population, source snapshot, generation policy: what the ledger should say.",
+    )
+    method = forms.ChoiceField(choices=CalibrationMethod.choices)
+    loss = forms.ChoiceField(choices=Loss.choices, initial=Loss.ANSWER_INADMISSIBLE)
+    denominator = forms.ChoiceField(
+        choices=Denominator.choices, initial=Denominator.ACCEPTED_ANSWERS
+    )
+    alpha = forms.CharField(
+        max_length=20, help_text="Target risk (selective) or miscoverage (conformal), in (0, 1)."
+    )
+    delta = forms.CharField(
+        max_length=20, help_text="Probability of certifying an unsafe threshold, in (0, 1)."
+    )
+    thresholds = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="The threshold family, comma or space separated, in testing order.",
+    )
+    acceptance = forms.ChoiceField(choices=Acceptance.choices, initial=Acceptance.GE)
+    score_field = forms.ChoiceField(required=False)
+    selector = forms.ChoiceField(choices=Selector.choices, initial=Selector.MODE)
+    utility = forms.ChoiceField(choices=Utility.choices, initial=Utility.ANSWER_RATE)
+    multiplicity = forms.ChoiceField(choices=Multiplicity.choices, initial=Multiplicity.BONFERRONI)
+    canonicaliser = forms.ChoiceField(initial="exact")
+    tie_rule = forms.ChoiceField(choices=TieRule.choices, initial=TieRule.CANONICAL_ASCENDING)
+    answer_field = forms.ChoiceField(choices=AnswerField.choices, initial=AnswerField.CANONICAL_FORM)
+    stopping_delta = forms.CharField(
+        required=False,
+        max_length=20,
+        help_text="Hoeffding sequential stopping at this delta (empty: use every sample).",
+    )
+    partition = forms.ChoiceField(
+        choices=CalibrationPartition.choices, initial=CalibrationPartition.CALIBRATION
+    )
+    unresolved_as = forms.ChoiceField(choices=CountAs.choices, initial=CountAs.ERROR)
+    evidence_unavailable_as = forms.ChoiceField(choices=CountAs.choices, initial=CountAs.ERROR)
+    abstained_as = forms.ChoiceField(choices=CountAs.choices, initial=CountAs.ERROR)
+    pending_as = forms.ChoiceField(
+        choices=CountAs.choices,
+        initial=CountAs.EXCLUDE,
+        help_text="Items not resolved yet: excluded (the certificate then covers only resolved "
+        "items) or counted as errors.",
+    )
+    report_confidence = forms.CharField(
+        max_length=20, initial="0.95", help_text="Two-sided level of the held-out intervals."
+    )
+    seed = forms.IntegerField(initial=0, min_value=0, help_text="Seed of the split simulations.")
+
+    def __init__(
+        self, *args: Any, evaluators: Iterable[tuple[str, str]] = (), **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        fields = self.fields
+        score_choices = [("", "— none (conformal only) —")]
+        score_choices += _choices(CANDIDATE_SCORE_FIELDS)
+        score_choices += [
+            (f"evaluator:{name}@{version}", f"evaluator {name}@{version}")
+            for name, version in evaluators
+        ]
+        fields["score_field"].choices = score_choices  # type: ignore[attr-defined]
+        fields["canonicaliser"].choices = _choices(canonicaliser_names())  # type: ignore[attr-defined]
+
+    @classmethod
+    def initial_from(cls, spec: CalibrationSpec) -> dict[str, Any]:
+        """Initial values that reproduce ``spec`` (for a revision)."""
+        content = spec_content(spec)
+        content["thresholds"] = ", ".join(repr(t) for t in content["thresholds"])
+        content["stopping_delta"] = content["stopping_delta"] or ""
+        return {"name": spec.name, **content}
+
+    def contract(self) -> dict[str, Any]:
+        """The cleaned values as the services take them (``name`` left out)."""
+        data = dict(self.cleaned_data)
+        data.pop("name", None)
+        return data

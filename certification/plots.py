@@ -1,0 +1,140 @@
+"""Server-side plots of a calibration run, rendered with matplotlib to inline SVG.
+
+No network and no JavaScript: each function takes a stored run result (JSON primitives from
+``calibration_result_compute``) and returns an SVG document as a string, or None when the run
+has nothing to plot. ``matplotlib.figure.Figure`` is used directly (no pyplot state), so
+rendering is safe in threads; the SVG carries no date, so the same result gives the same SVG.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from certification.services.calibration_compute import from_num
+
+SVG_METADATA = {"Date": None, "Creator": None}
+WIDTH, HEIGHT = 7.2, 3.6
+
+
+def _svg(figure: Figure) -> str:
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata=SVG_METADATA, bbox_inches="tight")
+    text = buffer.getvalue()
+    # Drop the XML prolog and DOCTYPE: the SVG is embedded in an HTML page.
+    start = text.find("<svg")
+    return text[start:] if start >= 0 else text
+
+
+def selective_risk_svg(result: Mapping[str, Any]) -> str | None:
+    """Empirical selective risk and its upper bound vs threshold, alpha line, certified marks."""
+    section = result.get("selective_risk")
+    if not section or not section.get("rows"):
+        return None
+    rows = sorted(section["rows"], key=lambda r: r["threshold"])
+    x = [r["threshold"] for r in rows]
+    risk = [from_num(r["risk"]) if r["risk"] is not None else math.nan for r in rows]
+    bound = [from_num(r["upper_bound"]) for r in rows]
+    alpha = float(section["alpha"])
+    figure = Figure(figsize=(WIDTH, HEIGHT))
+    ax = figure.subplots()
+    ax.plot(x, risk, marker="o", markersize=3, label="empirical risk k/denominator")
+    ax.plot(
+        x,
+        bound,
+        marker="^",
+        markersize=3,
+        label=f"upper bound ({float(section['bound_confidence']):.4g} one-sided)",
+    )
+    ax.axhline(alpha, color="black", linestyle="--", linewidth=1, label=f"alpha = {alpha:g}")
+    certified = [r for r in rows if r["certified"]]
+    if certified:
+        ax.scatter(
+            [r["threshold"] for r in certified],
+            [from_num(r["upper_bound"]) for r in certified],
+            s=40,
+            facecolors="none",
+            edgecolors="green",
+            linewidths=1.5,
+            label="certified",
+            zorder=3,
+        )
+    chosen = section.get("chosen_threshold")
+    if chosen is not None:
+        ax.axvline(chosen, color="green", linewidth=1, label=f"operating point t = {chosen:g}")
+    ax.set_xlabel(f"threshold ({section['score_field']} {section['acceptance']} t)")
+    ax.set_ylabel("risk")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(section["outcome"])
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+    return _svg(figure)
+
+
+def conformal_curve_svg(result: Mapping[str, Any]) -> str | None:
+    """Conformal coverage and mean set size vs alpha, with the 1 - alpha target."""
+    section = result.get("conformal")
+    if not section or not section.get("curve"):
+        return None
+    curve = section["curve"]
+    alphas = [float(p["alpha"]) for p in curve]
+    coverage = [from_num(p["coverage"]) if p["coverage"] is not None else math.nan for p in curve]
+    sizes = [
+        from_num(p["mean_set_size"]) if p["mean_set_size"] is not None else math.nan
+        for p in curve
+    ]
+    figure = Figure(figsize=(WIDTH, HEIGHT))
+    ax = figure.subplots()
+    ax.plot(alphas, coverage, marker="o", markersize=3, color="tab:blue", label="coverage")
+    ax.plot(alphas, [1 - a for a in alphas], linestyle="--", color="black", linewidth=1,
+            label="target 1 - alpha")
+    ax.axvline(float(section["alpha"]), color="gray", linewidth=1, linestyle=":",
+               label=f"spec alpha = {float(section['alpha']):g}")
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("coverage")
+    ax.set_ylim(0, 1.02)
+    twin = ax.twinx()
+    twin.plot(alphas, sizes, marker="s", markersize=3, color="tab:orange", label="mean set size")
+    twin.set_ylabel("mean set size (infinite M*: not drawn)")
+    handles = ax.get_legend_handles_labels()
+    more = twin.get_legend_handles_labels()
+    ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="lower left")
+    ax.set_title(f"on the {section.get('curve_partition', 'test')} partition")
+    ax.grid(alpha=0.3)
+    return _svg(figure)
+
+
+def rank_histogram_svg(result: Mapping[str, Any]) -> str | None:
+    """Histogram of the calibration rank scores (infinite = no admissible sample)."""
+    section = result.get("conformal")
+    if not section or not section.get("score_counts"):
+        return None
+    labels = []
+    counts = []
+    for score, count in section["score_counts"]:
+        value = from_num(score)
+        labels.append("∞" if value is not None and math.isinf(value) else str(int(value or 0)))
+        counts.append(count)
+    figure = Figure(figsize=(WIDTH, HEIGHT))
+    ax = figure.subplots()
+    bars = ax.bar(labels, counts, color="tab:blue")
+    ax.bar_label(bars, fontsize=7)
+    threshold = section.get("threshold") or {}
+    ax.set_xlabel(f"rank of the best admissible answer (M* = {threshold.get('value')})")
+    ax.set_ylabel("calibration questions")
+    ax.grid(alpha=0.3, axis="y")
+    return _svg(figure)
+
+
+def run_plots(result: Mapping[str, Any]) -> dict[str, str]:
+    """Every plot the run page shows, by name (absent names have nothing to plot)."""
+    plots = {
+        "selective_risk": selective_risk_svg(result),
+        "conformal_curve": conformal_curve_svg(result),
+        "rank_histogram": rank_histogram_svg(result),
+    }
+    return {name: svg for name, svg in plots.items() if svg}

@@ -1,0 +1,648 @@
+"""Calibration specs and runs (issue 4): the frozen contract and its background computation.
+
+A :class:`~certification.models.CalibrationSpec` is written before calibration and frozen once
+a run uses it; a change is a new version linked to its predecessor (:func:`calibration_spec_revise`).
+A :class:`~certification.models.CalibrationRun` snapshots the inputs (resolved labels, scores,
+answers) when it is requested, so its input hash says whether anything changed: requesting a
+run of unchanged inputs returns the existing run (idempotent). The Celery task
+``calibration_run_execute_task`` computes the result from the snapshot alone
+(:func:`~certification.services.calibration_compute.calibration_result_compute`).
+
+Runs start on demand (:func:`calibration_run_start`, managers), from ``manage.py certify``, and
+whenever labels are resolved (``items_resolved`` -> :func:`calibration_runs_refresh`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Mapping
+from datetime import timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from certification.contract import SPEC_FIELDS, canonical_json, spec_content, spec_sha256
+from certification.exceptions import CertificationError, InvalidSpec, RunNotFound, SpecFrozen
+from certification.models import (
+    LIVE_RUN_STATUSES,
+    Acceptance,
+    AnswerField,
+    CalibrationMethod,
+    CalibrationPartition,
+    CalibrationRun,
+    CalibrationSpec,
+    CountAs,
+    Denominator,
+    Loss,
+    Multiplicity,
+    RunStatus,
+    RunTrigger,
+    Selector,
+    TieRule,
+    Utility,
+)
+from certification.selectors import (
+    CANDIDATE_SCORE_FIELDS,
+    EVALUATOR_PREFIX,
+    calibration_inputs,
+    calibration_run_latest,
+    calibration_spec_latest_list,
+    parse_evaluator_field,
+)
+from certification.services.calibration_compute import STATS_VERSION, calibration_result_compute
+from certification.stats.canonical import canonicaliser_names
+from certification.stats.errors import StatsError
+from labeling.exceptions import NotFound
+from labeling.models import Evaluator, Project
+from labeling.permissions import project_role, require_manager
+
+logger = logging.getLogger(__name__)
+
+#: Defaults of the optional fields (the model's defaults).
+SPEC_DEFAULTS: dict[str, Any] = {
+    "description": "",
+    "loss": Loss.ANSWER_INADMISSIBLE.value,
+    "denominator": Denominator.ACCEPTED_ANSWERS.value,
+    "thresholds": [],
+    "acceptance": Acceptance.GE.value,
+    "score_field": "",
+    "utility": Utility.ANSWER_RATE.value,
+    "multiplicity": Multiplicity.BONFERRONI.value,
+    "canonicaliser": "exact",
+    "tie_rule": TieRule.CANONICAL_ASCENDING.value,
+    "answer_field": AnswerField.CANONICAL_FORM.value,
+    "stopping_delta": None,
+    "partition": CalibrationPartition.CALIBRATION.value,
+    "unresolved_as": CountAs.ERROR.value,
+    "evidence_unavailable_as": CountAs.ERROR.value,
+    "abstained_as": CountAs.ERROR.value,
+    "pending_as": CountAs.EXCLUDE.value,
+    "report_confidence": Decimal("0.95"),
+    "seed": 0,
+}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "method": tuple(CalibrationMethod.values),
+    "loss": tuple(Loss.values),
+    "denominator": tuple(Denominator.values),
+    "acceptance": tuple(Acceptance.values),
+    "selector": tuple(Selector.values),
+    "utility": tuple(Utility.values),
+    "multiplicity": tuple(Multiplicity.values),
+    "tie_rule": tuple(TieRule.values),
+    "answer_field": tuple(AnswerField.values),
+    "partition": tuple(CalibrationPartition.values),
+    "unresolved_as": tuple(CountAs.values),
+    "evidence_unavailable_as": tuple(CountAs.values),
+    "abstained_as": tuple(CountAs.values),
+    "pending_as": tuple(CountAs.values),
+}
+#: The largest threshold family a spec may declare.
+MAX_THRESHOLDS = 10_000
+MAX_NAME = 200
+MAX_DESCRIPTION = 10_000
+#: Decimal places of alpha, delta, stopping delta and report confidence (the model's fields).
+DECIMAL_PLACES = 8
+#: A run still "running" this long after it started lost its worker (twice the task's hard
+#: time limit); a new request replaces it.
+STALE_RUN_AFTER = timedelta(minutes=30)
+
+
+# ---------------------------------------------------------------------------------------------
+# The contract
+# ---------------------------------------------------------------------------------------------
+
+
+def _choice(field: str, value: Any) -> str:
+    if value not in CHOICES[field]:
+        raise InvalidSpec(field, f"must be one of {', '.join(CHOICES[field])}, got {value!r}")
+    return str(value)
+
+
+def _level(field: str, value: Any, *, required: bool = True) -> Decimal | None:
+    if value is None or value == "":
+        if required:
+            raise InvalidSpec(field, "is required (a number strictly between 0 and 1)")
+        return None
+    if isinstance(value, bool):
+        raise InvalidSpec(field, f"must be a number strictly between 0 and 1, got {value!r}")
+    try:
+        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        raise InvalidSpec(field, f"must be a number strictly between 0 and 1, got {value!r}") from None
+    if not number.is_finite() or not (0 < number < 1):
+        raise InvalidSpec(field, f"must lie strictly between 0 and 1, got {value!r}")
+    if number != number.quantize(Decimal(1).scaleb(-DECIMAL_PLACES)):
+        raise InvalidSpec(field, f"at most {DECIMAL_PLACES} decimal places, got {value!r}")
+    return number.quantize(Decimal(1).scaleb(-DECIMAL_PLACES))
+
+
+def _thresholds(value: Any) -> list[float]:
+    if isinstance(value, str):
+        parts = [p for p in value.replace(",", " ").split() if p]
+        value = parts
+    if not isinstance(value, list | tuple):
+        raise InvalidSpec("thresholds", "must be a list of numbers")
+    if len(value) > MAX_THRESHOLDS:
+        raise InvalidSpec("thresholds", f"at most {MAX_THRESHOLDS} thresholds, got {len(value)}")
+    family: list[float] = []
+    for i, item in enumerate(value):
+        if isinstance(item, bool):
+            raise InvalidSpec(f"thresholds[{i}]", f"must be a number, got {item!r}")
+        try:
+            number = float(item)
+        except (TypeError, ValueError):
+            raise InvalidSpec(f"thresholds[{i}]", f"must be a number, got {item!r}") from None
+        if not math.isfinite(number):
+            raise InvalidSpec(f"thresholds[{i}]", f"must be finite, got {item!r}")
+        if number in family:
+            raise InvalidSpec(
+                f"thresholds[{i}]", f"{number!r} is listed twice (each threshold counts in M once)"
+            )
+        family.append(number)
+    return family
+
+
+def _score_field(project: Project, value: Any) -> str:
+    text = "" if value is None else str(value).strip()
+    if text in CANDIDATE_SCORE_FIELDS:
+        return text
+    evaluator = parse_evaluator_field(text)
+    if evaluator is None:
+        raise InvalidSpec(
+            "score_field",
+            f"must be one of {', '.join(CANDIDATE_SCORE_FIELDS)} or "
+            f"'{EVALUATOR_PREFIX}<name>@<version>', got {text!r}",
+        )
+    name, version = evaluator
+    if not Evaluator.objects.filter(project=project, name=name, version=version).exists():
+        raise InvalidSpec("score_field", f"no evaluator {name}@{version} in this project")
+    return text
+
+
+def spec_clean(*, project: Project, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate a spec's fields; return them cleaned (defaults filled in).
+
+    Rules: ``method`` and ``selector`` are required; every choice field takes one of its
+    values; ``alpha``, ``delta``, ``report_confidence`` and ``stopping_delta`` (optional) lie
+    strictly between 0 and 1 with at most 8 decimal places; selective risk needs a non-empty
+    family of distinct finite thresholds (at most 10,000) and a known score field (a candidate
+    field, or ``evaluator:<name>@<version>`` of an evaluator of the project); a conformal set is
+    per question, so it refuses the ``each_candidate`` selector; the canonicaliser is a
+    registered name. Unknown keys are refused.
+
+    Raises:
+        InvalidSpec: naming the first invalid field (``data["field"]``).
+    """
+    unknown = sorted(set(data) - set(SPEC_FIELDS))
+    if unknown:
+        raise InvalidSpec(unknown[0], "is not a calibration spec field")
+    merged = {**SPEC_DEFAULTS, **{k: v for k, v in data.items()}}
+    clean: dict[str, Any] = {}
+    if merged.get("method") in (None, ""):
+        raise InvalidSpec("method", "is required")
+    for field in CHOICES:
+        if field == "selector" and merged.get("selector") in (None, ""):
+            raise InvalidSpec("selector", "is required")
+        clean[field] = _choice(field, merged[field])
+    clean["alpha"] = _level("alpha", merged.get("alpha"))
+    clean["delta"] = _level("delta", merged.get("delta"))
+    clean["report_confidence"] = _level("report_confidence", merged["report_confidence"])
+    clean["stopping_delta"] = _level("stopping_delta", merged["stopping_delta"], required=False)
+    description = merged["description"]
+    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
+        raise InvalidSpec("description", f"must be text of at most {MAX_DESCRIPTION} characters")
+    clean["description"] = description.strip()
+    seed = merged["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int | str):
+        raise InvalidSpec("seed", f"must be an integer, got {seed!r}")
+    try:
+        clean["seed"] = int(seed)
+    except ValueError:
+        raise InvalidSpec("seed", f"must be an integer, got {seed!r}") from None
+    if not (0 <= clean["seed"] < 2**63):
+        raise InvalidSpec("seed", "must lie in [0, 2**63)")
+    canonicaliser = merged["canonicaliser"]
+    if canonicaliser not in canonicaliser_names():
+        raise InvalidSpec(
+            "canonicaliser",
+            f"must be one of {', '.join(canonicaliser_names())}, got {canonicaliser!r}",
+        )
+    clean["canonicaliser"] = canonicaliser
+    selective = clean["method"] in (CalibrationMethod.SELECTIVE_RISK, CalibrationMethod.BOTH)
+    conformal = clean["method"] in (CalibrationMethod.CONFORMAL_SET, CalibrationMethod.BOTH)
+    clean["thresholds"] = _thresholds(merged["thresholds"])
+    if selective:
+        if not clean["thresholds"]:
+            raise InvalidSpec(
+                "thresholds", "selective risk needs a non-empty threshold family (M >= 1)"
+            )
+        clean["score_field"] = _score_field(project, merged["score_field"])
+    else:
+        clean["score_field"] = str(merged["score_field"] or "").strip()
+        if clean["score_field"]:
+            clean["score_field"] = _score_field(project, clean["score_field"])
+    if conformal and clean["selector"] == Selector.EACH_CANDIDATE:
+        raise InvalidSpec(
+            "selector",
+            "a conformal prediction set is per question: choose mode, is_selected or "
+            "first_sample",
+        )
+    return {key: clean[key] for key in SPEC_FIELDS}
+
+
+def _clean_name(name: Any) -> str:
+    text = name.strip() if isinstance(name, str) else ""
+    if not text:
+        raise InvalidSpec("name", "is required")
+    if len(text) > MAX_NAME:
+        raise InvalidSpec("name", f"at most {MAX_NAME} characters")
+    return text
+
+
+def _require_manager_of(project: Project, actor: Any) -> None:
+    role = project_role(user=actor, project=project)
+    if role is None:
+        raise NotFound(f"no project {project.slug!r}")
+    require_manager(role)
+
+
+def spec_is_used(spec: CalibrationSpec) -> bool:
+    """Whether a run has used the spec (it is then frozen)."""
+    return CalibrationRun.objects.filter(spec=spec).exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Spec services
+# ---------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def calibration_spec_create(
+    *, project: Project, actor: Any, name: str, **fields: Any
+) -> CalibrationSpec:
+    """Write a new calibration spec (version 1 of a new chain).
+
+    Args:
+        project: the project.
+        actor: a manager of the project.
+        name: the chain's name, unique in the project.
+        **fields: the contract (:data:`SPEC_FIELDS`; see :func:`spec_clean`).
+
+    Returns:
+        The spec, with its content hash.
+
+    Raises:
+        NotFound: the actor is not a member of the project.
+        PermissionDenied: the actor is not a manager.
+        InvalidSpec: a field is invalid (named in ``data["field"]``), or the name is taken.
+
+    Concurrency: opens its own transaction; the unique (project, name, version) constraint
+    refuses a concurrent duplicate.
+    """
+    _require_manager_of(project, actor)
+    clean_name = _clean_name(name)
+    clean = spec_clean(project=project, data=fields)
+    if CalibrationSpec.objects.filter(project=project, name=clean_name).exists():
+        raise InvalidSpec("name", f"a spec named {clean_name!r} exists: revise it instead")
+    spec = CalibrationSpec(project=project, name=clean_name, version=1, created_by=actor, **clean)
+    spec.content_sha256 = spec_sha256(spec)
+    spec.full_clean()
+    try:
+        with transaction.atomic():
+            spec.save()
+    except IntegrityError:
+        raise InvalidSpec("name", f"a spec named {clean_name!r} exists: revise it instead") from None
+    logger.info(
+        "calibration_spec.created",
+        extra={"project": project.slug, "spec": spec.pk, "sha256": spec.content_sha256},
+    )
+    return spec
+
+
+@transaction.atomic
+def calibration_spec_update(*, spec: CalibrationSpec, actor: Any, **fields: Any) -> CalibrationSpec:
+    """Change a spec in place, which only a spec no run has used (and not superseded) allows.
+
+    Args:
+        spec: the spec.
+        actor: a manager of its project.
+        **fields: the fields to change (others keep their values).
+
+    Returns:
+        The updated spec, with its new content hash.
+
+    Raises:
+        NotFound, PermissionDenied: as :func:`calibration_spec_create`.
+        SpecFrozen: a run has used the spec, or a newer version exists: revise it instead.
+        InvalidSpec: a field is invalid.
+
+    Concurrency: locks the spec row; a run requested concurrently waits for the edit, and an
+    edit after a run refuses.
+    """
+    _require_manager_of(spec.project, actor)
+    locked = CalibrationSpec.objects.select_for_update().get(pk=spec.pk)
+    if spec_is_used(locked):
+        raise SpecFrozen(
+            f"spec {locked} is used by a run and cannot change: revise it to make a new version",
+            data={"spec": locked.pk},
+        )
+    if CalibrationSpec.objects.filter(previous=locked).exists():
+        raise SpecFrozen(f"spec {locked} has a newer version", data={"spec": locked.pk})
+    current = spec_content(locked)
+    current.update(fields)
+    clean = spec_clean(project=locked.project, data=current)
+    for key, value in clean.items():
+        setattr(locked, key, value)
+    locked.content_sha256 = spec_sha256(locked)
+    locked.full_clean()
+    locked.save()
+    return locked
+
+
+@transaction.atomic
+def calibration_spec_revise(*, spec: CalibrationSpec, actor: Any, **fields: Any) -> CalibrationSpec:
+    """Make a new version of a spec: the old one stays frozen, the new one links to it.
+
+    Fields not given keep the predecessor's values. A revision that changes nothing is still a
+    new version (its content hash equals the predecessor's).
+
+    Returns:
+        The new spec (``version`` + 1, ``previous`` = ``spec``).
+
+    Raises:
+        NotFound, PermissionDenied: as :func:`calibration_spec_create`.
+        SpecFrozen: ``spec`` already has a newer version (revise the latest one).
+        InvalidSpec: a field is invalid.
+
+    Concurrency: locks the predecessor's row; the one-to-one ``previous`` link refuses a
+    second concurrent revision of the same version.
+    """
+    _require_manager_of(spec.project, actor)
+    locked = CalibrationSpec.objects.select_for_update().get(pk=spec.pk)
+    if CalibrationSpec.objects.filter(previous=locked).exists():
+        raise SpecFrozen(
+            f"spec {locked} already has a newer version: revise the latest one",
+            data={"spec": locked.pk},
+        )
+    current = spec_content(locked)
+    current.update(fields)
+    clean = spec_clean(project=locked.project, data=current)
+    new = CalibrationSpec(
+        project=locked.project,
+        name=locked.name,
+        version=locked.version + 1,
+        previous=locked,
+        created_by=actor,
+        **clean,
+    )
+    new.content_sha256 = spec_sha256(new)
+    new.full_clean()
+    try:
+        with transaction.atomic():
+            new.save()
+    except IntegrityError:
+        raise SpecFrozen(f"spec {locked} was revised concurrently", data={"spec": locked.pk}) from None
+    logger.info(
+        "calibration_spec.revised",
+        extra={"spec": new.pk, "previous": locked.pk, "sha256": new.content_sha256},
+    )
+    return new
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs
+# ---------------------------------------------------------------------------------------------
+
+
+def inputs_sha256(*, spec_sha: str, inputs: Mapping[str, Any]) -> str:
+    """The run's input hash: the spec's content hash, the statistics' version and the snapshot."""
+    payload = {"spec_sha256": spec_sha, "stats_version": STATS_VERSION, "inputs": inputs}
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def _check_spec_hash(spec: CalibrationSpec) -> str:
+    digest = spec_sha256(spec)
+    if digest != spec.content_sha256:
+        raise CertificationError(
+            f"spec {spec} does not match its content hash (it was changed outside the services)",
+            data={"spec": spec.pk},
+        )
+    return digest
+
+
+def _enqueue_execute(run_id: int) -> None:
+    from certification.tasks import calibration_run_execute_task  # the one allowed local import
+
+    def enqueue() -> None:
+        calibration_run_execute_task.delay(run_id)
+
+    transaction.on_commit(enqueue, robust=True)
+
+
+def _retire_stale(run: CalibrationRun) -> bool:
+    """Mark a run that lost its worker as failed; return whether it was stale."""
+    if run.status != RunStatus.RUNNING or run.started_at is None:
+        return False
+    if timezone.now() - run.started_at < STALE_RUN_AFTER:
+        return False
+    CalibrationRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+        status=RunStatus.FAILED,
+        error="no result: the worker stopped before finishing (stale run)",
+        finished_at=timezone.now(),
+    )
+    return True
+
+
+def calibration_run_request(
+    *,
+    spec: CalibrationSpec,
+    trigger: str,
+    requested_by: Any = None,
+    inputs: Mapping[str, Any] | None = None,
+) -> CalibrationRun:
+    """Return the run of ``spec`` on its current inputs, creating and enqueueing it if needed.
+
+    Snapshots the inputs (:func:`certification.selectors.calibration_inputs`) and hashes them.
+    A pending, running or done run with the same input hash is returned as is (idempotent); a
+    stale running run is marked failed and replaced. A new run is created ``pending`` and its
+    execution enqueued after commit. No permission check: callers decide (the manager service,
+    the label-change refresh, the management command). ``inputs`` may pass a snapshot the
+    caller just read, to avoid reading it twice.
+
+    Raises:
+        CertificationError: the spec no longer matches its content hash.
+
+    Concurrency: must run inside the caller's transaction (it is not atomic on its own; the
+    services that call it are). The partial unique constraint on (spec, input hash) makes a
+    concurrent duplicate fail; the loser returns the winner's run.
+    """
+    spec_sha = _check_spec_hash(spec)
+    if inputs is None:
+        inputs = calibration_inputs(spec=spec)
+    digest = inputs_sha256(spec_sha=spec_sha, inputs=inputs)
+    existing = CalibrationRun.objects.filter(
+        spec=spec, input_sha256=digest, status__in=LIVE_RUN_STATUSES
+    ).first()
+    if existing is not None and not _retire_stale(existing):
+        return existing
+    try:
+        with transaction.atomic():
+            run = CalibrationRun.objects.create(
+                project_id=spec.project_id,
+                spec=spec,
+                trigger=trigger,
+                requested_by=requested_by,
+                spec_sha256=spec_sha,
+                input_sha256=digest,
+                stats_version=STATS_VERSION,
+                inputs=inputs,
+            )
+    except IntegrityError:
+        return CalibrationRun.objects.get(
+            spec=spec, input_sha256=digest, status__in=LIVE_RUN_STATUSES
+        )
+    _enqueue_execute(run.pk)
+    logger.info(
+        "calibration_run.requested",
+        extra={"run": run.pk, "spec": spec.pk, "trigger": trigger, "input_sha256": digest},
+    )
+    return run
+
+
+@transaction.atomic
+def calibration_run_start(*, spec: CalibrationSpec, actor: Any) -> CalibrationRun:
+    """Start a run of ``spec`` on demand (managers), or return the one on the same inputs.
+
+    Returns:
+        The run: new and pending (computed in the background after commit), or the existing
+        pending, running or done run of the same inputs. A failed run is retried.
+
+    Raises:
+        NotFound: the actor is not a member of the project.
+        PermissionDenied: the actor is not a manager.
+        CertificationError: the spec no longer matches its content hash.
+
+    Concurrency: opens its own transaction; see :func:`calibration_run_request`.
+    """
+    _require_manager_of(spec.project, actor)
+    return calibration_run_request(spec=spec, trigger=RunTrigger.MANUAL, requested_by=actor)
+
+
+@transaction.atomic
+def calibration_runs_refresh(*, project_id: int) -> list[CalibrationRun]:
+    """Start a run for each latest spec version of the project whose inputs changed.
+
+    Called after labels are resolved (``items_resolved``). A spec whose latest run (of any
+    status) has the current input hash gets nothing new, so a refresh over unchanged labels
+    writes nothing; a superseded spec version is never refreshed.
+
+    Returns:
+        The runs created (pending; their execution is enqueued after commit).
+
+    Raises:
+        NotFound: no project has this id.
+
+    Concurrency: opens its own transaction; two concurrent refreshes create at most one run
+    per (spec, inputs) (see :func:`calibration_run_request`).
+    """
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        raise NotFound(f"project {project_id} does not exist")
+    created = []
+    for spec in calibration_spec_latest_list(project=project).select_related("project"):
+        latest = calibration_run_latest(spec=spec)
+        spec_sha = _check_spec_hash(spec)
+        inputs = calibration_inputs(spec=spec)
+        digest = inputs_sha256(spec_sha=spec_sha, inputs=inputs)
+        if latest is not None and latest.input_sha256 == digest:
+            continue
+        run = calibration_run_request(
+            spec=spec, trigger=RunTrigger.LABELS_CHANGED, inputs=inputs
+        )
+        if latest is None or run.pk != latest.pk:
+            created.append(run)
+    if created:
+        logger.info(
+            "calibration_runs.refreshed",
+            extra={"project_id": project_id, "runs": [r.pk for r in created]},
+        )
+    return created
+
+
+def calibration_run_fail(*, run_id: int, error: str) -> CalibrationRun:
+    """Mark a pending or running run failed with ``error`` (a done run is left alone).
+
+    Raises:
+        RunNotFound: no run has this id.
+    """
+    CalibrationRun.objects.filter(
+        pk=run_id, status__in=(RunStatus.PENDING, RunStatus.RUNNING)
+    ).update(status=RunStatus.FAILED, error=error or "failed", finished_at=timezone.now())
+    run = CalibrationRun.objects.filter(pk=run_id).first()
+    if run is None:
+        raise RunNotFound(f"no calibration run {run_id}")
+    logger.warning("calibration_run.failed", extra={"run": run_id, "error": error})
+    return run
+
+
+def calibration_run_execute(*, run_id: int) -> CalibrationRun:
+    """Compute a pending run from its stored inputs and its spec; store the result.
+
+    Idempotent: a run that is not pending (running elsewhere, done or failed) is returned
+    unchanged. A statistics error (``StatsError``) or a certification error fails the run
+    closed: status ``failed`` with the error text, and no certificate.
+
+    Returns:
+        The run, now done or failed.
+
+    Raises:
+        RunNotFound: no run has this id.
+
+    Concurrency: the pending -> running compare-and-set lets exactly one worker compute; the
+    computation runs outside any transaction; the result is written with a second
+    compare-and-set (running -> done).
+    """
+    run = CalibrationRun.objects.select_related("spec").filter(pk=run_id).first()
+    if run is None:
+        raise RunNotFound(f"no calibration run {run_id}")
+    claimed = CalibrationRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(
+        status=RunStatus.RUNNING, started_at=timezone.now()
+    )
+    if claimed != 1:
+        return run
+    try:
+        if spec_sha256(run.spec) != run.spec_sha256:
+            raise CertificationError("the spec changed after the run was requested")
+        result = calibration_result_compute(contract=spec_content(run.spec), inputs=run.inputs)
+    except (StatsError, CertificationError) as exc:
+        return calibration_run_fail(run_id=run_id, error=str(exc))
+    CalibrationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+        status=RunStatus.DONE,
+        result=result,
+        outcome=result["outcome"][:64],
+        finished_at=timezone.now(),
+        error="",
+    )
+    run.refresh_from_db()
+    logger.info(
+        "calibration_run.done", extra={"run": run_id, "outcome": run.outcome, "status": run.status}
+    )
+    return run
+
+
+def calibration_run_rebuild(*, run: CalibrationRun) -> bool:
+    """Recompute a done run from its stored inputs and spec; return whether it is identical.
+
+    Nothing is written: this is the check that every stored number can be rebuilt.
+    """
+    if run.status != RunStatus.DONE:
+        return False
+    result = calibration_result_compute(contract=spec_content(run.spec), inputs=run.inputs)
+    stored = canonical_json(run.result)
+    return canonical_json(result) == stored and inputs_sha256(
+        spec_sha=run.spec_sha256, inputs=run.inputs
+    ) == run.input_sha256

@@ -1,0 +1,55 @@
+"""Template filters of the calibration pages: numbers as stored results write them."""
+
+from __future__ import annotations
+
+import math
+
+from django import template
+
+register = template.Library()
+
+DASH = "—"
+
+
+@register.filter
+def num(value: object, digits: int = 4) -> str:
+    """Format a stored number: ``"inf"`` as ∞, None as —, floats to ``digits`` significant digits.
+
+    Integers (counts) are printed as they are.
+    """
+    if value is None or value == "":
+        return DASH
+    if value == "inf":
+        return "∞"
+    if value == "-inf":
+        return "−∞"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    try:
+        number = float(str(value))
+    except ValueError:
+        return str(value)
+    if math.isinf(number):
+        return "∞" if number > 0 else "−∞"
+    return f"{number:.{int(digits)}g}"
+
+
+@register.filter
+def pct(value: object) -> str:
+    """Format a proportion in [0, 1] as a percentage with two decimals (— when undefined)."""
+    if value is None or value == "" or isinstance(value, bool):
+        return DASH
+    try:
+        return f"{100 * float(str(value)):.2f}%"
+    except ValueError:
+        return str(value)
+
+
+@register.filter
+def get(mapping: object, key: object) -> object:
+    """Return ``mapping[key]`` or None."""
+    if isinstance(mapping, dict):
+        return mapping.get(key)
+    return None

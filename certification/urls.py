@@ -1,0 +1,38 @@
+"""Calibration pages, under /p/<slug>/certification/ beside the labelling pages."""
+
+from django.urls import path
+
+from certification import views
+
+urlpatterns = [
+    path(
+        "p/<slug:slug>/certification/",
+        views.calibration_home,
+        name="calibration-home",
+    ),
+    path(
+        "p/<slug:slug>/certification/specs/new/",
+        views.calibration_spec_new,
+        name="calibration-spec-new",
+    ),
+    path(
+        "p/<slug:slug>/certification/specs/<int:spec_id>/",
+        views.calibration_spec_detail,
+        name="calibration-spec-detail",
+    ),
+    path(
+        "p/<slug:slug>/certification/specs/<int:spec_id>/revise/",
+        views.calibration_spec_revise_view,
+        name="calibration-spec-revise",
+    ),
+    path(
+        "p/<slug:slug>/certification/specs/<int:spec_id>/run/",
+        views.calibration_run_start_view,
+        name="calibration-run-start",
+    ),
+    path(
+        "p/<slug:slug>/certification/runs/<int:run_id>/",
+        views.calibration_run_detail,
+        name="calibration-run-detail",
+    ),
+]

@@ -1,0 +1,208 @@
+"""Calibration pages (STYLE.md C5): specs, their editor, runs with plots, ledger and report.
+
+Managers write specs and start runs; adjudicators may read every page; annotators never see
+certification (the pages do not exist for them: 404, like the adjudication pages), and
+non-members get 404 for the whole project. Plots are rendered on the server (matplotlib SVG).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from certification.exceptions import InvalidSpec
+from certification.forms import CalibrationSpecForm
+from certification.models import CalibrationSpec
+from certification.plots import run_plots
+from certification.selectors import (
+    calibration_run_get,
+    calibration_run_list,
+    calibration_run_report,
+    calibration_spec_get,
+    calibration_spec_history,
+    calibration_spec_json,
+    calibration_spec_list,
+)
+from certification.services import (
+    calibration_run_start,
+    calibration_spec_create,
+    calibration_spec_revise,
+)
+from labeling import permissions
+from labeling.exceptions import LabelingError, NotFound
+from labeling.models import Evaluator, Project
+from labeling.views.common import can_adjudicate, page_context, project_for
+
+#: How often a pending or running run's page reloads itself, in milliseconds.
+REFRESH_MS = 3000
+
+
+def _require_viewer(role: str | None) -> None:
+    # Certification summarises other people's labels: for annotators it does not exist.
+    if not can_adjudicate(role):
+        raise Http404("no such page")
+
+
+def _require_manager(role: str | None) -> None:
+    if not permissions.can_manage(role):
+        raise PermissionDenied("only a project manager may do this")
+
+
+def _spec_or_404(project: Project, spec_id: int) -> CalibrationSpec:
+    try:
+        return calibration_spec_get(project=project, spec_id=spec_id)
+    except NotFound as exc:
+        raise Http404("no such spec") from exc
+
+
+def _evaluators(project: Project) -> list[tuple[str, str]]:
+    return list(
+        Evaluator.objects.filter(project=project).order_by("name", "version").values_list(
+            "name", "version"
+        )
+    )
+
+
+def _spec_form_errors(form: CalibrationSpecForm, exc: LabelingError) -> None:
+    field = exc.data.get("field", "") if isinstance(exc, InvalidSpec) else ""
+    base = str(field).split("[", 1)[0]
+    form.add_error(base if base in form.fields else None, exc.message)
+
+
+@login_required
+@require_http_methods(["GET"])
+def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
+    """List the project's calibration specs (every version) with their latest run."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    specs = calibration_spec_list(project=project)
+    runs = calibration_run_list(project=project)[:20]
+    context = page_context(project, role, specs=specs, runs=runs)
+    return render(request, "certification/calibration_list.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
+    """Write a new calibration spec (managers)."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    _require_manager(role)
+    form = CalibrationSpecForm(request.POST or None, evaluators=_evaluators(project))
+    if request.method == "POST" and form.is_valid():
+        try:
+            spec = calibration_spec_create(
+                project=project,
+                actor=request.user,
+                name=form.cleaned_data["name"],
+                **form.contract(),
+            )
+        except LabelingError as exc:
+            _spec_form_errors(form, exc)
+        else:
+            messages.success(request, f"Spec {spec} saved ({spec.content_sha256[:12]}).")
+            return redirect("calibration-spec-detail", slug=project.slug, spec_id=spec.pk)
+    status = 400 if request.method == "POST" else 200
+    context = page_context(project, role, form=form, spec=None)
+    return render(request, "certification/spec_form.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
+    """Revise a spec (managers): the new version links to this one, which stays frozen."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    spec = _spec_or_404(project, spec_id)
+    _require_manager(role)
+    form = CalibrationSpecForm(
+        request.POST or None,
+        initial=CalibrationSpecForm.initial_from(spec),
+        evaluators=_evaluators(project),
+    )
+    form.fields["name"].disabled = True
+    if request.method == "POST" and form.is_valid():
+        try:
+            new = calibration_spec_revise(spec=spec, actor=request.user, **form.contract())
+        except LabelingError as exc:
+            _spec_form_errors(form, exc)
+        else:
+            messages.success(request, f"Spec {new} saved; {spec} stays as it was.")
+            return redirect("calibration-spec-detail", slug=project.slug, spec_id=new.pk)
+    status = 400 if request.method == "POST" else 200
+    context = page_context(project, role, form=form, spec=spec)
+    return render(request, "certification/spec_form.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET"])
+def calibration_spec_detail(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
+    """Show a spec's contract, its versions and its runs."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    spec = _spec_or_404(project, spec_id)
+    context = page_context(
+        project,
+        role,
+        spec=spec,
+        contract=_contract_rows(spec),
+        history=calibration_spec_history(spec=spec),
+        runs=calibration_run_list(project=project, filters={"spec": spec}),
+        has_next=CalibrationSpec.objects.filter(previous=spec).first(),
+    )
+    return render(request, "certification/spec_detail.html", context)
+
+
+def _contract_rows(spec: CalibrationSpec) -> list[tuple[str, Any]]:
+    """The spec's contract as (field, value) rows for the page."""
+    data = calibration_spec_json(spec)
+    hidden = {"id", "name", "version", "previous", "created_at", "created_by"}
+    return [(key, value) for key, value in data.items() if key not in hidden]
+
+
+@login_required
+@require_http_methods(["POST"])
+def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
+    """Start a run of the spec (managers); a run on unchanged labels is the existing one."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    spec = _spec_or_404(project, spec_id)
+    _require_manager(role)
+    try:
+        run = calibration_run_start(spec=spec, actor=request.user)
+    except LabelingError as exc:
+        messages.error(request, f"The run was not started: {exc.message}")
+        return redirect("calibration-spec-detail", slug=project.slug, spec_id=spec.pk)
+    messages.success(request, f"Run {run.pk}: {run.status}.")
+    return redirect("calibration-run-detail", slug=project.slug, run_id=run.pk)
+
+
+@login_required
+@require_http_methods(["GET"])
+def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
+    """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    try:
+        run = calibration_run_get(project=project, run_id=run_id)
+    except NotFound as exc:
+        raise Http404("no such run") from exc
+    report = calibration_run_report(run=run)
+    result = report["result"] or {}
+    context = page_context(
+        project,
+        role,
+        run=run,
+        spec=run.spec,
+        report=report,
+        result=result,
+        plots=run_plots(result) if result else {},
+        refresh_ms=None if run.is_finished else REFRESH_MS,
+    )
+    return render(request, "certification/run_detail.html", context)
