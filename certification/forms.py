@@ -67,7 +67,9 @@ class CalibrationSpecForm(forms.Form):
     multiplicity = forms.ChoiceField(choices=Multiplicity.choices, initial=Multiplicity.BONFERRONI)
     canonicaliser = forms.ChoiceField(initial="exact")
     tie_rule = forms.ChoiceField(choices=TieRule.choices, initial=TieRule.CANONICAL_ASCENDING)
-    answer_field = forms.ChoiceField(choices=AnswerField.choices, initial=AnswerField.CANONICAL_FORM)
+    answer_field = forms.ChoiceField(
+        choices=AnswerField.choices, initial=AnswerField.CANONICAL_FORM
+    )
     stopping_delta = forms.CharField(
         required=False,
         max_length=20,

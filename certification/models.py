@@ -21,9 +21,9 @@ class AgreementReport(models.Model):
     statistics' version), so a recomputation over unchanged votes changes nothing.
 
     ``answer`` and ``claim`` hold one level's results each, as JSON (see
-    ``certification.services.agreement.level_to_json``): counts, the raters by id (``user:<id>`` for an
-    account, ``prior:<pseudonym>`` for an imported annotator), alpha, Fleiss' kappa, percent
-    agreement and Cohen's kappa per rater pair; an undefined statistic is
+    ``certification.services.agreement.level_to_json``): counts, the raters by id
+    (``user:<id>`` for an account, ``prior:<pseudonym>`` for an imported annotator), alpha,
+    Fleiss' kappa, percent agreement and Cohen's kappa per rater pair; an undefined statistic is
     ``{"value": null, "reason": "..."}``. Rater ids identify people: only managers see them.
     """
 
@@ -65,7 +65,10 @@ class Loss(models.TextChoices):
     """The 0/1 loss of one emitted answer (the unit of the selective-risk certificate)."""
 
     ANSWER_INADMISSIBLE = "answer_inadmissible", "1 if the resolved answer label is not admissible"
-    ANY_ERROR = "any_error", "1 if the answer is not admissible or any of its claims is not supported"
+    ANY_ERROR = (
+        "any_error",
+        "1 if the answer is not admissible or any of its claims is not supported",
+    )
 
 
 class Denominator(models.TextChoices):
@@ -183,7 +186,9 @@ class CalibrationSpec(models.Model):
         max_length=20, choices=Multiplicity.choices, default=Multiplicity.BONFERRONI
     )
     partition = models.CharField(
-        max_length=12, choices=CalibrationPartition.choices, default=CalibrationPartition.CALIBRATION
+        max_length=12,
+        choices=CalibrationPartition.choices,
+        default=CalibrationPartition.CALIBRATION,
     )
     unresolved_as = models.CharField(max_length=8, choices=CountAs.choices, default=CountAs.ERROR)
     evidence_unavailable_as = models.CharField(

@@ -84,16 +84,26 @@ def conformal_curve_svg(result: Mapping[str, Any]) -> str | None:
     alphas = [float(p["alpha"]) for p in curve]
     coverage = [from_num(p["coverage"]) if p["coverage"] is not None else math.nan for p in curve]
     sizes = [
-        from_num(p["mean_set_size"]) if p["mean_set_size"] is not None else math.nan
-        for p in curve
+        from_num(p["mean_set_size"]) if p["mean_set_size"] is not None else math.nan for p in curve
     ]
     figure = Figure(figsize=(WIDTH, HEIGHT))
     ax = figure.subplots()
     ax.plot(alphas, coverage, marker="o", markersize=3, color="tab:blue", label="coverage")
-    ax.plot(alphas, [1 - a for a in alphas], linestyle="--", color="black", linewidth=1,
-            label="target 1 - alpha")
-    ax.axvline(float(section["alpha"]), color="gray", linewidth=1, linestyle=":",
-               label=f"spec alpha = {float(section['alpha']):g}")
+    ax.plot(
+        alphas,
+        [1 - a for a in alphas],
+        linestyle="--",
+        color="black",
+        linewidth=1,
+        label="target 1 - alpha",
+    )
+    ax.axvline(
+        float(section["alpha"]),
+        color="gray",
+        linewidth=1,
+        linestyle=":",
+        label=f"spec alpha = {float(section['alpha']):g}",
+    )
     ax.set_xlabel("alpha")
     ax.set_ylabel("coverage")
     ax.set_ylim(0, 1.02)

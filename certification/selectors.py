@@ -63,7 +63,10 @@ class PairView:
 
 @dataclass(frozen=True)
 class LevelView:
-    """One label level's agreement figures (see ``certification.services.agreement.level_to_json``)."""
+    """One label level's agreement figures.
+
+    See ``certification.services.agreement.level_to_json``.
+    """
 
     level: str
     title: str
@@ -233,9 +236,7 @@ def calibration_spec_list(*, project: Project) -> QuerySet[CalibrationSpec]:
 
 def calibration_spec_latest_list(*, project: Project) -> QuerySet[CalibrationSpec]:
     """Return the latest version of each spec chain of the project (no newer version)."""
-    return CalibrationSpec.objects.filter(project=project, next_version__isnull=True).order_by(
-        "pk"
-    )
+    return CalibrationSpec.objects.filter(project=project, next_version__isnull=True).order_by("pk")
 
 
 def calibration_spec_get(*, project: Project, spec_id: int) -> CalibrationSpec:

@@ -63,9 +63,9 @@ def _spec_or_404(project: Project, spec_id: int) -> CalibrationSpec:
 
 def _evaluators(project: Project) -> list[tuple[str, str]]:
     return list(
-        Evaluator.objects.filter(project=project).order_by("name", "version").values_list(
-            "name", "version"
-        )
+        Evaluator.objects.filter(project=project)
+        .order_by("name", "version")
+        .values_list("name", "version")
     )
 
 

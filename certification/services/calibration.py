@@ -1,7 +1,8 @@
 """Calibration specs and runs (issue 4): the frozen contract and its background computation.
 
 A :class:`~certification.models.CalibrationSpec` is written before calibration and frozen once
-a run uses it; a change is a new version linked to its predecessor (:func:`calibration_spec_revise`).
+a run uses it; a change is a new version linked to its predecessor
+(:func:`calibration_spec_revise`).
 A :class:`~certification.models.CalibrationRun` snapshots the inputs (resolved labels, scores,
 answers) when it is requested, so its input hash says whether anything changed: requesting a
 run of unchanged inputs returns the existing run (idempotent). The Celery task
@@ -132,7 +133,9 @@ def _level(field: str, value: Any, *, required: bool = True) -> Decimal | None:
     try:
         number = Decimal(repr(value)) if isinstance(value, float) else Decimal(str(value).strip())
     except (InvalidOperation, ValueError):
-        raise InvalidSpec(field, f"must be a number strictly between 0 and 1, got {value!r}") from None
+        raise InvalidSpec(
+            field, f"must be a number strictly between 0 and 1, got {value!r}"
+        ) from None
     if not number.is_finite() or not (0 < number < 1):
         raise InvalidSpec(field, f"must lie strictly between 0 and 1, got {value!r}")
     if number != number.quantize(Decimal(1).scaleb(-DECIMAL_PLACES)):
@@ -248,8 +251,7 @@ def spec_clean(*, project: Project, data: Mapping[str, Any]) -> dict[str, Any]:
     if conformal and clean["selector"] == Selector.EACH_CANDIDATE:
         raise InvalidSpec(
             "selector",
-            "a conformal prediction set is per question: choose mode, is_selected or "
-            "first_sample",
+            "a conformal prediction set is per question: choose mode, is_selected or first_sample",
         )
     return {key: clean[key] for key in SPEC_FIELDS}
 
@@ -315,7 +317,9 @@ def calibration_spec_create(
         with transaction.atomic():
             spec.save()
     except IntegrityError:
-        raise InvalidSpec("name", f"a spec named {clean_name!r} exists: revise it instead") from None
+        raise InvalidSpec(
+            "name", f"a spec named {clean_name!r} exists: revise it instead"
+        ) from None
     logger.info(
         "calibration_spec.created",
         extra={"project": project.slug, "spec": spec.pk, "sha256": spec.content_sha256},
@@ -405,7 +409,9 @@ def calibration_spec_revise(*, spec: CalibrationSpec, actor: Any, **fields: Any)
         with transaction.atomic():
             new.save()
     except IntegrityError:
-        raise SpecFrozen(f"spec {locked} was revised concurrently", data={"spec": locked.pk}) from None
+        raise SpecFrozen(
+            f"spec {locked} was revised concurrently", data={"spec": locked.pk}
+        ) from None
     logger.info(
         "calibration_spec.revised",
         extra={"spec": new.pk, "previous": locked.pk, "sha256": new.content_sha256},
@@ -560,9 +566,7 @@ def calibration_runs_refresh(*, project_id: int) -> list[CalibrationRun]:
         digest = inputs_sha256(spec_sha=spec_sha, inputs=inputs)
         if latest is not None and latest.input_sha256 == digest:
             continue
-        run = calibration_run_request(
-            spec=spec, trigger=RunTrigger.LABELS_CHANGED, inputs=inputs
-        )
+        run = calibration_run_request(spec=spec, trigger=RunTrigger.LABELS_CHANGED, inputs=inputs)
         if latest is None or run.pk != latest.pk:
             created.append(run)
     if created:
@@ -643,6 +647,7 @@ def calibration_run_rebuild(*, run: CalibrationRun) -> bool:
         return False
     result = calibration_result_compute(contract=spec_content(run.spec), inputs=run.inputs)
     stored = canonical_json(run.result)
-    return canonical_json(result) == stored and inputs_sha256(
-        spec_sha=run.spec_sha256, inputs=run.inputs
-    ) == run.input_sha256
+    return (
+        canonical_json(result) == stored
+        and inputs_sha256(spec_sha=run.spec_sha256, inputs=run.inputs) == run.input_sha256
+    )

@@ -218,7 +218,9 @@ class Contract:
 
 
 # -- outcomes and losses ----------------------------------------------------------------------
-def candidate_loss(candidate: Mapping[str, Any], contract: Contract) -> tuple[int | None, str | None]:
+def candidate_loss(
+    candidate: Mapping[str, Any], contract: Contract
+) -> tuple[int | None, str | None]:
     """The 0/1 loss of one candidate under the contract, or (None, reason) when excluded.
 
     ``pending``, ``unresolved``, ``evidence_unavailable`` and ``abstained`` outcomes follow the
@@ -301,7 +303,9 @@ def prepare_question(
     profile = frequency_profile(forms, canonicaliser="exact", tie_rule=contract.tie_rule)
     prepared.classes = profile.classes
     if profile.mode is not None:
-        prepared.mode_candidate = next(c for c, f in zip(kept, forms, strict=True) if f == profile.mode)
+        prepared.mode_candidate = next(
+            c for c, f in zip(kept, forms, strict=True) if f == profile.mode
+        )
     admissible: dict[str, bool] = {}
     inconsistent: set[str] = set()
     reasons: list[str] = []
@@ -582,9 +586,7 @@ def _conformal(
         },
         score_counts=[[num(score), count] for score, count in calibration_result.score_counts],
         calibration_sets=_evaluation(evaluate_sets(scores, n_classes, threshold)),
-        test_sets=_evaluation(evaluate_sets(test_scores, test_classes, threshold))
-        if tst
-        else None,
+        test_sets=_evaluation(evaluate_sets(test_scores, test_classes, threshold)) if tst else None,
         curve=curve,
         curve_partition=curve_on,
         reason=None,
@@ -696,9 +698,7 @@ def _coverage_variability(
                     "mean": num(report.group.mean),
                 },
                 "iid_band": [num(report.control.low), num(report.control.high)],
-                "design_effect": num(report.design_effect.value)
-                if report.design_effect
-                else None,
+                "design_effect": num(report.design_effect.value) if report.design_effect else None,
                 "predicted_excess": num(report.predicted_excess),
                 "effective_n": num(report.effective_n),
                 "lag_reason": report.lags.reason,
@@ -737,7 +737,9 @@ def _heldout_units(
         if candidate is None:
             emitted = False
         elif contract.selective:
-            emitted = chosen_threshold is not None and accepts(unit.score, chosen_threshold, contract)
+            emitted = chosen_threshold is not None and accepts(
+                unit.score, chosen_threshold, contract
+            )
         else:
             emitted = True
         set_size: int | None = None
@@ -760,7 +762,9 @@ def _heldout_units(
             )
         else:
             record = HeldoutQuestion(emitted=False, set_size=set_size, set_covers=covers)
-        records.append(HeldoutUnit(slices=unit.prepared.question.get("slices") or {}, record=record))
+        records.append(
+            HeldoutUnit(slices=unit.prepared.question.get("slices") or {}, record=record)
+        )
     return records, _exclusions(excluded), {"claims_excluded": claims_excluded}
 
 
@@ -832,7 +836,9 @@ def _heldout(
 
 # -- RCCS -------------------------------------------------------------------------------------
 def _rccs(units: Sequence[Unit]) -> dict[str, Any]:
-    rows = [u for u in units if u.excluded is None and u.candidate is not None and u.loss is not None]
+    rows = [
+        u for u in units if u.excluded is None and u.candidate is not None and u.loss is not None
+    ]
     retrieval = [u.candidate["R"] for u in rows if u.candidate is not None]
     confidence = [u.candidate["C"] for u in rows if u.candidate is not None]
     correctness = [1 - (u.loss or 0) for u in rows]
@@ -923,8 +929,8 @@ def ledger(
     if selective is not None:
         counts = selective["counts"]
         population += (
-            f" Selective-risk units: {counts['units']}, excluded {_excluded_text(counts['excluded'])}"
-            f", used n = {counts['used']}."
+            f" Selective-risk units: {counts['units']}, excluded "
+            f"{_excluded_text(counts['excluded'])}, used n = {counts['used']}."
         )
     if conformal is not None:
         counts = conformal["counts"]
@@ -940,14 +946,24 @@ def ledger(
     if contract.description:
         population += f" Declared: {contract.description}"
 
-    outputs, numerators, denominators, conditioning, parameters, corrections = [], [], [], [], [], []
+    outputs, numerators, denominators, conditioning, parameters, corrections = (
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+    )
     if selective is not None:
         chosen = selective["chosen_threshold"]
         outputs.append(
             f"Selected answer: {SELECTOR_TEXT[contract.selector]}, emitted iff "
             f"{contract.score_field} {contract.acceptance} t"
-            + (f" (certified operating point t = {chosen})" if chosen is not None else
-               " (no certified operating point: nothing is emitted)")
+            + (
+                f" (certified operating point t = {chosen})"
+                if chosen is not None
+                else " (no certified operating point: nothing is emitted)"
+            )
         )
         numerators.append("accepted answers with loss 1 (k_j, per threshold)")
         if contract.denominator == "eligible_units":
@@ -1044,7 +1060,11 @@ def ledger(
         "output_object": " | ".join(outputs),
         "admission_policy": admission,
         "loss": f"{LOSS_TEXT[contract.loss]}; range {{0, 1}}; unit: "
-        + ("candidate answer" if contract.selector == "each_candidate" else "question (its emitted answer)"),
+        + (
+            "candidate answer"
+            if contract.selector == "each_candidate"
+            else "question (its emitted answer)"
+        ),
         "numerator": " | ".join(numerators),
         "denominator": " | ".join(denominators),
         "conditioning": " | ".join(conditioning),
@@ -1122,7 +1142,9 @@ def calibration_result_compute(
         dependence = _coverage_variability(cal.prepared, test.prepared, m_star, terms)
     else:
         used = [u for u in cal.units if u.excluded is None and u.candidate is not None]
-        dependence = {"grouping": _design_effect([float(u.loss or 0) for u in used], [u.group for u in used])}
+        dependence = {
+            "grouping": _design_effect([float(u.loss or 0) for u in used], [u.group for u in used])
+        }
     pending = {"calibration": _pending(inputs["calibration"]), "test": _pending(inputs["test"])}
     return {
         "stats_version": STATS_VERSION,

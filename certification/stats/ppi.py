@@ -17,8 +17,10 @@ question under different assumptions, which each result records:
    draws (a simple random sample chosen without looking at the labels, from items that are
    themselves i.i.d.). The combination targets sum_h W_h m_h, the rate at the workload's stratum
    mix. For the finite set of N judged items the sample is drawn without replacement, and the
-   binomial bound is not strictly guaranteed there (a hypergeometric bound would be; a numerical
-   check finds rare violations of a few per cent of delta, e.g. N = 59, n = 3, 58 errors at 95%).
+   binomial bound is not strictly guaranteed there (a hypergeometric bound would be): a grid
+   check over N <= 80 found rare violations, all with nearly every item an error and few audited,
+   e.g. N = 59, n = 3, 58 errors: miss probability 0.0508 at delta 0.05, at worst 1.10 delta at
+   delta 0.2.
 2. **PPI and PPI++** (:func:`ppi_mean`, :func:`ppi_plus_plus_mean`), *asymptotic (CLT)*:
    prediction-powered inference combines all N judge labels with the audited human labels,
    theta = mean(lam * judge over all items) + weighted mean(human - lam * judge over the audit),
@@ -45,7 +47,7 @@ inference", arXiv:2311.01453 (power tuning: theta_lam = mean(lam f on unlabelled
 on labelled), with the plug-in lam = Cov(Y, f) / ((1 + n/N) Var(f)) clipped to [0, 1]). The
 formulas, including the weighted ones, follow the authors' package ``ppi_py`` (``ppi_mean_ci``,
 ``_calc_lam_glm``), which the tests use as an independent reference; it is not a dependency.
-Särndal, Swensson and Wretman (1992), "Model Assisted Survey Sampling", §6.3 (the difference
+Särndal, Swensson and Wretman (1992), "Model Assisted Survey Sampling" (the difference
 estimator) for the weighted reading.
 """
 
@@ -641,7 +643,15 @@ def ppi_plus_plus_mean(
         StatsError: as :func:`ppi_mean`, or if ``lam`` is outside [0, 1].
 
     Source: Angelopoulos, Duchi and Zrnic (2023), arXiv:2311.01453, power tuning for mean
-    estimation; equals ``ppi_py.ppi_mean_ci(..., lam=None)`` and ``ppi_mean_pointestimate``.
+    estimation; equals ``ppi_py.ppi_mean_ci(..., lam=None)`` and ``ppi_mean_pointestimate``
+    (ppi_py 0.2.3 ignores ``alternative`` when it tunes lam; the one-sided bound here equals its
+    one-sided interval at the tuned lam).
+
+    Behaviour seen in simulation (a 100,000-item workload, 2,000 audited in 10 verdict × slice
+    strata with weights differing ninefold, 2,000 audits): PPI's two-sided and one-sided 95%
+    coverage 0.962 and 0.946, PPI++'s 0.948 and 0.930 with lam near 0.22 (the weighted rule
+    gives a small lam when weights vary a lot; tuning on the same data makes its standard error
+    slightly optimistic). Asymptotic, as labelled.
     """
     return _ppi(
         "ppi++",

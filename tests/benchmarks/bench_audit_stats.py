@@ -29,7 +29,7 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +37,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from certification.stats.audit import (  # noqa: E402
+    AuditMetrics,
     AuditRecord,
+    Disagreement,
     Polarity,
     audit,
     audit_by_slice,
     disagreements,
 )
-from certification.stats.ppi import estimate_error_rate  # noqa: E402
+from certification.stats.ppi import ErrorRateComparison, estimate_error_rate  # noqa: E402
 
 TARGET_S = 2.0
 SCHEMA = ("supported", "unsupported", "contradicted")
@@ -118,25 +120,25 @@ def main(argv: list[str] | None = None) -> int:
     ]
 
     # -- the recomputation ------------------------------------------------------------------
-    def metrics() -> object:
+    def metrics() -> AuditMetrics:
         return audit(judge_labels, human_labels, POLARITY, human_order=SCHEMA, weights=weights)
 
-    def sliced() -> object:
+    def sliced() -> dict[Hashable, AuditMetrics]:
         return audit_by_slice(
             judge_labels, human_labels, slice_keys, POLARITY, human_order=SCHEMA, weights=weights
         )
 
-    def listed() -> object:
+    def listed() -> tuple[Disagreement, ...]:
         return disagreements(records, POLARITY)
 
-    def estimates() -> object:
+    def estimates() -> ErrorRateComparison:
         return estimate_error_rate(judge, audited, human, strata=strata, delta=0.05)
 
     def everything() -> object:
         return metrics(), sliced(), listed(), estimates()
 
-    times, result = timed(everything, args.repeats)
-    overall, per_slice, rows, comparison = result  # type: ignore[misc]
+    times, _ = timed(everything, args.repeats)
+    overall, per_slice, rows, comparison = metrics(), sliced(), listed(), estimates()
     print(
         f"audit: {big_n:,} judged items, {audited.size:,} audited in {n_strata} strata "
         f"({args.slices} slices), {overall.n_unresolved} unresolved, "

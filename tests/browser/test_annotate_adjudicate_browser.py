@@ -18,9 +18,11 @@ import regex
 
 from labeling.models import (
     Annotation,
+    EvidenceSpan,
     Item,
     ItemStatus,
     ResolutionStatus,
+    ResolvedEvidence,
     Role,
     SourceVersion,
 )
@@ -277,7 +279,10 @@ def test_two_annotators_disagree_and_an_adjudicator_resolves_in_the_browser(
     assert resolution.answer_label == "admissible"
     assert resolution.rationale.startswith("The source's second line")
     annotations = Annotation.objects.filter(item=item).select_related("current", "annotator")
-    assert annotations.count() == 2
+    assert sorted(a.annotator.username for a in annotations) == [
+        "annotator-amber",
+        "annotator-basil",
+    ]
     expected = {
         "annotator-amber": {
             first_claim: ("supported", [BEFORE_EMOJI]),
@@ -305,8 +310,12 @@ def test_two_annotators_disagree_and_an_adjudicator_resolves_in_the_browser(
         first_claim: ("supported", expected_spans(text, [BEFORE_EMOJI])),
         second_claim: ("supported", expected_spans(text, [AFTER_EMOJI, ACCENTED])),
     }
-    for _, spans in [*resolved.values()]:
-        assert all(text[start:end] == quote for start, end, quote in spans)
+    stored_spans = [
+        *EvidenceSpan.objects.filter(claim_label__revision__annotation__item=item),
+        *ResolvedEvidence.objects.filter(claim_label__resolution=resolution),
+    ]
+    assert len(stored_spans) == 6
+    assert all(span.quote == text[span.start : span.end] for span in stored_spans)
 
 
 def test_keyboard_shortcuts_label_cite_and_submit(

@@ -10,7 +10,17 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from labeling.models import CandidateAnswer, Membership, Project, Question, SourceVersion
+from labeling.models import (
+    Annotation,
+    CandidateAnswer,
+    Disagreement,
+    Item,
+    ItemStatus,
+    Membership,
+    Project,
+    Question,
+    SourceVersion,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -93,3 +103,39 @@ def test_refuses_to_run_with_debug_off(settings):
     with pytest.raises(CommandError, match="DJANGO_DEBUG"):
         run_demo_setup()
     assert not Project.objects.filter(slug="demo").exists()
+
+
+def test_demo_opens_with_consensus_a_queue_and_agreement_figures(settings, client):
+    # given the demo set up
+    settings.DEBUG = True
+    run_demo_setup()
+    project = Project.objects.get(slug="demo")
+    # then labelling has started, the sample labels produced two consensus items and two
+    # disagreements (one at answer level, one at claim level), each from both annotators
+    assert project.labelling_started_at is not None
+    resolved = Item.objects.filter(project=project, status=ItemStatus.RESOLVED)
+    assert sorted(
+        f"{i.candidate.question.external_id}/{i.candidate.key}:{i.resolution.status}"
+        for i in resolved
+    ) == ["lib-005/a:consensus", "qf-001/b:consensus"]
+    queue = Disagreement.objects.filter(item__project=project, closed_at__isnull=True)
+    assert sorted(
+        (d.item.candidate.question.external_id, d.answer_differs, d.claims_differ) for d in queue
+    ) == [("lib-005", False, True), ("qf-001", True, False)]
+    annotators = Annotation.objects.filter(item__project=project).values_list(
+        "annotator__username", flat=True
+    )
+    assert sorted(set(annotators)) == ["annotator1", "annotator2"] and len(annotators) == 8
+    # differing evidence under equal labels is kept, not a disagreement
+    lib = resolved.get(candidate__key="a", candidate__question__external_id="lib-005")
+    printing = lib.resolution.claim_labels.get(claim__index=1)
+    assert sorted(e.quote for e in printing.evidence.all()) == [
+        "1 crown per 10 grams",
+        "Printing costs 1 crown per 10 grams of filament.",
+    ]
+    # and the adjudicator's queue page lists both items
+    client.login(username="adjudicator", password="certlabel-demo")
+    page = client.get(f"/p/{project.slug}/adjudicate/")
+    assert page.status_code == 200
+    for disagreement in queue:
+        assert f"/p/demo/adjudicate/{disagreement.item_id}/".encode() in page.content

@@ -6,7 +6,11 @@ Creates, idempotently:
   fictional town library and a fictional company), imported through ``import_workload``;
 - users ``manager``, ``annotator1``, ``annotator2``, ``adjudicator`` with their project roles,
   and the superuser ``admin``, all with the demo password (printed);
-- the grouped dev / calibration / test partition (0.2 / 0.4 / 0.4, fixed seed).
+- the grouped dev / calibration / test partition (0.2 / 0.4 / 0.4, fixed seed);
+- labelling started (overlap 2, serving order ``partition``) and the invented labels of
+  ``labeling/demo/sample_labels.json``: annotator1 and annotator2 label the first four items
+  served to them through the real services, so the demo opens with two consensus items, two
+  items in the disagreement queue and agreement figures.
 
 The demo password is public, so the command refuses to run unless ``DEBUG`` is on.
 Running it again changes nothing but the passwords, which it sets again.
@@ -14,6 +18,7 @@ Running it again changes nothing but the passwords, which it sets again.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +29,20 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from labeling.exceptions import LabelingError
-from labeling.models import Project, Role
-from labeling.services import membership_set, partition_freeze
+from labeling.models import Annotation, Project, Role, SourceVersion
+from labeling.services import (
+    AnnotationInput,
+    ClaimInput,
+    EvidenceInput,
+    annotation_submit,
+    item_claim_next,
+    membership_set,
+    partition_freeze,
+    project_labelling_start,
+)
 
 SAMPLE_WORKLOAD = Path(__file__).resolve().parents[2] / "demo" / "sample_workload.jsonl"
+SAMPLE_LABELS = Path(__file__).resolve().parents[2] / "demo" / "sample_labels.json"
 DEMO_SLUG = "demo"
 DEMO_NAME = "Demo: Larkspur Bay library and Quillfeather policies"
 # Public on purpose (README "Demo"); accepted only with DEBUG on.
@@ -81,6 +96,7 @@ class Command(BaseCommand):
                 project = Project.objects.get(slug=DEMO_SLUG)
                 self._users(project, password)
                 self._partition(project)
+                self._labelling(project)
         except LabelingError as exc:
             raise CommandError(
                 f"{exc.message} (an older demo database? delete it and run again)"
@@ -115,6 +131,54 @@ class Command(BaseCommand):
             for name in result.questions
         )
         self.stdout.write(f"partition: frozen with seed {result.seed}: {counts}")
+
+    def _labelling(self, project: Project) -> None:
+        manager = get_user_model().objects.get(username="manager")
+        if project.labelling_started_at is None:
+            project = project_labelling_start(project=project, actor=manager)
+            self.stdout.write("labelling: started (overlap 2, serving order 'partition')")
+        if Annotation.objects.filter(item__project=project).exists():
+            self.stdout.write("sample labels: already there")
+            return
+        items = json.loads(SAMPLE_LABELS.read_text(encoding="utf-8"))["items"]
+        for username in ("annotator1", "annotator2"):
+            annotator = get_user_model().objects.get(username=username)
+            for _ in items:
+                assignment = item_claim_next(project=project, actor=annotator)
+                if assignment is None:  # pragma: no cover - the sample has enough items
+                    raise CommandError("the demo queue ran out before the sample labels")
+                candidate = assignment.item.candidate
+                labels = items[f"{candidate.question.external_id}/{candidate.key}"][username]
+                annotation_submit(
+                    project=project,
+                    assignment_id=assignment.pk,
+                    actor=annotator,
+                    data=self._annotation(candidate, labels),
+                )
+        self.stdout.write(
+            f"sample labels: annotator1 and annotator2 labelled {len(items)} items "
+            "(2 consensus, 2 in the disagreement queue)"
+        )
+
+    @staticmethod
+    def _annotation(candidate: Any, labels: dict[str, Any]) -> AnnotationInput:
+        """Labels of ``sample_labels.json``, each quote located in the pinned source."""
+        versions = list(SourceVersion.objects.filter(retrievals__question=candidate.question_id))
+        claims = []
+        for claim, spec in zip(candidate.claims.order_by("index"), labels["claims"], strict=True):
+            evidence = []
+            for quote in spec["evidence"]:
+                version = next(v for v in versions if quote in v.text)
+                start = version.text.index(quote)
+                evidence.append(
+                    EvidenceInput(version.pk, start, start + len(quote), quote, unit="codepoint")
+                )
+            claims.append(ClaimInput(claim.pk, spec["label"], evidence=tuple(evidence)))
+        return AnnotationInput(
+            answer_label=labels["answer"],
+            claims=tuple(claims),
+            comment=labels.get("comment", ""),
+        )
 
     def _print_access(self, password: str, url: str) -> None:
         base = url.rstrip("/")

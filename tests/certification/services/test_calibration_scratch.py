@@ -1,22 +1,31 @@
-import json
+import io, json
+from collections import Counter
 import pytest
+from django.core.management import call_command
+from labeling.models import Project, Item, Question
+from labeling.services import partition_freeze
 from certification.services import calibration_run_request, calibration_run_execute
-from certification.models import CalibrationRun
-from tests.factories import calibration_candidate as cand, calibration_record as rec, calibration_project, make_spec
+from tests.factories import start_labelling, make_spec
 
 pytestmark = pytest.mark.django_db
 
-def test_scratch(project):
-    cal = [rec(f"c{i}", [cand("a", answer=str(i%3), label="admissible" if i%4 else "inadmissible", score=i/40, selected=True, retrieval=0.5, confidence=i/40),
-                         cand("b", answer=str(i%2), label="inadmissible", score=0.1)], group_key=f"g{i%5}", slices={"domain": "x" if i%2 else "y"}) for i in range(40)]
-    test = [rec(f"t{i}", [cand("a", answer=str(i%3), label="admissible" if i%4 else "inadmissible", score=i/20, selected=True)], group_key=f"h{i%5}") for i in range(20)]
-    calibration_project(project, {"calibration": cal, "test": test})
-    spec = make_spec(project, method="both", selector="is_selected", thresholds=[0.1,0.5,0.9], alpha="0.3", delta="0.1")
-    run = calibration_run_request(spec=spec, trigger="manual")
-    run = calibration_run_execute(run_id=run.pk)
-    print(run.status, run.error)
-    print(json.dumps(run.result, indent=1)[:6000])
-    from certification.plots import run_plots
-    plots = run_plots(run.result)
-    print({k: len(v) for k,v in plots.items()})
-    assert run.status == "done"
+def test_scratch(shared_data):
+    path = shared_data / "gsm8k-model-solutions/grade_school_math/data/example_model_solutions.first400.jsonl"
+    call_command("import_workload", path, "--project", "gsm", "--create", "--format", "gsm8k", "--no-progress", stdout=io.StringIO())
+    project = Project.objects.get(slug="gsm")
+    r = partition_freeze(project=project, proportions={"calibration": 0.5, "test": 0.5}, seed=2026)
+    print(r)
+    start_labelling(project, overlap=1)
+    print(Counter(Item.objects.filter(project=project).values_list("status", flat=True)))
+    for alpha in ("0.1", "0.2", "0.3", "0.4"):
+        spec = make_spec(project, name=f"a{alpha}", method="conformal_set", selector="mode", canonicaliser="numeric", alpha=alpha, delta="0.05", thresholds=[], score_field="")
+        run = calibration_run_execute(run_id=calibration_run_request(spec=spec, trigger="manual").pk)
+        c = run.result["conformal"]
+        print(alpha, run.status, run.error, c["threshold"], c["reliability"], c["counts"], c["score_counts"], c["test_sets"])
+        print([ (m["name"], m["numerator"], m["denominator"]) for m in run.result["heldout"]["report"]["metrics"]])
+    spec = make_spec(project, name="stop", method="conformal_set", selector="mode", canonicaliser="numeric", alpha="0.4", delta="0.05", thresholds=[], score_field="", stopping_delta="0.05")
+    run = calibration_run_execute(run_id=calibration_run_request(spec=spec, trigger="manual").pk)
+    print(run.result["conformal"]["counts"], run.result["conformal"]["threshold"])
+    sel = make_spec(project, name="sel", method="both", selector="mode", canonicaliser="numeric", alpha="0.3", delta="0.05", thresholds=[1,2,3], acceptance="<=", score_field="frequency_rank")
+    run = calibration_run_execute(run_id=calibration_run_request(spec=sel, trigger="manual").pk)
+    print(run.status, run.error, run.outcome, json.dumps(run.result["selective_risk"]["rows"]))
