@@ -26,6 +26,7 @@ from labeling.models import (
 from labeling.services import workload_import
 from labeling.services.imports import fingerprint, frequency_ranks
 from tests.conftest import jsonl_bytes, native_record, row_counts
+from tests.factories import start_labelling
 
 pytestmark = pytest.mark.django_db
 
@@ -651,3 +652,22 @@ def test_pinned_source_metadata_and_retrieval_rank_cannot_change_silently(projec
     reranked["sources"][0]["rank"] = 7
     [(_, field, reason)] = refused(project, jsonl_bytes([reranked]))
     assert field == "sources[0]" and "different rank or score" in reason
+
+
+def test_a_new_prior_annotation_is_refused_once_labelling_started(project, import_records):
+    # given a workload imported and labelling started (prior votes are counted at the start)
+    import_records([native_record("q1")])
+    start_labelling(project)
+    before = row_counts()
+    # when a re-import brings a prior annotation for an existing candidate
+    record = native_record("q1")
+    record["candidates"][0]["prior_annotations"] = [
+        {"annotator": "late", "answer_label": "admissible"}
+    ]
+    with pytest.raises(WorkloadImportFailed) as refused:
+        import_records([record])
+    # then nothing is written and the error names the record and field
+    assert row_counts() == before
+    error = refused.value.errors[0]
+    assert error.field == "candidates[0].prior_annotations[0]"
+    assert "labelling has started" in error.reason
