@@ -902,6 +902,12 @@ def _policy_text(contract: Contract) -> str:
     return "; ".join(parts)
 
 
+def _short(value: Any) -> str:
+    """A stored number with 4 significant digits, for the ledger's sentences."""
+    number = from_num(value)
+    return "undefined" if number is None else f"{number:.4g}"
+
+
 def _excluded_text(excluded: Mapping[str, int]) -> str:
     return ", ".join(f"{count} {reason}" for reason, count in excluded.items()) or "none"
 
@@ -1043,8 +1049,9 @@ def ledger(
     )
     if deff is not None:
         assumptions += (
-            f" Measured within-group correlation: ICC {grouping.get('icc')}, design effect "
-            f"{deff} (effective n {grouping.get('effective_n')} of {grouping.get('n')})."
+            f" Measured within-group correlation: ICC {_short(grouping.get('icc'))}, design "
+            f"effect {_short(deff)} (effective n {_short(grouping.get('effective_n'))} of "
+            f"{grouping.get('n')}): the nominal delta is optimistic when it exceeds 1."
         )
     elif grouping.get("reason"):
         assumptions += f" Within-group correlation: undefined ({grouping['reason']})."

@@ -127,7 +127,6 @@ def test_gsm8k_conformal_threshold_and_reliability_level(shared_data):
     # the curve: finite sets only from alpha 0.4 on (72 of 200 questions are unsolvable)
     curve = {p["alpha"]: p for p in conformal["curve"]}
     assert curve["0.1"]["threshold"] == "inf" and curve["0.3"]["threshold"] == "inf"
-    print(conformal["curve"])
     assert curve["0.5"]["threshold"] == 2.0  # M* = 1 needs 1 - alpha <= 92/201
     # the mode is emitted always; it is wrong on 104 of 200 test questions
     metrics = {m["name"]: m for m in run.result["heldout"]["report"]["metrics"]}
@@ -270,7 +269,38 @@ def test_faithbench_selective_risk_with_hhem_as_acceptance_score(shared_data):
     # then
     assert run.status == RunStatus.DONE, run.error
     section = run.result["selective_risk"]
-    print(section["rows"], section["outcome"], section["counts"])
-    print(run.result["heldout"]["report"]["metrics"])
-    print(run.result["dependence"], run.result["rccs"])
+    assert section["counts"] == {
+        "units": 200,
+        "excluded": {},
+        "used": 200,
+        "no_answer": 0,
+        "missing_score": 0,
+        "errors": 130,
+    }
+    assert [(r["threshold"], r["accepted"], r["errors"]) for r in section["rows"]] == [
+        (0.5, 178, 112),
+        (0.6, 169, 103),
+        (0.7, 158, 93),
+        (0.8, 135, 76),
+        (0.9, 104, 58),
+        (0.95, 46, 21),
+    ]
+    # fail closed: even the best threshold's 99.17% upper bound (0.640) is far above alpha 0.2
+    assert section["outcome"] == "no certified operating point"
+    assert section["chosen_index"] is None
+    assert section["test_level"] == pytest.approx(0.05 / 6)
+    assert section["rows"][-1]["upper_bound"] == pytest.approx(0.6400992923, abs=1e-9)
+    # and the frozen policy therefore emits nothing on the test partition
+    metrics = {m["name"]: m for m in run.result["heldout"]["report"]["metrics"]}
+    assert (metrics["answer_rate"]["numerator"], metrics["answer_rate"]["denominator"]) == (0, 200)
+    assert metrics["emitted_answer_risk"]["value"] is None
+    # summaries of one passage are correlated: the binomial test's i.i.d. assumption is strained
+    grouping = run.result["dependence"]["grouping"]
+    assert (grouping["groups"], grouping["largest_group"]) == (20, 10)
+    assert grouping["icc"] == pytest.approx(0.1856248, abs=1e-6)
+    assert grouping["design_effect"] == pytest.approx(2.6706231, abs=1e-6)
+    assert grouping["effective_n"] == pytest.approx(74.888889, abs=1e-5)
+    ledger = {row["field"]: row["value"] for row in run.result["ledger"]}
+    assert "design effect 2.67" in ledger["assumptions"]
+    assert run.result["rccs"]["reason"].startswith("no complete row")  # no R or C in FaithBench
     assert calibration_run_rebuild(run=run)
