@@ -212,27 +212,41 @@ def calibration_candidate(
     retrieval: float | None = None,
     confidence: float | None = None,
     labels: tuple[str, ...] = (),
+    reason: str | None = None,
+    claims: tuple[str, ...] = (),
+    frequency_rank: int | None = None,
     evaluator: tuple[str, str, float | None] | None = None,
 ) -> dict[str, Any]:
     """A native candidate for calibration tests.
 
     ``label`` is an imported prior answer label (one vote; None leaves the item to be labelled:
-    pending); ``labels`` several prior votes (they may disagree); ``evaluator`` a (name,
-    version, score) evaluator label.
+    pending), with ``reason`` for ``evidence_unavailable``; ``labels`` several prior votes (they
+    may disagree); ``claims`` the prior labels of the answer's claims, one claim ("S1.",
+    "S2.", ...) per label; ``evaluator`` a (name, version, score) evaluator label.
     """
+    sentences = [f"S{i}." for i in range(1, len(claims) + 1)]
+    text = f"The answer is {answer}." if answer is not None else "I cannot tell."
     candidate: dict[str, Any] = {
         "id": key,
-        "text": f"The answer is {answer}." if answer is not None else "I cannot tell.",
+        "text": " ".join([text, *sentences]),
         "generator": "model-a",
         "canonical_form": answer,
         "acceptance_score": score,
         "retrieval_score": retrieval,
         "confidence": confidence,
         "is_selected": selected,
+        "frequency_rank": frequency_rank,
+        "claims": [{"text": sentence} for sentence in sentences],
     }
     votes = labels or ((label,) if label is not None else ())
     candidate["prior_annotations"] = [
-        {"annotator": f"p{i}", "answer_label": vote} for i, vote in enumerate(votes)
+        {
+            "annotator": f"p{i}",
+            "answer_label": vote,
+            "answer_reason": reason,
+            "claim_labels": [{"claim": j, "label": c} for j, c in enumerate(claims)],
+        }
+        for i, vote in enumerate(votes)
     ]
     if evaluator is not None:
         name, version, value = evaluator

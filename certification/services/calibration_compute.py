@@ -580,7 +580,10 @@ def _conformal(
         reliability={
             "n": reliability.n,
             "n_mode_admissible": reliability.n_mode_admissible,
-            "level": _fraction(reliability.level),
+            # unreduced, so the counts show: #{s_i <= 1} / (n + 1)
+            "level": None
+            if reliability.level is None
+            else f"{reliability.n_mode_admissible}/{reliability.n + 1}",
             "value": num(reliability.value),
             "reason": reliability.reason,
         },

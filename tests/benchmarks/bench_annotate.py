@@ -19,7 +19,8 @@ resolution announces) go to a broker, ``--broker-url`` (default: Redis database 
 benchmark empties before and after; no worker runs them, so the figures are the web tier's);
 ``--broker-url eager`` runs them inside the requests instead, as the embedded default does.
 Each simulated annotator is a thread with its own keep-alive HTTP connection, repeating until
-the server has no work for it:
+the server has no work for it (after ``--think-ms`` of pause before each request; the default 0
+saturates the server, so latency is then mostly queueing: about annotators / throughput):
 
 - ``POST /api/projects/<slug>/assignments/next/`` (200 with the form, 204 when none), then
 - ``PUT /api/projects/<slug>/assignments/<id>/annotation/`` labelling every claim
@@ -269,12 +270,20 @@ class Results:
 
 
 def annotator(
-    port: int, token: str, n: int, results: Results, empty_retries: int, start: threading.Barrier
+    port: int,
+    token: str,
+    n: int,
+    results: Results,
+    empty_retries: int,
+    think: float,
+    start: threading.Barrier,
 ) -> None:
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     def call(op: str, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        if think:
+            time.sleep(think)
         began = time.perf_counter()
         try:
             conn.request(method, path, body=body, headers=headers)
@@ -375,8 +384,19 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=5000)
     parser.add_argument("--annotators", type=int, default=32)
     parser.add_argument("--overlap", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=(os.cpu_count() or 1) * 2 + 1)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=max(2, (os.cpu_count() or 1) * 2))
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads per worker; default: enough for every annotator's connection at once",
+    )
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="pause of each annotator between requests (default 0: the server is saturated)",
+    )
     parser.add_argument("--empty-retries", type=int, default=3)
     parser.add_argument(
         "--broker-url",
@@ -389,6 +409,9 @@ def main() -> None:
     if args.setup_child:
         setup_child(args.items, args.annotators, args.overlap)
         return
+    # gthread keeps each keep-alive connection on one worker: with fewer threads than
+    # connections there, requests queue behind others' and the tail grows.
+    args.threads = args.threads or -(-args.annotators // args.workers)
 
     url = args.database_url
     print(f"database {url}: creating, migrating, loading {args.items} items ...", flush=True)
@@ -421,7 +444,15 @@ def main() -> None:
             threads = [
                 threading.Thread(
                     target=annotator,
-                    args=(port, token, n, results, args.empty_retries, barrier),
+                    args=(
+                        port,
+                        token,
+                        n,
+                        results,
+                        args.empty_retries,
+                        args.think_ms / 1000,
+                        barrier,
+                    ),
                 )
                 for n, token in enumerate(setup["tokens"])
             ]
@@ -447,6 +478,7 @@ def main() -> None:
         "annotators": args.annotators,
         "overlap": args.overlap,
         "gunicorn": f"{args.workers} workers x {args.threads} threads (gthread)",
+        "think_ms": args.think_ms,
         "cpus": os.cpu_count(),
         "seconds": round(seconds, 1),
         "requests_per_s": round(requests / seconds, 1),

@@ -76,6 +76,12 @@ def log_in(page: Any, base: str, username: str, next_path: str, shot: Callable) 
     assert page.locator("header .user").inner_text().startswith(username)
 
 
+def wait_for_script(page: Any) -> None:
+    """Wait until the form's script has run (it marks the first claim active); the element
+    alone can be there before the deferred script."""
+    page.wait_for_selector("form.labels-form .claim-row.active")
+
+
 def select_with_mouse(page: Any, source_id: int, text: str, quote: str) -> None:
     """Drag the mouse from the first to the last character of ``quote`` in the source.
 
@@ -209,7 +215,7 @@ def test_two_annotators_disagree_and_an_adjudicator_resolves_in_the_browser(
     for page, who in [(amber, "annotator-amber"), (basil, "annotator-basil")]:
         screenshot(page, f"next-{who}")
         page.click("#next-item")
-        page.wait_for_selector("form#labelling-form")
+        wait_for_script(page)
         assert "Candidate answer" in page.content()
 
     # and they label every claim, citing evidence with the mouse, disagreeing on claim 2
@@ -238,7 +244,7 @@ def test_two_annotators_disagree_and_an_adjudicator_resolves_in_the_browser(
     log_in(judge, base, "adjudicator-cyan", queue, screenshot)
     screenshot(judge, "queue")
     judge.click(f'#queue a[href$="/adjudicate/{item.pk}/"]')
-    judge.wait_for_selector("table#side-by-side")
+    wait_for_script(judge)
     screenshot(judge, "side-by-side")
 
     # then the side-by-side view names the columns "Annotator 1/2", never the people
@@ -331,7 +337,7 @@ def test_keyboard_shortcuts_label_cite_and_submit(
     page = new_page()
     log_in(page, live_server.url, "annotator-keys", f"/p/{SLUG}/annotate/", screenshot)
     page.click("#next-item")
-    page.wait_for_selector("form#labelling-form")
+    wait_for_script(page)
     first_claim, second_claim = claim_ids(page)
     assert "j" in page.locator("#shortcuts").inner_text()
 

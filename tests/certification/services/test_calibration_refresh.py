@@ -1,0 +1,127 @@
+"""End to end: a resolution, once committed, recomputes the project's calibration runs in the
+background (``items_resolved`` -> ``calibration_runs_refresh_task`` ->
+``calibration_run_execute_task``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.db import transaction
+
+from certification.apps import CALIBRATION_RECEIVER_UID
+from certification.models import CalibrationRun, RunStatus
+from certification.services import calibration_run_request
+from certification.tasks import calibration_runs_refresh_task
+from labeling.models import Item, ItemStatus, ResolutionStatus, Role
+from labeling.services import adjudication_resolve
+from labeling.signals import announce_resolutions, items_resolved
+from tests.factories import calibration_candidate as cand
+from tests.factories import calibration_project, make_spec
+from tests.factories import calibration_record as rec
+
+pytestmark = pytest.mark.django_db
+
+
+def _receivers():
+    return [key for key, *_ in items_resolved.receivers if key[0] == CALIBRATION_RECEIVER_UID]
+
+
+@pytest.fixture
+def disputed(project):
+    """A calibration partition of 3 resolved answers and one in the disagreement queue."""
+    records = [rec(f"c{i}", [cand("a", score=1.0, selected=True)]) for i in range(3)]
+    records.append(
+        rec("q", [cand("a", score=1.0, labels=("admissible", "inadmissible"), selected=True)])
+    )
+    calibration_project(project, {"calibration": records})
+    item = Item.objects.get(project=project, candidate__question__external_id="q")
+    assert item.status == ItemStatus.DISAGREEMENT
+    return item
+
+
+def test_the_receiver_is_connected_once():
+    assert len(_receivers()) == 1
+    apps.get_app_config("certification").ready()
+    assert len(_receivers()) == 1
+
+
+def test_an_adjudication_recomputes_the_run_in_the_background(
+    project, disputed, member, django_capture_on_commit_callbacks
+):
+    # given a spec whose first run saw the disputed item as pending
+    spec = make_spec(project, thresholds=[0.5])
+    with django_capture_on_commit_callbacks(execute=True):
+        first = CalibrationRun.objects.get(pk=_start(spec).pk)
+    first.refresh_from_db()
+    assert first.status == RunStatus.DONE
+    assert first.result["pending"]["calibration"] == 1
+    # when an adjudicator resolves it (the signal fires after commit)
+    adjudicator = member(Role.ADJUDICATOR)
+    with django_capture_on_commit_callbacks(execute=True):
+        adjudication_resolve(
+            project=project,
+            item_id=disputed.pk,
+            actor=adjudicator,
+            expected_version=disputed.version,
+            answer_label="inadmissible",
+            claims=[],
+            rationale="the second vote is right",
+        )
+    # then a new run was requested by the label change and computed
+    latest = CalibrationRun.objects.filter(spec=spec).order_by("-pk").first()
+    assert latest.pk != first.pk
+    assert (latest.trigger, latest.status) == ("labels_changed", RunStatus.DONE)
+    assert latest.result["pending"]["calibration"] == 0
+    assert latest.result["selective_risk"]["counts"]["errors"] == 1
+
+
+def _start(spec):
+    with transaction.atomic():
+        return calibration_run_request(spec=spec, trigger="manual")
+
+
+def test_an_announcement_without_a_label_change_starts_nothing(
+    project, disputed, django_capture_on_commit_callbacks
+):
+    spec = make_spec(project, thresholds=[0.5])
+    with django_capture_on_commit_callbacks(execute=True):
+        with transaction.atomic():
+            announce_resolutions(
+                project_id=project.pk, resolved=[(disputed.pk, ResolutionStatus.CONSENSUS)]
+            )
+    assert CalibrationRun.objects.filter(spec=spec).count() == 1  # the first refresh
+    with django_capture_on_commit_callbacks(execute=True):
+        with transaction.atomic():
+            announce_resolutions(
+                project_id=project.pk, resolved=[(disputed.pk, ResolutionStatus.CONSENSUS)]
+            )
+    assert CalibrationRun.objects.filter(spec=spec).count() == 1  # same inputs: no new run
+
+
+def test_a_failing_refresh_does_not_break_the_resolution(
+    project, disputed, member, monkeypatch, django_capture_on_commit_callbacks, caplog
+):
+    make_spec(project, thresholds=[0.5])
+
+    def broken(**kwargs):
+        raise RuntimeError("refresh exploded")
+
+    monkeypatch.setattr("certification.tasks.calibration_runs_refresh", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        adjudication_resolve(
+            project=project,
+            item_id=disputed.pk,
+            actor=member(Role.ADJUDICATOR),
+            expected_version=disputed.version,
+            answer_label="admissible",
+            claims=[],
+            rationale="fine",
+        )
+    disputed.refresh_from_db()
+    assert disputed.status == ItemStatus.RESOLVED
+    assert "refresh exploded" in caplog.text
+
+
+def test_the_refresh_task_skips_a_missing_project(db):
+    assert calibration_runs_refresh_task.delay(424242).get() is None
