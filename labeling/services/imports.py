@@ -62,6 +62,7 @@ from labeling.models import (
     SourceDocument,
     SourceVersion,
 )
+from labeling.services.assignments import items_enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -813,6 +814,16 @@ def workload_import(
         return ImportResult(batch=None, records=n_records, created={}, notes=extra)
     batch.report = {"records": n_records, "created": created, "notes": extra}
     batch.save(update_fields=["report"])
+    if created.get("items") and project.labelling_started_at is not None:
+        # Labelling is under way: new items join the end of the queue with the project's overlap.
+        items_enqueue(
+            project=project,
+            item_ids=list(
+                Item.objects.filter(candidate__question__import_batch=batch).values_list(
+                    "pk", flat=True
+                )
+            ),
+        )
     logger.info(
         "workload_import.done",
         extra={"project": project.slug, "batch": batch.pk, "records": n_records},

@@ -17,6 +17,7 @@ from labeling.models import (
     Claim,
     EvaluatorLabel,
     ImportBatch,
+    Item,
     PriorAnnotation,
     PriorEvidence,
     Question,
@@ -671,3 +672,17 @@ def test_a_new_prior_annotation_is_refused_once_labelling_started(project, impor
     error = refused.value.errors[0]
     assert error.field == "candidates[0].prior_annotations[0]"
     assert "labelling has started" in error.reason
+
+
+def test_items_imported_after_labelling_started_join_the_end_of_the_queue(project, import_records):
+    # given labelling started with overlap 3 on one question (no partition frozen)
+    import_records([native_record("q1")])
+    start_labelling(project, overlap=3)
+    last = max(Item.objects.filter(project=project).values_list("queue_position", flat=True))
+    # when a new question is imported
+    import_records([native_record("q2")])
+    # then its items take the project's overlap and are served after every earlier item
+    new = Item.objects.filter(project=project, candidate__question__external_id="q2")
+    assert new.count() == 2
+    assert {item.overlap for item in new} == {3}
+    assert min(item.queue_position for item in new) > last
