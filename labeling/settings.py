@@ -96,6 +96,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+# Seconds a connection is kept between requests (0: one per request). Production web servers
+# should keep them (e.g. 60): opening a PostgreSQL connection costs more than most requests.
+# https://docs.djangoproject.com/en/5.2/ref/databases/#persistent-connections
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # ---------------------------------------------------------------------------------------------

@@ -70,6 +70,7 @@ from labeling.models import (
     SkipReason,
 )
 from labeling.permissions import project_role, require_manager
+from labeling.services.comparison import items_compare
 
 logger = logging.getLogger(__name__)
 
@@ -208,8 +209,6 @@ def _enqueue(*, project: Project, item_ids: Sequence[int] | None, first_position
 
 def _compare_full_items(*, project: Project, item_ids: Sequence[int] | None) -> list[int]:
     """Compare the items whose prior votes alone reach their overlap; return their ids."""
-    from labeling.services.comparison import items_compare
-
     items = Item.objects.filter(project=project, prior_votes__gte=F("overlap"))
     if item_ids is not None:
         items = items.filter(pk__in=item_ids)

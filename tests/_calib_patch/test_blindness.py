@@ -1,0 +1,308 @@
+"""Blindness: nothing an annotator can reach reveals other people's votes (DESIGN.md §7).
+
+The world (``tests/worlds.py``) holds, beside the annotator's own work, another annotator's
+labels, comment, evidence and skip note, evaluator labels, imported prior annotations, question
+metadata with a reference solution and an adjudicator's rationale, each carrying a unique token
+(``SECRETS``). Every GET URL of the application, generated from the URL configuration with every
+combination of the world's objects as parameters, is requested as the annotator (API with a
+token, pages with a session, redirects followed), and so are the annotator's own POSTs (claim,
+submit, revise, skip) in the API and the pages. No response body may contain:
+
+- a secret token;
+- the other annotator's evidence quote outside the pinned source it comes from;
+- a pseudonym of the side-by-side view ("Annotator 2") or of the agreement report ("Rater 1");
+- (JSON) a key that carries votes or other people's data (``FORBIDDEN_KEYS``), or a label value
+  no vote of the annotator's used outside the policy's vocabulary.
+
+And the forms of the annotator's own submitted items, which hold the same own labels, render the
+label vocabulary the same number of times whatever the other votes were (consensus,
+disagreement, adjudicated, imported prior vote): a page that showed another vote would differ.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.test import Client
+from rest_framework.test import APIClient
+
+from certification.services import agreement_recompute
+from labeling.models import Assignment, Item, Membership
+from tests._calib_patch.worlds import (
+    OTHER_QUOTE,
+    QUOTE_SOURCE,
+    SECRETS,
+    World,
+    app_routes,
+    build_world,
+    claim_ids,
+    token_for,
+    url_for,
+)
+
+pytestmark = pytest.mark.django_db
+
+# JSON keys that would carry votes, counts of them or other people's data.
+FORBIDDEN_KEYS = frozenset(
+    {
+        "metadata",
+        "evaluator_labels",
+        "prior_annotations",
+        "annotators",
+        "assigned_count",
+        "prior_votes",
+        "votes",
+        "vote_count",
+        "slot",
+        "resolution",
+        "history",
+        "differences",
+    }
+)
+# Labels of the world that only other people used (the annotator always says admissible /
+# not_supported): outside the policy vocabulary they can only come from someone else's vote.
+OTHERS_LABELS = frozenset({"abstained", "inadmissible", "contradicted"})
+LABEL_WORDS = ("admissible", "inadmissible", "abstained", "contradicted", "not_supported")
+PSEUDONYMS = re.compile(r"\b(?:Annotator|Rater)\s+\d")
+VOTE_COUNT = re.compile(r"\b\d+\s+(?:votes?|annotators?)\b|\bvotes?\s*[:=]\s*\d", re.I)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------------------------
+
+
+def _walk_json(value: Any, path: str = "") -> Iterator[tuple[str, str | None, Any]]:
+    """Yield (path, key, value) for every scalar of a JSON document; vocabulary lists skipped."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if key == "policy":  # the label vocabulary: every label, by design
+                continue
+            yield path, key, None
+            yield from _walk_json(child, f"{path}.{key}")
+    elif isinstance(value, list):
+        for n, child in enumerate(value):
+            yield from _walk_json(child, f"{path}[{n}]")
+    else:
+        yield path, None, value
+
+
+def leaks(body: str, content_type: str) -> list[str]:
+    """Return what ``body`` reveals that the annotator must not see (empty: nothing)."""
+    found = [f"{what} ({token})" for what, token in SECRETS.items() if token in body]
+    if body.count(OTHER_QUOTE) > body.count(QUOTE_SOURCE):
+        found.append(f"the other annotator's evidence quote outside its source ({OTHER_QUOTE})")
+    found += [f"pseudonym {m!r}" for m in PSEUDONYMS.findall(body)]
+    found += [f"vote count {m!r}" for m in VOTE_COUNT.findall(body)]
+    if content_type.startswith("application/json") and body:
+        for path, key, value in _walk_json(json.loads(body)):
+            if key in FORBIDDEN_KEYS:
+                found.append(f"key {key!r} at {path or '/'}")
+            if isinstance(value, str) and value in OTHERS_LABELS:
+                found.append(f"label {value!r} at {path}")
+    return found
+
+
+def body_of(response: Any) -> tuple[str, str]:
+    content_type = response.get("Content-Type", "")
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode(), content_type
+    return response.content.decode(), content_type
+
+
+# ---------------------------------------------------------------------------------------------
+# The annotator's reachable URLs
+# ---------------------------------------------------------------------------------------------
+
+
+def parameter_values(world: World) -> dict[str, list[Any]]:
+    """Every object of both projects, in every state, per path parameter."""
+    return {
+        "slug": [world.a.slug, world.b.slug],
+        "item_id": list(Item.objects.values_list("pk", flat=True)),
+        "assignment_id": list(Assignment.objects.values_list("pk", flat=True)),
+        "user_id": sorted(set(Membership.objects.values_list("user_id", flat=True))),
+        "spec_id": sorted(spec.pk for spec in world.specs.values()),
+        "run_id": sorted(run.pk for run in world.runs.values()),
+    }
+
+
+def annotator_clients(world: World) -> tuple[APIClient, Client]:
+    user = world.users["annotator"]
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
+    page = Client()
+    page.force_login(user)
+    return api, page
+
+
+def get_every_url(world: World) -> Iterator[tuple[str, Any]]:
+    """GET every URL of the application with every combination of parameters, as the annotator."""
+    api, page = annotator_clients(world)
+    values = parameter_values(world)
+    for route in app_routes():
+        names = route.params
+        for combination in itertools.product(*(values[name] for name in names)):
+            url = url_for(route, dict(zip(names, combination, strict=True)))
+            if route.api:
+                yield url, api.get(url)
+            else:
+                yield url, page.get(url, follow=True)
+
+
+def _labels_form(item: Item) -> dict[str, str]:
+    data = {"answer_label": "admissible", "comment": "again"}
+    for claim in claim_ids(item):
+        data[f"claim-{claim}-label"] = "not_supported"
+    return data
+
+
+def _labels_json(item: Item, answer: str = "admissible") -> dict[str, Any]:
+    return {
+        "answer_label": answer,
+        "claims": [{"claim_id": c, "label": "not_supported"} for c in claim_ids(item)],
+    }
+
+
+def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
+    """The annotator's own POSTs (API and pages), each in a savepoint rolled back afterwards."""
+    api, page = annotator_clients(world)
+    slug = world.a.slug
+    mine, items = world.assignments, world.items
+    leased = mine["leased"].pk
+    api_base, page_base = f"/api/projects/{slug}", f"/p/{slug}"
+    requests = [
+        ("POST", f"{api_base}/assignments/next/", None),
+        ("PUT", f"{api_base}/assignments/{leased}/annotation/", _labels_json(items["leased"])),
+        ("POST", f"{api_base}/assignments/{leased}/skip/", {"reason": "other"}),
+    ]
+    # revisions of the annotator's submitted items, in every state (refused once resolved)
+    requests += [
+        (
+            "PUT",
+            f"{api_base}/assignments/{mine[state].pk}/annotation/",
+            {**_labels_json(items[state], "evidence_unavailable"), "answer_reason": "blocked"},
+        )
+        for state in ("disagreement", "consensus", "resolved", "prior")
+    ]
+    pages = [
+        (f"{page_base}/annotate/", {}),
+        (f"{page_base}/annotate/{leased}/", _labels_form(items["leased"])),
+        (f"{page_base}/annotate/{leased}/skip/", {"reason": "other", "note": "x"}),
+    ] + [
+        (f"{page_base}/annotate/{mine[state].pk}/", _labels_form(items[state]))
+        for state in ("disagreement", "consensus", "resolved", "prior")
+    ]
+    for method, url, data in requests:
+        with transaction.atomic():
+            if method == "PUT":
+                response = api.put(url, data, format="json")
+            else:
+                response = api.post(url, data, format="json")
+            yield f"{method} {url}", response
+            # and the submit's follow-up: the next item (204 or a form)
+            if method == "PUT":
+                yield f"POST next after {url}", api.post(f"{api_base}/assignments/next/")
+            transaction.set_rollback(True)
+    for url, data in pages:
+        with transaction.atomic():
+            yield f"POST {url}", page.post(url, data, follow=True)
+            transaction.set_rollback(True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tests
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def world() -> World:
+    world = build_world()
+    agreement_recompute(project_id=world.a.pk)  # the report names both annotators
+    return world
+
+
+def test_the_secrets_are_in_the_world(world):
+    # guards the test: tokens missing from the database would make every check pass vacuously
+    from labeling.models import (
+        AnnotationRevision,
+        Assignment,
+        Evaluator,
+        EvidenceSpan,
+        PriorAnnotation,
+        Question,
+        Resolution,
+    )
+
+    assert AnnotationRevision.objects.filter(comment=SECRETS["other annotator's comment"]).exists()
+    assert EvidenceSpan.objects.filter(quote=OTHER_QUOTE).exists()
+    assert Assignment.objects.filter(skip_note=SECRETS["other annotator's skip note"]).exists()
+    assert Evaluator.objects.filter(name=SECRETS["evaluator name"]).exists()
+    assert PriorAnnotation.objects.filter(note=SECRETS["prior annotation note"]).exists()
+    assert Question.objects.filter(metadata__reference_solution__isnull=False).count() == 5
+    assert Resolution.objects.filter(rationale=SECRETS["adjudication rationale"]).exists()
+
+
+def test_a_manager_sees_what_the_annotator_must_not(world):
+    # guards the detector: the same checks do find the secrets where they are allowed
+    manager = world.users["manager"]
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(manager)}")
+    item = world.items["prior"]
+
+    detail = body_of(api.get(f"/api/projects/study/items/{item.pk}/"))
+    side_by_side = body_of(api.get(f"/api/projects/study/disagreements/{item.pk}/"))
+
+    found = leaks(*detail) + leaks(*side_by_side)
+    assert any("evaluator name" in f for f in found)
+    assert any("prior annotator id" in f for f in found)
+    assert any("pseudonym" in f for f in found)
+    assert any(f.startswith("key 'evaluator_labels'") for f in found)
+
+
+def test_no_get_response_to_the_annotator_reveals_anything(world):
+    seen: dict[str, list[str]] = {}
+    statuses: dict[int, int] = {}
+    for url, response in get_every_url(world):
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        found = leaks(*body_of(response))
+        if found:
+            seen[url] = found
+    assert seen == {}
+    assert statuses.get(200, 0) >= 20  # the walk did reach the annotator's pages
+
+
+def test_no_response_to_the_annotators_own_posts_reveals_anything(world):
+    seen: dict[str, list[str]] = {}
+    for request, response in post_own_work(world):
+        assert response.status_code < 500, request
+        found = leaks(*body_of(response))
+        if found:
+            seen[request] = found
+    assert seen == {}
+
+
+@pytest.mark.parametrize("kind", ["api", "page"])
+def test_own_forms_look_the_same_whatever_the_other_votes(world, kind):
+    # given four items the annotator labelled identically, whose other votes differ: agreeing
+    # (consensus), disagreeing, adjudicated, and an imported prior vote
+    api, page = annotator_clients(world)
+    counts = {}
+    for state in ("disagreement", "consensus", "resolved", "prior"):
+        assignment = world.assignments[state].pk
+        if kind == "api":
+            response = api.get(f"/api/projects/study/assignments/{assignment}/")
+        else:
+            response = page.get(f"/p/study/annotate/{assignment}/")
+        assert response.status_code == 200
+        body = response.content.decode()
+        counts[state] = {word: len(re.findall(rf"\b{word}\b", body)) for word in LABEL_WORDS}
+        counts[state]["checked"] = body.count("checked")
+    # then every form renders the labels alike
+    assert len({json.dumps(c, sort_keys=True) for c in counts.values()}) == 1, counts

@@ -1,0 +1,380 @@
+"""Permission matrix over every endpoint and role, generated from the URL configuration.
+
+Every URL pattern of the application (REST API and HTML pages) is collected by walking
+``django.urls.get_resolver()`` (``tests/worlds.py``); a few third-party trees are skipped, each
+with its reason (``SKIPPED_PREFIXES``, ``SKIPPED_NAMES``). Path parameters are filled from a
+world (``tests/worlds.py``) with items in every state, and each (URL, method, role) is requested
+with roles annotator, adjudicator, manager, member of another project and anonymous; the status
+must equal the one in ``EXPECTED``, an explicit table keyed by URL name. A URL name missing from
+the table fails ("new endpoint not covered"), so a new endpoint cannot go untested.
+
+Also, for every URL with an object id: the id of the same kind of object in *another* project
+answers 404 to every role that may use the endpoint; and every method the table does not list
+answers 405 to a manager.
+
+Each request runs in a savepoint that is rolled back, so the roles see the same world.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+from django.shortcuts import resolve_url
+from django.test import Client
+from django.urls import get_resolver
+from rest_framework.test import APIClient
+
+from tests.conftest import jsonl_bytes, native_record
+from tests._calib_patch.worlds import (
+    Route,
+    World,
+    app_routes,
+    build_world,
+    claim_ids,
+    token_for,
+    url_for,
+    walk_urlconf,
+)
+
+ROLES = ("annotator", "adjudicator", "manager", "other_member", "anonymous")
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+LOGIN = "login"  # a 302 redirect to settings.LOGIN_URL
+
+# Per URL name and method: status for (annotator, adjudicator, manager, other_member, anonymous).
+# API: anonymous is 401 (token auth answers with WWW-Authenticate); pages: 302 to the login.
+EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
+    # --- REST API: catalogue ------------------------------------------------------------------
+    "api-project-list": {"GET": (200, 200, 200, 200, 401)},
+    "api-project-detail": {"GET": (200, 200, 200, 404, 401)},
+    "api-item-list": {"GET": (404, 200, 200, 404, 401)},
+    "api-item-detail": {"GET": (404, 200, 200, 404, 401)},
+    "api-import-create": {"POST": (403, 403, 201, 404, 401)},
+    # labelling has started in the world: the partition can no longer be frozen (409)
+    "api-partition-freeze": {"POST": (403, 403, 409, 404, 401)},
+    # --- REST API: annotators -----------------------------------------------------------------
+    # adjudicators and managers hold no assignment: the id is not theirs (404) or, where the
+    # service checks the role first, the operation is refused (403)
+    "api-assignment-next": {"POST": (200, 403, 403, 404, 401)},
+    "api-assignment-detail": {"GET": (200, 404, 404, 404, 401)},
+    "api-annotation-submit": {"PUT": (200, 404, 404, 404, 401)},
+    "api-assignment-skip": {"POST": (200, 403, 403, 404, 401)},
+    "api-annotation-list": {"GET": (200, 200, 200, 404, 401)},
+    # --- REST API: adjudicators ---------------------------------------------------------------
+    "api-disagreement-list": {"GET": (403, 200, 200, 404, 401)},
+    "api-disagreement-detail": {"GET": (403, 200, 200, 404, 401)},
+    "api-adjudication-resolve": {"POST": (403, 201, 201, 404, 401)},
+    "api-adjudication-unresolved": {"POST": (403, 201, 201, 404, 401)},
+    "api-progress": {"GET": (403, 200, 200, 404, 401)},
+    "api-agreement": {"GET": (403, 200, 200, 404, 401)},
+    # --- REST API: calibration (issue 4); the world's spec is used by a run: PATCH is 409 ------
+    "api-calibration-spec-list": {
+        "GET": (403, 200, 200, 404, 401),
+        "POST": (403, 403, 201, 404, 401),
+    },
+    "api-calibration-spec-detail": {
+        "GET": (403, 200, 200, 404, 401),
+        "PATCH": (403, 403, 409, 404, 401),
+    },
+    "api-calibration-spec-revise": {"POST": (403, 403, 201, 404, 401)},
+    "api-calibration-run-list": {
+        "GET": (403, 200, 200, 404, 401),
+        "POST": (403, 403, 202, 404, 401),
+    },
+    "api-calibration-run-detail": {"GET": (403, 200, 200, 404, 401)},
+    # --- REST API: managers -------------------------------------------------------------------
+    "api-settings": {"GET": (403, 403, 200, 404, 401), "PATCH": (403, 403, 200, 404, 401)},
+    # labelling has started in the world: the manager's second start is a conflict
+    "api-labelling-start": {"POST": (403, 403, 409, 404, 401)},
+    "api-member-list": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 201, 404, 401)},
+    "api-member-update": {"PATCH": (403, 403, 200, 404, 401)},
+    # --- HTML pages ---------------------------------------------------------------------------
+    "project-list": {"GET": (200, 200, 200, 200, LOGIN)},
+    "project-detail": {"GET": (200, 200, 200, 404, LOGIN)},
+    "item-list": {"GET": (404, 200, 200, 404, LOGIN)},
+    "item-detail": {"GET": (404, 200, 200, 404, LOGIN)},
+    "import-create": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
+    # (the refused freeze re-renders the form with the error: 400)
+    "partition-freeze": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 400, 404, LOGIN)},
+    "annotate-next": {"GET": (200, 403, 403, 404, LOGIN), "POST": (302, 403, 403, 404, LOGIN)},
+    "annotate-form": {"GET": (200, 403, 403, 404, LOGIN), "POST": (302, 403, 403, 404, LOGIN)},
+    "annotate-skip": {"GET": (200, 403, 403, 404, LOGIN), "POST": (302, 403, 403, 404, LOGIN)},
+    "my-annotations": {"GET": (200, 200, 200, 404, LOGIN)},
+    # the pages hide adjudication from annotators (404); the API refuses it (403)
+    "adjudication-queue": {"GET": (404, 200, 200, 404, LOGIN)},
+    "adjudication-item": {"GET": (404, 200, 200, 404, LOGIN), "POST": (404, 302, 302, 404, LOGIN)},
+    "project-settings": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
+    "project-labelling-start": {"POST": (403, 403, 302, 404, LOGIN)},
+    "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
+    # calibration pages do not exist for annotators (404); adjudicators read only (403 on writes)
+    "calibration-home": {"GET": (404, 200, 200, 404, LOGIN)},
+    "calibration-spec-new": {
+        "GET": (404, 403, 200, 404, LOGIN),
+        "POST": (404, 403, 302, 404, LOGIN),
+    },
+    "calibration-spec-detail": {"GET": (404, 200, 200, 404, LOGIN)},
+    "calibration-spec-revise": {
+        "GET": (404, 403, 200, 404, LOGIN),
+        "POST": (404, 403, 302, 404, LOGIN),
+    },
+    "calibration-run-start": {"POST": (404, 403, 302, 404, LOGIN)},
+    "calibration-run-detail": {"GET": (404, 200, 200, 404, LOGIN)},
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The URLconf, walked
+# ---------------------------------------------------------------------------------------------
+
+
+ROUTES = app_routes()
+
+
+def test_every_url_has_a_name():
+    unnamed = [r for r in walk_urlconf(get_resolver().url_patterns) if isinstance(r, str)]
+    assert unnamed == [], "name every URL pattern so the permission matrix can cover it"
+
+
+def test_the_walk_finds_the_known_trees():
+    # guards the generator: a broken walk would make every test below pass vacuously
+    names = {r.name for r in ROUTES}
+    assert {"api-project-list", "api-assignment-next", "project-detail", "annotate-form"} <= names
+    assert len(ROUTES) >= 30
+
+
+def test_every_url_is_in_the_table():
+    missing = sorted({r.name for r in ROUTES} - set(EXPECTED))
+    assert missing == [], f"new endpoint not covered by the permission matrix: {missing}"
+
+
+def test_the_table_has_no_stale_entries():
+    assert sorted(set(EXPECTED) - {r.name for r in ROUTES}) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters and bodies from the world
+# ---------------------------------------------------------------------------------------------
+
+# Which item each URL with an ``item_id`` addresses (default: the item in disagreement).
+ITEM_FOR: dict[str, str] = {"api-item-detail": "open", "item-detail": "open"}
+
+
+def params_for(route: Route, world: World, *, foreign: bool = False) -> dict[str, Any]:
+    """Fill the route's parameters: A's objects, or (``foreign``) B's objects of the same kind."""
+    values: dict[str, Any] = {"slug": world.a.slug}
+    for name in route.params:
+        if name == "item_id":
+            item = (
+                world.b_item if foreign else world.items[ITEM_FOR.get(route.name, "disagreement")]
+            )
+            values[name] = item.pk
+        elif name == "assignment_id":
+            values[name] = (world.b_assignment if foreign else world.assignments["leased"]).pk
+        elif name == "user_id":
+            values[name] = (world.b_user if foreign else world.users["other_annotator"]).pk
+        elif name == "spec_id":
+            values[name] = world.specs["b" if foreign else "a"].pk
+        elif name == "run_id":
+            values[name] = world.runs["b" if foreign else "a"].pk
+        elif name != "slug":
+            raise AssertionError(f"no world value for parameter {name!r} of {route.name}")
+    return values
+
+
+def _upload() -> SimpleUploadedFile:
+    data = jsonl_bytes([native_record("new-question")])
+    return SimpleUploadedFile("new.jsonl", data, content_type="application/x-ndjson")
+
+
+def _labels_form(world: World, item_key: str, prefix_extra: dict[str, str]) -> dict[str, str]:
+    item = world.items[item_key]
+    data = {"answer_label": "admissible", "comment": "", **prefix_extra}
+    for claim in claim_ids(item):
+        data[f"claim-{claim}-label"] = "not_supported"
+    return data
+
+
+def _spec_form(name: str) -> dict[str, str]:
+    """The calibration spec editor's fields for a conformal spec."""
+    return {
+        "name": name,
+        "method": "conformal_set",
+        "loss": "answer_inadmissible",
+        "denominator": "accepted_answers",
+        "alpha": "0.2",
+        "delta": "0.05",
+        "acceptance": ">=",
+        "selector": "mode",
+        "utility": "answer_rate",
+        "multiplicity": "bonferroni",
+        "canonicaliser": "exact",
+        "tie_rule": "canonical_ascending",
+        "answer_field": "canonical_form",
+        "partition": "calibration",
+        "unresolved_as": "error",
+        "evidence_unavailable_as": "error",
+        "abstained_as": "error",
+        "pending_as": "exclude",
+        "report_confidence": "0.95",
+        "seed": "0",
+    }
+
+
+def _labels_json(world: World, item_key: str) -> dict[str, Any]:
+    return {
+        "answer_label": "admissible",
+        "claims": [
+            {"claim_id": c, "label": "not_supported"} for c in claim_ids(world.items[item_key])
+        ],
+    }
+
+
+# (URL name, method) -> request body built from the world: (data, format) where format is
+# "json" or "multipart" for the API, "form" for pages.
+BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
+    ("api-import-create", "POST"): lambda w: ({"file": _upload()}, "multipart"),
+    ("api-partition-freeze", "POST"): lambda w: ({"seed": 7}, "json"),
+    ("api-annotation-submit", "PUT"): lambda w: (_labels_json(w, "leased"), "json"),
+    ("api-assignment-skip", "POST"): lambda w: ({"reason": "other", "note": "n"}, "json"),
+    ("api-adjudication-resolve", "POST"): lambda w: (
+        {
+            **_labels_json(w, "disagreement"),
+            "expected_version": w.items["disagreement"].version,
+            "rationale": "because",
+        },
+        "json",
+    ),
+    ("api-adjudication-unresolved", "POST"): lambda w: (
+        {"expected_version": w.items["disagreement"].version, "reason": "ambiguous_guideline"},
+        "json",
+    ),
+    ("api-settings", "PATCH"): lambda w: ({"lease_minutes": 45}, "json"),
+    ("api-member-list", "POST"): lambda w: ({"username": "newbie", "role": "annotator"}, "json"),
+    ("api-member-update", "PATCH"): lambda w: ({"role": "adjudicator"}, "json"),
+    ("import-create", "POST"): lambda w: ({"file": _upload(), "format": "native"}, "form"),
+    ("partition-freeze", "POST"): lambda w: (
+        {"seed": 7, "dev": 0.2, "calibration": 0.4, "test": 0.4},
+        "form",
+    ),
+    ("annotate-form", "POST"): lambda w: (_labels_form(w, "leased", {}), "form"),
+    ("annotate-skip", "POST"): lambda w: ({"reason": "other", "note": "n"}, "form"),
+    ("adjudication-item", "POST"): lambda w: (
+        _labels_form(
+            w,
+            "disagreement",
+            {
+                "action": "resolve",
+                "expected_version": str(w.items["disagreement"].version),
+                "rationale": "because",
+            },
+        ),
+        "form",
+    ),
+    ("project-settings", "POST"): lambda w: (
+        {"overlap": 2, "lease_minutes": 45, "serving_order": "partition"},
+        "form",
+    ),
+    ("project-members", "POST"): lambda w: (
+        {"action": "invite", "username": "newbie", "role": "annotator"},
+        "form",
+    ),
+    ("api-calibration-spec-list", "POST"): lambda w: (
+        {
+            "name": "new",
+            "method": "conformal_set",
+            "selector": "mode",
+            "alpha": "0.1",
+            "delta": "0.05",
+        },
+        "json",
+    ),
+    ("api-calibration-spec-detail", "PATCH"): lambda w: ({"alpha": "0.2"}, "json"),
+    ("api-calibration-spec-revise", "POST"): lambda w: ({"alpha": "0.2"}, "json"),
+    ("calibration-spec-new", "POST"): lambda w: (_spec_form("new"), "form"),
+    ("calibration-spec-revise", "POST"): lambda w: (_spec_form("world"), "form"),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+# ---------------------------------------------------------------------------------------------
+
+
+def clients(world: World) -> dict[str, tuple[APIClient, Client]]:
+    """Per role: an API client with a token, and a page client with a session."""
+    result = {}
+    for role in ROLES:
+        api, page = APIClient(), Client()
+        if role != "anonymous":
+            user = world.users[role]
+            api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
+            page.force_login(user)
+        result[role] = (api, page)
+    return result
+
+
+def request(
+    route: Route, method: str, url: str, client_pair: tuple[APIClient, Client], world: World
+) -> Any:
+    """Send one request in a savepoint that is rolled back afterwards."""
+    api, page = client_pair
+    body = BODIES.get((route.name, method))
+    data, fmt = body(world) if body else (None, "json")
+    with transaction.atomic():
+        if route.api:
+            kwargs = {"format": fmt} if data is not None else {}
+            response = getattr(api, method.lower())(url, data, **kwargs)
+        elif method in ("GET", "DELETE"):
+            response = getattr(page, method.lower())(url)
+        else:
+            response = getattr(page, method.lower())(url, data or {})
+        transaction.set_rollback(True)
+    return response
+
+
+def outcome(response: Any) -> int | str:
+    """The status, or LOGIN for a redirect to the login page."""
+    if response.status_code == 302 and response["Location"].startswith(
+        resolve_url(settings.LOGIN_URL)
+    ):
+        return LOGIN
+    return response.status_code
+
+
+SUCCESS = {200, 201, 202, 204, 302, 409}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.name)
+def test_permission_matrix(route):
+    assert route.name in EXPECTED, f"new endpoint not covered by the permission matrix: {route}"
+    world = build_world()
+    by_role = clients(world)
+    got: dict[tuple[str, str, str], Any] = {}
+    want: dict[tuple[str, str, str], Any] = {}
+    for method, statuses in EXPECTED[route.name].items():
+        for role, expected in zip(ROLES, statuses, strict=True):
+            # then: A's objects answer as the table says
+            url = url_for(route, params_for(route, world))
+            got[(method, role, "own")] = outcome(request(route, method, url, by_role[role], world))
+            want[(method, role, "own")] = expected
+            # and: B's objects through A's URL answer 404 to whoever may use the endpoint
+            if set(route.params) - {"slug"} and role != "anonymous":
+                url = url_for(route, params_for(route, world, foreign=True))
+                got[(method, role, "foreign")] = outcome(
+                    request(route, method, url, by_role[role], world)
+                )
+                want[(method, role, "foreign")] = 404 if expected in SUCCESS else expected
+    # and: methods the table does not list are refused
+    for method in sorted(set(METHODS) - set(EXPECTED[route.name])):
+        url = url_for(route, params_for(route, world))
+        got[(method, "manager", "unlisted")] = outcome(
+            request(route, method, url, by_role["manager"], world)
+        )
+        want[(method, "manager", "unlisted")] = 405
+    mismatches = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+    assert mismatches == {}, f"{route.route}: (method, role, objects): (got, expected)"

@@ -1,0 +1,437 @@
+"""A labelling "world" for the generated permission-matrix and blindness tests.
+
+Project A (``study``, overlap 2) holds items in every state, built through the real services in
+serving order (questions q1..q4, candidates c0 and c1 each):
+
+- ``disagreement``: q1/c0, labelled by the annotator and by another annotator, differently;
+- ``consensus``: q1/c1, both gave the same labels;
+- ``resolved``: q2/c0, labelled differently, then adjudicated with a rationale;
+- ``prior``: q2/c1, one imported prior vote plus the annotator's (different) vote: disagreement;
+- ``leased``: q3/c0, leased by the annotator now (after the other annotator skipped it);
+- ``open``: q4/c0, never touched.
+
+Project B (``other``) has a disagreement of its own, so A's URLs can be probed with B's ids.
+
+Every piece of data an annotator of A must never see carries a unique token (``SECRETS``): the
+other annotator's username, comment and skip note, the evaluator's name, version, raw output
+and score, the prior annotator's id, note, span labels and raw record, the question's metadata
+(GSM8K keeps its reference solution there) and the adjudicator's rationale. ``OTHER_QUOTE`` is
+the other annotator's evidence: it is part of a pinned source (which the annotator sees in
+full), so it may appear only inside that source's text.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.authtoken.models import Token
+
+from certification.services import (
+    calibration_run_execute,
+    calibration_run_request,
+    calibration_spec_create,
+)
+from labeling.importers.native import read_jsonl
+from labeling.models import Assignment, Claim, Item, Project, Role
+from labeling.services import (
+    AnnotationInput,
+    ClaimInput,
+    EvidenceInput,
+    adjudication_resolve,
+    annotation_submit,
+    assignment_skip,
+    item_claim_next,
+    membership_set,
+    project_create,
+    project_labelling_configure,
+    project_labelling_start,
+    workload_import,
+)
+from labeling.services.imports import fingerprint
+from tests.conftest import jsonl_bytes
+from tests.factories import WORK_SOURCE, UserFactory
+
+OTHER_USERNAME = "zz-other-annotator-5521"
+OTHER_COMMENT = "ZZ-OTHER-COMMENT-7731"
+OTHER_SKIP_NOTE = "ZZ-OTHER-SKIPNOTE-1180"
+OTHER_QUOTE = "ZZ-OTHER-QUOTE-4410"
+EVALUATOR = "zz-judge-8812"
+EVALUATOR_VERSION = "zz-judge-version-2093"
+EVALUATOR_RAW = "ZZ-EVAL-RAW-5093"
+EVALUATOR_SCORE = 0.123457
+PRIOR_ANNOTATOR = "zz-prior-annotator-4471"
+PRIOR_NOTE = "ZZ-PRIOR-NOTE-9034"
+PRIOR_SPAN_LABEL = "ZZ-PRIOR-SPANLABEL-3120"
+PRIOR_SPAN_NOTE = "ZZ-PRIOR-SPANNOTE-8127"
+PRIOR_RAW = "ZZ-PRIOR-RAW-6604"
+REFERENCE_SOLUTION = "ZZ-REFERENCE-SOLUTION-2208"
+RATIONALE = "ZZ-ADJUDICATION-RATIONALE-6650"
+OWN_COMMENT = "my own comment"
+
+# Strings that must appear in no response to the annotator of project A.
+SECRETS: dict[str, str] = {
+    "other annotator's username": OTHER_USERNAME,
+    "other annotator's comment": OTHER_COMMENT,
+    "other annotator's skip note": OTHER_SKIP_NOTE,
+    "evaluator name": EVALUATOR,
+    "evaluator version": EVALUATOR_VERSION,
+    "evaluator raw output": EVALUATOR_RAW,
+    "evaluator score": str(EVALUATOR_SCORE),
+    "prior annotator id": PRIOR_ANNOTATOR,
+    "prior annotation note": PRIOR_NOTE,
+    "prior span label": PRIOR_SPAN_LABEL,
+    "prior span note": PRIOR_SPAN_NOTE,
+    "prior raw record": PRIOR_RAW,
+    "question metadata (reference solution)": REFERENCE_SOLUTION,
+    "adjudication rationale": RATIONALE,
+}
+
+# A pinned source holding the other annotator's evidence quote (plain ASCII, one line, so that
+# it appears verbatim in JSON and HTML wherever the source is shown in full).
+QUOTE_SOURCE = f"Records of the harbour authority: {OTHER_QUOTE} marks the disputed opening date."
+ANSWER = "It opened in 1932. It spans the harbour."
+
+
+def _record(external_id: str, *, prior: bool = False) -> dict[str, Any]:
+    evaluator_labels = [
+        {
+            "evaluator": EVALUATOR,
+            "version": EVALUATOR_VERSION,
+            "label": "inadmissible",
+            "score": EVALUATOR_SCORE,
+            "raw": {"explanation": EVALUATOR_RAW},
+        },
+        {"evaluator": EVALUATOR, "version": EVALUATOR_VERSION, "claim": 0, "label": "contradicted"},
+    ]
+    candidates: list[dict[str, Any]] = [
+        {
+            "id": key,
+            "text": ANSWER,
+            "generator": "model-a",
+            "claims": [{"text": "It opened in 1932."}, {"text": "It spans the harbour."}],
+            "evaluator_labels": evaluator_labels,
+        }
+        for key in ("c0", "c1")
+    ]
+    if prior:
+        candidates[1]["prior_annotations"] = [
+            {
+                "annotator": PRIOR_ANNOTATOR,
+                "answer_label": "inadmissible",
+                "note": PRIOR_NOTE,
+                "raw": {"record": PRIOR_RAW},
+                "claim_labels": [
+                    {"claim": 0, "label": "not_supported"},
+                    {"claim": 1, "label": "not_supported"},
+                ],
+                "spans": [
+                    {
+                        "start": 0,
+                        "end": 2,
+                        "quote": "It",
+                        "labels": [PRIOR_SPAN_LABEL],
+                        "note": PRIOR_SPAN_NOTE,
+                    }
+                ],
+            }
+        ]
+    return {
+        "external_id": external_id,
+        "text": f"When did the bridge open ({external_id})?",
+        "metadata": {"reference_solution": REFERENCE_SOLUTION},
+        "sources": [
+            {"id": f"doc-{external_id}", "text": WORK_SOURCE, "rank": 1},
+            {"id": f"authority-{external_id}", "text": QUOTE_SOURCE, "rank": 2},
+        ],
+        "candidates": candidates,
+    }
+
+
+def _import(project: Project, records: list[dict[str, Any]]) -> None:
+    data = jsonl_bytes(records)
+    workload_import(
+        project=project,
+        records=read_jsonl(io.BytesIO(data)),
+        format="native",
+        filename="world.jsonl",
+        file_sha256=fingerprint(data.decode("utf-8")),
+    )
+
+
+def claim_ids(item: Item) -> list[int]:
+    """Return the ids of the item's claims, by index."""
+    return list(
+        Claim.objects.filter(candidate_id=item.candidate_id)
+        .order_by("index")
+        .values_list("pk", flat=True)
+    )
+
+
+def own_labels(item: Item, *, comment: str = OWN_COMMENT) -> AnnotationInput:
+    """The annotator's labels: admissible, every claim not_supported (no evidence needed)."""
+    return AnnotationInput(
+        answer_label="admissible",
+        claims=tuple(ClaimInput(claim_id=c, label="not_supported") for c in claim_ids(item)),
+        comment=comment,
+        time_spent_seconds=12.5,
+    )
+
+
+def quote_evidence(item: Item) -> EvidenceInput:
+    """A span citing :data:`OTHER_QUOTE` in the item's authority source (code points)."""
+    from labeling.models import RetrievalLink
+
+    link = RetrievalLink.objects.get(
+        question_id=item.candidate.question_id, source_version__text=QUOTE_SOURCE
+    )
+    start = QUOTE_SOURCE.index(OTHER_QUOTE)
+    return EvidenceInput(
+        source_version_id=link.source_version_id,
+        start=start,
+        end=start + len(OTHER_QUOTE),
+        quote=OTHER_QUOTE,
+        unit="codepoint",
+    )
+
+
+def other_labels(item: Item) -> AnnotationInput:
+    """The other annotator's labels: abstained, claims contradicted citing OTHER_QUOTE."""
+    return AnnotationInput(
+        answer_label="abstained",
+        claims=tuple(
+            ClaimInput(claim_id=c, label="contradicted", evidence=(quote_evidence(item),))
+            for c in claim_ids(item)
+        ),
+        comment=OTHER_COMMENT,
+        time_spent_seconds=30,
+    )
+
+
+@dataclass
+class World:
+    """Everything the generated tests address by name."""
+
+    a: Project
+    b: Project
+    users: dict[str, Any]
+    items: dict[str, Item]
+    assignments: dict[str, Assignment]
+    b_item: Item
+    b_assignment: Assignment
+    b_user: Any
+    tokens: dict[str, str] = field(default_factory=dict)
+    # calibration (issue 4): per project ("a", "b"), a spec and its done run
+    specs: dict[str, Any] = field(default_factory=dict)
+    runs: dict[str, Any] = field(default_factory=dict)
+
+    def refresh(self) -> None:
+        """Reload items (their versions change)."""
+        for item in [*self.items.values(), self.b_item]:
+            item.refresh_from_db()
+
+
+def _claim(project: Project, user: Any, expected: Item) -> Assignment:
+    assignment = item_claim_next(project=project, actor=user)
+    assert assignment is not None and assignment.item_id == expected.pk, (
+        f"serving order changed: expected item {expected.pk}, got {assignment}"
+    )
+    return assignment
+
+
+def _item(project: Project, question: str, key: str) -> Item:
+    return Item.objects.select_related("candidate").get(
+        project=project, candidate__question__external_id=question, candidate__key=key
+    )
+
+
+def _user(username: str | None = None) -> AbstractBaseUser:
+    return UserFactory(username=username) if username else UserFactory()
+
+
+def build_world() -> World:
+    """Build the world (see the module docstring) through the real services."""
+    manager, adjudicator, me = _user("mgr-a"), _user("adj-a"), _user("ann-a")
+    other, b_member, b_other = _user(OTHER_USERNAME), _user("ann-b"), _user("ann-b2")
+
+    a = project_create(slug="study", name="Study", manager=manager)
+    membership_set(project=a, user=adjudicator, role=Role.ADJUDICATOR)
+    membership_set(project=a, user=me, role=Role.ANNOTATOR)
+    membership_set(project=a, user=other, role=Role.ANNOTATOR)
+    _import(a, [_record("q1"), _record("q2", prior=True), _record("q3"), _record("q4")])
+    project_labelling_configure(project=a, actor=manager, overlap=2)
+    project_labelling_start(project=a, actor=manager)
+    items = {
+        "disagreement": _item(a, "q1", "c0"),
+        "consensus": _item(a, "q1", "c1"),
+        "resolved": _item(a, "q2", "c0"),
+        "prior": _item(a, "q2", "c1"),
+        "leased": _item(a, "q3", "c0"),
+        "open": _item(a, "q4", "c0"),
+    }
+    mine: dict[str, Assignment] = {}
+
+    def submit(user: Any, assignment: Assignment, data: AnnotationInput) -> None:
+        annotation_submit(project=a, assignment_id=assignment.pk, actor=user, data=data)
+
+    for state in ("disagreement", "consensus", "resolved"):
+        item = items[state]
+        mine[state] = _claim(a, me, item)
+        submit(me, mine[state], own_labels(item))
+        theirs = _claim(a, other, item)
+        if state == "consensus":
+            submit(other, theirs, own_labels(item, comment=OTHER_COMMENT))
+        else:
+            submit(other, theirs, other_labels(item))
+    resolved = items["resolved"]
+    resolved.refresh_from_db()
+    adjudication_resolve(
+        project=a,
+        item_id=resolved.pk,
+        actor=adjudicator,
+        expected_version=resolved.version,
+        answer_label="inadmissible",
+        claims=tuple(ClaimInput(claim_id=c, label="not_supported") for c in claim_ids(resolved)),
+        rationale=RATIONALE,
+    )
+    mine["prior"] = _claim(a, me, items["prior"])
+    submit(me, mine["prior"], own_labels(items["prior"]))
+    skipped = _claim(a, other, items["leased"])
+    assignment_skip(
+        project=a, assignment_id=skipped.pk, actor=other, reason="other", note=OTHER_SKIP_NOTE
+    )
+    mine["leased"] = _claim(a, me, items["leased"])
+
+    b = project_create(slug="other", name="Other", manager=_user("mgr-b"))
+    membership_set(project=b, user=b_member, role=Role.ANNOTATOR)
+    membership_set(project=b, user=b_other, role=Role.ANNOTATOR)
+    _import(b, [_record("b1")])
+    project_labelling_start(project=b, actor=b.memberships.get(role=Role.MANAGER).user)
+    b_item = _item(b, "b1", "c0")
+    b_assignment = item_claim_next(project=b, actor=b_member)
+    annotation_submit(
+        project=b, assignment_id=b_assignment.pk, actor=b_member, data=own_labels(b_item)
+    )
+    theirs = item_claim_next(project=b, actor=b_other)
+    annotation_submit(project=b, assignment_id=theirs.pk, actor=b_other, data=other_labels(b_item))
+
+    specs: dict[str, Any] = {}
+    runs: dict[str, Any] = {}
+    for key, project, owner in (
+        ("a", a, manager),
+        ("b", b, b.memberships.get(role=Role.MANAGER).user),
+    ):
+        specs[key] = calibration_spec_create(
+            project=project,
+            actor=owner,
+            name="world",
+            method="conformal_set",
+            selector="mode",
+            alpha="0.1",
+            delta="0.05",
+        )
+        requested = calibration_run_request(spec=specs[key], trigger="manual")
+        runs[key] = calibration_run_execute(run_id=requested.pk)
+
+    world = World(
+        a=a,
+        b=b,
+        users={
+            "annotator": me,
+            "adjudicator": adjudicator,
+            "manager": manager,
+            "other_member": b_member,
+            "other_annotator": other,
+        },
+        items=items,
+        assignments=mine,
+        b_item=b_item,
+        b_assignment=b_assignment,
+        b_user=b_other,
+        specs=specs,
+        runs=runs,
+    )
+    world.refresh()
+    for item_state, expected in {
+        "disagreement": "disagreement",
+        "consensus": "resolved",
+        "resolved": "resolved",
+        "prior": "disagreement",
+        "leased": "open",
+        "open": "open",
+    }.items():
+        assert world.items[item_state].status == expected, (item_state, world.items[item_state])
+    assert world.b_item.status == "disagreement"
+    return world
+
+
+# ---------------------------------------------------------------------------------------------
+# The URL configuration, walked
+# ---------------------------------------------------------------------------------------------
+
+# Trees that are not the application's own, each with why it is left out.
+SKIPPED_PREFIXES: dict[str, str] = {
+    "admin/": "Django admin: staff-only by Django's own permission system, not project roles",
+    "accounts/": "django.contrib.auth pages (login, logout, password reset): public by design",
+    "static/": "static files: no project data",
+    "media/": "uploaded media: none are served",
+}
+SKIPPED_NAMES: dict[str, str] = {
+    "api-schema": "the OpenAPI document: public, describes the API, holds no project data",
+    "api-docs": "Swagger UI over the OpenAPI document: public, holds no project data",
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    """One URL pattern of the application: its full route and name."""
+
+    route: str
+    name: str
+    api: bool
+
+    @property
+    def params(self) -> list[str]:
+        """The names of the path parameters, in order."""
+        return re.findall(r"<(?:\w+:)?(\w+)>", self.route)
+
+
+def walk_urlconf(
+    patterns: list[Any], prefix: str = "", namespace: str = ""
+) -> Iterator[Route | str]:
+    """Yield every named pattern under ``patterns`` as a Route (a string for an unnamed one)."""
+    for pattern in patterns:
+        route = prefix + str(pattern.pattern)
+        if any(route.startswith(p) for p in SKIPPED_PREFIXES):
+            continue
+        if isinstance(pattern, URLResolver):
+            ns = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+            yield from walk_urlconf(pattern.url_patterns, route, ns)
+        elif isinstance(pattern, URLPattern):
+            if pattern.name is None:
+                yield f"unnamed pattern {route!r}"  # reported by test_every_url_has_a_name
+                continue
+            name = namespace + pattern.name
+            if name in SKIPPED_NAMES:
+                continue
+            yield Route(route=route, name=name, api=route.startswith("api/"))
+
+
+def app_routes() -> list[Route]:
+    """Every named URL pattern of the application, skipped trees aside."""
+    return [r for r in walk_urlconf(get_resolver().url_patterns) if isinstance(r, Route)]
+
+
+def url_for(route: Route, values: dict[str, Any]) -> str:
+    """Return the path of ``route`` with its parameters filled from ``values``."""
+    return "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: str(values[m.group(1)]), route.route)
+
+
+def token_for(user: Any) -> str:
+    """Return (creating it) the API token of ``user``."""
+    return Token.objects.get_or_create(user=user)[0].key
