@@ -20,7 +20,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from labeling.models import ServingOrder
-from labeling.offsets import UNIT_UTF16, UNITS
+from labeling.offsets import UNIT_CODEPOINT, UNIT_UTF16, UNITS
 from labeling.services.annotations import ClaimInput, EvidenceInput
 
 # ---------------------------------------------------------------------------------------------
@@ -139,9 +139,15 @@ class SpanSerializer(serializers.Serializer):
     start = serializers.IntegerField(help_text="Code points, 0-based.")
     end = serializers.IntegerField(help_text="Code points, end-exclusive.")
     quote = serializers.CharField(trim_whitespace=False)
+    unit = serializers.SerializerMethodField(
+        help_text="Always codepoint: send it back with the span to cite the same text."
+    )
 
     class Meta:
         ref_name = "Span"
+
+    def get_unit(self, obj: Any) -> str:
+        return UNIT_CODEPOINT
 
 
 class ClaimVoteSerializer(serializers.Serializer):

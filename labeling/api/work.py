@@ -636,7 +636,6 @@ class MemberSerializer(serializers.Serializer):
 
     user_id = serializers.IntegerField()
     username = serializers.CharField(source="user.username")
-    email = serializers.CharField(source="user.email")
     role = serializers.CharField()
 
     class Meta:
@@ -659,7 +658,6 @@ class MemberListApi(APIView):
     class OutputSerializer(serializers.Serializer):
         user_id = serializers.IntegerField(source="membership.user_id")
         username = serializers.CharField(source="membership.user.username")
-        email = serializers.CharField(source="membership.user.email")
         role = serializers.CharField(source="membership.role")
         created_user = serializers.BooleanField(help_text="A new account was created.")
         set_password_url = serializers.SerializerMethodField(

@@ -112,6 +112,10 @@ class Project(models.Model):
         return self.slug
 
 
+# The largest primary key the databases store (a signed 64-bit integer). Ids from a request are
+# checked against it before a query: SQLite raises OverflowError on a larger Python int.
+MAX_ID = 2**63 - 1
+
 # The default label schema (DESIGN.md §2). A project may version its own.
 DEFAULT_ANSWER_LABELS = ["admissible", "inadmissible", "abstained", "evidence_unavailable"]
 DEFAULT_CLAIM_LABELS = ["supported", "contradicted", "not_supported", "evidence_unavailable"]

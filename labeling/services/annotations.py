@@ -36,6 +36,7 @@ from labeling.exceptions import (
 from labeling.locks import item_lock
 from labeling.models import (
     CANNOT_DECIDE,
+    MAX_ID,
     Annotation,
     AnnotationRevision,
     Assignment,
@@ -219,6 +220,9 @@ def labels_check(
         if isinstance(c, ClaimInput)
         for e in c.evidence
         if isinstance(e, EvidenceInput)
+        and isinstance(e.source_version_id, int)
+        # An id beyond the database's range cannot be pinned (and SQLite would overflow).
+        and 0 < e.source_version_id <= MAX_ID
     }
     pinned: Mapping[int, SourceVersion] = {
         link.source_version_id: link.source_version

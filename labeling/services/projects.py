@@ -23,6 +23,7 @@ from labeling.models import (
     DEFAULT_ANSWER_LABELS,
     DEFAULT_CLAIM_LABELS,
     DEFAULT_UNAVAILABLE_REASONS,
+    MAX_ID,
     EvidenceRelation,
     LabelPolicy,
     Membership,
@@ -235,6 +236,8 @@ def membership_change(*, project: Project, actor: Any, user_id: int, role: str) 
     project_lock(project.pk)
     membership = (
         Membership.objects.select_related("user").filter(project=project, user_id=user_id).first()
+        if 0 < user_id <= MAX_ID
+        else None
     )
     if membership is None:
         raise NotFound(f"user {user_id} is not a member of this project")

@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -172,6 +172,8 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
     claim_ids = [c.id for c in view.claims]
     state = LabelsState.from_post(request.POST, claim_ids)
     action = request.POST.get("action", "resolve")
+    if action not in ("resolve", "unresolved"):
+        return HttpResponseBadRequest("action must be resolve or unresolved")
     unresolved_reason = request.POST.get("unresolved_reason", "")
     rationale = request.POST.get("rationale", "")
     try:

@@ -87,6 +87,7 @@ def test_first_submit_stores_labels_and_converts_browser_offsets(client_for, ann
             "start": stored.start,
             "end": stored.end,
             "quote": quote,
+            "unit": "codepoint",
         }
     ]
 
@@ -249,3 +250,55 @@ def test_session_auth_submits_too(client, annotator, leased):
 
     assert response.status_code == 200
     assert Annotation.objects.filter(annotator=annotator).exists()
+
+
+def test_labels_read_back_from_the_api_can_be_sent_again_unchanged(client_for, annotator, leased):
+    # given a submitted annotation whose evidence lies after an emoji (UTF-16 != code points)
+    item = leased.item
+    first, second = claim_ids(item)
+    body = {
+        "answer_label": "admissible",
+        "claims": [
+            {"claim_id": first, "label": "not_supported"},
+            {
+                "claim_id": second,
+                "label": "supported",
+                "evidence": [span(item, "It spans the harbour of Sydney")],
+            },
+        ],
+    }
+    url = f"/api/projects/{item.project.slug}/assignments/{leased.pk}/"
+    api = client_for(annotator)
+    assert api.put(url + "annotation/", body, format="json").status_code == 200
+    # when a client sends back exactly the claims it reads
+    current = api.get(url).json()["current"]
+    echo = {
+        "answer_label": current["answer_label"],
+        "claims": [
+            {"claim_id": c["claim_id"], "label": c["label"], "evidence": c["evidence"]}
+            for c in current["claims"]
+        ],
+    }
+    response = api.put(url + "annotation/", echo, format="json")
+    # then it is the same annotation: no new revision
+    assert response.status_code == 200, response.json()
+    assert response.json()["revision_count"] == 1
+
+
+def test_a_source_id_beyond_64_bits_is_a_400_naming_the_field(client_for, annotator, leased):
+    item = leased.item
+    first, second = claim_ids(item)
+    evidence = {**span(item, "It spans the harbour of Sydney"), "source_version_id": 2**63}
+    body = {
+        "answer_label": "admissible",
+        "claims": [
+            {"claim_id": first, "label": "not_supported"},
+            {"claim_id": second, "label": "supported", "evidence": [evidence]},
+        ],
+    }
+    url = f"/api/projects/{item.project.slug}/assignments/{leased.pk}/annotation/"
+
+    response = client_for(annotator).put(url, body, format="json")
+
+    assert response.status_code == 400
+    assert "source_version_id" in str(response.json())

@@ -67,6 +67,9 @@ def test_inviting_an_existing_user_adds_them_without_a_link(client_for, manager,
     assert response.json()["created_user"] is False
     assert response.json()["set_password_url"] is None
     assert Membership.objects.get(user=existing).role == "adjudicator"
+    # a manager never learns the email of an account they add
+    assert existing.email not in response.content.decode()
+    assert existing.email not in client_for(manager).get(URL).content.decode()
 
 
 def test_inviting_a_member_again_is_400(client_for, manager, member, project):
@@ -101,10 +104,12 @@ def test_the_last_manager_cannot_be_demoted(client_for, manager, project):
     assert Membership.objects.get(user=manager).role == "manager"
 
 
-def test_a_user_who_is_not_a_member_is_404(client_for, manager, project):
+@pytest.mark.parametrize("beyond", [False, True], ids=["stranger", "id-beyond-64-bits"])
+def test_a_user_who_is_not_a_member_is_404(client_for, manager, project, beyond):
     stranger = UserFactory()
+    user_id = 2**64 if beyond else stranger.pk
 
-    response = client_for(manager).patch(f"{URL}{stranger.pk}/", {"role": "annotator"})
+    response = client_for(manager).patch(f"{URL}{user_id}/", {"role": "annotator"})
 
     assert response.status_code == 404
     assert not Membership.objects.filter(user=stranger).exists()

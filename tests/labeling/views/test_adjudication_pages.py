@@ -298,3 +298,13 @@ def test_an_item_under_another_projects_slug_is_404(login, disputed):
     client = login("staff")
 
     assert client.get(reverse("adjudication-item", args=["other", disputed.pk])).status_code == 404
+
+
+def test_an_unknown_action_is_refused_and_changes_nothing(login, disputed):
+    client = login(Role.ADJUDICATOR)
+
+    response = client.post(item_url(disputed), {**decision_post(disputed), "action": "zzz"})
+
+    assert response.status_code == 400
+    disputed.refresh_from_db()
+    assert disputed.resolution is None
