@@ -43,7 +43,7 @@ def calibration_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
     """Context of the dashboard's calibration panel: the latest version of each spec."""
     from certification.selectors import calibration_spec_list
 
-    specs = [s for s in calibration_spec_list(project=project) if s.next_version_id is None]
+    specs = [s for s in calibration_spec_list(project=project) if not s.has_next]
     return {"calibration_specs": specs}
 
 

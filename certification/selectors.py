@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from certification.contract import spec_content
 from certification.exceptions import RunNotFound, SpecNotFound
@@ -229,6 +229,7 @@ def calibration_spec_list(*, project: Project) -> QuerySet[CalibrationSpec]:
             latest_run_id=Subquery(latest.values("pk")[:1]),
             latest_run_status=Subquery(latest.values("status")[:1]),
             latest_run_outcome=Subquery(latest.values("outcome")[:1]),
+            has_next=Exists(CalibrationSpec.objects.filter(previous=OuterRef("pk"))),
         )
         .order_by("name", "-version")
     )
@@ -256,13 +257,16 @@ def calibration_spec_get(*, project: Project, spec_id: int) -> CalibrationSpec:
 
 
 def calibration_spec_history(*, spec: CalibrationSpec) -> list[CalibrationSpec]:
-    """Return the spec's chain of versions, oldest first (follows ``previous`` links)."""
-    chain = list(
+    """Return the spec's chain of versions, oldest first.
+
+    A chain shares its name (a new spec must take a new name; a revision keeps it), so the
+    versions are the project's specs of that name. One query.
+    """
+    return list(
         CalibrationSpec.objects.filter(project_id=spec.project_id, name=spec.name).order_by(
             "version"
         )
     )
-    return chain
 
 
 def calibration_run_list(

@@ -119,8 +119,8 @@ def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) 
     """Revise a spec (managers): the new version links to this one, which stays frozen."""
     project, role = project_for(request, slug)
     _require_viewer(role)
-    spec = _spec_or_404(project, spec_id)
     _require_manager(role)
+    spec = _spec_or_404(project, spec_id)
     form = CalibrationSpecForm(
         request.POST or None,
         initial=CalibrationSpecForm.initial_from(spec),
@@ -172,8 +172,8 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
     """Start a run of the spec (managers); a run on unchanged labels is the existing one."""
     project, role = project_for(request, slug)
     _require_viewer(role)
-    spec = _spec_or_404(project, spec_id)
     _require_manager(role)
+    spec = _spec_or_404(project, spec_id)
     try:
         run = calibration_run_start(spec=spec, actor=request.user)
     except LabelingError as exc:

@@ -128,6 +128,8 @@ def parameter_values(world: World) -> dict[str, list[Any]]:
         "item_id": list(Item.objects.values_list("pk", flat=True)),
         "assignment_id": list(Assignment.objects.values_list("pk", flat=True)),
         "user_id": sorted(set(Membership.objects.values_list("user_id", flat=True))),
+        "spec_id": sorted(spec.pk for spec in world.specs.values()),
+        "run_id": sorted(run.pk for run in world.runs.values()),
     }
 
 

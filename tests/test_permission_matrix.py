@@ -71,6 +71,21 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-adjudication-unresolved": {"POST": (403, 201, 201, 404, 401)},
     "api-progress": {"GET": (403, 200, 200, 404, 401)},
     "api-agreement": {"GET": (403, 200, 200, 404, 401)},
+    # --- REST API: calibration (issue 4); the world's spec is used by a run: PATCH is 409 ------
+    "api-calibration-spec-list": {
+        "GET": (403, 200, 200, 404, 401),
+        "POST": (403, 403, 201, 404, 401),
+    },
+    "api-calibration-spec-detail": {
+        "GET": (403, 200, 200, 404, 401),
+        "PATCH": (403, 403, 409, 404, 401),
+    },
+    "api-calibration-spec-revise": {"POST": (403, 403, 201, 404, 401)},
+    "api-calibration-run-list": {
+        "GET": (403, 200, 200, 404, 401),
+        "POST": (403, 403, 202, 404, 401),
+    },
+    "api-calibration-run-detail": {"GET": (403, 200, 200, 404, 401)},
     # --- REST API: managers -------------------------------------------------------------------
     "api-settings": {"GET": (403, 403, 200, 404, 401), "PATCH": (403, 403, 200, 404, 401)},
     # labelling has started in the world: the manager's second start is a conflict
@@ -95,6 +110,19 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "project-settings": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     "project-labelling-start": {"POST": (403, 403, 302, 404, LOGIN)},
     "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
+    # calibration pages do not exist for annotators (404); adjudicators read only (403 on writes)
+    "calibration-home": {"GET": (404, 200, 200, 404, LOGIN)},
+    "calibration-spec-new": {
+        "GET": (404, 403, 200, 404, LOGIN),
+        "POST": (404, 403, 302, 404, LOGIN),
+    },
+    "calibration-spec-detail": {"GET": (404, 200, 200, 404, LOGIN)},
+    "calibration-spec-revise": {
+        "GET": (404, 403, 200, 404, LOGIN),
+        "POST": (404, 403, 302, 404, LOGIN),
+    },
+    "calibration-run-start": {"POST": (404, 403, 302, 404, LOGIN)},
+    "calibration-run-detail": {"GET": (404, 200, 200, 404, LOGIN)},
 }
 
 
@@ -148,6 +176,10 @@ def params_for(route: Route, world: World, *, foreign: bool = False) -> dict[str
             values[name] = (world.b_assignment if foreign else world.assignments["leased"]).pk
         elif name == "user_id":
             values[name] = (world.b_user if foreign else world.users["other_annotator"]).pk
+        elif name == "spec_id":
+            values[name] = world.specs["b" if foreign else "a"].pk
+        elif name == "run_id":
+            values[name] = world.runs["b" if foreign else "a"].pk
         elif name != "slug":
             raise AssertionError(f"no world value for parameter {name!r} of {route.name}")
     return values
@@ -164,6 +196,32 @@ def _labels_form(world: World, item_key: str, prefix_extra: dict[str, str]) -> d
     for claim in claim_ids(item):
         data[f"claim-{claim}-label"] = "not_supported"
     return data
+
+
+def _spec_form(name: str) -> dict[str, str]:
+    """The calibration spec editor's fields for a conformal spec."""
+    return {
+        "name": name,
+        "method": "conformal_set",
+        "loss": "answer_inadmissible",
+        "denominator": "accepted_answers",
+        "alpha": "0.2",
+        "delta": "0.05",
+        "acceptance": ">=",
+        "selector": "mode",
+        "utility": "answer_rate",
+        "multiplicity": "bonferroni",
+        "canonicaliser": "exact",
+        "tie_rule": "canonical_ascending",
+        "answer_field": "canonical_form",
+        "partition": "calibration",
+        "unresolved_as": "error",
+        "evidence_unavailable_as": "error",
+        "abstained_as": "error",
+        "pending_as": "exclude",
+        "report_confidence": "0.95",
+        "seed": "0",
+    }
 
 
 def _labels_json(world: World, item_key: str) -> dict[str, Any]:
@@ -224,6 +282,20 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
         {"action": "invite", "username": "newbie", "role": "annotator"},
         "form",
     ),
+    ("api-calibration-spec-list", "POST"): lambda w: (
+        {
+            "name": "new",
+            "method": "conformal_set",
+            "selector": "mode",
+            "alpha": "0.1",
+            "delta": "0.05",
+        },
+        "json",
+    ),
+    ("api-calibration-spec-detail", "PATCH"): lambda w: ({"alpha": "0.2"}, "json"),
+    ("api-calibration-spec-revise", "POST"): lambda w: ({"alpha": "0.2"}, "json"),
+    ("calibration-spec-new", "POST"): lambda w: (_spec_form("new"), "form"),
+    ("calibration-spec-revise", "POST"): lambda w: (_spec_form("world"), "form"),
 }
 
 
@@ -273,7 +345,7 @@ def outcome(response: Any) -> int | str:
     return response.status_code
 
 
-SUCCESS = {200, 201, 204, 302, 409}
+SUCCESS = {200, 201, 202, 204, 302, 409}
 
 
 @pytest.mark.django_db

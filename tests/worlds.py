@@ -32,6 +32,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authtoken.models import Token
 
+from certification.services import (
+    calibration_run_execute,
+    calibration_run_request,
+    calibration_spec_create,
+)
 from labeling.importers.native import read_jsonl
 from labeling.models import Assignment, Claim, Item, Project, Role
 from labeling.services import (
@@ -221,6 +226,9 @@ class World:
     b_assignment: Assignment
     b_user: Any
     tokens: dict[str, str] = field(default_factory=dict)
+    # calibration (issue 4): per project ("a", "b"), a spec and its done run
+    specs: dict[str, Any] = field(default_factory=dict)
+    runs: dict[str, Any] = field(default_factory=dict)
 
     def refresh(self) -> None:
         """Reload items (their versions change)."""
@@ -312,6 +320,24 @@ def build_world() -> World:
     theirs = item_claim_next(project=b, actor=b_other)
     annotation_submit(project=b, assignment_id=theirs.pk, actor=b_other, data=other_labels(b_item))
 
+    specs: dict[str, Any] = {}
+    runs: dict[str, Any] = {}
+    for key, project, owner in (
+        ("a", a, manager),
+        ("b", b, b.memberships.get(role=Role.MANAGER).user),
+    ):
+        specs[key] = calibration_spec_create(
+            project=project,
+            actor=owner,
+            name="world",
+            method="conformal_set",
+            selector="mode",
+            alpha="0.1",
+            delta="0.05",
+        )
+        requested = calibration_run_request(spec=specs[key], trigger="manual")
+        runs[key] = calibration_run_execute(run_id=requested.pk)
+
     world = World(
         a=a,
         b=b,
@@ -327,6 +353,8 @@ def build_world() -> World:
         b_item=b_item,
         b_assignment=b_assignment,
         b_user=b_other,
+        specs=specs,
+        runs=runs,
     )
     world.refresh()
     for item_state, expected in {

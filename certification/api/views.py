@@ -40,7 +40,7 @@ from certification.services import (
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.views import ErrorSerializer
 from labeling.exceptions import PermissionDenied
-from labeling.permissions import can_manage
+from labeling.permissions import can_manage, require_manager
 from labeling.selectors import project_get_for_user
 from labeling.selectors.review import require_adjudicator
 
@@ -336,7 +336,8 @@ class CalibrationSpecDetailApi(APIView):
     )
     def patch(self, request: Request, slug: str, spec_id: int) -> Response:
         """Change an unused spec in place."""
-        project, _ = _viewer(request, slug)
+        project, role = _viewer(request, slug)
+        require_manager(role)  # the role is refused before the object is looked up
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         given = SpecInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
@@ -360,7 +361,8 @@ class CalibrationSpecReviseApi(APIView):
     )
     def post(self, request: Request, slug: str, spec_id: int) -> Response:
         """Revise the spec; fields not given keep their values."""
-        project, _ = _viewer(request, slug)
+        project, role = _viewer(request, slug)
+        require_manager(role)  # the role is refused before the object is looked up
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         given = SpecInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
@@ -398,7 +400,8 @@ class CalibrationRunListApi(APIView):
     )
     def post(self, request: Request, slug: str, spec_id: int) -> Response:
         """Start a run (idempotent: unchanged inputs return the existing run)."""
-        project, _ = _viewer(request, slug)
+        project, role = _viewer(request, slug)
+        require_manager(role)  # the role is refused before the object is looked up
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         run = calibration_run_start(spec=spec, actor=request.user)
         run.refresh_from_db()

@@ -771,18 +771,25 @@ def _heldout_units(
     return records, _exclusions(excluded), {"claims_excluded": claims_excluded}
 
 
-def _report(report: HeldoutReport) -> dict[str, Any]:
+SET_METRICS = ("set_coverage", "set_coverage_all_eligible")
+
+
+def _report(report: HeldoutReport, *, sets: bool) -> dict[str, Any]:
+    """A held-out report as JSON; without sets in the contract the set metrics are left out
+    (a policy that never returns a set is not a policy whose sets fail)."""
     sizes = report.set_sizes
     return {
         "n_eligible": report.n_eligible,
         "confidence": report.confidence,
-        "metrics": [_metric(m) for m in report.metrics],
+        "metrics": [_metric(m) for m in report.metrics if sets or m.name not in SET_METRICS],
         "set_sizes": {
             "counts": [[size, count] for size, count in sizes.counts],
             "n_sets": sizes.n_sets,
             "n_no_set": sizes.n_no_set,
             "mean": num(sizes.mean),
-        },
+        }
+        if sets
+        else None,
     }
 
 
@@ -810,7 +817,8 @@ def _heldout(
         policy.append(
             "no conformal threshold: no sets"
             if m_star is None
-            else f"return the top M* = {num(m_star)} canonical classes"
+            else f"return the top M* = {'inf' if math.isinf(m_star) else int(m_star)} "
+            "canonical classes"
         )
     out: dict[str, Any] = {
         "partition": "test",
@@ -818,7 +826,10 @@ def _heldout(
         "units": len(units),
         "excluded": excluded,
         **extra,
-        "report": _report(heldout_report([r.record for r in records], confidence=confidence)),
+        "report": _report(
+            heldout_report([r.record for r in records], confidence=confidence),
+            sets=contract.conformal,
+        ),
         "slices": {},
     }
     keys = sorted({key for r in records for key in r.slices})
@@ -831,7 +842,7 @@ def _heldout(
             out["slices"][key] = {"reason": f"more than {MAX_SLICE_VALUES} values: not broken down"}
             continue
         out["slices"][key] = {
-            value: _report(heldout_report(group, confidence=confidence))
+            value: _report(heldout_report(group, confidence=confidence), sets=contract.conformal)
             for value, group in sorted(groups.items())
         }
     return out
@@ -997,8 +1008,8 @@ def ledger(
             corrections.append(
                 f"Bonferroni over the whole prespecified family of M = "
                 f"{selective['n_thresholds']} thresholds (per-test level delta/M = "
-                f"{selective['test_level']}); the operating point is chosen among certified "
-                f"thresholds by the declared utility ({contract.utility})"
+                f"{_short(selective['test_level'])}); the operating point is chosen among "
+                f"certified thresholds by the declared utility ({contract.utility})"
             )
         else:
             corrections.append(
@@ -1044,11 +1055,30 @@ def ledger(
     )
     grouping = dependence.get("grouping") or {}
     deff = grouping.get("design_effect")
+    losses = []
+    assumed = []
+    if selective is not None:
+        unit = (
+            "candidate answer"
+            if contract.selector == "each_candidate"
+            else "question (its emitted answer)"
+        )
+        losses.append(f"{LOSS_TEXT[contract.loss]}; range {{0, 1}}; unit: {unit}")
+        assumed.append(
+            "independent, identically distributed units with a binary loss (the exact binomial "
+            "test of selective risk)"
+        )
+    if conformal is not None:
+        losses.append(
+            "set miscoverage: 1 if no admissible answer class is in the prediction set, else 0 "
+            "(a class is admissible iff every one of its samples has loss 0 under: "
+            f"{LOSS_TEXT[contract.loss]}); range {{0, 1}}; unit: question"
+        )
+        assumed.append("exchangeable calibration and test questions (conformal sets)")
     assumptions = (
-        "Independent, identically distributed units (selective risk, exact binomial test) and "
-        "exchangeable calibration and test questions (conformal); binary loss; resolved labels "
-        "taken as correct. The partition is grouped by shared sources / group keys (a leakage "
-        "discipline, not a proof of independence)."
+        "; ".join(assumed).capitalize() + "; resolved labels taken as correct. The partition is "
+        "grouped by shared sources / group keys (a leakage discipline, not a proof of "
+        "independence)."
     )
     if deff is not None:
         assumptions += (
@@ -1062,19 +1092,19 @@ def ledger(
         "Covers the output object exactly as produced by the frozen selector"
         + (" and acceptance rule" if selective is not None else "")
         + "; any later rewriting, truncation, reranking, a different selector or canonicaliser "
-        "is outside the certificate. Set coverage does not imply that the selected answer is "
-        "admissible (seed 000). Covers only the labels in this run's inputs snapshot."
+        "is outside the certificate."
+        + (
+            " Set coverage does not imply that the selected answer is admissible (seed 000)."
+            if conformal is not None
+            else ""
+        )
+        + " Covers only the labels in this run's inputs snapshot."
     )
     values = {
         "population": population,
         "output_object": " | ".join(outputs),
         "admission_policy": admission,
-        "loss": f"{LOSS_TEXT[contract.loss]}; range {{0, 1}}; unit: "
-        + (
-            "candidate answer"
-            if contract.selector == "each_candidate"
-            else "question (its emitted answer)"
-        ),
+        "loss": " | ".join(losses),
         "numerator": " | ".join(numerators),
         "denominator": " | ".join(denominators),
         "conditioning": " | ".join(conditioning),

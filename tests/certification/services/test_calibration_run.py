@@ -182,6 +182,34 @@ def test_the_conformal_reference_through_a_run(project, alpha, m_star):
     assert conformal["counts"]["unsolvable"] == 1
 
 
+def test_sequential_stopping_is_applied_alike_and_reports_samples_saved(project):
+    # given questions with 10 unanimous samples: at delta 0.05 sampling stops at k = 8
+    def unanimous(prefix, n):
+        return [
+            rec(f"{prefix}{i}", [cand(f"s{j}", answer="42") for j in range(10)]) for i in range(n)
+        ]
+
+    calibration_project(project, {"calibration": unanimous("c", 5), "test": unanimous("t", 3)})
+    spec = make_spec(
+        project,
+        method="conformal_set",
+        selector="mode",
+        alpha="0.1",
+        thresholds=[],
+        score_field="",
+        stopping_delta="0.05",
+    )
+    counts = run_of(spec).result["conformal"]["counts"]
+    assert counts["stopping"] == {
+        "samples_available": 50,
+        "samples_used": 40,
+        "samples_saved": 10,
+        "fraction_saved": 0.2,
+        "no_answer_samples": 0,
+    }
+    assert counts["test_stopping"]["samples_saved"] == 6
+
+
 def test_seed_000_coverage_survives_while_selection_fails(project):
     # given 100 questions whose set {bad, good} always holds the admissible "good" while the
     # selector always emits "bad" (calibration and test built alike)
@@ -263,6 +291,8 @@ def test_seed_000_refusal_changes_the_denominator(project):
             (interval.lower, interval.upper), rel=1e-12
         )
     assert metrics["unsupported_claim_risk"]["unit"] == "assessed claim"
+    # a policy without sets reports no set metrics (rather than a set coverage of 0)
+    assert "set_coverage" not in metrics and result["heldout"]["report"]["set_sizes"] is None
 
 
 # -- counting policies -------------------------------------------------------------------------

@@ -1,0 +1,222 @@
+"""Calibration pages through the Django test client: roles, the editor, runs with plots."""
+
+from __future__ import annotations
+
+import pytest
+
+from certification.models import CalibrationRun, CalibrationSpec, RunStatus
+from certification.services import calibration_run_execute, calibration_run_request
+from labeling.services import project_create
+from tests.factories import calibration_candidate as cand
+from tests.factories import calibration_project, make_spec
+from tests.factories import calibration_record as rec
+
+pytestmark = pytest.mark.django_db
+
+BASE = "/p/study/certification"
+FORM = {
+    "name": "main",
+    "description": "all questions of the workload",
+    "method": "both",
+    "loss": "answer_inadmissible",
+    "denominator": "accepted_answers",
+    "alpha": "0.1",
+    "delta": "0.05",
+    "thresholds": "0.5, 0.9",
+    "acceptance": ">=",
+    "score_field": "acceptance_score",
+    "selector": "mode",
+    "utility": "answer_rate",
+    "multiplicity": "bonferroni",
+    "canonicaliser": "exact",
+    "tie_rule": "canonical_ascending",
+    "answer_field": "canonical_form",
+    "stopping_delta": "",
+    "partition": "calibration",
+    "unresolved_as": "error",
+    "evidence_unavailable_as": "error",
+    "abstained_as": "error",
+    "pending_as": "exclude",
+    "report_confidence": "0.95",
+    "seed": "0",
+}
+
+
+@pytest.fixture
+def data(project):
+    calibration = [
+        rec(f"c{i}", [cand("a", answer="x", score=1.0, selected=True)]) for i in range(50)
+    ]
+    calibration.append(rec("pending", [cand("a", answer="x", score=1.0, label=None)]))
+    test = [
+        rec(f"t{i}", [cand("a", answer="x", score=1.0, selected=True)], slices={"domain": "law"})
+        for i in range(10)
+    ]
+    return calibration_project(project, {"calibration": calibration, "test": test})
+
+
+@pytest.fixture
+def spec(data):
+    return make_spec(data, method="both", selector="mode", thresholds=[0.5, 0.9])
+
+
+@pytest.fixture
+def done_run(spec):
+    run = calibration_run_request(spec=spec, trigger="manual")
+    return calibration_run_execute(run_id=run.pk)
+
+
+def _pages(run):
+    spec = run.spec
+    return [
+        f"{BASE}/",
+        f"{BASE}/specs/new/",
+        f"{BASE}/specs/{spec.pk}/",
+        f"{BASE}/specs/{spec.pk}/revise/",
+        f"{BASE}/runs/{run.pk}/",
+    ]
+
+
+# -- roles -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("role", "statuses"),
+    [
+        ("annotator", [404, 404, 404, 404, 404]),
+        ("adjudicator", [200, 403, 200, 403, 200]),
+        ("manager", [200, 200, 200, 200, 200]),
+        ("staff", [200, 200, 200, 200, 200]),
+        ("nonmember", [404, 404, 404, 404, 404]),
+    ],
+)
+def test_who_sees_which_page(done_run, login, role, statuses):
+    client = login(role)
+    assert [client.get(url).status_code for url in _pages(done_run)] == statuses
+
+
+def test_anonymous_users_are_sent_to_the_login(done_run, client):
+    for url in _pages(done_run):
+        response = client.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.parametrize("role", ["annotator", "adjudicator"])
+def test_only_managers_post(spec, login, role):
+    client = login(role)
+    expected = 404 if role == "annotator" else 403
+    assert client.post(f"{BASE}/specs/new/", FORM).status_code == expected
+    assert client.post(f"{BASE}/specs/{spec.pk}/run/").status_code == expected
+    assert client.post(f"{BASE}/specs/{spec.pk}/revise/", FORM).status_code == expected
+    assert CalibrationSpec.objects.count() == 1 and not CalibrationRun.objects.exists()
+
+
+def test_another_projects_spec_is_not_found(data, login):
+    other = project_create(slug="other", name="Other")
+    foreign = make_spec(other, name="theirs")
+    client = login("manager")
+    assert client.get(f"{BASE}/specs/{foreign.pk}/").status_code == 404
+    assert client.post(f"{BASE}/specs/{foreign.pk}/run/").status_code == 404
+
+
+def test_the_dashboard_links_to_calibration_for_managers_only(spec, login):
+    assert f"{BASE}/" in login("manager").get("/p/study/").content.decode()
+
+
+def test_the_dashboard_hides_calibration_from_annotators(spec, login):
+    assert "/certification/" not in login("annotator").get("/p/study/").content.decode()
+
+
+# -- the editor --------------------------------------------------------------------------------
+def test_a_manager_writes_a_spec(data, login):
+    response = login("manager").post(f"{BASE}/specs/new/", FORM)
+    spec = CalibrationSpec.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"{BASE}/specs/{spec.pk}/"
+    assert spec.thresholds == [0.5, 0.9] and str(spec.alpha.normalize()) == "0.1"
+    assert spec.description == "all questions of the workload"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"alpha": "2"}, "alpha"),
+        ({"thresholds": "0.5, x"}, "thresholds"),
+        ({"thresholds": ""}, "thresholds"),
+        ({"score_field": ""}, "score_field"),
+    ],
+)
+def test_an_invalid_spec_is_shown_with_its_field(data, login, change, field):
+    response = login("manager").post(f"{BASE}/specs/new/", {**FORM, **change})
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert field in errors
+    assert not CalibrationSpec.objects.exists()
+
+
+def test_revising_saves_a_new_version(done_run, login):
+    spec = done_run.spec
+    client = login("manager")
+    page = client.get(f"{BASE}/specs/{spec.pk}/revise/")
+    assert page.context["form"].initial["thresholds"] == "0.5, 0.9"
+    response = client.post(f"{BASE}/specs/{spec.pk}/revise/", {**FORM, "alpha": "0.2"})
+    new = CalibrationSpec.objects.get(previous=spec)
+    assert response["Location"] == f"{BASE}/specs/{new.pk}/"
+    assert new.version == 2 and new.name == spec.name  # the name field is fixed
+    # the old version says it is superseded and offers no second revision
+    body = client.get(f"{BASE}/specs/{spec.pk}/").content.decode()
+    assert 'id="superseded"' in body and 'id="revise-spec"' not in body
+
+
+# -- runs --------------------------------------------------------------------------------------
+def test_run_now_redirects_to_the_run(spec, login, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = login("manager").post(f"{BASE}/specs/{spec.pk}/run/")
+    run = CalibrationRun.objects.get()
+    assert response["Location"] == f"{BASE}/runs/{run.pk}/"
+    assert run.status == RunStatus.DONE
+
+
+def test_the_run_page_shows_certificate_plots_ledger_and_report(done_run, login):
+    response = login("adjudicator").get(f"{BASE}/runs/{done_run.pk}/")
+    body = response.content.decode()
+    for anchor in (
+        'id="selective-risk"',
+        'id="threshold-table"',
+        'id="conformal"',
+        'id="heldout-table"',
+        'id="ledger-table"',
+        'id="rccs"',
+        'id="dependence"',
+    ):
+        assert anchor in body, anchor
+    # three server-side SVG plots, inline
+    for plot in ("plot-selective-risk", "plot-conformal-curve", "plot-rank-histogram"):
+        assert f'id="{plot}"><svg' in body.replace("\n", ""), plot
+    assert body.count('data-field="') == 12
+    assert 'data-metric="emitted_answer_risk"' in body
+    assert "Slice: domain" in body
+    # the pending candidate is reported and the certificate's scope said
+    assert 'id="pending-note"' in body and "covers only the resolved items" in body
+    # a finished run does not reload itself
+    assert "data-refresh-ms" not in body and "run_refresh.js" not in body
+
+
+def test_a_pending_run_page_refreshes_itself(spec, login):
+    run = calibration_run_request(spec=spec, trigger="manual")
+    body = login("manager").get(f"{BASE}/runs/{run.pk}/").content.decode()
+    assert 'data-refresh-ms="3000"' in body and "certification/run_refresh.js" in body
+    assert 'id="ledger"' not in body
+
+
+def test_a_failed_run_shows_its_error_and_no_certificate(spec, login):
+    run = calibration_run_request(spec=spec, trigger="manual")
+    CalibrationRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error="boom")
+    body = login("manager").get(f"{BASE}/runs/{run.pk}/").content.decode()
+    assert 'id="run-error"' in body and "boom" in body
+    assert 'id="selective-risk"' not in body
+
+
+def test_the_list_shows_specs_and_runs(done_run, login):
+    body = login("adjudicator").get(f"{BASE}/").content.decode()
+    assert 'id="spec-list"' in body and f"run {done_run.pk}" in body
+    assert 'id="new-spec"' not in body  # adjudicators read only
+    assert 'id="new-spec"' in login("manager").get(f"{BASE}/").content.decode()
