@@ -469,19 +469,11 @@ def annotation_submit(
     # claim, skip, lease release or other submit of this item runs.
     item_lock(assignment.item_id)
     assignment.refresh_from_db(fields=["status", "submitted_at"])
-    if assignment.status == AssignmentStatus.LEASED:
-        return _first_submit(
-            project=project,
-            assignment=assignment,
-            actor=actor,
-            policy=policy,
-            labels=labels,
-            comment=comment,
-            time_spent=time_spent,
-            content=content,
-        )
-    if assignment.status == AssignmentStatus.SUBMITTED:
-        return _revise(
+    write = {AssignmentStatus.LEASED: _first_submit, AssignmentStatus.SUBMITTED: _revise}.get(
+        assignment.status
+    )
+    if write is not None:
+        return write(
             project=project,
             assignment=assignment,
             actor=actor,
