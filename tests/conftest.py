@@ -44,6 +44,27 @@ def _fast_settings(settings: Any) -> None:
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 
 
+@pytest.fixture(autouse=True)
+def _celery_in_process(request: pytest.FixtureRequest) -> Iterable[None]:
+    """Run Celery tasks in the test's process, whatever the broker (a mock boundary, C10).
+
+    Tests assert the database state a task leaves, so they need it to have run. With a Redis
+    broker (CI's second run) tasks would otherwise wait for a worker that the test does not
+    start. Tests marked ``celery_worker`` start a real worker and keep the configured mode.
+    """
+    from labeling.celery import app
+
+    if request.node.get_closest_marker("celery_worker"):
+        yield
+        return
+    eager, propagates = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The third-party datasets beside the repository; tests skip when they are absent."""
