@@ -113,7 +113,12 @@ def test_worker_process_verifies_committed_source_versions(project, import_recor
                 time.sleep(0.2)
             # then the worker, not this process, computed the real counts
             assert result.successful(), log.read_text()
-            assert result.get(timeout=5) == {"checked": 3, "mismatched": []}
+            # the result is ready: read it without the "inside a task" guard that an eager task
+            # run earlier in this process may have left set
+            assert result.get(timeout=5, disable_sync_subtasks=False) == {
+                "checked": 3,
+                "mismatched": [],
+            }
             assert result.id in log.read_text()
         finally:
             celery_app.conf.task_always_eager = eager
