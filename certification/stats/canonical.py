@@ -82,8 +82,8 @@ def text(answer: str) -> str:
 
     Punctuation is every character of a Unicode ``P*`` category ("Paris." -> "paris",
     "U.S.A." -> "usa"), except between two digits ("42.0", "1,5", "1/2" keep theirs, so "42.0" and
-    "420" stay apart) and a dash used as a minus sign (at the start or after a space, before a
-    digit: "-3"). Symbols (``S*``, e.g. "$", "+") are kept, so "1+1" and "11" stay apart. The
+    "420" stay apart) and a dash used as a minus sign (before a digit and not inside a word: "-3",
+    "(-3)" -> "-3", "x=-3", "1e-5"; punctuation dropped before such a sign becomes a space). Symbols (``S*``, e.g. "$", "+") are kept, so "1+1" and "11" stay apart. The
     result is a fixed point: canonicalising it again changes nothing.
 
     Args:
@@ -102,8 +102,28 @@ def text(answer: str) -> str:
     folded = unicodedata.normalize(
         "NFKC", unicodedata.normalize("NFKC", _require_str(answer)).casefold()
     )
-    kept = "".join(ch for i, ch in enumerate(folded) if _keep(folded, i))
+    kept = "".join(
+        ch if _keep(folded, i) else (" " if _before_sign(folded, i) else "")
+        for i, ch in enumerate(folded)
+    )
     return _SPACE.sub(" ", kept).strip()
+
+
+def _is_sign(folded: str, i: int) -> bool:
+    """A dash before a digit that is not inside a word ("-3", "(-3)", "x=-3", "1e-5")."""
+    if unicodedata.category(folded[i]) != "Pd" or i + 1 >= len(folded):
+        return False
+    if not folded[i + 1].isdigit():
+        return False
+    before = folded[i - 1] if i else ""
+    if before in ("e", "E") and i >= 2 and folded[i - 2].isdigit():
+        return True  # an exponent: "1e-5" must not become "1e5"
+    return not before.isalnum()
+
+
+def _before_sign(folded: str, i: int) -> bool:
+    """Dropped punctuation right before a sign becomes a space, keeping the sign a sign."""
+    return i + 1 < len(folded) and _is_sign(folded, i + 1)
 
 
 def _keep(folded: str, i: int) -> bool:
@@ -116,9 +136,10 @@ def _keep(folded: str, i: int) -> bool:
     # would merge "42.0" with "420".
     if before.isdigit() and after.isdigit():
         return True
-    # A minus at the start of a word ("-3", "x = -3") is a sign, not punctuation; "covid-19" and
-    # "a:-0" lose it (so a second pass finds nothing more to drop).
-    return unicodedata.category(ch) == "Pd" and after.isdigit() and (not before or before.isspace())
+    # A minus that is not inside a word ("-3", "(-3)", "x=-3", "1e-5") is a sign, not
+    # punctuation; "covid-19" loses its dash. Punctuation dropped right before a sign becomes a
+    # space (text()), so a second pass still sees a sign: the result is a fixed point.
+    return _is_sign(folded, i)
 
 
 def parse_number(answer: str) -> Fraction | None:

@@ -150,3 +150,25 @@ def test_non_strings_are_refused():
     for function in (numeric, text, get_canonicaliser("exact")):
         with pytest.raises(StatsError, match="answer must be a string"):
             function(42)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("(-3)", "-3"),
+        ("x=-3", "x=-3"),
+        ("answer:-7", "answer -7"),
+        ("[-1, 2]", "-1 2"),
+        ("1e-5", "1e-5"),
+        ("covid-19", "covid19"),
+    ],
+)
+def test_a_minus_sign_after_punctuation_or_in_an_exponent_is_kept(answer, expected):
+    # "(-3)" and "(3)" are different answers; so are "1e-5" and "1e5"
+    assert text(answer) == expected
+    assert text(expected) == expected
+
+
+def test_negative_numbers_in_brackets_stay_negative():
+    assert numeric("(-3)") == "-3" != numeric("(3)")
+    assert numeric("answer:-7") != numeric("answer:7")
