@@ -483,9 +483,14 @@ def calibration_run_request(
         CertificationError: the spec no longer matches its content hash.
 
     Concurrency: must run inside the caller's transaction (it is not atomic on its own; the
-    services that call it are). The partial unique constraint on (spec, input hash) makes a
-    concurrent duplicate fail; the loser returns the winner's run.
+    services that call it are). Locks the spec row and reads it again, so an edit either
+    commits before (the run certifies the edited spec) or waits and is refused as frozen. The
+    partial unique constraint on (spec, input hash) makes a concurrent duplicate fail; the loser
+    returns the winner's run.
     """
+    # Read the spec again under its row lock (the write lock on SQLite): the caller's copy may
+    # predate an edit that committed since, and a run must certify the spec as it now stands.
+    spec = CalibrationSpec.objects.select_for_update().get(pk=spec.pk)
     spec_sha = _check_spec_hash(spec)
     if inputs is None:
         inputs = calibration_inputs(spec=spec)

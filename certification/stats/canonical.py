@@ -83,8 +83,9 @@ def text(answer: str) -> str:
     Punctuation is every character of a Unicode ``P*`` category ("Paris." -> "paris",
     "U.S.A." -> "usa"), except between two digits ("42.0", "1,5", "1/2" keep theirs, so "42.0" and
     "420" stay apart) and a dash used as a minus sign (before a digit and not inside a word: "-3",
-    "(-3)" -> "-3", "x=-3", "1e-5"; punctuation dropped before such a sign becomes a space). Symbols (``S*``, e.g. "$", "+") are kept, so "1+1" and "11" stay apart. The
-    result is a fixed point: canonicalising it again changes nothing.
+    "(-3)" -> "-3", "x=-3", "1e-5"; punctuation dropped before such a sign becomes a space).
+    Symbols (``S*``, e.g. "$", "+") are kept, so "1+1" and "11" stay apart. The result is a
+    fixed point: canonicalising it again changes nothing.
 
     Args:
         answer: the sampled answer.

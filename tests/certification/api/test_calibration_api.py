@@ -125,6 +125,15 @@ def test_an_invalid_field_is_named(data, api, change, field):
     assert not CalibrationSpec.objects.exists()
 
 
+def test_a_misspelt_field_is_refused_not_defaulted(data, api):
+    response = api("manager").post(
+        f"{BASE}/specs/", {**BODY, "aplha": "0.05", "unresolved": "exclude"}, format="json"
+    )
+    assert response.status_code == 400
+    assert set(response.json()) >= {"aplha", "unresolved"}
+    assert not CalibrationSpec.objects.exists()
+
+
 def test_patch_changes_an_unused_spec_and_refuses_a_used_one(spec, api):
     client = api("manager")
     response = client.patch(f"{BASE}/specs/{spec.pk}/", {"alpha": "0.2"}, format="json")
