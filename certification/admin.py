@@ -7,7 +7,14 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from certification.models import AgreementReport, CalibrationRun, CalibrationSpec
+from certification.models import (
+    AgreementReport,
+    AuditReport,
+    AuditSample,
+    AuditSampleMember,
+    CalibrationRun,
+    CalibrationSpec,
+)
 
 
 @admin.register(AgreementReport)
@@ -61,3 +68,31 @@ class CalibrationRunAdmin(_ReadOnlyAdmin):
     list_select_related = ("spec", "project")
     search_fields = ("project__slug", "input_sha256", "spec__name")
     exclude = ("inputs",)
+
+
+@admin.register(AuditReport)
+class AuditReportAdmin(_ReadOnlyAdmin):
+    """Evaluator audits, read-only (``audit_report_configure`` / ``_recompute`` write them)."""
+
+    list_display = ("evaluator", "project", "computed_at", "input_sha256")
+    list_select_related = ("evaluator", "project")
+    search_fields = ("project__slug", "evaluator__name", "input_sha256")
+    exclude = ("result",)
+
+
+@admin.register(AuditSample)
+class AuditSampleAdmin(_ReadOnlyAdmin):
+    """Audit samples, read-only (``audit_sample_draw`` writes them)."""
+
+    list_display = ("pk", "evaluator", "project", "size", "seed", "created_at")
+    list_select_related = ("evaluator", "project")
+    search_fields = ("project__slug", "evaluator__name")
+    exclude = ("population",)
+
+
+@admin.register(AuditSampleMember)
+class AuditSampleMemberAdmin(_ReadOnlyAdmin):
+    """Members of audit samples, read-only."""
+
+    list_display = ("sample", "item", "stratum", "inclusion_probability")
+    list_select_related = ("sample",)

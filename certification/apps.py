@@ -12,6 +12,7 @@ AGREEMENT_PANEL = "agreement"
 AGREEMENT_TEMPLATE = "certification/_agreement.html"
 CALIBRATION_RECEIVER_UID = "certification.calibration_refresh_on_resolution"
 CALIBRATION_PANEL = "calibration"
+AUDIT_RECEIVER_UID = "certification.audit_refresh_on_resolution"
 CALIBRATION_TEMPLATE = "certification/_calibration_panel.html"
 
 
@@ -63,6 +64,19 @@ def enqueue_calibration_refresh(sender: Any, *, project_id: int, **kwargs: Any) 
     transaction.on_commit(enqueue, robust=True)
 
 
+def enqueue_audit_refresh(sender: Any, *, project_id: int, **kwargs: Any) -> None:
+    """Receive ``labeling.signals.items_resolved``: enqueue the project's audit recompute.
+
+    Idempotent (an unchanged input hash writes nothing); ``robust=True`` as for the agreement.
+    """
+    from certification.tasks import audit_reports_refresh_task  # the one allowed local import
+
+    def enqueue() -> None:
+        audit_reports_refresh_task.delay(project_id)
+
+    transaction.on_commit(enqueue, robust=True)
+
+
 class CertificationConfig(AppConfig):
     """Agreement statistics (issue 3); calibration specs and runs (issue 4); evaluator audits
     and releases (later issues)."""
@@ -73,7 +87,8 @@ class CertificationConfig(AppConfig):
     def ready(self) -> None:
         """Subscribe to the labelling domain's one event (STYLE.md C1); add the dashboard panels.
 
-        Every resolution enqueues the agreement recompute and the calibration refresh.
+        Every resolution enqueues the agreement recompute, the calibration refresh and the
+        evaluator audits' recompute.
 
         The panel (``labeling.views.panels``) shows the agreement figures on the project
         dashboard to managers and adjudicators; rater names only to managers
@@ -88,6 +103,7 @@ class CertificationConfig(AppConfig):
         items_resolved.connect(
             enqueue_calibration_refresh, dispatch_uid=CALIBRATION_RECEIVER_UID, weak=False
         )
+        items_resolved.connect(enqueue_audit_refresh, dispatch_uid=AUDIT_RECEIVER_UID, weak=False)
         dashboard_panel_register(
             name=AGREEMENT_PANEL, template=AGREEMENT_TEMPLATE, context=agreement_panel_context
         )

@@ -45,3 +45,25 @@ class SpecFrozen(InvalidTransition):
     """The spec is used by a run (or already has a newer version) and cannot change in place."""
 
     code = "spec_frozen"
+
+
+class EvaluatorNotFound(NotFound):
+    """No evaluator with this id (or name@version) in the project."""
+
+    code = "evaluator_not_found"
+
+
+class AuditNotConfigured(NotFound):
+    """The evaluator has no audit declaration yet (a manager declares its polarity first)."""
+
+    code = "audit_not_configured"
+
+
+class InvalidAudit(InvalidInput):
+    """An audit declaration field is invalid; ``data["field"]`` names it."""
+
+    code = "invalid_audit"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}", data={"field": field})
+        self.field = field

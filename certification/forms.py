@@ -16,6 +16,7 @@ from certification.models import (
     CalibrationSpec,
     CountAs,
     Denominator,
+    FlagWhen,
     Loss,
     Multiplicity,
     Selector,
@@ -119,3 +120,55 @@ class CalibrationSpecForm(forms.Form):
         data = dict(self.cleaned_data)
         data.pop("name", None)
         return data
+
+
+def _label_list(value: str) -> list[str]:
+    return [part.strip() for part in value.replace("\n", ",").split(",") if part.strip()]
+
+
+class AuditDeclarationForm(forms.Form):
+    """An evaluator audit's declaration: positive labels, or a score threshold (issue 5)."""
+
+    human_positive = forms.CharField(
+        initial="inadmissible",
+        help_text="Resolved answer labels counted positive, comma-separated.",
+    )
+    evaluator_positive = forms.CharField(
+        required=False,
+        initial="inadmissible",
+        help_text="Evaluator labels counted positive (ignored when a threshold is set).",
+    )
+    score_threshold = forms.FloatField(
+        required=False, help_text="For a score-only evaluator: its score becomes a flag."
+    )
+    flag_when = forms.ChoiceField(
+        choices=FlagWhen.choices, initial=FlagWhen.LT, help_text="The flag is score <op> threshold."
+    )
+    confidence = forms.DecimalField(initial="0.95", min_value=0, max_value=1, decimal_places=8)
+
+    def declaration(self) -> dict[str, Any]:
+        """The cleaned values as ``audit_report_configure`` takes them."""
+        data = self.cleaned_data
+        return {
+            "human_positive": _label_list(data["human_positive"]),
+            "evaluator_positive": _label_list(data.get("evaluator_positive") or ""),
+            "score_threshold": data.get("score_threshold"),
+            "flag_when": data["flag_when"],
+            "confidence": data["confidence"],
+        }
+
+
+class AuditSampleForm(forms.Form):
+    """Draw an audit sample: size, seed and the slice dimension of the strata (issue 5)."""
+
+    size = forms.IntegerField(min_value=1)
+    seed = forms.IntegerField(min_value=0, initial=0)
+    slice_dimension = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "verdict only"),
+            ("domain", "domain"),
+            ("question_type", "question type"),
+            ("generator", "generator"),
+        ],
+    )

@@ -10,6 +10,7 @@ from django.db import OperationalError
 from certification.exceptions import RunNotFound
 from certification.services import (
     agreement_recompute,
+    audit_reports_refresh,
     calibration_run_execute,
     calibration_run_fail,
     calibration_runs_refresh,
@@ -89,3 +90,24 @@ def calibration_run_execute_task(run_id: int) -> dict[str, object] | None:
         logger.exception("calibration_run_execute.crashed", extra={"run_id": run_id})
         run = calibration_run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}")
     return {"run_id": run.pk, "status": run.status, "outcome": run.outcome}
+
+
+@shared_task(
+    soft_time_limit=300,
+    time_limit=360,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_backoff_max=300,
+    max_retries=5,
+)
+def audit_reports_refresh_task(project_id: int) -> list[dict[str, object]] | None:
+    """Recompute the project's evaluator audits; returns each report's id and input hash.
+
+    A project deleted before the task ran is logged and skipped.
+    """
+    try:
+        reports = audit_reports_refresh(project_id=project_id)
+    except NotFound:
+        logger.warning("audit_reports_refresh.missing_project", extra={"project_id": project_id})
+        return None
+    return [{"report_id": r.pk, "input_sha256": r.input_sha256} for r in reports]

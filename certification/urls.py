@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from certification import views
+from certification import views, views_audit
 
 urlpatterns = [
     path(
@@ -34,5 +34,25 @@ urlpatterns = [
         "p/<slug:slug>/certification/runs/<int:run_id>/",
         views.calibration_run_detail,
         name="calibration-run-detail",
+    ),
+]
+
+# Evaluator audits (issue 5).
+urlpatterns += [
+    path("p/<slug:slug>/certification/audits/", views_audit.audit_list, name="audit-list"),
+    path(
+        "p/<slug:slug>/certification/audits/<int:evaluator_id>/",
+        views_audit.audit_detail,
+        name="audit-detail",
+    ),
+    path(
+        "p/<slug:slug>/certification/audits/<int:evaluator_id>/disagreements.csv",
+        views_audit.audit_disagreements_csv,
+        name="audit-disagreements-csv",
+    ),
+    path(
+        "p/<slug:slug>/certification/audits/<int:evaluator_id>/samples/",
+        views_audit.audit_sample_draw_view,
+        name="audit-sample-draw",
     ),
 ]

@@ -130,6 +130,7 @@ def parameter_values(world: World) -> dict[str, list[Any]]:
         "user_id": sorted(set(Membership.objects.values_list("user_id", flat=True))),
         "spec_id": sorted(spec.pk for spec in world.specs.values()),
         "run_id": sorted(run.pk for run in world.runs.values()),
+        "evaluator_id": sorted(e.pk for e in world.evaluators.values()),
     }
 
 

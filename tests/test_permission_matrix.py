@@ -123,6 +123,22 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     },
     "calibration-run-start": {"POST": (404, 403, 302, 404, LOGIN)},
     "calibration-run-detail": {"GET": (404, 200, 200, 404, LOGIN)},
+    # evaluator audits (issue 5): evaluator labels never reach annotators (404 on pages)
+    "audit-list": {"GET": (404, 200, 200, 404, LOGIN)},
+    "audit-detail": {
+        "GET": (404, 200, 200, 404, LOGIN),
+        "POST": (404, 403, 302, 404, LOGIN),
+    },
+    "audit-disagreements-csv": {"GET": (404, 200, 200, 404, LOGIN)},
+    "audit-sample-draw": {"POST": (404, 403, 302, 404, LOGIN)},
+    "api-audit-sample-list": {
+        "GET": (403, 200, 200, 404, 401),
+        "POST": (403, 403, 201, 404, 401),
+    },
+    "api-audit-detail": {
+        "GET": (403, 200, 200, 404, 401),
+        "POST": (403, 403, 200, 404, 401),
+    },
 }
 
 
@@ -180,6 +196,8 @@ def params_for(route: Route, world: World, *, foreign: bool = False) -> dict[str
             values[name] = world.specs["b" if foreign else "a"].pk
         elif name == "run_id":
             values[name] = world.runs["b" if foreign else "a"].pk
+        elif name == "evaluator_id":
+            values[name] = world.evaluators["b" if foreign else "a"].pk
         elif name != "slug":
             raise AssertionError(f"no world value for parameter {name!r} of {route.name}")
     return values
@@ -295,6 +313,14 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("api-calibration-spec-detail", "PATCH"): lambda w: ({"alpha": "0.2"}, "json"),
     ("api-calibration-spec-revise", "POST"): lambda w: ({"alpha": "0.2"}, "json"),
     ("calibration-spec-new", "POST"): lambda w: (_spec_form("new"), "form"),
+    ("audit-detail", "POST"): lambda w: (
+        {"human_positive": "inadmissible", "evaluator_positive": "inadmissible"}
+        | {"flag_when": "<", "confidence": "0.95"},
+        "form",
+    ),
+    ("api-audit-detail", "POST"): lambda w: ({"human_positive": ["inadmissible"]}, "json"),
+    ("audit-sample-draw", "POST"): lambda w: ({"size": "2", "seed": "1"}, "form"),
+    ("api-audit-sample-list", "POST"): lambda w: ({"size": 2, "seed": 1}, "json"),
     ("calibration-spec-revise", "POST"): lambda w: (_spec_form("world"), "form"),
 }
 

@@ -33,12 +33,13 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authtoken.models import Token
 
 from certification.services import (
+    audit_report_configure,
     calibration_run_execute,
     calibration_run_request,
     calibration_spec_create,
 )
 from labeling.importers.native import read_jsonl
-from labeling.models import Assignment, Claim, Item, Project, Role
+from labeling.models import Assignment, Claim, Evaluator, Item, Project, Role
 from labeling.services import (
     AnnotationInput,
     ClaimInput,
@@ -229,6 +230,8 @@ class World:
     # calibration (issue 4): per project ("a", "b"), a spec and its done run
     specs: dict[str, Any] = field(default_factory=dict)
     runs: dict[str, Any] = field(default_factory=dict)
+    # evaluator audits (issue 5): per project ("a", "b"), the evaluator, its audit declared
+    evaluators: dict[str, Any] = field(default_factory=dict)
 
     def refresh(self) -> None:
         """Reload items (their versions change)."""
@@ -322,6 +325,7 @@ def build_world() -> World:
 
     specs: dict[str, Any] = {}
     runs: dict[str, Any] = {}
+    evaluators: dict[str, Any] = {}
     for key, project, owner in (
         ("a", a, manager),
         ("b", b, b.memberships.get(role=Role.MANAGER).user),
@@ -337,6 +341,8 @@ def build_world() -> World:
         )
         requested = calibration_run_request(spec=specs[key], trigger="manual")
         runs[key] = calibration_run_execute(run_id=requested.pk)
+        evaluators[key] = Evaluator.objects.get(project=project)
+        audit_report_configure(project=project, evaluator=evaluators[key], actor=owner)
 
     world = World(
         a=a,
@@ -355,6 +361,7 @@ def build_world() -> World:
         b_user=b_other,
         specs=specs,
         runs=runs,
+        evaluators=evaluators,
     )
     world.refresh()
     for item_state, expected in {

@@ -36,3 +36,17 @@ urlpatterns = [
         name="api-calibration-run-detail",
     ),
 ]
+
+# Evaluator audits (issue 5).
+urlpatterns += [
+    path(
+        "projects/<slug:slug>/audits/<int:evaluator_id>/",
+        views.AuditReportApi.as_view(),
+        name="api-audit-detail",
+    ),
+    path(
+        "projects/<slug:slug>/audits/<int:evaluator_id>/samples/",
+        views.AuditSampleListApi.as_view(),
+        name="api-audit-sample-list",
+    ),
+]

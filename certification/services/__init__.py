@@ -1,6 +1,15 @@
 """Services of certification (STYLE.md C3): each recomputes from resolved labels, idempotently."""
 
 from certification.services.agreement import agreement_recompute, level_to_json, votes_sha256
+from certification.services.audit import (
+    AUDIT_STATS_VERSION,
+    audit_report_configure,
+    audit_report_recompute,
+    audit_reports_refresh,
+    audit_result_compute,
+    evaluator_verdict,
+)
+from certification.services.audit_sample import allocate, audit_sample_draw
 from certification.services.calibration import (
     SPEC_FIELDS,
     calibration_run_execute,
@@ -23,6 +32,14 @@ from certification.services.calibration_compute import (
 )
 
 __all__ = [
+    "AUDIT_STATS_VERSION",
+    "allocate",
+    "audit_report_configure",
+    "audit_sample_draw",
+    "audit_report_recompute",
+    "audit_reports_refresh",
+    "audit_result_compute",
+    "evaluator_verdict",
     "SPEC_FIELDS",
     "STATS_VERSION",
     "agreement_recompute",

@@ -12,6 +12,7 @@ from labeling.services.assignments import (
     assignments_release_expired,
     item_claim_next,
     items_enqueue,
+    items_prioritise,
     project_labelling_configure,
     project_labelling_start,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "assignments_release_expired",
     "item_claim_next",
     "items_enqueue",
+    "items_prioritise",
     "project_labelling_configure",
     "project_labelling_start",
     "ImportResult",

@@ -383,6 +383,39 @@ def items_enqueue(*, project: Project, item_ids: Sequence[int]) -> int:
     return queued
 
 
+@transaction.atomic
+def items_prioritise(*, project: Project, item_ids: Sequence[int]) -> int:
+    """Move the given open items to the front of the serving queue; return how many moved.
+
+    They keep the order of ``item_ids`` among themselves and are served before every other
+    item (e.g. an audit sample that must be labelled first). Items of another project, items
+    not open and unknown ids are left alone; nothing else about the items changes, so the
+    labelling stays blind and N-way as for any item.
+
+    Concurrency: opens its own transaction (or joins the caller's) and locks the Project row.
+    """
+    project = project_lock(project.pk)
+    open_ids = set(
+        Item.objects.filter(
+            project=project, pk__in=list(item_ids), status=ItemStatus.OPEN
+        ).values_list("pk", flat=True)
+    )
+    ordered = [pk for pk in dict.fromkeys(item_ids) if pk in open_ids]
+    if not ordered:
+        return 0
+    first = (
+        Item.objects.filter(project=project)
+        .order_by("queue_position")
+        .values_list("queue_position", flat=True)
+        .first()
+    )
+    start = (first or 0) - len(ordered)
+    moved = [Item(pk=pk, queue_position=start + n) for n, pk in enumerate(ordered)]
+    for chunk in _chunks(moved, 1000):
+        Item.objects.bulk_update(chunk, ["queue_position"])
+    return len(ordered)
+
+
 # ---------------------------------------------------------------------------------------------
 # Claim, skip, release
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,453 @@
+"""Evaluator audits (issue 5): how far an automated judge agrees with adjudicated people.
+
+``audit_report_configure`` declares an evaluator version's polarity (and, for a score-only
+evaluator such as HHEM, the threshold that turns its score into a flag) and computes the report;
+``audit_report_recompute`` keeps the stored result equal to the statistics of the current
+inputs, idempotently (same input hash, no write); ``audit_reports_refresh`` runs it for every
+declared audit of a project after each resolution (Celery, ``certification.apps``).
+
+The statistics are ``certification.stats.audit`` (confusion matrix, accuracy, kappa,
+sensitivity, specificity, PPV, NPV, McNemar, slices, disagreements) and
+``certification.stats.ppi.estimate_error_rate`` (human-only exact bound, PPI, PPI++, union
+bound). This module only aligns the data and stores JSON.
+
+Which items are "audited". The error-rate estimates need the audit sample: here every
+evaluator-labelled item that has a resolution (resolved, or closed as unresolved). They are
+treated as a simple random sample of the evaluator-labelled items (one stratum): true when the
+whole workload is labelled, or when items are served in a seeded random order; not when people
+labelled a hand-picked subset. The report states this assumption.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from certification.exceptions import InvalidAudit
+from certification.models import AuditReport, AuditSample, FlagWhen
+from certification.selectors import AuditRow, audit_rows
+from certification.stats.audit import (
+    DISAGREEMENT_COLUMNS,
+    AuditMetrics,
+    AuditRecord,
+    Polarity,
+    audit,
+    audit_by_slice,
+    disagreements,
+)
+from certification.stats.errors import StatsError
+from certification.stats.ppi import MISSING, NEGATIVE, POSITIVE, estimate_error_rate
+from labeling.exceptions import NotFound, PermissionDenied
+from labeling.models import Evaluator, Project
+from labeling.permissions import can_manage, project_role
+
+logger = logging.getLogger(__name__)
+
+# Part of the input hash: bump it when the statistics or the stored JSON change.
+AUDIT_STATS_VERSION = 1
+#: The evaluator labels of a thresholded score (flag = positive).
+FLAG, PASS = "flag", "pass"
+#: Default declaration: FaithBench-style binary verdicts in the policy's answer schema.
+DEFAULT_POSITIVE = ("inadmissible",)
+#: The slice dimensions of the per-slice tables.
+SLICE_DIMENSIONS = ("domain", "question_type", "generator")
+POLARITY_NAME = "error / not supported"
+SAMPLE_ASSUMPTION = (
+    "the resolved items are treated as a simple random sample of the evaluator-labelled items "
+    "(true when every item is labelled or items are served in seeded random order)"
+)
+
+SAMPLED_ASSUMPTION = (
+    "the audited items are the resolved members of the latest audit sample, a seeded stratified "
+    "random sample (strata: evaluator verdict x slice); members not yet resolved are assumed "
+    "missing at random within their stratum"
+)
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    FlagWhen.LT: operator.lt,
+    FlagWhen.LE: operator.le,
+    FlagWhen.GT: operator.gt,
+    FlagWhen.GE: operator.ge,
+}
+
+
+# -- declaration ------------------------------------------------------------------------------
+def _labels(value: Iterable[str] | None, field: str) -> list[str]:
+    labels = sorted({str(v).strip() for v in (value or ()) if str(v).strip()})
+    if not labels:
+        raise InvalidAudit(field, "declare at least one positive label")
+    return labels
+
+
+@transaction.atomic
+def audit_report_configure(
+    *,
+    project: Project,
+    evaluator: Evaluator,
+    actor: Any,
+    human_positive: Iterable[str] | None = None,
+    evaluator_positive: Iterable[str] | None = None,
+    score_threshold: float | None = None,
+    flag_when: str = FlagWhen.LT,
+    confidence: float | Decimal | str = "0.95",
+) -> AuditReport:
+    """Declare (or re-declare) an evaluator's audit and compute its report.
+
+    Args:
+        project: the evaluator's project.
+        evaluator: the evaluator version audited.
+        actor: the acting user; must manage ``project``. None only for a trusted operator
+            (``manage.py audit_evaluator``), never from a request.
+        human_positive: resolved answer labels counted positive (None: ``inadmissible``).
+        evaluator_positive: evaluator labels counted positive (None: ``inadmissible``);
+            ignored when ``score_threshold`` is set (the flag is then the positive label).
+        score_threshold: for a score-only evaluator, the threshold of its flag.
+        flag_when: the flag's inequality, ``score <op> threshold`` (default ``<``: a low
+            consistency score flags an error, as HHEM).
+        confidence: two-sided level of every interval, in (0, 1); delta = 1 - confidence.
+
+    Returns:
+        The report, recomputed.
+
+    Raises:
+        PermissionDenied: if ``actor`` does not manage the project.
+        NotFound: if the evaluator is not of the project.
+        InvalidAudit: on an empty positive set, a non-finite threshold, an unknown inequality
+            or a confidence outside (0, 1).
+
+    Opens its own transaction; ``update_or_create`` on the one-report-per-evaluator key.
+    """
+    if actor is not None and not can_manage(project_role(project=project, user=actor)):
+        raise PermissionDenied("only a project manager may declare an audit")
+    if evaluator.project_id != project.pk:
+        raise NotFound("no such evaluator in this project")
+    if flag_when not in _OPS:
+        raise InvalidAudit("flag_when", f"must be one of {', '.join(_OPS)}")
+    if score_threshold is not None:
+        score_threshold = float(score_threshold)
+        if not math.isfinite(score_threshold):
+            raise InvalidAudit("score_threshold", "must be a finite number")
+        ev_positive = [FLAG]
+    else:
+        ev_positive = _labels(
+            DEFAULT_POSITIVE if evaluator_positive is None else evaluator_positive,
+            "evaluator_positive",
+        )
+    try:
+        level = Decimal(str(confidence))
+    except ArithmeticError as exc:
+        raise InvalidAudit("confidence", "must be a number") from exc
+    if not (0 < level < 1):
+        raise InvalidAudit("confidence", "must lie strictly between 0 and 1")
+    report, _ = AuditReport.objects.update_or_create(
+        evaluator=evaluator,
+        defaults={
+            "project": project,
+            "human_positive": _labels(
+                DEFAULT_POSITIVE if human_positive is None else human_positive, "human_positive"
+            ),
+            "evaluator_positive": ev_positive,
+            "score_threshold": score_threshold,
+            "flag_when": flag_when,
+            "confidence": level,
+            "configured_by": actor,
+            "input_sha256": "",
+        },
+    )
+    return audit_report_recompute(report_id=report.pk)
+
+
+# -- computation ------------------------------------------------------------------------------
+def evaluator_verdict(report: AuditReport, row: AuditRow) -> str | None:
+    """Return the evaluator's label for the audit (None = unavailable, never a verdict).
+
+    A thresholded evaluator says :data:`FLAG` or :data:`PASS` from its score; an available
+    label without the needed score (or score without label) is unavailable for the audit.
+    """
+    if not row.available:
+        return None
+    if report.score_threshold is not None:
+        if row.score is None:
+            return None
+        return FLAG if _OPS[report.flag_when](row.score, report.score_threshold) else PASS
+    return row.label
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleDesign:
+    """The latest audit sample of an evaluator, as the estimates need it.
+
+    Attributes:
+        sample_id: the :class:`~certification.models.AuditSample` id.
+        seed: its seed.
+        strata: item id -> stratum key, for every item labelled when the sample was drawn.
+        members: item id -> inclusion probability of the sampled items.
+    """
+
+    sample_id: int
+    seed: int
+    strata: dict[int, str]
+    members: dict[int, float]
+
+
+def sample_design(report: AuditReport) -> SampleDesign | None:
+    """Return the design of the evaluator's latest audit sample, or None without one."""
+    sample = AuditSample.objects.filter(evaluator_id=report.evaluator_id).first()
+    if sample is None:
+        return None
+    members = dict(sample.members.values_list("item_id", "inclusion_probability"))
+    strata = {int(pk): key for pk, key in sample.population.items()}
+    return SampleDesign(sample.pk, sample.seed, strata, members)
+
+
+def declaration_json(report: AuditReport) -> dict[str, Any]:
+    """Return the audit's declaration as JSON (stored in reports and samples)."""
+    return {
+        "evaluator": str(report.evaluator),
+        "human_positive": list(report.human_positive),
+        "evaluator_positive": list(report.evaluator_positive),
+        "score_threshold": report.score_threshold,
+        "flag_when": report.flag_when if report.score_threshold is not None else None,
+        "confidence": format(Decimal(report.confidence).normalize(), "f"),
+        "polarity": POLARITY_NAME,
+    }
+
+
+def audit_inputs_sha256(
+    report: AuditReport, rows: Sequence[AuditRow], design: SampleDesign | None = None
+) -> str:
+    """Return the sha256 of the canonical JSON of the declaration, the sample and the inputs."""
+    payload = {
+        "stats_version": AUDIT_STATS_VERSION,
+        "sample": None if design is None else design.sample_id,
+        "declaration": declaration_json(report),
+        "rows": [
+            [
+                r.item_id,
+                evaluator_verdict(report, r),
+                r.resolved,
+                r.human_label,
+                r.rationale,
+                r.domain,
+                r.question_type,
+                r.generator,
+            ]
+            for r in rows
+        ],
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def to_json(value: Any) -> Any:
+    """Return a stats result as JSON primitives (dataclasses as dicts; NaN/inf as None)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, frozenset | set):
+        return sorted(to_json(v) for v in value)
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    if isinstance(value, Fraction | Decimal):
+        return str(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _metrics_json(metrics: AuditMetrics) -> dict[str, Any]:
+    data = to_json(metrics)
+    matrix = metrics.matrix
+    data["matrix"] = {
+        "evaluator_labels": list(matrix.evaluator_labels),
+        "human_labels": list(matrix.human_labels),
+        "counts": [list(row) for row in matrix.counts],
+        "binary": to_json(matrix.binary),
+    }
+    return data
+
+
+def _codes_judge(verdicts: Sequence[str | None], positive: frozenset[str]) -> np.ndarray:
+    return np.array(
+        [MISSING if v is None else POSITIVE if v in positive else NEGATIVE for v in verdicts],
+        dtype=np.int64,
+    )
+
+
+def audit_result_compute(
+    report: AuditReport, rows: Sequence[AuditRow], design: SampleDesign | None = None
+) -> dict[str, Any]:
+    """Compute the audit's result JSON from aligned rows (no database access).
+
+    Keys: ``declaration``, ``assumptions``, ``n_items`` (evaluator-labelled items),
+    ``n_resolved`` (items with a resolution), ``metrics`` (:class:`AuditMetrics` as JSON, over
+    every evaluator-labelled item: unresolved ones in their own column), ``slices`` (per
+    dimension, per value: metrics), ``error_rate`` (the four estimates with their
+    assumptions, or ``{"reason": ...}``), ``disagreements`` (rows of
+    ``DISAGREEMENT_COLUMNS``) and ``disagreement_columns``; with an audit sample (``design``),
+    ``sample`` (its id, seed, members, resolved members) and ``sample_metrics`` (the metrics
+    over the sampled items, with Hájek-weighted population rates by 1 / inclusion probability),
+    and the error-rate estimates use the sample's strata and resolved members.
+    """
+    positive_h = frozenset(report.human_positive)
+    positive_e = frozenset(report.evaluator_positive)
+    polarity = Polarity(
+        name=POLARITY_NAME, human_positive=positive_h, evaluator_positive=positive_e
+    )
+    confidence = float(report.confidence)
+    verdicts = [evaluator_verdict(report, r) for r in rows]
+    humans = [r.human_label for r in rows]
+    ev_order = [FLAG, PASS] if report.score_threshold is not None else None
+    metrics = audit(verdicts, humans, polarity, confidence=confidence, evaluator_order=ev_order)
+    slices = {}
+    for dimension in SLICE_DIMENSIONS:
+        keys = [getattr(r, dimension) for r in rows]
+        if all(k is None for k in keys):
+            continue
+        per_slice = audit_by_slice(
+            verdicts,
+            humans,
+            keys,
+            polarity,
+            confidence=confidence,
+            evaluator_order=ev_order,
+        )
+        slices[dimension] = [
+            {"slice": key, "metrics": _metrics_json(m)} for key, m in per_slice.items()
+        ]
+    records = [
+        AuditRecord(
+            item=r.item, evaluator_label=v, human_label=r.human_label, rationale=r.rationale
+        )
+        for r, v in zip(rows, verdicts, strict=True)
+    ]
+    disagreement_rows = [list(d.as_row()) for d in disagreements(records, polarity)]
+    error_rate: dict[str, Any]
+    strata = None
+    sample_json = None
+    sample_metrics = None
+    assumption = SAMPLE_ASSUMPTION
+    if design is None:
+        audited = [i for i, r in enumerate(rows) if r.resolved]
+    else:
+        audited = [i for i, r in enumerate(rows) if r.resolved and r.item_id in design.members]
+        # items labelled after the draw form a stratum of their own (never sampled)
+        strata = [design.strata.get(r.item_id, "(labelled after the draw)") for r in rows]
+        assumption = SAMPLED_ASSUMPTION
+        in_sample = [i for i, r in enumerate(rows) if r.item_id in design.members]
+        sample_json = {
+            "id": design.sample_id,
+            "seed": design.seed,
+            "n_members": len(design.members),
+            "n_resolved": len(audited),
+        }
+        if in_sample:
+            sample_metrics = _metrics_json(
+                audit(
+                    [verdicts[i] for i in in_sample],
+                    [humans[i] for i in in_sample],
+                    polarity,
+                    confidence=confidence,
+                    evaluator_order=ev_order,
+                    weights=[1.0 / design.members[rows[i].item_id] for i in in_sample],
+                )
+            )
+    if not rows:
+        error_rate = {"reason": "the evaluator labelled no item"}
+    else:
+        human_codes = np.array(
+            [
+                MISSING
+                if rows[i].human_label is None
+                else POSITIVE
+                if rows[i].human_label in positive_h
+                else NEGATIVE
+                for i in audited
+            ],
+            dtype=np.int64,
+        )
+        try:
+            comparison = estimate_error_rate(
+                _codes_judge(verdicts, positive_e),
+                np.array(audited, dtype=np.int64),
+                human_codes,
+                strata=None if strata is None else np.array(strata, dtype=object),
+                delta=1.0 - confidence,
+            )
+        except StatsError as exc:
+            error_rate = {"reason": str(exc)}
+        else:
+            error_rate = to_json(comparison)
+            error_rate["summaries"] = to_json(comparison.summaries())
+            error_rate["sample_assumption"] = assumption
+    return {
+        "declaration": declaration_json(report),
+        "assumptions": [assumption],
+        "n_items": len(rows),
+        "n_resolved": sum(1 for r in rows if r.resolved),
+        "sample": sample_json,
+        "sample_metrics": sample_metrics,
+        "metrics": _metrics_json(metrics),
+        "slices": slices,
+        "error_rate": error_rate,
+        "disagreement_columns": list(DISAGREEMENT_COLUMNS),
+        "disagreements": disagreement_rows,
+    }
+
+
+@transaction.atomic
+def audit_report_recompute(*, report_id: int) -> AuditReport:
+    """Recompute one audit report from the current inputs; no write when they are unchanged.
+
+    Raises:
+        NotFound: if the report does not exist.
+
+    Opens its own transaction; the final write is one ``UPDATE`` of the report row.
+    """
+    try:
+        report = AuditReport.objects.select_related("evaluator").get(pk=report_id)
+    except AuditReport.DoesNotExist as exc:
+        raise NotFound("no such audit report") from exc
+    rows = audit_rows(evaluator=report.evaluator)
+    design = sample_design(report)
+    digest = audit_inputs_sha256(report, rows, design)
+    if digest == report.input_sha256:
+        return report
+    report.result = audit_result_compute(report, rows, design)
+    report.input_sha256 = digest
+    report.computed_at = timezone.now()
+    AuditReport.objects.filter(pk=report.pk).update(
+        result=report.result, input_sha256=digest, computed_at=report.computed_at
+    )
+    logger.info(
+        "audit_report_recompute.done",
+        extra={"report_id": report.pk, "input_sha256": digest, "n_items": len(rows)},
+    )
+    return report
+
+
+def audit_reports_refresh(*, project_id: int) -> list[AuditReport]:
+    """Recompute every declared audit of the project (idempotent per report).
+
+    Raises:
+        NotFound: if the project does not exist.
+    """
+    if not Project.objects.filter(pk=project_id).exists():
+        raise NotFound("no such project")
+    ids = AuditReport.objects.filter(project_id=project_id).values_list("pk", flat=True)
+    return [audit_report_recompute(report_id=pk) for pk in list(ids)]

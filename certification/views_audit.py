@@ -1,0 +1,183 @@
+"""Evaluator audit pages (issue 5; STYLE.md C5): per evaluator version, against resolved labels.
+
+Managers declare an audit and read it; adjudicators read only (403 on writes); annotators never
+see evaluator labels, so these pages do not exist for them (404); non-members get 404.
+"""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.text import slugify
+from django.views.decorators.http import require_http_methods
+
+from certification.exceptions import AuditNotConfigured, InvalidAudit
+from certification.forms import AuditDeclarationForm, AuditSampleForm
+from certification.models import AuditReport, AuditSample
+from certification.selectors import audit_report_get, evaluator_audit_list, evaluator_get
+from certification.services import audit_report_configure, audit_sample_draw
+from labeling import permissions
+from labeling.exceptions import LabelingError, NotFound
+from labeling.models import Evaluator, Project
+from labeling.views.common import can_adjudicate, page_context, project_for
+
+METRIC_ROWS = (
+    ("accuracy", "Accuracy"),
+    ("sensitivity", "Sensitivity TP/(TP+FN)"),
+    ("specificity", "Specificity TN/(TN+FP)"),
+    ("ppv", "PPV TP/(TP+FP)"),
+    ("npv", "NPV TN/(TN+FN)"),
+    ("human_positive_rate", "Human positive rate"),
+    ("evaluator_positive_rate", "Evaluator positive rate"),
+)
+
+
+def _require_viewer(role: str | None) -> None:
+    # Evaluator labels never reach annotators: for them the audit pages do not exist.
+    if not can_adjudicate(role):
+        raise Http404("no such page")
+
+
+def _evaluator_or_404(project: Project, evaluator_id: int) -> Evaluator:
+    try:
+        return evaluator_get(project=project, evaluator_id=evaluator_id)
+    except NotFound as exc:
+        raise Http404("no such evaluator") from exc
+
+
+def _report_or_none(project: Project, evaluator: Evaluator) -> AuditReport | None:
+    try:
+        return audit_report_get(project=project, evaluator=evaluator)
+    except AuditNotConfigured:
+        return None
+
+
+def heatmap(matrix: dict[str, Any]) -> dict[str, Any]:
+    """The confusion matrix as rows of (count, shade) cells; shade in [0, 1] of the maximum."""
+    counts = matrix.get("counts") or []
+    peak = max((c for row in counts for c in row), default=0) or 1
+    return {
+        "columns": matrix.get("human_labels") or [],
+        "rows": [
+            (label, [(c, round(c / peak, 3)) for c in row])
+            for label, row in zip(matrix.get("evaluator_labels") or [], counts, strict=True)
+        ],
+    }
+
+
+def _metric_rows(metrics: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(title, metrics[key]) for key, title in METRIC_ROWS if key in metrics]
+
+
+@login_required
+@require_http_methods(["GET"])
+def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """List the project's evaluator versions with their audit's headline figures."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    context = page_context(project, role, audits=evaluator_audit_list(project=project))
+    return render(request, "certification/audit_list.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
+    """Show an evaluator's audit; a manager's POST (re)declares it and recomputes."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    if request.method == "POST" and not permissions.can_manage(role):
+        raise PermissionDenied("only a project manager may declare an audit")
+    evaluator = _evaluator_or_404(project, evaluator_id)
+    report = _report_or_none(project, evaluator)
+    initial = {}
+    if report is not None:
+        initial = {
+            "human_positive": ", ".join(report.human_positive),
+            "evaluator_positive": ", ".join(report.evaluator_positive),
+            "score_threshold": report.score_threshold,
+            "flag_when": report.flag_when,
+            "confidence": report.confidence.normalize(),
+        }
+    form = AuditDeclarationForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            audit_report_configure(
+                project=project, evaluator=evaluator, actor=request.user, **form.declaration()
+            )
+        except InvalidAudit as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        except LabelingError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, f"Audit of {evaluator} declared and computed.")
+            return redirect("audit-detail", slug=project.slug, evaluator_id=evaluator.pk)
+    result = report.result if report is not None else {}
+    metrics = result.get("metrics") or {}
+    context = page_context(
+        project,
+        role,
+        evaluator=evaluator,
+        report=report,
+        result=result,
+        form=form,
+        heatmap=heatmap(metrics.get("matrix") or {}),
+        metric_rows=_metric_rows(metrics),
+        slices=result.get("slices") or {},
+        error_rate=result.get("error_rate") or {},
+        sample_form=AuditSampleForm(),
+        samples=AuditSample.objects.filter(evaluator=evaluator)[:10],
+    )
+    status = 400 if request.method == "POST" else 200
+    return render(request, "certification/audit_detail.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET"])
+def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
+    """Download the disagreement list (item, evaluator label, human label, kind, rationale)."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    evaluator = _evaluator_or_404(project, evaluator_id)
+    report = _report_or_none(project, evaluator)
+    if report is None:
+        raise Http404("no audit is declared for this evaluator")
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    name = slugify(f"{project.slug}-{evaluator.name}-{evaluator.version}") + "-disagreements.csv"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    writer = csv.writer(response)
+    writer.writerow(report.result.get("disagreement_columns") or [])
+    writer.writerows(report.result.get("disagreements") or [])
+    return response
+
+
+@login_required
+@require_http_methods(["POST"])
+def audit_sample_draw_view(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
+    """Draw a seeded stratified audit sample (managers); its open items are served first."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    if not permissions.can_manage(role):
+        raise PermissionDenied("only a project manager may draw an audit sample")
+    evaluator = _evaluator_or_404(project, evaluator_id)
+    form = AuditSampleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"No sample drawn: {form.errors.as_text()}")
+    else:
+        try:
+            sample = audit_sample_draw(
+                project=project, evaluator=evaluator, actor=request.user, **form.cleaned_data
+            )
+        except LabelingError as exc:
+            messages.error(request, f"No sample drawn: {exc.message}")
+        else:
+            messages.success(
+                request,
+                f"Audit sample {sample.pk} drawn ({sample.size} items, seed {sample.seed}).",
+            )
+    return redirect("audit-detail", slug=project.slug, evaluator_id=evaluator.pk)

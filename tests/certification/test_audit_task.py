@@ -1,0 +1,58 @@
+"""audit_reports_refresh_task and its wiring: each committed resolution recomputes the audits."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from django.apps import apps
+
+from certification.apps import AUDIT_RECEIVER_UID
+from certification.models import AuditReport
+from certification.services import audit_report_configure
+from certification.tasks import audit_reports_refresh_task
+from labeling.models import Role
+from labeling.services import AnnotationInput, annotation_submit, item_claim_next
+from labeling.signals import items_resolved
+from tests.certification.audit_helpers import audited_project
+
+pytestmark = pytest.mark.django_db
+
+
+def test_receiver_is_connected_once():
+    ours = [k for k, *_ in items_resolved.receivers if k[0] == AUDIT_RECEIVER_UID]
+    assert len(ours) == 1
+    apps.get_app_config("certification").ready()
+    assert len([k for k, *_ in items_resolved.receivers if k[0] == AUDIT_RECEIVER_UID]) == 1
+
+
+def test_task_logs_and_returns_for_a_missing_project(db, caplog):
+    with caplog.at_level(logging.WARNING, logger="certification.tasks"):
+        assert audit_reports_refresh_task.delay(424242).get() is None
+    messages = [r.message for r in caplog.records if r.name == "certification.tasks"]
+    assert messages == ["audit_reports_refresh.missing_project"]
+
+
+def test_a_committed_resolution_recomputes_the_audit(
+    project, member, django_capture_on_commit_callbacks
+):
+    # given a declared audit with q3/c0 still open (its column: unresolved)
+    project, judge, _ = audited_project(project)
+    report = audit_report_configure(project=project, evaluator=judge, actor=member(Role.MANAGER))
+    assert report.result["metrics"]["n_unresolved"] == 1
+    annotator = member(Role.ANNOTATOR)
+    # when the annotator labels it (overlap 1: consensus) and the transaction commits
+    with django_capture_on_commit_callbacks(execute=True):
+        assignment = item_claim_next(project=project, actor=annotator)
+        annotation_submit(
+            project=project,
+            assignment_id=assignment.pk,
+            actor=annotator,
+            data=AnnotationInput(answer_label="inadmissible", claims=()),
+        )
+    # then the stored audit counts it: the judge flagged it, people agree (a true positive)
+    stored = AuditReport.objects.get(pk=report.pk)
+    assert stored.input_sha256 != report.input_sha256
+    metrics = stored.result["metrics"]
+    assert metrics["n_unresolved"] == 0
+    assert metrics["matrix"]["binary"]["tp"] == 2
