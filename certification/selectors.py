@@ -615,7 +615,13 @@ def audit_rows(*, evaluator: Evaluator) -> list[AuditRow]:
         )
     }
     items = (
-        Item.objects.filter(project_id=evaluator.project_id, candidate_id__in=list(labels))
+        # A subquery, not a list of ids: with 100,000 labels the list alone cost 1.4 s.
+        Item.objects.filter(
+            project_id=evaluator.project_id,
+            candidate_id__in=EvaluatorLabel.objects.filter(
+                evaluator=evaluator, claim__isnull=True
+            ).values("candidate_id"),
+        )
         .order_by("pk")
         .values(
             "pk",
