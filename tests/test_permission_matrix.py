@@ -54,6 +54,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-item-list": {"GET": (404, 200, 200, 404, 401)},
     "api-item-detail": {"GET": (404, 200, 200, 404, 401)},
     "api-import-create": {"POST": (403, 403, 201, 404, 401)},
+    # evaluator labels as their own import (issue 5): a new judge version's label, managers only
+    "api-evaluator-label-import": {"POST": (403, 403, 201, 404, 401)},
     # labelling has started in the world: the partition can no longer be frozen (409)
     "api-partition-freeze": {"POST": (403, 403, 409, 404, 401)},
     # --- REST API: annotators -----------------------------------------------------------------
@@ -208,6 +210,12 @@ def _upload() -> SimpleUploadedFile:
     return SimpleUploadedFile("new.jsonl", data, content_type="application/x-ndjson")
 
 
+def _evaluator_labels() -> SimpleUploadedFile:
+    label = {"question": "q1", "candidate": "c0", "evaluator": "matrix-judge", "version": "1"}
+    data = jsonl_bytes([{**label, "label": "admissible"}])
+    return SimpleUploadedFile("labels.jsonl", data, content_type="application/x-ndjson")
+
+
 def _labels_form(world: World, item_key: str, prefix_extra: dict[str, str]) -> dict[str, str]:
     item = world.items[item_key]
     data = {"answer_label": "admissible", "comment": "", **prefix_extra}
@@ -255,6 +263,7 @@ def _labels_json(world: World, item_key: str) -> dict[str, Any]:
 # "json" or "multipart" for the API, "form" for pages.
 BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("api-import-create", "POST"): lambda w: ({"file": _upload()}, "multipart"),
+    ("api-evaluator-label-import", "POST"): lambda w: ({"file": _evaluator_labels()}, "multipart"),
     ("api-partition-freeze", "POST"): lambda w: ({"seed": 7}, "json"),
     ("api-annotation-submit", "PUT"): lambda w: (_labels_json(w, "leased"), "json"),
     ("api-assignment-skip", "POST"): lambda w: ({"reason": "other", "note": "n"}, "json"),

@@ -16,6 +16,11 @@ urlpatterns = [
     path(f"{P}items/", views.ItemListApi.as_view(), name="api-item-list"),
     path(f"{P}items/<int:item_id>/", views.ItemDetailApi.as_view(), name="api-item-detail"),
     path(f"{P}imports/", views.ImportCreateApi.as_view(), name="api-import-create"),
+    path(
+        f"{P}evaluator-labels/",
+        views.EvaluatorLabelImportApi.as_view(),
+        name="api-evaluator-label-import",
+    ),
     path(f"{P}partition/", views.PartitionFreezeApi.as_view(), name="api-partition-freeze"),
     # Annotators
     path(

@@ -29,7 +29,11 @@ from labeling.selectors import (
     project_list_for_user,
     project_overview,
 )
-from labeling.services import partition_freeze, workload_import_file
+from labeling.services import (
+    evaluator_labels_import_file,
+    partition_freeze,
+    workload_import_file,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Shared pieces
@@ -510,6 +514,52 @@ class ImportCreateApi(APIView):
         created = result.batch is not None and not result.already_imported
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(self.OutputSerializer(result).data, status=code)
+
+
+class EvaluatorLabelImportApi(APIView):
+    """Import an evaluator-label JSONL file (judges run after the workload; managers only)."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField()
+
+        class Meta:
+            ref_name = "EvaluatorLabelImportInput"
+
+    @extend_schema(
+        request={"multipart/form-data": InputSerializer},
+        responses={
+            201: OpenApiResponse(
+                ImportCreateApi.OutputSerializer, description="A batch was created."
+            ),
+            200: OpenApiResponse(
+                ImportCreateApi.OutputSerializer,
+                description="The file was already imported, or it held nothing new.",
+            ),
+            400: OpenApiResponse(
+                ImportErrorSerializer, description="Refused; nothing was written."
+            ),
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Import the uploaded evaluator labels into the project."""
+        project, role = _project_and_role(request, slug)
+        permissions.require_manager(role)
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        upload = given.validated_data["file"]
+        result = evaluator_labels_import_file(
+            project=project,
+            stream=upload.file,
+            filename=upload.name or "upload",
+            actor=request.user,
+        )
+        created = result.batch is not None and not result.already_imported
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(ImportCreateApi.OutputSerializer(result).data, status=code)
 
 
 class PartitionFreezeApi(APIView):

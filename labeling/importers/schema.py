@@ -113,6 +113,24 @@ class EvaluatorLabelIn(_Strict):
     raw: Any = None
 
 
+class EvaluatorLabelRecord(_Strict):
+    """One line of an evaluator-label file: a label of an already imported candidate or claim.
+
+    ``unavailable: true`` records that the evaluator produced nothing (never a verdict): it then
+    has no label and no score. Used by ``labeling.services.evaluator_labels_import``.
+    """
+
+    question: Key
+    candidate: Key
+    claim: Offset | None = None
+    evaluator: Key
+    version: Key
+    label: Label | None = None
+    score: Number | None = None
+    unavailable: StrictBool = False
+    raw: Any = None
+
+
 class PriorClaimLabelIn(_Strict):
     """A prior annotator's label of one claim (by index), with optional evidence."""
 

@@ -17,6 +17,10 @@ from labeling.services.assignments import (
     project_labelling_start,
 )
 from labeling.services.comparison import CompareResult, items_compare
+from labeling.services.evaluator_labels import (
+    evaluator_labels_import,
+    evaluator_labels_import_file,
+)
 from labeling.services.imports import ImportResult, workload_import, workload_import_file
 from labeling.services.integrity import source_versions_verify
 from labeling.services.partitions import PartitionResult, partition_freeze
@@ -32,6 +36,8 @@ __all__ = [
     "annotation_submit",
     "items_compare",
     "assignment_skip",
+    "evaluator_labels_import",
+    "evaluator_labels_import_file",
     "assignments_release_expired",
     "item_claim_next",
     "items_enqueue",

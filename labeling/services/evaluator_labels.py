@@ -1,0 +1,331 @@
+"""Evaluator labels as their own import: judges run after the workload was imported.
+
+One JSONL line per label (``EvaluatorLabelRecord`` in ``labeling/importers/schema.py``)::
+
+    {"question": "q1", "candidate": "c0", "claim": 0, "evaluator": "judge",
+     "version": "v2", "label": "contradicted", "score": 0.2}
+
+Guarantees, as for the workload import (``labeling.services.imports``):
+
+- **Strict.** pydantic strict mode, unknown fields refused; the label must be in the newest
+  policy's vocabulary (claim labels for a claim, answer labels for a candidate); ``unavailable``
+  has neither label nor score, an available label has one or both.
+- **Atomic.** One transaction; any error refuses the whole file and nothing is written. Up to
+  ``MAX_ERRORS`` errors are reported, each naming the line, the field and the reason.
+- **Idempotent.** The same label again writes nothing; a different label for the same
+  (evaluator version, target) is refused: a changed judge is a new evaluator version.
+- **Targets exist.** Questions, candidates and claims are the imported ones; an unknown one is
+  refused, naming the line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from pydantic import ValidationError
+
+from labeling import permissions
+from labeling.exceptions import InvalidInput, WorkloadImportFailed
+from labeling.importers import SourcedRecord
+from labeling.importers.native import file_sha256 as stream_sha256
+from labeling.importers.native import read_jsonl
+from labeling.importers.schema import (
+    EvaluatorLabelRecord,
+    PolicyVocabulary,
+    RecordError,
+    check_storable,
+    format_validation_error,
+)
+from labeling.locks import project_lock
+from labeling.models import (
+    CandidateAnswer,
+    Claim,
+    Evaluator,
+    EvaluatorLabel,
+    ImportBatch,
+    Project,
+    Question,
+)
+from labeling.services.imports import (
+    BULK_BATCH,
+    MAX_ERRORS,
+    ImportResult,
+    _same_label,
+    fingerprint,
+    policy_vocabulary,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "evaluator_labels"
+CHUNK_SIZE = 500
+
+
+def _check(record: EvaluatorLabelRecord, vocabulary: PolicyVocabulary, location: str) -> None:
+    """Check the rules across fields of one record.
+
+    Raises:
+        RecordError: naming the offending field.
+    """
+    if record.unavailable:
+        for name in ("label", "score"):
+            if getattr(record, name) is not None:
+                raise RecordError(
+                    location,
+                    name,
+                    "an unavailable evaluator label has no label and no score "
+                    "(unavailable is its own value, never a verdict)",
+                )
+        return
+    if record.label is None and record.score is None:
+        raise RecordError(location, "label", "give a label or a score, or set unavailable to true")
+    allowed = vocabulary.claim_labels if record.claim is not None else vocabulary.answer_labels
+    if record.label is not None and record.label not in allowed:
+        raise RecordError(location, "label", f"{record.label!r} is not one of {sorted(allowed)}")
+
+
+def _validated(
+    records: Iterable[SourcedRecord], vocabulary: PolicyVocabulary, errors: list[RecordError]
+) -> Iterator[tuple[str, EvaluatorLabelRecord]]:
+    for location, raw in records:
+        if len(errors) >= MAX_ERRORS:
+            return
+        if isinstance(raw, RecordError):
+            errors.append(raw)
+            continue
+        try:
+            check_storable(raw, location)  # NUL and lone surrogates, also from non-file records
+            record = EvaluatorLabelRecord.model_validate(raw)
+            _check(record, vocabulary, location)
+        except ValidationError as exc:
+            errors.append(format_validation_error(exc, location))
+            continue
+        except RecordError as exc:
+            errors.append(exc)
+            continue
+        yield location, record
+
+
+class _Writer:
+    """Resolves targets and collects new labels, chunk by chunk, inside the caller's transaction."""
+
+    def __init__(self, project: Project, batch: ImportBatch, errors: list[RecordError]) -> None:
+        self.project = project
+        self.batch = batch
+        self.errors = errors
+        self.evaluators = {(e.name, e.version): e.pk for e in project.evaluators.all()}
+        self.new_evaluators = 0
+        self.created = 0
+        # (evaluator id, candidate id, claim id) -> (label, score, available), this file's labels
+        self.seen: dict[tuple[int, int, int | None], tuple[Any, Any, bool]] = {}
+
+    def _evaluator_id(self, name: str, version: str) -> int:
+        key = (name, version)
+        if key not in self.evaluators:
+            evaluator = Evaluator.objects.create(project=self.project, name=name, version=version)
+            self.new_evaluators += 1
+            self.evaluators[key] = evaluator.pk
+        return self.evaluators[key]
+
+    def write(self, chunk: list[tuple[str, EvaluatorLabelRecord]]) -> None:
+        questions = dict(
+            Question.objects.filter(
+                project=self.project, external_id__in={r.question for _, r in chunk}
+            ).values_list("external_id", "pk")
+        )
+        candidates = {
+            (q, key): pk
+            for pk, q, key in CandidateAnswer.objects.filter(
+                question_id__in=questions.values(), key__in={r.candidate for _, r in chunk}
+            ).values_list("pk", "question_id", "key")
+        }
+        claims = {
+            (c, index): pk
+            for pk, c, index in Claim.objects.filter(
+                candidate_id__in=candidates.values()
+            ).values_list("pk", "candidate_id", "index")
+        }
+        stored = {
+            (e, c, k): (label, score, available)
+            for e, c, k, label, score, available in EvaluatorLabel.objects.filter(
+                candidate_id__in=candidates.values()
+            ).values_list("evaluator_id", "candidate_id", "claim_id", "label", "score", "available")
+        }
+        new: list[EvaluatorLabel] = []
+        for location, record in chunk:
+            if len(self.errors) >= MAX_ERRORS:
+                break
+            question_id = questions.get(record.question)
+            if question_id is None:
+                self.errors.append(
+                    RecordError(
+                        location, "question", f"no question {record.question!r} in the project"
+                    )
+                )
+                continue
+            candidate_id = candidates.get((question_id, record.candidate))
+            if candidate_id is None:
+                self.errors.append(
+                    RecordError(
+                        location,
+                        "candidate",
+                        f"question {record.question!r} has no candidate {record.candidate!r}",
+                    )
+                )
+                continue
+            claim_id = None
+            if record.claim is not None:
+                claim_id = claims.get((candidate_id, record.claim))
+                if claim_id is None:
+                    n = sum(1 for c, _ in claims if c == candidate_id)
+                    self.errors.append(
+                        RecordError(
+                            location,
+                            "claim",
+                            f"claim index {record.claim} but candidate {record.candidate!r} "
+                            f"has {n} claims",
+                        )
+                    )
+                    continue
+            available = not record.unavailable
+            value = (record.label, record.score, available)
+            evaluator_id = self.evaluators.get((record.evaluator, record.version))
+            key = (evaluator_id, candidate_id, claim_id) if evaluator_id is not None else None
+            known = None if key is None else self.seen.get(key, stored.get(key))
+            if known is not None:
+                if not _same_label(known, value):
+                    self.errors.append(
+                        RecordError(
+                            location,
+                            "label",
+                            f"evaluator {record.evaluator}@{record.version} already labelled "
+                            "this target differently; a changed judge is a new evaluator version",
+                        )
+                    )
+                continue
+            if self.errors:
+                continue  # refused anyway: write nothing more, keep looking for errors
+            evaluator_id = self._evaluator_id(record.evaluator, record.version)
+            self.seen[(evaluator_id, candidate_id, claim_id)] = value
+            new.append(
+                EvaluatorLabel(
+                    evaluator_id=evaluator_id,
+                    candidate_id=candidate_id,
+                    claim_id=claim_id,
+                    label=record.label,
+                    score=record.score,
+                    available=available,
+                    raw=record.raw,
+                    import_batch=self.batch,
+                )
+            )
+        if not self.errors:
+            EvaluatorLabel.objects.bulk_create(new, batch_size=BULK_BATCH)
+            self.created += len(new)
+
+
+@transaction.atomic
+def evaluator_labels_import(
+    *,
+    project: Project,
+    records: Iterable[SourcedRecord],
+    actor: AbstractBaseUser | None,
+    filename: str,
+    file_sha256: str | None = None,
+) -> ImportResult:
+    """Import evaluator labels of already imported candidates and claims (managers only).
+
+    Args:
+        project: the target project; its newest label policy gives the label vocabulary.
+        records: ``(location, object-or-RecordError)`` pairs, e.g. from ``read_jsonl``.
+        actor: the importing user (must be a manager of the project), or None from the
+            command line.
+        filename: the file's name, for the batch record.
+        file_sha256: sha256 of the file; a file already imported into the project is not read
+            again. When None, the fingerprint of the records is used.
+
+    Returns:
+        An :class:`ImportResult`; ``batch`` is None when nothing new was written.
+
+    Raises:
+        PermissionDenied: ``actor`` is not a manager of the project.
+        WorkloadImportFailed: invalid, unknown-target or conflicting records; nothing written.
+        InvalidInput: the project has no label policy.
+    """
+    if actor is not None:
+        permissions.require_manager(permissions.project_role(user=actor, project=project))
+    project = project_lock(project.pk)
+    if file_sha256 is None:
+        records = list(records)
+        file_sha256 = fingerprint(
+            [[loc, str(r) if isinstance(r, RecordError) else r] for loc, r in records]
+        )
+    previous = ImportBatch.objects.filter(project=project, file_sha256=file_sha256).first()
+    if previous is not None:
+        return ImportResult(batch=previous, records=0, created={}, already_imported=True)
+    policy = project.policies.order_by("-version").first()
+    if policy is None:
+        raise InvalidInput(f"project {project.slug!r} has no label policy; create one first")
+    vocabulary = policy_vocabulary(policy)
+    batch = ImportBatch.objects.create(
+        project=project,
+        format=FORMAT,
+        filename=filename.encode("utf-8", "replace").decode("utf-8")[:500],
+        file_sha256=file_sha256,
+        created_by=actor if actor is not None and actor.is_authenticated else None,
+    )
+    errors: list[RecordError] = []
+    writer = _Writer(project, batch, errors)
+    chunk: list[tuple[str, EvaluatorLabelRecord]] = []
+    n_records = 0
+    for location, record in _validated(records, vocabulary, errors):
+        n_records += 1
+        chunk.append((location, record))
+        if len(chunk) >= CHUNK_SIZE:
+            writer.write(chunk)
+            chunk.clear()
+    if chunk and len(errors) < MAX_ERRORS:
+        writer.write(chunk)
+    if errors:
+        # The transaction is rolled back: the batch and any label of this file are not kept.
+        raise WorkloadImportFailed(errors[:MAX_ERRORS])
+    created = {
+        k: v
+        for k, v in (("evaluator_labels", writer.created), ("evaluators", writer.new_evaluators))
+        if v
+    }
+    if not created:
+        batch.delete()
+        return ImportResult(batch=None, records=n_records, created={})
+    batch.report = {"records": n_records, "created": created, "notes": {}}
+    batch.save(update_fields=["report"])
+    logger.info(
+        "evaluator_labels_import.done",
+        extra={"project": project.slug, "batch": batch.pk, "records": n_records},
+    )
+    return ImportResult(batch=batch, records=n_records, created=created)
+
+
+def evaluator_labels_import_file(
+    *,
+    project: Project,
+    stream: IO[bytes],
+    filename: str,
+    actor: AbstractBaseUser | None = None,
+) -> ImportResult:
+    """Read a seekable binary JSONL file and import it with :func:`evaluator_labels_import`.
+
+    The one entry point of the command and the API.
+    """
+    digest = stream_sha256(stream)
+    return evaluator_labels_import(
+        project=project,
+        records=read_jsonl(stream),
+        actor=actor,
+        filename=filename,
+        file_sha256=digest,
+    )
