@@ -295,9 +295,10 @@ def audit_result_compute(
     """Compute the audit's result JSON from aligned rows (no database access).
 
     Keys: ``declaration``, ``assumptions``, ``n_items`` (evaluator-labelled items),
-    ``n_resolved`` (items with a resolution), ``metrics`` (:class:`AuditMetrics` as JSON, over
-    every evaluator-labelled item: unresolved ones in their own column), ``slices`` (per
-    dimension, per value: metrics), ``error_rate`` (the four estimates with their
+    ``n_resolved`` (items with a resolution), ``n_pending`` (items still waiting for people),
+    ``metrics`` (:class:`AuditMetrics` as JSON, over the items with a resolution: unresolved
+    ones in their own column; pending items are left out of the comparison and counted),
+    ``slices`` (per dimension, per value: metrics), ``error_rate`` (the four estimates with their
     assumptions, or ``{"reason": ...}``), ``disagreements`` (rows of
     ``DISAGREEMENT_COLUMNS``) and ``disagreement_columns``; with an audit sample (``design``),
     ``sample`` (its id, seed, members, resolved members) and ``sample_metrics`` (the metrics
@@ -313,15 +314,21 @@ def audit_result_compute(
     verdicts = [evaluator_verdict(report, r) for r in rows]
     humans = [r.human_label for r in rows]
     ev_order = [FLAG, PASS] if report.score_threshold is not None else None
-    metrics = audit(verdicts, humans, polarity, confidence=confidence, evaluator_order=ev_order)
+    # The comparison with people covers the items people have decided (resolved, or closed as
+    # unresolved: its own column). Items still waiting for labels are pending, counted apart
+    # (``n_pending``), never shown as "unresolved".
+    decided = [i for i, r in enumerate(rows) if r.resolved]
+    d_verdicts = [verdicts[i] for i in decided]
+    d_humans = [humans[i] for i in decided]
+    metrics = audit(d_verdicts, d_humans, polarity, confidence=confidence, evaluator_order=ev_order)
     slices = {}
     for dimension in SLICE_DIMENSIONS:
-        keys = [getattr(r, dimension) for r in rows]
+        keys = [getattr(rows[i], dimension) for i in decided]
         if all(k is None for k in keys):
             continue
         per_slice = audit_by_slice(
-            verdicts,
-            humans,
+            d_verdicts,
+            d_humans,
             keys,
             polarity,
             confidence=confidence,
@@ -334,7 +341,7 @@ def audit_result_compute(
         AuditRecord(
             item=r.item, evaluator_label=v, human_label=r.human_label, rationale=r.rationale
         )
-        for r, v in zip(rows, verdicts, strict=True)
+        for r, v in ((rows[i], verdicts[i]) for i in decided)
     ]
     disagreement_rows = [list(d.as_row()) for d in disagreements(records, polarity)]
     error_rate: dict[str, Any]
@@ -349,7 +356,7 @@ def audit_result_compute(
         # items labelled after the draw form a stratum of their own (never sampled)
         strata = [design.strata.get(r.item_id, "(labelled after the draw)") for r in rows]
         assumption = SAMPLED_ASSUMPTION
-        in_sample = [i for i, r in enumerate(rows) if r.item_id in design.members]
+        in_sample = [i for i in decided if rows[i].item_id in design.members]
         sample_json = {
             "id": design.sample_id,
             "seed": design.seed,
@@ -399,7 +406,8 @@ def audit_result_compute(
         "declaration": declaration_json(report),
         "assumptions": [assumption],
         "n_items": len(rows),
-        "n_resolved": sum(1 for r in rows if r.resolved),
+        "n_resolved": len(decided),
+        "n_pending": len(rows) - len(decided),
         "sample": sample_json,
         "sample_metrics": sample_metrics,
         "metrics": _metrics_json(metrics),

@@ -23,7 +23,7 @@ def _run(*args):
 def test_declares_with_defaults_and_prints_the_report(project):
     audited_project(project)
     text = _run("--evaluator", "judge@v1")
-    assert "Audit of judge@v1 (6 items, 5 resolved)" in text
+    assert "Audit of judge@v1 (6 items, 5 resolved, 1 pending)" in text
     assert "sensitivity  0.5000  1/2" in text
     assert "human-only" in text and "union bound" in text
     assert "Disagreements: 2" in text

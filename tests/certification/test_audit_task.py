@@ -36,10 +36,11 @@ def test_task_logs_and_returns_for_a_missing_project(db, caplog):
 def test_a_committed_resolution_recomputes_the_audit(
     project, member, django_capture_on_commit_callbacks
 ):
-    # given a declared audit with q3/c0 still open (its column: unresolved)
+    # given a declared audit with q3/c0 still open (pending: counted apart, not compared)
     project, judge, _ = audited_project(project)
     report = audit_report_configure(project=project, evaluator=judge, actor=member(Role.MANAGER))
-    assert report.result["metrics"]["n_unresolved"] == 1
+    assert report.result["n_pending"] == 1
+    assert report.result["metrics"]["n_unresolved"] == 0
     annotator = member(Role.ANNOTATOR)
     # when the annotator labels it (overlap 1: consensus) and the transaction commits
     with django_capture_on_commit_callbacks(execute=True):
@@ -54,5 +55,6 @@ def test_a_committed_resolution_recomputes_the_audit(
     stored = AuditReport.objects.get(pk=report.pk)
     assert stored.input_sha256 != report.input_sha256
     metrics = stored.result["metrics"]
+    assert stored.result["n_pending"] == 0
     assert metrics["n_unresolved"] == 0
     assert metrics["matrix"]["binary"]["tp"] == 2

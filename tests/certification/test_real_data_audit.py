@@ -178,6 +178,6 @@ def test_audit_evaluator_command_prints_the_report(shared_data):
         stdout=out,
     )
     text = out.getvalue()
-    assert "Audit of gpt-4-turbo@faithbench-cf89797 (400 items, 400 resolved)" in text
+    assert "Audit of gpt-4-turbo@faithbench-cf89797 (400 items, 400 resolved, 0 pending)" in text
     assert "sensitivity  0.2457  57/232  [0.1917, 0.3063]" in text
     assert "Disagreements: 187" in text

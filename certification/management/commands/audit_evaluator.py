@@ -50,7 +50,8 @@ def render_text(report: Any) -> list[str]:
     matrix = metrics["matrix"]
     lines = [
         f"Audit of {report.evaluator} ({result['n_items']} items, "
-        f"{result['n_resolved']} resolved); confidence {result['declaration']['confidence']}",
+        f"{result['n_resolved']} resolved, {result.get('n_pending', 0)} pending); "
+        f"confidence {result['declaration']['confidence']}",
         "",
         "Confusion matrix (rows evaluator, columns people):",
         "  " + " ".join(f"{h:>14}" for h in ["", *matrix["human_labels"]]),

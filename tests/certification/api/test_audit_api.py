@@ -46,7 +46,8 @@ def test_the_report_as_json(audited, api):
     assert data["evaluator"] == "judge@v1"
     assert data["human_positive"] == ["inadmissible"]
     result = data["result"]
-    assert result["metrics"]["matrix"]["counts"] == [[1, 1, 0], [1, 1, 1], [1, 0, 0]]
+    assert result["metrics"]["matrix"]["counts"] == [[1, 1, 0], [1, 1, 0], [1, 0, 0]]
+    assert result["n_pending"] == 1
     assert result["metrics"]["sensitivity"]["value"] == 0.5
     assert [s["method"] for s in result["error_rate"]["summaries"]] == [
         "human-only",

@@ -36,12 +36,14 @@ def test_judge_matrix_keeps_unavailable_and_unresolved(audited, manager):
     # then
     metrics = report.result["metrics"]
     assert metrics["matrix"]["evaluator_labels"] == ["admissible", "inadmissible", "unavailable"]
+    # q3/c0 is still open: pending, counted apart and never shown as "unresolved"
+    assert report.result["n_pending"] == 1
     assert metrics["matrix"]["human_labels"] == ["admissible", "inadmissible", "unresolved"]
-    assert metrics["matrix"]["counts"] == [[1, 1, 0], [1, 1, 1], [1, 0, 0]]
+    assert metrics["matrix"]["counts"] == [[1, 1, 0], [1, 1, 0], [1, 0, 0]]
     binary = metrics["matrix"]["binary"]
     assert (binary["tp"], binary["fp"], binary["fn"], binary["tn"]) == (1, 1, 1, 1)
-    assert binary["unavailable_negative"] == 1 and binary["unresolved_flagged"] == 1
-    assert (metrics["n_total"], metrics["n_compared"]) == (6, 4)
+    assert binary["unavailable_negative"] == 1 and binary["unresolved_flagged"] == 0
+    assert (metrics["n_total"], metrics["n_compared"]) == (5, 4)
     assert metrics["sensitivity"]["numerator"] == 1
     assert metrics["sensitivity"]["denominator"] == 2
     assert metrics["sensitivity"]["interval"]["lower"] == pytest.approx(0.012579, abs=1e-6)
