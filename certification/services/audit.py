@@ -124,8 +124,8 @@ def audit_report_configure(
     Raises:
         PermissionDenied: if ``actor`` does not manage the project.
         NotFound: if the evaluator is not of the project.
-        InvalidAudit: on an empty positive set, a non-finite threshold, an unknown inequality
-            or a confidence outside (0, 1).
+        InvalidAudit: on an empty or unknown positive label, a non-finite threshold, an unknown
+            inequality or a confidence outside (0, 1).
 
     Opens its own transaction; ``update_or_create`` on the one-report-per-evaluator key.
     """
@@ -145,6 +145,23 @@ def audit_report_configure(
             DEFAULT_POSITIVE if evaluator_positive is None else evaluator_positive,
             "evaluator_positive",
         )
+    policy = project.policies.order_by("-version").first()
+    known = set(policy.answer_labels) if policy is not None else set()
+    h_positive = _labels(
+        DEFAULT_POSITIVE if human_positive is None else human_positive, "human_positive"
+    )
+    if unknown := sorted(set(h_positive) - known):
+        raise InvalidAudit("human_positive", f"not answer labels of the policy: {unknown}")
+    if score_threshold is None:
+        used = set(
+            evaluator.labels.filter(claim__isnull=True, label__isnull=False).values_list(
+                "label", flat=True
+            )
+        )
+        if unknown := sorted(set(ev_positive) - known - used):
+            raise InvalidAudit(
+                "evaluator_positive", f"neither policy labels nor labels it gave: {unknown}"
+            )
     try:
         level = Decimal(str(confidence))
     except ArithmeticError as exc:
@@ -155,9 +172,7 @@ def audit_report_configure(
         evaluator=evaluator,
         defaults={
             "project": project,
-            "human_positive": _labels(
-                DEFAULT_POSITIVE if human_positive is None else human_positive, "human_positive"
-            ),
+            "human_positive": h_positive,
             "evaluator_positive": ev_positive,
             "score_threshold": score_threshold,
             "flag_when": flag_when,

@@ -38,6 +38,10 @@ from labeling.services import items_prioritise
 logger = logging.getLogger(__name__)
 
 
+# The largest seed the database stores (a signed 64-bit integer).
+MAX_SEED = 2**63 - 1
+
+
 def verdict_class(report: AuditReport, row: AuditRow) -> str:
     """Return ``positive``, ``negative`` or ``unavailable``: the evaluator's verdict stratum."""
     verdict = evaluator_verdict(report, row)
@@ -112,7 +116,7 @@ def audit_sample_draw(
     Raises:
         PermissionDenied: if ``actor`` does not manage the project.
         AuditNotConfigured: if the evaluator's audit is not declared.
-        InvalidAudit: on a size out of range or an unknown slice dimension.
+        InvalidAudit: on a size or seed out of range or an unknown slice dimension.
 
     Opens its own transaction; locks the Project row (through ``items_prioritise``).
     """
@@ -124,6 +128,8 @@ def audit_sample_draw(
     rows = audit_rows(evaluator=evaluator)
     if isinstance(size, bool) or not (1 <= int(size) <= len(rows)):
         raise InvalidAudit("size", f"must lie between 1 and {len(rows)} (the labelled items)")
+    if isinstance(seed, bool) or not (0 <= int(seed) <= MAX_SEED):
+        raise InvalidAudit("seed", f"must lie between 0 and {MAX_SEED} (stored as a 64-bit int)")
     strata: dict[str, list[int]] = defaultdict(list)
     for row in rows:  # ordered by item id: the draw depends only on the seed
         strata[stratum_of(report, row, slice_dimension)].append(row.item_id)

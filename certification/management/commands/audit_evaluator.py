@@ -123,8 +123,13 @@ class Command(BaseCommand):
             raise CommandError(f"no project {options['project']!r}") from exc
         try:
             evaluator = evaluator_get_by_spec(project=project, spec=options["evaluator"])
+            # Any declaration option given (anything but its default) re-declares the audit.
             declare = bool(
-                options["positive"] or options["human_positive"] or options["threshold"] is not None
+                options["positive"]
+                or options["human_positive"]
+                or options["threshold"] is not None
+                or options["confidence"] != "0.95"
+                or options["flag_when"] != "<"
             )
             if not declare:
                 try:

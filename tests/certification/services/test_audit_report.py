@@ -185,6 +185,8 @@ def test_an_evaluator_of_another_project_is_not_found(audited, manager):
     ("fields", "field"),
     [
         ({"human_positive": [" "]}, "human_positive"),
+        ({"human_positive": ["nope"]}, "human_positive"),
+        ({"evaluator_positive": ["nope"]}, "evaluator_positive"),
         ({"score_threshold": float("nan")}, "score_threshold"),
         ({"flag_when": "=="}, "flag_when"),
         ({"confidence": "1"}, "confidence"),

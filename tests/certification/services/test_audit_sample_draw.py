@@ -107,7 +107,13 @@ def test_an_undeclared_audit_cannot_be_sampled(project, manager):
 
 @pytest.mark.parametrize(
     ("fields", "field"),
-    [({"size": 0}, "size"), ({"size": 7}, "size"), ({"slice_dimension": "x"}, "slice_dimension")],
+    [
+        ({"size": 0}, "size"),
+        ({"size": 7}, "size"),
+        ({"slice_dimension": "x"}, "slice_dimension"),
+        ({"seed": 2**63}, "seed"),
+        ({"seed": -1}, "seed"),
+    ],
 )
 def test_invalid_draws_are_refused(declared, manager, fields, field):
     project, judge = declared
