@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.apps import AppConfig
@@ -23,21 +24,38 @@ def agreement_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
     return {"agreement": agreement_report_get(project=project, actor=actor)}
 
 
-def enqueue_agreement_recompute(sender: Any, *, project_id: int, **kwargs: Any) -> None:
-    """Receive ``labeling.signals.items_resolved``: enqueue the project's agreement recompute.
+# What every resolution enqueues, by receiver id: each task recomputes from the current
+# labels and is idempotent (an unchanged input hash writes nothing).
+RESOLUTION_TASKS = {
+    AGREEMENT_RECEIVER_UID: "agreement_recompute_task",
+    CALIBRATION_RECEIVER_UID: "calibration_runs_refresh_task",
+    AUDIT_RECEIVER_UID: "audit_reports_refresh_task",
+}
 
-    The signal is sent after the resolving transaction commits; ``on_commit`` keeps the enqueue
+
+def resolution_receiver(task_name: str) -> Callable[..., None]:
+    """Return a receiver of ``labeling.signals.items_resolved`` enqueuing one project task.
+
+    The receiver enqueues ``certification.tasks.<task_name>.delay(project_id)``. The signal is
+    sent after the resolving transaction commits; ``on_commit`` keeps the enqueue
     transaction-safe should a sender ever fire it inside one. ``robust=True``: with eager Celery
     (development) the task runs right here, and a failure of the statistics must not turn the
     adjudicator's committed resolution into an error page; it is logged instead.
     """
-    from certification.tasks import agreement_recompute_task  # the one allowed local import
 
-    # A named function, not functools.partial: Django logs a robust callback's __qualname__.
-    def enqueue() -> None:
-        agreement_recompute_task.delay(project_id)
+    def receive(sender: Any, *, project_id: int, **kwargs: Any) -> None:
+        from certification import tasks  # the one allowed local import
 
-    transaction.on_commit(enqueue, robust=True)
+        task = getattr(tasks, task_name)
+
+        # A named function, not functools.partial: Django logs a robust callback's __qualname__.
+        def enqueue() -> None:
+            task.delay(project_id)
+
+        enqueue.__qualname__ = f"enqueue_{task_name}"
+        transaction.on_commit(enqueue, robust=True)
+
+    return receive
 
 
 def calibration_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
@@ -46,35 +64,6 @@ def calibration_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
 
     specs = [s for s in calibration_spec_list(project=project) if not s.has_next]
     return {"calibration_specs": specs}
-
-
-def enqueue_calibration_refresh(sender: Any, *, project_id: int, **kwargs: Any) -> None:
-    """Receive ``labeling.signals.items_resolved``: enqueue the project's calibration refresh.
-
-    The refresh (``calibration_runs_refresh``) starts a run for each latest spec whose inputs
-    changed, and nothing otherwise (idempotent: the same inputs hash gives no new run). As for
-    the agreement, ``robust=True`` keeps a failing refresh from turning the committed
-    resolution into an error page.
-    """
-    from certification.tasks import calibration_runs_refresh_task  # the one allowed local import
-
-    def enqueue() -> None:
-        calibration_runs_refresh_task.delay(project_id)
-
-    transaction.on_commit(enqueue, robust=True)
-
-
-def enqueue_audit_refresh(sender: Any, *, project_id: int, **kwargs: Any) -> None:
-    """Receive ``labeling.signals.items_resolved``: enqueue the project's audit recompute.
-
-    Idempotent (an unchanged input hash writes nothing); ``robust=True`` as for the agreement.
-    """
-    from certification.tasks import audit_reports_refresh_task  # the one allowed local import
-
-    def enqueue() -> None:
-        audit_reports_refresh_task.delay(project_id)
-
-    transaction.on_commit(enqueue, robust=True)
 
 
 class CertificationConfig(AppConfig):
@@ -97,13 +86,8 @@ class CertificationConfig(AppConfig):
         from labeling.signals import items_resolved
         from labeling.views.panels import dashboard_panel_register
 
-        items_resolved.connect(
-            enqueue_agreement_recompute, dispatch_uid=AGREEMENT_RECEIVER_UID, weak=False
-        )
-        items_resolved.connect(
-            enqueue_calibration_refresh, dispatch_uid=CALIBRATION_RECEIVER_UID, weak=False
-        )
-        items_resolved.connect(enqueue_audit_refresh, dispatch_uid=AUDIT_RECEIVER_UID, weak=False)
+        for uid, task_name in RESOLUTION_TASKS.items():
+            items_resolved.connect(resolution_receiver(task_name), dispatch_uid=uid, weak=False)
         dashboard_panel_register(
             name=AGREEMENT_PANEL, template=AGREEMENT_TEMPLATE, context=agreement_panel_context
         )
