@@ -8,6 +8,8 @@ points of the stored text, 0-based and end-exclusive (``text[start:end]`` in Pyt
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -54,6 +56,11 @@ class ServingOrder(models.TextChoices):
     SEEDED_RANDOM = "seeded_random", "seeded random permutation"
 
 
+def new_pseudonym_key() -> str:
+    """Return a fresh random key (64 hex digits) for a project's release pseudonyms."""
+    return secrets.token_hex(32)
+
+
 class Project(models.Model):
     """One evaluation study: members, label policy, overlap, questions, items and imports."""
 
@@ -83,6 +90,12 @@ class Project(models.Model):
         null=True,
         blank=True,
         help_text="Set when labelling starts: policy, overlap and serving order are fixed then.",
+    )
+    pseudonym_key = models.CharField(
+        max_length=64,
+        default=new_pseudonym_key,
+        editable=False,
+        help_text="Secret key of the release pseudonyms of this project's members (HMAC-SHA256).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -554,6 +567,18 @@ class PriorAnnotation(models.Model):
     answer_reason = models.CharField(max_length=64, null=True, blank=True)
     note = models.TextField(blank=True)
     raw = models.JSONField(null=True, blank=True)
+    labelled_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the label was made (label creation time), if known."
+    )
+    policy = models.ForeignKey(
+        LabelPolicy,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The policy version the label was made under, if known.",
+    )
+    time_spent_seconds = models.FloatField(null=True, blank=True)
     fingerprint = models.CharField(max_length=64)
     import_batch = models.ForeignKey(ImportBatch, null=True, on_delete=models.PROTECT)
 
@@ -581,6 +606,7 @@ class PriorClaimLabel(models.Model):
     claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="prior_labels")
     label = models.CharField(max_length=64, null=True, blank=True)
     reason = models.CharField(max_length=64, null=True, blank=True)
+    boundary_error = models.BooleanField(default=False)
     raw_label = models.JSONField(null=True, blank=True)
 
     class Meta:

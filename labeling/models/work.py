@@ -296,7 +296,9 @@ class Resolution(models.Model):
     """The resolved (gold) label of an item: consensus, adjudicated or unresolved.
 
     Append-only: a correction is a new row with ``number`` + 1 and ``supersedes`` the old one;
-    ``Item.resolution`` points at the current row. ``adjudicator`` is None for consensus.
+    ``Item.resolution`` points at the current row. ``adjudicator`` is None for consensus; an
+    adjudication imported from a release names its adjudicator by ``adjudicator_pseudonym``
+    instead (exactly one of the two is set) and records its ``import_batch``.
     An unresolved resolution carries a reason and no labels.
     """
 
@@ -320,6 +322,15 @@ class Resolution(models.Model):
         on_delete=models.PROTECT,
         related_name="resolutions",
     )
+    adjudicator_pseudonym = models.CharField(
+        max_length=64,
+        null=True,
+        blank=True,
+        help_text="The adjudicator of an imported adjudication (a release's pseudonym).",
+    )
+    import_batch = models.ForeignKey(
+        "labeling.ImportBatch", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -342,11 +353,14 @@ class Resolution(models.Model):
                 name="resolution_status_fields",
             ),
             models.CheckConstraint(
-                condition=~Q(status=ResolutionStatus.CONSENSUS) | Q(adjudicator__isnull=True),
+                condition=~Q(status=ResolutionStatus.CONSENSUS)
+                | Q(adjudicator__isnull=True, adjudicator_pseudonym__isnull=True),
                 name="resolution_consensus_has_no_adjudicator",
             ),
             models.CheckConstraint(
-                condition=Q(status=ResolutionStatus.CONSENSUS) | Q(adjudicator__isnull=False),
+                condition=Q(status=ResolutionStatus.CONSENSUS)
+                | Q(adjudicator__isnull=False, adjudicator_pseudonym__isnull=True)
+                | Q(adjudicator__isnull=True, adjudicator_pseudonym__isnull=False),
                 name="resolution_adjudication_has_adjudicator",
             ),
         ]

@@ -1,0 +1,416 @@
+"""The certlabel release format (schema 1.x): file names, canonical JSON, hashing, verification.
+
+Pure Python (no Django): the release builder (``certification.services.releases``) writes this
+format, the release importer (``labeling.importers.release``) and ``manage.py verify_release``
+read it. A release is a directory (or a zip of it) with these files:
+
+``manifest.json``
+    ``schema_version`` (``"MAJOR.MINOR"``; a reader refuses an unknown major), the project, the
+    release (version, parent), the label policies, the partition, what it certifies, ``files``
+    (every other file's name, sha256 and size in bytes) and ``counts`` (every count with its
+    denominator, overall and per partition; :func:`label_counts`).
+``labels.jsonl``
+    One record per candidate answer (:data:`LABEL_RECORD_KEYS`), ordered by question id, sample
+    index and candidate id. Offsets are Unicode code points, 0-based and end-exclusive.
+``labels.csv`` / ``labels.parquet``
+    The same records flattened to one row per candidate (:data:`TABLE_COLUMNS`); nested values
+    are canonical JSON strings in the ``*_json`` columns.
+``sources.jsonl``
+    Every pinned source version of the project's documents, ordered by id and version.
+``ledger.json`` / ``report.json``
+    The guarantee ledgers of the certified calibration runs; the held-out report, agreement and
+    evaluator audits as they stood when the release was frozen.
+``provenance.jsonld``
+    W3C PROV-O (JSON-LD): the release, its parent, the source versions and the label activities.
+``README.md``
+    A Hugging Face dataset card whose YAML header makes the directory loadable with
+    ``datasets.load_dataset(path)``.
+
+Content files hold no wall-clock value of the build (no "exported at"): the same database state
+gives byte-identical files. Times that are data (source publication and observation, label
+creation, resolution) are ISO 8601 in UTC (``+00:00``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_MAJOR = 1
+FORMAT_NAME = "certlabel-release"
+
+MANIFEST = "manifest.json"
+LABELS_JSONL = "labels.jsonl"
+LABELS_CSV = "labels.csv"
+LABELS_PARQUET = "labels.parquet"
+SOURCES_JSONL = "sources.jsonl"
+LEDGER = "ledger.json"
+REPORT = "report.json"
+PROVENANCE = "provenance.jsonld"
+CARD = "README.md"
+ARCHIVE = "release.zip"
+
+# Every file a release holds besides the manifest, in the manifest's order.
+CONTENT_FILES = (
+    LABELS_JSONL,
+    LABELS_CSV,
+    LABELS_PARQUET,
+    SOURCES_JSONL,
+    LEDGER,
+    REPORT,
+    PROVENANCE,
+    CARD,
+)
+MEDIA_TYPES = {
+    MANIFEST: "application/json",
+    LABELS_JSONL: "application/jsonl",
+    LABELS_CSV: "text/csv",
+    LABELS_PARQUET: "application/vnd.apache.parquet",
+    SOURCES_JSONL: "application/jsonl",
+    LEDGER: "application/json",
+    REPORT: "application/json",
+    PROVENANCE: "application/ld+json",
+    CARD: "text/markdown",
+    ARCHIVE: "application/zip",
+}
+
+# The keys of one labels.jsonl record (each documented in README "Releases").
+LABEL_RECORD_KEYS = (
+    "question",
+    "candidate",
+    "claims",
+    "annotations",
+    "resolution",
+    "evaluator_labels",
+)
+RESOLUTION_STATUSES = ("consensus", "adjudicated", "unresolved")
+PENDING = "pending"  # a candidate with no resolution yet (still open or in the queue)
+UNAVAILABLE = "evidence_unavailable"
+
+# The flat table (CSV and Parquet): name and Arrow type name, one row per candidate.
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("question_id", "string"),
+    ("question_text", "string"),
+    ("group_key", "string"),
+    ("partition", "string"),
+    ("candidate_id", "string"),
+    ("candidate_text", "string"),
+    ("generator", "string"),
+    ("sample_index", "int64"),
+    ("canonical_form", "string"),
+    ("retrieval_score", "float64"),
+    ("confidence", "float64"),
+    ("acceptance_score", "float64"),
+    ("frequency_rank", "int64"),
+    ("is_selected", "bool"),
+    ("status", "string"),
+    ("answer_label", "string"),
+    ("answer_reason", "string"),
+    ("unresolved_reason", "string"),
+    ("rationale", "string"),
+    ("adjudicator", "string"),
+    ("resolved_at", "string"),
+    ("policy_version", "int64"),
+    ("n_claims", "int64"),
+    ("n_annotations", "int64"),
+    ("claims_json", "string"),
+    ("resolved_claim_labels_json", "string"),
+    ("annotations_json", "string"),
+    ("evaluator_labels_json", "string"),
+    ("sources_json", "string"),
+    ("slices_json", "string"),
+    ("question_metadata_json", "string"),
+    ("generator_settings_json", "string"),
+    ("candidate_metadata_json", "string"),
+)
+
+
+class ReleaseFormatError(Exception):
+    """A release that cannot be read or does not verify; ``problems`` lists every finding."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def canonical_json(value: Any) -> str:
+    """Return ``value`` as canonical JSON: sorted keys, no spaces, UTF-8 text, no NaN.
+
+    Raises:
+        ValueError: ``value`` holds NaN or an infinity (JSON has no such numbers).
+    """
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def pretty_json(value: Any) -> str:
+    """Return ``value`` as sorted, indented JSON ending with a newline (the ``*.json`` files)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def iso_utc(value: datetime | None) -> str | None:
+    """Return ``value`` in UTC as ISO 8601 with ``+00:00`` (microseconds when not zero)."""
+    return None if value is None else value.astimezone(UTC).isoformat()
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """Return ``value`` unless it is NaN or infinite (then None: JSON cannot hold it)."""
+    if value is None or math.isfinite(value):
+        return value
+    return None
+
+
+def sha256_stream(stream: IO[bytes], chunk: int = 1 << 20) -> tuple[str, int]:
+    """Return (hex sha256, size in bytes) of everything left in ``stream``."""
+    digest = hashlib.sha256()
+    size = 0
+    while block := stream.read(chunk):
+        digest.update(block)
+        size += len(block)
+    return digest.hexdigest(), size
+
+
+def sha256_file(path: Path) -> tuple[str, int]:
+    """Return (hex sha256, size in bytes) of the file at ``path``."""
+    with path.open("rb") as stream:
+        return sha256_stream(stream)
+
+
+def schema_major(version: Any) -> int:
+    """Return the major number of a manifest's ``schema_version`` ("1.0" → 1).
+
+    Raises:
+        ReleaseFormatError: the value is not a "MAJOR.MINOR" string.
+    """
+    if not isinstance(version, str) or not version.count(".") == 1:
+        raise ReleaseFormatError([f"manifest.json: schema_version {version!r} is not 'MAJOR.MINOR'"])
+    major, minor = version.split(".")
+    if not (major.isdigit() and minor.isdigit()):
+        raise ReleaseFormatError([f"manifest.json: schema_version {version!r} is not 'MAJOR.MINOR'"])
+    return int(major)
+
+
+def check_schema_version(manifest: Mapping[str, Any]) -> None:
+    """Refuse a manifest of another format or of a schema major this reader does not know.
+
+    Raises:
+        ReleaseFormatError: naming the field and the supported major.
+    """
+    if manifest.get("format") != FORMAT_NAME:
+        raise ReleaseFormatError(
+            [f"manifest.json: format is {manifest.get('format')!r}, expected {FORMAT_NAME!r}"]
+        )
+    major = schema_major(manifest.get("schema_version"))
+    if major != SCHEMA_MAJOR:
+        raise ReleaseFormatError(
+            [
+                f"manifest.json: schema_version {manifest['schema_version']!r} has major {major}; "
+                f"this certlabel reads major {SCHEMA_MAJOR} only"
+            ]
+        )
+
+
+@dataclass
+class CountBlock:
+    """Counts of one population (all candidates, or one partition) of a labels file."""
+
+    items: int = 0
+    consensus: int = 0
+    adjudicated: int = 0
+    unresolved: int = 0
+    pending: int = 0
+    answers_unavailable: int = 0
+    claims: int = 0
+    resolved_claim_labels: int = 0
+    claims_unavailable: int = 0
+    annotations: int = 0
+    evaluator_labels: int = 0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Count one labels.jsonl record."""
+        self.items += 1
+        self.claims += len(record["claims"])
+        self.annotations += len(record["annotations"])
+        self.evaluator_labels += len(record["evaluator_labels"])
+        resolution = record["resolution"]
+        if resolution is None:
+            self.pending += 1
+            return
+        setattr(self, resolution["status"], getattr(self, resolution["status"]) + 1)
+        if resolution["answer_label"] == UNAVAILABLE:
+            self.answers_unavailable += 1
+        for label in resolution["claim_labels"]:
+            self.resolved_claim_labels += 1
+            if label["label"] == UNAVAILABLE:
+                self.claims_unavailable += 1
+
+    def as_json(self) -> dict[str, Any]:
+        """Return every count with its denominator: ``{"count": k, "denominator": n, "of": ...}``."""
+        resolved = self.consensus + self.adjudicated + self.unresolved
+        labelled = self.consensus + self.adjudicated  # resolutions that carry an answer label
+
+        def share(count: int, denominator: int, of: str) -> dict[str, Any]:
+            return {"count": count, "denominator": denominator, "of": of}
+
+        return {
+            "items": {"count": self.items, "denominator": None, "of": None},
+            "resolved": share(resolved, self.items, "items"),
+            "consensus": share(self.consensus, self.items, "items"),
+            "adjudicated": share(self.adjudicated, self.items, "items"),
+            "unresolved": share(self.unresolved, self.items, "items"),
+            "pending": share(self.pending, self.items, "items"),
+            "evidence_unavailable_answers": share(
+                self.answers_unavailable, labelled, "consensus and adjudicated items"
+            ),
+            "claims": {"count": self.claims, "denominator": None, "of": None},
+            "resolved_claim_labels": share(self.resolved_claim_labels, self.claims, "claims"),
+            "evidence_unavailable_claims": share(
+                self.claims_unavailable, self.resolved_claim_labels, "resolved claim labels"
+            ),
+            "annotations": {"count": self.annotations, "denominator": None, "of": None},
+            "evaluator_labels": {"count": self.evaluator_labels, "denominator": None, "of": None},
+        }
+
+
+def label_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Return the manifest's ``counts`` of labels.jsonl records: overall and per partition.
+
+    The partition of a question without one is ``"unpartitioned"``. Labels count as 1M at the
+    scale the benchmark builds, so this streams: ``records`` may be a generator.
+    """
+    overall = CountBlock()
+    partitions: dict[str, CountBlock] = {}
+    for record in records:
+        overall.add(record)
+        partitions.setdefault(record["question"]["partition"] or "unpartitioned", CountBlock()).add(
+            record
+        )
+    return {
+        "overall": overall.as_json(),
+        "per_partition": {name: block.as_json() for name, block in sorted(partitions.items())},
+    }
+
+
+def iter_jsonl(stream: IO[bytes], name: str) -> Iterable[dict[str, Any]]:
+    """Yield the objects of a JSONL stream, one per line.
+
+    Raises:
+        ReleaseFormatError: a line is not a JSON object (naming the file and line).
+    """
+    for number, raw in enumerate(stream, start=1):
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise ReleaseFormatError([f"{name} line {number}: not JSON ({exc})"]) from None
+        if not isinstance(value, dict):
+            raise ReleaseFormatError([f"{name} line {number}: not a JSON object"])
+        yield value
+
+
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """Read and check ``manifest.json`` of the release in ``directory``.
+
+    Raises:
+        ReleaseFormatError: missing, not JSON, not a certlabel release or an unknown major.
+    """
+    path = directory / MANIFEST
+    if not path.is_file():
+        raise ReleaseFormatError([f"{directory}: no {MANIFEST}"])
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ReleaseFormatError([f"{MANIFEST}: not JSON ({exc})"]) from None
+    if not isinstance(manifest, dict):
+        raise ReleaseFormatError([f"{MANIFEST}: not a JSON object"])
+    check_schema_version(manifest)
+    return manifest
+
+
+def verify_files(directory: Path, manifest: Mapping[str, Any]) -> list[str]:
+    """Return every difference between the files in ``directory`` and the manifest's list.
+
+    Checks each listed file's presence, size and sha256, and that no content file is missing
+    from the list. An empty list means every byte matches.
+    """
+    problems: list[str] = []
+    listed = manifest.get("files")
+    if not isinstance(listed, list):
+        return [f"{MANIFEST}: files is not a list"]
+    names = set()
+    for index, entry in enumerate(listed):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith("."):
+            problems.append(f"{MANIFEST}: files[{index}].name {name!r} is not a plain file name")
+            continue
+        names.add(name)
+        path = directory / name
+        if not path.is_file():
+            problems.append(f"{name}: listed in the manifest but missing")
+            continue
+        sha256, size = sha256_file(path)
+        if size != entry.get("size"):
+            problems.append(f"{name}: size is {size} bytes, the manifest says {entry.get('size')}")
+        if sha256 != entry.get("sha256"):
+            problems.append(f"{name}: sha256 is {sha256}, the manifest says {entry.get('sha256')}")
+    for name in CONTENT_FILES:
+        if name not in names:
+            problems.append(f"{MANIFEST}: {name} is not listed")
+    return problems
+
+
+def verify_release(directory: Path) -> dict[str, Any]:
+    """Verify the release in ``directory``: schema, every file's sha256 and size, every count.
+
+    The counts are recomputed from ``labels.jsonl`` (streamed) and compared with the
+    manifest's; the number of lines of ``sources.jsonl`` with ``counts.sources``.
+
+    Returns:
+        The manifest, when everything matches.
+
+    Raises:
+        ReleaseFormatError: listing every difference found.
+    """
+    manifest = read_manifest(directory)
+    problems = verify_files(directory, manifest)
+    labels = directory / LABELS_JSONL
+    if labels.is_file():
+        try:
+            with labels.open("rb") as stream:
+                counts = label_counts(iter_jsonl(stream, LABELS_JSONL))
+        except (ReleaseFormatError, KeyError, TypeError, AttributeError) as exc:
+            problems.append(f"{LABELS_JSONL}: cannot be counted ({exc})")
+        else:
+            expected = manifest.get("counts", {})
+            for scope in ("overall", "per_partition"):
+                if counts[scope] != expected.get(scope):
+                    problems.append(
+                        f"{MANIFEST}: counts.{scope} differ from those recomputed from "
+                        f"{LABELS_JSONL}: {_first_difference(expected.get(scope), counts[scope])}"
+                    )
+    sources = directory / SOURCES_JSONL
+    if sources.is_file():
+        with sources.open("rb") as stream:
+            lines = sum(1 for _ in stream)
+        if lines != manifest.get("counts", {}).get("sources"):
+            problems.append(
+                f"{MANIFEST}: counts.sources is {manifest.get('counts', {}).get('sources')}, "
+                f"{SOURCES_JSONL} has {lines} lines"
+            )
+    if problems:
+        raise ReleaseFormatError(problems)
+    return dict(manifest)
+
+
+def _first_difference(expected: Any, actual: Any, path: str = "") -> str:
+    """Describe the first place where two JSON values differ (for an error message)."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual)):
+            if expected.get(key) != actual.get(key):
+                return _first_difference(expected.get(key), actual.get(key), f"{path}.{key}")
+    return f"{path.lstrip('.') or 'value'}: manifest {expected!r}, recomputed {actual!r}"
