@@ -15,6 +15,7 @@ from certification.services import (
     calibration_run_fail,
     calibration_runs_refresh,
 )
+from certification.services.releases import release_build_execute, release_build_fail
 from labeling.exceptions import NotFound
 
 logger = logging.getLogger(__name__)
@@ -111,3 +112,33 @@ def audit_reports_refresh_task(project_id: int) -> list[dict[str, object]] | Non
         logger.warning("audit_reports_refresh.missing_project", extra={"project_id": project_id})
         return None
     return [{"report_id": r.pk, "input_sha256": r.input_sha256} for r in reports]
+
+
+@shared_task(
+    soft_time_limit=3600,
+    time_limit=3660,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_backoff_max=300,
+    max_retries=3,
+)
+def release_build_task(build_id: int) -> dict[str, object] | None:
+    """Build the files of a release (or rebuild and compare); returns the manifest's sha256.
+
+    A build that raises is marked failed with the error's text, and the error re-raised.
+    """
+    try:
+        build = release_build_execute(build_id=build_id)
+    except NotFound:
+        logger.warning("release_build.missing", extra={"build_id": build_id})
+        return None
+    except OperationalError:
+        raise
+    except Exception as exc:
+        release_build_fail(build_id=build_id, error=f"{type(exc).__name__}: {exc}")
+        raise
+    return {
+        "build_id": build.pk,
+        "manifest_sha256": build.manifest_sha256,
+        "matches": build.matches,
+    }

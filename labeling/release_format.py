@@ -146,7 +146,9 @@ def canonical_json(value: Any) -> str:
     Raises:
         ValueError: ``value`` holds NaN or an infinity (JSON has no such numbers).
     """
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
 
 
 def pretty_json(value: Any) -> str:
@@ -189,10 +191,14 @@ def schema_major(version: Any) -> int:
         ReleaseFormatError: the value is not a "MAJOR.MINOR" string.
     """
     if not isinstance(version, str) or not version.count(".") == 1:
-        raise ReleaseFormatError([f"manifest.json: schema_version {version!r} is not 'MAJOR.MINOR'"])
+        raise ReleaseFormatError(
+            [f"manifest.json: schema_version {version!r} is not 'MAJOR.MINOR'"]
+        )
     major, minor = version.split(".")
     if not (major.isdigit() and minor.isdigit()):
-        raise ReleaseFormatError([f"manifest.json: schema_version {version!r} is not 'MAJOR.MINOR'"])
+        raise ReleaseFormatError(
+            [f"manifest.json: schema_version {version!r} is not 'MAJOR.MINOR'"]
+        )
     return int(major)
 
 

@@ -197,3 +197,18 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
 }
+
+# ---------------------------------------------------------------------------------------------
+# Release storage (issue 6): where built releases are kept. The default is a local directory;
+# several machines need a shared one (a network volume at CERTLABEL_RELEASE_ROOT, or another
+# Django storage backend configured here under the "releases" alias).
+# ---------------------------------------------------------------------------------------------
+RELEASE_ROOT = env.path("CERTLABEL_RELEASE_ROOT", default=BASE_DIR / "var" / "releases")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "releases": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(RELEASE_ROOT)},
+    },
+}

@@ -1,0 +1,32 @@
+"""Releases: certified label sets (issue 6, DESIGN.md §5).
+
+``freeze`` pins a release and requests builds; ``records`` streams the labels of a release's
+pinned state; ``build`` writes the files (labels JSONL/CSV/Parquet, sources, ledger, report,
+provenance, dataset card, manifest, zip) into the release storage.
+"""
+
+from certification.services.releases.build import (
+    release_build_execute,
+    release_build_fail,
+    release_content_build,
+    release_export,
+    release_file_open,
+)
+from certification.services.releases.freeze import (
+    release_freeze,
+    release_rebuild,
+    release_tag_move,
+    version_key,
+)
+
+__all__ = [
+    "release_build_execute",
+    "release_build_fail",
+    "release_content_build",
+    "release_export",
+    "release_file_open",
+    "release_freeze",
+    "release_rebuild",
+    "release_tag_move",
+    "version_key",
+]

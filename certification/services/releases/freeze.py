@@ -1,0 +1,337 @@
+"""Freezing releases, moving tags and requesting builds (issue 6, DESIGN.md §5).
+
+A release pins the database state it describes when it is frozen (see ``Release``): the largest
+committed id of each append-only table it reads, and a copy of the figures its report shows.
+The build (``certification.services.releases.build``) then reads only that state.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from certification.models import (
+    RELEASE_VERSION_PATTERN,
+    AgreementReport,
+    AuditReport,
+    BuildStatus,
+    CalibrationRun,
+    CalibrationSpec,
+    Release,
+    ReleaseBuild,
+    ReleaseTag,
+    ReleaseTagMove,
+    RunStatus,
+)
+from labeling.exceptions import Conflict, InvalidInput, NotFound
+from labeling.locks import project_lock
+from labeling.models import (
+    AnnotationRevision,
+    CandidateAnswer,
+    EvaluatorLabel,
+    LabelPolicy,
+    PriorAnnotation,
+    Project,
+    Resolution,
+    SourceVersion,
+)
+from labeling.permissions import project_role, require_manager
+
+# The append-only tables a release reads, by the key its cutoff uses. Rows inserted with the
+# parent row (claim labels and evidence of a revision or resolution, claims of a candidate)
+# follow their parent's cutoff.
+CUTOFF_MODELS = {
+    "annotation_revision": AnnotationRevision,
+    "resolution": Resolution,
+    "prior_annotation": PriorAnnotation,
+    "evaluator_label": EvaluatorLabel,
+    "candidate": CandidateAnswer,
+    "source_version": SourceVersion,
+    "label_policy": LabelPolicy,
+}
+MAX_NOTES = 20_000
+TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Return the sort key of a release version: "3" → (3,), "1.2.0" → (1, 2, 0).
+
+    Versions of both kinds compare by their numbers: "2" > "1.9.9" and "1.10.0" > "1.9.0".
+    """
+    return tuple(int(part) for part in version.split("."))
+
+
+def _require_manager_of(project: Project, actor: Any) -> None:
+    role = project_role(user=actor, project=project)
+    if role is None:
+        raise NotFound(f"no project {project.slug!r}")
+    require_manager(role)
+
+
+def _clean_version(project: Project, version: Any, parent: Release | None) -> str:
+    text = version.strip() if isinstance(version, str) else ""
+    if not re.fullmatch(RELEASE_VERSION_PATTERN, text):
+        raise InvalidInput(
+            "version must be an increasing integer (e.g. 3) or a semantic version MAJOR.MINOR."
+            "PATCH (e.g. 1.2.0)",
+            data={"field": "version"},
+        )
+    if Release.objects.filter(project=project, version=text).exists():
+        raise InvalidInput(f"release {text} already exists", data={"field": "version"})
+    if parent is not None and version_key(text) <= version_key(parent.version):
+        raise InvalidInput(
+            f"version {text} must be greater than its parent's ({parent.version})",
+            data={"field": "version"},
+        )
+    return text
+
+
+def _certified_runs(project: Project, run_ids: list[int] | None) -> list[CalibrationRun]:
+    """The runs a release certifies: those named, or the latest done run of each latest spec."""
+    if run_ids is None:
+        runs = []
+        for spec in CalibrationSpec.objects.filter(project=project, next_version__isnull=True):
+            run = (
+                CalibrationRun.objects.filter(spec=spec, status=RunStatus.DONE)
+                .order_by("-finished_at", "-pk")
+                .first()
+            )
+            if run is not None:
+                runs.append(run)
+        return sorted(runs, key=lambda run: run.pk)
+    runs = list(
+        CalibrationRun.objects.filter(project=project, pk__in=run_ids).select_related("spec")
+    )
+    found = {run.pk for run in runs}
+    for index, run_id in enumerate(run_ids):
+        if run_id not in found:
+            raise InvalidInput(
+                f"no calibration run {run_id} in project {project.slug!r}",
+                data={"field": f"runs[{index}]"},
+            )
+    for index, run in enumerate(runs):
+        if run.status != RunStatus.DONE:
+            raise InvalidInput(
+                f"calibration run {run.pk} is {run.status}, not done: only a done run certifies",
+                data={"field": f"runs[{index}]"},
+            )
+    return sorted(runs, key=lambda run: run.pk)
+
+
+def certifies_json(run: CalibrationRun) -> dict[str, Any]:
+    """What a release records of a certified run: spec and run identity and hashes."""
+    spec = run.spec
+    return {
+        "spec": {
+            "id": spec.pk,
+            "name": spec.name,
+            "version": spec.version,
+            "content_sha256": spec.content_sha256,
+        },
+        "run": {
+            "id": run.pk,
+            "input_sha256": run.input_sha256,
+            "spec_sha256": run.spec_sha256,
+            "stats_version": run.stats_version,
+            "outcome": run.outcome,
+        },
+    }
+
+
+def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, Any]:
+    """The figures report.json shows, as they stand now (stored computations are recomputed
+    later, so the release keeps its own copy). Rater ids are replaced by pseudonyms at build."""
+    agreement = AgreementReport.objects.filter(project=project).first()
+    audits = (
+        AuditReport.objects.filter(project=project)
+        .select_related("evaluator")
+        .order_by("evaluator__name", "evaluator__version")
+    )
+    return {
+        "heldout": [
+            {
+                **certifies_json(run),
+                "heldout": run.result.get("heldout"),
+                "ledger": run.result.get("ledger"),
+                "outcome": run.result.get("outcome"),
+            }
+            for run in runs
+        ],
+        "agreement": None
+        if agreement is None
+        else {
+            "input_sha256": agreement.input_sha256,
+            "answer": agreement.answer,
+            "claim": agreement.claim,
+        },
+        "audits": [
+            {
+                "evaluator": {"name": audit.evaluator.name, "version": audit.evaluator.version},
+                "input_sha256": audit.input_sha256,
+                "result": audit.result,
+            }
+            for audit in audits
+        ],
+    }
+
+
+def _cutoff() -> dict[str, int]:
+    """The largest committed id of each table a release reads.
+
+    On PostgreSQL the tables are locked in SHARE mode first: that waits for every transaction
+    that inserted into them to end and keeps new inserts out until ours commits, so no row with
+    a smaller id can appear later. SQLite serialises writers (IMMEDIATE transactions) already.
+    """
+    if connection.vendor == "postgresql":
+        tables = ", ".join(
+            connection.ops.quote_name(model._meta.db_table) for model in CUTOFF_MODELS.values()
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(f"LOCK TABLE {tables} IN SHARE MODE")  # noqa: S608 - model tables
+    return {
+        key: model.objects.aggregate(largest=Max("pk"))["largest"] or 0
+        for key, model in CUTOFF_MODELS.items()
+    }
+
+
+def _enqueue_build(build_id: int) -> None:
+    from certification.tasks import release_build_task  # tasks import services, not vice versa
+
+    transaction.on_commit(lambda: release_build_task.delay(build_id), robust=True)
+
+
+def release_freeze(
+    *,
+    project: Project,
+    actor: Any,
+    version: str,
+    parent: Release | None = None,
+    run_ids: list[int] | None = None,
+    notes: str = "",
+) -> Release:
+    """Freeze a release of ``project`` and enqueue its build.
+
+    Args:
+        project: the project; ``actor`` must be its manager.
+        version: an increasing integer or MAJOR.MINOR.PATCH, new in the project and greater than
+            ``parent``'s version.
+        parent: the release this one follows or corrects (same project), or None.
+        run_ids: the calibration runs it certifies (each done, of this project); None takes the
+            latest done run of every latest spec version; ``[]`` certifies none.
+        notes: free text shown on the page and in the dataset card.
+
+    Returns:
+        The release (its first build pending; ``release_build_task`` runs after commit).
+
+    Raises:
+        NotFound: ``actor`` is not a member of the project.
+        PermissionDenied: ``actor`` is not a manager.
+        InvalidInput: a bad version, parent, run or notes; ``data["field"]`` names the field.
+    """
+    _require_manager_of(project, actor)
+    if parent is not None and parent.project_id != project.pk:
+        raise InvalidInput(
+            f"release {parent.pk} is not a release of {project.slug!r}", data={"field": "parent"}
+        )
+    if not isinstance(notes, str) or len(notes) > MAX_NOTES:
+        raise InvalidInput(
+            f"notes must be text of at most {MAX_NOTES} characters", data={"field": "notes"}
+        )
+    with transaction.atomic():
+        project = project_lock(project.pk)
+        version = _clean_version(project, version, parent)
+        runs = _certified_runs(project, run_ids)
+        cutoff = _cutoff()
+        policy = (
+            LabelPolicy.objects.filter(project=project, pk__lte=cutoff["label_policy"])
+            .order_by("-version")
+            .first()
+        )
+        if policy is None:
+            raise InvalidInput(
+                f"project {project.slug!r} has no label policy", data={"field": "project"}
+            )
+        release = Release.objects.create(
+            project=project,
+            version=version,
+            parent=parent,
+            policy=policy,
+            certifies=[certifies_json(run) for run in runs],
+            cutoff=cutoff,
+            report=_report_snapshot(project, runs),
+            notes=notes,
+            created_by=actor,
+        )
+        build = ReleaseBuild.objects.create(release=release, requested_by=actor)
+        _enqueue_build(build.pk)
+    return release
+
+
+def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
+    """Request a rebuild of ``release``: built again elsewhere and compared byte by byte.
+
+    Raises:
+        NotFound / PermissionDenied: ``actor`` is not a manager of the release's project.
+        Conflict: the release has no done first build yet, or a rebuild is already running.
+    """
+    _require_manager_of(release.project, actor)
+    with transaction.atomic():
+        project_lock(release.project_id)
+        if not ReleaseBuild.objects.filter(
+            release=release, is_rebuild=False, status=BuildStatus.DONE
+        ).exists():
+            raise Conflict(f"release {release.version} has no finished build to compare with")
+        if ReleaseBuild.objects.filter(
+            release=release, is_rebuild=True, status__in=[BuildStatus.PENDING, BuildStatus.RUNNING]
+        ).exists():
+            raise Conflict(f"a rebuild of release {release.version} is already under way")
+        build = ReleaseBuild.objects.create(release=release, is_rebuild=True, requested_by=actor)
+        _enqueue_build(build.pk)
+    return build
+
+
+def release_tag_move(*, project: Project, actor: Any, name: str, release: Release) -> ReleaseTag:
+    """Point the tag ``name`` of ``project`` at ``release`` (creating the tag if new).
+
+    Every move is kept as a ``ReleaseTagMove``. Moving a tag to the release it already points
+    at changes nothing.
+
+    Raises:
+        NotFound / PermissionDenied: ``actor`` is not a manager of the project.
+        InvalidInput: a bad tag name, or a release of another project (``data["field"]``).
+    """
+    _require_manager_of(project, actor)
+    text = name.strip() if isinstance(name, str) else ""
+    if not TAG_PATTERN.fullmatch(text):
+        raise InvalidInput(
+            "a tag is 1-64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter "
+            "or digit",
+            data={"field": "name"},
+        )
+    if release.project_id != project.pk:
+        raise InvalidInput(
+            f"release {release.pk} is not a release of {project.slug!r}", data={"field": "release"}
+        )
+    now = timezone.now()
+    with transaction.atomic():
+        project_lock(project.pk)
+        tag = ReleaseTag.objects.filter(project=project, name=text).first()
+        previous = None
+        if tag is None:
+            tag = ReleaseTag.objects.create(
+                project=project, name=text, release=release, moved_by=actor, moved_at=now
+            )
+        elif tag.release_id == release.pk:
+            return tag
+        else:
+            previous = tag.release
+            tag.release, tag.moved_by, tag.moved_at = release, actor, now
+            tag.save(update_fields=["release", "moved_by", "moved_at"])
+        ReleaseTagMove.objects.create(
+            tag=tag, release=release, previous=previous, moved_by=actor, moved_at=now
+        )
+    return tag
