@@ -257,7 +257,7 @@ class CountBlock:
                 self.claims_unavailable += 1
 
     def as_json(self) -> dict[str, Any]:
-        """Return every count with its denominator: ``{"count": k, "denominator": n, "of": ...}``."""
+        """Return every count with its denominator (``{"count", "denominator", "of"}``)."""
         resolved = self.consensus + self.adjudicated + self.unresolved
         labelled = self.consensus + self.adjudicated  # resolutions that carry an answer label
 

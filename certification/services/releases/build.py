@@ -1,33 +1,454 @@
-"""Building a release's files from its pinned state (stub: being written)."""
+"""Building a release's files from its pinned state (issue 6, DESIGN.md §5).
+
+``release_build_execute`` (the body of ``release_build_task``) streams every file into a
+temporary directory (labels are read in chunks and written as they come: JSONL, CSV and one
+Parquet row group per chunk), writes the manifest and a zip of the whole, and either stores the
+files (a release's first build) or compares them byte by byte with the stored ones (a rebuild).
+Nothing in a content file depends on when or where it was built.
+"""
 
 from __future__ import annotations
 
+import csv
+import logging
+import shutil
+import tempfile
+import zipfile
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from certification.models import Release, ReleaseBuild
+import pyarrow as pa
+import pyarrow.parquet as pq
+from django.core.files import File
+from django.core.files.storage import storages
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from certification.models import BuildStatus, Release, ReleaseBuild
+from certification.services.releases.provenance import ProvenanceCollector
+from certification.services.releases.records import ReleaseReader, pseudonymise_raters
+from labeling.exceptions import Conflict, NotFound
+from labeling.release_format import (
+    ARCHIVE,
+    CARD,
+    CONTENT_FILES,
+    FORMAT_NAME,
+    LABELS_CSV,
+    LABELS_JSONL,
+    LABELS_PARQUET,
+    LEDGER,
+    MANIFEST,
+    MEDIA_TYPES,
+    PROVENANCE,
+    REPORT,
+    SCHEMA_VERSION,
+    SOURCES_JSONL,
+    TABLE_COLUMNS,
+    CountBlock,
+    canonical_json,
+    pretty_json,
+    sha256_file,
+)
+
+logger = logging.getLogger(__name__)
+
+STORAGE_ALIAS = "releases"
+# A fixed time for every zip member (the earliest a zip can hold): no build time in the archive.
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+ARROW_TYPES = {
+    "string": pa.string(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+}
+ARROW_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in TABLE_COLUMNS])
+
+
+def _storage():
+    return storages[STORAGE_ALIAS]
+
+
+# -- the flat table (CSV and Parquet) -------------------------------------------------------------
+
+
+def table_row(record: dict[str, Any]) -> dict[str, Any]:
+    """Flatten one labels.jsonl record into a row of :data:`TABLE_COLUMNS` (nested as JSON)."""
+    question, candidate, resolution = record["question"], record["candidate"], record["resolution"]
+    resolution = resolution or {}
+    return {
+        "question_id": question["id"],
+        "question_text": question["text"],
+        "group_key": question["group_key"],
+        "partition": question["partition"],
+        "candidate_id": candidate["id"],
+        "candidate_text": candidate["text"],
+        "generator": candidate["generator"],
+        "sample_index": candidate["sample_index"],
+        "canonical_form": candidate["canonical_form"],
+        "retrieval_score": candidate["retrieval_score"],
+        "confidence": candidate["confidence"],
+        "acceptance_score": candidate["acceptance_score"],
+        "frequency_rank": candidate["frequency_rank"],
+        "is_selected": candidate["is_selected"],
+        "status": resolution.get("status", "pending"),
+        "answer_label": resolution.get("answer_label"),
+        "answer_reason": resolution.get("answer_reason"),
+        "unresolved_reason": resolution.get("unresolved_reason"),
+        "rationale": resolution.get("rationale"),
+        "adjudicator": resolution.get("adjudicator"),
+        "resolved_at": resolution.get("resolved_at"),
+        "policy_version": resolution.get("policy_version"),
+        "n_claims": len(record["claims"]),
+        "n_annotations": len(record["annotations"]),
+        "claims_json": canonical_json(record["claims"]),
+        "resolved_claim_labels_json": canonical_json(resolution.get("claim_labels", [])),
+        "annotations_json": canonical_json(record["annotations"]),
+        "evaluator_labels_json": canonical_json(record["evaluator_labels"]),
+        "sources_json": canonical_json(question["sources"]),
+        "slices_json": canonical_json(question["slices"]),
+        "question_metadata_json": canonical_json(question["metadata"]),
+        "generator_settings_json": canonical_json(candidate["generator_settings"]),
+        "candidate_metadata_json": canonical_json(candidate["metadata"]),
+    }
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+class TableWriter:
+    """Writes flat rows to labels.csv and labels.parquet (one Parquet row group per chunk)."""
+
+    def __init__(self, directory: Path) -> None:
+        self._csv_stream = (directory / LABELS_CSV).open("w", encoding="utf-8", newline="")
+        self._csv = csv.writer(self._csv_stream, lineterminator="\n")
+        self._csv.writerow([name for name, _ in TABLE_COLUMNS])
+        self._parquet = pq.ParquetWriter(
+            directory / LABELS_PARQUET, ARROW_SCHEMA, compression="zstd", write_statistics=False
+        )
+        self._rows: list[dict[str, Any]] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Add one row (flushed to Parquet by :meth:`flush`)."""
+        self._csv.writerow([_csv_value(row[name]) for name, _ in TABLE_COLUMNS])
+        self._rows.append(row)
+
+    def flush(self) -> None:
+        """Write the rows added since the last flush as one Parquet row group."""
+        if self._rows:
+            self._parquet.write_table(pa.Table.from_pylist(self._rows, schema=ARROW_SCHEMA))
+            self._rows = []
+
+    def close(self) -> None:
+        """Flush and close both files."""
+        self.flush()
+        self._parquet.close()
+        self._csv_stream.close()
+
+
+# -- the build --------------------------------------------------------------------------------
+
+
+def _write_json(path: Path, value: Any) -> None:
+    path.write_text(pretty_json(value), encoding="utf-8")
+
+
+def _labels(
+    reader: ReleaseReader, directory: Path, build: ReleaseBuild
+) -> tuple[dict[str, Any], ProvenanceCollector]:
+    """Write labels.jsonl, labels.csv and labels.parquet; return the counts and provenance."""
+    ids = reader.candidate_ids()
+    ReleaseBuild.objects.filter(pk=build.pk).update(progress_total=len(ids) + 1)
+    overall = CountBlock()
+    partitions: dict[str, CountBlock] = {}
+    provenance = ProvenanceCollector(reader)
+    table = TableWriter(directory)
+    try:
+        with (directory / LABELS_JSONL).open("w", encoding="utf-8", newline="\n") as jsonl:
+            for done, record in enumerate(reader.records(ids), start=1):
+                jsonl.write(canonical_json(record))
+                jsonl.write("\n")
+                table.add(table_row(record))
+                overall.add(record)
+                partition = record["question"]["partition"] or "unpartitioned"
+                partitions.setdefault(partition, CountBlock()).add(record)
+                provenance.add(record)
+                if done % 1000 == 0:
+                    table.flush()
+                    ReleaseBuild.objects.filter(pk=build.pk).update(progress_done=done)
+    finally:
+        table.close()
+    counts = {
+        "overall": overall.as_json(),
+        "per_partition": {name: block.as_json() for name, block in sorted(partitions.items())},
+    }
+    return counts, provenance
+
+
+def _sources(reader: ReleaseReader, directory: Path) -> int:
+    lines = 0
+    with (directory / SOURCES_JSONL).open("w", encoding="utf-8", newline="\n") as stream:
+        for record in reader.source_records():
+            stream.write(canonical_json(record))
+            stream.write("\n")
+            lines += 1
+    return lines
+
+
+def _release_json(release: Release) -> dict[str, Any]:
+    parent = release.parent
+    return {
+        "version": release.version,
+        "parent": None if parent is None else {"version": parent.version},
+        "policy_version": release.policy.version,
+        "notes": release.notes,
+    }
+
+
+def _manifest(
+    release: Release, reader: ReleaseReader, counts: dict[str, Any], directory: Path
+) -> dict[str, Any]:
+    project = release.project
+    files = []
+    for name in CONTENT_FILES:
+        sha256, size = sha256_file(directory / name)
+        files.append(
+            {"name": name, "sha256": sha256, "size": size, "media_type": MEDIA_TYPES[name]}
+        )
+    return {
+        "format": FORMAT_NAME,
+        "schema_version": SCHEMA_VERSION,
+        "project": {"slug": project.slug, "name": project.name},
+        "release": _release_json(release),
+        "policy": {"version": release.policy.version},
+        "policies": reader.policy_records(),
+        "partition": {
+            "frozen": project.partition_frozen_at is not None,
+            "seed": project.partition_seed,
+            "proportions": project.partition_proportions,
+        },
+        "certifies": release.certifies,
+        "pseudonyms": "r-<16 hex>: HMAC-SHA256 of an account under the project's secret key; "
+        "imported annotators keep their imported pseudonyms",
+        "offsets": "Unicode code points of the stored text, 0-based, end-exclusive",
+        "files": files,
+        "counts": counts,
+    }
+
+
+def _archive(release: Release, directory: Path, target: Path) -> None:
+    """Zip the release into ``target`` with fixed member order, times and permissions."""
+    folder = f"{release.project.slug}-{release.version}"
+    with zipfile.ZipFile(target, "w") as archive:
+        for name in (MANIFEST, *CONTENT_FILES):
+            info = zipfile.ZipInfo(f"{folder}/{name}", date_time=ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            info.create_system = 3  # Unix, whatever the machine
+            with (directory / name).open("rb") as source, archive.open(info, "w") as member:
+                shutil.copyfileobj(source, member, 1 << 20)
+
+
+def build_files(release: Release, directory: Path, build: ReleaseBuild) -> dict[str, Any]:
+    """Write every file of ``release`` into ``directory``; return the manifest.
+
+    Progress (candidates written) is saved on ``build`` as it goes.
+    """
+    from certification.services.releases.card import dataset_card  # card imports build helpers
+
+    reader = ReleaseReader(release)
+    counts, provenance = _labels(reader, directory, build)
+    counts["sources"] = _sources(reader, directory)
+    key = release.project.pseudonym_key
+    report = pseudonymise_raters(release.report, key)
+    _write_json(
+        directory / LEDGER,
+        [
+            {"spec": entry["spec"], "run": entry["run"], "ledger": entry["ledger"]}
+            for entry in report["heldout"]
+        ],
+    )
+    _write_json(directory / REPORT, report)
+    _write_json(directory / PROVENANCE, provenance.document(release))
+    (directory / CARD).write_text(dataset_card(release, counts), encoding="utf-8")
+    manifest = _manifest(release, reader, counts, directory)
+    _write_json(directory / MANIFEST, manifest)
+    _archive(release, directory, directory / ARCHIVE)
+    return manifest
+
+
+def _claim(build_id: int) -> ReleaseBuild:
+    with transaction.atomic():
+        build = (
+            ReleaseBuild.objects.select_for_update()
+            .select_related("release__project", "release__policy", "release__parent")
+            .filter(pk=build_id)
+            .first()
+        )
+        if build is None:
+            raise NotFound(f"no release build {build_id}")
+        if build.status == BuildStatus.DONE:
+            return build
+        if build.status == BuildStatus.RUNNING:
+            raise Conflict(f"release build {build_id} is already running")
+        build.status = BuildStatus.RUNNING
+        build.started_at = timezone.now()
+        build.error = ""
+        build.progress_done = 0
+        build.save(update_fields=["status", "started_at", "error", "progress_done"])
+    return build
+
+
+def _file_entries(directory: Path) -> list[dict[str, Any]]:
+    entries = []
+    for name in (MANIFEST, *CONTENT_FILES):
+        sha256, size = sha256_file(directory / name)
+        entries.append(
+            {"name": name, "sha256": sha256, "size": size, "media_type": MEDIA_TYPES[name]}
+        )
+    return entries
 
 
 def release_build_execute(*, build_id: int) -> ReleaseBuild:
-    """Build (or rebuild and compare) the files of a release; the Celery task's body."""
-    raise NotImplementedError
+    """Build (or rebuild and compare) the files of a release; the Celery task's body.
+
+    A first build stores the files under ``<project id>/<release id>/<build id>/`` of the
+    release storage. A rebuild writes to a temporary directory only and records, per file,
+    whether its bytes equal the first build's (``matches``, ``mismatches``). A done build is
+    returned unchanged (the task may be delivered twice).
+
+    Raises:
+        NotFound: no such build.
+        Conflict: the build is running elsewhere.
+    """
+    build = _claim(build_id)
+    if build.status == BuildStatus.DONE:
+        return build
+    release = build.release
+    with tempfile.TemporaryDirectory(prefix="certlabel-release-") as tmp:
+        directory = Path(tmp)
+        build_files(release, directory, build)
+        entries = _file_entries(directory)
+        archive_sha256, archive_size = sha256_file(directory / ARCHIVE)
+        manifest_sha256 = next(e["sha256"] for e in entries if e["name"] == MANIFEST)
+        update: dict[str, Any] = {
+            "files": entries,
+            "manifest_sha256": manifest_sha256,
+            "archive_sha256": archive_sha256,
+            "archive_size": archive_size,
+        }
+        if build.is_rebuild:
+            first = release_content_build(release)
+            if first is None or first.status != BuildStatus.DONE:
+                raise Conflict(f"release {release.version} has no finished build to compare with")
+            stored = {e["name"]: e for e in first.files}
+            mismatches = [
+                {
+                    "name": entry["name"],
+                    "sha256": entry["sha256"],
+                    "stored_sha256": stored.get(entry["name"], {}).get("sha256"),
+                }
+                for entry in entries
+                if stored.get(entry["name"], {}).get("sha256") != entry["sha256"]
+            ]
+            if first.archive_sha256 != archive_sha256:
+                mismatches.append(
+                    {
+                        "name": ARCHIVE,
+                        "sha256": archive_sha256,
+                        "stored_sha256": first.archive_sha256,
+                    }
+                )
+            update.update(matches=not mismatches, mismatches=mismatches)
+        else:
+            prefix = f"{release.project_id}/{release.pk}/{build.pk}/"
+            storage = _storage()
+            for name in (MANIFEST, *CONTENT_FILES, ARCHIVE):
+                path = prefix + name
+                if storage.exists(path):
+                    storage.delete(path)  # a retried build's leftovers
+                with (directory / name).open("rb") as stream:
+                    saved = storage.save(path, File(stream, name=name))
+                if saved != path:
+                    raise RuntimeError(f"release storage saved {path} as {saved}")
+            update["storage_prefix"] = prefix
+    ReleaseBuild.objects.filter(pk=build.pk).update(
+        status=BuildStatus.DONE,
+        finished_at=timezone.now(),
+        progress_done=F("progress_total"),
+        **update,
+    )
+    logger.info(
+        "release_build.done",
+        extra={"build_id": build.pk, "release_id": release.pk, "manifest_sha256": manifest_sha256},
+    )
+    build.refresh_from_db()
+    return build
 
 
 def release_build_fail(*, build_id: int, error: str) -> ReleaseBuild:
-    """Mark a build failed with ``error`` (the task calls it when the build raised)."""
-    raise NotImplementedError
+    """Mark a build failed with ``error``; a done build is left as it is.
+
+    Raises:
+        NotFound: no such build.
+    """
+    with transaction.atomic():
+        build = ReleaseBuild.objects.select_for_update().filter(pk=build_id).first()
+        if build is None:
+            raise NotFound(f"no release build {build_id}")
+        if build.status != BuildStatus.DONE:
+            build.status = BuildStatus.FAILED
+            build.error = error[:5000] or "failed"
+            build.finished_at = timezone.now()
+            build.save(update_fields=["status", "error", "finished_at"])
+    return build
 
 
 def release_content_build(release: Release) -> ReleaseBuild | None:
-    """Return the release's first build (its content) or None."""
-    raise NotImplementedError
+    """Return the release's first build (whose files are the release), or None."""
+    return ReleaseBuild.objects.filter(release=release, is_rebuild=False).first()
+
+
+def release_file_names(build: ReleaseBuild) -> list[str]:
+    """The names a done build serves: the manifest, every content file and the archive."""
+    if build.status != BuildStatus.DONE:
+        return []
+    return [entry["name"] for entry in build.files] + [ARCHIVE]
 
 
 def release_file_open(*, build: ReleaseBuild, name: str) -> IO[bytes]:
-    """Open one file of a done build for reading (binary)."""
-    raise NotImplementedError
+    """Open one file of a done first build for reading (binary).
+
+    Raises:
+        NotFound: the build is not done, is a rebuild, or has no file ``name``.
+    """
+    if build.is_rebuild or name not in release_file_names(build):
+        raise NotFound(f"release build {build.pk} has no file {name!r}")
+    return _storage().open(build.storage_prefix + name, "rb")
 
 
 def release_export(*, release: Release, directory: Path) -> Path:
-    """Copy the files of a release's content build into ``directory``; return its path."""
-    raise NotImplementedError
+    """Copy the files of ``release`` (its done first build) into ``directory/<slug>-<version>``.
+
+    Returns:
+        The release directory written.
+
+    Raises:
+        NotFound: the release has no done build yet.
+    """
+    build = release_content_build(release)
+    if build is None or build.status != BuildStatus.DONE:
+        raise NotFound(f"release {release.version} has no finished build")
+    target = directory / f"{release.project.slug}-{release.version}"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in release_file_names(build):
+        with release_file_open(build=build, name=name) as source, (target / name).open("wb") as out:
+            shutil.copyfileobj(source, out, 1 << 20)
+    return target

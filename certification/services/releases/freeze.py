@@ -274,6 +274,8 @@ def release_freeze(
 def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
     """Request a rebuild of ``release``: built again elsewhere and compared byte by byte.
 
+    When the release's first build failed (so it has no files), that build is retried instead.
+
     Raises:
         NotFound / PermissionDenied: ``actor`` is not a manager of the release's project.
         Conflict: the release has no done first build yet, or a rebuild is already running.
@@ -281,6 +283,13 @@ def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
     _require_manager_of(release.project, actor)
     with transaction.atomic():
         project_lock(release.project_id)
+        first = ReleaseBuild.objects.filter(release=release, is_rebuild=False).first()
+        if first is not None and first.status == BuildStatus.FAILED:
+            # The release was never built: build it again rather than compare with nothing.
+            first.status, first.error, first.requested_by = BuildStatus.PENDING, "", actor
+            first.save(update_fields=["status", "error", "requested_by"])
+            _enqueue_build(first.pk)
+            return first
         if not ReleaseBuild.objects.filter(
             release=release, is_rebuild=False, status=BuildStatus.DONE
         ).exists():

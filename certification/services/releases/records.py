@@ -1,0 +1,612 @@
+"""The labels of a release's pinned state, streamed as labels.jsonl records (issue 6).
+
+A release's ``cutoff`` holds the largest id of each append-only table when it was frozen; every
+query here keeps rows at or below it, so the records are those of that moment whatever was
+labelled since. Candidates are read in chunks of ``CHUNK`` with a fixed number of queries per
+chunk, so memory does not grow with the release (only the source-version index and the list of
+candidate ids, a few bytes per candidate, do).
+
+Record layout: ``labeling/release_format.py`` and README "Releases".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Max
+
+from certification.models import Release
+from labeling.models import (
+    AnnotationRevision,
+    CandidateAnswer,
+    Claim,
+    ClaimLabel,
+    EvaluatorLabel,
+    EvidenceSpan,
+    Item,
+    LabelPolicy,
+    PriorAnnotation,
+    PriorClaimLabel,
+    PriorEvidence,
+    PriorSpan,
+    Resolution,
+    ResolvedClaimLabel,
+    ResolvedEvidence,
+    RetrievalLink,
+    SourceVersion,
+)
+from labeling.release_format import finite_or_none, iso_utc
+
+CHUNK = 1000
+PSEUDONYM_PREFIX = "r-"
+
+
+def pseudonym(key: str, user_id: int) -> str:
+    """Return the release pseudonym of account ``user_id`` in a project with secret ``key``.
+
+    ``r-`` + the first 16 hex digits of HMAC-SHA256(key, "user:<id>"): stable across the
+    project's releases, not reversible without the key (which never leaves the database).
+    """
+    digest = hmac.new(key.encode(), f"user:{user_id}".encode(), hashlib.sha256).hexdigest()
+    return PSEUDONYM_PREFIX + digest[:16]
+
+
+_RATER = re.compile(r"^(user):(\d+)$|^prior:(.+)$", re.DOTALL)
+
+
+def pseudonymise_raters(value: Any, key: str) -> Any:
+    """Replace agreement rater ids in ``value`` (keys and strings, recursively) by pseudonyms.
+
+    ``user:<id>`` becomes :func:`pseudonym`; ``prior:<name>`` becomes ``<name>`` (imported
+    annotators already are pseudonyms), as in labels.jsonl.
+    """
+
+    def one(text: str) -> str:
+        match = _RATER.match(text)
+        if match is None:
+            return text
+        if match.group(1):
+            return pseudonym(key, int(match.group(2)))
+        return match.group(3)
+
+    if isinstance(value, dict):
+        return {
+            one(k) if isinstance(k, str) else k: pseudonymise_raters(v, key)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [pseudonymise_raters(v, key) for v in value]
+    if isinstance(value, str):
+        return one(value)
+    return value
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """A pinned source version as releases name it."""
+
+    key: str
+    version: int
+    sha256: str
+    published_at: str | None
+    observed_at: str | None
+
+    def evidence(self, start: int, end: int, quote: str) -> dict[str, Any]:
+        """An evidence span in this version."""
+        return {
+            "source": self.key,
+            "version": self.version,
+            "sha256": self.sha256,
+            "start": start,
+            "end": end,
+            "quote": quote,
+        }
+
+
+def _sorted_evidence(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(
+        spans, key=lambda e: (e["source"], e["version"], e["start"], e["end"], e["quote"])
+    )
+
+
+class ReleaseReader:
+    """Reads the pinned state of one release: sources, policies and label records.
+
+    Args:
+        release: the frozen release (its project, ``cutoff`` and pseudonym key are used).
+    """
+
+    def __init__(self, release: Release) -> None:
+        self.release = release
+        self.project = release.project
+        self.cutoff: Mapping[str, int] = release.cutoff
+        self.key = self.project.pseudonym_key
+        self.sources: dict[int, SourceRef] = {}
+        versions = (
+            SourceVersion.objects.filter(
+                document__project=self.project, pk__lte=self.cutoff["source_version"]
+            )
+            .order_by("document__key", "pk")
+            .values_list("pk", "document__key", "sha256", "published_at", "observed_at")
+        )
+        counter: dict[str, int] = defaultdict(int)
+        for pk, key, sha256, published, observed in versions.iterator(chunk_size=5000):
+            counter[key] += 1
+            self.sources[pk] = SourceRef(
+                key, counter[key], sha256, iso_utc(published), iso_utc(observed)
+            )
+        self.policy_versions: dict[int, int] = dict(
+            LabelPolicy.objects.filter(
+                project=self.project, pk__lte=self.cutoff["label_policy"]
+            ).values_list("pk", "version")
+        )
+
+    # -- sources and policies ------------------------------------------------------------------
+
+    def source_records(self) -> Iterator[dict[str, Any]]:
+        """Yield sources.jsonl records (with text), ordered by id and version."""
+        ids = list(self.sources)  # already in (key, pk) order
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            rows = SourceVersion.objects.filter(pk__in=chunk).values_list(
+                "pk", "text", "length", "uri"
+            )
+            by_id = {pk: (text, length, uri) for pk, text, length, uri in rows}
+            for pk in chunk:
+                ref = self.sources[pk]
+                text, length, uri = by_id[pk]
+                yield {
+                    "id": ref.key,
+                    "version": ref.version,
+                    "sha256": ref.sha256,
+                    "length": length,
+                    "uri": uri,
+                    "published_at": ref.published_at,
+                    "observed_at": ref.observed_at,
+                    "text": text,
+                }
+
+    def policy_records(self) -> list[dict[str, Any]]:
+        """The project's label policy versions (as of the cutoff), oldest first."""
+        return [
+            {
+                "version": policy.version,
+                "guideline": policy.guideline,
+                "evidence_relation": policy.evidence_relation,
+                "answer_labels": policy.answer_labels,
+                "claim_labels": policy.claim_labels,
+                "unavailable_reasons": policy.unavailable_reasons,
+            }
+            for policy in LabelPolicy.objects.filter(pk__in=list(self.policy_versions)).order_by(
+                "version"
+            )
+        ]
+
+    # -- labels ---------------------------------------------------------------------------------
+
+    def candidate_ids(self) -> list[int]:
+        """Ids of the release's candidates in record order (question id, sample index, id)."""
+        return list(
+            CandidateAnswer.objects.filter(
+                question__project=self.project, pk__lte=self.cutoff["candidate"]
+            )
+            .order_by("question__external_id", "sample_index", "key")
+            .values_list("pk", flat=True)
+        )
+
+    def records(self, candidate_ids: list[int]) -> Iterator[dict[str, Any]]:
+        """Yield the labels.jsonl record of each candidate, in the order of ``candidate_ids``."""
+        for start in range(0, len(candidate_ids), CHUNK):
+            yield from self._chunk(candidate_ids[start : start + CHUNK])
+
+    def _chunk(self, ids: list[int]) -> Iterator[dict[str, Any]]:
+        cutoff = self.cutoff
+        candidates = {
+            row["pk"]: row
+            for row in CandidateAnswer.objects.filter(pk__in=ids).values(
+                "pk",
+                "key",
+                "text",
+                "generator",
+                "generator_settings",
+                "sample_index",
+                "canonical_form",
+                "retrieval_score",
+                "confidence",
+                "acceptance_score",
+                "frequency_rank",
+                "is_selected",
+                "metadata",
+                "question_id",
+                "question__external_id",
+                "question__text",
+                "question__group_key",
+                "question__partition",
+                "question__slices",
+                "question__metadata",
+            )
+        }
+        question_ids = {row["question_id"] for row in candidates.values()}
+        links: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for question_id, version_id, rank, score in RetrievalLink.objects.filter(
+            question_id__in=question_ids, source_version_id__lte=cutoff["source_version"]
+        ).values_list("question_id", "source_version_id", "rank", "score"):
+            ref = self.sources[version_id]
+            links[question_id].append(
+                {
+                    "id": ref.key,
+                    "version": ref.version,
+                    "sha256": ref.sha256,
+                    "rank": rank,
+                    "score": finite_or_none(score),
+                    "published_at": ref.published_at,
+                    "observed_at": ref.observed_at,
+                }
+            )
+        claims: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        claim_index: dict[int, int] = {}
+        for pk, candidate_id, index, text, start, end, machine_split in (
+            Claim.objects.filter(candidate_id__in=ids)
+            .order_by("candidate_id", "index")
+            .values_list("pk", "candidate_id", "index", "text", "start", "end", "machine_split")
+        ):
+            claim_index[pk] = index
+            claims[candidate_id].append(
+                {
+                    "index": index,
+                    "text": text,
+                    "start": start,
+                    "end": end,
+                    "machine_split": machine_split,
+                }
+            )
+        items = dict(Item.objects.filter(candidate_id__in=ids).values_list("pk", "candidate_id"))
+        annotations = self._annotations(items, claim_index)
+        for candidate_id, entries in self._priors(ids, claim_index).items():
+            annotations[candidate_id].extend(entries)
+        resolutions = self._resolutions(items, claim_index)
+        evaluator_labels = self._evaluator_labels(ids, claim_index)
+        for candidate_id in ids:
+            row = candidates[candidate_id]
+            yield {
+                "question": {
+                    "id": row["question__external_id"],
+                    "text": row["question__text"],
+                    "group_key": row["question__group_key"],
+                    "partition": row["question__partition"],
+                    "slices": row["question__slices"],
+                    "metadata": row["question__metadata"],
+                    "sources": sorted(
+                        links.get(row["question_id"], []),
+                        key=lambda s: (s["rank"] is None, s["rank"] or 0, s["id"], s["version"]),
+                    ),
+                },
+                "candidate": {
+                    "id": row["key"],
+                    "text": row["text"],
+                    "generator": row["generator"],
+                    "generator_settings": row["generator_settings"],
+                    "sample_index": row["sample_index"],
+                    "canonical_form": row["canonical_form"],
+                    "retrieval_score": finite_or_none(row["retrieval_score"]),
+                    "confidence": finite_or_none(row["confidence"]),
+                    "acceptance_score": finite_or_none(row["acceptance_score"]),
+                    "frequency_rank": row["frequency_rank"],
+                    "is_selected": row["is_selected"],
+                    "metadata": row["metadata"],
+                },
+                "claims": claims.get(candidate_id, []),
+                "annotations": sorted(
+                    annotations.get(candidate_id, []), key=lambda a: a["annotator"]
+                ),
+                "resolution": resolutions.get(candidate_id),
+                "evaluator_labels": evaluator_labels.get(candidate_id, []),
+            }
+
+    def _annotations(
+        self, items: dict[int, int], claim_index: dict[int, int]
+    ) -> dict[int, list[dict[str, Any]]]:
+        """People's current labels (as of the cutoff), by candidate id."""
+        cutoff = self.cutoff["annotation_revision"]
+        latest = (
+            AnnotationRevision.objects.filter(annotation__item_id__in=list(items), pk__lte=cutoff)
+            .values("annotation_id")
+            .annotate(last=Max("pk"))
+            .values_list("last", flat=True)
+        )
+        revisions = list(
+            AnnotationRevision.objects.filter(pk__in=list(latest)).values_list(
+                "pk",
+                "annotation__item_id",
+                "annotation__annotator_id",
+                "policy_id",
+                "created_at",
+                "time_spent_seconds",
+                "answer_label",
+                "answer_reason",
+                "comment",
+            )
+        )
+        labels = self._claim_labels(
+            ClaimLabel,
+            "revision_id",
+            [r[0] for r in revisions],
+            EvidenceSpan,
+            claim_index,
+            boundary=True,
+        )
+        out: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for (
+            pk,
+            item_id,
+            annotator_id,
+            policy_id,
+            created,
+            spent,
+            answer,
+            reason,
+            comment,
+        ) in revisions:
+            out[items[item_id]].append(
+                {
+                    "annotator": pseudonym(self.key, annotator_id),
+                    "origin": "human",
+                    "policy_version": self.policy_versions.get(policy_id),
+                    "labelled_at": iso_utc(created),
+                    "time_spent_seconds": finite_or_none(spent),
+                    "answer_label": answer,
+                    "answer_reason": reason,
+                    "comment": comment,
+                    "claim_labels": [{**label, "raw_label": None} for label in labels.get(pk, [])],
+                    "spans": [],
+                    "raw": None,
+                }
+            )
+        return out
+
+    def _claim_labels(
+        self,
+        model: Any,
+        parent_field: str,
+        parent_ids: list[int],
+        evidence_model: Any,
+        claim_index: dict[int, int],
+        *,
+        boundary: bool = False,
+        raw: bool = False,
+    ) -> dict[int, list[dict[str, Any]]]:
+        """Claim labels of the given parents (revisions, resolutions, prior annotations), with
+        their evidence, by parent id, in claim order."""
+        fields = ["pk", parent_field, "claim_id", "label", "reason"]
+        if boundary:
+            fields.append("boundary_error")
+        if raw:
+            fields.append("raw_label")
+        rows = list(model.objects.filter(**{f"{parent_field}__in": parent_ids}).values(*fields))
+        evidence: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for label_id, version_id, start, end, quote in evidence_model.objects.filter(
+            claim_label_id__in=[r["pk"] for r in rows]
+        ).values_list("claim_label_id", "source_version_id", "start", "end", "quote"):
+            evidence[label_id].append(self.sources[version_id].evidence(start, end, quote))
+        out: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for row in rows:
+            entry = {
+                "claim": claim_index[row["claim_id"]],
+                "label": row["label"],
+                "reason": row["reason"],
+                "evidence": _sorted_evidence(evidence.get(row["pk"], [])),
+            }
+            if boundary:
+                entry["boundary_error"] = row["boundary_error"]
+            if raw:
+                entry["raw_label"] = row["raw_label"]
+            out[row[parent_field]].append(entry)
+        for entries in out.values():
+            entries.sort(key=lambda e: e["claim"])
+        return out
+
+    def _priors(
+        self, ids: list[int], claim_index: dict[int, int]
+    ) -> dict[int, list[dict[str, Any]]]:
+        """Imported annotators' labels, by candidate id."""
+        priors = list(
+            PriorAnnotation.objects.filter(
+                candidate_id__in=ids, pk__lte=self.cutoff["prior_annotation"]
+            ).values_list(
+                "pk",
+                "candidate_id",
+                "annotator",
+                "origin",
+                "policy_id",
+                "labelled_at",
+                "time_spent_seconds",
+                "answer_label",
+                "answer_reason",
+                "note",
+                "raw",
+            )
+        )
+        prior_ids = [p[0] for p in priors]
+        labels = self._claim_labels(
+            PriorClaimLabel,
+            "prior_annotation_id",
+            prior_ids,
+            PriorEvidence,
+            claim_index,
+            boundary=True,
+            raw=True,
+        )
+        spans: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for row in (
+            PriorSpan.objects.filter(prior_annotation_id__in=prior_ids)
+            .order_by("prior_annotation_id", "start", "pk")
+            .values_list(
+                "prior_annotation_id",
+                "start",
+                "end",
+                "quote",
+                "labels",
+                "note",
+                "evidence_source_version_id",
+                "evidence_start",
+                "evidence_end",
+                "evidence_quote",
+            )
+        ):
+            prior_id, start, end, quote, span_labels, note, version_id, e_start, e_end, e_quote = (
+                row
+            )
+            spans[prior_id].append(
+                {
+                    "start": start,
+                    "end": end,
+                    "quote": quote,
+                    "labels": span_labels,
+                    "note": note,
+                    "evidence": None
+                    if version_id is None
+                    else self.sources[version_id].evidence(e_start, e_end, e_quote),
+                }
+            )
+        out: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for (
+            pk,
+            candidate_id,
+            annotator,
+            origin,
+            policy_id,
+            labelled,
+            spent,
+            answer,
+            reason,
+            note,
+            raw,
+        ) in priors:
+            out[candidate_id].append(
+                {
+                    "annotator": annotator,
+                    "origin": origin,
+                    "policy_version": self.policy_versions.get(policy_id) if policy_id else None,
+                    "labelled_at": iso_utc(labelled),
+                    "time_spent_seconds": finite_or_none(spent),
+                    "answer_label": answer,
+                    "answer_reason": reason,
+                    "comment": note,
+                    "claim_labels": labels.get(pk, []),
+                    "spans": spans.get(pk, []),
+                    "raw": raw,
+                }
+            )
+        return out
+
+    def _resolutions(
+        self, items: dict[int, int], claim_index: dict[int, int]
+    ) -> dict[int, dict[str, Any]]:
+        """The current resolution of each item as of the cutoff (highest number), by candidate."""
+        latest = (
+            Resolution.objects.filter(item_id__in=list(items), pk__lte=self.cutoff["resolution"])
+            .values("item_id")
+            .annotate(last=Max("number"))
+        )
+        wanted = {(row["item_id"], row["last"]) for row in latest}
+        rows = [
+            row
+            for row in Resolution.objects.filter(item_id__in=[i for i, _ in wanted]).values_list(
+                "pk",
+                "item_id",
+                "number",
+                "status",
+                "policy_id",
+                "answer_label",
+                "answer_reason",
+                "unresolved_reason",
+                "rationale",
+                "adjudicator_id",
+                "adjudicator_pseudonym",
+                "created_at",
+            )
+            if (row[1], row[2]) in wanted
+        ]
+        labels = self._claim_labels(
+            ResolvedClaimLabel, "resolution_id", [r[0] for r in rows], ResolvedEvidence, claim_index
+        )
+        out: dict[int, dict[str, Any]] = {}
+        for (
+            pk,
+            item_id,
+            _,
+            status,
+            policy_id,
+            answer,
+            reason,
+            unresolved,
+            rationale,
+            adj_id,
+            adj_name,
+            created,
+        ) in rows:
+            out[items[item_id]] = {
+                "status": status,
+                "answer_label": answer,
+                "answer_reason": reason,
+                "unresolved_reason": unresolved,
+                "rationale": rationale,
+                "adjudicator": pseudonym(self.key, adj_id) if adj_id is not None else adj_name,
+                "resolved_at": iso_utc(created),
+                "policy_version": self.policy_versions.get(policy_id),
+                "claim_labels": labels.get(pk, []),
+            }
+        return out
+
+    def _evaluator_labels(
+        self, ids: list[int], claim_index: dict[int, int]
+    ) -> dict[int, list[dict[str, Any]]]:
+        """Automated judges' labels, kept apart from people's, by candidate id."""
+        out: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for (
+            candidate_id,
+            name,
+            version,
+            claim_id,
+            label,
+            score,
+            available,
+            raw,
+        ) in EvaluatorLabel.objects.filter(
+            candidate_id__in=ids, pk__lte=self.cutoff["evaluator_label"]
+        ).values_list(
+            "candidate_id",
+            "evaluator__name",
+            "evaluator__version",
+            "claim_id",
+            "label",
+            "score",
+            "available",
+            "raw",
+        ):
+            out[candidate_id].append(
+                {
+                    "evaluator": name,
+                    "version": version,
+                    "claim": None if claim_id is None else claim_index[claim_id],
+                    "label": label,
+                    "score": finite_or_none(score),
+                    "available": available,
+                    "raw": raw,
+                }
+            )
+        for entries in out.values():
+            entries.sort(
+                key=lambda e: (
+                    e["evaluator"],
+                    e["version"],
+                    -1 if e["claim"] is None else e["claim"],
+                )
+            )
+        return out

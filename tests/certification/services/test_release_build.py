@@ -1,0 +1,315 @@
+"""Release builds (issue 6): contents, pinned state, byte-identical rebuilds, verification."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import io
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.test import TestCase
+
+from certification.models import AgreementReport, BuildStatus, Release, ReleaseBuild
+from certification.services import agreement_recompute
+from certification.services.releases import (
+    release_content_build,
+    release_export,
+    release_freeze,
+    release_rebuild,
+)
+from certification.services.releases.build import table_row
+from labeling.exceptions import InvalidInput
+from labeling.models import Disagreement, Item, Project, SourceVersion
+from labeling.release_format import (
+    LABELS_JSONL,
+    TABLE_COLUMNS,
+    ReleaseFormatError,
+    label_counts,
+    verify_release,
+)
+from labeling.services import adjudication_mark_unresolved, adjudication_resolve
+from labeling.services.annotations import ClaimInput, EvidenceInput
+
+pytestmark = pytest.mark.django_db
+
+
+def _user(name: str) -> Any:
+    return get_user_model().objects.get(username=name)
+
+
+@pytest.fixture
+def demo(settings: Any) -> Project:
+    """The demo project: 2 consensus items, 2 disagreements; one adjudicated, one unresolved."""
+    settings.DEBUG = True  # demo_setup runs only in development
+    call_command("demo_setup", stdout=io.StringIO(), stderr=io.StringIO())
+    project = Project.objects.get(slug="demo")
+    adjudicator = _user("adjudicator")
+    first, second = Disagreement.objects.filter(item__project=project).order_by("pk")
+    item = first.item
+    claims = list(item.candidate.claims.order_by("index"))
+    source = SourceVersion.objects.filter(retrievals__question=item.candidate.question).first()
+    quote = source.text[:20]
+    adjudication_resolve(
+        project=project,
+        item_id=item.pk,
+        actor=adjudicator,
+        expected_version=item.version,
+        answer_label="inadmissible",
+        claims=[
+            ClaimInput(
+                claim_id=claim.pk,
+                label="contradicted",
+                evidence=(EvidenceInput(source.pk, 0, 20, quote, unit="codepoint"),),
+            )
+            for claim in claims
+        ],
+        rationale="The source contradicts both claims.",
+    )
+    other = Item.objects.get(pk=second.item_id)
+    adjudication_mark_unresolved(
+        project=project,
+        item_id=other.pk,
+        actor=adjudicator,
+        expected_version=other.version,
+        reason="ambiguous_guideline",
+        rationale="The guideline is silent on opening hours.",
+    )
+    return project
+
+
+def _records(directory: Path) -> list[dict[str, Any]]:
+    with (directory / LABELS_JSONL).open("rb") as stream:
+        return [json.loads(line) for line in stream]
+
+
+def _freeze(project: Project, version: str = "1", **kwargs: Any) -> Release:
+    """Freeze a release as the demo manager; its build runs when the freeze commits."""
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return release_freeze(project=project, actor=_user("manager"), version=version, **kwargs)
+
+
+def test_release_holds_every_label_with_pseudonyms_and_exact_evidence(demo, tmp_path):
+    release = _freeze(demo, notes="first cut")
+    build = release_content_build(release)
+    assert build.status == BuildStatus.DONE, build.error
+    directory = release_export(release=release, directory=tmp_path)
+    records = _records(directory)
+    assert len(records) == 26
+    by_status: dict[str, int] = {}
+    for record in records:
+        status = record["resolution"]["status"] if record["resolution"] else "pending"
+        by_status[status] = by_status.get(status, 0) + 1
+    assert by_status == {"consensus": 2, "adjudicated": 1, "unresolved": 1, "pending": 22}
+
+    # Record order: question id, then sample index.
+    keys = [(r["question"]["id"], r["candidate"]["sample_index"]) for r in records]
+    assert keys == sorted(keys)
+
+    # Every quote is the exact code-point slice of the pinned source version it names.
+    sources = {
+        (s["id"], s["version"]): s
+        for s in map(json.loads, (directory / "sources.jsonl").read_text("utf-8").splitlines())
+    }
+    spans = 0
+    for record in records:
+        labels = [label for a in record["annotations"] for label in a["claim_labels"]]
+        labels += record["resolution"]["claim_labels"] if record["resolution"] else []
+        for label in labels:
+            for span in label["evidence"]:
+                source = sources[(span["source"], span["version"])]
+                assert source["text"][span["start"] : span["end"]] == span["quote"]
+                assert span["sha256"] == source["sha256"]
+                assert hashlib.sha256(source["text"].encode()).hexdigest() == source["sha256"]
+                spans += 1
+    assert spans >= 10
+
+    # People appear under the HMAC pseudonym only; no username anywhere in any file.
+    key = demo.pseudonym_key
+    expected = {
+        "r-" + hmac.new(key.encode(), f"user:{_user(n).pk}".encode(), "sha256").hexdigest()[:16]
+        for n in ("annotator1", "annotator2")
+    }
+    annotators = {a["annotator"] for r in records for a in r["annotations"]}
+    assert annotators == expected
+    adjudicated = next(r for r in records if (r["resolution"] or {}).get("status") == "adjudicated")
+    assert adjudicated["resolution"]["adjudicator"] == (
+        "r-"
+        + hmac.new(key.encode(), f"user:{_user('adjudicator').pk}".encode(), "sha256").hexdigest()[
+            :16
+        ]
+    )
+    assert adjudicated["resolution"]["rationale"] == "The source contradicts both claims."
+    for path in directory.iterdir():
+        if path.suffix in {".jsonl", ".json", ".jsonld", ".csv", ".md"}:
+            text = path.read_text("utf-8")
+            for name in ("annotator1", "annotator2", "adjudicator", "manager"):
+                assert not re.search(rf'"{name}"(?!:)', text), (path.name, name)
+            assert "user:" not in text
+
+    # The three times are kept apart.
+    labelled = records[[i for i, r in enumerate(records) if r["annotations"]][0]]
+    assert labelled["annotations"][0]["labelled_at"].endswith("+00:00")
+    assert (
+        labelled["question"]["sources"][0]["published_at"]
+        != labelled["question"]["sources"][0]["observed_at"]
+    )
+
+    # Manifest counts equal those recomputed independently from the labels file.
+    manifest = verify_release(directory)
+    assert manifest["counts"]["overall"] == label_counts(records)["overall"]
+    assert manifest["counts"]["overall"]["unresolved"] == {
+        "count": 1,
+        "denominator": 26,
+        "of": "items",
+    }
+    assert manifest["release"] == {
+        "version": "1",
+        "parent": None,
+        "policy_version": 1,
+        "notes": "first cut",
+    }
+    assert manifest["counts"]["sources"] == len(sources)
+
+
+def test_csv_and_parquet_hold_the_same_rows_as_the_jsonl(demo, tmp_path):
+    directory = release_export(release=_freeze(demo), directory=tmp_path)
+    records = _records(directory)
+    expected = [table_row(r) for r in records]
+    table = pq.read_table(directory / "labels.parquet")
+    assert table.column_names == [name for name, _ in TABLE_COLUMNS]
+    assert table.to_pylist() == expected
+    with (directory / "labels.csv").open(encoding="utf-8", newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    assert len(rows) == len(expected)
+    for row, want in zip(rows, expected, strict=True):
+        assert row["candidate_id"] == want["candidate_id"]
+        assert row["status"] == want["status"]
+        assert json.loads(row["annotations_json"]) == json.loads(want["annotations_json"])
+        assert row["is_selected"] == ("true" if want["is_selected"] else "false")
+
+
+def test_rebuild_is_byte_identical_and_later_labels_stay_out(demo, tmp_path):
+    release = _freeze(demo)
+    first = release_content_build(release)
+    # Labels made after the freeze: an unresolved item is corrected into an adjudication.
+    item = Item.objects.get(resolution__status="unresolved")
+    adjudication_mark_unresolved(
+        project=demo,
+        item_id=item.pk,
+        actor=_user("adjudicator"),
+        expected_version=item.version,
+        reason="source_problem",
+        rationale="Changed my mind after the freeze.",
+    )
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        rebuild = release_rebuild(release=release, actor=_user("manager"))
+    rebuild.refresh_from_db()
+    assert rebuild.status == BuildStatus.DONE
+    assert rebuild.matches is True, rebuild.mismatches
+    assert rebuild.files == first.files and rebuild.archive_sha256 == first.archive_sha256
+
+    old = _records(release_export(release=release, directory=tmp_path / "old"))
+    assert "Changed my mind" not in json.dumps(old)
+    newer = _freeze(demo, version="2", parent=release)
+    new = _records(release_export(release=newer, directory=tmp_path / "new"))
+    assert "Changed my mind" in json.dumps(new)
+
+
+def test_zip_holds_the_same_bytes(demo, tmp_path):
+    release = _freeze(demo)
+    build = release_content_build(release)
+    directory = release_export(release=release, directory=tmp_path)
+    with zipfile.ZipFile(directory / "release.zip") as archive:
+        names = archive.namelist()
+        assert names[0] == "demo-1/manifest.json"
+        for entry in build.files:
+            data = archive.read(f"demo-1/{entry['name']}")
+            assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+            assert (directory / entry["name"]).read_bytes() == data
+        assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_verify_release_finds_a_flipped_byte_and_a_changed_count(demo, tmp_path):
+    directory = release_export(release=_freeze(demo), directory=tmp_path)
+    labels = directory / LABELS_JSONL
+    data = bytearray(labels.read_bytes())
+    original = bytes(data)
+    index = data.index(b'"admissible"') + 2
+    data[index] ^= 0x01  # "admissible" -> "`dmissible"
+    labels.write_bytes(bytes(data))
+    with pytest.raises(ReleaseFormatError) as caught:
+        verify_release(directory)
+    assert any(p.startswith("labels.jsonl: sha256 is") for p in caught.value.problems)
+
+    labels.write_bytes(original)
+    manifest_path = directory / "manifest.json"
+    manifest = json.loads(manifest_path.read_text("utf-8"))
+    manifest["counts"]["overall"]["consensus"]["count"] = 3
+    manifest_path.write_text(json.dumps(manifest), "utf-8")
+    with pytest.raises(ReleaseFormatError) as caught:
+        verify_release(directory)
+    assert any("consensus.count: manifest 3, recomputed 2" in p for p in caught.value.problems)
+
+
+def test_report_and_provenance(demo, tmp_path):
+    agreement_recompute(project_id=demo.pk)
+    first = _freeze(demo)
+    second = _freeze(demo, version="1.1.0", parent=first)
+    directory = release_export(release=second, directory=tmp_path)
+    report = json.loads((directory / "report.json").read_text("utf-8"))
+    stored = AgreementReport.objects.get(project=demo)
+    assert report["agreement"]["answer"]["alpha"] == stored.answer["alpha"]
+    assert "user:" not in json.dumps(report)  # raters pseudonymised
+    assert "user:" in json.dumps(stored.answer)
+    prov = json.loads((directory / "provenance.jsonld").read_text("utf-8"))
+    assert prov["@context"]["prov"] == "http://www.w3.org/ns/prov#"
+    nodes = {node["@id"]: node for node in prov["@graph"]}
+    release = nodes["urn:certlabel:demo:release:1.1.0"]
+    assert release["prov:wasRevisionOf"] == {"@id": "urn:certlabel:demo:release:1"}
+    derived = {ref["@id"] for ref in release["prov:wasDerivedFrom"]}
+    assert "urn:certlabel:demo:release:1" in derived
+    assert (
+        sum(1 for d in derived if ":source:" in d)
+        == SourceVersion.objects.filter(document__project=demo).count()
+    )
+    activities = [n for n in prov["@graph"] if n.get("@type") == "prov:Activity"]
+    assert {a["rdfs:label"].split(" by ")[0] for a in activities} >= {
+        "labelling",
+        "adjudication",
+        "evaluation",
+    }
+
+
+def test_version_rules(demo):
+    first = _freeze(demo, version="2")
+    for version, parent, field in [
+        ("2", None, "version"),  # taken
+        ("1", first, "version"),  # not above its parent
+        ("1.2", None, "version"),  # neither integer nor MAJOR.MINOR.PATCH
+        ("v3", None, "version"),
+    ]:
+        with pytest.raises(InvalidInput) as caught:
+            _freeze(demo, version=version, parent=parent)
+        assert caught.value.data["field"] == field
+    assert _freeze(demo, version="2.0.1", parent=first).parent == first
+    assert ReleaseBuild.objects.filter(release__project=demo, status=BuildStatus.DONE).count() == 2
+
+
+def test_hugging_face_datasets_loads_the_release(demo, tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    directory = release_export(release=_freeze(demo), directory=tmp_path / "out")
+    loaded = datasets.load_dataset(str(directory), cache_dir=str(tmp_path / "cache"))
+    train = loaded["train"]
+    assert train.num_rows == 26
+    assert sorted(set(train["partition"])) == ["calibration", "dev", "test"]
+    assert train.features["sample_index"].dtype == "int64"
