@@ -287,7 +287,7 @@ def build_files(release: Release, directory: Path, build: ReleaseBuild) -> dict[
 def _claim(build_id: int) -> ReleaseBuild:
     with transaction.atomic():
         build = (
-            ReleaseBuild.objects.select_for_update()
+            ReleaseBuild.objects.select_for_update(of=("self",))
             .select_related("release__project", "release__policy", "release__parent")
             .filter(pk=build_id)
             .first()
