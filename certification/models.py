@@ -495,9 +495,7 @@ class Release(models.Model):
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
-    policy = models.ForeignKey(
-        "labeling.LabelPolicy", on_delete=models.PROTECT, related_name="+"
-    )
+    policy = models.ForeignKey("labeling.LabelPolicy", on_delete=models.PROTECT, related_name="+")
     certifies = models.JSONField(default=list, blank=True)
     cutoff = models.JSONField(default=dict)
     report = models.JSONField(default=dict)
