@@ -1,0 +1,84 @@
+"""A release's cutoff under concurrency (PostgreSQL): no label committed later can fall below it.
+
+Ids come from sequences, so a transaction can hold a smaller id than one already committed. A
+freeze that read ``max(id)`` while such a transaction was open would pin a cutoff that the
+late row then falls under, and a rebuild would no longer match. ``release_freeze`` locks the
+label tables in SHARE mode first, which waits for open writers: the freeze below must wait for
+the slow writer and include its row.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from django.db import connection, connections, transaction
+
+from certification.models import BuildStatus
+from certification.services.releases import (
+    release_content_build,
+    release_export,
+    release_freeze,
+)
+from labeling.models import Item, LabelPolicy, Resolution, Role
+from labeling.services import membership_set
+from tests.conftest import native_record
+from tests.factories import UserFactory
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="SQLite serialises writers: nothing to race"
+    ),
+]
+
+WRITER_HOLDS_SECONDS = 1.5
+
+
+def test_freeze_waits_for_an_open_label_transaction_and_pins_its_row(
+    project, import_records, tmp_path
+):
+    import_records([native_record("q1"), native_record("q2")])
+    manager, adjudicator = UserFactory(), UserFactory()
+    membership_set(project=project, user=manager, role=Role.MANAGER)
+    membership_set(project=project, user=adjudicator, role=Role.ADJUDICATOR)
+    item = Item.objects.filter(project=project).order_by("pk").first()
+    policy = LabelPolicy.objects.get(project=project)
+    inserted, written = threading.Event(), {}
+
+    def slow_writer() -> None:
+        try:
+            with transaction.atomic():
+                resolution = Resolution.objects.create(
+                    item=item,
+                    number=1,
+                    status="unresolved",
+                    unresolved_reason="other",
+                    rationale="written by a slow transaction",
+                    policy=policy,
+                    adjudicator=adjudicator,
+                )
+                written["id"] = resolution.pk
+                inserted.set()
+                time.sleep(WRITER_HOLDS_SECONDS)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=slow_writer)
+    writer.start()
+    assert inserted.wait(10)
+    started = time.monotonic()
+    release = release_freeze(project=project, actor=manager, version="1")
+    waited = time.monotonic() - started
+    writer.join()
+
+    assert waited >= WRITER_HOLDS_SECONDS * 0.5, "the freeze did not wait for the open writer"
+    assert release.cutoff["resolution"] >= written["id"]
+    build = release_content_build(release)
+    assert build.status == BuildStatus.DONE, build.error
+    directory = release_export(release=release, directory=tmp_path)
+    records = [json.loads(line) for line in (directory / "labels.jsonl").read_bytes().splitlines()]
+    resolved = [r["resolution"] for r in records if r["resolution"] is not None]
+    assert [r["rationale"] for r in resolved] == ["written by a slow transaction"]
