@@ -6,8 +6,9 @@ Each format turns a file into native records (see ``schema.py``) that one servic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from labeling.importers.native import read_jsonl
@@ -19,14 +20,44 @@ SourcedRecord = tuple[str, dict[str, Any] | RecordError]
 
 
 class RecordSource:
-    """The records of one file plus the adapter's counters (quirks met, declared rules applied)."""
+    """The records of one file plus the adapter's counters (quirks met, declared rules applied).
+
+    A format that carries more than records (a certified release) also sets:
+
+    - ``source_versions``: ``(location, object)`` pairs of :class:`~labeling.importers.schema.
+      SourceVersionIn`, written before any record and in this order (so the version numbers of a
+      document's texts follow it);
+    - ``policies``: ``(location, object)`` pairs of :class:`~labeling.importers.schema.PolicyIn`,
+      the label policy versions the project must hold (restored into a project without
+      questions);
+    - ``partition``: ``(location, object)`` of :class:`~labeling.importers.schema.PartitionIn`,
+      the seed and proportions with which the records' ``partition`` values are frozen;
+    - ``digest``: the sha256 that identifies the input instead of the bytes of the file read
+      (a release: the sha256 of its manifest, so its zip and its directory are one import).
+
+    :meth:`close` releases what the reader holds (temporary files); the import service calls
+    it when the import ends, however it ends.
+    """
 
     def __init__(
-        self, records: Iterator[SourcedRecord], counters: dict[str, Any] | None = None
+        self,
+        records: Iterator[SourcedRecord],
+        counters: dict[str, Any] | None = None,
+        *,
+        source_versions: Iterable[SourcedRecord] | None = None,
+        policies: list[SourcedRecord] | None = None,
+        partition: SourcedRecord | None = None,
+        digest: str | None = None,
+        cleanup: Callable[[], None] | None = None,
     ) -> None:
         """Wrap ``records``; ``counters`` is the dict the reader fills while it is iterated."""
         self._records = records
         self.counters: dict[str, Any] = {} if counters is None else counters
+        self.source_versions = source_versions
+        self.policies = policies
+        self.partition = partition
+        self.digest = digest
+        self._cleanup = cleanup
 
     def __iter__(self) -> Iterator[SourcedRecord]:
         return self._records
@@ -34,6 +65,12 @@ class RecordSource:
     def notes(self) -> dict[str, Any]:
         """Return the counters gathered while the records were read."""
         return dict(sorted(self.counters.items()))
+
+    def close(self) -> None:
+        """Release what the reader holds (e.g. a release's extracted files); idempotent."""
+        cleanup, self._cleanup = self._cleanup, None
+        if cleanup is not None:
+            cleanup()
 
 
 @dataclass(frozen=True)
@@ -47,12 +84,19 @@ class PolicyTemplate:
 
 @dataclass(frozen=True)
 class WorkloadFormat:
-    """A readable input format: its name, what it reads, and the policy it implies."""
+    """A readable input format: its name, what it reads, and the policy it implies.
+
+    ``open(stream, filename)`` reads a file; ``open_directory(path)``, when set, reads a
+    directory (a release). ``policy`` is the policy a project created for the format starts
+    with; a format whose files carry their own policies sets ``RecordSource.policies``, which
+    replace it.
+    """
 
     name: str
     description: str
     open: Callable[[IO[bytes], str], RecordSource]
     policy: PolicyTemplate
+    open_directory: Callable[[Path], RecordSource] | None = None
 
 
 NATIVE_GUIDELINE = (
@@ -69,7 +113,7 @@ def _native(stream: IO[bytes], filename: str) -> RecordSource:
 
 def formats() -> dict[str, WorkloadFormat]:
     """Return every known format by name."""
-    from labeling.importers import expertqa, faithbench, gsm8k
+    from labeling.importers import expertqa, faithbench, gsm8k, release
 
     return {
         "native": WorkloadFormat(
@@ -81,4 +125,5 @@ def formats() -> dict[str, WorkloadFormat]:
         "faithbench": faithbench.FORMAT,
         "expertqa": expertqa.FORMAT,
         "gsm8k": gsm8k.FORMAT,
+        "release": release.FORMAT,
     }

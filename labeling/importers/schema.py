@@ -8,13 +8,19 @@ record as a whole (spans against texts, references between sources and evidence)
 Offsets are Unicode code points of the text exactly as given, 0-based, end-exclusive: the quote
 of a span ``(start, end)`` in ``text`` is ``text[start:end]`` in Python. Texts are never stripped
 or normalised. The full field reference is in README.md ("Native workload format").
+
+Fields that restore a certified release (``labeling/importers/release.py``) are optional and
+default to "not given": a record's ``partition``, a source's ``version``, a claim's
+``unanchored``, a prior annotation's ``labelled_at``/``policy_version``/``time_spent_seconds``, a
+prior claim label's ``boundary_error`` and a candidate's ``resolution``. :class:`PolicyIn`,
+:class:`PartitionIn` and :class:`SourceVersionIn` are what a format may give besides records.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -32,6 +38,8 @@ from pydantic import (
     StrictInt,
 )
 
+from labeling.models import CANNOT_DECIDE, UnresolvedReason
+
 SCHEMA_VERSION = 1
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
@@ -40,6 +48,9 @@ Label = Annotated[str, Field(min_length=1, max_length=64)]
 # Integer columns are 32-bit (PositiveIntegerField on PostgreSQL: at most 2**31 - 1).
 MAX_INT = 2**31 - 1
 Offset = Annotated[StrictInt, Field(ge=0, le=MAX_INT)]
+VersionNumber = Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
+Pseudonym = Annotated[str, Field(min_length=1, max_length=64)]
+MAX_SEED = 2**63 - 1  # a BigIntegerField
 
 
 def _finite(value: float | int) -> float | int:
@@ -93,12 +104,17 @@ class EvidenceIn(_Strict):
 
 
 class ClaimIn(_Strict):
-    """An atomic claim; ``start``/``end`` optional (located in the answer when omitted)."""
+    """An atomic claim; ``start``/``end`` optional (located in the answer when omitted).
+
+    ``unanchored: true`` stores the claim without a span and without locating it (then ``start``
+    and ``end`` must be omitted).
+    """
 
     text: NonEmptyStr
     start: Offset | None = None
     end: Offset | None = None
     machine_split: StrictBool = False
+    unanchored: StrictBool = False
 
 
 class EvaluatorLabelIn(_Strict):
@@ -138,6 +154,7 @@ class PriorClaimLabelIn(_Strict):
     label: Label | None = None
     reason: Label | None = None
     raw_label: Any = None
+    boundary_error: StrictBool = False
     evidence: list[EvidenceIn] = Field(default_factory=list)
 
 
@@ -153,16 +170,59 @@ class PriorSpanIn(_Strict):
 
 
 class PriorAnnotationIn(_Strict):
-    """A label the data already carries, by a pseudonymous annotator."""
+    """A label the data already carries, by a pseudonymous annotator.
 
-    annotator: Annotated[str, Field(min_length=1, max_length=64)]
+    ``labelled_at`` (when it was made), ``policy_version`` (the project's policy version it was
+    made under) and ``time_spent_seconds`` are optional provenance.
+    """
+
+    annotator: Pseudonym
     origin: Literal["human", "automatic"] = "human"
     answer_label: Label | None = None
     answer_reason: Label | None = None
     note: str = ""
+    labelled_at: Timestamp | None = None
+    policy_version: VersionNumber | None = None
+    time_spent_seconds: Annotated[Number, Field(ge=0)] | None = None
     claim_labels: list[PriorClaimLabelIn] = Field(default_factory=list)
     spans: list[PriorSpanIn] = Field(default_factory=list)
     raw: Any = None
+
+
+# The fields added for releases; dropped from fingerprints while at their default, so records
+# imported before they existed keep their fingerprints (a re-import stays a no-op).
+PRIOR_PROVENANCE_FIELDS = ("labelled_at", "policy_version", "time_spent_seconds")
+
+
+class ResolvedClaimLabelIn(_Strict):
+    """A resolution's label of one claim (by index), with its evidence."""
+
+    claim: Offset
+    label: Label
+    reason: Label | None = None
+    evidence: list[EvidenceIn] = Field(default_factory=list)
+
+
+class ResolutionIn(_Strict):
+    """The resolved label of a candidate, as a release carries it (imported, never recomputed).
+
+    Mirrors the database constraints of ``Resolution``: ``consensus`` and ``adjudicated`` carry
+    an ``answer_label`` and no ``unresolved_reason``; ``unresolved`` carries an
+    ``unresolved_reason``, no answer label or reason and no claim labels. ``adjudicator`` (a
+    pseudonym) is required for ``adjudicated`` and ``unresolved`` and must be null for
+    ``consensus``. ``resolved_at`` defaults to the import's time and ``policy_version`` to the
+    project's newest policy.
+    """
+
+    status: Literal["consensus", "adjudicated", "unresolved"]
+    answer_label: Label | None = None
+    answer_reason: Label | None = None
+    unresolved_reason: Label | None = None
+    rationale: str = ""
+    adjudicator: Pseudonym | None = None
+    resolved_at: Timestamp | None = None
+    policy_version: VersionNumber | None = None
+    claim_labels: list[ResolvedClaimLabelIn] = Field(default_factory=list)
 
 
 class CandidateIn(_Strict):
@@ -183,18 +243,41 @@ class CandidateIn(_Strict):
     claims: list[ClaimIn] = Field(default_factory=list)
     evaluator_labels: list[EvaluatorLabelIn] = Field(default_factory=list)
     prior_annotations: list[PriorAnnotationIn] = Field(default_factory=list)
+    resolution: ResolutionIn | None = None
+
+
+SourceKey = Annotated[str, Field(min_length=1, max_length=512)]
+
+
+class SourceVersionIn(_Strict):
+    """A pinned source version given on its own (a format's preamble, before any record).
+
+    ``version``, when given, is the number the text must have among its document's versions in
+    the project (1 for the first text, by creation order); the import checks it.
+    """
+
+    id: SourceKey
+    text: str
+    uri: str = ""
+    published_at: Timestamp | None = None
+    observed_at: Timestamp | None = None
+    version: VersionNumber | None = None
 
 
 class SourceIn(_Strict):
-    """A retrieved source: ``id`` names the document within the project; the text is pinned."""
+    """A retrieved source: ``id`` names the document within the project; the text is pinned.
 
-    id: Annotated[str, Field(min_length=1, max_length=512)]
+    ``version`` as in :class:`SourceVersionIn`.
+    """
+
+    id: SourceKey
     text: str
     uri: str = ""
     published_at: Timestamp | None = None
     observed_at: Timestamp | None = None
     rank: Offset | None = None
     score: Number | None = None
+    version: VersionNumber | None = None
 
 
 class WorkloadRecord(_Strict):
@@ -204,10 +287,29 @@ class WorkloadRecord(_Strict):
     external_id: Key
     text: str
     group_key: Annotated[str, Field(max_length=255)] = ""
+    partition: Literal["dev", "calibration", "test"] | None = None
     slices: dict[str, str] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
     sources: list[SourceIn] = Field(default_factory=list)
     candidates: Annotated[list[CandidateIn], Field(min_length=1)]
+
+
+class PolicyIn(_Strict):
+    """A label policy version a format gives (a release's ``policies``), restored as is."""
+
+    version: VersionNumber
+    guideline: str
+    evidence_relation: Literal["source_relative", "external_truth"]
+    answer_labels: Annotated[list[Label], Field(min_length=1)]
+    claim_labels: Annotated[list[Label], Field(min_length=1)]
+    unavailable_reasons: list[Label]
+
+
+class PartitionIn(_Strict):
+    """The frozen split a format gives with partitioned records: seed and declared proportions."""
+
+    seed: Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]
+    proportions: dict[Literal["dev", "calibration", "test"], UnitNumber]
 
 
 @dataclass(frozen=True)
@@ -303,20 +405,55 @@ def locate_claim(answer: str, claim: str, after: int) -> int | None:
     return pos if pos >= 0 else None
 
 
-def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location: str) -> None:
+def check_record(
+    record: WorkloadRecord,
+    vocabulary: PolicyVocabulary,
+    location: str,
+    policies: Mapping[int, PolicyVocabulary] | None = None,
+) -> None:
     """Check the rules that span fields of one record.
+
+    Args:
+        record: the parsed record.
+        vocabulary: the labels of the project's newest policy (the default).
+        location: where the record came from, for errors.
+        policies: the project's policy versions by number; a prior annotation or resolution
+            that names a ``policy_version`` must name one of them, and its labels are checked
+            against that version. None: no version may be named.
 
     Raises:
         RecordError: naming the first offending field as a dotted path, e.g.
             ``candidates[2].claims[0].end``.
     """
+    known_policies: Mapping[int, PolicyVocabulary] = policies or {}
+
+    def policy_of(version: int | None, field: str) -> PolicyVocabulary:
+        if version is None:
+            return vocabulary
+        if version not in known_policies:
+            raise RecordError(
+                location,
+                field,
+                f"policy version {version} is not a label policy version of the project "
+                f"(versions {sorted(known_policies)})",
+            )
+        return known_policies[version]
+
     sources: dict[str, str] = {}
+    source_versions: dict[str, int | None] = {}
     for s, source in enumerate(record.sources):
         if source.id in sources and sources[source.id] != source.text:
             raise RecordError(
                 location, f"sources[{s}].id", f"source id {source.id!r} repeats with another text"
             )
+        if source.id in sources and source_versions[source.id] != source.version:
+            raise RecordError(
+                location,
+                f"sources[{s}].version",
+                f"source id {source.id!r} repeats with another version",
+            )
         sources[source.id] = source.text
+        source_versions[source.id] = source.version
 
     def check_evidence(evidence: EvidenceIn, field: str) -> None:
         if evidence.source not in sources:
@@ -348,6 +485,10 @@ def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location:
             field = f"{at}.claims[{k}]"
             if (claim.start is None) != (claim.end is None):
                 raise RecordError(location, field, "give both start and end, or neither")
+            if claim.unanchored and claim.start is not None:
+                raise RecordError(
+                    location, f"{field}.unanchored", "an unanchored claim has no start and end"
+                )
             if claim.start is not None and claim.end is not None:
                 _check_span(
                     candidate.text, claim.start, claim.end, claim.text, field, location, "answer"
@@ -380,12 +521,15 @@ def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location:
                     location, f"{field}.annotator", f"annotator {prior.annotator!r} repeats"
                 )
             annotators.add(prior.annotator)
+            used = policy_of(prior.policy_version, f"{field}.policy_version")
+            # cannot_decide is a vote (it never agrees), as in live annotations.
             _check_label(
-                prior.answer_label, vocabulary.answer_labels, f"{field}.answer_label", location
+                prior.answer_label,
+                used.answer_labels | {CANNOT_DECIDE},
+                f"{field}.answer_label",
+                location,
             )
-            _check_label(
-                prior.answer_reason, vocabulary.reasons, f"{field}.answer_reason", location
-            )
+            _check_label(prior.answer_reason, used.reasons, f"{field}.answer_reason", location)
             labelled: set[int] = set()
             for q, claim_label in enumerate(prior.claim_labels):
                 cfield = f"{field}.claim_labels[{q}]"
@@ -401,9 +545,12 @@ def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location:
                     )
                 labelled.add(claim_label.claim)
                 _check_label(
-                    claim_label.label, vocabulary.claim_labels, f"{cfield}.label", location
+                    claim_label.label,
+                    used.claim_labels | {CANNOT_DECIDE},
+                    f"{cfield}.label",
+                    location,
                 )
-                _check_label(claim_label.reason, vocabulary.reasons, f"{cfield}.reason", location)
+                _check_label(claim_label.reason, used.reasons, f"{cfield}.reason", location)
                 for v, evidence in enumerate(claim_label.evidence):
                     check_evidence(evidence, f"{cfield}.evidence[{v}]")
             for s, span in enumerate(prior.spans):
@@ -413,6 +560,83 @@ def check_record(record: WorkloadRecord, vocabulary: PolicyVocabulary, location:
                 )
                 if span.evidence is not None:
                     check_evidence(span.evidence, f"{sfield}.evidence")
+        if candidate.resolution is not None:
+            field = f"{at}.resolution"
+            resolution = candidate.resolution
+            used = policy_of(resolution.policy_version, f"{field}.policy_version")
+            _check_resolution(resolution, used, n_claims, field, location)
+            for q, claim_label in enumerate(resolution.claim_labels):
+                spans: set[tuple[str, int, int]] = set()
+                for v, evidence in enumerate(claim_label.evidence):
+                    efield = f"{field}.claim_labels[{q}].evidence[{v}]"
+                    check_evidence(evidence, efield)
+                    if evidence.end <= evidence.start:
+                        raise RecordError(
+                            location,
+                            f"{efield}.end",
+                            "resolved evidence cites at least one code point",
+                        )
+                    key = (evidence.source, evidence.start, evidence.end)
+                    if key in spans:
+                        raise RecordError(location, efield, "the same span is cited twice")
+                    spans.add(key)
+
+
+def _check_resolution(
+    resolution: ResolutionIn,
+    vocabulary: PolicyVocabulary,
+    n_claims: int,
+    field: str,
+    location: str,
+) -> None:
+    """Check a resolution's fields against its status (the database constraints) and policy."""
+
+    def refuse(name: str, reason: str) -> None:
+        raise RecordError(location, f"{field}.{name}", reason)
+
+    status = resolution.status
+    if status == "unresolved":
+        if resolution.unresolved_reason is None:
+            refuse("unresolved_reason", "an unresolved resolution needs an unresolved_reason")
+        if resolution.unresolved_reason not in UnresolvedReason.values:
+            refuse(
+                "unresolved_reason",
+                f"{resolution.unresolved_reason!r} is not one of {sorted(UnresolvedReason.values)}",
+            )
+        for name in ("answer_label", "answer_reason"):
+            if getattr(resolution, name) is not None:
+                refuse(name, f"an unresolved resolution has no {name}")
+        if resolution.claim_labels:
+            refuse("claim_labels", "an unresolved resolution has no claim labels")
+    else:
+        if resolution.answer_label is None:
+            refuse("answer_label", f"a {status} resolution needs an answer_label")
+        if resolution.unresolved_reason is not None:
+            refuse("unresolved_reason", f"a {status} resolution has no unresolved_reason")
+    if status == "consensus" and resolution.adjudicator is not None:
+        refuse("adjudicator", "a consensus resolution has no adjudicator")
+    if status != "consensus" and resolution.adjudicator is None:
+        refuse("adjudicator", f"an {status} resolution names its adjudicator (a pseudonym)")
+    _check_label(
+        resolution.answer_label, vocabulary.answer_labels, f"{field}.answer_label", location
+    )
+    _check_label(resolution.answer_reason, vocabulary.reasons, f"{field}.answer_reason", location)
+    labelled: set[int] = set()
+    for q, claim_label in enumerate(resolution.claim_labels):
+        cfield = f"{field}.claim_labels[{q}]"
+        if claim_label.claim >= n_claims:
+            raise RecordError(
+                location,
+                f"{cfield}.claim",
+                f"claim index {claim_label.claim} but {n_claims} claims",
+            )
+        if claim_label.claim in labelled:
+            raise RecordError(
+                location, f"{cfield}.claim", f"claim {claim_label.claim} labelled twice"
+            )
+        labelled.add(claim_label.claim)
+        _check_label(claim_label.label, vocabulary.claim_labels, f"{cfield}.label", location)
+        _check_label(claim_label.reason, vocabulary.reasons, f"{cfield}.reason", location)
 
 
 def _check_label(value: str | None, allowed: frozenset[str], field: str, location: str) -> None:

@@ -12,6 +12,12 @@ records; :func:`workload_import` validates and writes them. Guarantees:
   refused (labels point at it); a source whose text changed becomes a new source version.
 - **Streaming.** Records are processed in chunks of ``CHUNK_SIZE`` with bulk inserts, so memory
   does not grow with the file.
+
+A format may give more than records (``RecordSource``): the label policies the project must hold
+(restored into a project without questions), pinned source versions written first and in order
+(so a document's version numbers follow the input), and the seed and proportions with which the
+records' ``partition`` values are frozen. Records may carry resolutions (a certified release's);
+they are written as imported resolutions, and their items are resolved.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -32,12 +39,18 @@ from pydantic import ValidationError
 
 from labeling.bulk import insert_rows
 from labeling.exceptions import InvalidInput, WorkloadImportFailed
-from labeling.importers import SourcedRecord, formats
+from labeling.importers import RecordSource, SourcedRecord, formats
 from labeling.importers.native import file_sha256
 from labeling.importers.schema import (
+    PRIOR_PROVENANCE_FIELDS,
     CandidateIn,
+    PartitionIn,
+    PolicyIn,
     PolicyVocabulary,
+    PriorAnnotationIn,
     RecordError,
+    ResolutionIn,
+    SourceVersionIn,
     WorkloadRecord,
     check_record,
     format_validation_error,
@@ -51,18 +64,24 @@ from labeling.models import (
     EvaluatorLabel,
     ImportBatch,
     Item,
+    ItemStatus,
     LabelPolicy,
+    Partition,
     PriorAnnotation,
     PriorClaimLabel,
     PriorEvidence,
     PriorSpan,
     Project,
     Question,
+    Resolution,
+    ResolvedClaimLabel,
+    ResolvedEvidence,
     RetrievalLink,
     SourceDocument,
     SourceVersion,
 )
 from labeling.services.assignments import items_enqueue
+from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +173,7 @@ QUESTION_COLUMNS = (
     "fingerprint",
     "import_batch_id",
     "created_at",
+    "partition",
 )
 VERSION_COLUMNS = (
     "document_id",
@@ -167,6 +187,20 @@ VERSION_COLUMNS = (
     "created_at",
 )
 CLAIM_COLUMNS = ("candidate_id", "index", "text", "start", "end", "unanchored", "machine_split")
+RESOLUTION_COLUMNS = (
+    "item_id",
+    "number",
+    "status",
+    "policy_id",
+    "answer_label",
+    "answer_reason",
+    "rationale",
+    "unresolved_reason",
+    "adjudicator_pseudonym",
+    "import_batch_id",
+    "created_at",
+)
+PARTITION_ORDER: tuple[str, ...] = tuple(Partition.values)
 
 
 def _json(value: Any) -> str:
@@ -178,27 +212,51 @@ def _json(value: Any) -> str:
 PINNED_SOURCE_FIELDS = ("uri", "published_at", "observed_at")
 
 
+@dataclass(frozen=True)
+class _SourceEntry:
+    """A source met in the input: where (location and field path), the source and its sha256."""
+
+    location: str
+    path: str  # "sources[2]" in a record, "" for a source version given on its own
+    source: Any  # SourceIn or SourceVersionIn
+    sha256: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source.id, self.sha256)
+
+    def field(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+
+def _record_sources(chunk: list[tuple[str, WorkloadRecord]]) -> list[_SourceEntry]:
+    return [
+        _SourceEntry(location, f"sources[{s}]", source, text_sha256(source.text))
+        for location, record in chunk
+        for s, source in enumerate(record.sources)
+    ]
+
+
 def _check_pinned_metadata(
-    chunk: list[tuple[str, WorkloadRecord]], pinned: dict[tuple[str, str], tuple[Any, ...]]
+    entries: list[_SourceEntry], pinned: dict[tuple[str, str], tuple[Any, ...]]
 ) -> None:
     """Refuse a source whose text is known (stored, or earlier in the chunk) with other metadata.
 
     Raises:
         RecordError: naming the source field that differs.
     """
-    for location, record in chunk:
-        for s, source in enumerate(record.sources):
-            key = (source.id, text_sha256(source.text))
-            given = tuple(getattr(source, name) for name in PINNED_SOURCE_FIELDS)
-            known = pinned.setdefault(key, given)
-            for name, old, new in zip(PINNED_SOURCE_FIELDS, known, given, strict=True):
-                if old != new:
-                    raise RecordError(
-                        location,
-                        f"sources[{s}].{name}",
-                        f"source {source.id!r} with this text was imported with a different "
-                        f"{name}; a version's metadata is pinned with its text",
-                    )
+    for entry in entries:
+        source = entry.source
+        given = tuple(getattr(source, name) for name in PINNED_SOURCE_FIELDS)
+        known = pinned.setdefault(entry.key, given)
+        for name, old, new in zip(PINNED_SOURCE_FIELDS, known, given, strict=True):
+            if old != new:
+                raise RecordError(
+                    entry.location,
+                    entry.field(name),
+                    f"source {source.id!r} with this text was imported with a different "
+                    f"{name}; a version's metadata is pinned with its text",
+                )
 
 
 def _db_datetime(value: Any) -> Any:
@@ -216,9 +274,54 @@ def _question_fields(record: WorkloadRecord) -> dict[str, Any]:
 
 
 def _candidate_fields(candidate: CandidateIn, sample_index: int) -> dict[str, Any]:
-    data = candidate.model_dump(mode="json", exclude={"evaluator_labels", "prior_annotations"})
+    data = candidate.model_dump(
+        mode="json", exclude={"evaluator_labels", "prior_annotations", "resolution"}
+    )
     data["sample_index"] = sample_index
+    # ``unanchored`` came later: left out while false, so earlier fingerprints still match.
+    for claim in data["claims"]:
+        if not claim["unanchored"]:
+            del claim["unanchored"]
     return data
+
+
+def prior_fingerprint(prior: PriorAnnotationIn) -> str:
+    """Return the fingerprint of a prior annotation (its natural key is candidate + annotator).
+
+    The provenance fields added for releases are left out while not given, so a prior imported
+    before they existed keeps its fingerprint.
+    """
+    data = prior.model_dump(mode="json")
+    for name in PRIOR_PROVENANCE_FIELDS:
+        if data[name] is None:
+            del data[name]
+    for claim_label in data["claim_labels"]:
+        if not claim_label["boundary_error"]:
+            del claim_label["boundary_error"]
+    return fingerprint(data)
+
+
+def _resolution_key(
+    status: str,
+    answer_label: str | None,
+    answer_reason: str | None,
+    unresolved_reason: str | None,
+    rationale: str,
+    adjudicator: Any,
+    policy_id: int,
+    claims: dict[int, tuple[str, str | None, frozenset[tuple[int, int, int, str]]]],
+) -> tuple[Any, ...]:
+    """What two resolutions must share to be the same: every field and label, evidence as a set."""
+    return (
+        status,
+        answer_label,
+        answer_reason,
+        unresolved_reason,
+        rationale,
+        adjudicator,
+        policy_id,
+        tuple(sorted(claims.items())),
+    )
 
 
 def _differing_field(stored: dict[str, Any], given: dict[str, Any]) -> str:
@@ -231,25 +334,47 @@ def _differing_field(stored: dict[str, Any], given: dict[str, Any]) -> str:
 class _Writer:
     """Writes validated records chunk by chunk inside the caller's transaction."""
 
-    def __init__(self, project: Project, batch: ImportBatch) -> None:
+    def __init__(self, project: Project, batch: ImportBatch, fresh: bool) -> None:
+        """``fresh``: the project had no questions and no frozen split when the import began."""
         self.project = project
         self.batch = batch
+        self.fresh = fresh
         self.created: Counter[str] = Counter()
         self.evaluators = {(e.name, e.version): e.pk for e in project.evaluators.all()}
         # {document key: id} of the documents met so far (filled by _source_versions).
         self.document_ids: dict[str, int] = {}
+        self.policy_ids = dict(project.policies.values_list("version", "pk"))
+        self.newest_policy_id = self.policy_ids[max(self.policy_ids)]
+        # Partitions: whether records give one (the first record decides), the group tokens of
+        # the partitioned questions created, and (item id, status) of the resolutions written.
+        self.with_partition: tuple[bool, str] | None = None
+        self.partitioned = 0
+        self.partition_tokens: dict[tuple[str, str], tuple[str, str]] = {}
+        self.resolved: list[tuple[int, str]] = []
 
     # -- sources ------------------------------------------------------------------------------
-    def _source_versions(
-        self, chunk: list[tuple[str, WorkloadRecord]]
-    ) -> dict[tuple[str, str], int]:
-        """Return {(document key, sha256): version id}, creating missing documents and versions."""
+    def write_source_versions(self, chunk: list[tuple[str, SourceVersionIn]]) -> None:
+        """Write source versions given on their own (a preamble), in order.
+
+        Raises:
+            RecordError: a version's metadata differs from the stored one, or its ``version``
+                number is not the number it has in the project.
+        """
+        self._source_versions(
+            [_SourceEntry(loc, "", source, text_sha256(source.text)) for loc, source in chunk]
+        )
+
+    def _source_versions(self, entries: list[_SourceEntry]) -> dict[tuple[str, str], int]:
+        """Return {(document key, sha256): version id}, creating missing documents and versions.
+
+        Versions are created in the order of ``entries``; a given ``version`` number is checked
+        against the text's number among its document's versions (by creation order).
+        """
         wanted: dict[tuple[str, str], Any] = {}
         uris: dict[str, str] = {}
-        for _, record in chunk:
-            for source in record.sources:
-                wanted.setdefault((source.id, text_sha256(source.text)), source)
-                uris.setdefault(source.id, source.uri)
+        for entry in entries:
+            wanted.setdefault(entry.key, entry.source)
+            uris.setdefault(entry.source.id, entry.source.uri)
         if not wanted:
             return {}
         docs = dict(
@@ -270,7 +395,7 @@ class _Writer:
         ).values_list("document_id", "sha256", "pk", *PINNED_SOURCE_FIELDS):
             versions[(by_doc_id[doc_id], sha)] = pk
             pinned[(by_doc_id[doc_id], sha)] = tuple(meta)
-        _check_pinned_metadata(chunk, pinned)
+        _check_pinned_metadata(entries, pinned)
         missing = [(k, source) for k, source in wanted.items() if k not in versions]
         now = _db_datetime(timezone.now())
         version_ids = insert_rows(
@@ -294,7 +419,38 @@ class _Writer:
         )
         self.created["source_versions"] += len(missing)
         versions.update({k: pk for (k, _), pk in zip(missing, version_ids, strict=True)})
+        self._check_version_numbers(entries)
         return versions
+
+    def _check_version_numbers(self, entries: list[_SourceEntry]) -> None:
+        """Refuse a source whose given ``version`` is not its number among its document's texts.
+
+        A document's versions are numbered 1, 2, ... in creation (primary key) order, as a
+        release numbers them.
+        """
+        numbered = [e for e in entries if e.source.version is not None]
+        if not numbered:
+            return
+        documents = {self.document_ids[e.source.id] for e in numbered}
+        numbers: dict[tuple[int, str], int] = {}
+        count: Counter[int] = Counter()
+        for document_id, sha in (
+            SourceVersion.objects.filter(document_id__in=documents)
+            .order_by("document_id", "pk")
+            .values_list("document_id", "sha256")
+        ):
+            count[document_id] += 1
+            numbers[(document_id, sha)] = count[document_id]
+        for entry in numbered:
+            number = numbers[(self.document_ids[entry.source.id], entry.sha256)]
+            if number != entry.source.version:
+                raise RecordError(
+                    entry.location,
+                    entry.field("version"),
+                    f"source {entry.source.id!r} with this text is version {number} of its "
+                    f"document in this project, not {entry.source.version} (the project holds "
+                    "other versions of it, or they were given out of order)",
+                )
 
     def _evaluator_id(self, name: str, version: str) -> int:
         key = (name, version)
@@ -312,7 +468,7 @@ class _Writer:
             RecordError: a record conflicts with what is stored (changed question or candidate,
                 changed evaluator label or prior annotation, new question after the freeze).
         """
-        versions = self._source_versions(chunk)
+        versions = self._source_versions(_record_sources(chunk))
         existing = {
             q.external_id: q
             for q in Question.objects.filter(
@@ -325,6 +481,7 @@ class _Writer:
         for location, record in chunk:
             given = _question_fields(record)
             stored = existing.get(record.external_id)
+            self._check_partition(location, record, stored)
             if stored is None:
                 if self.project.partition_frozen_at is not None:
                     raise RecordError(
@@ -343,6 +500,7 @@ class _Writer:
                     fingerprint(given),
                     self.batch.pk,
                     now,
+                    record.partition,
                 )
                 new_questions.append((record.external_id, row))
                 continue
@@ -373,6 +531,62 @@ class _Writer:
         claim_ids = self._claim_ids(new_claim_ids, existing_ids)
         self._evaluator_labels(chunk, questions, candidates, claim_ids, existing_ids)
         self._prior_annotations(chunk, questions, candidates, claim_ids, versions, existing_ids)
+        self._resolutions(chunk, questions, candidates, claim_ids, versions, existing_ids)
+
+    def _check_partition(self, location: str, record: WorkloadRecord, stored: Any) -> None:
+        """Check a record's ``partition`` (see :func:`workload_import`); remember its groups.
+
+        Raises:
+            RecordError: records with and without a partition, a partition for a new question
+                of a project that had questions, a partition other than the stored one, or a
+                question sharing a group or source document with one in another partition.
+        """
+        given = record.partition is not None
+        if self.with_partition is None:
+            self.with_partition = (given, location)
+        elif self.with_partition[0] != given:
+            first = "gives" if self.with_partition[0] else "gives no"
+            raise RecordError(
+                location,
+                "partition",
+                f"the first record ({self.with_partition[1]}) {first} partition: give every "
+                "record a partition, or none",
+            )
+        if not given:
+            return
+        if stored is not None:
+            if stored.partition != record.partition:
+                raise RecordError(
+                    location,
+                    "partition",
+                    f"question {record.external_id!r} is in partition {stored.partition!r} in "
+                    f"this project, not {record.partition!r}",
+                )
+            return
+        if not self.fresh:
+            raise RecordError(
+                location,
+                "partition",
+                f"question {record.external_id!r} is new and gives a partition, but project "
+                f"{self.project.slug!r} already had questions or a frozen split; partitions "
+                "are imported only with all of a project's questions",
+            )
+        tokens = [("source document", s.id) for s in record.sources]
+        if record.group_key:
+            tokens.append(("group_key", record.group_key))
+        for token in tokens:
+            partition, other = self.partition_tokens.setdefault(
+                token, (record.partition, record.external_id)
+            )
+            if partition != record.partition:
+                raise RecordError(
+                    location,
+                    "partition",
+                    f"question {record.external_id!r} is in {record.partition!r} but shares "
+                    f"{token[0]} {token[1]!r} with question {other!r} in {partition!r}; "
+                    "questions sharing a group_key or a source document are in one partition",
+                )
+        self.partitioned += 1
 
     def _links(self, chunk, questions, versions, existing_ids) -> None:
         """Link questions to their source versions.
@@ -502,7 +716,7 @@ class _Writer:
             after = 0
             for index, claim in enumerate(candidate.claims):
                 start, end = claim.start, claim.end
-                if start is None:
+                if start is None and not claim.unanchored:
                     start = locate_claim(candidate.text, claim.text, after)
                     end = None if start is None else start + len(claim.text)
                 if start is not None and end is not None:
@@ -585,7 +799,7 @@ class _Writer:
             for c, candidate in enumerate(record.candidates):
                 candidate_id = candidates[(question_id, candidate.id)]
                 for p, prior in enumerate(candidate.prior_annotations):
-                    fp = fingerprint(prior.model_dump(mode="json"))
+                    fp = prior_fingerprint(prior)
                     key = (candidate_id, prior.annotator)
                     if key in stored:
                         if stored[key] == fp:
@@ -614,6 +828,11 @@ class _Writer:
                         answer_reason=prior.answer_reason,
                         note=prior.note,
                         raw=prior.raw,
+                        labelled_at=prior.labelled_at,
+                        policy_id=None
+                        if prior.policy_version is None
+                        else self.policy_ids[prior.policy_version],
+                        time_spent_seconds=prior.time_spent_seconds,
                         fingerprint=fp,
                         import_batch=self.batch,
                     )
@@ -630,6 +849,7 @@ class _Writer:
                             claim_id=claim_ids[(row.candidate_id, claim_label.claim)],
                             label=claim_label.label,
                             reason=claim_label.reason,
+                            boundary_error=claim_label.boundary_error,
                             raw_label=claim_label.raw_label,
                         ),
                         claim_label,
@@ -673,6 +893,192 @@ class _Writer:
         self.created["prior_evidence"] += len(evidence_rows)
         self.created["prior_spans"] += len(spans)
 
+    # -- resolutions ----------------------------------------------------------------------------
+    def _resolutions(self, chunk, questions, candidates, claim_ids, versions, existing_ids):
+        """Write the records' resolutions as imported resolutions and resolve their items.
+
+        A candidate whose item already has a resolution must give the same one (then nothing is
+        written). A new resolution is written only for an item created by this import or before
+        labelling starts: an item under way is resolved by its annotators.
+
+        Raises:
+            RecordError: a different resolution is stored, or labelling is under way.
+        """
+        # (location, field, candidate id, new candidate?, resolution, {source key: version id})
+        given: list[tuple[str, str, int, bool, ResolutionIn, dict[str, int]]] = []
+        for location, record in chunk:
+            if all(candidate.resolution is None for candidate in record.candidates):
+                continue
+            question_id = questions[record.external_id]
+            sources = {s.id: versions[(s.id, text_sha256(s.text))] for s in record.sources}
+            for c, candidate in enumerate(record.candidates):
+                if candidate.resolution is not None:
+                    given.append(
+                        (
+                            location,
+                            f"candidates[{c}].resolution",
+                            candidates[(question_id, candidate.id)],
+                            # A question's candidates are created with it.
+                            question_id not in existing_ids,
+                            candidate.resolution,
+                            sources,
+                        )
+                    )
+        if not given:
+            return
+        items = {
+            candidate_id: (pk, resolution_id, version)
+            for pk, candidate_id, resolution_id, version in Item.objects.filter(
+                candidate_id__in=[g[2] for g in given]
+            ).values_list("pk", "candidate_id", "resolution_id", "version")
+        }
+        stored = self._stored_resolutions([r for _, r, _ in items.values() if r is not None])
+        rows: list[tuple[Any, ...]] = []
+        labels: list[tuple[int, int, Any, dict[str, int]]] = []  # (row, candidate, label, sources)
+        updates: list[Item] = []
+        now = timezone.now()
+        for location, at, candidate_id, new, resolution, sources in given:
+            item_id, resolution_id, version = items[candidate_id]
+            policy_id = (
+                self.newest_policy_id
+                if resolution.policy_version is None
+                else self.policy_ids[resolution.policy_version]
+            )
+            claims = {
+                cl.claim: (
+                    cl.label,
+                    cl.reason,
+                    frozenset((sources[e.source], e.start, e.end, e.quote) for e in cl.evidence),
+                )
+                for cl in resolution.claim_labels
+            }
+            key = _resolution_key(
+                resolution.status,
+                resolution.answer_label,
+                resolution.answer_reason,
+                resolution.unresolved_reason,
+                resolution.rationale,
+                resolution.adjudicator,
+                policy_id,
+                claims,
+            )
+            if resolution_id is not None:
+                stored_key, stored_at = stored[resolution_id]
+                same_time = resolution.resolved_at is None or resolution.resolved_at == stored_at
+                if stored_key == key and same_time:
+                    continue
+                raise RecordError(
+                    location,
+                    at,
+                    "the candidate already has a different resolution in this project; a "
+                    "resolution is imported once (correct it by adjudication)",
+                )
+            if self.project.labelling_started_at is not None and not new:
+                raise RecordError(
+                    location,
+                    at,
+                    "labelling has started: the item is resolved by its annotators, a "
+                    "resolution cannot be imported for it now",
+                )
+            rows.append(
+                (
+                    item_id,
+                    1,
+                    resolution.status,
+                    policy_id,
+                    resolution.answer_label,
+                    resolution.answer_reason,
+                    resolution.rationale,
+                    resolution.unresolved_reason,
+                    resolution.adjudicator,
+                    self.batch.pk,
+                    _db_datetime(resolution.resolved_at or now),
+                )
+            )
+            for claim_label in resolution.claim_labels:
+                labels.append((len(rows) - 1, candidate_id, claim_label, sources))
+            updates.append(Item(pk=item_id, status=ItemStatus.RESOLVED, version=version + 1))
+            self.resolved.append((item_id, resolution.status))
+        resolution_ids = insert_rows(Resolution, RESOLUTION_COLUMNS, rows, with_ids=True)
+        for item, resolution_id in zip(updates, resolution_ids, strict=True):
+            item.resolution_id = resolution_id
+        label_rows = ResolvedClaimLabel.objects.bulk_create(
+            [
+                ResolvedClaimLabel(
+                    resolution_id=resolution_ids[row],
+                    claim_id=claim_ids[(candidate_id, label.claim)],
+                    label=label.label,
+                    reason=label.reason,
+                )
+                for row, candidate_id, label, _ in labels
+            ],
+            batch_size=BULK_BATCH,
+        )
+        evidence = [
+            ResolvedEvidence(
+                claim_label_id=row.pk,
+                source_version_id=sources[e.source],
+                start=e.start,
+                end=e.end,
+                quote=e.quote,
+            )
+            for row, (_, _, label, sources) in zip(label_rows, labels, strict=True)
+            for e in label.evidence
+        ]
+        ResolvedEvidence.objects.bulk_create(evidence, batch_size=BULK_BATCH)
+        Item.objects.bulk_update(
+            updates, ["status", "resolution", "version"], batch_size=BULK_BATCH
+        )
+        self.created["resolutions"] += len(rows)
+        self.created["resolved_claim_labels"] += len(label_rows)
+        self.created["resolved_evidence"] += len(evidence)
+
+    def _stored_resolutions(self, ids: list[int]) -> dict[int, tuple[tuple[Any, ...], Any]]:
+        """Return {resolution id: (its :func:`_resolution_key`, its time)} of stored ones."""
+        if not ids:
+            return {}
+        evidence: dict[int, set[tuple[int, int, int, str]]] = defaultdict(set)
+        for label_id, version_id, start, end, quote in ResolvedEvidence.objects.filter(
+            claim_label__resolution_id__in=ids
+        ).values_list("claim_label_id", "source_version_id", "start", "end", "quote"):
+            evidence[label_id].add((version_id, start, end, quote))
+        claims: dict[int, dict[int, Any]] = defaultdict(dict)
+        for pk, resolution_id, index, label, reason in ResolvedClaimLabel.objects.filter(
+            resolution_id__in=ids
+        ).values_list("pk", "resolution_id", "claim__index", "label", "reason"):
+            claims[resolution_id][index] = (label, reason, frozenset(evidence[pk]))
+        out = {}
+        for row in Resolution.objects.filter(pk__in=ids).values(
+            "pk",
+            "status",
+            "answer_label",
+            "answer_reason",
+            "unresolved_reason",
+            "rationale",
+            "adjudicator_id",
+            "adjudicator_pseudonym",
+            "policy_id",
+            "created_at",
+        ):
+            # An adjudication made here names an account, never equal to an imported pseudonym.
+            adjudicator = (
+                ("user", row["adjudicator_id"])
+                if row["adjudicator_id"] is not None
+                else row["adjudicator_pseudonym"]
+            )
+            key = _resolution_key(
+                row["status"],
+                row["answer_label"],
+                row["answer_reason"],
+                row["unresolved_reason"],
+                row["rationale"],
+                adjudicator,
+                row["policy_id"],
+                claims[row["pk"]],
+            )
+            out[row["pk"]] = (key, row["created_at"])
+        return out
+
 
 def _question_fields_of(question: Question) -> dict[str, Any]:
     return {
@@ -692,7 +1098,10 @@ def _same_label(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
 
 
 def _validated(
-    records: Iterable[SourcedRecord], vocabulary: PolicyVocabulary, errors: list[RecordError]
+    records: Iterable[SourcedRecord],
+    vocabulary: PolicyVocabulary,
+    errors: list[RecordError],
+    policies: dict[int, PolicyVocabulary] | None = None,
 ) -> Iterator[tuple[str, WorkloadRecord]]:
     """Yield the records that pass validation; append the others' errors to ``errors``."""
     for location, raw in records:
@@ -703,7 +1112,7 @@ def _validated(
             continue
         try:
             record = WorkloadRecord.model_validate(raw)
-            check_record(record, vocabulary, location)
+            check_record(record, vocabulary, location, policies)
         except ValidationError as exc:
             errors.append(format_validation_error(exc, location))
             continue
@@ -716,6 +1125,147 @@ def _validated(
         yield location, record
 
 
+def _validated_sources(
+    sources: Iterable[SourcedRecord], errors: list[RecordError]
+) -> Iterator[tuple[str, SourceVersionIn]]:
+    """Yield the source versions that pass validation; append the others' errors."""
+    for location, raw in sources:
+        if len(errors) >= MAX_ERRORS:
+            return
+        if isinstance(raw, RecordError):
+            errors.append(raw)
+            continue
+        try:
+            yield location, SourceVersionIn.model_validate(raw)
+        except ValidationError as exc:
+            errors.append(format_validation_error(exc, location))
+
+
+POLICY_CONTENT = (
+    "guideline",
+    "evidence_relation",
+    "answer_labels",
+    "claim_labels",
+    "unavailable_reasons",
+)
+
+
+def _restore_policies(
+    project: Project, given: list[SourcedRecord], fresh: bool, created: Counter[str]
+) -> None:
+    """Make the project's label policy versions exactly those ``given`` (a release's).
+
+    Into a project without questions, missing versions are created and an unfrozen version with
+    other content (e.g. the default policy ``--create`` made) takes the given content. Into any
+    other project, the given versions must already be there, identical, and no other.
+
+    Raises:
+        WorkloadImportFailed: an invalid policy, or policies that differ from the project's.
+    """
+    errors: list[RecordError] = []
+    specs: dict[int, tuple[str, PolicyIn]] = {}
+    for location, raw in given:
+        if isinstance(raw, RecordError):
+            errors.append(raw)
+            continue
+        try:
+            spec = PolicyIn.model_validate(raw)
+        except ValidationError as exc:
+            errors.append(format_validation_error(exc, location))
+            continue
+        if spec.version in specs:
+            errors.append(RecordError(location, "version", f"version {spec.version} repeats"))
+        specs[spec.version] = (location, spec)
+    if not specs and not errors:
+        errors.append(RecordError("(input)", "policies", "no label policy is given"))
+    if errors:
+        raise WorkloadImportFailed(errors)
+    existing = {p.version: p for p in project.policies.order_by("version")}
+    extra = sorted(set(existing) - set(specs))
+    if extra:
+        location = specs[min(specs)][0]
+        raise WorkloadImportFailed(
+            [
+                RecordError(
+                    location,
+                    "version",
+                    f"project {project.slug!r} has label policy version(s) {extra}, which the "
+                    f"input does not list (it lists {sorted(specs)})",
+                )
+            ]
+        )
+    for version in sorted(specs):
+        location, spec = specs[version]
+        content = spec.model_dump(include=set(POLICY_CONTENT))
+        policy = existing.get(version)
+        if policy is not None:
+            stored = {name: getattr(policy, name) for name in POLICY_CONTENT}
+            if stored == content:
+                continue
+            if fresh and policy.frozen_at is None:
+                for name, value in content.items():
+                    setattr(policy, name, value)
+                policy.save(update_fields=list(POLICY_CONTENT))
+                created["label_policies"] += 1
+                continue
+            name = _differing_field(stored, content)
+            reason = f"label policy version {version} of project {project.slug!r} has another "
+            raise WorkloadImportFailed(
+                [
+                    RecordError(
+                        location,
+                        name,
+                        reason + f"{name}; policies are restored only into a project without "
+                        "questions",
+                    )
+                ]
+            )
+        newer = [v for v in existing if v > version]
+        if not fresh or newer:
+            why = (
+                f"it has version {max(newer)} already"
+                if newer
+                else "policies are restored only into a project without questions"
+            )
+            raise WorkloadImportFailed(
+                [
+                    RecordError(
+                        location,
+                        "version",
+                        f"project {project.slug!r} has no label policy version {version}; {why}",
+                    )
+                ]
+            )
+        previous = existing[max(existing)] if existing else None
+        existing[version] = LabelPolicy.objects.create(
+            project=project, version=version, previous=previous, **content
+        )
+        created["label_policies"] += 1
+
+
+def _partition_spec(partition: SourcedRecord | None) -> tuple[str, PartitionIn | None]:
+    """Validate a format's partition spec: seed and proportions summing to 1.
+
+    Raises:
+        WorkloadImportFailed: naming the field.
+    """
+    if partition is None:
+        return "(input)", None
+    location, raw = partition
+    if isinstance(raw, RecordError):
+        raise WorkloadImportFailed([raw])
+    try:
+        spec = PartitionIn.model_validate(raw)
+    except ValidationError as exc:
+        raise WorkloadImportFailed([format_validation_error(exc, location)]) from None
+    total = sum(spec.proportions.values())
+    if abs(total - 1) > 1e-9:
+        raise WorkloadImportFailed(
+            [RecordError(location, "proportions", f"proportions sum to {total}, not 1")]
+        )
+    return location, spec
+
+
 @transaction.atomic
 def workload_import(
     *,
@@ -726,6 +1276,9 @@ def workload_import(
     file_sha256: str,
     actor: AbstractBaseUser | None = None,
     notes: Callable[[], dict[str, Any]] | None = None,
+    source_versions: Iterable[SourcedRecord] | None = None,
+    policies: list[SourcedRecord] | None = None,
+    partition: SourcedRecord | None = None,
 ) -> ImportResult:
     """Import ``records`` into ``project`` atomically and idempotently.
 
@@ -739,6 +1292,25 @@ def workload_import(
             not read again.
         actor: the user importing, or None from the command line.
         notes: called after the last record to get the adapter's own counters (quirks met).
+        source_versions: ``(location, SourceVersionIn object)`` pairs written before any record,
+            in this order (a document's versions are numbered by creation order).
+        policies: ``(location, PolicyIn object)`` pairs: the label policy versions the project
+            must hold. Restored into a project without questions (creating versions, and giving
+            an unfrozen version other content); any other project must hold exactly these.
+        partition: ``(location, PartitionIn object)``: the seed and proportions with which the
+            records' ``partition`` values are frozen.
+
+    Partitions. A record's ``partition`` is accepted only when the import creates the project's
+    questions from scratch (no questions and no frozen split before it), or for a question
+    already stored in that partition (a re-import). Every record gives one, or none does.
+    Questions sharing a ``group_key`` or a source document must be in one partition. When
+    partitioned questions were created, the split is frozen with ``partition``'s seed and
+    proportions at the end of the import.
+
+    Resolutions. A candidate's ``resolution`` is written as resolution number 1 of its item
+    (with this batch, and ``resolved_at`` as its time) and the item is resolved: labelling never
+    serves it nor compares its votes. A candidate already resolved must give the same
+    resolution (then nothing is written). Items resolved are announced after commit.
 
     Returns:
         An :class:`ImportResult`; ``batch`` is None when the import created nothing.
@@ -755,10 +1327,17 @@ def workload_import(
     previous = ImportBatch.objects.filter(project=project, file_sha256=file_sha256).first()
     if previous is not None:
         return ImportResult(batch=previous, records=0, created={}, already_imported=True)
+    has_questions = Question.objects.filter(project=project).exists()
+    fresh = not has_questions and project.partition_frozen_at is None
+    partition_location, partition_spec = _partition_spec(partition)
+    restored: Counter[str] = Counter()
+    if policies is not None:
+        _restore_policies(project, policies, not has_questions, restored)
     policy = project.policies.order_by("-version").first()
     if policy is None:
         raise InvalidInput(f"project {project.slug!r} has no label policy; create one first")
     vocabulary = policy_vocabulary(policy)
+    vocabularies = {p.version: policy_vocabulary(p) for p in project.policies.all()}
     batch = ImportBatch.objects.create(
         project=project,
         format=format,
@@ -767,7 +1346,8 @@ def workload_import(
         file_sha256=file_sha256,
         created_by=actor if actor is not None and actor.is_authenticated else None,
     )
-    writer = _Writer(project, batch)
+    writer = _Writer(project, batch, fresh)
+    writer.created.update(restored)
     errors: list[RecordError] = []
     chunk: list[tuple[str, WorkloadRecord]] = []
     in_chunk: set[str] = set()
@@ -791,7 +1371,14 @@ def workload_import(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for location, record in _validated(records, vocabulary, errors):
+        if source_versions is not None:
+            versions: list[tuple[str, SourceVersionIn]] = []
+            for item in _validated_sources(source_versions, errors):
+                versions.append(item)
+                if len(versions) >= CHUNK_SIZE:
+                    _write_versions(writer, versions, errors)
+            _write_versions(writer, versions, errors)
+        for location, record in _validated(records, vocabulary, errors, vocabularies):
             n_records += 1
             # A repeated external_id is checked against its first occurrence once that is written.
             if record.external_id in in_chunk or len(chunk) >= CHUNK_SIZE:
@@ -804,6 +1391,19 @@ def workload_import(
     finally:
         if gc_was_enabled:
             gc.enable()
+    if writer.partitioned and not errors:
+        if partition_spec is None:
+            errors.append(
+                RecordError(
+                    partition_location,
+                    "partition",
+                    "the records give partitions but the input gives no seed and proportions "
+                    "to freeze the split with",
+                )
+            )
+        else:
+            _freeze_partition(project, partition_spec)
+            writer.created["partitioned_questions"] += writer.partitioned
     if errors:
         raise WorkloadImportFailed(errors)
 
@@ -824,11 +1424,34 @@ def workload_import(
                 )
             ),
         )
+    announce_resolutions(project_id=project.pk, resolved=writer.resolved)
     logger.info(
         "workload_import.done",
         extra={"project": project.slug, "batch": batch.pk, "records": n_records},
     )
     return ImportResult(batch=batch, records=n_records, created=created, notes=extra)
+
+
+def _write_versions(
+    writer: _Writer, versions: list[tuple[str, SourceVersionIn]], errors: list[RecordError]
+) -> None:
+    """Write a chunk of preamble source versions (unless an error was met); empty the list."""
+    if versions and not errors:
+        try:
+            writer.write_source_versions(versions)
+        except RecordError as exc:
+            errors.append(exc)
+    versions.clear()
+
+
+def _freeze_partition(project: Project, spec: PartitionIn) -> None:
+    """Record the split the import created: the given seed and proportions, frozen now."""
+    project.partition_seed = spec.seed
+    project.partition_proportions = {
+        p: float(dict(spec.proportions).get(p, 0.0)) for p in PARTITION_ORDER
+    }
+    project.partition_frozen_at = timezone.now()
+    project.save(update_fields=["partition_seed", "partition_proportions", "partition_frozen_at"])
 
 
 class _CountingStream:
@@ -856,6 +1479,12 @@ class _CountingStream:
     def seek(self, *args: Any) -> int:
         return self.stream.seek(*args)
 
+    def tell(self) -> int:
+        return self.stream.tell()
+
+    def seekable(self) -> bool:
+        return True
+
 
 def workload_import_file(
     *,
@@ -881,12 +1510,58 @@ def workload_import_file(
     fmt = known[format_name]
     digest = file_sha256(stream)
     source = fmt.open(stream if progress is None else _CountingStream(stream, progress), filename)
-    return workload_import(
-        project=project,
-        records=source,
-        format=fmt.name,
-        filename=filename,
-        file_sha256=digest,
-        actor=actor,
-        notes=source.notes,
-    )
+    return _import_source(project, source, fmt.name, filename, source.digest or digest, actor)
+
+
+def workload_import_directory(
+    *,
+    project: Project,
+    directory: Path,
+    format_name: str,
+    actor: AbstractBaseUser | None = None,
+) -> ImportResult:
+    """Import a directory in ``format_name`` (a format with ``open_directory``: a release).
+
+    The batch is identified by the digest the format gives (a release: its manifest's sha256).
+
+    Raises:
+        InvalidInput: the format is unknown or reads files only, or the project has no policy.
+        WorkloadImportFailed: the input does not verify, or invalid records; nothing written.
+    """
+    known = formats()
+    if format_name not in known:
+        raise InvalidInput(f"unknown format {format_name!r}; one of {sorted(known)}")
+    fmt = known[format_name]
+    if fmt.open_directory is None:
+        raise InvalidInput(f"format {fmt.name!r} reads a file, not a directory")
+    source = fmt.open_directory(directory)
+    if source.digest is None:
+        source.close()
+        raise InvalidInput(f"format {fmt.name!r} gave no digest for directory {directory.name!r}")
+    return _import_source(project, source, fmt.name, directory.name, source.digest, actor)
+
+
+def _import_source(
+    project: Project,
+    source: RecordSource,
+    format_name: str,
+    filename: str,
+    digest: str,
+    actor: AbstractBaseUser | None,
+) -> ImportResult:
+    """Run :func:`workload_import` on everything ``source`` gives, then close it."""
+    try:
+        return workload_import(
+            project=project,
+            records=source,
+            format=format_name,
+            filename=filename,
+            file_sha256=digest,
+            actor=actor,
+            notes=source.notes,
+            source_versions=source.source_versions,
+            policies=source.policies,
+            partition=source.partition,
+        )
+    finally:
+        source.close()

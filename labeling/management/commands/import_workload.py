@@ -1,4 +1,7 @@
-"""``manage.py import_workload PATH [PATH ...] --project SLUG [--format F]``."""
+"""``manage.py import_workload PATH [PATH ...] --project SLUG [--format F]``.
+
+A format that reads directories (``release``) takes a directory as PATH as well as a file.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from labeling.exceptions import InvalidInput, LabelingError, WorkloadImportFaile
 from labeling.importers import formats
 from labeling.models import Project
 from labeling.services import project_create, workload_import_file
-from labeling.services.imports import MAX_ERRORS
+from labeling.services.imports import MAX_ERRORS, ImportResult, workload_import_directory
 
 
 class Command(BaseCommand):
@@ -43,6 +46,8 @@ class Command(BaseCommand):
         for path in options["paths"]:
             if not path.exists():
                 raise CommandError(f"{path}: no such file")
+            if path.is_dir() and fmt.open_directory is not None:
+                continue
             if not path.is_file():
                 raise CommandError(f"{path}: not a regular file")
         reports: list[str] = []
@@ -95,6 +100,20 @@ class Command(BaseCommand):
             return project
 
     def _import_one(self, project: Project, fmt: Any, path: Path, quiet: bool) -> str:
+        if path.is_dir():
+            result = workload_import_directory(
+                project=project, directory=path, format_name=fmt.name
+            )
+        else:
+            result = self._import_file(project, fmt, path, quiet)
+        if result.already_imported:
+            return f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
+        if result.batch is None:
+            return f"{path.name}: {result.records} records, nothing new; nothing changed"
+        summary = json.dumps({"created": result.created, "notes": result.notes}, ensure_ascii=False)
+        return f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}"
+
+    def _import_file(self, project: Project, fmt: Any, path: Path, quiet: bool) -> ImportResult:
         with (
             path.open("rb") as stream,
             tqdm(
@@ -113,9 +132,4 @@ class Command(BaseCommand):
                 filename=path.name,
                 progress=bar.update,
             )
-        if result.already_imported:
-            return f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
-        if result.batch is None:
-            return f"{path.name}: {result.records} records, nothing new; nothing changed"
-        summary = json.dumps({"created": result.created, "notes": result.notes}, ensure_ascii=False)
-        return f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}"
+        return result
