@@ -14,6 +14,10 @@ from certification.models import (
     AuditSampleMember,
     CalibrationRun,
     CalibrationSpec,
+    Release,
+    ReleaseBuild,
+    ReleaseTag,
+    ReleaseTagMove,
 )
 
 
@@ -96,3 +100,44 @@ class AuditSampleMemberAdmin(_ReadOnlyAdmin):
 
     list_display = ("sample", "item", "stratum", "inclusion_probability")
     list_select_related = ("sample",)
+
+
+# Releases (issue 6): immutable. The database refuses any UPDATE of a release row; here no
+# release, build, tag or tag move can be added, changed or deleted (the services write them).
+
+
+@admin.register(Release)
+class ReleaseAdmin(_ReadOnlyAdmin):
+    """Releases, read-only: a correction is a new release whose parent is the one it corrects."""
+
+    list_display = ("version", "project", "parent", "policy", "created_by", "created_at")
+    list_select_related = ("project", "parent", "policy", "created_by")
+    search_fields = ("project__slug", "version", "notes")
+    exclude = ("report",)  # the figures as frozen: large; the release page shows them
+
+
+@admin.register(ReleaseBuild)
+class ReleaseBuildAdmin(_ReadOnlyAdmin):
+    """Release builds, read-only (``release_build_execute`` writes them)."""
+
+    list_display = ("pk", "release", "is_rebuild", "status", "matches", "created_at")
+    list_filter = ("status", "is_rebuild")
+    list_select_related = ("release", "release__project")
+    search_fields = ("release__project__slug", "release__version", "manifest_sha256")
+
+
+@admin.register(ReleaseTag)
+class ReleaseTagAdmin(_ReadOnlyAdmin):
+    """Release tags, read-only (``release_tag_move`` moves them and keeps every move)."""
+
+    list_display = ("name", "project", "release", "moved_by", "moved_at")
+    list_select_related = ("project", "release", "moved_by")
+    search_fields = ("project__slug", "name")
+
+
+@admin.register(ReleaseTagMove)
+class ReleaseTagMoveAdmin(_ReadOnlyAdmin):
+    """The history of release tags, read-only."""
+
+    list_display = ("tag", "previous", "release", "moved_by", "moved_at")
+    list_select_related = ("tag", "previous", "release", "moved_by")

@@ -16,7 +16,7 @@ from certification.services import (
     calibration_runs_refresh,
 )
 from certification.services.releases import release_build_execute, release_build_fail
-from labeling.exceptions import NotFound
+from labeling.exceptions import Conflict, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +131,10 @@ def release_build_task(build_id: int) -> dict[str, object] | None:
         build = release_build_execute(build_id=build_id)
     except NotFound:
         logger.warning("release_build.missing", extra={"build_id": build_id})
+        return None
+    except Conflict:
+        # Another process (a redelivered task, or export_release) is building it right now.
+        logger.info("release_build.already_running", extra={"build_id": build_id})
         return None
     except OperationalError:
         raise

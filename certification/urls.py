@@ -1,8 +1,9 @@
-"""Calibration pages, under /p/<slug>/certification/ beside the labelling pages."""
+"""Calibration and audit pages under /p/<slug>/certification/, release pages under
+/p/<slug>/releases/, beside the labelling pages."""
 
 from django.urls import path
 
-from certification import views, views_audit
+from certification import views, views_audit, views_releases
 
 urlpatterns = [
     path(
@@ -54,5 +55,30 @@ urlpatterns += [
         "p/<slug:slug>/certification/audits/<int:evaluator_id>/samples/",
         views_audit.audit_sample_draw_view,
         name="audit-sample-draw",
+    ),
+]
+
+# Releases: certified label sets (issue 6).
+urlpatterns += [
+    path("p/<slug:slug>/releases/", views_releases.release_list_view, name="release-list"),
+    path(
+        "p/<slug:slug>/releases/<int:release_id>/",
+        views_releases.release_detail,
+        name="release-detail",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:release_id>/files/<str:name>",
+        views_releases.release_file_download,
+        name="release-file",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:release_id>/rebuild/",
+        views_releases.release_rebuild_view,
+        name="release-rebuild",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:release_id>/tags/",
+        views_releases.release_tag_move_view,
+        name="release-tag-move",
     ),
 ]

@@ -45,6 +45,23 @@ def _fast_settings(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _release_storage(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Keep built releases in a temporary directory per test, never in the repository.
+
+    Assigning ``STORAGES`` sends ``setting_changed``, on which Django drops its storage
+    instances, so ``storages["releases"]`` is rebuilt on the new location.
+    """
+    location = tmp_path_factory.mktemp("releases")
+    storages = {**settings.STORAGES}
+    storages["releases"] = {
+        **storages["releases"],
+        "OPTIONS": {**storages["releases"].get("OPTIONS", {}), "location": str(location)},
+    }
+    settings.STORAGES = storages
+    return location
+
+
+@pytest.fixture(autouse=True)
 def _celery_in_process(request: pytest.FixtureRequest) -> Iterable[None]:
     """Run Celery tasks in the test's process, whatever the broker (a mock boundary, C10).
 

@@ -131,6 +131,8 @@ def parameter_values(world: World) -> dict[str, list[Any]]:
         "spec_id": sorted(spec.pk for spec in world.specs.values()),
         "run_id": sorted(run.pk for run in world.runs.values()),
         "evaluator_id": sorted(e.pk for e in world.evaluators.values()),
+        "release_id": sorted(release.pk for release in world.releases.values()),
+        "name": ["labels.jsonl", "manifest.json", "release.zip"],
     }
 
 

@@ -141,6 +141,26 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
         "GET": (403, 200, 200, 404, 401),
         "POST": (403, 403, 200, 404, 401),
     },
+    # releases (issue 6): a release holds everybody's labels; annotators never reach it (pages
+    # 404, API 403); adjudicators see the list and details, only managers download (the files
+    # hold pending items' evaluator labels and votes), freeze, rebuild and move tags.
+    # Releases are immutable: no PUT, PATCH or DELETE anywhere (405, checked below).
+    "release-list": {"GET": (404, 200, 200, 404, LOGIN), "POST": (404, 403, 302, 404, LOGIN)},
+    "release-detail": {"GET": (404, 200, 200, 404, LOGIN)},
+    "release-file": {"GET": (404, 403, 200, 404, LOGIN)},
+    "release-rebuild": {"POST": (404, 403, 302, 404, LOGIN)},
+    "release-tag-move": {"POST": (404, 403, 302, 404, LOGIN)},
+    "api-release-list": {
+        "GET": (403, 200, 200, 404, 401),
+        "POST": (403, 403, 201, 404, 401),
+    },
+    "api-release-detail": {"GET": (403, 200, 200, 404, 401)},
+    "api-release-rebuild": {"POST": (403, 403, 202, 404, 401)},
+    "api-release-file": {"GET": (403, 403, 200, 404, 401)},
+    "api-release-tag-list": {
+        "GET": (403, 200, 200, 404, 401),
+        "POST": (403, 403, 200, 404, 401),
+    },
 }
 
 
@@ -200,6 +220,10 @@ def params_for(route: Route, world: World, *, foreign: bool = False) -> dict[str
             values[name] = world.runs["b" if foreign else "a"].pk
         elif name == "evaluator_id":
             values[name] = world.evaluators["b" if foreign else "a"].pk
+        elif name == "release_id":
+            values[name] = world.releases["b" if foreign else "a"].pk
+        elif name == "name":  # a file of a release
+            values[name] = "labels.jsonl"
         elif name != "slug":
             raise AssertionError(f"no world value for parameter {name!r} of {route.name}")
     return values
@@ -331,6 +355,16 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("audit-sample-draw", "POST"): lambda w: ({"size": "2", "seed": "1"}, "form"),
     ("api-audit-sample-list", "POST"): lambda w: ({"size": 2, "seed": 1}, "json"),
     ("calibration-spec-revise", "POST"): lambda w: (_spec_form("world"), "form"),
+    ("release-list", "POST"): lambda w: (
+        {"version": "2", "parent": str(w.releases["a"].pk), "notes": "n"},
+        "form",
+    ),
+    ("release-tag-move", "POST"): lambda w: ({"name": "latest"}, "form"),
+    ("api-release-list", "POST"): lambda w: ({"version": "2", "notes": "n"}, "json"),
+    ("api-release-tag-list", "POST"): lambda w: (
+        {"name": "latest", "release": w.releases["a"].pk},
+        "json",
+    ),
 }
 
 

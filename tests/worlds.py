@@ -11,6 +11,8 @@ serving order (questions q1..q4, candidates c0 and c1 each):
 - ``open``: q4/c0, never touched.
 
 Project B (``other``) has a disagreement of its own, so A's URLs can be probed with B's ids.
+Each project also has a calibration spec with a done run, an evaluator audit and a built
+release ``1`` certifying the run (its files in the test's release storage).
 
 Every piece of data an annotator of A must never see carries a unique token (``SECRETS``): the
 other annotator's username, comment and skip note, the evaluator's name, version, raw output
@@ -32,12 +34,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authtoken.models import Token
 
+from certification.models import ReleaseBuild
 from certification.services import (
     audit_report_configure,
     calibration_run_execute,
     calibration_run_request,
     calibration_spec_create,
 )
+from certification.services.releases import release_build_execute, release_freeze
 from labeling.importers.native import read_jsonl
 from labeling.models import Assignment, Claim, Evaluator, Item, Project, Role
 from labeling.services import (
@@ -232,6 +236,8 @@ class World:
     runs: dict[str, Any] = field(default_factory=dict)
     # evaluator audits (issue 5): per project ("a", "b"), the evaluator, its audit declared
     evaluators: dict[str, Any] = field(default_factory=dict)
+    # releases (issue 6): per project ("a", "b"), release "1" certifying the run, built
+    releases: dict[str, Any] = field(default_factory=dict)
 
     def refresh(self) -> None:
         """Reload items (their versions change)."""
@@ -326,6 +332,7 @@ def build_world() -> World:
     specs: dict[str, Any] = {}
     runs: dict[str, Any] = {}
     evaluators: dict[str, Any] = {}
+    releases: dict[str, Any] = {}
     for key, project, owner in (
         ("a", a, manager),
         ("b", b, b.memberships.get(role=Role.MANAGER).user),
@@ -343,6 +350,10 @@ def build_world() -> World:
         runs[key] = calibration_run_execute(run_id=requested.pk)
         evaluators[key] = Evaluator.objects.get(project=project)
         audit_report_configure(project=project, evaluator=evaluators[key], actor=owner)
+        releases[key] = release_freeze(project=project, actor=owner, version="1")
+        # the build task runs on commit, which a test's transaction never reaches: build now
+        build = ReleaseBuild.objects.get(release=releases[key], is_rebuild=False)
+        release_build_execute(build_id=build.pk)
 
     world = World(
         a=a,
@@ -362,6 +373,7 @@ def build_world() -> World:
         specs=specs,
         runs=runs,
         evaluators=evaluators,
+        releases=releases,
     )
     world.refresh()
     for item_state, expected in {

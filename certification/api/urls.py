@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from certification.api import views
+from certification.api import releases, views
 
 urlpatterns = [
     path(
@@ -48,5 +48,33 @@ urlpatterns += [
         "projects/<slug:slug>/audits/<int:evaluator_id>/samples/",
         views.AuditSampleListApi.as_view(),
         name="api-audit-sample-list",
+    ),
+]
+
+# Releases: certified label sets (issue 6). No PUT, PATCH or DELETE anywhere: releases are
+# immutable (405).
+urlpatterns += [
+    path(
+        "projects/<slug:slug>/releases/", releases.ReleaseListApi.as_view(), name="api-release-list"
+    ),
+    path(
+        "projects/<slug:slug>/releases/<int:release_id>/",
+        releases.ReleaseDetailApi.as_view(),
+        name="api-release-detail",
+    ),
+    path(
+        "projects/<slug:slug>/releases/<int:release_id>/rebuild/",
+        releases.ReleaseRebuildApi.as_view(),
+        name="api-release-rebuild",
+    ),
+    path(
+        "projects/<slug:slug>/releases/<int:release_id>/files/<str:name>",
+        releases.ReleaseFileApi.as_view(),
+        name="api-release-file",
+    ),
+    path(
+        "projects/<slug:slug>/release-tags/",
+        releases.ReleaseTagListApi.as_view(),
+        name="api-release-tag-list",
     ),
 ]

@@ -1,0 +1,273 @@
+"""Release pages (issue 6; STYLE.md C5): freeze, build progress, files, tags, rebuild and compare.
+
+Managers freeze releases, rebuild them and move tags; adjudicators read every page and download
+the files (403 on writes); annotators never see certification (the pages do not exist for them:
+404, like the calibration pages); non-members get 404 for the whole project. Another project's
+release id, or a file name the release's build does not list, is 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from certification.models import Release
+from certification.selectors_releases import (
+    manifest_count_rows,
+    release_children,
+    release_content_build,
+    release_default_run_ids,
+    release_file_get,
+    release_file_stream,
+    release_files,
+    release_freezable_runs,
+    release_get,
+    release_is_building,
+    release_list,
+    release_manifest,
+    release_next_version,
+    release_rebuilds,
+    release_tag_list,
+    release_tag_moves,
+)
+from certification.services.releases import (
+    release_freeze,
+    release_rebuild,
+    release_tag_move,
+    version_key,
+)
+from certification.services.releases.freeze import MAX_NOTES
+from labeling import permissions
+from labeling.exceptions import LabelingError, NotFound
+from labeling.models import Project
+from labeling.release_format import ARCHIVE
+from labeling.views.common import can_adjudicate, page_context, project_for
+
+#: How often a page with a pending or running build reloads itself, in milliseconds.
+REFRESH_MS = 3000
+
+
+class ReleaseFreezeForm(forms.Form):
+    """Freeze a release: version, parent, the calibration runs it certifies, notes."""
+
+    version = forms.CharField(
+        max_length=32,
+        help_text="An increasing integer (3) or a semantic version (1.2.0), greater than the "
+        "parent's.",
+    )
+    parent = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
+    runs = forms.TypedMultipleChoiceField(
+        coerce=int, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    notes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=MAX_NOTES
+    )
+
+    def __init__(self, *args: Any, releases: list[Release], runs: list[Any], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        ordered = sorted(releases, key=lambda r: version_key(r.version), reverse=True)
+        self.releases = {release.pk: release for release in ordered}
+        self.fields["parent"].choices = [("", "(none)")] + [
+            (release.pk, release.version) for release in ordered
+        ]
+        self.fields["runs"].choices = [
+            (run.pk, f"run {run.pk} · {run.spec} · {run.outcome or 'done'}") for run in runs
+        ]
+
+    def parent_release(self) -> Release | None:
+        """The chosen parent release (cleaned), or None."""
+        parent_id = self.cleaned_data.get("parent")
+        return None if parent_id is None else self.releases[parent_id]
+
+
+class ReleaseTagForm(forms.Form):
+    """Point a tag (new or existing) at a release."""
+
+    name = forms.CharField(max_length=64, help_text="e.g. latest, paper-v1")
+
+
+def _require_viewer(role: str | None) -> None:
+    # Releases hold everybody's labels: for annotators the pages do not exist.
+    if not can_adjudicate(role):
+        raise Http404("no such page")
+
+
+def _require_manager(role: str | None) -> None:
+    if not permissions.can_manage(role):
+        raise PermissionDenied("only a project manager may do this")
+
+
+def _release_or_404(project: Project, release_id: int) -> Release:
+    try:
+        return release_get(project=project, release_id=release_id)
+    except NotFound as exc:
+        raise Http404("no such release") from exc
+
+
+def _freeze_form(project: Project, releases: list[Release], data: Any) -> ReleaseFreezeForm:
+    latest = max(releases, key=lambda r: version_key(r.version), default=None)
+    initial = {
+        "version": release_next_version(project=project),
+        "parent": latest.pk if latest is not None else "",
+        "runs": release_default_run_ids(project=project),
+    }
+    return ReleaseFreezeForm(
+        data,
+        initial=initial,
+        releases=releases,
+        runs=release_freezable_runs(project=project),
+    )
+
+
+def _form_errors(form: forms.Form, exc: LabelingError) -> None:
+    field = str(exc.data.get("field", "")).split("[", 1)[0]
+    form.add_error(field if field in form.fields else None, exc.message)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """List the project's releases with their build progress and tags; a manager's POST freezes
+    a new release (its files are then built in the background)."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    if request.method == "POST":
+        _require_manager(role)
+    releases = list(release_list(project=project))
+    form = None
+    if permissions.can_manage(role):
+        form = _freeze_form(project, releases, request.POST or None)
+    if request.method == "POST" and form is not None and form.is_valid():
+        try:
+            release = release_freeze(
+                project=project,
+                actor=request.user,
+                version=form.cleaned_data["version"],
+                parent=form.parent_release(),
+                run_ids=form.cleaned_data["runs"],
+                notes=form.cleaned_data["notes"],
+            )
+        except LabelingError as exc:
+            _form_errors(form, exc)
+        else:
+            messages.success(request, f"Release {release.version} frozen; its files are building.")
+            return redirect("release-detail", slug=project.slug, release_id=release.pk)
+    context = page_context(
+        project,
+        role,
+        releases=[(release, release_content_build(release)) for release in releases],
+        tags=release_tag_list(project=project),
+        form=form,
+        refresh_ms=REFRESH_MS if release_is_building(releases) else None,
+    )
+    status = 400 if request.method == "POST" else 200
+    return render(request, "certification/releases/release_list.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET"])
+def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
+    """Show a release: files with hashes, counts, what it certifies, tags, rebuilds, family."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    release = _release_or_404(project, release_id)
+    build = release_content_build(release)
+    context = page_context(
+        project,
+        role,
+        release=release,
+        build=build,
+        files=[file for file in release_files(build) if file.name != ARCHIVE],
+        archive=next((file for file in release_files(build) if file.name == ARCHIVE), None),
+        counts=manifest_count_rows(release_manifest(build)),
+        rebuilds=release_rebuilds(release),
+        children=release_children(release=release),
+        tags=list(release.tags.all()),
+        tag_moves=release_tag_moves(release=release),
+        tag_form=ReleaseTagForm() if permissions.can_manage(role) else None,
+        refresh_ms=REFRESH_MS if release_is_building([release]) else None,
+    )
+    return render(request, "certification/releases/release_detail.html", context)
+
+
+@login_required
+@require_http_methods(["GET"])
+def release_file_download(request: HttpRequest, slug: str, release_id: int, name: str) -> Any:
+    """Download one file of a release's build (or its zip archive), streamed as an attachment."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    # Files hold pending items' evaluator labels and votes, which adjudicators must not see
+    # before they decide (labeling/permissions.py): downloads are for managers.
+    _require_manager(role)
+    release = _release_or_404(project, release_id)
+    try:
+        file, build = release_file_get(release=release, name=name)
+    except NotFound as exc:
+        raise Http404("no such file") from exc
+    return release_file_response(project, release, build, file)
+
+
+def release_file_response(project: Project, release: Release, build: Any, file: Any) -> Any:
+    """A streaming attachment of one release file (pages and API): its media type, its name
+    (the archive as ``<project>-<version>.zip``) and, when known, its length."""
+    filename = f"{project.slug}-{release.version}.zip" if file.name == ARCHIVE else file.name
+    content_type = file.media_type or "application/octet-stream"
+    if content_type.startswith("text/"):
+        content_type += "; charset=utf-8"
+    response = FileResponse(
+        release_file_stream(build=build, file=file),
+        as_attachment=True,
+        filename=filename,
+        content_type=content_type,
+    )
+    if file.size is not None:
+        response["Content-Length"] = str(file.size)
+    response["X-Content-SHA256"] = file.sha256
+    return response
+
+
+@login_required
+@require_http_methods(["POST"])
+def release_rebuild_view(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
+    """Rebuild a release and compare it byte by byte with its first build (managers)."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    _require_manager(role)
+    release = _release_or_404(project, release_id)
+    try:
+        build = release_rebuild(release=release, actor=request.user)
+    except LabelingError as exc:
+        messages.error(request, f"No rebuild: {exc.message}")
+    else:
+        messages.success(request, f"Rebuild {build.pk} requested; it is compared when done.")
+    return redirect("release-detail", slug=project.slug, release_id=release.pk)
+
+
+@login_required
+@require_http_methods(["POST"])
+def release_tag_move_view(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
+    """Point a tag at this release, creating it or moving it from another (managers)."""
+    project, role = project_for(request, slug)
+    _require_viewer(role)
+    _require_manager(role)
+    release = _release_or_404(project, release_id)
+    form = ReleaseTagForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"No tag moved: {form.errors.as_text()}")
+    else:
+        try:
+            tag = release_tag_move(
+                project=project, actor=request.user, name=form.cleaned_data["name"], release=release
+            )
+        except LabelingError as exc:
+            messages.error(request, f"No tag moved: {exc.message}")
+        else:
+            messages.success(request, f"Tag {tag.name} now points at release {release.version}.")
+    return redirect("release-detail", slug=project.slug, release_id=release.pk)
