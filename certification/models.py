@@ -475,6 +475,14 @@ class AuditSampleMember(models.Model):
 RELEASE_VERSION_PATTERN = r"^(0|[1-9][0-9]{0,8})(\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8}))?$"
 
 
+def release_version_key(version: str) -> tuple[int, ...]:
+    """Return the sort key of a release version: "3" → (3,), "1.2.0" → (1, 2, 0).
+
+    Versions of both kinds compare by their numbers: "2" > "1.9.9" and "1.10.0" > "1.9.0".
+    """
+    return tuple(int(part) for part in version.split("."))
+
+
 class Release(models.Model):
     """A frozen, immutable certified label set of a project (DESIGN.md §5).
 

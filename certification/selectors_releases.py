@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.files.storage import Storage, storages
 from django.db.models import Prefetch, Q, QuerySet
 
 from certification.models import (
@@ -22,12 +23,14 @@ from certification.models import (
     ReleaseTag,
     ReleaseTagMove,
     RunStatus,
+    release_version_key,
 )
-from certification.services.releases import release_file_open, version_key
 from labeling.exceptions import NotFound
 from labeling.models import MAX_ID, Project
 from labeling.release_format import ARCHIVE, MANIFEST, MEDIA_TYPES, CountBlock
 
+#: The Django storage alias (settings.STORAGES) that holds built releases.
+RELEASE_STORAGE = "releases"
 #: How many done calibration runs the freeze form offers (newest first).
 FREEZE_FORM_RUNS = 50
 
@@ -96,7 +99,7 @@ def release_by_version(*, project: Project, version: str) -> Release:
 def release_latest(*, project: Project) -> Release | None:
     """Return the project's release with the greatest version, or None."""
     releases = list(Release.objects.filter(project=project).only("pk", "version", "project_id"))
-    return max(releases, key=lambda r: version_key(r.version), default=None)
+    return max(releases, key=lambda r: release_version_key(r.version), default=None)
 
 
 def release_next_version(*, project: Project) -> str:
@@ -105,7 +108,7 @@ def release_next_version(*, project: Project) -> str:
     latest = release_latest(project=project)
     if latest is None:
         return "1"
-    parts = list(version_key(latest.version))
+    parts = list(release_version_key(latest.version))
     parts[-1] += 1
     return ".".join(str(part) for part in parts)
 
@@ -179,16 +182,22 @@ def release_file_get(*, release: Release, name: str) -> tuple[ReleaseFile, Relea
     raise ReleaseFileNotFound(f"release {release.version} has no file {name!r}")
 
 
+def release_storage() -> Storage:
+    """The storage of built releases (``settings.STORAGES["releases"]``)."""
+    return storages[RELEASE_STORAGE]
+
+
 def release_file_stream(*, build: ReleaseBuild, file: ReleaseFile) -> Any:
-    """Open a file returned by :func:`release_file_get` for reading (binary)."""
-    return release_file_open(build=build, name=file.name)
+    """Open a file of a done first build (from :func:`release_files`) for reading (binary)."""
+    return release_storage().open(build.storage_prefix + file.name, "rb")
 
 
 def release_manifest(build: ReleaseBuild | None) -> dict[str, Any] | None:
     """Return the manifest of a done build, or None before it is done."""
     if build is None or build.status != BuildStatus.DONE:
         return None
-    with release_file_open(build=build, name=MANIFEST) as stream:
+    manifest = next(file for file in release_files(build) if file.name == MANIFEST)
+    with release_file_stream(build=build, file=manifest) as stream:
         return json.load(stream)
 
 

@@ -18,7 +18,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from certification.models import Release
+from certification.models import Release, release_version_key
 from certification.selectors_releases import (
     manifest_count_rows,
     release_children,
@@ -41,7 +41,6 @@ from certification.services.releases import (
     release_freeze,
     release_rebuild,
     release_tag_move,
-    version_key,
 )
 from certification.services.releases.freeze import MAX_NOTES
 from labeling import permissions
@@ -72,7 +71,7 @@ class ReleaseFreezeForm(forms.Form):
 
     def __init__(self, *args: Any, releases: list[Release], runs: list[Any], **kwargs: Any):
         super().__init__(*args, **kwargs)
-        ordered = sorted(releases, key=lambda r: version_key(r.version), reverse=True)
+        ordered = sorted(releases, key=lambda r: release_version_key(r.version), reverse=True)
         self.releases = {release.pk: release for release in ordered}
         self.fields["parent"].choices = [("", "(none)")] + [
             (release.pk, release.version) for release in ordered
@@ -112,7 +111,7 @@ def _release_or_404(project: Project, release_id: int) -> Release:
 
 
 def _freeze_form(project: Project, releases: list[Release], data: Any) -> ReleaseFreezeForm:
-    latest = max(releases, key=lambda r: version_key(r.version), default=None)
+    latest = max(releases, key=lambda r: release_version_key(r.version), default=None)
     initial = {
         "version": release_next_version(project=project),
         "parent": latest.pk if latest is not None else "",

@@ -507,16 +507,16 @@ def install_phases() -> Phases:
     phases.wrap(reader, "__init__", "reader: source index + policies")
     phases.wrap(reader, "candidate_ids", "reader: candidate ids")
     phases.wrap_generator(reader, "_chunk", "labels: read (queries + record dicts)")
-    phases.wrap(build, "table_row", "labels: flatten (table_row)", rss=False)
+    phases.wrap(build, "encode_record", "labels: encode (JSONL line + flat row)", rss=False)
     phases.wrap(build.TableWriter, "add", "labels: CSV rows (TableWriter.add)", rss=False)
     phases.wrap(build.TableWriter, "flush", "labels: Parquet row groups (flush)")
     phases.wrap(build, "_labels", "labels: total (_labels)")
     phases.wrap(build, "_sources", "sources.jsonl (_sources)")
-    phases.wrap(build.ProvenanceCollector, "document", "provenance document")
-    phases.wrap(build, "_manifest", "manifest (hashes content files)")
+    phases.wrap(build.ProvenanceCollector, "write", "provenance.jsonld (streamed)")
+    phases.wrap(build, "_file_entry", "hashing files (sha256, size)", rss=False)
     phases.wrap(build, "_archive", "zip (_archive)")
     phases.wrap(build, "build_files", "build_files total")
-    phases.wrap(build, "_file_entries", "file entries (hashes again)")
+    phases.wrap(build, "_store", "move into the release storage")
     return phases
 
 
@@ -525,11 +525,11 @@ def child(candidates: int, profile: bool) -> None:
     from django.contrib.auth import get_user_model
 
     from certification.models import Release
+    from certification.selectors_releases import release_manifest
     from certification.services.releases import build as build_module
     from certification.services.releases import (
         freeze,
         release_build_execute,
-        release_file_open,
         release_freeze,
     )
     from labeling.models import Project
@@ -565,8 +565,7 @@ def child(candidates: int, profile: bool) -> None:
     peak = _peak_mib()
     if build.status != "done":
         raise SystemExit(f"build {build.pk} is {build.status}: {build.error}")
-    with release_file_open(build=build, name=build_module.MANIFEST) as stream:
-        manifest = json.load(stream)
+    manifest = release_manifest(build)
     overall = manifest["counts"]["overall"]
     labelled = overall["consensus"]["count"] + overall["adjudicated"]["count"]
     report = {
@@ -659,20 +658,20 @@ def print_report(r: dict[str, Any]) -> None:
             for name in (
                 "reader: candidate ids",
                 "labels: read (queries + record dicts)",
-                "labels: flatten (table_row)",
+                "labels: encode (JSONL line + flat row)",
                 "labels: CSV rows (TableWriter.add)",
                 "labels: Parquet row groups (flush)",
             )
         )
         files = phases.get("build_files total", {}).get("seconds", 0.0)
-        entries = phases.get("file entries (hashes again)", {}).get("seconds", 0.0)
+        entries = 0.0
         print(
-            f"  {'labels: rest (JSONL dumps+write, counts, prov.)':<44}{labels - parts:>9.2f}"
+            f"  {'labels: rest (JSONL write, counts, provenance)':<44}{labels - parts:>9.2f}"
             f"{(labels - parts) / total:>8.0%}"
         )
         rest = total - files - entries
         print(
-            f"  {'store in release storage + claim + update':<44}{rest:>9.2f}{rest / total:>8.0%}"
+            f"  {'claim, store (outside build_files), update':<44}{rest:>9.2f}{rest / total:>8.0%}"
         )
 
 

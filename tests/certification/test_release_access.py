@@ -31,9 +31,9 @@ from certification.models import (
     ReleaseTag,
     ReleaseTagMove,
 )
+from certification.selectors_releases import release_content_build
 from certification.services.releases import (
     release_build_execute,
-    release_content_build,
     release_rebuild,
     release_tag_move,
 )

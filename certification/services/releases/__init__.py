@@ -8,25 +8,19 @@ provenance, dataset card, manifest, zip) into the release storage.
 from certification.services.releases.build import (
     release_build_execute,
     release_build_fail,
-    release_content_build,
     release_export,
-    release_file_open,
 )
 from certification.services.releases.freeze import (
     release_freeze,
     release_rebuild,
     release_tag_move,
-    version_key,
 )
 
 __all__ = [
     "release_build_execute",
     "release_build_fail",
-    "release_content_build",
     "release_export",
-    "release_file_open",
     "release_freeze",
     "release_rebuild",
     "release_tag_move",
-    "version_key",
 ]

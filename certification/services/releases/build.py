@@ -15,19 +15,25 @@ import shutil
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from django.core.files import File
-from django.core.files.storage import storages
+from django.core.files.storage import FileSystemStorage
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from certification.models import BuildStatus, Release, ReleaseBuild
+from certification.selectors_releases import (
+    release_content_build,
+    release_file_stream,
+    release_files,
+    release_storage,
+)
 from certification.services.releases.provenance import ProvenanceCollector
-from certification.services.releases.records import ReleaseReader, pseudonymise_raters
+from certification.services.releases.records import CHUNK, ReleaseReader, pseudonymise_raters
 from labeling.exceptions import Conflict, NotFound
 from labeling.release_format import (
     ARCHIVE,
@@ -40,6 +46,7 @@ from labeling.release_format import (
     LEDGER,
     MANIFEST,
     MEDIA_TYPES,
+    PENDING,
     PROVENANCE,
     REPORT,
     SCHEMA_VERSION,
@@ -53,7 +60,6 @@ from labeling.release_format import (
 
 logger = logging.getLogger(__name__)
 
-STORAGE_ALIAS = "releases"
 # A fixed time for every zip member (the earliest a zip can hold): no build time in the archive.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 ARROW_TYPES = {
@@ -65,18 +71,27 @@ ARROW_TYPES = {
 ARROW_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in TABLE_COLUMNS])
 
 
-def _storage():
-    return storages[STORAGE_ALIAS]
-
-
 # -- the flat table (CSV and Parquet) -------------------------------------------------------------
 
 
-def table_row(record: dict[str, Any]) -> dict[str, Any]:
-    """Flatten one labels.jsonl record into a row of :data:`TABLE_COLUMNS` (nested as JSON)."""
-    question, candidate, resolution = record["question"], record["candidate"], record["resolution"]
+def encode_record(record: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Return the labels.jsonl line of ``record`` (no newline) and its flat table row.
+
+    The line equals ``canonical_json(record)``; it is assembled from its top-level values
+    (keys in sorted order), each encoded once and shared with the row's ``*_json`` columns.
+    """
+    question, candidate = record["question"], record["candidate"]
+    resolution = record["resolution"]
+    annotations = canonical_json(record["annotations"])
+    claims = canonical_json(record["claims"])
+    evaluator_labels = canonical_json(record["evaluator_labels"])
+    line = (
+        f'{{"annotations":{annotations},"candidate":{canonical_json(candidate)},'
+        f'"claims":{claims},"evaluator_labels":{evaluator_labels},'
+        f'"question":{canonical_json(question)},"resolution":{canonical_json(resolution)}}}'
+    )
     resolution = resolution or {}
-    return {
+    row = {
         "question_id": question["id"],
         "question_text": question["text"],
         "group_key": question["group_key"],
@@ -91,7 +106,7 @@ def table_row(record: dict[str, Any]) -> dict[str, Any]:
         "acceptance_score": candidate["acceptance_score"],
         "frequency_rank": candidate["frequency_rank"],
         "is_selected": candidate["is_selected"],
-        "status": resolution.get("status", "pending"),
+        "status": resolution.get("status", PENDING),
         "answer_label": resolution.get("answer_label"),
         "answer_reason": resolution.get("answer_reason"),
         "unresolved_reason": resolution.get("unresolved_reason"),
@@ -101,16 +116,22 @@ def table_row(record: dict[str, Any]) -> dict[str, Any]:
         "policy_version": resolution.get("policy_version"),
         "n_claims": len(record["claims"]),
         "n_annotations": len(record["annotations"]),
-        "claims_json": canonical_json(record["claims"]),
+        "claims_json": claims,
         "resolved_claim_labels_json": canonical_json(resolution.get("claim_labels", [])),
-        "annotations_json": canonical_json(record["annotations"]),
-        "evaluator_labels_json": canonical_json(record["evaluator_labels"]),
+        "annotations_json": annotations,
+        "evaluator_labels_json": evaluator_labels,
         "sources_json": canonical_json(question["sources"]),
         "slices_json": canonical_json(question["slices"]),
         "question_metadata_json": canonical_json(question["metadata"]),
         "generator_settings_json": canonical_json(candidate["generator_settings"]),
         "candidate_metadata_json": canonical_json(candidate["metadata"]),
     }
+    return line, row
+
+
+def table_row(record: dict[str, Any]) -> dict[str, Any]:
+    """Flatten one labels.jsonl record into a row of :data:`TABLE_COLUMNS` (nested as JSON)."""
+    return encode_record(record)[1]
 
 
 def _csv_value(value: Any) -> Any:
@@ -173,14 +194,15 @@ def _labels(
     try:
         with (directory / LABELS_JSONL).open("w", encoding="utf-8", newline="\n") as jsonl:
             for done, record in enumerate(reader.records(ids), start=1):
-                jsonl.write(canonical_json(record))
+                line, row = encode_record(record)
+                jsonl.write(line)
                 jsonl.write("\n")
-                table.add(table_row(record))
+                table.add(row)
                 overall.add(record)
                 partition = record["question"]["partition"] or "unpartitioned"
                 partitions.setdefault(partition, CountBlock()).add(record)
                 provenance.add(record)
-                if done % 1000 == 0:
+                if done % CHUNK == 0:
                     table.flush()
                     ReleaseBuild.objects.filter(pk=build.pk).update(progress_done=done)
     finally:
@@ -212,16 +234,15 @@ def _release_json(release: Release) -> dict[str, Any]:
     }
 
 
+def _file_entry(directory: Path, name: str) -> dict[str, Any]:
+    sha256, size = sha256_file(directory / name)
+    return {"name": name, "sha256": sha256, "size": size, "media_type": MEDIA_TYPES[name]}
+
+
 def _manifest(
-    release: Release, reader: ReleaseReader, counts: dict[str, Any], directory: Path
+    release: Release, reader: ReleaseReader, counts: dict[str, Any], files: list[dict[str, Any]]
 ) -> dict[str, Any]:
     project = release.project
-    files = []
-    for name in CONTENT_FILES:
-        sha256, size = sha256_file(directory / name)
-        files.append(
-            {"name": name, "sha256": sha256, "size": size, "media_type": MEDIA_TYPES[name]}
-        )
     return {
         "format": FORMAT_NAME,
         "schema_version": SCHEMA_VERSION,
@@ -249,15 +270,22 @@ def _archive(release: Release, directory: Path, target: Path) -> None:
     with zipfile.ZipFile(target, "w") as archive:
         for name in (MANIFEST, *CONTENT_FILES):
             info = zipfile.ZipInfo(f"{folder}/{name}", date_time=ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            # Parquet is compressed already; text gets the fastest deflate (level 1 runs about
+            # 3x faster than the default 6 for a few points of size, bench_release.py).
+            if name == LABELS_PARQUET:
+                info.compress_type = zipfile.ZIP_STORED
+            else:
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info._compresslevel = 1  # noqa: SLF001 - public as compress_level from 3.13
             info.external_attr = 0o644 << 16
             info.create_system = 3  # Unix, whatever the machine
             with (directory / name).open("rb") as source, archive.open(info, "w") as member:
                 shutil.copyfileobj(source, member, 1 << 20)
 
 
-def build_files(release: Release, directory: Path, build: ReleaseBuild) -> dict[str, Any]:
-    """Write every file of ``release`` into ``directory``; return the manifest.
+def build_files(release: Release, directory: Path, build: ReleaseBuild) -> list[dict[str, Any]]:
+    """Write every file of ``release`` into ``directory``; return the manifest's entry (name,
+    sha256, size, media type) and each content file's, manifest first.
 
     Progress (candidates written) is saved on ``build`` as it goes.
     """
@@ -276,12 +304,42 @@ def build_files(release: Release, directory: Path, build: ReleaseBuild) -> dict[
         ],
     )
     _write_json(directory / REPORT, report)
-    _write_json(directory / PROVENANCE, provenance.document(release))
+    with (directory / PROVENANCE).open("w", encoding="utf-8", newline="\n") as stream:
+        provenance.write(release, stream)
     (directory / CARD).write_text(dataset_card(release, counts), encoding="utf-8")
-    manifest = _manifest(release, reader, counts, directory)
-    _write_json(directory / MANIFEST, manifest)
+    files = [_file_entry(directory, name) for name in CONTENT_FILES]
+    _write_json(directory / MANIFEST, _manifest(release, reader, counts, files))
     _archive(release, directory, directory / ARCHIVE)
-    return manifest
+    return [_file_entry(directory, MANIFEST), *files]
+
+
+def _local_root() -> str | None:
+    """The release storage's directory when it is a local one (files are then built beside
+    their final place and moved, not copied), else None (the system's temporary directory)."""
+    storage = release_storage()
+    if not isinstance(storage, FileSystemStorage):
+        return None
+    root = Path(storage.location)
+    root.mkdir(parents=True, exist_ok=True)
+    return str(root)
+
+
+def _store(directory: Path, prefix: str) -> None:
+    """Put every file of a built release into the release storage under ``prefix``."""
+    storage = release_storage()
+    for name in (MANIFEST, *CONTENT_FILES, ARCHIVE):
+        path = prefix + name
+        if storage.exists(path):
+            storage.delete(path)  # a retried build's leftovers
+        if isinstance(storage, FileSystemStorage):
+            target = Path(storage.path(path))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(directory / name, target)  # a rename within one file system
+            continue
+        with (directory / name).open("rb") as stream:
+            saved = storage.save(path, File(stream, name=name))
+        if saved != path:
+            raise RuntimeError(f"release storage saved {path} as {saved}")
 
 
 def _claim(build_id: int) -> ReleaseBuild:
@@ -306,16 +364,6 @@ def _claim(build_id: int) -> ReleaseBuild:
     return build
 
 
-def _file_entries(directory: Path) -> list[dict[str, Any]]:
-    entries = []
-    for name in (MANIFEST, *CONTENT_FILES):
-        sha256, size = sha256_file(directory / name)
-        entries.append(
-            {"name": name, "sha256": sha256, "size": size, "media_type": MEDIA_TYPES[name]}
-        )
-    return entries
-
-
 def release_build_execute(*, build_id: int) -> ReleaseBuild:
     """Build (or rebuild and compare) the files of a release; the Celery task's body.
 
@@ -332,10 +380,9 @@ def release_build_execute(*, build_id: int) -> ReleaseBuild:
     if build.status == BuildStatus.DONE:
         return build
     release = build.release
-    with tempfile.TemporaryDirectory(prefix="certlabel-release-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="certlabel-release-", dir=_local_root()) as tmp:
         directory = Path(tmp)
-        build_files(release, directory, build)
-        entries = _file_entries(directory)
+        entries = build_files(release, directory, build)
         archive_sha256, archive_size = sha256_file(directory / ARCHIVE)
         manifest_sha256 = next(e["sha256"] for e in entries if e["name"] == MANIFEST)
         update: dict[str, Any] = {
@@ -369,15 +416,7 @@ def release_build_execute(*, build_id: int) -> ReleaseBuild:
             update.update(matches=not mismatches, mismatches=mismatches)
         else:
             prefix = f"{release.project_id}/{release.pk}/{build.pk}/"
-            storage = _storage()
-            for name in (MANIFEST, *CONTENT_FILES, ARCHIVE):
-                path = prefix + name
-                if storage.exists(path):
-                    storage.delete(path)  # a retried build's leftovers
-                with (directory / name).open("rb") as stream:
-                    saved = storage.save(path, File(stream, name=name))
-                if saved != path:
-                    raise RuntimeError(f"release storage saved {path} as {saved}")
+            _store(directory, prefix)
             update["storage_prefix"] = prefix
     ReleaseBuild.objects.filter(pk=build.pk).update(
         status=BuildStatus.DONE,
@@ -411,29 +450,6 @@ def release_build_fail(*, build_id: int, error: str) -> ReleaseBuild:
     return build
 
 
-def release_content_build(release: Release) -> ReleaseBuild | None:
-    """Return the release's first build (whose files are the release), or None."""
-    return ReleaseBuild.objects.filter(release=release, is_rebuild=False).first()
-
-
-def release_file_names(build: ReleaseBuild) -> list[str]:
-    """The names a done build serves: the manifest, every content file and the archive."""
-    if build.status != BuildStatus.DONE:
-        return []
-    return [entry["name"] for entry in build.files] + [ARCHIVE]
-
-
-def release_file_open(*, build: ReleaseBuild, name: str) -> IO[bytes]:
-    """Open one file of a done first build for reading (binary).
-
-    Raises:
-        NotFound: the build is not done, is a rebuild, or has no file ``name``.
-    """
-    if build.is_rebuild or name not in release_file_names(build):
-        raise NotFound(f"release build {build.pk} has no file {name!r}")
-    return _storage().open(build.storage_prefix + name, "rb")
-
-
 def release_export(*, release: Release, directory: Path) -> Path:
     """Copy the files of ``release`` (its done first build) into ``directory/<slug>-<version>``.
 
@@ -448,7 +464,10 @@ def release_export(*, release: Release, directory: Path) -> Path:
         raise NotFound(f"release {release.version} has no finished build")
     target = directory / f"{release.project.slug}-{release.version}"
     target.mkdir(parents=True, exist_ok=True)
-    for name in release_file_names(build):
-        with release_file_open(build=build, name=name) as source, (target / name).open("wb") as out:
+    for file in release_files(build):
+        with (
+            release_file_stream(build=build, file=file) as source,
+            (target / file.name).open("wb") as out,
+        ):
             shutil.copyfileobj(source, out, 1 << 20)
     return target

@@ -26,6 +26,7 @@ from certification.models import (
     ReleaseTag,
     ReleaseTagMove,
     RunStatus,
+    release_version_key,
 )
 from labeling.exceptions import Conflict, InvalidInput, NotFound
 from labeling.locks import project_lock
@@ -57,14 +58,6 @@ MAX_NOTES = 20_000
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Return the sort key of a release version: "3" → (3,), "1.2.0" → (1, 2, 0).
-
-    Versions of both kinds compare by their numbers: "2" > "1.9.9" and "1.10.0" > "1.9.0".
-    """
-    return tuple(int(part) for part in version.split("."))
-
-
 def _require_manager_of(project: Project, actor: Any) -> None:
     role = project_role(user=actor, project=project)
     if role is None:
@@ -82,7 +75,7 @@ def _clean_version(project: Project, version: Any, parent: Release | None) -> st
         )
     if Release.objects.filter(project=project, version=text).exists():
         raise InvalidInput(f"release {text} already exists", data={"field": "version"})
-    if parent is not None and version_key(text) <= version_key(parent.version):
+    if parent is not None and release_version_key(text) <= release_version_key(parent.version):
         raise InvalidInput(
             f"version {text} must be greater than its parent's ({parent.version})",
             data={"field": "version"},

@@ -11,14 +11,18 @@ number of sources, annotators and evaluators, never with the number of labels.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote
+
+from labeling.release_format import canonical_json
 
 if TYPE_CHECKING:
     from certification.models import Release
     from certification.services.releases.records import ReleaseReader
 
+URN = "urn:certlabel"
 PROV_CONTEXT = {
     "prov": "http://www.w3.org/ns/prov#",
     "xsd": "http://www.w3.org/2001/XMLSchema#",
@@ -75,20 +79,19 @@ class ProvenanceCollector:
             key = (label["evaluator"], label["version"])
             self.evaluators.setdefault(key, _Activity("evaluation")).add(None)
 
-    def document(self, release: Release) -> dict[str, Any]:
-        """Return the PROV-O JSON-LD document of ``release``."""
+    def nodes(self, release: Release) -> Iterator[dict[str, Any]]:
+        """Yield the nodes of the PROV-O graph of ``release``, one at a time."""
         slug = quote(release.project.slug, safe="")
-        base = f"urn:certlabel:{slug}"
-        release_id = f"{base}:release:{release.version}"
-        graph: list[dict[str, Any]] = []
+        base = f"{URN}:{slug}"
         influences: list[dict[str, str]] = []
 
-        def agent(name: str, kind: str) -> str:
+        def agent(name: str, kind: str) -> tuple[str, dict[str, Any]]:
             agent_id = f"{base}:agent:{quote(name, safe='')}"
-            graph.append({"@id": agent_id, "@type": ["prov:Agent", kind], "rdfs:label": name})
-            return agent_id
+            return agent_id, {"@id": agent_id, "@type": ["prov:Agent", kind], "rdfs:label": name}
 
-        def activity(activity_id: str, label: str, data: _Activity, agent_id: str | None) -> None:
+        def activity(
+            activity_id: str, label: str, data: _Activity, agent_id: str | None
+        ) -> dict[str, Any]:
             node: dict[str, Any] = {
                 "@id": activity_id,
                 "@type": "prov:Activity",
@@ -100,42 +103,49 @@ class ProvenanceCollector:
             if data.first is not None:
                 node["prov:startedAtTime"] = _time(data.first)
                 node["prov:endedAtTime"] = _time(data.last)
-            graph.append(node)
             influences.append({"@id": activity_id})
+            return node
 
         for (name, origin), data in sorted(self.annotators.items()):
             kind = "prov:Person" if origin == "human" else "prov:SoftwareAgent"
-            agent_id = agent(name, kind)
-            activity(
+            agent_id, node = agent(name, kind)
+            yield node
+            yield activity(
                 f"{base}:labelling:{quote(name, safe='')}", f"labelling by {name}", data, agent_id
             )
         for name, data in sorted(self.adjudicators.items()):
-            agent_id = agent(name, "prov:Person")
-            activity(
+            agent_id, node = agent(name, "prov:Person")
+            yield node
+            yield activity(
                 f"{base}:adjudication:{quote(name, safe='')}",
                 f"adjudication by {name}",
                 data,
                 agent_id,
             )
         if self.consensus.labels:
-            activity(
+            yield activity(
                 f"{base}:consensus", "consensus of independent annotations", self.consensus, None
             )
         for (name, version), data in sorted(self.evaluators.items()):
             label = f"{name}@{version}"
-            agent_id = agent(f"evaluator:{label}", "prov:SoftwareAgent")
-            activity(
+            agent_id, node = agent(f"evaluator:{label}", "prov:SoftwareAgent")
+            yield node
+            yield activity(
                 f"{base}:evaluation:{quote(label, safe='')}",
                 f"evaluation by {label}",
                 data,
                 agent_id,
             )
 
-        sources = []
-        for ref in sorted(self.reader.sources.values(), key=lambda r: (r.key, r.version)):
-            source_id = f"{base}:source:{quote(ref.key, safe='')}:v{ref.version}"
-            node: dict[str, Any] = {
-                "@id": source_id,
+        derived: list[dict[str, str]] = []
+        if release.parent is not None:
+            parent_id = f"{base}:release:{release.parent.version}"
+            derived.append({"@id": parent_id})
+            yield {"@id": parent_id, "@type": "prov:Entity"}
+        for ref in self.reader.sources.values():  # in (id, version) order
+            key = quote(ref.key, safe="")
+            node = {
+                "@id": f"{base}:source:{key}:v{ref.version}",
                 "@type": "prov:Entity",
                 "rdfs:label": f"{ref.key} version {ref.version}",
                 "certlabel:sha256": ref.sha256,
@@ -145,24 +155,31 @@ class ProvenanceCollector:
             if ref.observed_at is not None:
                 node["certlabel:observedAt"] = _time(ref.observed_at)
             if ref.version > 1:
-                node["prov:wasRevisionOf"] = {
-                    "@id": f"{base}:source:{quote(ref.key, safe='')}:v{ref.version - 1}"
-                }
-            graph.append(node)
-            sources.append({"@id": source_id})
+                node["prov:wasRevisionOf"] = {"@id": f"{base}:source:{key}:v{ref.version - 1}"}
+            derived.append({"@id": node["@id"]})
+            yield node
 
-        node = {
-            "@id": release_id,
+        release_node: dict[str, Any] = {
+            "@id": f"{base}:release:{release.version}",
             "@type": ["prov:Entity", "prov:Collection"],
             "rdfs:label": f"{release.project.slug} release {release.version}",
             "certlabel:labelPolicyVersion": release.policy.version,
-            "prov:wasDerivedFrom": sources,
+            "prov:wasDerivedFrom": derived,
             "prov:wasInfluencedBy": influences,
         }
         if release.parent is not None:
-            parent_id = {"@id": f"{base}:release:{release.parent.version}"}
-            node["prov:wasRevisionOf"] = parent_id
-            node["prov:wasDerivedFrom"] = [parent_id, *sources]
-            graph.append({"@id": parent_id["@id"], "@type": "prov:Entity"})
-        graph.append(node)
-        return {"@context": PROV_CONTEXT, "@graph": graph}
+            release_node["prov:wasRevisionOf"] = derived[0]
+        yield release_node
+
+    def write(self, release: Release, stream: IO[str]) -> None:
+        """Write the PROV-O JSON-LD document of ``release`` to ``stream``, node by node.
+
+        One node per line (canonical JSON), so memory stays flat however many sources there
+        are; the whole is one JSON object: ``{"@context": ..., "@graph": [...]}``.
+        """
+        stream.write('{"@context":' + canonical_json(PROV_CONTEXT) + ',"@graph":[\n')
+        for index, node in enumerate(self.nodes(release)):
+            if index:
+                stream.write(",\n")
+            stream.write(canonical_json(node))
+        stream.write("\n]}\n")

@@ -19,9 +19,9 @@ from django.core.management import call_command
 from django.test import TestCase
 
 from certification.models import AgreementReport, BuildStatus, Release, ReleaseBuild
+from certification.selectors_releases import release_content_build
 from certification.services import agreement_recompute
 from certification.services.releases import (
-    release_content_build,
     release_export,
     release_freeze,
     release_rebuild,
@@ -33,6 +33,7 @@ from labeling.release_format import (
     LABELS_JSONL,
     TABLE_COLUMNS,
     ReleaseFormatError,
+    canonical_json,
     label_counts,
     verify_release,
 )
@@ -183,6 +184,9 @@ def test_release_holds_every_label_with_pseudonyms_and_exact_evidence(demo, tmp_
 def test_csv_and_parquet_hold_the_same_rows_as_the_jsonl(demo, tmp_path):
     directory = release_export(release=_freeze(demo), directory=tmp_path)
     records = _records(directory)
+    # Each line is the canonical JSON of its record (sorted keys, no spaces, UTF-8).
+    lines = (directory / LABELS_JSONL).read_text("utf-8").splitlines()
+    assert lines == [canonical_json(r) for r in records]
     expected = [table_row(r) for r in records]
     table = pq.read_table(directory / "labels.parquet")
     assert table.column_names == [name for name, _ in TABLE_COLUMNS]

@@ -17,8 +17,8 @@ import pytest
 from django.db import connection, connections, transaction
 
 from certification.models import BuildStatus
+from certification.selectors_releases import release_content_build
 from certification.services.releases import (
-    release_content_build,
     release_export,
     release_freeze,
 )
