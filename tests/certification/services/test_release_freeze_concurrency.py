@@ -18,9 +18,12 @@ from django.db import connection, connections, transaction
 
 from certification.models import BuildStatus
 from certification.selectors_releases import release_content_build
+from certification.services.releases import build as build_module
 from certification.services.releases import (
+    records,
     release_export,
     release_freeze,
+    release_rebuild,
 )
 from labeling.models import Item, LabelPolicy, Resolution, Role
 from labeling.services import membership_set
@@ -82,3 +85,29 @@ def test_freeze_waits_for_an_open_label_transaction_and_pins_its_row(
     records = [json.loads(line) for line in (directory / "labels.jsonl").read_bytes().splitlines()]
     resolved = [r["resolution"] for r in records if r["resolution"] is not None]
     assert [r["rationale"] for r in resolved] == ["written by a slow transaction"]
+
+
+def test_read_ahead_thread_gives_the_same_bytes_as_one_connection(
+    project, import_records, monkeypatch
+):
+    # Committed data (no test transaction here): the first build reads ahead on a second
+    # connection; the rebuild reads on one connection only and must match byte for byte.
+    import_records([native_record(f"q{n}") for n in range(5)])
+    manager = UserFactory()
+    membership_set(project=project, user=manager, role=Role.MANAGER)
+    monkeypatch.setattr(records, "CHUNK", 3)  # several chunks, so the thread reads ahead
+    used: list[bool] = []
+    original = records.ReleaseReader.records
+
+    def spy(self, ids, *, prefetch=False):
+        used.append(prefetch)
+        return original(self, ids, prefetch=prefetch)
+
+    monkeypatch.setattr(records.ReleaseReader, "records", spy)
+    release = release_freeze(project=project, actor=manager, version="1")
+    monkeypatch.setattr(build_module, "prefetch_possible", lambda: False)
+    rebuild = release_rebuild(release=release, actor=manager)
+    rebuild.refresh_from_db()
+    assert used == [True, False]
+    assert rebuild.status == BuildStatus.DONE, rebuild.error
+    assert rebuild.matches is True, rebuild.mismatches
