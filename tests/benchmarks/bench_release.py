@@ -514,7 +514,8 @@ def install_phases() -> Phases:
     phases.wrap(build, "_sources", "sources.jsonl (_sources)")
     phases.wrap(build.ProvenanceCollector, "write", "provenance.jsonld (streamed)")
     phases.wrap(build, "_file_entry", "hashing files (sha256, size)", rss=False)
-    phases.wrap(build, "_archive", "zip (_archive)")
+    phases.wrap(build, "_zip_members", "zip (label files in a thread, then the rest)")
+    phases.wrap(build, "_other_files", "sources, report, provenance, card, manifest")
     phases.wrap(build, "build_files", "build_files total")
     phases.wrap(build, "_store", "move into the release storage")
     return phases

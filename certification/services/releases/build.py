@@ -13,6 +13,7 @@ import logging
 import shutil
 import tempfile
 import zipfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ from labeling.release_format import (
     TABLE_COLUMNS,
     CountBlock,
     canonical_json,
+    canonical_json_bytes,
     pretty_json,
     sha256_file,
 )
@@ -79,21 +81,33 @@ ARROW_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in TABLE_COLU
 # -- the flat table (CSV and Parquet) -------------------------------------------------------------
 
 
-def encode_record(record: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Return the labels.jsonl line of ``record`` (no newline) and its flat table row.
+def encode_record(record: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+    """Return the labels.jsonl line of ``record`` (UTF-8, no newline) and its flat table row.
 
-    The line equals ``canonical_json(record)``; it is assembled from its top-level values
+    The line equals ``canonical_json_bytes(record)``; it is assembled from its top-level values
     (keys in sorted order), each encoded once and shared with the row's ``*_json`` columns.
     """
     question, candidate = record["question"], record["candidate"]
     resolution = record["resolution"]
-    annotations = canonical_json(record["annotations"])
-    claims = canonical_json(record["claims"])
-    evaluator_labels = canonical_json(record["evaluator_labels"])
-    line = (
-        f'{{"annotations":{annotations},"candidate":{canonical_json(candidate)},'
-        f'"claims":{claims},"evaluator_labels":{evaluator_labels},'
-        f'"question":{canonical_json(question)},"resolution":{canonical_json(resolution)}}}'
+    annotations = canonical_json_bytes(record["annotations"])
+    claims = canonical_json_bytes(record["claims"])
+    evaluator_labels = canonical_json_bytes(record["evaluator_labels"])
+    line = b"".join(
+        (
+            b'{"annotations":',
+            annotations,
+            b',"candidate":',
+            canonical_json_bytes(candidate),
+            b',"claims":',
+            claims,
+            b',"evaluator_labels":',
+            evaluator_labels,
+            b',"question":',
+            canonical_json_bytes(question),
+            b',"resolution":',
+            canonical_json_bytes(resolution),
+            b"}",
+        )
     )
     resolution = resolution or {}
     row = {
@@ -121,10 +135,10 @@ def encode_record(record: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         "policy_version": resolution.get("policy_version"),
         "n_claims": len(record["claims"]),
         "n_annotations": len(record["annotations"]),
-        "claims_json": claims,
+        "claims_json": claims.decode(),
         "resolved_claim_labels_json": canonical_json(resolution.get("claim_labels", [])),
-        "annotations_json": annotations,
-        "evaluator_labels_json": evaluator_labels,
+        "annotations_json": annotations.decode(),
+        "evaluator_labels_json": evaluator_labels.decode(),
         "sources_json": canonical_json(question["sources"]),
         "slices_json": canonical_json(question["slices"]),
         "question_metadata_json": canonical_json(question["metadata"]),
@@ -149,6 +163,8 @@ class TableWriter:
 
     def __init__(self, directory: Path) -> None:
         self._columns: dict[str, list[Any]] = {name: [] for name, _ in TABLE_COLUMNS}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-table")
+        self._pending: Future[None] | None = None
         self._parquet = pq.ParquetWriter(
             directory / LABELS_PARQUET, ARROW_SCHEMA, compression="zstd", write_statistics=False
         )
@@ -164,20 +180,35 @@ class TableWriter:
             values.append(row[name])
 
     def flush(self) -> None:
-        """Write the rows added since the last flush: a Parquet row group and CSV lines."""
+        """Hand the rows added since the last flush to the writing thread (a Parquet row group
+        and CSV lines); waits for the previous chunk's write first."""
         if not self._columns["question_id"]:
             return
         table = pa.Table.from_pydict(self._columns, schema=ARROW_SCHEMA)
-        self._parquet.write_table(table)
-        self._csv.write_table(table)
         for values in self._columns.values():
             values.clear()
+        self._wait()
+        self._pending = self._pool.submit(self._write, table)
+
+    def _write(self, table: pa.Table) -> None:
+        # Arrow encodes and compresses without the GIL: this overlaps the next chunk's reading.
+        self._parquet.write_table(table)
+        self._csv.write_table(table)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            self._pending.result()
+            self._pending = None
 
     def close(self) -> None:
-        """Flush and close both files."""
-        self.flush()
-        self._parquet.close()
-        self._csv.close()
+        """Flush, wait for the writes and close both files."""
+        try:
+            self.flush()
+            self._wait()
+        finally:
+            self._pool.shutdown(wait=True)
+            self._parquet.close()
+            self._csv.close()
 
 
 # -- the build --------------------------------------------------------------------------------
@@ -198,12 +229,12 @@ def _labels(
     provenance = ProvenanceCollector(reader)
     table = TableWriter(directory)
     try:
-        with (directory / LABELS_JSONL).open("w", encoding="utf-8", newline="\n") as jsonl:
+        with (directory / LABELS_JSONL).open("wb", buffering=1 << 20) as jsonl:
             records = reader.records(ids, prefetch=prefetch_possible())
             for done, record in enumerate(records, start=1):
                 line, row = encode_record(record)
                 jsonl.write(line)
-                jsonl.write("\n")
+                jsonl.write(b"\n")
                 table.add(row)
                 overall.add(record)
                 partition = record["question"]["partition"] or "unpartitioned"
@@ -271,23 +302,22 @@ def _manifest(
     }
 
 
-def _archive(release: Release, directory: Path, target: Path) -> None:
-    """Zip the release into ``target`` with fixed member order, times and permissions."""
-    folder = f"{release.project.slug}-{release.version}"
-    with zipfile.ZipFile(target, "w") as archive:
-        for name in (MANIFEST, *CONTENT_FILES):
-            info = zipfile.ZipInfo(f"{folder}/{name}", date_time=ZIP_TIME)
-            # Parquet is compressed already; text gets the fastest deflate (level 1 runs about
-            # 3x faster than the default 6 for a few points of size, bench_release.py).
-            if name == LABELS_PARQUET:
-                info.compress_type = zipfile.ZIP_STORED
-            else:
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info._compresslevel = 1  # noqa: SLF001 - public as compress_level from 3.13
-            info.external_attr = 0o644 << 16
-            info.create_system = 3  # Unix, whatever the machine
-            with (directory / name).open("rb") as source, archive.open(info, "w") as member:
-                shutil.copyfileobj(source, member, 1 << 20)
+def _zip_members(archive: zipfile.ZipFile, folder: str, directory: Path, names: list[str]) -> None:
+    """Append the files ``names`` of ``directory`` to ``archive`` under ``folder/``, with fixed
+    times and permissions (no build time in the archive)."""
+    for name in names:
+        info = zipfile.ZipInfo(f"{folder}/{name}", date_time=ZIP_TIME)
+        # Parquet is compressed already; text gets the fastest deflate (level 1 runs about 3x
+        # faster than the default 6 for a few points of size, bench_release.py).
+        if name == LABELS_PARQUET:
+            info.compress_type = zipfile.ZIP_STORED
+        else:
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info._compresslevel = 1  # noqa: SLF001 - public as compress_level from 3.13
+        info.external_attr = 0o644 << 16
+        info.create_system = 3  # Unix, whatever the machine
+        with (directory / name).open("rb") as source, archive.open(info, "w") as member:
+            shutil.copyfileobj(source, member, 1 << 20)
 
 
 def build_files(release: Release, directory: Path, build: ReleaseBuild) -> list[dict[str, Any]]:
@@ -296,10 +326,34 @@ def build_files(release: Release, directory: Path, build: ReleaseBuild) -> list[
 
     Progress (candidates written) is saved on ``build`` as it goes.
     """
-    from certification.services.releases.card import dataset_card  # card imports build helpers
-
     reader = ReleaseReader(release)
     counts, provenance = _labels(reader, directory, build)
+    # The archive starts with the three label files, zipped by a thread (zlib runs without the
+    # GIL) while the other files are written and hashed; the manifest comes last.
+    folder = f"{release.project.slug}-{release.version}"
+    labels = [LABELS_JSONL, LABELS_CSV, LABELS_PARQUET]
+    with zipfile.ZipFile(directory / ARCHIVE, "w") as archive, ThreadPoolExecutor(1) as pool:
+        zipping = pool.submit(_zip_members, archive, folder, directory, labels)
+        try:
+            files = _other_files(release, reader, provenance, counts, directory)
+        finally:
+            zipping.result()
+        rest = [name for name in (*CONTENT_FILES, MANIFEST) if name not in labels]
+        _zip_members(archive, folder, directory, rest)
+    return [_file_entry(directory, MANIFEST), *files]
+
+
+def _other_files(
+    release: Release,
+    reader: ReleaseReader,
+    provenance: ProvenanceCollector,
+    counts: dict[str, Any],
+    directory: Path,
+) -> list[dict[str, Any]]:
+    """Write sources, ledger, report, provenance, card and manifest; return the content
+    files' entries."""
+    from certification.services.releases.card import dataset_card  # card imports build helpers
+
     counts["sources"] = _sources(reader, directory)
     key = release.project.pseudonym_key
     report = pseudonymise_raters(release.report, key)
@@ -316,8 +370,7 @@ def build_files(release: Release, directory: Path, build: ReleaseBuild) -> list[
     (directory / CARD).write_text(dataset_card(release, counts), encoding="utf-8")
     files = [_file_entry(directory, name) for name in CONTENT_FILES]
     _write_json(directory / MANIFEST, _manifest(release, reader, counts, files))
-    _archive(release, directory, directory / ARCHIVE)
-    return [_file_entry(directory, MANIFEST), *files]
+    return files
 
 
 def _local_root() -> str | None:

@@ -15,10 +15,11 @@ import hashlib
 import hmac
 import json
 import re
+import threading
 from array import array
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,8 @@ from labeling.models import (
 from labeling.release_format import finite_or_none, iso_utc
 
 CHUNK = 2000
+# Chunks read ahead by as many threads (each with its own connection) while one is consumed.
+READ_AHEAD = 2
 PSEUDONYM_PREFIX = "r-"
 
 
@@ -259,17 +262,29 @@ class ReleaseReader:
             for chunk in chunks:
                 yield from self._chunk(chunk)
             return
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-read") as pool:
+        with ThreadPoolExecutor(max_workers=READ_AHEAD, thread_name_prefix="release-read") as pool:
+            pending: deque[Future[list[dict[str, Any]]]] = deque()
             try:
-                pending = pool.submit(self._chunk_list, chunks[0]) if chunks else None
-                for index in range(len(chunks)):
-                    assert pending is not None
-                    records = pending.result()
-                    if index + 1 < len(chunks):
-                        pending = pool.submit(self._chunk_list, chunks[index + 1])
-                    yield from records
+                for chunk in chunks:
+                    pending.append(pool.submit(self._chunk_list, chunk))
+                    if len(pending) == READ_AHEAD:
+                        yield from pending.popleft().result()
+                while pending:
+                    yield from pending.popleft().result()
             finally:
-                pool.submit(connections.close_all).result()
+                for future in pending:
+                    future.cancel()
+                wait(pending)  # a chunk being read when the consumer stopped
+                # Each reading thread closes its own connection (the barrier puts one close
+                # on every thread).
+                barrier = threading.Barrier(READ_AHEAD)
+
+                def close() -> None:
+                    barrier.wait(timeout=30)
+                    connections.close_all()
+
+                for future in [pool.submit(close) for _ in range(READ_AHEAD)]:
+                    future.result()
 
     def _chunk_list(self, ids: list[int]) -> list[dict[str, Any]]:
         return list(self._chunk(ids))

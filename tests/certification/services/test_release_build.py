@@ -236,7 +236,7 @@ def test_zip_holds_the_same_bytes(demo, tmp_path):
     directory = release_export(release=release, directory=tmp_path)
     with zipfile.ZipFile(directory / "release.zip") as archive:
         names = archive.namelist()
-        assert names[0] == "demo-1/manifest.json"
+        assert names[-1] == "demo-1/manifest.json"  # the manifest comes last
         for entry in build.files:
             data = archive.read(f"demo-1/{entry['name']}")
             assert hashlib.sha256(data).hexdigest() == entry["sha256"]
