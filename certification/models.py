@@ -492,6 +492,8 @@ class Release(models.Model):
     agreement, held-out and audit figures as they stood. Builds read only that state, so every
     build of a release gives byte-identical files. ``certifies`` lists the calibration specs and
     runs the release certifies (spec id, version, content sha256; run id, input sha256).
+    The project's slug, name and split are copied as they stood (a later rename or split must
+    not change a rebuild): a split frozen after the release leaves its questions unpartitioned.
 
     Immutable: the database refuses any UPDATE (trigger); the app, API and admin offer neither
     edit nor delete; a correction is a new release whose ``parent`` is this one. ``version`` is an
@@ -500,10 +502,21 @@ class Release(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="releases")
     version = models.CharField(max_length=32)
+    # The project's slug and name are pinned too: a later rename must not change the files.
+    project_slug = models.CharField(
+        max_length=64, help_text="The project's slug when the release was frozen."
+    )
+    project_name = models.CharField(
+        max_length=200, help_text="The project's name when the release was frozen."
+    )
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
     policy = models.ForeignKey("labeling.LabelPolicy", on_delete=models.PROTECT, related_name="+")
+    partition = models.JSONField(
+        default=dict,
+        help_text="The split as it stood when the release was frozen: frozen, seed, proportions.",
+    )
     certifies = models.JSONField(default=list, blank=True)
     cutoff = models.JSONField(default=dict)
     report = models.JSONField(default=dict)

@@ -156,7 +156,10 @@ def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
         except LabelingError as exc:
             _form_errors(form, exc)
         else:
-            messages.success(request, f"Release {release.version} frozen; its files are building.")
+            messages.success(
+                request,
+                f"Release {release.version} frozen; its build status is shown below.",
+            )
             return redirect("release-detail", slug=project.slug, release_id=release.pk)
     context = page_context(
         project,

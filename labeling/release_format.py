@@ -36,10 +36,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import stat
+import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 import orjson
@@ -142,8 +144,11 @@ class ReleaseFormatError(Exception):
         self.problems = problems
 
 
-def canonical_json(value: Any) -> str:
-    """Return ``value`` as canonical JSON: sorted keys, no spaces, UTF-8 text (not escaped).
+_LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
+
+
+def canonical_json_bytes(value: Any) -> bytes:
+    """Return ``value`` as canonical JSON in UTF-8: sorted keys, no spaces, text not escaped.
 
     Encoded by orjson (about 3x faster than the standard library on release records, measured
     by tests/benchmarks/bench_release.py); floats are written in their shortest round-trip
@@ -152,11 +157,23 @@ def canonical_json(value: Any) -> str:
     (JSON has no NaN; releases turn a non-finite float into null).
     """
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:
-        return json.dumps(
+        data = json.dumps(
             value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+    # U+2028 and U+2029 are valid inside JSON strings but end a line for many readers (Python's
+    # str.splitlines, JavaScript before ES2019): escape them so one record stays one line.
+    if _LINE_SEPARATORS[0] in data or _LINE_SEPARATORS[1] in data:
+        data = data.replace(_LINE_SEPARATORS[0], b"\\u2028").replace(
+            _LINE_SEPARATORS[1], b"\\u2029"
         )
+    return data
+
+
+def canonical_json(value: Any) -> str:
+    """Return ``value`` as canonical JSON text (see :func:`canonical_json_bytes`)."""
+    return canonical_json_bytes(value).decode()
 
 
 def pretty_json(value: Any) -> str:
@@ -319,12 +336,16 @@ def iter_jsonl(stream: IO[bytes], name: str) -> Iterable[dict[str, Any]]:
     """
     for number, raw in enumerate(stream, start=1):
         try:
-            value = json.loads(raw)
+            value = json.loads(raw, parse_constant=_no_constant)
         except ValueError as exc:
             raise ReleaseFormatError([f"{name} line {number}: not JSON ({exc})"]) from None
         if not isinstance(value, dict):
             raise ReleaseFormatError([f"{name} line {number}: not a JSON object"])
         yield value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
@@ -337,7 +358,7 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ReleaseFormatError([f"{directory}: no {MANIFEST}"])
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ReleaseFormatError([f"{MANIFEST}: not JSON ({exc})"]) from None
     if not isinstance(manifest, dict):
@@ -416,9 +437,76 @@ def verify_release(directory: Path) -> dict[str, Any]:
                 f"{MANIFEST}: counts.sources is {manifest.get('counts', {}).get('sources')}, "
                 f"{SOURCES_JSONL} has {lines} lines"
             )
+    problems += _check_ledger(directory, manifest)
+    problems += _check_extra_files(directory, manifest)
+    if (directory / ARCHIVE).is_file():
+        problems += verify_archive(directory / ARCHIVE, directory, manifest)
     if problems:
         raise ReleaseFormatError(problems)
     return dict(manifest)
+
+
+def _listed(manifest: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        entry["name"]: entry
+        for entry in manifest.get("files") or []
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str)
+    }
+
+
+def _check_ledger(directory: Path, manifest: Mapping[str, Any]) -> list[str]:
+    """The ledgers must be those of the runs the manifest says the release certifies."""
+    path = directory / LEDGER
+    if not path.is_file():
+        return []
+    try:
+        ledger = json.loads(path.read_text("utf-8"), parse_constant=_no_constant)
+        found = [(entry["spec"], entry["run"]) for entry in ledger]
+    except (ValueError, TypeError, KeyError) as exc:
+        return [f"{LEDGER}: not a list of ledgers ({exc})"]
+    certifies = manifest.get("certifies") or []
+    expected = [(e.get("spec"), e.get("run")) for e in certifies if isinstance(e, dict)]
+    if found != expected:
+        return [
+            f"{LEDGER}: its runs differ from the manifest's certifies ({len(found)} vs "
+            f"{len(expected)} runs, or other hashes)"
+        ]
+    return []
+
+
+def _check_extra_files(directory: Path, manifest: Mapping[str, Any]) -> list[str]:
+    """A release directory holds the manifest, the files it lists and at most its zip."""
+    allowed = {MANIFEST, ARCHIVE, *_listed(manifest)}
+    return [
+        f"{path.name}: not part of the release (the manifest does not list it)"
+        for path in sorted(directory.iterdir())
+        if path.name not in allowed or not path.is_file() or path.is_symlink()
+    ]
+
+
+def verify_archive(archive: Path, directory: Path, manifest: Mapping[str, Any]) -> list[str]:
+    """Compare a release's zip with the verified files beside it, member by member (sha256)."""
+    problems: list[str] = []
+    expected = {name: entry.get("sha256") for name, entry in _listed(manifest).items()}
+    expected[MANIFEST] = sha256_file(directory / MANIFEST)[0]
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            seen = set()
+            for info in zipped.infolist():
+                name = PurePosixPath(info.filename).name
+                if info.is_dir():
+                    continue
+                seen.add(name)
+                if name not in expected:
+                    problems.append(f"{ARCHIVE}: member {info.filename!r} is not in the release")
+                    continue
+                with zipped.open(info) as stream:
+                    if sha256_stream(stream)[0] != expected[name]:
+                        problems.append(f"{ARCHIVE}: member {info.filename!r} differs from {name}")
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        return [f"{ARCHIVE}: not a readable zip ({exc})"]
+    problems += [f"{ARCHIVE}: {name} is missing" for name in sorted(set(expected) - seen)]
+    return problems
 
 
 def _first_difference(expected: Any, actual: Any, path: str = "") -> str:
@@ -428,3 +516,98 @@ def _first_difference(expected: Any, actual: Any, path: str = "") -> str:
             if expected.get(key) != actual.get(key):
                 return _first_difference(expected.get(key), actual.get(key), f"{path}.{key}")
     return f"{path.lstrip('.') or 'value'}: manifest {expected!r}, recomputed {actual!r}"
+
+
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+
+
+def _member_name(info: zipfile.ZipInfo) -> tuple[str | None, str]:
+    """Split a zip member into (folder or None, file name); raise for anything unsafe."""
+    name = info.filename
+    parts = PurePosixPath(name).parts
+    if (
+        not parts
+        or name.startswith("/")
+        or "\\" in name
+        or "\0" in name
+        or ".." in parts
+        or ":" in parts[0]
+        or len(parts) > 2
+    ):
+        raise ReleaseFormatError([f"zip member {name!r}: not a file of the release"])
+    if stat.S_ISLNK(info.external_attr >> 16):
+        raise ReleaseFormatError([f"zip member {name!r}: a link"])
+    return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+
+
+def extract_release_zip(source: Path | IO[bytes], target: Path) -> Path:
+    """Extract a release zip into the directory ``target``; return the release's directory.
+
+    The release is at the top of the zip or in one top-level folder (``<slug>-<version>/``, as
+    the built ``release.zip`` has it). Only the manifest and the files it lists are accepted:
+    any other member, a duplicate, a link, a path leaving the folder, a manifest over 64 MiB or
+    a member whose bytes exceed the size the manifest gives it is refused before it is written
+    further, so a crafted zip cannot fill the disk.
+
+    Raises:
+        ReleaseFormatError: not a zip, or a member refused as above (naming it).
+    """
+    try:
+        archive = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ReleaseFormatError([f"not a readable zip ({exc})"]) from None
+    with archive:
+        members: dict[str, zipfile.ZipInfo] = {}
+        folders = set()
+        for info in archive.infolist():
+            if info.is_dir():
+                folder, name = _member_name(info)
+                folders.add(folder if folder is not None else name)
+                continue
+            folder, name = _member_name(info)
+            folders.add(folder)
+            if name in members:
+                raise ReleaseFormatError([f"zip member {info.filename!r}: appears twice"])
+            members[name] = info
+        if len(folders) > 1:
+            raise ReleaseFormatError(
+                ["the zip holds more than one folder: a release is one folder or none"]
+            )
+        if MANIFEST not in members:
+            raise ReleaseFormatError([f"no {MANIFEST} in the zip"])
+        (folder,) = folders or {None}
+        directory = target / folder if folder else target
+        directory.mkdir(parents=True, exist_ok=True)
+        _extract_member(archive, members[MANIFEST], directory / MANIFEST, MAX_MANIFEST_BYTES)
+        manifest = read_manifest(directory)
+        sizes = {
+            entry.get("name"): entry.get("size")
+            for entry in manifest.get("files") or []
+            if isinstance(entry, dict)
+        }
+        for name, info in members.items():
+            if name == MANIFEST:
+                continue
+            if name not in sizes or not isinstance(sizes[name], int):
+                raise ReleaseFormatError(
+                    [f"zip member {info.filename!r}: not a file the manifest lists"]
+                )
+            _extract_member(archive, info, directory / name, sizes[name])
+    return directory
+
+
+def _extract_member(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, limit: int
+) -> None:
+    written = 0
+    try:
+        with archive.open(info) as source, path.open("xb") as out:
+            while block := source.read(1 << 20):
+                written += len(block)
+                if written > limit:
+                    raise ReleaseFormatError(
+                        [f"zip member {info.filename!r}: larger than the manifest says ({limit} B)"]
+                    )
+                out.write(block)
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise ReleaseFormatError([f"zip member {info.filename!r}: unreadable ({exc})"]) from None

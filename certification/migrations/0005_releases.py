@@ -49,6 +49,9 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('version', models.CharField(max_length=32)),
+                ('project_slug', models.CharField(help_text="The project's slug when the release was frozen.", max_length=64)),
+                ('project_name', models.CharField(help_text="The project's name when the release was frozen.", max_length=200)),
+                ('partition', models.JSONField(default=dict, help_text='The split as it stood when the release was frozen: frozen, seed, proportions.')),
                 ('certifies', models.JSONField(blank=True, default=list)),
                 ('cutoff', models.JSONField(default=dict)),
                 ('report', models.JSONField(default=dict)),

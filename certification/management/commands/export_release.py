@@ -41,6 +41,7 @@ from certification.services.releases import (
     release_freeze,
     release_rebuild,
 )
+from certification.services.releases.freeze import build_is_stale
 from labeling.exceptions import Conflict, LabelingError
 from labeling.models import Project
 from labeling.release_format import ReleaseFormatError, verify_release
@@ -184,6 +185,11 @@ class Command(BaseCommand):
             except Exception as exc:
                 release_build_fail(build_id=build.pk, error=f"{type(exc).__name__}: {exc}")
                 raise CommandError(f"build {build.pk} failed: {type(exc).__name__}: {exc}") from exc
+        if build_is_stale(build):
+            raise CommandError(
+                f"build {build.pk} was abandoned (its task was lost or its worker killed): "
+                "run again with --rebuild --user MANAGER to build it again"
+            )
         if build.status in (BuildStatus.PENDING, BuildStatus.RUNNING):
             build = self._wait(build, quiet)
         if build.status == BuildStatus.FAILED:

@@ -2,23 +2,29 @@
 
 Recomputes every file's sha256 and size and every count of the manifest (from labels.jsonl and
 sources.jsonl) and prints OK with the counts, or lists every difference on stderr and exits 1.
-A zip (``release.zip`` or a download) is first extracted into a temporary directory, refusing
-absolute paths, ``..``, links and members larger than they declare.
+A zip (``release.zip`` or a download) is first extracted into a temporary directory by
+``labeling.release_format.extract_release_zip`` (the importer's own check): only the manifest
+and the files it lists, each no larger than the manifest says. ``--sha256`` also compares the
+manifest's hash with the one the release page shows, which catches a consistent forgery.
 """
 
 from __future__ import annotations
 
-import stat
 import tempfile
 import zipfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.release_format import MANIFEST, ReleaseFormatError, verify_release
+from labeling.release_format import (
+    MANIFEST,
+    ReleaseFormatError,
+    extract_release_zip,
+    sha256_file,
+    verify_release,
+)
 
-CHUNK = 1 << 20
 # The counts printed after OK, in this order.
 SUMMARY = (
     "items",
@@ -31,64 +37,6 @@ SUMMARY = (
     "annotations",
     "evaluator_labels",
 )
-
-
-def _member_parts(name: str) -> tuple[str, ...]:
-    """The path parts of a zip member, or raise for a name that could escape the target."""
-    path = PurePosixPath(name)
-    parts = path.parts
-    if (
-        not parts
-        or path.is_absolute()
-        or "\\" in name
-        or "\0" in name
-        or ".." in parts
-        or ":" in parts[0]
-    ):
-        raise ReleaseFormatError([f"zip member {name!r}: not a relative path inside the release"])
-    return parts
-
-
-def extract_zip(archive: Path, target: Path) -> Path:
-    """Extract ``archive`` into ``target`` safely; return the directory holding manifest.json.
-
-    The manifest is at the top of the zip or in its one top-level folder (``<project>-<version>/``
-    as the release's archive has it).
-
-    Raises:
-        ReleaseFormatError: an unsafe or corrupt member, or no manifest.
-    """
-    root = target.resolve()
-    try:
-        with zipfile.ZipFile(archive) as zipped:
-            for info in zipped.infolist():
-                parts = _member_parts(info.filename)
-                if stat.S_ISLNK(info.external_attr >> 16):
-                    raise ReleaseFormatError([f"zip member {info.filename!r}: a link"])
-                destination = root.joinpath(*parts)
-                if not destination.resolve().is_relative_to(root):
-                    raise ReleaseFormatError([f"zip member {info.filename!r}: outside the release"])
-                if info.is_dir():
-                    destination.mkdir(parents=True, exist_ok=True)
-                    continue
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                written = 0
-                with zipped.open(info) as source, destination.open("xb") as out:
-                    while block := source.read(CHUNK):
-                        written += len(block)
-                        if written > info.file_size:
-                            raise ReleaseFormatError(
-                                [f"zip member {info.filename!r}: larger than it declares"]
-                            )
-                        out.write(block)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, FileExistsError, EOFError) as exc:
-        raise ReleaseFormatError([f"{archive}: not a readable zip ({exc})"]) from None
-    if (root / MANIFEST).is_file():
-        return root
-    folders = [path for path in root.iterdir() if path.is_dir()]
-    if len(folders) == 1 and (folders[0] / MANIFEST).is_file():
-        return folders[0]
-    raise ReleaseFormatError([f"{archive}: no {MANIFEST} at the top or in one top-level folder"])
 
 
 def summary_lines(manifest: dict[str, Any]) -> list[str]:
@@ -127,6 +75,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path, help="a release directory or its zip")
+        parser.add_argument(
+            "--sha256",
+            help="the manifest's sha256 as the release page shows it: also fail unless equal",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["path"]
@@ -135,11 +87,19 @@ class Command(BaseCommand):
         try:
             if path.is_dir():
                 manifest = verify_release(path)
+                manifest_sha256 = sha256_file(path / MANIFEST)[0]
             elif zipfile.is_zipfile(path):
                 with tempfile.TemporaryDirectory(prefix="certlabel-verify-") as tmp:
-                    manifest = verify_release(extract_zip(path, Path(tmp)))
+                    directory = extract_release_zip(path, Path(tmp))
+                    manifest = verify_release(directory)
+                    manifest_sha256 = sha256_file(directory / MANIFEST)[0]
             else:
                 raise CommandError(f"{path}: neither a release directory nor a zip")
+            expected = (options.get("sha256") or "").strip().lower()
+            if expected and expected != manifest_sha256:
+                raise ReleaseFormatError(
+                    [f"{MANIFEST}: sha256 is {manifest_sha256}, expected {expected}"]
+                )
         except ReleaseFormatError as exc:
             for problem in exc.problems:
                 self.stderr.write(f"{path}: {problem}")
@@ -149,3 +109,4 @@ class Command(BaseCommand):
             ) from exc
         for line in summary_lines(manifest):
             self.stdout.write(line)
+        self.stdout.write(f"  manifest sha256 {manifest_sha256} (compare with the release page)")

@@ -280,19 +280,14 @@ def _file_entry(directory: Path, name: str) -> dict[str, Any]:
 def _manifest(
     release: Release, reader: ReleaseReader, counts: dict[str, Any], files: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    project = release.project
     return {
         "format": FORMAT_NAME,
         "schema_version": SCHEMA_VERSION,
-        "project": {"slug": project.slug, "name": project.name},
+        "project": {"slug": release.project_slug, "name": release.project_name},
         "release": _release_json(release),
         "policy": {"version": release.policy.version},
         "policies": reader.policy_records(),
-        "partition": {
-            "frozen": project.partition_frozen_at is not None,
-            "seed": project.partition_seed,
-            "proportions": project.partition_proportions,
-        },
+        "partition": release.partition,
         "certifies": release.certifies,
         "pseudonyms": "r-<16 hex>: HMAC-SHA256 of an account under the project's secret key; "
         "imported annotators keep their imported pseudonyms",
@@ -330,7 +325,7 @@ def build_files(release: Release, directory: Path, build: ReleaseBuild) -> list[
     counts, provenance = _labels(reader, directory, build)
     # The archive starts with the three label files, zipped by a thread (zlib runs without the
     # GIL) while the other files are written and hashed; the manifest comes last.
-    folder = f"{release.project.slug}-{release.version}"
+    folder = f"{release.project_slug}-{release.version}"
     labels = [LABELS_JSONL, LABELS_CSV, LABELS_PARQUET]
     with zipfile.ZipFile(directory / ARCHIVE, "w") as archive, ThreadPoolExecutor(1) as pool:
         zipping = pool.submit(_zip_members, archive, folder, directory, labels)
@@ -522,7 +517,7 @@ def release_export(*, release: Release, directory: Path) -> Path:
     build = release_content_build(release)
     if build is None or build.status != BuildStatus.DONE:
         raise NotFound(f"release {release.version} has no finished build")
-    target = directory / f"{release.project.slug}-{release.version}"
+    target = directory / f"{release.project_slug}-{release.version}"
     target.mkdir(parents=True, exist_ok=True)
     for file in release_files(build):
         with (

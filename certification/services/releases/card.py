@@ -18,13 +18,16 @@ def _yaml_string(text: str) -> str:
     return canonical_json(text)  # a JSON string is a valid YAML double-quoted scalar
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def dataset_card(release: Release, counts: dict[str, Any]) -> str:
     """Return the dataset card of ``release`` (Markdown with a YAML front matter)."""
-    project = release.project
     overall = counts["overall"]
     lines = [
         "---",
-        f"pretty_name: {_yaml_string(f'{project.name} {release.version}')}",
+        f"pretty_name: {_yaml_string(f'{release.project_name} {release.version}')}",
         "configs:",
         "- config_name: default",
         "  data_files:",
@@ -35,13 +38,13 @@ def dataset_card(release: Release, counts: dict[str, Any]) -> str:
         "- rag-evaluation",
         "---",
         "",
-        f"# {project.name}: release {release.version}",
+        f"# {_one_line(release.project_name)}: release {release.version}",
         "",
         "A certified label set exported by certlabel (release format "
         f"{SCHEMA_VERSION}): human labels of retrieval-augmented generation outputs against "
         "pinned source spans, with their adjudication status.",
         "",
-        f"- Project: `{project.slug}`; label policy version {release.policy.version}.",
+        f"- Project: `{release.project_slug}`; label policy version {release.policy.version}.",
         f"- Parent release: {release.parent.version if release.parent else 'none'}.",
         f"- Candidates: {overall['items']['count']}; resolved {overall['resolved']['count']} "
         f"(consensus {overall['consensus']['count']}, adjudicated "

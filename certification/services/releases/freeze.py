@@ -8,6 +8,7 @@ The build (``certification.services.releases.build``) then reads only that state
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
@@ -191,6 +192,22 @@ def _cutoff() -> dict[str, int]:
     }
 
 
+# A build left pending this long lost its task message; one running this long was killed (the
+# task's hard time limit is 3,660 s). Either may then be started again (``release_rebuild``).
+STALE_PENDING = timedelta(minutes=10)
+STALE_RUNNING = timedelta(seconds=3660 + 300)
+
+
+def build_is_stale(build: ReleaseBuild) -> bool:
+    """Whether a pending or running build was abandoned (see STALE_PENDING, STALE_RUNNING)."""
+    now = timezone.now()
+    if build.status == BuildStatus.PENDING:
+        return build.created_at < now - STALE_PENDING
+    if build.status == BuildStatus.RUNNING:
+        return build.started_at is None or build.started_at < now - STALE_RUNNING
+    return False
+
+
 def _enqueue_build(build_id: int) -> None:
     from certification.tasks import release_build_task  # tasks import services, not vice versa
 
@@ -251,6 +268,13 @@ def release_freeze(
         release = Release.objects.create(
             project=project,
             version=version,
+            project_slug=project.slug,
+            project_name=project.name,
+            partition={
+                "frozen": project.partition_frozen_at is not None,
+                "seed": project.partition_seed,
+                "proportions": project.partition_proportions,
+            },
             parent=parent,
             policy=policy,
             certifies=[certifies_json(run) for run in runs],
@@ -267,7 +291,9 @@ def release_freeze(
 def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
     """Request a rebuild of ``release``: built again elsewhere and compared byte by byte.
 
-    When the release's first build failed (so it has no files), that build is retried instead.
+    When the release's first build failed, or was abandoned (:func:`build_is_stale`: its task
+    was lost or killed), that build is started again instead; an abandoned rebuild is marked
+    failed so that a new one can start.
 
     Raises:
         NotFound / PermissionDenied: ``actor`` is not a manager of the release's project.
@@ -277,12 +303,21 @@ def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
     with transaction.atomic():
         project_lock(release.project_id)
         first = ReleaseBuild.objects.filter(release=release, is_rebuild=False).first()
-        if first is not None and first.status == BuildStatus.FAILED:
-            # The release was never built: build it again rather than compare with nothing.
+        if first is not None and (first.status == BuildStatus.FAILED or build_is_stale(first)):
+            # The release was never built (it failed, or its task was lost or killed): build it
+            # again rather than compare with nothing.
             first.status, first.error, first.requested_by = BuildStatus.PENDING, "", actor
-            first.save(update_fields=["status", "error", "requested_by"])
+            first.created_at = timezone.now()
+            first.save(update_fields=["status", "error", "requested_by", "created_at"])
             _enqueue_build(first.pk)
             return first
+        for stale in ReleaseBuild.objects.filter(release=release, is_rebuild=True).exclude(
+            status__in=[BuildStatus.DONE, BuildStatus.FAILED]
+        ):
+            if build_is_stale(stale):
+                stale.status, stale.error = BuildStatus.FAILED, "abandoned: its task was lost"
+                stale.finished_at = timezone.now()
+                stale.save(update_fields=["status", "error", "finished_at"])
         if not ReleaseBuild.objects.filter(
             release=release, is_rebuild=False, status=BuildStatus.DONE
         ).exists():

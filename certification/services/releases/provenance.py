@@ -81,7 +81,7 @@ class ProvenanceCollector:
 
     def nodes(self, release: Release) -> Iterator[dict[str, Any]]:
         """Yield the nodes of the PROV-O graph of ``release``, one at a time."""
-        slug = quote(release.project.slug, safe="")
+        slug = quote(release.project_slug, safe="")
         base = f"{URN}:{slug}"
         influences: list[dict[str, str]] = []
 
@@ -162,7 +162,7 @@ class ProvenanceCollector:
         release_node: dict[str, Any] = {
             "@id": f"{base}:release:{release.version}",
             "@type": ["prov:Entity", "prov:Collection"],
-            "rdfs:label": f"{release.project.slug} release {release.version}",
+            "rdfs:label": f"{release.project_slug} release {release.version}",
             "certlabel:labelPolicyVersion": release.policy.version,
             "prov:wasDerivedFrom": derived,
             "prov:wasInfluencedBy": influences,

@@ -167,6 +167,8 @@ class ReleaseReader:
         self.project = release.project
         self.cutoff: Mapping[str, int] = release.cutoff
         self.key = self.project.pseudonym_key
+        # A split frozen after the release is not the release's: its questions stay without one.
+        self.partitioned = bool(release.partition.get("frozen"))
         self.sources: dict[int, SourceRef] = {}
         versions = (
             SourceVersion.objects.filter(
@@ -373,7 +375,7 @@ class ReleaseReader:
                     "id": row["question__external_id"],
                     "text": row["question__text"],
                     "group_key": row["question__group_key"],
-                    "partition": row["question__partition"],
+                    "partition": row["question__partition"] if self.partitioned else None,
                     "slices": row["question__slices"],
                     "metadata": row["question__metadata"],
                     "sources": sorted(

@@ -28,7 +28,7 @@ from certification.services.releases import (
 )
 from certification.services.releases.build import table_row
 from labeling.exceptions import InvalidInput
-from labeling.models import Disagreement, Item, Project, SourceVersion
+from labeling.models import Disagreement, Item, Project, Role, SourceVersion
 from labeling.release_format import (
     LABELS_JSONL,
     TABLE_COLUMNS,
@@ -37,8 +37,15 @@ from labeling.release_format import (
     label_counts,
     verify_release,
 )
-from labeling.services import adjudication_mark_unresolved, adjudication_resolve
+from labeling.services import (
+    adjudication_mark_unresolved,
+    adjudication_resolve,
+    membership_set,
+    partition_freeze,
+)
 from labeling.services.annotations import ClaimInput, EvidenceInput
+from tests.conftest import native_record
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -319,3 +326,78 @@ def test_hugging_face_datasets_loads_the_release(demo, tmp_path, monkeypatch):
     assert train.num_rows == 26
     assert sorted(set(train["partition"])) == ["calibration", "dev", "test"]
     assert train.features["sample_index"].dtype == "int64"
+
+
+def test_renaming_the_project_or_freezing_its_split_later_changes_no_byte(
+    project, import_records, tmp_path
+):
+    # A project without a frozen split: its release keeps the questions unpartitioned even
+    # after the split is frozen, and a rename after the freeze changes nothing either.
+    import_records([native_record(f"q{n}") for n in range(4)])
+    manager = UserFactory()
+    membership_set(project=project, user=manager, role=Role.MANAGER)
+    slug = project.slug
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        release = release_freeze(project=project, actor=manager, version="1")
+    partition_freeze(project=project, proportions={"dev": 0.5, "calibration": 0.5}, seed=3)
+    Project.objects.filter(pk=project.pk).update(name="Renamed", slug="renamed")
+    release.refresh_from_db()
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        rebuild = release_rebuild(release=release, actor=manager)
+    rebuild.refresh_from_db()
+    assert rebuild.matches is True, rebuild.mismatches
+    records = _records(release_export(release=release, directory=tmp_path))
+    assert {r["question"]["partition"] for r in records} == {None}
+    assert (tmp_path / f"{slug}-1").is_dir()
+
+
+def test_an_abandoned_build_is_started_again(demo):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from certification.services.releases.freeze import STALE_RUNNING
+
+    with TestCase.captureOnCommitCallbacks(execute=False):  # the task message is "lost"
+        release = release_freeze(project=demo, actor=_user("manager"), version="1")
+    build = release.builds.get()
+    # A worker took it and died: running for longer than the task's hard limit.
+    ReleaseBuild.objects.filter(pk=build.pk).update(
+        status=BuildStatus.RUNNING, started_at=timezone.now() - STALE_RUNNING - timedelta(1)
+    )
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        again = release_rebuild(release=release, actor=_user("manager"))
+    again.refresh_from_db()
+    assert again.pk == build.pk
+    assert again.status == BuildStatus.DONE, again.error
+
+
+def test_verify_release_checks_the_zip_extra_files_and_the_ledger(demo, tmp_path):
+    directory = release_export(release=_freeze(demo), directory=tmp_path)
+    verify_release(directory)  # the exported directory holds release.zip too, and it matches
+
+    (directory / "notes.txt").write_text("mine")
+    with pytest.raises(ReleaseFormatError) as caught:
+        verify_release(directory)
+    assert caught.value.problems == [
+        "notes.txt: not part of the release (the manifest does not list it)"
+    ]
+    (directory / "notes.txt").unlink()
+
+    # A zip whose labels differ from the files beside it.
+    archive = directory / "release.zip"
+    with zipfile.ZipFile(archive) as source:
+        members = [(info, source.read(info)) for info in source.infolist()]
+    with zipfile.ZipFile(archive, "w") as target:
+        for info, data in members:
+            target.writestr(
+                info,
+                data.replace(b"admissible", b"Admissible")
+                if "labels.jsonl" in info.filename
+                else data,
+            )
+    with pytest.raises(ReleaseFormatError) as caught:
+        verify_release(directory)
+    assert caught.value.problems == [
+        "release.zip: member 'demo-1/labels.jsonl' differs from labels.jsonl"
+    ]
