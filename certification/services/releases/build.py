@@ -81,7 +81,31 @@ ARROW_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in TABLE_COLU
 # -- the flat table (CSV and Parquet) -------------------------------------------------------------
 
 
-def encode_record(record: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+class QuestionEncodings:
+    """The encodings of the last question seen, reused by the consecutive records that share
+    its dict (the reader gives a question's candidates one dict). One per build."""
+
+    def __init__(self) -> None:
+        self._question: dict[str, Any] | None = None
+        self._encoded: dict[str, Any] = {}
+
+    def get(self, question: dict[str, Any]) -> dict[str, Any]:
+        """Return the question's encodings: ``question`` (bytes), ``sources``, ``slices``,
+        ``metadata`` (text)."""
+        if self._question is not question:
+            self._question = question
+            self._encoded = {
+                "question": canonical_json_bytes(question),
+                "sources": canonical_json(question["sources"]),
+                "slices": canonical_json(question["slices"]),
+                "metadata": canonical_json(question["metadata"]),
+            }
+        return self._encoded
+
+
+def encode_record(
+    record: dict[str, Any], questions: QuestionEncodings | None = None
+) -> tuple[bytes, dict[str, Any]]:
     """Return the labels.jsonl line of ``record`` (UTF-8, no newline) and its flat table row.
 
     The line equals ``canonical_json_bytes(record)``; it is assembled from its top-level values
@@ -89,6 +113,7 @@ def encode_record(record: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
     """
     question, candidate = record["question"], record["candidate"]
     resolution = record["resolution"]
+    encoded = (questions or QuestionEncodings()).get(question)
     annotations = canonical_json_bytes(record["annotations"])
     claims = canonical_json_bytes(record["claims"])
     evaluator_labels = canonical_json_bytes(record["evaluator_labels"])
@@ -103,7 +128,7 @@ def encode_record(record: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
             b',"evaluator_labels":',
             evaluator_labels,
             b',"question":',
-            canonical_json_bytes(question),
+            encoded["question"],
             b',"resolution":',
             canonical_json_bytes(resolution),
             b"}",
@@ -139,9 +164,9 @@ def encode_record(record: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
         "resolved_claim_labels_json": canonical_json(resolution.get("claim_labels", [])),
         "annotations_json": annotations.decode(),
         "evaluator_labels_json": evaluator_labels.decode(),
-        "sources_json": canonical_json(question["sources"]),
-        "slices_json": canonical_json(question["slices"]),
-        "question_metadata_json": canonical_json(question["metadata"]),
+        "sources_json": encoded["sources"],
+        "slices_json": encoded["slices"],
+        "question_metadata_json": encoded["metadata"],
         "generator_settings_json": canonical_json(candidate["generator_settings"]),
         "candidate_metadata_json": canonical_json(candidate["metadata"]),
     }
@@ -228,11 +253,12 @@ def _labels(
     partitions: dict[str, CountBlock] = {}
     provenance = ProvenanceCollector(reader)
     table = TableWriter(directory)
+    questions = QuestionEncodings()
     try:
         with (directory / LABELS_JSONL).open("wb", buffering=1 << 20) as jsonl:
             records = reader.records(ids, prefetch=prefetch_possible())
             for done, record in enumerate(records, start=1):
-                line, row = encode_record(record)
+                line, row = encode_record(record, questions)
                 jsonl.write(line)
                 jsonl.write(b"\n")
                 table.add(row)

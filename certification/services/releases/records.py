@@ -40,6 +40,7 @@ from labeling.models import (
     PriorClaimLabel,
     PriorEvidence,
     PriorSpan,
+    Question,
     Resolution,
     ResolvedClaimLabel,
     ResolvedEvidence,
@@ -312,12 +313,6 @@ class ReleaseReader:
                 "is_selected",
                 "metadata",
                 "question_id",
-                "question__external_id",
-                "question__text",
-                "question__group_key",
-                "question__partition",
-                "question__slices",
-                "question__metadata",
             )
         }
         question_ids = {row["question_id"] for row in candidates.values()}
@@ -368,21 +363,32 @@ class ReleaseReader:
             annotations[candidate_id].extend(entries)
         resolutions = self._resolutions(items, claim_index)
         evaluator_labels = self._evaluator_labels(ids, claim_index)
+        # One dict per question, shared by its candidates' records (read, never changed).
+        questions = {
+            pk: {
+                "id": external_id,
+                "text": text,
+                "group_key": group_key,
+                "partition": partition if self.partitioned else None,
+                "slices": slices,
+                "metadata": metadata,
+                "sources": sorted(
+                    links.get(pk, []),
+                    key=lambda s: (s["rank"] is None, s["rank"] or 0, s["id"], s["version"]),
+                ),
+            }
+            for pk, external_id, text, group_key, partition, slices, metadata in (
+                Question.objects.filter(_in("id", question_ids))
+                .order_by()
+                .values_list(
+                    "pk", "external_id", "text", "group_key", "partition", "slices", "metadata"
+                )
+            )
+        }
         for candidate_id in ids:
             row = candidates[candidate_id]
             yield {
-                "question": {
-                    "id": row["question__external_id"],
-                    "text": row["question__text"],
-                    "group_key": row["question__group_key"],
-                    "partition": row["question__partition"] if self.partitioned else None,
-                    "slices": row["question__slices"],
-                    "metadata": row["question__metadata"],
-                    "sources": sorted(
-                        links.get(row["question_id"], []),
-                        key=lambda s: (s["rank"] is None, s["rank"] or 0, s["id"], s["version"]),
-                    ),
-                },
+                "question": questions[row["question_id"]],
                 "candidate": {
                     "id": row["key"],
                     "text": row["text"],
@@ -489,9 +495,10 @@ class ReleaseReader:
             fields.append("raw_label")
         rows = list(model.objects.filter(_in(parent_field, parent_ids)).order_by().values(*fields))
         evidence: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        # Evidence by its labels' parents: a short list of ids rather than every label's id.
+        # By the labels' own ids (one array parameter): an index scan, where a join on the
+        # parents' ids scans the whole evidence table (measured: 90 ms against 5 ms a chunk).
         for label_id, version_id, start, end, quote in (
-            evidence_model.objects.filter(_in(f"claim_label__{parent_field}", parent_ids))
+            evidence_model.objects.filter(_in("claim_label_id", [r["pk"] for r in rows]))
             .order_by()
             .values_list("claim_label_id", "source_version_id", "start", "end", "quote")
         ):
