@@ -3,8 +3,11 @@
 A release (``labeling/release_format.py``, README "Releases") is verified first: its manifest
 must be a certlabel release of a schema major this reader knows, and every file's sha256 and
 size and every count must match the manifest; otherwise the import is refused before anything
-is read or written. The release then becomes native records (``schema.py``), which the one
-import service writes, plus what a release carries besides records:
+is read or written. A zip is extracted by ``extract_release_zip`` (the manifest and the files it
+lists only, each capped at its manifest size). The release then becomes native records
+(``schema.py``), which the one import service writes into a project without questions (a
+release restores a project; importing it again where it was imported is "already imported"),
+plus what a release carries besides records:
 
 - **policies**: the manifest's ``policies`` (every label policy version: ``version``,
   ``guideline``, ``evidence_relation``, ``answer_labels``, ``claim_labels``,
@@ -26,6 +29,14 @@ pseudonym (``comment`` → ``note``; ``labelled_at``, ``policy_version``, ``time
 resolution. An evidence span names a source version (id, version, sha256): it must be a version
 the question retrieves, with that sha256.
 
+Strict reading: every object of ``labels.jsonl`` and ``sources.jsonl`` holds exactly the fields
+schema 1.0 defines (a missing one or an unknown one is refused, naming the line and the field),
+except that a release of a newer minor version (``1.1`` and later) may add fields: they are
+ignored and counted in the batch report's notes (``unknown_fields_ignored``). A resolution is
+checked against its record: ``consensus`` and ``adjudicated`` label every claim, and a
+``consensus`` is the agreement of the record's votes as ``labeling.services.comparison`` decides
+it (:func:`_check_resolution`).
+
 Limitation: a native record holds one text per source id, so a question that retrieves two
 versions of one document is refused with an error naming it.
 """
@@ -36,22 +47,25 @@ import hashlib
 import json
 import math
 import re
-import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
 from typing import IO, Any
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
-from labeling.importers.schema import RecordError, check_storable
+from labeling.importers.schema import RecordError, check_storable, path_key
+from labeling.models import CANNOT_DECIDE
 from labeling.release_format import (
     LABEL_RECORD_KEYS,
     LABELS_JSONL,
     MANIFEST,
+    SCHEMA_VERSION,
     SOURCES_JSONL,
+    UNAVAILABLE,
     ReleaseFormatError,
+    extract_release_zip,
     verify_release,
 )
 
@@ -60,10 +74,46 @@ GUIDELINE = (
     "Restored from a certlabel release: the release's label policy versions (manifest.json "
     "policies) replace this one."
 )
-# A release's zip holds a few files; more members than this is not a release.
-MAX_ZIP_MEMBERS = 1000
 
+# The keys of every object of labels.jsonl and sources.jsonl, as schema 1.0 defines them (the
+# exporter, certification/services/releases/records.py, writes exactly these).
 QUESTION_KEYS = ("id", "text", "group_key", "partition", "slices", "metadata", "sources")
+QUESTION_SOURCE_KEYS = ("id", "version", "sha256", "rank", "score", "published_at", "observed_at")
+SOURCE_LINE_KEYS = (
+    "id",
+    "version",
+    "sha256",
+    "length",
+    "uri",
+    "published_at",
+    "observed_at",
+    "text",
+)
+CLAIM_KEYS = ("index", "text", "start", "end", "machine_split")
+ANNOTATION_KEYS = (
+    "annotator",
+    "origin",
+    "policy_version",
+    "labelled_at",
+    "time_spent_seconds",
+    "answer_label",
+    "answer_reason",
+    "comment",
+    "claim_labels",
+    "spans",
+    "raw",
+)
+ANNOTATION_CLAIM_LABEL_KEYS = (
+    "claim",
+    "label",
+    "reason",
+    "boundary_error",
+    "raw_label",
+    "evidence",
+)
+SPAN_KEYS = ("start", "end", "quote", "labels", "note", "evidence")
+EVIDENCE_KEYS = ("source", "version", "sha256", "start", "end", "quote")
+RESOLVED_CLAIM_LABEL_KEYS = ("claim", "label", "reason", "evidence")
 CANDIDATE_KEYS = (
     "id",
     "text",
@@ -89,7 +139,10 @@ RESOLUTION_KEYS = (
     "resolved_at",
     "policy_version",
 )
+RESOLUTION_RECORD_KEYS = (*RESOLUTION_KEYS, "claim_labels")
 PINNED = ("uri", "published_at", "observed_at")
+# ImportBatch.report notes: fields a newer minor schema version added, ignored.
+IGNORED = "unknown_fields_ignored"
 _ESCAPE = re.compile(r"\\u(?:0000|d[89a-f][0-9a-f]{2})", re.IGNORECASE)
 
 
@@ -179,10 +232,55 @@ def _list(obj: Any, key: str) -> list[Any]:
     return value
 
 
+def _minor(version: str) -> int:
+    """The minor number of a verified ``schema_version`` ("1.2" → 2)."""
+    return int(version.split(".")[1])
+
+
+class _Fields:
+    """Checks that release objects hold only the fields the format defines.
+
+    A field the reader does not know is refused (naming the line and the field), unless the
+    release's schema minor version is newer than the reader's (``lenient``): a newer minor may
+    add fields, which are then ignored and counted in ``counters[IGNORED]``.
+    """
+
+    def __init__(self, lenient: bool, counters: dict[str, Any]) -> None:
+        self.lenient = lenient
+        self.counters = counters
+        if lenient:
+            counters[IGNORED] = 0
+
+    def check(
+        self, obj: Any, known: Collection[str], at: str, field: str, repeats: int = 1
+    ) -> None:
+        """Refuse (or count, ``repeats`` times) the keys of ``obj`` that are not ``known``.
+
+        Raises:
+            RecordError: an unknown key (strict reading), naming ``field`` + the key.
+            _Malformed: ``obj`` is not an object.
+        """
+        if not isinstance(obj, dict):
+            raise _Malformed(f"{field or 'the line'} is not an object")
+        unknown = [key for key in obj if key not in known]
+        if not unknown:
+            return
+        if self.lenient:
+            self.counters[IGNORED] += len(unknown) * repeats
+            return
+        name = path_key(unknown[0])
+        raise RecordError(
+            at,
+            f"{field}.{name}" if field else name,
+            f"unknown field: release schema {SCHEMA_VERSION} does not define it (only a newer "
+            "minor schema version may add fields, which are then ignored)",
+        )
+
+
 class _Sources:
     """The versions of ``sources.jsonl``: an index by (id, version), texts read on demand."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fields: _Fields) -> None:
         self.path = path
         self.index: dict[tuple[str, int], tuple[int, str, tuple[Any, ...]]] = {}
         self.stream: IO[bytes] = path.open("rb")
@@ -192,6 +290,7 @@ class _Sources:
             location = f"{SOURCES_JSONL} line {number}"
             try:
                 line = parse_line(raw, location)
+                fields.check(line, SOURCE_LINE_KEYS, location, "")
                 key = (_need(line, "id"), _need(line, "version"))
                 if not isinstance(key[0], str) or type(key[1]) is not int:
                     raise _Malformed("id must be a string and version an integer")
@@ -263,8 +362,9 @@ class _Sources:
 class _Converter:
     """Turns the lines of one question of labels.jsonl into a native record."""
 
-    def __init__(self, sources: _Sources) -> None:
+    def __init__(self, sources: _Sources, fields: _Fields) -> None:
         self.sources = sources
+        self.fields = fields
 
     def record(self, lines: list[tuple[int, dict[str, Any]]]) -> tuple[str, Any]:
         """Return (location, native record or RecordError) for one question's lines."""
@@ -277,6 +377,11 @@ class _Converter:
         at = f"{LABELS_JSONL} line {first}"
         try:
             question = _need(lines[0][1], "question")
+            # every line repeats the question: its fields are checked once, counted per line
+            self.fields.check(question, QUESTION_KEYS, at, "question", len(lines))
+            for k, source in enumerate(_list(question, "sources")):
+                field = f"question.sources[{k}]"
+                self.fields.check(source, QUESTION_SOURCE_KEYS, at, field, len(lines))
             for number, line in lines[1:]:
                 if _need(line, "question") != question:
                     raise RecordError(
@@ -363,6 +468,7 @@ class _Converter:
         self, span: Any, cited: dict[str, tuple[int, str]], at: str, field: str
     ) -> dict[str, Any]:
         """A release evidence span (source, version, sha256, start, end, quote) → native."""
+        self.fields.check(span, EVIDENCE_KEYS, at, field)
         source, version = _need(span, "source"), _need(span, "version")
         if source not in cited or cited[source][0] != version:
             raise RecordError(
@@ -397,9 +503,13 @@ class _Converter:
         missing = [key for key in LABEL_RECORD_KEYS if key not in line]
         if missing:
             raise RecordError(at, "(record)", f"not a release record: missing {missing}")
+        check = self.fields.check
+        check(line, LABEL_RECORD_KEYS, at, "")
+        check(line["candidate"], CANDIDATE_KEYS, at, "candidate")
         candidate = {key: _need(line["candidate"], key) for key in CANDIDATE_KEYS}
         claims = []
         for k, claim in enumerate(_list(line, "claims")):
+            check(claim, CLAIM_KEYS, at, f"claims[{k}]")
             if _need(claim, "index") != k:
                 raise RecordError(at, f"claims[{k}].index", f"expected {k} (claims in order)")
             start, end = _need(claim, "start"), _need(claim, "end")
@@ -413,36 +523,44 @@ class _Converter:
                 }
             )
         candidate["claims"] = claims
-        candidate["evaluator_labels"] = [
-            {key: _need(label, key) for key in EVALUATOR_LABEL_KEYS}
-            for label in _list(line, "evaluator_labels")
-        ]
+        evaluator_labels = []
+        for e, label in enumerate(_list(line, "evaluator_labels")):
+            check(label, EVALUATOR_LABEL_KEYS, at, f"evaluator_labels[{e}]")
+            evaluator_labels.append({key: _need(label, key) for key in EVALUATOR_LABEL_KEYS})
+        candidate["evaluator_labels"] = evaluator_labels
         candidate["prior_annotations"] = [
             self._annotation(annotation, cited, at, f"annotations[{a}]")
             for a, annotation in enumerate(_list(line, "annotations"))
         ]
         resolution = line["resolution"]
         if resolution is not None:
+            check(resolution, RESOLUTION_RECORD_KEYS, at, "resolution")
             native = {key: _need(resolution, key) for key in RESOLUTION_KEYS}
-            native["claim_labels"] = [
-                {
-                    "claim": _need(label, "claim"),
-                    "label": _need(label, "label"),
-                    "reason": _need(label, "reason"),
-                    "evidence": self._evidence_list(
-                        label, cited, at, f"resolution.claim_labels[{q}]"
-                    ),
-                }
-                for q, label in enumerate(_list(resolution, "claim_labels"))
-            ]
+            native["claim_labels"] = []
+            for q, label in enumerate(_list(resolution, "claim_labels")):
+                field = f"resolution.claim_labels[{q}]"
+                check(label, RESOLVED_CLAIM_LABEL_KEYS, at, field)
+                native["claim_labels"].append(
+                    {
+                        "claim": _need(label, "claim"),
+                        "label": _need(label, "label"),
+                        "reason": _need(label, "reason"),
+                        "evidence": self._evidence_list(label, cited, at, field),
+                    }
+                )
             candidate["resolution"] = native
+            _check_resolution(line, at)
         return candidate
 
     def _annotation(
         self, annotation: Any, cited: dict[str, tuple[int, str]], at: str, field: str
     ) -> dict[str, Any]:
+        check = self.fields.check
+        check(annotation, ANNOTATION_KEYS, at, field)
         spans = []
         for s, span in enumerate(_list(annotation, "spans")):
+            sfield = f"{field}.spans[{s}]"
+            check(span, SPAN_KEYS, at, sfield)
             evidence = _need(span, "evidence")
             spans.append(
                 {
@@ -453,7 +571,21 @@ class _Converter:
                     "note": _need(span, "note"),
                     "evidence": None
                     if evidence is None
-                    else self._evidence(evidence, cited, at, f"{field}.spans[{s}].evidence"),
+                    else self._evidence(evidence, cited, at, f"{sfield}.evidence"),
+                }
+            )
+        claim_labels = []
+        for q, label in enumerate(_list(annotation, "claim_labels")):
+            cfield = f"{field}.claim_labels[{q}]"
+            check(label, ANNOTATION_CLAIM_LABEL_KEYS, at, cfield)
+            claim_labels.append(
+                {
+                    "claim": _need(label, "claim"),
+                    "label": _need(label, "label"),
+                    "reason": _need(label, "reason"),
+                    "boundary_error": _need(label, "boundary_error"),
+                    "raw_label": _need(label, "raw_label"),
+                    "evidence": self._evidence_list(label, cited, at, cfield),
                 }
             )
         return {
@@ -465,20 +597,127 @@ class _Converter:
             "labelled_at": _need(annotation, "labelled_at"),
             "policy_version": _need(annotation, "policy_version"),
             "time_spent_seconds": _need(annotation, "time_spent_seconds"),
-            "claim_labels": [
-                {
-                    "claim": _need(label, "claim"),
-                    "label": _need(label, "label"),
-                    "reason": _need(label, "reason"),
-                    "boundary_error": _need(label, "boundary_error"),
-                    "raw_label": _need(label, "raw_label"),
-                    "evidence": self._evidence_list(label, cited, at, f"{field}.claim_labels[{q}]"),
-                }
-                for q, label in enumerate(_list(annotation, "claim_labels"))
-            ],
+            "claim_labels": claim_labels,
             "spans": spans,
             "raw": _need(annotation, "raw"),
         }
+
+
+def _vote_key(label: Any, reason: Any) -> tuple[Any, Any]:
+    """What the comparison compares (``labeling.selectors.review``): the label, and the reason
+    only with ``evidence_unavailable``."""
+    return (label, reason if label == UNAVAILABLE else None)
+
+
+def _check_resolution(line: dict[str, Any], at: str) -> None:
+    """Check a resolution against the record's claims and annotations (a converted line).
+
+    ``consensus`` and ``adjudicated`` label every claim of the candidate (adjudication and
+    comparison both do). A ``consensus`` is what ``labeling.services.comparison`` writes when
+    the votes agree, so it mirrors ``votes_compare``: the votes are the annotations with an
+    answer label (at least one); each has the resolution's answer label, and the same label
+    for every claim, reasons counting only with ``evidence_unavailable``; ``cannot_decide`` and
+    a claim a vote leaves unlabelled never agree. Evidence spans are not compared.
+
+    Raises:
+        RecordError: naming the first resolution or annotation field that breaks a rule.
+    """
+    resolution = line["resolution"]
+    status = resolution["status"]
+    if status not in ("consensus", "adjudicated"):
+        return
+    n_claims = len(line["claims"])
+    resolved: dict[Any, tuple[Any, Any]] = {}
+    for label in resolution["claim_labels"]:
+        resolved.setdefault(label["claim"], _vote_key(label["label"], label["reason"]))
+    missing = [k for k in range(n_claims) if k not in resolved]
+    if missing:
+        shown = ", ".join(str(k) for k in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise RecordError(
+            at,
+            "resolution.claim_labels",
+            f"a{'n' if status == 'adjudicated' else ''} {status} resolution labels every claim "
+            f"of the candidate; no label for claim {shown}",
+        )
+    if status != "consensus":
+        return
+    annotations = line["annotations"]
+    votes = [
+        (a, annotation)
+        for a, annotation in enumerate(annotations)
+        if annotation["answer_label"] not in (None, "")
+    ]
+    if not votes:
+        raise RecordError(
+            at,
+            "resolution.status",
+            "a consensus resolution is the agreement of the record's annotations, but it has "
+            + (
+                "none"
+                if not annotations
+                else "no annotation with an answer label (only those are votes)"
+            ),
+        )
+    agreed = _vote_key(resolution["answer_label"], resolution["answer_reason"])
+    for a, annotation in votes:
+        field = f"annotations[{a}]"
+        label = annotation["answer_label"]
+        if label == CANNOT_DECIDE:
+            raise RecordError(
+                at,
+                f"{field}.answer_label",
+                "cannot_decide never agrees, but the resolution is a consensus",
+            )
+        key = _vote_key(label, annotation["answer_reason"])
+        if key[0] != agreed[0]:
+            raise RecordError(
+                at,
+                f"{field}.answer_label",
+                "differs from the answer_label of the consensus resolution (a consensus is "
+                "the agreement of every vote)",
+            )
+        if key != agreed:
+            raise RecordError(
+                at,
+                f"{field}.answer_reason",
+                f"differs from the answer_reason of the consensus resolution (with "
+                f"{UNAVAILABLE} the reason is part of the vote)",
+            )
+        given: dict[Any, tuple[int, dict[str, Any]]] = {}
+        for q, claim_label in enumerate(annotation["claim_labels"]):
+            given.setdefault(claim_label["claim"], (q, claim_label))
+        for k in range(n_claims):
+            if k not in given:
+                raise RecordError(
+                    at,
+                    f"{field}.claim_labels",
+                    f"no label for claim {k}, but the resolution is a consensus (every vote "
+                    "labels every claim alike)",
+                )
+            q, claim_label = given[k]
+            cfield = f"{field}.claim_labels[{q}]"
+            if claim_label["label"] in (None, CANNOT_DECIDE):
+                raise RecordError(
+                    at,
+                    f"{cfield}.label",
+                    f"{'cannot_decide' if claim_label['label'] else 'no label'} never agrees, "
+                    "but the resolution is a consensus",
+                )
+            key = _vote_key(claim_label["label"], claim_label["reason"])
+            if key[0] != resolved[k][0]:
+                raise RecordError(
+                    at,
+                    f"{cfield}.label",
+                    f"differs from the consensus resolution's label of claim {k} (a consensus "
+                    "is the agreement of every vote)",
+                )
+            if key != resolved[k]:
+                raise RecordError(
+                    at,
+                    f"{cfield}.reason",
+                    f"differs from the consensus resolution's reason for claim {k} (with "
+                    f"{UNAVAILABLE} the reason is part of the vote)",
+                )
 
 
 def _records(
@@ -587,16 +826,16 @@ def _open(root: Path, cleanup: Callable[[], None] | None = None) -> RecordSource
         except ReleaseFormatError as exc:
             raise _refused(exc.problems) from None
         policies = _policies(manifest)
-        sources = _Sources(root / SOURCES_JSONL)
+        counters: dict[str, Any] = {"schema_version": manifest["schema_version"]}
+        # A newer minor version of the schema may add fields: this reader ignores them.
+        fields = _Fields(_minor(manifest["schema_version"]) > _minor(SCHEMA_VERSION), counters)
+        sources = _Sources(root / SOURCES_JSONL, fields)
     except BaseException:
         if cleanup is not None:
             cleanup()
         raise
     digest = hashlib.sha256((root / MANIFEST).read_bytes()).hexdigest()
-    counters: dict[str, Any] = {
-        "schema_version": manifest.get("schema_version"),
-        "source_versions": len(sources.index),
-    }
+    counters["source_versions"] = len(sources.index)
 
     def close() -> None:
         sources.close()
@@ -604,7 +843,7 @@ def _open(root: Path, cleanup: Callable[[], None] | None = None) -> RecordSource
             cleanup()
 
     return RecordSource(
-        _records(root / LABELS_JSONL, _Converter(sources), counters),
+        _records(root / LABELS_JSONL, _Converter(sources, fields), counters),
         counters,
         source_versions=sources.preamble(),
         policies=policies,
@@ -619,72 +858,49 @@ def open_directory(directory: Path) -> RecordSource:
     return _open(directory)
 
 
-def _safe_member(name: str) -> bool:
-    path = PurePosixPath(name)
-    return not (
-        not name
-        or name.startswith("/")
-        or "\\" in name
-        or ".." in path.parts
-        or (path.parts and ":" in path.parts[0])
-    )
+def _zip_refused(problems: list[str], filename: str) -> WorkloadImportFailed:
+    """Turn the problems of :func:`extract_release_zip` into an import refusal.
 
-
-def _extract(stream: IO[bytes], filename: str, target: Path) -> Path:
-    """Extract a release zip into ``target``; return the directory holding manifest.json.
-
-    The files may be at the top of the archive or in one top directory.
-
-    Raises:
-        WorkloadImportFailed: not a zip, an unsafe member (absolute path, ``..``, backslash or
-            drive), a repeated member, too many members, or no manifest.json.
+    A problem of the manifest ("manifest.json: reason") names its field as verification does;
+    any other names the archive.
     """
-    try:
-        archive = zipfile.ZipFile(stream)
-    except (zipfile.BadZipFile, OSError):
-        raise WorkloadImportFailed(
-            [RecordError(filename, "(file)", "not a zip archive (a release is its release.zip)")]
-        ) from None
-    with archive:
-        members = archive.infolist()
-        problems = []
-        names = [m.filename for m in members]
-        if len(members) > MAX_ZIP_MEMBERS:
-            problems.append(f"{len(members)} members; a release has a few files")
-        problems += [
-            f"member {name!r} is an absolute path or leaves the archive; refused"
-            for name in names
-            if not _safe_member(name)
-        ]
-        if len(set(names)) != len(names):
-            problems.append("a member name repeats")
-        if problems:
-            raise WorkloadImportFailed([RecordError(filename, "(archive)", p) for p in problems])
-        for member in members:
-            path = target.joinpath(*PurePosixPath(member.filename).parts)
-            if member.is_dir():
-                path.mkdir(parents=True, exist_ok=True)
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(member) as source, path.open("wb") as out:
-                shutil.copyfileobj(source, out)
-    if (target / MANIFEST).is_file():
-        return target
-    tops = list(target.iterdir())
-    if len(tops) == 1 and (tops[0] / MANIFEST).is_file():
-        return tops[0]
-    raise WorkloadImportFailed([RecordError(filename, "(archive)", f"no {MANIFEST} in the zip")])
+    errors = []
+    for problem in problems:
+        if problem.startswith(f"{MANIFEST}: "):
+            errors += _refused([problem]).errors
+        else:
+            errors.append(RecordError(filename, "(archive)", problem))
+    return WorkloadImportFailed(errors)
 
 
 def open_zip(stream: IO[bytes], filename: str) -> RecordSource:
-    """Read a release zip: extract it safely into a temporary directory, then :func:`_open`.
+    """Read a release zip: extract it into a temporary directory, then :func:`_open`.
 
-    The temporary directory is removed when the import closes the source.
+    Extraction is :func:`labeling.release_format.extract_release_zip`: only the manifest and the
+    files it lists, each member capped at the size the manifest gives it, at the top of the zip
+    or in one folder; no link, duplicate, absolute path or ``..``. Anything else is refused
+    before more is written, so a crafted zip cannot fill the disk. The temporary directory is
+    removed when the import closes the source, or at once when the zip is refused.
+
+    Raises:
+        WorkloadImportFailed: not a zip, or a member refused (naming it).
     """
     temporary = tempfile.TemporaryDirectory(prefix="certlabel-release-")
     try:
         stream.seek(0)
-        root = _extract(stream, filename, Path(temporary.name))
+        if not zipfile.is_zipfile(stream):
+            raise WorkloadImportFailed(
+                [
+                    RecordError(
+                        filename, "(file)", "not a zip archive (a release is its release.zip)"
+                    )
+                ]
+            )
+        stream.seek(0)
+        try:
+            root = extract_release_zip(stream, Path(temporary.name))
+        except ReleaseFormatError as exc:
+            raise _zip_refused(exc.problems, filename) from None
     except BaseException:
         temporary.cleanup()
         raise

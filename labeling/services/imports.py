@@ -1295,8 +1295,10 @@ def workload_import(
         source_versions: ``(location, SourceVersionIn object)`` pairs written before any record,
             in this order (a document's versions are numbered by creation order).
         policies: ``(location, PolicyIn object)`` pairs: the label policy versions the project
-            must hold. Restored into a project without questions (creating versions, and giving
-            an unfrozen version other content); any other project must hold exactly these.
+            must hold, restored (creating versions, and giving an unfrozen version other
+            content). A format that gives them (a release) restores a project, so it imports
+            into a project without questions only: into any other the import is refused,
+            unless it is the very input imported before (then "already imported").
         partition: ``(location, PartitionIn object)``: the seed and proportions with which the
             records' ``partition`` values are frozen.
 
@@ -1328,6 +1330,17 @@ def workload_import(
     if previous is not None:
         return ImportResult(batch=previous, records=0, created={}, already_imported=True)
     has_questions = Question.objects.filter(project=project).exists()
+    if policies is not None and has_questions:
+        raise WorkloadImportFailed(
+            [
+                RecordError(
+                    filename,
+                    "project",
+                    f"project {project.slug!r} already holds questions; the {format} format "
+                    "imports into an empty project only (import it into a new project)",
+                )
+            ]
+        )
     fresh = not has_questions and project.partition_frozen_at is None
     partition_location, partition_spec = _partition_spec(partition)
     restored: Counter[str] = Counter()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
+from labeling.exceptions import WorkloadImportFailed
 from labeling.importers import formats
 from labeling.models import (
     DEFAULT_ANSWER_LABELS,
@@ -42,6 +44,7 @@ from labeling.release_format import (
     CONTENT_FILES,
     FORMAT_NAME,
     LABELS_JSONL,
+    LEDGER,
     MANIFEST,
     SOURCES_JSONL,
     canonical_json,
@@ -51,6 +54,7 @@ from labeling.release_format import (
 )
 from labeling.services import assignment_skip, item_claim_next, membership_set
 from labeling.services.imports import workload_import_directory
+from tests.conftest import row_counts
 from tests.factories import UserFactory, start_labelling
 
 pytestmark = pytest.mark.django_db
@@ -499,6 +503,8 @@ def write_release(
     (directory / SOURCES_JSONL).write_bytes(
         b"".join(canonical_json(s).encode("utf-8") + b"\n" for s in sources)
     )
+    # the ledgers of the certified runs: none (the manifest certifies nothing)
+    (directory / LEDGER).write_text(pretty_json([]), encoding="utf-8")
     for name in CONTENT_FILES:
         if not (directory / name).exists():
             (directory / name).write_text(f"placeholder {name}\n", encoding="utf-8")
@@ -559,6 +565,7 @@ def export_lines(project: Project) -> tuple[bytes, bytes, list[dict[str, Any]]]:
     everything = 2**62
     release = SimpleNamespace(
         project=project,
+        partition={"frozen": Project.objects.get(pk=project.pk).partition_frozen_at is not None},
         cutoff={
             key: everything
             for key in (
@@ -732,24 +739,142 @@ def test_reimport_of_the_same_release_is_a_no_op(release_dir):
     assert ImportBatch.objects.count() == before
 
 
-def test_reimport_of_the_same_labels_in_another_release_changes_nothing(release_dir, tmp_path):
+def test_another_release_into_the_project_of_the_first_is_refused(release_dir, tmp_path):
+    # a release restores a project: only the very release imported before is recognised
     project = import_release(release_dir)
     again = write_release(
         tmp_path / "again", full_records(), release={"version": "2", "parent": "1"}
     )
-    counts = {
-        model: model.objects.count()
-        for model in (Question, Item, Resolution, PriorAnnotation, SourceVersion, LabelPolicy)
-    }
+    before = row_counts()
 
-    result = workload_import_directory(project=project, directory=again, format_name="release")
+    with pytest.raises(WorkloadImportFailed) as info:
+        workload_import_directory(project=project, directory=again, format_name="release")
 
-    assert not result.already_imported
-    assert result.batch is None
-    assert result.created == {}
-    assert counts == {model: model.objects.count() for model in counts}
+    assert [(e.location, e.field, e.reason) for e in info.value.errors] == [
+        (
+            "again",
+            "project",
+            "project 'restored' already holds questions; the release format imports into an "
+            "empty project only (import it into a new project)",
+        )
+    ]
+    assert row_counts() == before
+
+
+def test_a_newer_minor_schema_version_may_add_fields_which_are_ignored_and_counted(tmp_path):
+    records = json.loads(json.dumps(full_records()))  # no object shared between lines
+    records[0]["novelty"] = 1
+    records[0]["question"]["novelty"] = 2  # repeated on line 2: counted twice
+    records[1]["question"]["novelty"] = 2
+    records[0]["annotations"][0]["claim_labels"][0]["evidence"][0]["novelty"] = 3
+    records[2]["annotations"][0]["spans"][0]["novelty"] = 4
+    records[0]["resolution"]["claim_labels"][0]["novelty"] = 5
+    sources = [dict(s) for s in SOURCES]
+    sources[0]["novelty"] = 6
+    directory = write_release(tmp_path / "r", records, sources=sources, schema_version="1.1")
+
+    project = import_release(directory)
+
+    notes = ImportBatch.objects.get(project=project).report["notes"]
+    assert notes["schema_version"] == "1.1"
+    assert notes["unknown_fields_ignored"] == 7
     labels, _, _ = export_lines(project)
-    assert labels == (release_dir / LABELS_JSONL).read_bytes()
+    assert labels == (write_release(tmp_path / "plain", full_records()) / LABELS_JSONL).read_bytes()
+
+
+def test_a_release_of_this_minor_version_notes_no_ignored_fields(release_dir):
+    project = import_release(release_dir)
+
+    assert "unknown_fields_ignored" not in ImportBatch.objects.get(project=project).report["notes"]
+
+
+def test_a_consensus_counts_only_votes_and_the_reason_only_of_evidence_unavailable(tmp_path):
+    # the comparison's rule: an annotation without answer label is no vote; evidence and a
+    # reason beside another label are not compared
+    records = full_records()
+    votes = records[0]["annotations"]
+    votes[1]["answer_reason"] = "not_found"  # beside "admissible": not part of the vote
+    votes[1]["claim_labels"][1]["evidence"] = []
+    votes.append(
+        annotation(
+            "x-expert",
+            None,
+            claim_labels=[claim_label(0, None)],  # no answer label: not a vote
+        )
+    )
+    records[0]["resolution"]["claim_labels"][1] = resolved_label(
+        1, "evidence_unavailable", reason="blocked"
+    )
+    for vote in votes[:2]:
+        vote["claim_labels"][1].update(label="evidence_unavailable", reason="blocked")
+        vote["claim_labels"][1]["evidence"] = []
+    directory = write_release(tmp_path / "r", records)
+
+    project = import_release(directory)
+
+    resolved = Item.objects.get(
+        project=project, candidate__question__external_id="q1", candidate__key="c0"
+    )
+    assert resolved.resolution.status == "consensus"
+    labels, _, _ = export_lines(project)
+    assert labels == (directory / LABELS_JSONL).read_bytes()
+
+
+def test_the_demo_release_imports_into_an_empty_project_and_round_trips(settings, tmp_path):
+    # real consensus (people's votes compared by the service), adjudication and unresolved
+    from django.contrib.auth import get_user_model
+    from django.test import TestCase
+
+    from certification.services.releases import release_export, release_freeze
+    from labeling.models import Disagreement
+    from labeling.services import adjudication_mark_unresolved, adjudication_resolve
+    from labeling.services.annotations import ClaimInput, EvidenceInput
+
+    settings.DEBUG = True  # demo_setup runs only in development
+    call_command("demo_setup", stdout=io.StringIO(), stderr=io.StringIO())
+    demo = Project.objects.get(slug="demo")
+    adjudicator = get_user_model().objects.get(username="adjudicator")
+    first, second = Disagreement.objects.filter(item__project=demo).order_by("pk")
+    item = first.item
+    source = SourceVersion.objects.filter(retrievals__question=item.candidate.question).first()
+    adjudication_resolve(
+        project=demo,
+        item_id=item.pk,
+        actor=adjudicator,
+        expected_version=item.version,
+        answer_label="inadmissible",
+        claims=[
+            ClaimInput(
+                claim_id=c.pk,
+                label="contradicted",
+                evidence=(EvidenceInput(source.pk, 0, 20, source.text[:20], unit="codepoint"),),
+            )
+            for c in item.candidate.claims.order_by("index")
+        ],
+        rationale="The source contradicts both claims.",
+    )
+    other = Item.objects.get(pk=second.item_id)
+    adjudication_mark_unresolved(
+        project=demo,
+        item_id=other.pk,
+        actor=adjudicator,
+        expected_version=other.version,
+        reason="ambiguous_guideline",
+    )
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        release = release_freeze(
+            project=demo, actor=get_user_model().objects.get(username="manager"), version="1"
+        )
+    exported = release_export(release=release, directory=tmp_path / "demo")
+
+    project = import_release(exported, slug="demo-copy")
+
+    statuses = sorted(
+        Resolution.objects.filter(item__project=project).values_list("status", flat=True)
+    )
+    assert statuses == ["adjudicated", "consensus", "consensus", "unresolved"]
+    labels, _, _ = export_lines(project)
+    assert labels == (exported / LABELS_JSONL).read_bytes()
 
 
 def test_unpartitioned_release_leaves_the_split_unfrozen(tmp_path):

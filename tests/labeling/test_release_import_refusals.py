@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import stat
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from labeling.models import (
     Role,
     UnresolvedReason,
 )
-from labeling.release_format import LABELS_JSONL, MANIFEST, SOURCES_JSONL
+from labeling.release_format import CONTENT_FILES, LABELS_JSONL, MANIFEST, SOURCES_JSONL
 from labeling.services import project_create
 from labeling.services.imports import (
     fingerprint,
@@ -194,9 +196,148 @@ def test_zip_with_a_member_leaving_the_archive_is_refused(api, project, tmp_path
     )
 
     assert response.status_code == 400
-    assert "'../evil.txt' is an absolute path or leaves the archive" in json.dumps(response.json())
+    assert "zip member '../evil.txt': not a file of the release" in json.dumps(response.json())
     assert row_counts() == before
     assert not (tmp_path / "evil.txt").exists()
+
+
+class _MeasuredDirectory(tempfile.TemporaryDirectory):
+    """A temporary directory that records how many bytes it holds when it is removed."""
+
+    held: list[int] = []
+
+    def cleanup(self) -> None:
+        root = Path(self.name)
+        if root.exists():
+            self.held.append(sum(p.stat().st_size for p in root.rglob("*") if p.is_file()))
+        super().cleanup()
+
+
+def _cap(directory: Path) -> int:
+    """The most a release's extraction may write: the manifest and the sizes it lists."""
+    manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    return (directory / MANIFEST).stat().st_size + sum(f["size"] for f in manifest["files"])
+
+
+def _import_zip(project: Project, path: Path) -> list[tuple[str, str, str]]:
+    """Import the zip at ``path``; assert it is refused with nothing written."""
+    before = row_counts()
+    with path.open("rb") as stream, pytest.raises(WorkloadImportFailed) as info:
+        workload_import_file(
+            project=project, stream=stream, format_name="release", filename="release.zip"
+        )
+    assert row_counts() == before
+    return [(e.location, e.field, e.reason) for e in info.value.errors]
+
+
+def test_a_zip_bomb_member_the_manifest_does_not_list_is_refused_unwritten(
+    empty_project, tmp_path, monkeypatch
+):
+    # 2 GiB of zeros compress to a few MB: the member is refused before a byte of it is written
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", _MeasuredDirectory)
+    monkeypatch.setattr(_MeasuredDirectory, "held", [])
+    directory = write_release(tmp_path / "r", full_records())
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for name in (MANIFEST, *CONTENT_FILES):
+            archive.write(directory / name, name)
+        with archive.open("padding.bin", "w", force_zip64=True) as member:
+            block = bytes(1 << 20)
+            for _ in range(2048):
+                member.write(block)
+    assert path.stat().st_size < 20 * 2**20
+
+    errors = _import_zip(empty_project, path)
+
+    assert errors == [
+        (
+            "release.zip",
+            "(archive)",
+            "zip member 'padding.bin': not a file the manifest lists",
+        )
+    ]
+    assert len(_MeasuredDirectory.held) == 1
+    assert _MeasuredDirectory.held[0] <= _cap(directory)
+
+
+def test_a_listed_member_larger_than_its_manifest_size_is_refused_at_the_cap(
+    empty_project, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", _MeasuredDirectory)
+    monkeypatch.setattr(_MeasuredDirectory, "held", [])
+    directory = write_release(tmp_path / "r", full_records())
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.write(directory / MANIFEST, MANIFEST)
+        with archive.open(LABELS_JSONL, "w", force_zip64=True) as member:
+            member.write((directory / LABELS_JSONL).read_bytes())
+            block = b"\n" * (1 << 20)
+            for _ in range(64):
+                member.write(block)
+        for name in CONTENT_FILES:
+            if name != LABELS_JSONL:
+                archive.write(directory / name, name)
+    size = (directory / LABELS_JSONL).stat().st_size
+
+    errors = _import_zip(empty_project, path)
+
+    assert errors == [
+        (
+            "release.zip",
+            "(archive)",
+            f"zip member '{LABELS_JSONL}': larger than the manifest says ({size} B)",
+        )
+    ]
+    assert _MeasuredDirectory.held and _MeasuredDirectory.held[0] <= _cap(directory)
+
+
+def _link(name: str, target: str) -> tuple[zipfile.ZipInfo, bytes]:
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info, target.encode()
+
+
+@pytest.mark.parametrize(
+    ("members", "problem"),
+    [
+        (
+            lambda files: (
+                [f for f in files if f[0].filename != "ledger.json"]
+                + [_link("ledger.json", "/etc/passwd")]
+            ),
+            "zip member 'ledger.json': a link",
+        ),
+        (
+            lambda files: (
+                [(zipfile.ZipInfo(f"a/{i.filename}"), data) for i, data in files[:2]]
+                + [(zipfile.ZipInfo(f"b/{i.filename}"), data) for i, data in files[2:]]
+            ),
+            "the zip holds more than one folder: a release is one folder or none",
+        ),
+        (
+            lambda files: [(zipfile.ZipInfo(f"a/b/{i.filename}"), d) for i, d in files],
+            "zip member 'a/b/manifest.json': not a file of the release",
+        ),
+        (
+            lambda files: [f for f in files if f[0].filename != MANIFEST],
+            "no manifest.json in the zip",
+        ),
+    ],
+)
+def test_zip_members_outside_the_release_are_refused(empty_project, tmp_path, members, problem):
+    directory = write_release(tmp_path / "r", full_records())
+    files = [
+        (zipfile.ZipInfo(name), (directory / name).read_bytes())
+        for name in (MANIFEST, *CONTENT_FILES)
+    ]
+    path = tmp_path / "release.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for info, data in members(files):
+            archive.writestr(info, data)
+
+    errors = _import_zip(empty_project, path)
+
+    assert errors == [("release.zip", "(archive)", problem)]
 
 
 def test_the_temporary_copy_of_a_zip_is_removed_whatever_the_outcome(
@@ -297,29 +438,41 @@ def test_source_text_that_does_not_match_its_sha256_is_refused(empty_project, tm
     ]
 
 
-def test_version_numbers_that_the_project_cannot_hold_are_refused(
-    project, import_records, tmp_path
-):
-    # the project already holds another text of doc-a: the release's version 1 would be its 2nd
-    import_records([native_record("n1", sources=[{"id": "doc-a", "text": "Older text."}])])
+def test_source_versions_out_of_order_are_refused(empty_project, tmp_path):
+    # the first text of doc-a written is its version 1, whatever the line says
+    sources = [SOURCES[1], SOURCES[0], *SOURCES[2:]]
     directory = write_release(
-        tmp_path / "r", simple_records(), policies=[DEFAULT_POLICY], partition=None
+        tmp_path / "r", simple_records(), sources=sources, policies=[DEFAULT_POLICY], partition=None
+    )
+
+    errors = refused_directory(empty_project, directory)
+
+    assert errors[0][:2] == (f"{SOURCES_JSONL} line 1", "version")
+    assert "is version 1 of its document in this project, not 2" in errors[0][2]
+
+
+@pytest.mark.parametrize("partition", [None, "test"])
+def test_a_release_into_a_project_holding_questions_is_refused(
+    project, import_records, tmp_path, partition
+):
+    import_records([native_record("n1")])
+    directory = write_release(
+        tmp_path / "r",
+        simple_records(partition),
+        policies=[DEFAULT_POLICY],
+        partition=None if partition is None else {"seed": 1, "proportions": {"test": 1.0}},
     )
 
     errors = refused_directory(project, directory)
 
-    assert errors[0][:2] == (f"{SOURCES_JSONL} line 1", "version")
-    assert "is version 2 of its document in this project, not 1" in errors[0][2]
-
-
-def test_partitions_into_a_project_with_questions_are_refused(project, import_records, tmp_path):
-    import_records([native_record("n1")])
-    directory = write_release(tmp_path / "r", simple_records("test"), policies=[DEFAULT_POLICY])
-
-    errors = refused_directory(project, directory)
-
-    assert errors[0][:2] == (f"{LABELS_JSONL} line 1", "partition")
-    assert "already had questions or a frozen split" in errors[0][2]
+    assert errors == [
+        (
+            "r",
+            "project",
+            "project 'study' already holds questions; the release format imports into an "
+            "empty project only (import it into a new project)",
+        )
+    ]
 
 
 def test_records_with_and_without_partition_are_refused(empty_project, tmp_path):
@@ -355,37 +508,29 @@ def test_questions_sharing_a_source_in_two_partitions_are_refused(empty_project,
     ]
 
 
-def test_a_different_resolution_on_reimport_is_refused(tmp_path):
-    project = import_release(write_release(tmp_path / "first", full_records()))
+def test_a_corrected_release_into_the_project_of_its_parent_is_refused(tmp_path):
+    # the same release again is "already imported"; a corrected one is another release
+    first = write_release(tmp_path / "first", full_records())
+    project = import_release(first)
     records = full_records()
     records[1]["resolution"]["rationale"] = "Another rationale."
     directory = write_release(tmp_path / "second", records)
 
+    again = workload_import_file(
+        project=project,
+        stream=io.BytesIO(zip_release(first)),
+        format_name="release",
+        filename="release.zip",
+    )
     errors = refused_directory(project, directory)
 
+    assert again.already_imported
     assert errors == [
         (
-            f"{LABELS_JSONL} lines 1-2",
-            "candidates[1].resolution",
-            "the candidate already has a different resolution in this project; a resolution is "
-            "imported once (correct it by adjudication)",
-        )
-    ]
-
-
-def test_policies_that_differ_from_a_used_project_are_refused(project, import_records, tmp_path):
-    import_records([native_record("n1")])
-    other = {**DEFAULT_POLICY, "guideline": "Another guideline."}
-    directory = write_release(tmp_path / "r", simple_records(), policies=[other], partition=None)
-
-    errors = refused_directory(project, directory)
-
-    assert errors == [
-        (
-            f"{MANIFEST} policies[0]",
-            "guideline",
-            "label policy version 1 of project 'study' has another guideline; policies are "
-            "restored only into a project without questions",
+            "second",
+            "project",
+            "project 'restored' already holds questions; the release format imports into an "
+            "empty project only (import it into a new project)",
         )
     ]
 
@@ -442,6 +587,208 @@ def test_malformed_release_records_are_refused(empty_project, tmp_path, damage, 
     errors = refused_directory(empty_project, directory)
 
     assert errors == [(f"{LABELS_JSONL} line 1", "(record)", reason)]
+
+
+# -- fields the format does not define ---------------------------------------------------------
+
+UNKNOWN = (
+    "unknown field: release schema 1.0 does not define it (only a newer minor schema version "
+    "may add fields, which are then ignored)"
+)
+
+
+def _copy(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records without objects shared between lines (one change, one place)."""
+    return json.loads(json.dumps(records))
+
+
+@pytest.mark.parametrize(
+    ("line", "path", "field"),
+    [
+        (1, lambda r: r[0], "extra"),
+        (1, lambda r: r[0]["question"], "question.extra"),
+        (1, lambda r: r[0]["question"]["sources"][0], "question.sources[0].extra"),
+        (1, lambda r: r[0]["candidate"], "candidate.extra"),
+        (1, lambda r: r[0]["claims"][1], "claims[1].extra"),
+        (1, lambda r: r[0]["annotations"][1], "annotations[1].extra"),
+        (
+            1,
+            lambda r: r[0]["annotations"][0]["claim_labels"][1],
+            "annotations[0].claim_labels[1].extra",
+        ),
+        (
+            1,
+            lambda r: r[0]["annotations"][0]["claim_labels"][0]["evidence"][0],
+            "annotations[0].claim_labels[0].evidence[0].extra",
+        ),
+        (3, lambda r: r[2]["annotations"][0]["spans"][1], "annotations[0].spans[1].extra"),
+        (
+            3,
+            lambda r: r[2]["annotations"][0]["spans"][0]["evidence"],
+            "annotations[0].spans[0].evidence.extra",
+        ),
+        (1, lambda r: r[0]["resolution"], "resolution.extra"),
+        (1, lambda r: r[0]["resolution"]["claim_labels"][1], "resolution.claim_labels[1].extra"),
+        (
+            1,
+            lambda r: r[0]["resolution"]["claim_labels"][0]["evidence"][1],
+            "resolution.claim_labels[0].evidence[1].extra",
+        ),
+        (1, lambda r: r[0]["evaluator_labels"][2], "evaluator_labels[2].extra"),
+    ],
+)
+def test_a_field_the_format_does_not_define_is_refused(empty_project, tmp_path, line, path, field):
+    records = _copy(full_records())
+    path(records)["extra"] = None
+    directory = write_release(tmp_path / "r", records)
+
+    errors = refused_directory(empty_project, directory)
+
+    assert errors == [(f"{LABELS_JSONL} line {line}", field, UNKNOWN)]
+
+
+def test_a_sources_line_with_a_field_the_format_does_not_define_is_refused(empty_project, tmp_path):
+    sources = [dict(s) for s in SOURCES]
+    sources[2]["licence"] = "CC-BY"
+    directory = write_release(tmp_path / "r", full_records(), sources=sources)
+
+    errors = refused_directory(empty_project, directory)
+
+    assert errors == [(f"{SOURCES_JSONL} line 3", "licence", UNKNOWN)]
+
+
+def test_an_unknown_field_of_a_newer_major_is_not_reached(empty_project, tmp_path):
+    # 2.0 is refused as a whole, before any line is read
+    records = _copy(full_records())
+    records[0]["extra"] = 1
+    directory = write_release(tmp_path / "r", records, schema_version="2.0")
+
+    errors = refused_directory(empty_project, directory)
+
+    assert [field for _, field, _ in errors] == ["schema_version"]
+
+
+# -- resolutions against the record -------------------------------------------------------------
+
+
+def _unavailable(label: dict[str, Any], reason: str) -> None:
+    label.update(label="evidence_unavailable", reason=reason, evidence=[])
+
+
+@pytest.mark.parametrize(
+    ("damage", "field", "reason"),
+    [
+        (
+            lambda r: r[0].update(annotations=[]),
+            "resolution.status",
+            "a consensus resolution is the agreement of the record's annotations, but it has none",
+        ),
+        (
+            lambda r: [a.update(answer_label=None) for a in r[0]["annotations"]],
+            "resolution.status",
+            "a consensus resolution is the agreement of the record's annotations, but it has "
+            "no annotation with an answer label (only those are votes)",
+        ),
+        (
+            lambda r: r[0]["annotations"][1].update(answer_label="inadmissible"),
+            "annotations[1].answer_label",
+            "differs from the answer_label of the consensus resolution (a consensus is the "
+            "agreement of every vote)",
+        ),
+        (
+            lambda r: r[0]["annotations"][0].update(answer_label="cannot_decide"),
+            "annotations[0].answer_label",
+            "cannot_decide never agrees, but the resolution is a consensus",
+        ),
+        (
+            lambda r: [
+                x.update(answer_label="evidence_unavailable", answer_reason=reason)
+                for x, reason in zip(
+                    [r[0]["resolution"], *r[0]["annotations"]],
+                    ["blocked", "blocked", "not_found"],
+                    strict=True,
+                )
+            ],
+            "annotations[1].answer_reason",
+            "differs from the answer_reason of the consensus resolution (with "
+            "evidence_unavailable the reason is part of the vote)",
+        ),
+        (
+            lambda r: r[0]["annotations"][1]["claim_labels"][1].update(label="not_supported"),
+            "annotations[1].claim_labels[1].label",
+            "differs from the consensus resolution's label of claim 1 (a consensus is the "
+            "agreement of every vote)",
+        ),
+        (
+            lambda r: r[0]["annotations"][1]["claim_labels"].pop(),
+            "annotations[1].claim_labels",
+            "no label for claim 1, but the resolution is a consensus (every vote labels every "
+            "claim alike)",
+        ),
+        (
+            lambda r: r[0]["annotations"][0]["claim_labels"][0].update(
+                label="cannot_decide", evidence=[]
+            ),
+            "annotations[0].claim_labels[0].label",
+            "cannot_decide never agrees, but the resolution is a consensus",
+        ),
+        (
+            lambda r: r[0]["annotations"][0]["claim_labels"][0].update(label=None, evidence=[]),
+            "annotations[0].claim_labels[0].label",
+            "no label never agrees, but the resolution is a consensus",
+        ),
+        (
+            lambda r: [
+                _unavailable(label, reason)
+                for label, reason in zip(
+                    [
+                        r[0]["resolution"]["claim_labels"][1],
+                        r[0]["annotations"][0]["claim_labels"][1],
+                        r[0]["annotations"][1]["claim_labels"][1],
+                    ],
+                    ["not_found", "blocked", "not_found"],
+                    strict=True,
+                )
+            ],
+            "annotations[0].claim_labels[1].reason",
+            "differs from the consensus resolution's reason for claim 1 (with "
+            "evidence_unavailable the reason is part of the vote)",
+        ),
+        (
+            lambda r: r[0]["resolution"]["claim_labels"].pop(),
+            "resolution.claim_labels",
+            "a consensus resolution labels every claim of the candidate; no label for claim 1",
+        ),
+    ],
+)
+def test_a_consensus_the_annotations_do_not_agree_on_is_refused(
+    empty_project, tmp_path, damage, field, reason
+):
+    records = _copy(full_records())
+    damage(records)
+    directory = write_release(tmp_path / "r", records)
+
+    errors = refused_directory(empty_project, directory)
+
+    assert errors == [(f"{LABELS_JSONL} line 1", field, reason)]
+
+
+def test_an_adjudicated_resolution_without_a_label_for_every_claim_is_refused(
+    empty_project, tmp_path
+):
+    records = _copy(full_records())
+    records[1]["resolution"]["claim_labels"].pop(0)
+    directory = write_release(tmp_path / "r", records)
+
+    errors = refused_directory(empty_project, directory)
+
+    assert errors == [
+        (
+            f"{LABELS_JSONL} line 2",
+            "resolution.claim_labels",
+            "an adjudicated resolution labels every claim of the candidate; no label for claim 0",
+        )
+    ]
 
 
 # -- the native fields a release relies on ------------------------------------------------------
