@@ -63,11 +63,6 @@ def dashboard_panel_register(
     )
 
 
-def dashboard_panel_unregister(name: str) -> None:
-    """Remove a panel (tests)."""
-    _PANELS.pop(name, None)
-
-
 def dashboard_panels_render(
     *, request: HttpRequest, project: Project, role: str | None
 ) -> list[tuple[str, SafeString]]:

@@ -6,7 +6,8 @@ import pytest
 from django.urls import reverse
 
 from labeling.models import Role
-from labeling.views.panels import dashboard_panel_register, dashboard_panel_unregister
+from labeling.views import panels
+from labeling.views.panels import dashboard_panel_register
 from tests.labeling.views.conftest import claim_next, form_url, labels_post
 
 pytestmark = pytest.mark.django_db
@@ -15,10 +16,15 @@ DASHBOARD = reverse("project-detail", args=["study"])
 
 
 @pytest.fixture
-def agreement_panel():
-    """The agreement panel as ``certification`` registers it (see labeling/views/panels.py)."""
+def agreement_panel(monkeypatch):
+    """The agreement panel as ``certification`` registers it (see labeling/views/panels.py).
+
+    The registry is swapped for a copy, so the panels the apps registered are back afterwards
+    (unregistering the real one broke later dashboard tests).
+    """
     from certification.selectors import agreement_report_get
 
+    monkeypatch.setattr(panels, "_PANELS", dict(panels._PANELS))
     dashboard_panel_register(
         name="agreement",
         template="certification/_agreement.html",
@@ -27,7 +33,6 @@ def agreement_panel():
         },
     )
     yield
-    dashboard_panel_unregister("agreement")
 
 
 @pytest.fixture
