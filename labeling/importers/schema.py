@@ -49,7 +49,9 @@ Label = Annotated[str, Field(min_length=1, max_length=64)]
 MAX_INT = 2**31 - 1
 Offset = Annotated[StrictInt, Field(ge=0, le=MAX_INT)]
 VersionNumber = Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
-Pseudonym = Annotated[str, Field(min_length=1, max_length=64)]
+# A pseudonym is an opaque id, never a name: an e-mail address or text with spaces (a person's
+# name) is refused, so it cannot be republished in every later release.
+Pseudonym = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^@\s]+$")]
 MAX_SEED = 2**63 - 1  # a BigIntegerField
 
 

@@ -686,3 +686,18 @@ def test_items_imported_after_labelling_started_join_the_end_of_the_queue(projec
     assert new.count() == 2
     assert {item.overlap for item in new} == {3}
     assert min(item.queue_position for item in new) > last
+
+
+@pytest.mark.parametrize("annotator", ["alice@example.com", "Alice Smith"])
+def test_an_annotator_that_is_not_a_pseudonym_is_refused(project, annotator):
+    # An e-mail address or a name would be republished in every release of the project.
+    record = native_record()
+    record["candidates"][0]["prior_annotations"] = [
+        {"annotator": annotator, "answer_label": "admissible"}
+    ]
+
+    errors = refused(project, jsonl_bytes([record]))
+
+    assert [(field, "pattern" in reason or "match" in reason) for _, field, reason in errors] == [
+        ("candidates[0].prior_annotations[0].annotator", True)
+    ]
