@@ -27,12 +27,15 @@ from django.db.models import QuerySet
 from labeling.models import Assignment, AssignmentStatus, Item, Membership, Project
 
 
-def project_lock(project_id: int) -> Project:
+def project_lock(project_id: int, *, no_key: bool = False) -> Project:
     """Lock and return a project row; the caller must be inside ``transaction.atomic``.
 
-    On SQLite ``select_for_update`` is a no-op, but SQLite serialises writers anyway.
+    ``no_key`` takes PostgreSQL's ``FOR NO KEY UPDATE``, which still serialises the lockers of
+    the row but lets other transactions insert rows that point at the project (their foreign
+    key checks take ``FOR KEY SHARE``, which ``FOR UPDATE`` would block). On SQLite
+    ``select_for_update`` is a no-op, but SQLite serialises writers anyway.
     """
-    return Project.objects.select_for_update().get(pk=project_id)
+    return Project.objects.select_for_update(no_key=no_key).get(pk=project_id)
 
 
 def membership_lock(*, project_id: int, user_id: Any) -> Membership | None:

@@ -252,7 +252,10 @@ def release_freeze(
             f"notes must be text of at most {MAX_NOTES} characters", data={"field": "notes"}
         )
     with transaction.atomic():
-        project = project_lock(project.pk)
+        # NO KEY: a labelling transaction that already wrote a label and then inserts a row
+        # pointing at the project must not wait for us while we wait for it (_cutoff's table
+        # locks): with FOR UPDATE that was a deadlock (found by a break-test on PostgreSQL).
+        project = project_lock(project.pk, no_key=True)
         version = _clean_version(project, version, parent)
         runs = _certified_runs(project, run_ids)
         cutoff = _cutoff()

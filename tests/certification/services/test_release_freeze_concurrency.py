@@ -25,7 +25,7 @@ from certification.services.releases import (
     release_freeze,
     release_rebuild,
 )
-from labeling.models import Item, LabelPolicy, Resolution, Role
+from labeling.models import Item, LabelPolicy, Membership, Resolution, Role
 from labeling.services import membership_set
 from tests.conftest import native_record
 from tests.factories import UserFactory
@@ -111,3 +111,44 @@ def test_read_ahead_thread_gives_the_same_bytes_as_one_connection(
     assert used == [True, False]
     assert rebuild.status == BuildStatus.DONE, rebuild.error
     assert rebuild.matches is True, rebuild.mismatches
+
+
+def test_a_freeze_and_a_labelling_transaction_do_not_deadlock(project, import_records):
+    # The labelling transaction writes a label, then inserts a row pointing at the project
+    # (its foreign key check locks the project row FOR KEY SHARE) while the freeze holds the
+    # project row and waits for the label tables: FOR UPDATE there was a deadlock.
+    import_records([native_record("q1")])
+    manager, annotator = UserFactory(), UserFactory()
+    membership_set(project=project, user=manager, role=Role.MANAGER)
+    item = Item.objects.filter(project=project).first()
+    policy = LabelPolicy.objects.get(project=project)
+    wrote_label, failures = threading.Event(), []
+
+    def labelling() -> None:
+        try:
+            with transaction.atomic():
+                Resolution.objects.create(
+                    item=item,
+                    number=1,
+                    status="unresolved",
+                    unresolved_reason="other",
+                    rationale="x",
+                    policy=policy,
+                    adjudicator=manager,
+                )
+                wrote_label.set()
+                time.sleep(0.5)  # the freeze takes the project row meanwhile
+                Membership.objects.create(project=project, user=annotator, role=Role.ANNOTATOR)
+        except Exception as exc:  # noqa: BLE001 - the test reports whatever failed
+            failures.append(exc)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=labelling)
+    writer.start()
+    assert wrote_label.wait(10)
+    release = release_freeze(project=project, actor=manager, version="1")
+    writer.join()
+
+    assert failures == []
+    assert release.cutoff["resolution"] >= Resolution.objects.get(item=item).pk
