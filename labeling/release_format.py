@@ -336,7 +336,7 @@ def iter_jsonl(stream: IO[bytes], name: str) -> Iterable[dict[str, Any]]:
     """
     for number, raw in enumerate(stream, start=1):
         try:
-            value = json.loads(raw, parse_constant=_no_constant)
+            value = json.loads(raw, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
         except ValueError as exc:
             raise ReleaseFormatError([f"{name} line {number}: not JSON ({exc})"]) from None
         if not isinstance(value, dict):
@@ -346,6 +346,15 @@ def iter_jsonl(stream: IO[bytes], name: str) -> Iterable[dict[str, Any]]:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise ValueError(f"key {key!r} repeats")
+        value[key] = item
+    return value
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
@@ -430,9 +439,13 @@ def verify_release(directory: Path) -> dict[str, Any]:
                     )
     sources = directory / SOURCES_JSONL
     if sources.is_file():
-        with sources.open("rb") as stream:
-            lines = sum(1 for _ in stream)
-        if lines != manifest.get("counts", {}).get("sources"):
+        try:
+            with sources.open("rb") as stream:
+                lines = sum(1 for _ in iter_jsonl(stream, SOURCES_JSONL))
+        except ReleaseFormatError as exc:
+            problems += exc.problems
+            lines = None
+        if lines is not None and lines != manifest.get("counts", {}).get("sources"):
             problems.append(
                 f"{MANIFEST}: counts.sources is {manifest.get('counts', {}).get('sources')}, "
                 f"{SOURCES_JSONL} has {lines} lines"
@@ -485,16 +498,30 @@ def _check_extra_files(directory: Path, manifest: Mapping[str, Any]) -> list[str
 
 
 def verify_archive(archive: Path, directory: Path, manifest: Mapping[str, Any]) -> list[str]:
-    """Compare a release's zip with the verified files beside it, member by member (sha256)."""
+    """Compare a release's zip with the verified files beside it, member by member (sha256).
+
+    The zip must hold exactly the manifest and the files it lists, once each, in one folder or
+    none, under the same rules :func:`extract_release_zip` applies.
+    """
     problems: list[str] = []
     expected = {name: entry.get("sha256") for name, entry in _listed(manifest).items()}
     expected[MANIFEST] = sha256_file(directory / MANIFEST)[0]
     try:
         with zipfile.ZipFile(archive) as zipped:
-            seen = set()
+            seen: set[str] = set()
+            folders: set[str | None] = set()
             for info in zipped.infolist():
-                name = PurePosixPath(info.filename).name
+                try:
+                    folder, name = _member_name(info)
+                except ReleaseFormatError as exc:
+                    problems += [f"{ARCHIVE}: {problem}" for problem in exc.problems]
+                    continue
                 if info.is_dir():
+                    folders.add(folder if folder is not None else name)
+                    continue
+                folders.add(folder)
+                if name in seen:
+                    problems.append(f"{ARCHIVE}: member {info.filename!r} appears twice")
                     continue
                 seen.add(name)
                 if name not in expected:
@@ -505,6 +532,8 @@ def verify_archive(archive: Path, directory: Path, manifest: Mapping[str, Any]) 
                         problems.append(f"{ARCHIVE}: member {info.filename!r} differs from {name}")
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         return [f"{ARCHIVE}: not a readable zip ({exc})"]
+    if len(folders) > 1:
+        problems.append(f"{ARCHIVE}: more than one folder: a release is one folder or none")
     problems += [f"{ARCHIVE}: {name} is missing" for name in sorted(set(expected) - seen)]
     return problems
 

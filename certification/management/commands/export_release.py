@@ -185,11 +185,6 @@ class Command(BaseCommand):
             except Exception as exc:
                 release_build_fail(build_id=build.pk, error=f"{type(exc).__name__}: {exc}")
                 raise CommandError(f"build {build.pk} failed: {type(exc).__name__}: {exc}") from exc
-        if build_is_stale(build):
-            raise CommandError(
-                f"build {build.pk} was abandoned (its task was lost or its worker killed): "
-                "run again with --rebuild --user MANAGER to build it again"
-            )
         if build.status in (BuildStatus.PENDING, BuildStatus.RUNNING):
             build = self._wait(build, quiet)
         if build.status == BuildStatus.FAILED:
@@ -207,6 +202,11 @@ class Command(BaseCommand):
             disable=quiet,
         ) as bar:
             while build.status in (BuildStatus.PENDING, BuildStatus.RUNNING):
+                if build_is_stale(build):
+                    raise CommandError(
+                        f"build {build.pk} was abandoned (its task was lost or its worker "
+                        "killed): run again with --rebuild --user MANAGER to build it again"
+                    )
                 if waited >= WAIT_SECONDS:
                     raise CommandError(f"build {build.pk} is still {build.status} after {waited} s")
                 time.sleep(POLL_SECONDS)

@@ -401,3 +401,50 @@ def test_verify_release_checks_the_zip_extra_files_and_the_ledger(demo, tmp_path
     assert caught.value.problems == [
         "release.zip: member 'demo-1/labels.jsonl' differs from labels.jsonl"
     ]
+
+
+def _rewrite_with_manifest(directory: Path, name: str, data: bytes) -> None:
+    """Replace a file and make the manifest agree with it (a consistent tampering)."""
+    (directory / name).write_bytes(data)
+    manifest = json.loads((directory / "manifest.json").read_text("utf-8"))
+    for entry in manifest["files"]:
+        if entry["name"] == name:
+            entry["sha256"] = hashlib.sha256(data).hexdigest()
+            entry["size"] = len(data)
+    (directory / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    (directory / "release.zip").unlink(missing_ok=True)  # it would no longer match
+
+
+def test_verify_release_parses_strictly(demo, tmp_path):
+    directory = release_export(release=_freeze(demo), directory=tmp_path)
+    labels = (directory / LABELS_JSONL).read_bytes()
+    _rewrite_with_manifest(
+        directory, LABELS_JSONL, labels.replace(b"}\n", b',"resolution":null}\n', 1)
+    )
+    with pytest.raises(ReleaseFormatError) as caught:
+        verify_release(directory)
+    assert any("key 'resolution' repeats" in p for p in caught.value.problems)
+
+    _rewrite_with_manifest(directory, LABELS_JSONL, labels)
+    sources = (directory / "sources.jsonl").read_bytes()
+    _rewrite_with_manifest(
+        directory, "sources.jsonl", sources.replace(b"}\n", b',"x":Infinity}\n', 1)
+    )
+    with pytest.raises(ReleaseFormatError) as caught:
+        verify_release(directory)
+    assert any(p.startswith("sources.jsonl line 1: not JSON") for p in caught.value.problems)
+
+
+def test_verify_release_refuses_a_zip_beside_the_files_with_more_members(demo, tmp_path):
+    directory = release_export(release=_freeze(demo), directory=tmp_path)
+    labels = (directory / LABELS_JSONL).read_bytes()
+    with (
+        zipfile.ZipFile(directory / "release.zip", "a") as archive,
+        pytest.warns(UserWarning, match="Duplicate name"),
+    ):
+        archive.writestr("demo-1/labels.jsonl", labels)  # a second copy, same bytes
+        archive.writestr("other/README.md", b"x")
+    with pytest.raises(ReleaseFormatError) as caught:
+        verify_release(directory)
+    assert "release.zip: member 'demo-1/labels.jsonl' appears twice" in caught.value.problems
+    assert any("more than one folder" in p for p in caught.value.problems)
