@@ -21,7 +21,6 @@ from certification.models import (
     AuditReport,
     BuildStatus,
     CalibrationRun,
-    CalibrationSpec,
     Release,
     ReleaseBuild,
     ReleaseTag,
@@ -29,6 +28,7 @@ from certification.models import (
     RunStatus,
     release_version_key,
 )
+from certification.selectors_releases import release_default_run_ids
 from labeling.exceptions import Conflict, InvalidInput, NotFound
 from labeling.locks import project_lock
 from labeling.models import (
@@ -87,16 +87,7 @@ def _clean_version(project: Project, version: Any, parent: Release | None) -> st
 def _certified_runs(project: Project, run_ids: list[int] | None) -> list[CalibrationRun]:
     """The runs a release certifies: those named, or the latest done run of each latest spec."""
     if run_ids is None:
-        runs = []
-        for spec in CalibrationSpec.objects.filter(project=project, next_version__isnull=True):
-            run = (
-                CalibrationRun.objects.filter(spec=spec, status=RunStatus.DONE)
-                .order_by("-finished_at", "-pk")
-                .first()
-            )
-            if run is not None:
-                runs.append(run)
-        return sorted(runs, key=lambda run: run.pk)
+        run_ids = release_default_run_ids(project=project)
     runs = list(
         CalibrationRun.objects.filter(project=project, pk__in=run_ids).select_related("spec")
     )
