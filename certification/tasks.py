@@ -16,21 +16,22 @@ from certification.services import (
     calibration_runs_refresh,
 )
 from certification.services.releases import release_build_execute, release_build_fail
+from certification.services.releases.freeze import BUILD_TIME_LIMIT
 from labeling.exceptions import Conflict, NotFound
 
 logger = logging.getLogger(__name__)
 
+# Every task retries a transient database error only (a lock timeout, a dropped connection,
+# SQLite's "database is locked"), with exponential backoff and a cap; the services are
+# idempotent.
+RETRY_ON_DB_ERROR = {
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": True,
+    "retry_backoff_max": 300,
+}
 
-# Retries only a transient database error (a lock timeout, a dropped connection, SQLite's
-# "database is locked"), with exponential backoff and a cap; the service is idempotent.
-@shared_task(
-    soft_time_limit=300,
-    time_limit=360,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_backoff_max=300,
-    max_retries=5,
-)
+
+@shared_task(soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
 def agreement_recompute_task(project_id: int) -> dict[str, object] | None:
     """Recompute a project's agreement report; returns its id and input hash, or None.
 
@@ -44,14 +45,7 @@ def agreement_recompute_task(project_id: int) -> dict[str, object] | None:
     return {"report_id": report.pk, "input_sha256": report.input_sha256}
 
 
-@shared_task(
-    soft_time_limit=300,
-    time_limit=360,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_backoff_max=300,
-    max_retries=5,
-)
+@shared_task(soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
 def calibration_runs_refresh_task(project_id: int) -> list[int] | None:
     """Start runs for the project's specs whose inputs changed; returns the new run ids.
 
@@ -65,14 +59,7 @@ def calibration_runs_refresh_task(project_id: int) -> list[int] | None:
     return [run.pk for run in runs]
 
 
-@shared_task(
-    soft_time_limit=600,
-    time_limit=660,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_backoff_max=300,
-    max_retries=5,
-)
+@shared_task(soft_time_limit=600, time_limit=660, max_retries=5, **RETRY_ON_DB_ERROR)
 def calibration_run_execute_task(run_id: int) -> dict[str, object] | None:
     """Compute a calibration run; returns its id, status and outcome, or None when it is gone.
 
@@ -93,14 +80,7 @@ def calibration_run_execute_task(run_id: int) -> dict[str, object] | None:
     return {"run_id": run.pk, "status": run.status, "outcome": run.outcome}
 
 
-@shared_task(
-    soft_time_limit=300,
-    time_limit=360,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_backoff_max=300,
-    max_retries=5,
-)
+@shared_task(soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
 def audit_reports_refresh_task(project_id: int) -> list[dict[str, object]] | None:
     """Recompute the project's evaluator audits; returns each report's id and input hash.
 
@@ -115,12 +95,10 @@ def audit_reports_refresh_task(project_id: int) -> list[dict[str, object]] | Non
 
 
 @shared_task(
-    soft_time_limit=3600,
-    time_limit=3660,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_backoff_max=300,
+    soft_time_limit=BUILD_TIME_LIMIT - 60,
+    time_limit=BUILD_TIME_LIMIT,
     max_retries=3,
+    **RETRY_ON_DB_ERROR,
 )
 def release_build_task(build_id: int) -> dict[str, object] | None:
     """Build the files of a release (or rebuild and compare); returns the manifest's sha256.

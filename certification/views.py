@@ -11,7 +11,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -34,24 +33,13 @@ from certification.services import (
     calibration_spec_create,
     calibration_spec_revise,
 )
-from labeling import permissions
+from certification.view_access import require_manager, require_viewer
 from labeling.exceptions import LabelingError, NotFound
 from labeling.models import Evaluator, Project
-from labeling.views.common import can_adjudicate, page_context, project_for
+from labeling.views.common import page_context, project_for
 
 #: How often a pending or running run's page reloads itself, in milliseconds.
 REFRESH_MS = 3000
-
-
-def _require_viewer(role: str | None) -> None:
-    # Certification summarises other people's labels: for annotators it does not exist.
-    if not can_adjudicate(role):
-        raise Http404("no such page")
-
-
-def _require_manager(role: str | None) -> None:
-    if not permissions.can_manage(role):
-        raise PermissionDenied("only a project manager may do this")
 
 
 def _spec_or_404(project: Project, spec_id: int) -> CalibrationSpec:
@@ -80,7 +68,7 @@ def _spec_form_errors(form: CalibrationSpecForm, exc: LabelingError) -> None:
 def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's calibration specs (every version) with their latest run."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     specs = calibration_spec_list(project=project)
     runs = calibration_run_list(project=project)[:20]
     context = page_context(project, role, specs=specs, runs=runs)
@@ -92,8 +80,8 @@ def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
 def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
     """Write a new calibration spec (managers)."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
-    _require_manager(role)
+    require_viewer(role)
+    require_manager(role)
     form = CalibrationSpecForm(request.POST or None, evaluators=_evaluators(project))
     if request.method == "POST" and form.is_valid():
         try:
@@ -118,8 +106,8 @@ def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
 def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Revise a spec (managers): the new version links to this one, which stays frozen."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
-    _require_manager(role)
+    require_viewer(role)
+    require_manager(role)
     spec = _spec_or_404(project, spec_id)
     form = CalibrationSpecForm(
         request.POST or None,
@@ -145,7 +133,7 @@ def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) 
 def calibration_spec_detail(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Show a spec's contract, its versions and its runs."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     spec = _spec_or_404(project, spec_id)
     context = page_context(
         project,
@@ -171,8 +159,8 @@ def _contract_rows(spec: CalibrationSpec) -> list[tuple[str, Any]]:
 def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Start a run of the spec (managers); a run on unchanged labels is the existing one."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
-    _require_manager(role)
+    require_viewer(role)
+    require_manager(role)
     spec = _spec_or_404(project, spec_id)
     try:
         run = calibration_run_start(spec=spec, actor=request.user)
@@ -188,7 +176,7 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
 def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     try:
         run = calibration_run_get(project=project, run_id=run_id)
     except NotFound as exc:

@@ -22,10 +22,11 @@ from certification.forms import AuditDeclarationForm, AuditSampleForm
 from certification.models import AuditReport, AuditSample
 from certification.selectors import audit_report_get, evaluator_audit_list, evaluator_get
 from certification.services import audit_report_configure, audit_sample_draw
+from certification.view_access import require_viewer
 from labeling import permissions
 from labeling.exceptions import LabelingError, NotFound
 from labeling.models import Evaluator, Project
-from labeling.views.common import can_adjudicate, page_context, project_for
+from labeling.views.common import page_context, project_for
 
 METRIC_ROWS = (
     ("accuracy", "Accuracy"),
@@ -36,12 +37,6 @@ METRIC_ROWS = (
     ("human_positive_rate", "Human positive rate"),
     ("evaluator_positive_rate", "Evaluator positive rate"),
 )
-
-
-def _require_viewer(role: str | None) -> None:
-    # Evaluator labels never reach annotators: for them the audit pages do not exist.
-    if not can_adjudicate(role):
-        raise Http404("no such page")
 
 
 def _evaluator_or_404(project: Project, evaluator_id: int) -> Evaluator:
@@ -80,7 +75,7 @@ def _metric_rows(metrics: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's evaluator versions with their audit's headline figures."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     context = page_context(project, role, audits=evaluator_audit_list(project=project))
     return render(request, "certification/audit_list.html", context)
 
@@ -90,7 +85,7 @@ def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
 def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
     """Show an evaluator's audit; a manager's POST (re)declares it and recomputes."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     if request.method == "POST" and not permissions.can_manage(role):
         raise PermissionDenied("only a project manager may declare an audit")
     evaluator = _evaluator_or_404(project, evaluator_id)
@@ -142,7 +137,7 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
 def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
     """Download the disagreement list (item, evaluator label, human label, kind, rationale)."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     evaluator = _evaluator_or_404(project, evaluator_id)
     report = _report_or_none(project, evaluator)
     if report is None:
@@ -161,7 +156,7 @@ def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) 
 def audit_sample_draw_view(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
     """Draw a seeded stratified audit sample (managers); its open items are served first."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     if not permissions.can_manage(role):
         raise PermissionDenied("only a project manager may draw an audit sample")
     evaluator = _evaluator_or_404(project, evaluator_id)

@@ -13,7 +13,6 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -43,11 +42,12 @@ from certification.services.releases import (
     release_tag_move,
 )
 from certification.services.releases.freeze import MAX_NOTES
+from certification.view_access import require_manager, require_viewer
 from labeling import permissions
 from labeling.exceptions import LabelingError, NotFound
 from labeling.models import Project
 from labeling.release_format import ARCHIVE
-from labeling.views.common import can_adjudicate, page_context, project_for
+from labeling.views.common import page_context, project_for
 
 #: How often a page with a pending or running build reloads itself, in milliseconds.
 REFRESH_MS = 3000
@@ -92,17 +92,6 @@ class ReleaseTagForm(forms.Form):
     name = forms.CharField(max_length=64, help_text="e.g. latest, paper-v1")
 
 
-def _require_viewer(role: str | None) -> None:
-    # Releases hold everybody's labels: for annotators the pages do not exist.
-    if not can_adjudicate(role):
-        raise Http404("no such page")
-
-
-def _require_manager(role: str | None) -> None:
-    if not permissions.can_manage(role):
-        raise PermissionDenied("only a project manager may do this")
-
-
 def _release_or_404(project: Project, release_id: int) -> Release:
     try:
         return release_get(project=project, release_id=release_id)
@@ -136,9 +125,9 @@ def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's releases with their build progress and tags; a manager's POST freezes
     a new release (its files are then built in the background)."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     if request.method == "POST":
-        _require_manager(role)
+        require_manager(role)
     releases = list(release_list(project=project))
     form = None
     if permissions.can_manage(role):
@@ -178,7 +167,7 @@ def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
 def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
     """Show a release: files with hashes, counts, what it certifies, tags, rebuilds, family."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     release = _release_or_404(project, release_id)
     build = release_content_build(release)
     context = page_context(
@@ -204,10 +193,10 @@ def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResp
 def release_file_download(request: HttpRequest, slug: str, release_id: int, name: str) -> Any:
     """Download one file of a release's build (or its zip archive), streamed as an attachment."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
+    require_viewer(role)
     # Files hold pending items' evaluator labels and votes, which adjudicators must not see
     # before they decide (labeling/permissions.py): downloads are for managers.
-    _require_manager(role)
+    require_manager(role)
     release = _release_or_404(project, release_id)
     try:
         file, build = release_file_get(release=release, name=name)
@@ -240,8 +229,8 @@ def release_file_response(project: Project, release: Release, build: Any, file: 
 def release_rebuild_view(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
     """Rebuild a release and compare it byte by byte with its first build (managers)."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
-    _require_manager(role)
+    require_viewer(role)
+    require_manager(role)
     release = _release_or_404(project, release_id)
     try:
         build = release_rebuild(release=release, actor=request.user)
@@ -257,8 +246,8 @@ def release_rebuild_view(request: HttpRequest, slug: str, release_id: int) -> Ht
 def release_tag_move_view(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
     """Point a tag at this release, creating it or moving it from another (managers)."""
     project, role = project_for(request, slug)
-    _require_viewer(role)
-    _require_manager(role)
+    require_viewer(role)
+    require_manager(role)
     release = _release_or_404(project, release_id)
     form = ReleaseTagForm(request.POST)
     if not form.is_valid():

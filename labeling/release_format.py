@@ -94,6 +94,73 @@ LABEL_RECORD_KEYS = (
     "resolution",
     "evaluator_labels",
 )
+# The keys of every object in labels.jsonl and sources.jsonl (README "Releases"): the exporter
+# writes exactly these (tests/certification/services/test_release_build.py checks it) and the
+# importer refuses any other key in a release of this schema version.
+QUESTION_KEYS = ("id", "text", "group_key", "partition", "slices", "metadata", "sources")
+QUESTION_SOURCE_KEYS = ("id", "version", "sha256", "rank", "score", "published_at", "observed_at")
+SOURCE_LINE_KEYS = (
+    "id",
+    "version",
+    "sha256",
+    "length",
+    "uri",
+    "published_at",
+    "observed_at",
+    "text",
+)
+CLAIM_KEYS = ("index", "text", "start", "end", "machine_split")
+ANNOTATION_KEYS = (
+    "annotator",
+    "origin",
+    "policy_version",
+    "labelled_at",
+    "time_spent_seconds",
+    "answer_label",
+    "answer_reason",
+    "comment",
+    "claim_labels",
+    "spans",
+    "raw",
+)
+ANNOTATION_CLAIM_LABEL_KEYS = (
+    "claim",
+    "label",
+    "reason",
+    "boundary_error",
+    "raw_label",
+    "evidence",
+)
+SPAN_KEYS = ("start", "end", "quote", "labels", "note", "evidence")
+EVIDENCE_KEYS = ("source", "version", "sha256", "start", "end", "quote")
+RESOLVED_CLAIM_LABEL_KEYS = ("claim", "label", "reason", "evidence")
+CANDIDATE_KEYS = (
+    "id",
+    "text",
+    "generator",
+    "generator_settings",
+    "sample_index",
+    "canonical_form",
+    "retrieval_score",
+    "confidence",
+    "acceptance_score",
+    "frequency_rank",
+    "is_selected",
+    "metadata",
+)
+EVALUATOR_LABEL_KEYS = ("evaluator", "version", "claim", "label", "score", "available", "raw")
+RESOLUTION_KEYS = (
+    "status",
+    "answer_label",
+    "answer_reason",
+    "unresolved_reason",
+    "rationale",
+    "adjudicator",
+    "resolved_at",
+    "policy_version",
+)
+RESOLUTION_RECORD_KEYS = (*RESOLUTION_KEYS, "claim_labels")
+
 RESOLUTION_STATUSES = ("consensus", "adjudicated", "unresolved")
 PENDING = "pending"  # a candidate with no resolution yet (still open or in the queue)
 UNAVAILABLE = "evidence_unavailable"

@@ -58,11 +58,24 @@ from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, Work
 from labeling.importers.schema import RecordError, check_storable, path_key
 from labeling.models import CANNOT_DECIDE
 from labeling.release_format import (
+    ANNOTATION_CLAIM_LABEL_KEYS,
+    ANNOTATION_KEYS,
+    CANDIDATE_KEYS,
+    CLAIM_KEYS,
+    EVALUATOR_LABEL_KEYS,
+    EVIDENCE_KEYS,
     LABEL_RECORD_KEYS,
     LABELS_JSONL,
     MANIFEST,
+    QUESTION_KEYS,
+    QUESTION_SOURCE_KEYS,
+    RESOLUTION_KEYS,
+    RESOLUTION_RECORD_KEYS,
+    RESOLVED_CLAIM_LABEL_KEYS,
     SCHEMA_VERSION,
+    SOURCE_LINE_KEYS,
     SOURCES_JSONL,
+    SPAN_KEYS,
     UNAVAILABLE,
     ReleaseFormatError,
     extract_release_zip,
@@ -77,69 +90,6 @@ GUIDELINE = (
 
 # The keys of every object of labels.jsonl and sources.jsonl, as schema 1.0 defines them (the
 # exporter, certification/services/releases/records.py, writes exactly these).
-QUESTION_KEYS = ("id", "text", "group_key", "partition", "slices", "metadata", "sources")
-QUESTION_SOURCE_KEYS = ("id", "version", "sha256", "rank", "score", "published_at", "observed_at")
-SOURCE_LINE_KEYS = (
-    "id",
-    "version",
-    "sha256",
-    "length",
-    "uri",
-    "published_at",
-    "observed_at",
-    "text",
-)
-CLAIM_KEYS = ("index", "text", "start", "end", "machine_split")
-ANNOTATION_KEYS = (
-    "annotator",
-    "origin",
-    "policy_version",
-    "labelled_at",
-    "time_spent_seconds",
-    "answer_label",
-    "answer_reason",
-    "comment",
-    "claim_labels",
-    "spans",
-    "raw",
-)
-ANNOTATION_CLAIM_LABEL_KEYS = (
-    "claim",
-    "label",
-    "reason",
-    "boundary_error",
-    "raw_label",
-    "evidence",
-)
-SPAN_KEYS = ("start", "end", "quote", "labels", "note", "evidence")
-EVIDENCE_KEYS = ("source", "version", "sha256", "start", "end", "quote")
-RESOLVED_CLAIM_LABEL_KEYS = ("claim", "label", "reason", "evidence")
-CANDIDATE_KEYS = (
-    "id",
-    "text",
-    "generator",
-    "generator_settings",
-    "sample_index",
-    "canonical_form",
-    "retrieval_score",
-    "confidence",
-    "acceptance_score",
-    "frequency_rank",
-    "is_selected",
-    "metadata",
-)
-EVALUATOR_LABEL_KEYS = ("evaluator", "version", "claim", "label", "score", "available", "raw")
-RESOLUTION_KEYS = (
-    "status",
-    "answer_label",
-    "answer_reason",
-    "unresolved_reason",
-    "rationale",
-    "adjudicator",
-    "resolved_at",
-    "policy_version",
-)
-RESOLUTION_RECORD_KEYS = (*RESOLUTION_KEYS, "claim_labels")
 PINNED = ("uri", "published_at", "observed_at")
 # ImportBatch.report notes: fields a newer minor schema version added, ignored.
 IGNORED = "unknown_fields_ignored"

@@ -183,10 +183,12 @@ def _cutoff() -> dict[str, int]:
     }
 
 
-# A build left pending this long lost its task message; one running this long was killed (the
-# task's hard time limit is 3,660 s). Either may then be started again (``release_rebuild``).
+# The build task's hard time limit, in seconds (Celery kills the task then).
+BUILD_TIME_LIMIT = 3660
+# A build left pending this long lost its task message; one running this long was killed (past
+# the task's hard time limit). Either may then be started again (``release_rebuild``).
 STALE_PENDING = timedelta(minutes=10)
-STALE_RUNNING = timedelta(seconds=3660 + 300)
+STALE_RUNNING = timedelta(seconds=BUILD_TIME_LIMIT + 300)
 
 
 def build_is_stale(build: ReleaseBuild) -> bool:

@@ -448,3 +448,40 @@ def test_verify_release_refuses_a_zip_beside_the_files_with_more_members(demo, t
         verify_release(directory)
     assert "release.zip: member 'demo-1/labels.jsonl' appears twice" in caught.value.problems
     assert any("more than one folder" in p for p in caught.value.problems)
+
+
+def test_the_exporter_writes_exactly_the_keys_the_format_defines(demo, tmp_path):
+    # One definition of the record (labeling/release_format.py) for the exporter and the
+    # importer, which refuses any other key.
+    from labeling import release_format as rf
+
+    directory = release_export(release=_freeze(demo), directory=tmp_path)
+    seen: set[str] = set()
+
+    def exactly(obj: dict, keys: tuple[str, ...], what: str) -> None:
+        assert set(obj) == set(keys), what
+        seen.add(what)
+
+    for record in _records(directory):
+        exactly(record, rf.LABEL_RECORD_KEYS, "record")
+        exactly(record["question"], rf.QUESTION_KEYS, "question")
+        for source in record["question"]["sources"]:
+            exactly(source, rf.QUESTION_SOURCE_KEYS, "question source")
+        exactly(record["candidate"], rf.CANDIDATE_KEYS, "candidate")
+        for claim in record["claims"]:
+            exactly(claim, rf.CLAIM_KEYS, "claim")
+        for annotation in record["annotations"]:
+            exactly(annotation, rf.ANNOTATION_KEYS, "annotation")
+            for label in annotation["claim_labels"]:
+                exactly(label, rf.ANNOTATION_CLAIM_LABEL_KEYS, "annotation claim label")
+                for span in label["evidence"]:
+                    exactly(span, rf.EVIDENCE_KEYS, "evidence")
+        if record["resolution"] is not None:
+            exactly(record["resolution"], rf.RESOLUTION_RECORD_KEYS, "resolution")
+            for label in record["resolution"]["claim_labels"]:
+                exactly(label, rf.RESOLVED_CLAIM_LABEL_KEYS, "resolved claim label")
+        for label in record["evaluator_labels"]:
+            exactly(label, rf.EVALUATOR_LABEL_KEYS, "evaluator label")
+    for line in (directory / "sources.jsonl").read_text("utf-8").splitlines():
+        exactly(json.loads(line), rf.SOURCE_LINE_KEYS, "source line")
+    assert len(seen) == 12  # every kind of object occurs in the demo release (spans aside)
