@@ -23,6 +23,7 @@ TOP_LEVEL_ALLOWED = {
     "certification",
     "templates",
     "tests",
+    "docs",
     "Makefile",
     ".ci",
     ".gitignore",
