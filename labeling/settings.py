@@ -147,13 +147,21 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 # Periodic tasks, run by `celery -A labeling beat` next to the workers. Leases that ran out give
-# their slot back within a minute (claims also release the stale leases they meet).
+# their slot back within a minute (claims also release the stale leases they meet); the pinned
+# source texts are verified once a day.
 # https://docs.celeryq.dev/en/stable/userguide/periodic-tasks.html
 CELERY_BEAT_SCHEDULE = {
     "assignments-release-expired": {
         "task": "labeling.tasks.assignments_release_expired_task",
         "schedule": 60.0,
         "options": {"expires": 55},
+    },
+    # Recompute every pinned source text's sha256 and length (a mismatch is logged as an error).
+    # Reads only; a run that waited an hour for a worker is dropped, the next day's comes.
+    "source-versions-verify": {
+        "task": "labeling.tasks.source_versions_verify_all_task",
+        "schedule": 24 * 60 * 60.0,
+        "options": {"expires": 60 * 60},
     },
 }
 
