@@ -15,7 +15,9 @@ BENCH_ARGS ?=
 # pytest-xdist workers for test-fast: auto is one per core.
 WORKERS ?= auto
 # What test-fast leaves out: the real browser, the real Celery worker, the long simulations and
-# the third-party datasets. `make test` runs everything.
+# the third-party datasets. `make test` runs everything. The reused SQLite test databases live in
+# .pytest_cache/d/test-db (one per worker); PYTEST_ARGS=--create-db rebuilds them, e.g. after
+# switching to a branch with other migrations. PYTEST_ARGS=--lf reruns only the last failures.
 FAST_MARKERS := not browser and not celery_worker and not slow and not shared_data
 MYPY_TARGETS := labeling certification manage.py
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
