@@ -12,12 +12,20 @@ STAMP := $(VENV)/.certlabel-installed
 MANAGE := $(BIN)/python manage.py
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+# pytest-xdist workers for test-fast: auto is one per core.
+WORKERS ?= auto
+# What test-fast leaves out: the real browser, the real Celery worker, the long simulations and
+# the third-party datasets. `make test` runs everything. The reused SQLite test databases live in
+# .pytest_cache/d/test-db (one per worker); PYTEST_ARGS=--create-db rebuilds them, e.g. after
+# switching to a branch with other migrations. PYTEST_ARGS=--lf reruns only the last failures.
+FAST_MARKERS := not browser and not celery_worker and not slow and not shared_data
+MYPY_TARGETS := labeling certification manage.py
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help demo test install fmt lint check migrations-check bench
+.PHONY: help demo test test-fast install fmt lint type check migrations-check bench
 
 help: ## Show this list of targets
-	@echo "Usage: make <target>   (variables: PYTHON, VENV, PYTEST_ARGS, BENCH_ARGS)"
+	@echo "Usage: make <target>   (variables: PYTHON, VENV, PYTEST_ARGS, WORKERS, BENCH_ARGS)"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(BIN)/python:
@@ -35,8 +43,11 @@ demo: install ## Migrate the SQLite database, set up the demo project and users,
 	$(MANAGE) demo_setup
 	$(MANAGE) runserver 127.0.0.1:8000
 
-test: install ## Run the test suite (SQLite and eager Celery unless DATABASE_URL / CELERY_BROKER_URL are set)
+test: install ## Run the whole test suite (SQLite and eager Celery unless DATABASE_URL / CELERY_BROKER_URL are set)
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-fast: install ## The quick loop: parallel (WORKERS), reused test db, no browser/worker/slow/dataset tests
+	$(BIN)/pytest -n $(WORKERS) --reuse-db -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
 
 fmt: install ## Format the code and apply ruff's safe fixes
 	$(BIN)/ruff format .
@@ -46,10 +57,13 @@ lint: install ## Check style and formatting with ruff (changes nothing)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+type: install ## Type-check with mypy (django-stubs, drf-stubs; the statistics strictly)
+	$(BIN)/mypy $(MYPY_TARGETS)
+
 migrations-check: install ## Fail if a model change has no migration
 	$(MANAGE) makemigrations --check --dry-run
 
-check: lint test migrations-check ## lint + test + migrations-check: what a change must pass
+check: lint type migrations-check test ## lint + type + migrations-check + test: what a change must pass
 
 bench: install ## Import benchmark, 10k questions (BENCH_ARGS="--questions 1000 --postgres postgres://postgres@127.0.0.1:5432/postgres")
 	$(BIN)/python tests/benchmarks/bench_import.py $(BENCH_ARGS)

@@ -62,13 +62,12 @@ def calibration_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
     """Context of the dashboard's calibration panel: the latest version of each spec."""
     from certification.selectors import calibration_spec_list
 
-    specs = [s for s in calibration_spec_list(project=project) if not s.has_next]
+    specs = list(calibration_spec_list(project=project).filter(next_version__isnull=True))
     return {"calibration_specs": specs}
 
 
 class CertificationConfig(AppConfig):
-    """Agreement statistics (issue 3); calibration specs and runs (issue 4); evaluator audits
-    and releases (later issues)."""
+    """The certification app: agreement statistics, calibration, evaluator audits, releases."""
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "certification"

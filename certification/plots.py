@@ -21,6 +21,12 @@ SVG_METADATA = {"Date": None, "Creator": None}
 WIDTH, HEIGHT = 7.2, 3.6
 
 
+def _y(value: Any) -> float:
+    """A stored number as a plot coordinate: a missing value (None) is NaN, which is not drawn."""
+    number = from_num(value)
+    return math.nan if number is None else number
+
+
 def _svg(figure: Figure) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata=SVG_METADATA, bbox_inches="tight")
@@ -37,8 +43,8 @@ def selective_risk_svg(result: Mapping[str, Any]) -> str | None:
         return None
     rows = sorted(section["rows"], key=lambda r: r["threshold"])
     x = [r["threshold"] for r in rows]
-    risk = [from_num(r["risk"]) if r["risk"] is not None else math.nan for r in rows]
-    bound = [from_num(r["upper_bound"]) for r in rows]
+    risk = [_y(r["risk"]) for r in rows]
+    bound = [_y(r["upper_bound"]) for r in rows]
     alpha = float(section["alpha"])
     figure = Figure(figsize=(WIDTH, HEIGHT))
     ax = figure.subplots()
@@ -55,7 +61,7 @@ def selective_risk_svg(result: Mapping[str, Any]) -> str | None:
     if certified:
         ax.scatter(
             [r["threshold"] for r in certified],
-            [from_num(r["upper_bound"]) for r in certified],
+            [_y(r["upper_bound"]) for r in certified],
             s=40,
             facecolors="none",
             edgecolors="green",
@@ -82,10 +88,8 @@ def conformal_curve_svg(result: Mapping[str, Any]) -> str | None:
         return None
     curve = section["curve"]
     alphas = [float(p["alpha"]) for p in curve]
-    coverage = [from_num(p["coverage"]) if p["coverage"] is not None else math.nan for p in curve]
-    sizes = [
-        from_num(p["mean_set_size"]) if p["mean_set_size"] is not None else math.nan for p in curve
-    ]
+    coverage = [_y(p["coverage"]) for p in curve]
+    sizes = [_y(p["mean_set_size"]) for p in curve]
     figure = Figure(figsize=(WIDTH, HEIGHT))
     ax = figure.subplots()
     ax.plot(alphas, coverage, marker="o", markersize=3, color="tab:blue", label="coverage")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import TypedDict
 
 from celery import shared_task
 from django.db import OperationalError
@@ -21,10 +22,19 @@ from labeling.exceptions import Conflict, NotFound
 
 logger = logging.getLogger(__name__)
 
+
+class RetryOptions(TypedDict):
+    """The retry options of ``shared_task``, typed so that ``**`` keeps them checked."""
+
+    autoretry_for: tuple[type[BaseException], ...]
+    retry_backoff: bool
+    retry_backoff_max: int
+
+
 # Every task retries a transient database error only (a lock timeout, a dropped connection,
 # SQLite's "database is locked"), with exponential backoff and a cap; the services are
 # idempotent.
-RETRY_ON_DB_ERROR = {
+RETRY_ON_DB_ERROR: RetryOptions = {
     "autoretry_for": (OperationalError,),
     "retry_backoff": True,
     "retry_backoff_max": 300,

@@ -186,8 +186,7 @@ class ImportBatchAdmin(ReadOnlyAdmin):
 
 class SourceVersionInline(ReadOnlyInline):
     model = SourceVersion
-    fields = ["sha256", "length", "published_at", "observed_at", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("sha256", "length", "published_at", "observed_at", "created_at")
 
 
 @admin.register(SourceDocument)
@@ -236,8 +235,7 @@ class QuestionAdmin(ReadOnlyAdmin):
 
 class ClaimInline(ReadOnlyInline):
     model = Claim
-    fields = ["index", "text", "start", "end", "unanchored", "machine_split"]
-    readonly_fields = fields
+    fields = readonly_fields = ("index", "text", "start", "end", "unanchored", "machine_split")
 
 
 @admin.register(CandidateAnswer)
@@ -293,14 +291,12 @@ class EvaluatorLabelAdmin(ReadOnlyAdmin):
 
 class PriorClaimLabelInline(ReadOnlyInline):
     model = PriorClaimLabel
-    fields = ["claim", "label", "reason", "raw_label"]
-    readonly_fields = fields
+    fields = readonly_fields = ("claim", "label", "reason", "raw_label")
 
 
 class PriorSpanInline(ReadOnlyInline):
     model = PriorSpan
-    fields = ["start", "end", "quote", "labels", "note"]
-    readonly_fields = fields
+    fields = readonly_fields = ("start", "end", "quote", "labels", "note")
 
 
 @admin.register(PriorAnnotation)
@@ -355,8 +351,14 @@ class AssignmentAdmin(ReadOnlyAdmin):
 class AnnotationRevisionInline(ReadOnlyInline):
     model = AnnotationRevision
     fk_name = "annotation"
-    fields = ["number", "created_by", "policy", "answer_label", "answer_reason", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "number",
+        "created_by",
+        "policy",
+        "answer_label",
+        "answer_reason",
+        "created_at",
+    )
 
 
 @admin.register(Annotation)
@@ -371,8 +373,7 @@ class AnnotationAdmin(ReadOnlyAdmin):
 
 class ClaimLabelInline(ReadOnlyInline):
     model = ClaimLabel
-    fields = ["claim", "label", "reason", "boundary_error"]
-    readonly_fields = fields
+    fields = readonly_fields = ("claim", "label", "reason", "boundary_error")
 
 
 @admin.register(AnnotationRevision)
@@ -413,8 +414,7 @@ class DisagreementAdmin(ReadOnlyAdmin):
 
 class ResolvedClaimLabelInline(ReadOnlyInline):
     model = ResolvedClaimLabel
-    fields = ["claim", "label", "reason"]
-    readonly_fields = fields
+    fields = readonly_fields = ("claim", "label", "reason")
 
 
 @admin.register(Resolution)

@@ -32,6 +32,14 @@ def format_choices() -> list[tuple[str, str]]:
     return [(name, f"{name} — {known[name].description}") for name in names]
 
 
+def _choice_field(form: forms.BaseForm, name: str) -> forms.ChoiceField:
+    """Return the form's bound copy of the choice field ``name`` (to set its choices)."""
+    field = form.fields[name]
+    if not isinstance(field, forms.ChoiceField):
+        raise TypeError(f"{type(form).__name__}.{name} is a {type(field).__name__}, not a choice")
+    return field
+
+
 class ImportForm(forms.Form):
     """A workload file and its format."""
 
@@ -41,7 +49,7 @@ class ImportForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Formats are read at request time: adapters register in labeling.importers.formats().
-        self.fields["format"].choices = format_choices()
+        _choice_field(self, "format").choices = format_choices()
 
 
 class PartitionForm(forms.Form):
@@ -77,12 +85,12 @@ class ItemFilterForm(forms.Form):
 
     def __init__(self, *args: Any, generators: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["partition"].choices = [
+        _choice_field(self, "partition").choices = [
             ("", "any"),
             *Partition.choices,
             (UNASSIGNED, UNASSIGNED),
         ]
-        self.fields["generator"].choices = [("", "any"), *((g, g) for g in generators)]
+        _choice_field(self, "generator").choices = [("", "any"), *((g, g) for g in generators)]
 
     def filters(self) -> dict[str, str]:
         """Return the filters that are valid and set; invalid ones are left out (and reported)."""

@@ -1,4 +1,4 @@
-"""Evidence offsets: browser UTF-16 offsets to code points, and the checks a cited span must pass.
+r"""Evidence offsets: browser UTF-16 offsets to code points, and the checks a cited span must pass.
 
 Stored offsets are Unicode code points of the pinned source text, 0-based and end-exclusive, so
 ``text[start:end] == quote`` in Python (DESIGN.md §1). Browsers count UTF-16 code units
@@ -12,7 +12,7 @@ in and refuses, never shifts, a span that does not fit the stored text exactly:
 - a stored text whose sha256 no longer matches its pin;
 - a boundary inside an extended grapheme cluster (a base letter and its combining accent, an
   emoji with its skin-tone modifier, a flag's two regional indicators; UAX #29 via the ``regex``
-  module's ``\\X``) or between the CR and LF of a CRLF line ending.
+  module's ``\X``) or between the CR and LF of a CRLF line ending.
 
 Pure functions with no database. Errors are :class:`labeling.exceptions.InvalidInput` with
 ``data={"field": ...}`` naming the offending input (``start``, ``end``, ``quote``, ``unit`` or

@@ -147,13 +147,21 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 # Periodic tasks, run by `celery -A labeling beat` next to the workers. Leases that ran out give
-# their slot back within a minute (claims also release the stale leases they meet).
+# their slot back within a minute (claims also release the stale leases they meet); the pinned
+# source texts are verified once a day.
 # https://docs.celeryq.dev/en/stable/userguide/periodic-tasks.html
 CELERY_BEAT_SCHEDULE = {
     "assignments-release-expired": {
         "task": "labeling.tasks.assignments_release_expired_task",
         "schedule": 60.0,
         "options": {"expires": 55},
+    },
+    # Recompute every pinned source text's sha256 and length (a mismatch is logged as an error).
+    # Reads only; a run that waited an hour for a worker is dropped, the next day's comes.
+    "source-versions-verify": {
+        "task": "labeling.tasks.source_versions_verify_all_task",
+        "schedule": 24 * 60 * 60.0,
+        "options": {"expires": 60 * 60},
     },
 }
 
@@ -190,13 +198,27 @@ X_FRAME_OPTIONS = "DENY"
 # ---------------------------------------------------------------------------------------------
 # Logging
 # ---------------------------------------------------------------------------------------------
+# Every field a log call passes with ``extra=`` (ids, counts) is printed after the message:
+# ``kv`` (default) as key=value pairs on the line, ``json`` as one JSON object per line.
+LOG_FORMAT = env.str("CERTLABEL_LOG_FORMAT", default="kv")
+if LOG_FORMAT not in ("kv", "json"):
+    raise ImproperlyConfigured(f"CERTLABEL_LOG_FORMAT must be kv or json, not {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "kv": {
+            "class": "labeling.logformat.KeyValueFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        },
+        "json": {"class": "labeling.logformat.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
 }
+# A Celery worker keeps this configuration (and so the context fields) instead of replacing the
+# root logger's handlers with its own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # ---------------------------------------------------------------------------------------------
 # Release storage (issue 6): where built releases are kept. The default is a local directory;

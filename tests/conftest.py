@@ -25,17 +25,32 @@ SHARED_DATA = Path(
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
+def django_db_modify_db_settings(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Test on a SQLite *file*, as production does, not the shared-cache in-memory database.
 
     The in-memory default has table-level locks ("database table is locked") where a file has
     the busy timeout and WAL that concurrent requests rely on.
+
+    The file is new per session, except under ``--reuse-db``: then it lives at a fixed path in
+    pytest's cache directory (``.pytest_cache/d/test-db``, inside this work tree) so the next
+    run finds it migrated. Each pytest-xdist worker gets its own file (``_gw0``, ``_gw1``...).
     """
     from django.conf import settings
 
     db = settings.DATABASES["default"]
-    if db["ENGINE"] == "django.db.backends.sqlite3":
-        db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
+    if db["ENGINE"] != "django.db.backends.sqlite3":
+        # PostgreSQL: pytest-django's own per-worker suffix (test_certlabel_gw0...).
+        request.getfixturevalue("django_db_modify_db_settings_parallel_suffix")
+        return
+    cache = getattr(request.config, "cache", None)
+    if request.config.getvalue("reuse_db") and cache is not None:
+        directory = Path(cache.mkdir("test-db"))
+    else:
+        directory = tmp_path_factory.mktemp("db")
+    worker = getattr(request.config, "workerinput", {}).get("workerid", "main")
+    db.setdefault("TEST", {})["NAME"] = str(directory / f"test_{worker}.sqlite3")
 
 
 @pytest.fixture(autouse=True)

@@ -398,7 +398,7 @@ def cohen_kappa_labels(
 
 # -- Krippendorff -----------------------------------------------------------------------------
 def _pairable(codes: NDArray[np.int64]) -> NDArray[np.bool_]:
-    return (codes != _MISSING).sum(axis=1) >= 2
+    return np.asarray((codes != _MISSING).sum(axis=1) >= 2, dtype=np.bool_)
 
 
 def krippendorff_alpha_nominal(ratings: Sequence[Sequence[Label | None]]) -> Statistic:
@@ -442,7 +442,7 @@ def _alpha(codes: NDArray[np.int64]) -> Statistic:
 
 # -- percent agreement ------------------------------------------------------------------------
 def _unit_counts(codes: NDArray[np.int64], k: int) -> NDArray[np.int64]:
-    """units × categories count table (missing ratings not counted)."""
+    """Count table of units × categories (missing ratings not counted)."""
     counts = np.zeros((codes.shape[0], k), dtype=np.int64)
     units, raters = np.nonzero(codes != _MISSING)
     np.add.at(counts, (units, codes[units, raters]), 1)

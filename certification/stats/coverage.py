@@ -565,8 +565,17 @@ def _coverage_once(
     return float(np.count_nonzero(test <= threshold)) / test.size, n_cal, int(test.size)
 
 
+def _hashable_label(label: object) -> Hashable:
+    if not isinstance(label, Hashable):
+        raise StatsError(f"a group label must be hashable, got {type(label).__name__}")
+    return label
+
+
 def _group_ids(groups: Sequence[Hashable] | ArrayLike, n: int) -> NDArray[np.int64]:
-    labels = list(groups) if not isinstance(groups, np.ndarray) else groups.tolist()
+    values = groups.tolist() if isinstance(groups, np.ndarray) else groups
+    if not isinstance(values, Sequence) or isinstance(values, str | bytes):
+        raise StatsError(f"groups must be a sequence of labels, got {type(groups).__name__}")
+    labels = [_hashable_label(label) for label in values]
     if len(labels) != n:
         raise StatsError(f"groups must have one label per score ({n}), got {len(labels)}")
     index: dict[Hashable, int] = {}

@@ -52,8 +52,11 @@ def own_progress(*, project: Project, actor: Any) -> OwnProgress:
 
 
 def own_annotation_list(*, project: Project, actor: Any) -> QuerySet[Annotation]:
-    """Return ``actor``'s own annotations in ``project``, newest first, with question and
-    current revision loaded. No other annotator's row and no item status is read. One query."""
+    """Return ``actor``'s own annotations in ``project``, newest first.
+
+    The question and current revision are loaded. No other annotator's row and no item status is
+    read. One query.
+    """
     return (
         Annotation.objects.filter(item__project=project, annotator=actor)
         .select_related("current", "assignment", "item__candidate__question")

@@ -25,6 +25,7 @@ from labeling.models import (
     LIVE_ASSIGNMENT_STATUSES,
     Annotation,
     AnnotationOrigin,
+    AnnotationRevision,
     Assignment,
     AssignmentStatus,
     CandidateAnswer,
@@ -36,6 +37,7 @@ from labeling.models import (
     LabelPolicy,
     PriorAnnotation,
     PriorClaimLabel,
+    PriorSpan,
     Project,
     Question,
     Resolution,
@@ -177,6 +179,25 @@ def _span(row: Any) -> Span:
     return Span(row.source_version_id, row.start, row.end, row.quote)
 
 
+def _current_revision(annotation: Annotation) -> AnnotationRevision:
+    """The annotation's current revision; the queries here select only annotations that have one."""
+    revision = annotation.current
+    if revision is None:
+        raise RuntimeError(f"annotation {annotation.pk} has no current revision")
+    return revision
+
+
+def _prior_evidence(span: PriorSpan) -> Span | None:
+    """The evidence of an imported flag, or None. The database keeps the four fields together."""
+    if span.evidence_source_version_id is None:
+        return None
+    if span.evidence_start is None or span.evidence_end is None or span.evidence_quote is None:
+        raise RuntimeError(f"prior span {span.pk} has incomplete evidence")
+    return Span(
+        span.evidence_source_version_id, span.evidence_start, span.evidence_end, span.evidence_quote
+    )
+
+
 def item_votes(*, item_ids: Iterable[int]) -> dict[int, list[Vote]]:
     """Return the votes of each item: live ones by assignment slot, then prior ones by import.
 
@@ -202,7 +223,7 @@ def item_votes(*, item_ids: Iterable[int]) -> dict[int, list[Vote]]:
         .order_by("item_id", "assignment__slot", "assignment_id")
     )
     for annotation in annotations:
-        revision = annotation.current
+        revision = _current_revision(annotation)
         votes[annotation.item_id].append(
             Vote(
                 item_id=annotation.item_id,
@@ -494,16 +515,7 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
                     end=s.end,
                     quote=s.quote,
                     labels=tuple(s.labels),
-                    evidence=(
-                        Span(
-                            s.evidence_source_version_id,
-                            s.evidence_start,
-                            s.evidence_end,
-                            s.evidence_quote,
-                        )
-                        if s.evidence_source_version_id is not None
-                        else None
-                    ),
+                    evidence=_prior_evidence(s),
                 )
                 for s in prior.spans.all()
             )
@@ -659,7 +671,7 @@ def labelling_form_view(*, project: Project, assignment: Assignment) -> Labellin
             .first()
         )
         if annotation is not None:
-            revision = annotation.current
+            revision = _current_revision(annotation)
             current = Vote(
                 item_id=item.pk,
                 live=True,

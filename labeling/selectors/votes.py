@@ -75,6 +75,13 @@ def vote_value(label: str, reason: str | None) -> str:
     return f"{label}:{reason}" if reason else label
 
 
+def _imported_label(label: str | None) -> str:
+    """A prior label read through a ``label__isnull=False`` filter (so never None)."""
+    if label is None:
+        raise RuntimeError("an imported label without a value passed the not-null filter")
+    return label
+
+
 def user_rater(user_id: int) -> str:
     """The rater id of an account."""
     return f"user:{user_id}"
@@ -124,7 +131,7 @@ def project_votes(*, project: Project) -> ProjectVotes:
         )
     ]
     answer_votes += [
-        (item_id, prior_rater(annotator), vote_value(label, reason))
+        (item_id, prior_rater(annotator), vote_value(_imported_label(label), reason))
         for item_id, annotator, label, reason in PriorAnnotation.objects.filter(
             candidate__item__project=project, answer_label__isnull=False
         ).values_list("candidate__item__id", "annotator", "answer_label", "answer_reason")
@@ -136,7 +143,7 @@ def project_votes(*, project: Project) -> ProjectVotes:
         ).values_list("claim_id", "revision__annotation__annotator_id", "label", "reason")
     ]
     claim_votes += [
-        (claim_id, prior_rater(annotator), vote_value(label, reason))
+        (claim_id, prior_rater(annotator), vote_value(_imported_label(label), reason))
         for claim_id, annotator, label, reason in PriorClaimLabel.objects.filter(
             prior_annotation__candidate__item__project=project, label__isnull=False
         ).values_list("claim_id", "prior_annotation__annotator", "label", "reason")

@@ -39,7 +39,13 @@ from labeling.selectors import (
 from labeling.selectors.pages import own_progress
 from labeling.selectors.review import project_progress
 from labeling.services import partition_freeze, workload_import_file
-from labeling.views.common import can_adjudicate, can_annotate, page_context, project_for
+from labeling.views.common import (
+    can_adjudicate,
+    can_annotate,
+    page_context,
+    project_for,
+    signed_in_user,
+)
 from labeling.views.panels import dashboard_panels_render
 
 ITEMS_PER_PAGE = 50
@@ -185,7 +191,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
                 stream=upload.file,
                 format_name=form.cleaned_data["format"],
                 filename=upload.name or "upload",
-                actor=request.user,
+                actor=signed_in_user(request),
             )
         except WorkloadImportFailed as exc:
             errors = exc.errors
@@ -195,15 +201,15 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
         except LabelingError as exc:
             form.add_error(None, exc.message)
         else:
-            if result.already_imported:
+            if result.batch is None:
+                messages.info(
+                    request, f"{upload.name}: {result.records} records, nothing new to import."
+                )
+            elif result.already_imported:
                 messages.info(
                     request,
                     f"{upload.name}: this file was already imported (batch #{result.batch.pk}); "
                     "nothing changed.",
-                )
-            elif result.batch is None:
-                messages.info(
-                    request, f"{upload.name}: {result.records} records, nothing new to import."
                 )
             else:
                 messages.success(
@@ -231,7 +237,7 @@ def partition_freeze_view(request: HttpRequest, slug: str) -> HttpResponse:
                 project=project,
                 proportions=form.proportions(),
                 seed=form.cleaned_data["seed"],
-                actor=request.user,
+                actor=signed_in_user(request),
             )
         except (InvalidInput, InvalidTransition) as exc:
             form.add_error(None, exc.message)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
 from labeling import permissions
@@ -23,6 +25,14 @@ def project_for(request: HttpRequest, slug: str) -> tuple[Project, str | None]:
     except NotFound as exc:
         raise Http404("no such project") from exc
     return project, permissions.project_role(user=request.user, project=project)
+
+
+def signed_in_user(request: HttpRequest) -> AbstractBaseUser:
+    """Return the request's user, who must be signed in (the views are ``login_required``)."""
+    user = request.user
+    if not isinstance(user, AbstractBaseUser) or not user.is_authenticated:
+        raise PermissionDenied("sign in first")
+    return user
 
 
 def can_adjudicate(role: str | None) -> bool:
@@ -49,7 +59,9 @@ def page_context(project: Project, role: str | None, **extra: Any) -> dict[str, 
 
 
 def form_add_domain_error(form: forms.Form, exc: LabelingError) -> None:
-    """Attach a service error to the form field it names (``data["field"]`` or the message's
-    ``field:`` prefix), or to the whole form."""
+    """Attach a service error to the form field it names, or to the whole form.
+
+    The field is ``data["field"]`` or the message's ``field:`` prefix.
+    """
     field = exc.data.get("field") or exc.message.split(":", 1)[0]
     form.add_error(field if field in form.fields else None, exc.message)

@@ -47,13 +47,13 @@ class Command(BaseCommand):
             ) from exc
         except LabelingError as exc:
             raise CommandError(f"{path.name}: {exc.message}") from exc
-        if result.already_imported:
-            self.stdout.write(
-                f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
-            )
-        elif result.batch is None:
+        if result.batch is None:
             self.stdout.write(
                 f"{path.name}: {result.records} records, nothing new; nothing changed"
+            )
+        elif result.already_imported:
+            self.stdout.write(
+                f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
             )
         else:
             summary = json.dumps({"created": result.created}, ensure_ascii=False)

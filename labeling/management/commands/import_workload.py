@@ -106,10 +106,10 @@ class Command(BaseCommand):
             )
         else:
             result = self._import_file(project, fmt, path, quiet)
-        if result.already_imported:
-            return f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
         if result.batch is None:
             return f"{path.name}: {result.records} records, nothing new; nothing changed"
+        if result.already_imported:
+            return f"{path.name}: already imported (batch #{result.batch.pk}); nothing changed"
         summary = json.dumps({"created": result.created, "notes": result.notes}, ensure_ascii=False)
         return f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}"
 
