@@ -9,13 +9,15 @@ p-values and Bonferroni or fixed-sequence multiplicity control).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from certification.certificates.contract import Contract
 from certification.certificates.jsonnum import num
 from certification.certificates.units import Unit, exclusions
 from certification.stats.selective_risk import (
+    Acceptance,
     Certificate,
+    Method,
     ThresholdCounts,
     ThresholdResult,
     certify,
@@ -113,12 +115,14 @@ def selective_section(
     losses = [u.loss if u.loss is not None else 0 for u in used]
     scores = [u.score for u in used]
     thresholds = [contract.sign * t for t in contract.thresholds]
-    counts = threshold_counts(scores, losses, thresholds, accept=contract.stats_accept)  # type: ignore[arg-type]
+    accept = cast(Acceptance, contract.stats_accept)
+    counts = threshold_counts(scores, losses, thresholds, accept=accept)
     n = counts.n
     alpha, delta = float(contract.alpha), float(contract.delta)
-    method = contract.multiplicity
+    # the spec's multiplicity is validated when the spec is written (``spec_clean``)
+    method = cast(Method, contract.multiplicity)
     tested, utility = _tested_counts(counts, contract)
-    certificate = certify(tested, alpha=alpha, delta=delta, method=method, utility=utility)  # type: ignore[arg-type]
+    certificate = certify(tested, alpha=alpha, delta=delta, method=method, utility=utility)
     chosen = certificate.chosen_index
     needed = smallest_certifiable_count(
         alpha=alpha,
