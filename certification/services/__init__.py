@@ -1,5 +1,6 @@
 """Services of certification (STYLE.md C3): each recomputes from resolved labels, idempotently."""
 
+from certification.certificates import STATS_VERSION, calibration_result_compute
 from certification.services.agreement import agreement_recompute, level_to_json, votes_sha256
 from certification.services.audit import (
     AUDIT_STATS_VERSION,
@@ -25,10 +26,6 @@ from certification.services.calibration import (
     spec_clean,
     spec_content,
     spec_sha256,
-)
-from certification.services.calibration_compute import (
-    STATS_VERSION,
-    calibration_result_compute,
 )
 
 __all__ = [

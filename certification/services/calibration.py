@@ -26,6 +26,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from certification.certificates import STATS_VERSION, calibration_result_compute
 from certification.contract import SPEC_FIELDS, canonical_json, spec_content, spec_sha256
 from certification.exceptions import CertificationError, InvalidSpec, RunNotFound, SpecFrozen
 from certification.models import (
@@ -54,7 +55,6 @@ from certification.selectors import (
     calibration_spec_latest_list,
     parse_evaluator_field,
 )
-from certification.services.calibration_compute import STATS_VERSION, calibration_result_compute
 from certification.stats.canonical import canonicaliser_names
 from certification.stats.errors import StatsError
 from labeling.exceptions import NotFound

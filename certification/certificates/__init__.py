@@ -1,0 +1,25 @@
+"""Certificates: a calibration run's result as a pure function of its contract and inputs.
+
+No Django, no database, no Celery: the package reads the spec's contract and the inputs
+snapshot (JSON primitives) and calls :mod:`certification.stats`; ``tests/test_architecture.py``
+imports every module of it in a fresh interpreter and checks that nothing of the web side loads.
+
+Modules, in the order of the computation:
+
+- :mod:`~certification.certificates.contract`: the contract, typed.
+- :mod:`~certification.certificates.units`: losses, prepared questions and eligible units.
+- :mod:`~certification.certificates.thresholds`: the selective-risk section.
+- :mod:`~certification.certificates.sets`: the conformal section.
+- :mod:`~certification.certificates.dependence`: within-group correlation, coverage spread.
+- :mod:`~certification.certificates.rccs`: the RCCS section.
+- :mod:`~certification.certificates.heldout`: the frozen policy on the test partition.
+- :mod:`~certification.certificates.ledger`: the guarantee ledger, one function per field.
+- :mod:`~certification.certificates.compute`: :func:`calibration_result_compute`.
+- :mod:`~certification.certificates.jsonnum`: JSON-safe numbers (``"inf"`` for infinity).
+"""
+
+from certification.certificates.compute import STATS_VERSION, calibration_result_compute
+from certification.certificates.contract import Contract
+from certification.certificates.jsonnum import from_num, num
+
+__all__ = ["STATS_VERSION", "Contract", "calibration_result_compute", "from_num", "num"]

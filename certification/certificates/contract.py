@@ -1,0 +1,123 @@
+"""The parts of a calibration spec's contract that the certificate computation reads, typed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+#: The outcomes that the spec's counting policy decides (field of the contract per outcome).
+POLICY_FIELDS = {
+    "pending": "pending_as",
+    "unresolved": "unresolved_as",
+    "evidence_unavailable": "evidence_unavailable_as",
+    "abstained": "abstained_as",
+}
+
+
+@dataclass(frozen=True)
+class Contract:
+    """The parts of a spec contract the computation reads, typed.
+
+    Attributes:
+        method: ``"selective_risk"``, ``"conformal_set"`` or ``"both"``.
+        loss: ``"answer_inadmissible"`` or ``"any_error"``.
+        denominator: ``"accepted_answers"`` (selective risk) or ``"eligible_units"``.
+        alpha: target risk (selective risk) and miscoverage (conformal), in (0, 1).
+        delta: the selective-risk certificate's failure probability, in (0, 1).
+        thresholds: the prespecified score thresholds, in the declared family order.
+        acceptance: ``">="``, ``">"``, ``"<="`` or ``"<"`` (score versus threshold).
+        score_field: the candidate score the thresholds apply to.
+        selector: ``"each_candidate"``, ``"is_selected"``, ``"mode"`` or ``"first_sample"``.
+        utility: the rule that chooses the operating point among certified thresholds.
+        canonicaliser: name of the answer canonicaliser (``certification.stats.canonical``).
+        tie_rule: how equally frequent answer classes are ordered.
+        answer_field: the candidate field the answers come from.
+        stopping_delta: level of the Hoeffding sequential stopping rule, or None for none.
+        multiplicity: ``"bonferroni"`` or ``"fixed_sequence"``.
+        partition: the calibration partition's name.
+        policies: counting policy per outcome field (``"error"`` or ``"exclude"``).
+        report_confidence: confidence of the held-out report's intervals, in (0, 1).
+        seed: seed of the split simulations.
+        description: the spec's free-text description.
+    """
+
+    method: str
+    loss: str
+    denominator: str
+    alpha: Decimal
+    delta: Decimal
+    thresholds: tuple[float, ...]
+    acceptance: str
+    score_field: str
+    selector: str
+    utility: str
+    canonicaliser: str
+    tie_rule: str
+    answer_field: str
+    stopping_delta: Decimal | None
+    multiplicity: str
+    partition: str
+    policies: Mapping[str, str]
+    report_confidence: Decimal
+    seed: int
+    description: str
+
+    @classmethod
+    def of(cls, content: Mapping[str, Any]) -> Contract:
+        """Read a contract dict (``certification.contract.spec_content``).
+
+        Args:
+            content: the contract, JSON primitives (decimals as strings).
+
+        Returns:
+            The typed contract.
+
+        Raises:
+            KeyError: if a required field is missing.
+            decimal.InvalidOperation: if a decimal field is not a number.
+        """
+        stopping = content.get("stopping_delta")
+        return cls(
+            method=content["method"],
+            loss=content["loss"],
+            denominator=content["denominator"],
+            alpha=Decimal(content["alpha"]),
+            delta=Decimal(content["delta"]),
+            thresholds=tuple(float(t) for t in content["thresholds"]),
+            acceptance=content["acceptance"],
+            score_field=content["score_field"],
+            selector=content["selector"],
+            utility=content["utility"],
+            canonicaliser=content["canonicaliser"],
+            tie_rule=content["tie_rule"],
+            answer_field=content["answer_field"],
+            stopping_delta=None if stopping is None else Decimal(stopping),
+            multiplicity=content["multiplicity"],
+            partition=content["partition"],
+            policies={key: content[key] for key in POLICY_FIELDS.values()},
+            report_confidence=Decimal(content["report_confidence"]),
+            seed=int(content["seed"]),
+            description=content.get("description", ""),
+        )
+
+    @property
+    def selective(self) -> bool:
+        """Whether selective-risk certification is part of the contract."""
+        return self.method in ("selective_risk", "both")
+
+    @property
+    def conformal(self) -> bool:
+        """Whether conformal sets are part of the contract."""
+        return self.method in ("conformal_set", "both")
+
+    @property
+    def sign(self) -> float:
+        """+1 for ``>=``/``>``; -1 for ``<=``/``<`` (score <= t iff -score >= -t)."""
+        return -1.0 if self.acceptance in ("<=", "<") else 1.0
+
+    @property
+    def stats_accept(self) -> str:
+        """The inequality on transformed scores: ``">="`` or ``">"``."""
+        return ">=" if self.acceptance in (">=", "<=") else ">"

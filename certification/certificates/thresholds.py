@@ -1,0 +1,168 @@
+"""The selective-risk section: threshold counts, the certificate and the chosen operating point.
+
+Source: the selective-risk certificate of :mod:`certification.stats.selective_risk`
+(Learn-then-Test, Angelopoulos, Bates, Candès, Jordan and Lei (2021), "Learn then Test:
+Calibrating predictive algorithms to achieve risk control", arXiv:2110.01052, with exact binomial
+p-values and Bonferroni or fixed-sequence multiplicity control).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from certification.certificates.contract import Contract
+from certification.certificates.jsonnum import num
+from certification.certificates.units import Unit, exclusions
+from certification.stats.selective_risk import (
+    Acceptance,
+    Certificate,
+    Method,
+    ThresholdCounts,
+    ThresholdResult,
+    certify,
+    smallest_certifiable_count,
+    threshold_counts,
+)
+
+
+def _utility_by_accepted(accepted: Sequence[int]) -> Callable[[ThresholdResult], float]:
+    def answer_rate(row: ThresholdResult) -> float:
+        return float(accepted[row.index])
+
+    return answer_rate
+
+
+def _tested_counts(counts: ThresholdCounts, contract: Contract) -> tuple[ThresholdCounts, Any]:
+    """The counts the certificate tests and its utility (eligible units: n per threshold)."""
+    if contract.denominator != "eligible_units":
+        return counts, contract.utility
+    n = counts.n
+    tested = ThresholdCounts(
+        thresholds=counts.thresholds,
+        accepted=(n,) * counts.size,
+        errors=counts.errors,
+        n=n,
+        accept=counts.accept,
+    )
+    utility: Any = (
+        _utility_by_accepted(counts.accepted)
+        if contract.utility == "answer_rate"
+        else contract.utility
+    )
+    return tested, utility
+
+
+def _rows(
+    certificate: Certificate,
+    counts: ThresholdCounts,
+    tested: ThresholdCounts,
+    contract: Contract,
+) -> list[dict[str, Any]]:
+    """One JSON row per threshold, in family order."""
+    n = counts.n
+    rows = []
+    for j, row in enumerate(certificate.results):
+        m_j = counts.accepted[j]
+        denominator = tested.accepted[j]
+        rows.append(
+            {
+                "index": j,
+                "threshold": contract.thresholds[j],
+                "accepted": m_j,
+                "errors": counts.errors[j],
+                "denominator": denominator,
+                "answer_rate": num(m_j / n) if n else None,
+                "risk": num(counts.errors[j] / denominator) if denominator else None,
+                "p_value": num(row.p_value),
+                "upper_bound": num(row.upper_bound),
+                "tested": row.tested,
+                "certified": row.certified,
+                "note": row.note,
+            }
+        )
+    return rows
+
+
+def _unit_counts(units: Sequence[Unit], used: Sequence[Unit], n: int) -> dict[str, Any]:
+    return {
+        "units": len(units),
+        "excluded": exclusions([u.excluded for u in units]),
+        "used": n,
+        "no_answer": sum(1 for u in used if u.candidate is None),
+        "missing_score": sum(1 for u in used if u.missing_score),
+        "errors": sum(1 for u in used if u.candidate is not None and u.loss == 1),
+    }
+
+
+def selective_section(
+    units: Sequence[Unit], contract: Contract
+) -> tuple[dict[str, Any], Certificate]:
+    """Certify the prespecified thresholds on the calibration units.
+
+    Args:
+        units: the calibration partition's units (excluded ones are counted, not used).
+        contract: the typed contract (thresholds, alpha, delta, multiplicity, utility).
+
+    Returns:
+        The section as JSON primitives (``rows`` per threshold, ``chosen_threshold``,
+        ``counts``, ...) and the :class:`~certification.stats.selective_risk.Certificate`.
+
+    Raises:
+        StatsError: on malformed thresholds, alpha or delta (from ``certification.stats``).
+    """
+    used = [u for u in units if u.excluded is None]
+    losses = [u.loss if u.loss is not None else 0 for u in used]
+    scores = [u.score for u in used]
+    thresholds = [contract.sign * t for t in contract.thresholds]
+    accept = cast(Acceptance, contract.stats_accept)
+    counts = threshold_counts(scores, losses, thresholds, accept=accept)
+    n = counts.n
+    alpha, delta = float(contract.alpha), float(contract.delta)
+    # the spec's multiplicity is validated when the spec is written (``spec_clean``)
+    method = cast(Method, contract.multiplicity)
+    tested, utility = _tested_counts(counts, contract)
+    certificate = certify(tested, alpha=alpha, delta=delta, method=method, utility=utility)
+    chosen = certificate.chosen_index
+    needed = smallest_certifiable_count(
+        alpha=alpha,
+        delta=delta,
+        n_thresholds=counts.size if method == "bonferroni" else 1,
+    )
+    section = {
+        "alpha": str(contract.alpha),
+        "delta": str(contract.delta),
+        "multiplicity": method,
+        "denominator": contract.denominator,
+        "acceptance": contract.acceptance,
+        "score_field": contract.score_field,
+        "n_thresholds": counts.size,
+        "n": n,
+        "test_level": num(certificate.test_level),
+        "bound_confidence": num(certificate.bound_confidence),
+        "utility": contract.utility,
+        "rows": _rows(certificate, counts, tested, contract),
+        "certified_indices": list(certificate.certified_indices),
+        "chosen_index": chosen,
+        "chosen_threshold": None if chosen is None else contract.thresholds[chosen],
+        "outcome": certificate.outcome,
+        "reason": certificate.reason,
+        "smallest_certifiable_count_zero_errors": needed,
+        "counts": _unit_counts(units, used, n),
+    }
+    return section, certificate
+
+
+def accepts(score: float, threshold: float, contract: Contract) -> bool:
+    """Return whether a transformed score passes a declared threshold (rule of calibration).
+
+    Args:
+        score: the unit's score times the contract's sign.
+        threshold: a declared threshold, in the score field's units.
+        contract: the typed contract (acceptance inequality).
+
+    Returns:
+        True when the score is accepted.
+    """
+    t = contract.sign * threshold
+    return score >= t if contract.stats_accept == ">=" else score > t

@@ -1,0 +1,282 @@
+"""Records of the inputs snapshot: candidate losses, prepared questions and eligible units.
+
+A *unit* is one eligible question with the answer the declared selector emits (the mode, the
+flagged answer, the first sample), or, with the ``each_candidate`` selector, every candidate of
+every question. Its 0/1 loss comes from the candidate's resolved label under the declared
+counting policy: ``unresolved``, ``evidence_unavailable``, ``abstained`` and not-yet-resolved
+(``pending``) outcomes count as errors or are excluded, as the spec says; exclusions are counted
+and reported, never silent. A unit without an answer (no sample, nothing selected) is never
+accepted. A missing score is never accepted either (counted as ``missing_score``).
+
+A question is *prepared* for conformal sets: its answers (in sample order, cut by the declared
+Hoeffding stopping rule when there is one) are canonicalised and ranked by frequency with the
+declared tie rule; a class is admissible when every one of its samples has loss 0 (a class whose
+samples disagree is counted and treated as inadmissible, which can only enlarge the sets).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from certification.certificates.contract import POLICY_FIELDS, Contract
+from certification.stats.conformal import TieRule, frequency_profile, rank_score, sequential_stop
+from certification.stats.errors import StatsError
+
+SUPPORTED = "supported"
+EVIDENCE_UNAVAILABLE = "evidence_unavailable"
+ADMISSIBLE = "admissible"
+INADMISSIBLE = "inadmissible"
+
+
+# -- outcomes and losses ----------------------------------------------------------------------
+def candidate_loss(
+    candidate: Mapping[str, Any], contract: Contract
+) -> tuple[int | None, str | None]:
+    """Return the 0/1 loss of one candidate under the contract, or (None, reason) when excluded.
+
+    ``pending``, ``unresolved``, ``evidence_unavailable`` and ``abstained`` outcomes follow the
+    declared policy (error = loss 1, exclude = reason). ``admissible`` is 0; ``inadmissible``
+    and any other label are 1. With the ``any_error`` loss an admissible answer with a claim
+    that is not ``supported`` is 1 (claims labelled ``evidence_unavailable`` are skipped when
+    that outcome is excluded).
+
+    Args:
+        candidate: one candidate of the snapshot (``outcome``, optional ``claims`` counts).
+        contract: the typed contract.
+
+    Returns:
+        ``(loss, None)`` with loss 0 or 1, or ``(None, outcome)`` when the outcome is excluded.
+    """
+    outcome = candidate["outcome"]
+    if outcome in POLICY_FIELDS:
+        if contract.policies[POLICY_FIELDS[outcome]] == "exclude":
+            return None, outcome
+        return 1, None
+    if outcome != ADMISSIBLE:
+        return 1, None
+    if contract.loss == "any_error":
+        for label, count in candidate.get("claims", {}).items():
+            if label == SUPPORTED or not count:
+                continue
+            if label == EVIDENCE_UNAVAILABLE and contract.policies["evidence_unavailable_as"] == (
+                "exclude"
+            ):
+                continue
+            return 1, None
+    return 0, None
+
+
+def claim_counts(candidate: Mapping[str, Any], contract: Contract) -> tuple[int, int, int]:
+    """Return (assessed, unsupported, excluded) claim counts of a candidate's resolution.
+
+    Args:
+        candidate: one candidate of the snapshot (``claims``: label -> count).
+        contract: the typed contract (claims labelled ``evidence_unavailable`` are excluded when
+            that outcome is).
+
+    Returns:
+        Three non-negative integer claim counts.
+    """
+    assessed = unsupported = excluded = 0
+    for label, count in candidate.get("claims", {}).items():
+        if label == EVIDENCE_UNAVAILABLE and contract.policies["evidence_unavailable_as"] == (
+            "exclude"
+        ):
+            excluded += count
+            continue
+        assessed += count
+        if label != SUPPORTED:
+            unsupported += count
+    return assessed, unsupported, excluded
+
+
+def exclusions(reasons: Sequence[str | None]) -> dict[str, int]:
+    """Count the exclusion reasons (None = not excluded), sorted by reason."""
+    return dict(sorted(Counter(r for r in reasons if r is not None).items()))
+
+
+# -- questions and units ----------------------------------------------------------------------
+@dataclass
+class PreparedQuestion:
+    """One question's ranked answers and conformal score (see the module docstring).
+
+    Attributes:
+        question: the snapshot's question (``id``, ``group``, ``candidates``, ``slices``).
+        samples_available: answered samples.
+        samples_used: answered samples kept by the stopping rule.
+        no_answer_samples: samples without an answer.
+        classes: canonical answer classes, most frequent first.
+        mode_candidate: the first candidate of the top class, or None.
+        score: the conformal score: rank of the best admissible class (inf: none).
+        excluded: why the question is excluded from the conformal sets, or None.
+        inconsistent_classes: classes whose samples disagree on admissibility.
+    """
+
+    question: Mapping[str, Any]
+    samples_available: int = 0
+    samples_used: int = 0
+    no_answer_samples: int = 0
+    classes: tuple[str, ...] = ()
+    mode_candidate: Mapping[str, Any] | None = None
+    score: float = math.inf
+    excluded: str | None = None
+    inconsistent_classes: int = 0
+
+    @property
+    def group(self) -> str:
+        """The question's group key, or a group of its own when it has none."""
+        return self.question["group"] or f"question:{self.question['id']}"
+
+
+def _admissible_classes(
+    prepared: PreparedQuestion,
+    kept: Sequence[Mapping[str, Any]],
+    forms: Sequence[str],
+    contract: Contract,
+) -> set[str]:
+    """Record inconsistency and exclusion on ``prepared``; return the admissible classes."""
+    admissible: dict[str, bool] = {}
+    inconsistent: set[str] = set()
+    reasons: list[str] = []
+    for candidate, form in zip(kept, forms, strict=True):
+        loss, reason = candidate_loss(candidate, contract)
+        if reason is not None:
+            reasons.append(reason)
+            continue
+        ok = loss == 0
+        if form in admissible and admissible[form] != ok:
+            inconsistent.add(form)
+            admissible[form] = False
+        else:
+            admissible.setdefault(form, ok)
+    prepared.inconsistent_classes = len(inconsistent)
+    if reasons:
+        prepared.excluded = "pending" if "pending" in reasons else reasons[0]
+    return {form for form, ok in admissible.items() if ok}
+
+
+def prepare_question(
+    question: Mapping[str, Any], contract: Contract, canon: Callable[[str], str]
+) -> PreparedQuestion:
+    """Canonicalise, stop, rank and score one question's answers.
+
+    Args:
+        question: the snapshot's question.
+        contract: the typed contract (stopping rule, tie rule, counting policy).
+        canon: the canonicaliser, answer text -> canonical form.
+
+    Returns:
+        The :class:`PreparedQuestion`.
+
+    Raises:
+        StatsError: from the stopping rule or the frequency profile on malformed answers.
+    """
+    prepared = PreparedQuestion(question=question)
+    answered = [c for c in question["candidates"] if c["answer"] is not None]
+    prepared.no_answer_samples = len(question["candidates"]) - len(answered)
+    answers = [c["answer"] for c in answered]
+    used = len(answers)
+    if contract.stopping_delta is not None and answers:
+        used = sequential_stop(
+            answers, delta=float(contract.stopping_delta), canonicaliser=canon
+        ).samples_used
+    prepared.samples_available, prepared.samples_used = len(answers), used
+    kept = answered[:used]
+    forms = [canon(answer) for answer in answers[:used]]
+    # the spec's tie rule is validated when the spec is written (``spec_clean``)
+    tie_rule = cast(TieRule, contract.tie_rule)
+    profile = frequency_profile(forms, canonicaliser="exact", tie_rule=tie_rule)
+    prepared.classes = profile.classes
+    if profile.mode is not None:
+        prepared.mode_candidate = next(
+            c for c, f in zip(kept, forms, strict=True) if f == profile.mode
+        )
+    admissible = _admissible_classes(prepared, kept, forms, contract)
+    prepared.score = rank_score(profile, admissible)
+    return prepared
+
+
+@dataclass
+class Unit:
+    """One eligible unit: a question and the candidate its selector emits (None: no answer).
+
+    Attributes:
+        prepared: the unit's question.
+        candidate: the emitted candidate, or None.
+        loss: 0/1 loss, or None when excluded or without a candidate.
+        excluded: the exclusion reason, or None.
+        score: the candidate's score times the contract's sign (-inf when missing).
+        missing_score: whether the candidate has no score.
+    """
+
+    prepared: PreparedQuestion
+    candidate: Mapping[str, Any] | None
+    loss: int | None = None
+    excluded: str | None = None
+    score: float = -math.inf
+    missing_score: bool = False
+
+    @property
+    def group(self) -> str:
+        """The group of the unit's question."""
+        return self.prepared.group
+
+
+def selected_candidates(
+    prepared: PreparedQuestion, selector: str
+) -> list[Mapping[str, Any] | None]:
+    """Return the candidates a selector emits for one question (None: nothing to emit).
+
+    Args:
+        prepared: the question.
+        selector: ``"each_candidate"``, ``"is_selected"``, ``"first_sample"`` or ``"mode"``.
+
+    Returns:
+        Every candidate for ``each_candidate``; otherwise one entry, possibly None.
+
+    Raises:
+        StatsError: on an unknown selector.
+    """
+    candidates = prepared.question["candidates"]
+    if selector == "each_candidate":
+        return list(candidates)
+    if selector == "is_selected":
+        flagged = [c for c in candidates if c["selected"]]
+        return [flagged[0] if flagged else None]
+    if selector == "first_sample":
+        return [candidates[0] if candidates else None]
+    if selector == "mode":
+        return [prepared.mode_candidate]
+    raise StatsError(f"unknown selector {selector!r}")
+
+
+def make_units(prepared: Sequence[PreparedQuestion], contract: Contract) -> list[Unit]:
+    """Return the units of a partition, with their loss (or exclusion) and transformed score.
+
+    Args:
+        prepared: the partition's prepared questions.
+        contract: the typed contract (selector, counting policy, acceptance sign).
+
+    Returns:
+        The units, question by question in input order.
+
+    Raises:
+        StatsError: on an unknown selector.
+    """
+    units = []
+    for question in prepared:
+        for candidate in selected_candidates(question, contract.selector):
+            unit = Unit(prepared=question, candidate=candidate)
+            if candidate is not None:
+                unit.loss, unit.excluded = candidate_loss(candidate, contract)
+                raw = candidate.get("score")
+                if raw is None or (isinstance(raw, float) and math.isnan(raw)):
+                    unit.missing_score = True
+                else:
+                    unit.score = contract.sign * float(raw)
+            units.append(unit)
+    return units

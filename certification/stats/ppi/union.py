@@ -1,0 +1,134 @@
+"""The union bound: judge flag-rate bound plus judge miss-rate bound, each exact at delta/2.
+
+error rate = P(flag) P(error | flag) + P(no flag) P(error | no flag) <= P(flag) + P(error | no
+flag). The flag rate (judge positive or unavailable) gets an exact upper bound from all N items
+and the miss rate from the audited judge-negatives; *finite-sample exact*. It uses only the
+judge-negatives' labels: cheap to audit, loose when the judge flags a lot.
+
+Source: Clopper and Pearson (1934), "The use of confidence or fiducial limits illustrated in the
+case of the binomial", Biometrika 26(4), 404–413; Boole's inequality.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from certification.stats.errors import InsufficientDataError, StatsError
+from certification.stats.intervals import (
+    check_count,
+    check_open_unit,
+    clopper_pearson_upper,
+    clopper_pearson_upper_array,
+)
+from certification.stats.ppi.checks import stratum_arrays, stratum_keys
+from certification.stats.ppi.results import EXACT, UNSAMPLED_STRATUM, StratumBound, UnionBound
+
+
+def union_bound(
+    n_flagged: int,
+    n_population: int,
+    missed: ArrayLike,
+    negatives_sampled: ArrayLike,
+    negatives_population: ArrayLike | None = None,
+    *,
+    delta: float = 0.05,
+    strata: Sequence[Hashable] | None = None,
+    unresolved_note: str | None = None,
+) -> UnionBound:
+    """Finite-sample union bound: flag-rate bound + miss-rate bound, each exact at delta/2.
+
+    error rate = P(flag) P(error | flag) + P(no flag) P(error | no flag)
+    <= P(flag) + P(error | no flag) <= U_flag + U_miss, where U_flag is the one-sided
+    Clopper–Pearson bound on n_flagged / N at 1 - delta/2 and U_miss bounds P(error | no flag)
+    at 1 - delta/2. When the judge-negatives were audited in several strata, U_miss is the
+    largest stratum bound, each at 1 - delta/(2 H_neg): P(error | no flag) is a mixture of the
+    strata's rates with unknown mixing weights, and cannot exceed their maximum. The union bound
+    over the two events gives level 1 - delta; the sum is capped at 1.
+
+    Args:
+        n_flagged: integer items the judge flagged, unavailable ones included, 0..N.
+        n_population: integer judged items N >= 1.
+        missed: shape (H_neg,), integer human errors among the audited judge-negatives per
+            stratum.
+        negatives_sampled: shape (H_neg,), integer audited judge-negatives with a usable label.
+        negatives_population: shape (H_neg,), integer judge-negatives per stratum in the
+            workload, or None for a single stratum. A stratum with judge-negatives but none
+            audited makes U_miss = 1.
+        delta: miscoverage in (0, 1).
+        strata: shape (H_neg,), the strata's keys for the report.
+        unresolved_note: how unresolved audited items were treated, added to the assumptions.
+
+    Returns:
+        A :class:`UnionBound` (``assumption`` :data:`EXACT`); always defined. With no audited
+        judge-negative, U_miss = 1 and the bound is 1.
+
+    Raises:
+        InsufficientDataError: if N = 0.
+        StatsError: on non-integer or inconsistent counts (n_flagged > N, errors > sampled,
+            sampled > population) or delta outside (0, 1).
+
+    Source: Clopper and Pearson (1934), "The use of confidence or fiducial limits illustrated in
+    the case of the binomial", Biometrika 26(4), 404–413; Boole's inequality.
+    """
+    g = check_open_unit(delta, name="delta")
+    flagged = check_count(n_flagged, name="n_flagged")
+    big_n = check_count(n_population, name="n_population")
+    if big_n == 0:
+        raise InsufficientDataError("the union bound needs at least one judged item")
+    if flagged > big_n:
+        raise StatsError(f"n_flagged must be <= n_population, got {flagged} > {big_n}")
+    k, n, big = stratum_arrays(missed, negatives_sampled, negatives_population)
+    keys = stratum_keys(strata, k.size)
+    flag_upper = clopper_pearson_upper(flagged, big_n, confidence=1.0 - g / 2.0)
+    h = int((n > 0).sum())
+    notes: list[str] = []
+    if h == 0:
+        per_stratum = np.ones(k.size)
+        miss_upper = 1.0
+        notes.append("no audited judge-negative item: the miss-rate bound is 1")
+    else:
+        per_stratum = clopper_pearson_upper_array(k, n, confidence=1.0 - g / (2.0 * h))
+        miss_upper = float(per_stratum.max())
+        if bool(np.any(n == 0)):
+            notes.append(f"{UNSAMPLED_STRATUM} among the judge-negatives: the miss-rate bound is 1")
+    assumptions = [
+        "finite-sample exact: two Clopper-Pearson bounds at 1 - delta/2 joined by the union bound",
+        "the judged items are i.i.d. draws from the population of interest (flag-rate bound)",
+        "the audited judge-negatives of each stratum are a simple random sample chosen without "
+        "looking at the human labels (miss-rate bound; the maximum over strata when several, "
+        "valid for any mix)",
+        "unavailable judge labels count as flags",
+    ]
+    if unresolved_note:
+        assumptions.append(unresolved_note)
+    n_neg = int(n.sum())
+    return UnionBound(
+        method="union bound",
+        upper_bound=min(1.0, flag_upper + miss_upper),
+        confidence=1.0 - g,
+        n_population=big_n,
+        n_flagged=flagged,
+        flag_rate=flagged / big_n,
+        flag_rate_upper=flag_upper,
+        n_negatives_audited=n_neg,
+        n_missed=int(k.sum()),
+        miss_rate=int(k.sum()) / n_neg if n_neg else None,
+        miss_rate_upper=miss_upper,
+        miss_strata=tuple(
+            StratumBound(
+                key,
+                int(big[i]) if negatives_population is not None else None,
+                int(n[i]),
+                int(k[i]),
+                float(n[i] / big[i]) if negatives_population is not None else None,
+                float(per_stratum[i]),
+            )
+            for i, key in enumerate(keys)
+        ),
+        assumption=EXACT,
+        assumptions=tuple(assumptions),
+        notes=tuple(notes),
+    )
