@@ -15,7 +15,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from certification.services.calibration_compute import from_num
+from certification.certificates import from_num
 
 SVG_METADATA = {"Date": None, "Creator": None}
 WIDTH, HEIGHT = 7.2, 3.6

@@ -7,7 +7,7 @@ A :class:`~certification.models.CalibrationRun` snapshots the inputs (resolved l
 answers) when it is requested, so its input hash says whether anything changed: requesting a
 run of unchanged inputs returns the existing run (idempotent). The Celery task
 ``calibration_run_execute_task`` computes the result from the snapshot alone
-(:func:`~certification.services.calibration_compute.calibration_result_compute`).
+(:func:`~certification.certificates.calibration_result_compute`).
 
 Runs start on demand (:func:`calibration_run_start`, managers), from ``manage.py certify``, and
 whenever labels are resolved (``items_resolved`` -> :func:`calibration_runs_refresh`).
