@@ -134,20 +134,25 @@ ANNOTATION_CLAIM_LABEL_KEYS = (
 SPAN_KEYS = ("start", "end", "quote", "labels", "note", "evidence")
 EVIDENCE_KEYS = ("source", "version", "sha256", "start", "end", "quote")
 RESOLVED_CLAIM_LABEL_KEYS = ("claim", "label", "reason", "evidence")
-CANDIDATE_KEYS = (
-    "id",
-    "text",
-    "generator",
-    "generator_settings",
-    "sample_index",
-    "canonical_form",
-    "retrieval_score",
-    "confidence",
-    "acceptance_score",
-    "frequency_rank",
-    "is_selected",
-    "metadata",
+# The one list of a candidate's own fields: (key in a release record, ``CandidateAnswer`` field),
+# in release order. The exporter reads the fields, the release reader checks the keys and the
+# workload import writes the columns (``labeling.services.imports.questions``).
+CANDIDATE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("id", "key"),
+    ("text", "text"),
+    ("generator", "generator"),
+    ("generator_settings", "generator_settings"),
+    ("sample_index", "sample_index"),
+    ("canonical_form", "canonical_form"),
+    ("retrieval_score", "retrieval_score"),
+    ("confidence", "confidence"),
+    ("acceptance_score", "acceptance_score"),
+    ("frequency_rank", "frequency_rank"),
+    ("is_selected", "is_selected"),
+    ("metadata", "metadata"),
 )
+CANDIDATE_KEYS = tuple(key for key, _ in CANDIDATE_FIELDS)
+CANDIDATE_MODEL_FIELDS = tuple(name for _, name in CANDIDATE_FIELDS)
 EVALUATOR_LABEL_KEYS = ("evaluator", "version", "claim", "label", "score", "available", "raw")
 RESOLUTION_KEYS = (
     "status",

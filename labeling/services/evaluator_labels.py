@@ -26,7 +26,6 @@ from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from pydantic import ValidationError
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, WorkloadImportFailed
@@ -38,8 +37,8 @@ from labeling.importers.schema import (
     PolicyVocabulary,
     RecordError,
     check_storable,
-    format_validation_error,
 )
+from labeling.importers.validation import MAX_ERRORS, validated_stream
 from labeling.locks import project_lock
 from labeling.models import (
     CandidateAnswer,
@@ -52,11 +51,10 @@ from labeling.models import (
 )
 from labeling.services.imports import (
     BULK_BATCH,
-    MAX_ERRORS,
     ImportResult,
-    _same_label,
     fingerprint,
     policy_vocabulary,
+    same_label,
 )
 
 logger = logging.getLogger(__name__)
@@ -91,23 +89,15 @@ def _check(record: EvaluatorLabelRecord, vocabulary: PolicyVocabulary, location:
 def _validated(
     records: Iterable[SourcedRecord], vocabulary: PolicyVocabulary, errors: list[RecordError]
 ) -> Iterator[tuple[str, EvaluatorLabelRecord]]:
-    for location, raw in records:
-        if len(errors) >= MAX_ERRORS:
-            return
-        if isinstance(raw, RecordError):
-            errors.append(raw)
-            continue
-        try:
-            check_storable(raw, location)  # NUL and lone surrogates, also from non-file records
-            record = EvaluatorLabelRecord.model_validate(raw)
-            _check(record, vocabulary, location)
-        except ValidationError as exc:
-            errors.append(format_validation_error(exc, location))
-            continue
-        except RecordError as exc:
-            errors.append(exc)
-            continue
-        yield location, record
+    """Yield the records that pass validation; append the others' errors to ``errors``."""
+
+    def parse(location: str, raw: Any) -> EvaluatorLabelRecord:
+        check_storable(raw, location)  # NUL and lone surrogates, also from non-file records
+        record = EvaluatorLabelRecord.model_validate(raw)
+        _check(record, vocabulary, location)
+        return record
+
+    return validated_stream(records, parse, errors)
 
 
 class _Writer:
@@ -197,7 +187,7 @@ class _Writer:
             key = (evaluator_id, candidate_id, claim_id) if evaluator_id is not None else None
             known = None if key is None else self.seen.get(key, stored.get(key))
             if known is not None:
-                if not _same_label(known, value):
+                if not same_label(known, value):
                     self.errors.append(
                         RecordError(
                             location,
