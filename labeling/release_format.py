@@ -46,6 +46,8 @@ from typing import IO, Any
 
 import orjson
 
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
+
 SCHEMA_VERSION = "1.0"
 SCHEMA_MAJOR = 1
 FORMAT_NAME = "certlabel-release"
@@ -168,7 +170,6 @@ RESOLUTION_RECORD_KEYS = (*RESOLUTION_KEYS, "claim_labels")
 
 RESOLUTION_STATUSES = ("consensus", "adjudicated", "unresolved")
 PENDING = "pending"  # a candidate with no resolution yet (still open or in the queue)
-UNAVAILABLE = "evidence_unavailable"
 
 # The flat table (CSV and Parquet): name and Arrow type name, one row per candidate.
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -346,11 +347,11 @@ class CountBlock:
             self.pending += 1
             return
         setattr(self, resolution["status"], getattr(self, resolution["status"]) + 1)
-        if resolution["answer_label"] == UNAVAILABLE:
+        if resolution["answer_label"] == EVIDENCE_UNAVAILABLE:
             self.answers_unavailable += 1
         for label in resolution["claim_labels"]:
             self.resolved_claim_labels += 1
-            if label["label"] == UNAVAILABLE:
+            if label["label"] == EVIDENCE_UNAVAILABLE:
                 self.claims_unavailable += 1
 
     def as_json(self) -> dict[str, Any]:

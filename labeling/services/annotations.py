@@ -53,9 +53,11 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.permissions import project_role
-from labeling.selectors.review import EVIDENCE_UNAVAILABLE, labelling_policy_get
+from labeling.selectors.review import labelling_policy_get
+from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
 from labeling.services.imports import fingerprint
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 logger = logging.getLogger(__name__)
 
@@ -354,30 +356,21 @@ def _write_revision(
         time_spent_seconds=time_spent,
         content_sha256=content,
     )
-    rows = ClaimLabel.objects.bulk_create(
+    claim_labels_write(
+        EvidenceSpan,
         [
-            ClaimLabel(
-                revision=revision,
-                claim_id=c.claim_id,
-                label=c.label,
-                reason=c.reason,
-                boundary_error=c.boundary_error,
+            (
+                ClaimLabel(
+                    revision=revision,
+                    claim_id=c.claim_id,
+                    label=c.label,
+                    reason=c.reason,
+                    boundary_error=c.boundary_error,
+                ),
+                c.evidence,
             )
             for c in labels.claims
-        ]
-    )
-    EvidenceSpan.objects.bulk_create(
-        [
-            EvidenceSpan(
-                claim_label=row,
-                source_version_id=e.source_version_id,
-                start=e.start,
-                end=e.end,
-                quote=e.quote,
-            )
-            for row, claim in zip(rows, labels.claims, strict=True)
-            for e in claim.evidence
-        ]
+        ],
     )
     return revision
 

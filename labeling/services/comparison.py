@@ -38,6 +38,7 @@ from labeling.selectors.review import (
     labelling_policy_get,
     votes_compare,
 )
+from labeling.services.claim_labels import claim_labels_write
 from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
@@ -187,20 +188,7 @@ def _compare_chunk(
                     _union(votes_, claim_id),
                 )
             )
-    ResolvedClaimLabel.objects.bulk_create([row for row, _ in claim_rows])
-    ResolvedEvidence.objects.bulk_create(
-        [
-            ResolvedEvidence(
-                claim_label=row,
-                source_version_id=s.source_version_id,
-                start=s.start,
-                end=s.end,
-                quote=s.quote,
-            )
-            for row, spans in claim_rows
-            for s in spans
-        ]
-    )
+    claim_labels_write(ResolvedEvidence, claim_rows)
     for resolution, (item, _) in zip(resolutions, agreed, strict=True):
         Item.objects.filter(pk=item.pk).update(
             status=ItemStatus.RESOLVED, resolution=resolution, version=F("version") + 1
