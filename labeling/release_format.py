@@ -660,7 +660,7 @@ def extract_release_zip(source: Path | IO[bytes], target: Path) -> Path:
         raise ReleaseFormatError([f"not a readable zip ({exc})"]) from None
     with archive:
         members: dict[str, zipfile.ZipInfo] = {}
-        folders = set()
+        folders: set[str | None] = set()
         for info in archive.infolist():
             if info.is_dir():
                 folder, name = _member_name(info)
@@ -682,7 +682,7 @@ def extract_release_zip(source: Path | IO[bytes], target: Path) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
         _extract_member(archive, members[MANIFEST], directory / MANIFEST, MAX_MANIFEST_BYTES)
         manifest = read_manifest(directory)
-        sizes = {
+        sizes: dict[Any, Any] = {
             entry.get("name"): entry.get("size")
             for entry in manifest.get("files") or []
             if isinstance(entry, dict)
@@ -690,11 +690,12 @@ def extract_release_zip(source: Path | IO[bytes], target: Path) -> Path:
         for name, info in members.items():
             if name == MANIFEST:
                 continue
-            if name not in sizes or not isinstance(sizes[name], int):
+            size = sizes.get(name)
+            if name not in sizes or not isinstance(size, int):
                 raise ReleaseFormatError(
                     [f"zip member {info.filename!r}: not a file the manifest lists"]
                 )
-            _extract_member(archive, info, directory / name, sizes[name])
+            _extract_member(archive, info, directory / name, size)
     return directory
 
 

@@ -1,4 +1,4 @@
-"""Adjudication: the final label of a disputed item, or ``unresolved`` (issue 3, item 7).
+"""Adjudication: the final label of a disputed item, or ``unresolved`` .
 
 An adjudicator (or manager) resolves an item of the disagreement queue with final answer and
 claim labels, evidence and a rationale, or marks it ``unresolved`` with a reason from

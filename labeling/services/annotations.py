@@ -1,4 +1,4 @@
-"""Submitting and revising annotations (issue 3, items 3, 5 and 6).
+"""Submitting and revising annotations.
 
 An annotation is one annotator's judgement of one item, kept as append-only revisions: the first
 submit creates the annotation and revision 1, a later submit with different content appends a
@@ -7,17 +7,17 @@ same content writes nothing (idempotent). Content is compared by the sha256 of i
 JSON (labels, reasons, boundary flags, evidence in code points, comment; not the time spent,
 which a retried request measures anew).
 
-Labels are checked against the project's frozen label policy (DESIGN.md §2) plus
-``cannot_decide``; evidence against the pinned source versions of the item's question
-(:mod:`labeling.offsets`). Errors name the input field, e.g. ``claims[2].evidence[0].quote``
-(``InvalidInput.data["field"]``).
+Labels are checked against the project's frozen label policy (its answer labels, claim labels
+and unavailable reasons) plus ``cannot_decide``; evidence against the pinned source versions of
+the item's question (:mod:`labeling.offsets`). Errors name the input field, e.g.
+``claims[2].evidence[0].quote`` (``InvalidInput.data["field"]``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,7 @@ from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 logger = logging.getLogger(__name__)
 
-# Claim labels that must cite at least one evidence span (DESIGN.md §2).
+# Claim labels that must cite at least one evidence span: a verdict on the source needs a quote.
 EVIDENCE_REQUIRED = frozenset({"supported", "contradicted"})
 # Client-measured time spent on one submit, in seconds: at most a day.
 MAX_TIME_SPENT_SECONDS = 86_400
@@ -398,7 +398,8 @@ def annotation_submit(
     later submit appends a revision when the content differs and returns the annotation
     unchanged when it is the same. When the item's submitted annotations plus its prior votes
     reach its overlap, the item is compared (:func:`labeling.services.comparison.items_compare`)
-    in the same transaction; a revision of an item in the disagreement queue compares it again.
+    in the same transaction. Once compared (consensus or disagreement alike) the item is closed:
+    a revision is refused with ``InvalidTransition`` and nothing is compared again.
 
     Args:
         project: the project of the assignment.
@@ -462,9 +463,11 @@ def annotation_submit(
     # claim, skip, lease release or other submit of this item runs.
     item_lock(assignment.item_id)
     assignment.refresh_from_db(fields=["status", "submitted_at"])
-    write = {AssignmentStatus.LEASED: _first_submit, AssignmentStatus.SUBMITTED: _revise}.get(
-        assignment.status
-    )
+    writers: dict[str, Callable[..., Annotation]] = {
+        AssignmentStatus.LEASED: _first_submit,
+        AssignmentStatus.SUBMITTED: _revise,
+    }
+    write = writers.get(assignment.status)
     if write is not None:
         return write(
             project=project,

@@ -1,4 +1,4 @@
-"""Comparison of an item's votes once it has enough of them (issue 3, item 6).
+"""Comparison of an item's votes once it has enough of them.
 
 Votes are the current revisions of the item's submitted annotations plus the imported prior
 annotations with an answer label (:func:`labeling.selectors.review.item_votes`). When every vote
@@ -180,6 +180,7 @@ def _compare_chunk(
     for resolution, (item, votes_) in zip(resolutions, agreed, strict=True):
         for claim_id in claims.get(item.candidate_id, []):
             label, reason = votes_[0].claims[claim_id].key
+            assert label is not None  # votes_compare finds no consensus on an unlabelled claim
             claim_rows.append(
                 (
                     ResolvedClaimLabel(

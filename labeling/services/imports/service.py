@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import connection, reset_queries, transaction
 
 from labeling.exceptions import InvalidInput, WorkloadImportFailed
@@ -168,7 +168,7 @@ def _create_batch(
         # A file name from the OS may hold undecodable bytes (surrogate escapes): keep it storable.
         filename=filename.encode("utf-8", "replace").decode("utf-8")[:500],
         file_sha256=file_sha256,
-        created_by_id=actor.pk if actor is not None and actor.is_authenticated else None,
+        created_by=cast(User, actor) if actor is not None and actor.is_authenticated else None,
     )
 
 
