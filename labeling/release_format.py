@@ -46,6 +46,8 @@ from typing import IO, Any
 
 import orjson
 
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
+
 SCHEMA_VERSION = "1.0"
 SCHEMA_MAJOR = 1
 FORMAT_NAME = "certlabel-release"
@@ -134,20 +136,25 @@ ANNOTATION_CLAIM_LABEL_KEYS = (
 SPAN_KEYS = ("start", "end", "quote", "labels", "note", "evidence")
 EVIDENCE_KEYS = ("source", "version", "sha256", "start", "end", "quote")
 RESOLVED_CLAIM_LABEL_KEYS = ("claim", "label", "reason", "evidence")
-CANDIDATE_KEYS = (
-    "id",
-    "text",
-    "generator",
-    "generator_settings",
-    "sample_index",
-    "canonical_form",
-    "retrieval_score",
-    "confidence",
-    "acceptance_score",
-    "frequency_rank",
-    "is_selected",
-    "metadata",
+# The one list of a candidate's own fields: (key in a release record, ``CandidateAnswer`` field),
+# in release order. The exporter reads the fields, the release reader checks the keys and the
+# workload import writes the columns (``labeling.services.imports.questions``).
+CANDIDATE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("id", "key"),
+    ("text", "text"),
+    ("generator", "generator"),
+    ("generator_settings", "generator_settings"),
+    ("sample_index", "sample_index"),
+    ("canonical_form", "canonical_form"),
+    ("retrieval_score", "retrieval_score"),
+    ("confidence", "confidence"),
+    ("acceptance_score", "acceptance_score"),
+    ("frequency_rank", "frequency_rank"),
+    ("is_selected", "is_selected"),
+    ("metadata", "metadata"),
 )
+CANDIDATE_KEYS = tuple(key for key, _ in CANDIDATE_FIELDS)
+CANDIDATE_MODEL_FIELDS = tuple(name for _, name in CANDIDATE_FIELDS)
 EVALUATOR_LABEL_KEYS = ("evaluator", "version", "claim", "label", "score", "available", "raw")
 RESOLUTION_KEYS = (
     "status",
@@ -163,7 +170,6 @@ RESOLUTION_RECORD_KEYS = (*RESOLUTION_KEYS, "claim_labels")
 
 RESOLUTION_STATUSES = ("consensus", "adjudicated", "unresolved")
 PENDING = "pending"  # a candidate with no resolution yet (still open or in the queue)
-UNAVAILABLE = "evidence_unavailable"
 
 # The flat table (CSV and Parquet): name and Arrow type name, one row per candidate.
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -341,11 +347,11 @@ class CountBlock:
             self.pending += 1
             return
         setattr(self, resolution["status"], getattr(self, resolution["status"]) + 1)
-        if resolution["answer_label"] == UNAVAILABLE:
+        if resolution["answer_label"] == EVIDENCE_UNAVAILABLE:
             self.answers_unavailable += 1
         for label in resolution["claim_labels"]:
             self.resolved_claim_labels += 1
-            if label["label"] == UNAVAILABLE:
+            if label["label"] == EVIDENCE_UNAVAILABLE:
                 self.claims_unavailable += 1
 
     def as_json(self) -> dict[str, Any]:
@@ -654,7 +660,7 @@ def extract_release_zip(source: Path | IO[bytes], target: Path) -> Path:
         raise ReleaseFormatError([f"not a readable zip ({exc})"]) from None
     with archive:
         members: dict[str, zipfile.ZipInfo] = {}
-        folders = set()
+        folders: set[str | None] = set()
         for info in archive.infolist():
             if info.is_dir():
                 folder, name = _member_name(info)
@@ -676,7 +682,7 @@ def extract_release_zip(source: Path | IO[bytes], target: Path) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
         _extract_member(archive, members[MANIFEST], directory / MANIFEST, MAX_MANIFEST_BYTES)
         manifest = read_manifest(directory)
-        sizes = {
+        sizes: dict[Any, Any] = {
             entry.get("name"): entry.get("size")
             for entry in manifest.get("files") or []
             if isinstance(entry, dict)
@@ -684,11 +690,12 @@ def extract_release_zip(source: Path | IO[bytes], target: Path) -> Path:
         for name, info in members.items():
             if name == MANIFEST:
                 continue
-            if name not in sizes or not isinstance(sizes[name], int):
+            size = sizes.get(name)
+            if name not in sizes or not isinstance(size, int):
                 raise ReleaseFormatError(
                     [f"zip member {info.filename!r}: not a file the manifest lists"]
                 )
-            _extract_member(archive, info, directory / name, sizes[name])
+            _extract_member(archive, info, directory / name, size)
     return directory
 
 

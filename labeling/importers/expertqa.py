@@ -1,4 +1,4 @@
-"""Adapter for ExpertQA JSONL files (chaitanyamalaviya/ExpertQA, ``data/lfqa/*.jsonl``).
+r"""Adapter for ExpertQA JSONL files (chaitanyamalaviya/ExpertQA, ``data/lfqa/*.jsonl``).
 
 One JSON object per line: an expert's question, one system's answer split into claims, and for
 each claim the cited evidence and the same expert's judgements. This module maps each line to
@@ -6,10 +6,10 @@ one native record (``schema.py``):
 
 - **question**: ``question`` exactly; ``external_id`` ``expertqa:`` + the first 16 hex digits of
   sha256(question); slices ``field``, ``specific_field``, ``question_type`` (null ones omitted).
-- **sources**: every distinct evidence item with a passage, ``"[n] URL\\n\\n<passage>"``, becomes
-  a source with id ``expertqa:`` + the first 16 hex digits of sha256(URL + ``"\\n\\n"`` +
+- **sources**: every distinct evidence item with a passage, ``"[n] URL\n\n<passage>"``, becomes
+  a source with id ``expertqa:`` + the first 16 hex digits of sha256(URL + ``"\n\n"`` +
   passage): different passages of one URL are different documents, not versions. ``uri`` is
-  the URL, ``text`` everything after the first ``"\\n\\n"``, exactly. Rank = order of first
+  the URL, ``text`` everything after the first ``"\n\n"``, exactly. Rank = order of first
   appearance in the record (1-based).
 - **candidate**: the single system under ``answers`` (id and generator = the system name),
   text ``answer_string``; claims = ``claim_string`` without offsets, so the importer locates
@@ -31,6 +31,7 @@ from typing import IO, Any
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError, locate_claim
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 # support value -> claim label. Partial and Incomplete are two form versions of one answer.
 SUPPORT_LABELS: dict[str | None, str | None] = {
@@ -93,10 +94,10 @@ def _key(text: str) -> str:
 
 
 def parse_evidence(item: str) -> tuple[str, str | None] | None:
-    """Split one evidence item ``"[n] URL"`` or ``"[n] URL\\n\\n<passage>"``.
+    r"""Split one evidence item ``"[n] URL"`` or ``"[n] URL\n\n<passage>"``.
 
     Returns:
-        ``(url, passage)`` with the passage exactly as after the first ``"\\n\\n"``, or
+        ``(url, passage)`` with the passage exactly as after the first ``"\n\n"``, or
         ``(url, None)`` for a URL-only item (also when the passage is blank); None when the
         item does not start with an ``"[n] "`` marker.
     """
@@ -123,10 +124,10 @@ def claim_label(support: str | None, passages: int, url_only: int) -> tuple[str 
         :data:`SUPPORT_LABELS` mapping with reason None.
     """
     if url_only and not passages:
-        return "evidence_unavailable", "not_found"
+        return EVIDENCE_UNAVAILABLE, "not_found"
     label = SUPPORT_LABELS[support]
     if label == "supported" and not passages:
-        return "evidence_unavailable", "not_found"
+        return EVIDENCE_UNAVAILABLE, "not_found"
     return label, None
 
 

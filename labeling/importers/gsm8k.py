@@ -45,9 +45,9 @@ true, inadmissible when false. They are not human labels.
 
 
 def extract_answer(solution: str) -> str | None:
-    """Return the canonical final answer of a GSM8K-style solution, or None for "no answer".
+    r"""Return the canonical final answer of a GSM8K-style solution, or None for "no answer".
 
-    Rule: take the last line (split on ``"\\n"``) that starts with ``"A:"``; keep what follows
+    Rule: take the last line (split on ``"\n"``) that starts with ``"A:"``; keep what follows
     ``"A:"``; remove every ``","`` and ``"$"``; strip surrounding whitespace. ``"A: 90,000"``
     gives ``"90000"``, ``"A: -129025"`` gives ``"-129025"``. None when no line starts with
     ``"A:"`` (a truncated sample) or nothing is left.

@@ -42,10 +42,10 @@ def _number(literal: str) -> float | int:
 
 
 def loads_strict(text: str, location: str) -> Any:
-    """Parse JSON strictly and check every string can be stored.
+    r"""Parse JSON strictly and check every string can be stored.
 
     Refuses ``NaN``/``Infinity``, out-of-range numbers and repeated keys (``json`` accepts
-    them), and NUL or lone surrogates in any string, key or value (written as ``\\u`` escapes:
+    them), and NUL or lone surrogates in any string, key or value (written as ``\u`` escapes:
     raw, they are not valid JSON or UTF-8). Integral numbers are read as ints (``2.0`` -> 2).
 
     Raises:
@@ -91,10 +91,10 @@ def parse_json_line(raw: bytes, location: str) -> dict[str, Any] | RecordError:
 def read_jsonl(
     stream: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
-    """Yield ``("line N", object-or-error)`` for each non-blank line of a binary stream.
+    r"""Yield ``("line N", object-or-error)`` for each non-blank line of a binary stream.
 
     A UTF-8 byte-order mark at the start of the file is skipped; line ends may be LF or CRLF
-    (texts keep their own ``\\r\\n`` because inside JSON strings they are escaped). A line
+    (texts keep their own ``\r\n`` because inside JSON strings they are escaped). A line
     longer than ``max_line_bytes`` is reported as an error and skipped without being held.
     """
     number = 0

@@ -56,6 +56,7 @@ from typing import IO, Any
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.schema import RecordError, check_storable, path_key
+from labeling.importers.validation import validated_stream
 from labeling.models import CANNOT_DECIDE
 from labeling.release_format import (
     ANNOTATION_CLAIM_LABEL_KEYS,
@@ -76,11 +77,11 @@ from labeling.release_format import (
     SOURCE_LINE_KEYS,
     SOURCES_JSONL,
     SPAN_KEYS,
-    UNAVAILABLE,
     ReleaseFormatError,
     extract_release_zip,
     verify_release,
 )
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 NAME = "release"
 GUIDELINE = (
@@ -234,32 +235,40 @@ class _Sources:
         self.path = path
         self.index: dict[tuple[str, int], tuple[int, str, tuple[Any, ...]]] = {}
         self.stream: IO[bytes] = path.open("rb")
+        self.fields = fields
         errors: list[RecordError] = []
-        offset = 0
-        for number, raw in enumerate(self.stream, start=1):
-            location = f"{SOURCES_JSONL} line {number}"
-            try:
-                line = parse_line(raw, location)
-                fields.check(line, SOURCE_LINE_KEYS, location, "")
-                key = (_need(line, "id"), _need(line, "version"))
-                if not isinstance(key[0], str) or type(key[1]) is not int:
-                    raise _Malformed("id must be a string and version an integer")
-                if key in self.index:
-                    raise RecordError(
-                        location, "version", f"version {key[1]} of {key[0]!r} repeats"
-                    )
-                pinned = tuple(_need(line, name) for name in PINNED)
-                self.index[key] = (offset, _need(line, "sha256"), pinned)
-            except RecordError as exc:
-                errors.append(exc)
-            except _Malformed as exc:
-                errors.append(RecordError(location, "(record)", f"not a source version: {exc}"))
-            offset += len(raw)
-            if len(errors) >= 20:
-                break
+        for _ in validated_stream(self._lines(), self._index_line, errors):
+            pass
         if errors:
             self.stream.close()
             raise WorkloadImportFailed(errors)
+
+    def _lines(self) -> Iterator[tuple[str, tuple[int, bytes]]]:
+        """Yield ``(location, (offset, line))`` for each line of the file."""
+        offset = 0
+        for number, raw in enumerate(self.stream, start=1):
+            yield f"{SOURCES_JSONL} line {number}", (offset, raw)
+            offset += len(raw)
+
+    def _index_line(self, location: str, line_at: tuple[int, bytes]) -> None:
+        """Index one line: its offset, sha256 and pinned metadata by (id, version).
+
+        Raises:
+            RecordError: the line is not a source version, has unknown fields, or repeats.
+        """
+        offset, raw = line_at
+        try:
+            line = parse_line(raw, location)
+            self.fields.check(line, SOURCE_LINE_KEYS, location, "")
+            key = (_need(line, "id"), _need(line, "version"))
+            if not isinstance(key[0], str) or type(key[1]) is not int:
+                raise _Malformed("id must be a string and version an integer")
+            if key in self.index:
+                raise RecordError(location, "version", f"version {key[1]} of {key[0]!r} repeats")
+            pinned = tuple(_need(line, name) for name in PINNED)
+            self.index[key] = (offset, _need(line, "sha256"), pinned)
+        except _Malformed as exc:
+            raise RecordError(location, "(record)", f"not a source version: {exc}") from None
 
     def text(self, key: tuple[str, int]) -> str:
         """The text of a version (read again from its line)."""
@@ -554,9 +563,11 @@ class _Converter:
 
 
 def _vote_key(label: Any, reason: Any) -> tuple[Any, Any]:
-    """What the comparison compares (``labeling.selectors.review``): the label, and the reason
-    only with ``evidence_unavailable``."""
-    return (label, reason if label == UNAVAILABLE else None)
+    """Return what the comparison compares: the label, and the reason only with that label.
+
+    As ``labeling.selectors.review`` does: the reason counts only with ``evidence_unavailable``.
+    """
+    return (label, reason if label == EVIDENCE_UNAVAILABLE else None)
 
 
 def _check_resolution(line: dict[str, Any], at: str) -> None:
@@ -631,7 +642,7 @@ def _check_resolution(line: dict[str, Any], at: str) -> None:
                 at,
                 f"{field}.answer_reason",
                 f"differs from the answer_reason of the consensus resolution (with "
-                f"{UNAVAILABLE} the reason is part of the vote)",
+                f"{EVIDENCE_UNAVAILABLE} the reason is part of the vote)",
             )
         given: dict[Any, tuple[int, dict[str, Any]]] = {}
         for q, claim_label in enumerate(annotation["claim_labels"]):
@@ -666,7 +677,7 @@ def _check_resolution(line: dict[str, Any], at: str) -> None:
                     at,
                     f"{cfield}.reason",
                     f"differs from the consensus resolution's reason for claim {k} (with "
-                    f"{UNAVAILABLE} the reason is part of the vote)",
+                    f"{EVIDENCE_UNAVAILABLE} the reason is part of the vote)",
                 )
 
 

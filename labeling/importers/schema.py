@@ -328,7 +328,7 @@ class RecordError(Exception):
 
 @dataclass(frozen=True)
 class PolicyVocabulary:
-    """The label values a project's policy allows (DESIGN.md §2)."""
+    """The label values a project's policy allows: answer labels, claim labels, reasons."""
 
     answer_labels: frozenset[str]
     claim_labels: frozenset[str]
@@ -567,9 +567,9 @@ def check_record(
             resolution = candidate.resolution
             used = policy_of(resolution.policy_version, f"{field}.policy_version")
             _check_resolution(resolution, used, n_claims, field, location)
-            for q, claim_label in enumerate(resolution.claim_labels):
+            for q, resolved in enumerate(resolution.claim_labels):
                 spans: set[tuple[str, int, int]] = set()
-                for v, evidence in enumerate(claim_label.evidence):
+                for v, evidence in enumerate(resolved.evidence):
                     efield = f"{field}.claim_labels[{q}].evidence[{v}]"
                     check_evidence(evidence, efield)
                     if evidence.end <= evidence.start:

@@ -1,4 +1,8 @@
-"""Services write (STYLE.md C3); each public service is atomic and checks its own rules."""
+"""Services are the only code that writes; each public service is atomic and checks its own rules.
+
+Helpers the services share (``comparison.items_compare``, ``claim_labels.claim_labels_write``)
+are not entry points and are imported from their modules.
+"""
 
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
 from labeling.services.annotations import (
@@ -16,7 +20,7 @@ from labeling.services.assignments import (
     project_labelling_configure,
     project_labelling_start,
 )
-from labeling.services.comparison import CompareResult, items_compare
+from labeling.services.comparison import CompareResult
 from labeling.services.evaluator_labels import (
     evaluator_labels_import,
     evaluator_labels_import_file,
@@ -34,7 +38,6 @@ __all__ = [
     "adjudication_mark_unresolved",
     "adjudication_resolve",
     "annotation_submit",
-    "items_compare",
     "assignment_skip",
     "evaluator_labels_import",
     "evaluator_labels_import_file",

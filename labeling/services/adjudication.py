@@ -1,4 +1,4 @@
-"""Adjudication: the final label of a disputed item, or ``unresolved`` (issue 3, item 7).
+"""Adjudication: the final label of a disputed item, or ``unresolved`` .
 
 An adjudicator (or manager) resolves an item of the disagreement queue with final answer and
 claim labels, evidence and a rationale, or marks it ``unresolved`` with a reason from
@@ -43,6 +43,7 @@ from labeling.models import (
 )
 from labeling.selectors.review import annotated_by, labelling_policy_get, require_adjudicator
 from labeling.services.annotations import CheckedLabels, ClaimInput, labels_check
+from labeling.services.claim_labels import claim_labels_write
 from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
@@ -141,26 +142,17 @@ def _decide(
         adjudicator=actor,
     )
     if labels is not None:
-        rows = ResolvedClaimLabel.objects.bulk_create(
+        claim_labels_write(
+            ResolvedEvidence,
             [
-                ResolvedClaimLabel(
-                    resolution=resolution, claim_id=c.claim_id, label=c.label, reason=c.reason
+                (
+                    ResolvedClaimLabel(
+                        resolution=resolution, claim_id=c.claim_id, label=c.label, reason=c.reason
+                    ),
+                    c.evidence,
                 )
                 for c in labels.claims
-            ]
-        )
-        ResolvedEvidence.objects.bulk_create(
-            [
-                ResolvedEvidence(
-                    claim_label=row,
-                    source_version_id=e.source_version_id,
-                    start=e.start,
-                    end=e.end,
-                    quote=e.quote,
-                )
-                for row, claim in zip(rows, labels.claims, strict=True)
-                for e in claim.evidence
-            ]
+            ],
         )
     Item.objects.filter(pk=item.pk).update(status=ItemStatus.RESOLVED, resolution=resolution)
     Disagreement.objects.filter(item=item, closed_at__isnull=True).update(

@@ -1,4 +1,4 @@
-"""Submitting and revising annotations (issue 3, items 3, 5 and 6).
+"""Submitting and revising annotations.
 
 An annotation is one annotator's judgement of one item, kept as append-only revisions: the first
 submit creates the annotation and revision 1, a later submit with different content appends a
@@ -7,17 +7,17 @@ same content writes nothing (idempotent). Content is compared by the sha256 of i
 JSON (labels, reasons, boundary flags, evidence in code points, comment; not the time spent,
 which a retried request measures anew).
 
-Labels are checked against the project's frozen label policy (DESIGN.md §2) plus
-``cannot_decide``; evidence against the pinned source versions of the item's question
-(:mod:`labeling.offsets`). Errors name the input field, e.g. ``claims[2].evidence[0].quote``
-(``InvalidInput.data["field"]``).
+Labels are checked against the project's frozen label policy (its answer labels, claim labels
+and unavailable reasons) plus ``cannot_decide``; evidence against the pinned source versions of
+the item's question (:mod:`labeling.offsets`). Errors name the input field, e.g.
+``claims[2].evidence[0].quote`` (``InvalidInput.data["field"]``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,13 +53,15 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.permissions import project_role
-from labeling.selectors.review import EVIDENCE_UNAVAILABLE, labelling_policy_get
+from labeling.selectors.review import labelling_policy_get
+from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
 from labeling.services.imports import fingerprint
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 logger = logging.getLogger(__name__)
 
-# Claim labels that must cite at least one evidence span (DESIGN.md §2).
+# Claim labels that must cite at least one evidence span: a verdict on the source needs a quote.
 EVIDENCE_REQUIRED = frozenset({"supported", "contradicted"})
 # Client-measured time spent on one submit, in seconds: at most a day.
 MAX_TIME_SPENT_SECONDS = 86_400
@@ -354,30 +356,21 @@ def _write_revision(
         time_spent_seconds=time_spent,
         content_sha256=content,
     )
-    rows = ClaimLabel.objects.bulk_create(
+    claim_labels_write(
+        EvidenceSpan,
         [
-            ClaimLabel(
-                revision=revision,
-                claim_id=c.claim_id,
-                label=c.label,
-                reason=c.reason,
-                boundary_error=c.boundary_error,
+            (
+                ClaimLabel(
+                    revision=revision,
+                    claim_id=c.claim_id,
+                    label=c.label,
+                    reason=c.reason,
+                    boundary_error=c.boundary_error,
+                ),
+                c.evidence,
             )
             for c in labels.claims
-        ]
-    )
-    EvidenceSpan.objects.bulk_create(
-        [
-            EvidenceSpan(
-                claim_label=row,
-                source_version_id=e.source_version_id,
-                start=e.start,
-                end=e.end,
-                quote=e.quote,
-            )
-            for row, claim in zip(rows, labels.claims, strict=True)
-            for e in claim.evidence
-        ]
+        ],
     )
     return revision
 
@@ -405,7 +398,8 @@ def annotation_submit(
     later submit appends a revision when the content differs and returns the annotation
     unchanged when it is the same. When the item's submitted annotations plus its prior votes
     reach its overlap, the item is compared (:func:`labeling.services.comparison.items_compare`)
-    in the same transaction; a revision of an item in the disagreement queue compares it again.
+    in the same transaction. Once compared (consensus or disagreement alike) the item is closed:
+    a revision is refused with ``InvalidTransition`` and nothing is compared again.
 
     Args:
         project: the project of the assignment.
@@ -469,9 +463,11 @@ def annotation_submit(
     # claim, skip, lease release or other submit of this item runs.
     item_lock(assignment.item_id)
     assignment.refresh_from_db(fields=["status", "submitted_at"])
-    write = {AssignmentStatus.LEASED: _first_submit, AssignmentStatus.SUBMITTED: _revise}.get(
-        assignment.status
-    )
+    writers: dict[str, Callable[..., Annotation]] = {
+        AssignmentStatus.LEASED: _first_submit,
+        AssignmentStatus.SUBMITTED: _revise,
+    }
+    write = writers.get(assignment.status)
     if write is not None:
         return write(
             project=project,

@@ -518,6 +518,11 @@ def _claim_candidates(*, project: Project, actor: Any, now: datetime, tried: set
     return candidates
 
 
+def _claim_annotation(item: Item, name: str) -> Any:
+    """Return the annotation ``name`` that :func:`_claim_candidates` put on ``item``."""
+    return getattr(item, name)
+
+
 def _take_slot(*, item: Item, actor: Any, now: datetime, lease: timedelta) -> Assignment | None:
     """Give ``actor`` the smallest free slot of the locked ``item``; None if it has none.
 
@@ -555,7 +560,7 @@ def _take_slot(*, item: Item, actor: Any, now: datetime, lease: timedelta) -> As
         "skip_reason": "",
         "skip_note": "",
     }
-    own_row = item.own_row
+    own_row = _claim_annotation(item, "own_row")
     if own_row is not None:
         # The actor's own lease of this item expired earlier: revive that row (one row per
         # (item, annotator)), only if it is still expired.
@@ -613,8 +618,8 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     valid = [a for a in held if a.lease_expires_at > now]
     if valid:
         return valid[0]
-    for item in items_lock(a.item_id for a in held):
-        _expire_stale_leases(item=item, now=now)
+    for held_item in items_lock(a.item_id for a in held):
+        _expire_stale_leases(item=held_item, now=now)
 
     tried: set[int] = set()
     lease = timedelta(minutes=lease_minutes)
@@ -632,7 +637,7 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
                 continue
             return None
         tried.add(item.pk)
-        if item.has_stale and _expire_stale_leases(item=item, now=now):
+        if _claim_annotation(item, "has_stale") and _expire_stale_leases(item=item, now=now):
             item.refresh_from_db(fields=["assigned_count", "version"])
         try:
             with transaction.atomic():
@@ -705,7 +710,11 @@ def assignment_skip(
             raise InvalidTransition(
                 "you already submitted this item; revise your annotation instead of skipping"
             )
-        fields = {"status": AssignmentStatus.SKIPPED, "skip_reason": reason, "skip_note": note}
+        fields: dict[str, Any] = {
+            "status": AssignmentStatus.SKIPPED,
+            "skip_reason": reason,
+            "skip_note": note,
+        }
         if was == AssignmentStatus.LEASED:
             fields["ended_at"] = now
         if Assignment.objects.filter(pk=assignment_id, status=was).update(**fields):

@@ -1,4 +1,4 @@
-"""Comparison of an item's votes once it has enough of them (issue 3, item 6).
+"""Comparison of an item's votes once it has enough of them.
 
 Votes are the current revisions of the item's submitted annotations plus the imported prior
 annotations with an answer label (:func:`labeling.selectors.review.item_votes`). When every vote
@@ -38,6 +38,7 @@ from labeling.selectors.review import (
     labelling_policy_get,
     votes_compare,
 )
+from labeling.services.claim_labels import claim_labels_write
 from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
@@ -179,6 +180,7 @@ def _compare_chunk(
     for resolution, (item, votes_) in zip(resolutions, agreed, strict=True):
         for claim_id in claims.get(item.candidate_id, []):
             label, reason = votes_[0].claims[claim_id].key
+            assert label is not None  # votes_compare finds no consensus on an unlabelled claim
             claim_rows.append(
                 (
                     ResolvedClaimLabel(
@@ -187,20 +189,7 @@ def _compare_chunk(
                     _union(votes_, claim_id),
                 )
             )
-    ResolvedClaimLabel.objects.bulk_create([row for row, _ in claim_rows])
-    ResolvedEvidence.objects.bulk_create(
-        [
-            ResolvedEvidence(
-                claim_label=row,
-                source_version_id=s.source_version_id,
-                start=s.start,
-                end=s.end,
-                quote=s.quote,
-            )
-            for row, spans in claim_rows
-            for s in spans
-        ]
-    )
+    claim_labels_write(ResolvedEvidence, claim_rows)
     for resolution, (item, _) in zip(resolutions, agreed, strict=True):
         Item.objects.filter(pk=item.pk).update(
             status=ItemStatus.RESOLVED, resolution=resolution, version=F("version") + 1

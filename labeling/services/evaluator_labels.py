@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from dataclasses import dataclass
+from typing import IO, Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import transaction
-from pydantic import ValidationError
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, WorkloadImportFailed
@@ -38,8 +38,8 @@ from labeling.importers.schema import (
     PolicyVocabulary,
     RecordError,
     check_storable,
-    format_validation_error,
 )
+from labeling.importers.validation import MAX_ERRORS, validated_stream
 from labeling.locks import project_lock
 from labeling.models import (
     CandidateAnswer,
@@ -52,17 +52,17 @@ from labeling.models import (
 )
 from labeling.services.imports import (
     BULK_BATCH,
-    MAX_ERRORS,
     ImportResult,
-    _same_label,
     fingerprint,
     policy_vocabulary,
+    same_label,
 )
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "evaluator_labels"
 CHUNK_SIZE = 500
+LabelKey = tuple[int, int, int | None]  # (evaluator id, candidate id, claim id or None)
 
 
 def _check(record: EvaluatorLabelRecord, vocabulary: PolicyVocabulary, location: str) -> None:
@@ -91,23 +91,15 @@ def _check(record: EvaluatorLabelRecord, vocabulary: PolicyVocabulary, location:
 def _validated(
     records: Iterable[SourcedRecord], vocabulary: PolicyVocabulary, errors: list[RecordError]
 ) -> Iterator[tuple[str, EvaluatorLabelRecord]]:
-    for location, raw in records:
-        if len(errors) >= MAX_ERRORS:
-            return
-        if isinstance(raw, RecordError):
-            errors.append(raw)
-            continue
-        try:
-            check_storable(raw, location)  # NUL and lone surrogates, also from non-file records
-            record = EvaluatorLabelRecord.model_validate(raw)
-            _check(record, vocabulary, location)
-        except ValidationError as exc:
-            errors.append(format_validation_error(exc, location))
-            continue
-        except RecordError as exc:
-            errors.append(exc)
-            continue
-        yield location, record
+    """Yield the records that pass validation; append the others' errors to ``errors``."""
+
+    def parse(location: str, raw: Any) -> EvaluatorLabelRecord:
+        check_storable(raw, location)  # NUL and lone surrogates, also from non-file records
+        record = EvaluatorLabelRecord.model_validate(raw)
+        _check(record, vocabulary, location)
+        return record
+
+    return validated_stream(records, parse, errors)
 
 
 class _Writer:
@@ -121,7 +113,7 @@ class _Writer:
         self.new_evaluators = 0
         self.created = 0
         # (evaluator id, candidate id, claim id) -> (label, score, available), this file's labels
-        self.seen: dict[tuple[int, int, int | None], tuple[Any, Any, bool]] = {}
+        self.seen: dict[LabelKey, tuple[Any, Any, Any]] = {}
 
     def _evaluator_id(self, name: str, version: str) -> int:
         key = (name, version)
@@ -132,9 +124,79 @@ class _Writer:
         return self.evaluators[key]
 
     def write(self, chunk: list[tuple[str, EvaluatorLabelRecord]]) -> None:
+        """Resolve the chunk's targets; collect its errors, or write its new labels."""
+        targets = _Targets.read(self.project, chunk)
+        new: list[EvaluatorLabel] = []
+        for location, record in chunk:
+            if len(self.errors) >= MAX_ERRORS:
+                break
+            target = targets.resolve(location, record)
+            if isinstance(target, RecordError):
+                self.errors.append(target)
+                continue
+            label = self._new_label(location, record, target, targets.stored)
+            if label is not None:
+                new.append(label)
+        if not self.errors:
+            EvaluatorLabel.objects.bulk_create(new, batch_size=BULK_BATCH)
+            self.created += len(new)
+
+    def _new_label(
+        self,
+        location: str,
+        record: EvaluatorLabelRecord,
+        target: tuple[int, int | None],
+        stored: dict[LabelKey, tuple[Any, Any, Any]],
+    ) -> EvaluatorLabel | None:
+        """Return the unsaved new label of ``record``, or None (known, or an error appended)."""
+        candidate_id, claim_id = target
+        available = not record.unavailable
+        value = (record.label, record.score, available)
+        evaluator_id = self.evaluators.get((record.evaluator, record.version))
+        key = (evaluator_id, candidate_id, claim_id) if evaluator_id is not None else None
+        known = None if key is None else self.seen.get(key, stored.get(key))
+        if known is not None:
+            if not same_label(known, value):
+                self.errors.append(
+                    RecordError(
+                        location,
+                        "label",
+                        f"evaluator {record.evaluator}@{record.version} already labelled "
+                        "this target differently; a changed judge is a new evaluator version",
+                    )
+                )
+            return None
+        if self.errors:
+            return None  # refused anyway: write nothing more, keep looking for errors
+        evaluator_id = self._evaluator_id(record.evaluator, record.version)
+        self.seen[(evaluator_id, candidate_id, claim_id)] = value
+        return EvaluatorLabel(
+            evaluator_id=evaluator_id,
+            candidate_id=candidate_id,
+            claim_id=claim_id,
+            label=record.label,
+            score=record.score,
+            available=available,
+            raw=record.raw,
+            import_batch=self.batch,
+        )
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """The questions, candidates and claims one chunk names, and their stored labels."""
+
+    questions: dict[str, int]
+    candidates: dict[tuple[int, str], int]
+    claims: dict[tuple[int, int], int]
+    stored: dict[LabelKey, tuple[Any, Any, Any]]
+
+    @classmethod
+    def read(cls, project: Project, chunk: list[tuple[str, EvaluatorLabelRecord]]) -> _Targets:
+        """Read the targets the chunk's records name (four queries)."""
         questions = dict(
             Question.objects.filter(
-                project=self.project, external_id__in={r.question for _, r in chunk}
+                project=project, external_id__in={r.question for _, r in chunk}
             ).values_list("external_id", "pk")
         )
         candidates = {
@@ -149,83 +211,41 @@ class _Writer:
                 candidate_id__in=candidates.values()
             ).values_list("pk", "candidate_id", "index")
         }
-        stored = {
+        stored: dict[LabelKey, tuple[Any, Any, Any]] = {
             (e, c, k): (label, score, available)
             for e, c, k, label, score, available in EvaluatorLabel.objects.filter(
                 candidate_id__in=candidates.values()
             ).values_list("evaluator_id", "candidate_id", "claim_id", "label", "score", "available")
         }
-        new: list[EvaluatorLabel] = []
-        for location, record in chunk:
-            if len(self.errors) >= MAX_ERRORS:
-                break
-            question_id = questions.get(record.question)
-            if question_id is None:
-                self.errors.append(
-                    RecordError(
-                        location, "question", f"no question {record.question!r} in the project"
-                    )
-                )
-                continue
-            candidate_id = candidates.get((question_id, record.candidate))
-            if candidate_id is None:
-                self.errors.append(
-                    RecordError(
-                        location,
-                        "candidate",
-                        f"question {record.question!r} has no candidate {record.candidate!r}",
-                    )
-                )
-                continue
-            claim_id = None
-            if record.claim is not None:
-                claim_id = claims.get((candidate_id, record.claim))
-                if claim_id is None:
-                    n = sum(1 for c, _ in claims if c == candidate_id)
-                    self.errors.append(
-                        RecordError(
-                            location,
-                            "claim",
-                            f"claim index {record.claim} but candidate {record.candidate!r} "
-                            f"has {n} claims",
-                        )
-                    )
-                    continue
-            available = not record.unavailable
-            value = (record.label, record.score, available)
-            evaluator_id = self.evaluators.get((record.evaluator, record.version))
-            key = (evaluator_id, candidate_id, claim_id) if evaluator_id is not None else None
-            known = None if key is None else self.seen.get(key, stored.get(key))
-            if known is not None:
-                if not _same_label(known, value):
-                    self.errors.append(
-                        RecordError(
-                            location,
-                            "label",
-                            f"evaluator {record.evaluator}@{record.version} already labelled "
-                            "this target differently; a changed judge is a new evaluator version",
-                        )
-                    )
-                continue
-            if self.errors:
-                continue  # refused anyway: write nothing more, keep looking for errors
-            evaluator_id = self._evaluator_id(record.evaluator, record.version)
-            self.seen[(evaluator_id, candidate_id, claim_id)] = value
-            new.append(
-                EvaluatorLabel(
-                    evaluator_id=evaluator_id,
-                    candidate_id=candidate_id,
-                    claim_id=claim_id,
-                    label=record.label,
-                    score=record.score,
-                    available=available,
-                    raw=record.raw,
-                    import_batch=self.batch,
-                )
+        return cls(questions, candidates, claims, stored)
+
+    def resolve(
+        self, location: str, record: EvaluatorLabelRecord
+    ) -> tuple[int, int | None] | RecordError:
+        """Return (candidate id, claim id or None) of the record's target, or the error."""
+        question_id = self.questions.get(record.question)
+        if question_id is None:
+            return RecordError(
+                location, "question", f"no question {record.question!r} in the project"
             )
-        if not self.errors:
-            EvaluatorLabel.objects.bulk_create(new, batch_size=BULK_BATCH)
-            self.created += len(new)
+        candidate_id = self.candidates.get((question_id, record.candidate))
+        if candidate_id is None:
+            return RecordError(
+                location,
+                "candidate",
+                f"question {record.question!r} has no candidate {record.candidate!r}",
+            )
+        if record.claim is None:
+            return candidate_id, None
+        claim_id = self.claims.get((candidate_id, record.claim))
+        if claim_id is None:
+            n = sum(1 for c, _ in self.claims if c == candidate_id)
+            return RecordError(
+                location,
+                "claim",
+                f"claim index {record.claim} but candidate {record.candidate!r} has {n} claims",
+            )
+        return candidate_id, claim_id
 
 
 @transaction.atomic
@@ -276,7 +296,7 @@ def evaluator_labels_import(
         format=FORMAT,
         filename=filename.encode("utf-8", "replace").decode("utf-8")[:500],
         file_sha256=file_sha256,
-        created_by=actor if actor is not None and actor.is_authenticated else None,
+        created_by=cast(User, actor) if actor is not None and actor.is_authenticated else None,
     )
     errors: list[RecordError] = []
     writer = _Writer(project, batch, errors)

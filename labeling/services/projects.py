@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -105,13 +105,13 @@ def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Me
     if role not in Role.values:
         raise InvalidInput(f"unknown role {role!r}; one of {Role.values}")
     membership, _ = Membership.objects.update_or_create(
-        project=project, user=user, defaults={"role": role}
+        project=project, user=cast(User, user), defaults={"role": role}
     )
     return membership
 
 
 # ---------------------------------------------------------------------------------------------
-# Members (issue 3, item 1): invite and change role, managers only
+# Members: invite and change role, managers only
 # ---------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,274 @@
+"""Writing the resolutions that records carry (a certified release's) and resolving their items.
+
+A candidate's ``resolution`` becomes resolution number 1 of its item, with the import's batch and
+``resolved_at`` as its time, and the item is resolved. A candidate already resolved must give the
+same resolution (then nothing is written). A new resolution is written only for an item created
+by this import or before labelling starts: an item under way is resolved by its annotators.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+
+from labeling.bulk import insert_rows
+from labeling.importers.schema import RecordError, ResolutionIn, ResolvedClaimLabelIn
+from labeling.models import Item, ItemStatus, Resolution, ResolvedClaimLabel, ResolvedEvidence
+from labeling.services.claim_labels import Evidence, claim_labels_write
+from labeling.services.imports.common import BULK_BATCH, db_datetime
+from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
+
+RESOLUTION_COLUMNS = (
+    "item_id",
+    "number",
+    "status",
+    "policy_id",
+    "answer_label",
+    "answer_reason",
+    "rationale",
+    "unresolved_reason",
+    "adjudicator_pseudonym",
+    "import_batch_id",
+    "created_at",
+)
+# {claim index: (label, reason, {(version id, start, end, quote)})}
+ClaimKeys = dict[int, tuple[str, str | None, frozenset[tuple[int, int, int, str]]]]
+
+
+@dataclass(frozen=True)
+class _Given:
+    """A resolution a record gives: where, for which candidate, and its sources' version ids."""
+
+    location: str
+    field: str
+    candidate_id: int
+    new: bool  # the candidate was created by this import
+    resolution: ResolutionIn
+    sources: dict[str, int]
+
+
+def resolution_key(
+    status: str,
+    answer_label: str | None,
+    answer_reason: str | None,
+    unresolved_reason: str | None,
+    rationale: str,
+    adjudicator: Any,
+    policy_id: int,
+    claims: ClaimKeys,
+) -> tuple[Any, ...]:
+    """What two resolutions must share to be the same: every field and label, evidence as a set."""
+    return (
+        status,
+        answer_label,
+        answer_reason,
+        unresolved_reason,
+        rationale,
+        adjudicator,
+        policy_id,
+        tuple(sorted(claims.items())),
+    )
+
+
+def _given(chunk: Chunk, keys: ChunkKeys) -> list[_Given]:
+    """Return the resolutions the chunk's candidates give, in order."""
+    given: list[_Given] = []
+    for location, record in chunk:
+        if all(candidate.resolution is None for candidate in record.candidates):
+            continue
+        question_id = keys.questions[record.external_id]
+        sources = keys.sources(record)
+        for c, candidate in enumerate(record.candidates):
+            if candidate.resolution is not None:
+                given.append(
+                    _Given(
+                        location,
+                        f"candidates[{c}].resolution",
+                        keys.candidates[(question_id, candidate.id)],
+                        # A question's candidates are created with it.
+                        question_id not in keys.existing_ids,
+                        candidate.resolution,
+                        sources,
+                    )
+                )
+    return given
+
+
+def _given_key(given: _Given, policy_id: int) -> tuple[Any, ...]:
+    resolution = given.resolution
+    claims: ClaimKeys = {
+        cl.claim: (
+            cl.label,
+            cl.reason,
+            frozenset((given.sources[e.source], e.start, e.end, e.quote) for e in cl.evidence),
+        )
+        for cl in resolution.claim_labels
+    }
+    return resolution_key(
+        resolution.status,
+        resolution.answer_label,
+        resolution.answer_reason,
+        resolution.unresolved_reason,
+        resolution.rationale,
+        resolution.adjudicator,
+        policy_id,
+        claims,
+    )
+
+
+def _resolution_row(
+    state: ImportState, item_id: int, policy_id: int, resolution: ResolutionIn, now: Any
+) -> tuple[Any, ...]:
+    """Return the ``RESOLUTION_COLUMNS`` row of an imported resolution."""
+    return (
+        item_id,
+        1,
+        resolution.status,
+        policy_id,
+        resolution.answer_label,
+        resolution.answer_reason,
+        resolution.rationale,
+        resolution.unresolved_reason,
+        resolution.adjudicator,
+        state.batch.pk,
+        db_datetime(resolution.resolved_at or now),
+    )
+
+
+def write_resolutions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
+    """Write the records' resolutions as imported resolutions and resolve their items.
+
+    Raises:
+        RecordError: a different resolution is stored, or labelling is under way.
+    """
+    given = _given(chunk, keys)
+    if not given:
+        return
+    items = {
+        candidate_id: (pk, resolution_id, version)
+        for pk, candidate_id, resolution_id, version in Item.objects.filter(
+            candidate_id__in=[g.candidate_id for g in given]
+        ).values_list("pk", "candidate_id", "resolution_id", "version")
+    }
+    stored = _stored_resolutions([r for _, r, _ in items.values() if r is not None])
+    rows: list[tuple[Any, ...]] = []
+    # (index of the resolution row, candidate id, claim label, {source id: version id})
+    labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]] = []
+    updates: list[Item] = []
+    now = timezone.now()
+    for g in given:
+        item_id, resolution_id, version = items[g.candidate_id]
+        resolution = g.resolution
+        policy_id = (
+            state.newest_policy_id
+            if resolution.policy_version is None
+            else state.policy_ids[resolution.policy_version]
+        )
+        key = _given_key(g, policy_id)
+        if resolution_id is not None:
+            stored_key, stored_at = stored[resolution_id]
+            same_time = resolution.resolved_at is None or resolution.resolved_at == stored_at
+            if stored_key == key and same_time:
+                continue
+            raise RecordError(
+                g.location,
+                g.field,
+                "the candidate already has a different resolution in this project; a "
+                "resolution is imported once (correct it by adjudication)",
+            )
+        if state.project.labelling_started_at is not None and not g.new:
+            raise RecordError(
+                g.location,
+                g.field,
+                "labelling has started: the item is resolved by its annotators, a "
+                "resolution cannot be imported for it now",
+            )
+        rows.append(_resolution_row(state, item_id, policy_id, resolution, now))
+        for claim_label in resolution.claim_labels:
+            labels.append((len(rows) - 1, g.candidate_id, claim_label, g.sources))
+        updates.append(Item(pk=item_id, status=ItemStatus.RESOLVED, version=version + 1))
+        state.resolved.append((item_id, resolution.status))
+    _insert(state, keys, rows, labels, updates)
+
+
+def _insert(
+    state: ImportState,
+    keys: ChunkKeys,
+    rows: list[tuple[Any, ...]],
+    labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]],
+    updates: list[Item],
+) -> None:
+    """Insert the resolutions, their claim labels and evidence; point the items at them."""
+    resolution_ids = insert_rows(Resolution, RESOLUTION_COLUMNS, rows, with_ids=True)
+    for item, resolution_id in zip(updates, resolution_ids, strict=True):
+        item.resolution_id = resolution_id
+    label_rows, evidence = claim_labels_write(
+        ResolvedEvidence,
+        [
+            (
+                ResolvedClaimLabel(
+                    resolution_id=resolution_ids[row],
+                    claim_id=keys.claims[(candidate_id, label.claim)],
+                    label=label.label,
+                    reason=label.reason,
+                ),
+                [Evidence(sources[e.source], e.start, e.end, e.quote) for e in label.evidence],
+            )
+            for row, candidate_id, label, sources in labels
+        ],
+        batch_size=BULK_BATCH,
+    )
+    Item.objects.bulk_update(updates, ["status", "resolution", "version"], batch_size=BULK_BATCH)
+    state.created["resolutions"] += len(rows)
+    state.created["resolved_claim_labels"] += len(label_rows)
+    state.created["resolved_evidence"] += len(evidence)
+
+
+def _stored_resolutions(ids: list[int]) -> dict[int, tuple[tuple[Any, ...], Any]]:
+    """Return {resolution id: (its :func:`resolution_key`, its time)} of stored ones."""
+    if not ids:
+        return {}
+    evidence: dict[int, set[tuple[int, int, int, str]]] = defaultdict(set)
+    for label_id, version_id, start, end, quote in ResolvedEvidence.objects.filter(
+        claim_label__resolution_id__in=ids
+    ).values_list("claim_label_id", "source_version_id", "start", "end", "quote"):
+        evidence[label_id].add((version_id, start, end, quote))
+    claims: dict[int, ClaimKeys] = defaultdict(dict)
+    for pk, resolution_id, index, label, reason in ResolvedClaimLabel.objects.filter(
+        resolution_id__in=ids
+    ).values_list("pk", "resolution_id", "claim__index", "label", "reason"):
+        claims[resolution_id][index] = (label, reason, frozenset(evidence[pk]))
+    out = {}
+    for row in Resolution.objects.filter(pk__in=ids).values(
+        "pk",
+        "status",
+        "answer_label",
+        "answer_reason",
+        "unresolved_reason",
+        "rationale",
+        "adjudicator_id",
+        "adjudicator_pseudonym",
+        "policy_id",
+        "created_at",
+    ):
+        # An adjudication made here names an account, never equal to an imported pseudonym.
+        adjudicator = (
+            ("user", row["adjudicator_id"])
+            if row["adjudicator_id"] is not None
+            else row["adjudicator_pseudonym"]
+        )
+        key = resolution_key(
+            row["status"],
+            row["answer_label"],
+            row["answer_reason"],
+            row["unresolved_reason"],
+            row["rationale"],
+            adjudicator,
+            row["policy_id"],
+            claims[row["pk"]],
+        )
+        out[row["pk"]] = (key, row["created_at"])
+    return out

@@ -1,0 +1,429 @@
+"""The public entry points of the workload import: records, a file, a directory."""
+
+from __future__ import annotations
+
+import gc
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, cast
+
+from django.contrib.auth.models import AbstractBaseUser, User
+from django.db import connection, reset_queries, transaction
+
+from labeling.exceptions import InvalidInput, WorkloadImportFailed
+from labeling.importers import RecordSource, SourcedRecord, formats
+from labeling.importers.native import file_sha256 as stream_sha256
+from labeling.importers.schema import (
+    PolicyVocabulary,
+    RecordError,
+    SourceVersionIn,
+    WorkloadRecord,
+    check_record,
+)
+from labeling.importers.validation import validated_stream
+from labeling.locks import project_lock
+from labeling.models import ImportBatch, Item, Project, Question
+from labeling.services.assignments import items_enqueue
+from labeling.services.imports.common import (
+    CHUNK_SIZE,
+    GC_EVERY_CHUNKS,
+    ImportResult,
+    policy_vocabulary,
+)
+from labeling.services.imports.policies import freeze_partition, partition_spec, restore_policies
+from labeling.services.imports.state import Chunk
+from labeling.services.imports.writer import ImportWriter
+from labeling.signals import announce_resolutions
+
+logger = logging.getLogger(__name__)
+
+
+def _record_parser(
+    vocabulary: PolicyVocabulary, policies: dict[int, PolicyVocabulary]
+) -> Callable[[str, Any], WorkloadRecord]:
+    """Return the check of one workload record against the project's policies."""
+
+    def parse(location: str, raw: Any) -> WorkloadRecord:
+        record = WorkloadRecord.model_validate(raw)
+        check_record(record, vocabulary, location, policies)
+        return record
+
+    return parse
+
+
+def _source_version(_location: str, raw: Any) -> SourceVersionIn:
+    return SourceVersionIn.model_validate(raw)
+
+
+def _write_versions(
+    writer: ImportWriter, versions: list[tuple[str, SourceVersionIn]], errors: list[RecordError]
+) -> None:
+    """Write a chunk of preamble source versions (unless an error was met); empty the list."""
+    if versions and not errors:
+        try:
+            writer.write_source_versions(versions)
+        except RecordError as exc:
+            errors.append(exc)
+    versions.clear()
+
+
+def _write_preamble(
+    writer: ImportWriter, source_versions: Iterable[SourcedRecord], errors: list[RecordError]
+) -> None:
+    """Validate and write the source versions given before any record, in chunks."""
+    versions: list[tuple[str, SourceVersionIn]] = []
+    for item in validated_stream(source_versions, _source_version, errors):
+        versions.append(item)
+        if len(versions) >= CHUNK_SIZE:
+            _write_versions(writer, versions, errors)
+    _write_versions(writer, versions, errors)
+
+
+class _Chunker:
+    """Collects validated records into chunks and writes each (until the first error)."""
+
+    def __init__(self, writer: ImportWriter, errors: list[RecordError]) -> None:
+        self.writer = writer
+        self.errors = errors
+        self.chunk: Chunk = []
+        self.in_chunk: set[str] = set()
+        self.records = 0
+
+    def add(self, location: str, record: WorkloadRecord) -> None:
+        """Add one record; write the chunk first when it is full or holds the same question."""
+        self.records += 1
+        # A repeated external_id is checked against its first occurrence once that is written.
+        if record.external_id in self.in_chunk or len(self.chunk) >= CHUNK_SIZE:
+            self.flush()
+            if self.records % (CHUNK_SIZE * GC_EVERY_CHUNKS) < CHUNK_SIZE:
+                gc.collect()
+        self.chunk.append((location, record))
+        self.in_chunk.add(record.external_id)
+
+    def flush(self) -> None:
+        """Write the chunk (unless an error was met) and empty it."""
+        if self.chunk and not self.errors:
+            try:
+                self.writer.write(self.chunk)
+            except RecordError as exc:
+                self.errors.append(exc)
+        self.chunk.clear()
+        self.in_chunk.clear()
+        # With DEBUG on, Django keeps every query's SQL: memory would grow with the file. A
+        # caller that captures queries on purpose (force_debug_cursor) keeps its log.
+        if not connection.force_debug_cursor:
+            reset_queries()
+
+
+def _write_stream(
+    writer: ImportWriter,
+    records: Iterable[SourcedRecord],
+    source_versions: Iterable[SourcedRecord] | None,
+    parse: Callable[[str, Any], WorkloadRecord],
+    errors: list[RecordError],
+) -> int:
+    """Validate and write the preamble and the records; return the number of valid records."""
+    chunker = _Chunker(writer, errors)
+    # The cyclic collector would rescan the import's many live objects again and again (a fifth
+    # of the time in the benchmark); it is paused and run once per GC_EVERY_CHUNKS chunks.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        if source_versions is not None:
+            _write_preamble(writer, source_versions, errors)
+        for location, record in validated_stream(records, parse, errors):
+            chunker.add(location, record)
+        chunker.flush()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return chunker.records
+
+
+def _refuse_restore(project: Project, format: str, filename: str) -> WorkloadImportFailed:
+    return WorkloadImportFailed(
+        [
+            RecordError(
+                filename,
+                "project",
+                f"project {project.slug!r} already holds questions; the {format} format "
+                "imports into an empty project only (import it into a new project)",
+            )
+        ]
+    )
+
+
+def _create_batch(
+    project: Project,
+    format: str,
+    filename: str,
+    file_sha256: str,
+    actor: AbstractBaseUser | None,
+) -> ImportBatch:
+    return ImportBatch.objects.create(
+        project=project,
+        format=format,
+        # A file name from the OS may hold undecodable bytes (surrogate escapes): keep it storable.
+        filename=filename.encode("utf-8", "replace").decode("utf-8")[:500],
+        file_sha256=file_sha256,
+        created_by=cast(User, actor) if actor is not None and actor.is_authenticated else None,
+    )
+
+
+def _finish(
+    project: Project,
+    batch: ImportBatch,
+    writer: ImportWriter,
+    n_records: int,
+    notes: Callable[[], dict[str, Any]] | None,
+) -> ImportResult:
+    """Report what was written (or drop an empty batch), enqueue new items, announce."""
+    created = {k: v for k, v in sorted(writer.created.items()) if v}
+    extra = notes() if notes is not None else {}
+    if not any(v for k, v in created.items() if k != "unanchored_claims"):
+        batch.delete()
+        return ImportResult(batch=None, records=n_records, created={}, notes=extra)
+    batch.report = {"records": n_records, "created": created, "notes": extra}
+    batch.save(update_fields=["report"])
+    if created.get("items") and project.labelling_started_at is not None:
+        # Labelling is under way: new items join the end of the queue with the project's overlap.
+        items_enqueue(
+            project=project,
+            item_ids=list(
+                Item.objects.filter(candidate__question__import_batch=batch).values_list(
+                    "pk", flat=True
+                )
+            ),
+        )
+    announce_resolutions(project_id=project.pk, resolved=writer.resolved)
+    logger.info(
+        "workload_import.done",
+        extra={"project": project.slug, "batch": batch.pk, "records": n_records},
+    )
+    return ImportResult(batch=batch, records=n_records, created=created, notes=extra)
+
+
+@transaction.atomic
+def workload_import(
+    *,
+    project: Project,
+    records: Iterable[SourcedRecord],
+    format: str,
+    filename: str,
+    file_sha256: str,
+    actor: AbstractBaseUser | None = None,
+    notes: Callable[[], dict[str, Any]] | None = None,
+    source_versions: Iterable[SourcedRecord] | None = None,
+    policies: list[SourcedRecord] | None = None,
+    partition: SourcedRecord | None = None,
+) -> ImportResult:
+    """Import ``records`` into ``project`` atomically and idempotently.
+
+    Args:
+        project: the target project; it must have a label policy (its newest version is used to
+            check label values).
+        records: ``(location, object-or-RecordError)`` pairs, streamed.
+        format: the name of the format the records came from (recorded on the batch).
+        filename: the file's name, for the batch record.
+        file_sha256: sha256 of the whole input; a file already imported into this project is
+            not read again.
+        actor: the user importing, or None from the command line.
+        notes: called after the last record to get the adapter's own counters (quirks met).
+        source_versions: ``(location, SourceVersionIn object)`` pairs written before any record,
+            in this order (a document's versions are numbered by creation order).
+        policies: ``(location, PolicyIn object)`` pairs: the label policy versions the project
+            must hold, restored (creating versions, and giving an unfrozen version other
+            content). A format that gives them (a release) restores a project, so it imports
+            into a project without questions only: into any other the import is refused,
+            unless it is the very input imported before (then "already imported").
+        partition: ``(location, PartitionIn object)``: the seed and proportions with which the
+            records' ``partition`` values are frozen.
+
+    Partitions. A record's ``partition`` is accepted only when the import creates the project's
+    questions from scratch (no questions and no frozen split before it), or for a question
+    already stored in that partition (a re-import). Every record gives one, or none does.
+    Questions sharing a ``group_key`` or a source document must be in one partition. When
+    partitioned questions were created, the split is frozen with ``partition``'s seed and
+    proportions at the end of the import.
+
+    Resolutions. A candidate's ``resolution`` is written as resolution number 1 of its item
+    (with this batch, and ``resolved_at`` as its time) and the item is resolved: labelling never
+    serves it nor compares its votes. A candidate already resolved must give the same
+    resolution (then nothing is written). Items resolved are announced after commit.
+
+    Returns:
+        An :class:`ImportResult`; ``batch`` is None when the import created nothing.
+
+    Raises:
+        WorkloadImportFailed: one or more records are invalid or conflict with stored rows;
+            nothing was written. Its ``errors`` give location, field and reason.
+        InvalidInput: the project has no label policy.
+
+    Concurrency: opens its own transaction and locks the Project row, so imports into one
+    project run one at a time.
+    """
+    project = project_lock(project.pk)
+    previous = ImportBatch.objects.filter(project=project, file_sha256=file_sha256).first()
+    if previous is not None:
+        return ImportResult(batch=previous, records=0, created={}, already_imported=True)
+    has_questions = Question.objects.filter(project=project).exists()
+    if policies is not None and has_questions:
+        raise _refuse_restore(project, format, filename)
+    fresh = not has_questions and project.partition_frozen_at is None
+    partition_location, spec = partition_spec(partition)
+    restored: Counter[str] = Counter()
+    if policies is not None:
+        restore_policies(project, policies, not has_questions, restored)
+    parse = _project_parser(project)
+    writer = ImportWriter(
+        project, _create_batch(project, format, filename, file_sha256, actor), fresh
+    )
+    writer.created.update(restored)
+    errors: list[RecordError] = []
+    n_records = _write_stream(writer, records, source_versions, parse, errors)
+    if writer.partitioned and not errors:
+        if spec is None:
+            errors.append(
+                RecordError(
+                    partition_location,
+                    "partition",
+                    "the records give partitions but the input gives no seed and proportions "
+                    "to freeze the split with",
+                )
+            )
+        else:
+            freeze_partition(project, spec)
+            writer.created["partitioned_questions"] += writer.partitioned
+    if errors:
+        raise WorkloadImportFailed(errors)
+    return _finish(project, writer.batch, writer, n_records, notes)
+
+
+def _project_parser(project: Project) -> Callable[[str, Any], WorkloadRecord]:
+    """Return the record check against the project's newest policy (and its other versions).
+
+    Raises:
+        InvalidInput: the project has no label policy.
+    """
+    policy = project.policies.order_by("-version").first()
+    if policy is None:
+        raise InvalidInput(f"project {project.slug!r} has no label policy; create one first")
+    vocabularies = {p.version: policy_vocabulary(p) for p in project.policies.all()}
+    return _record_parser(policy_vocabulary(policy), vocabularies)
+
+
+class _CountingStream:
+    """A binary stream that reports every byte read (lines or blocks) to ``progress``."""
+
+    def __init__(self, stream: IO[bytes], progress: Callable[[int], object]) -> None:
+        self.stream = stream
+        self.progress = progress
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self.stream:
+            self.progress(len(line))
+            yield line
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.progress(len(data))
+        return data
+
+    def readline(self, size: int = -1) -> bytes:
+        data = self.stream.readline(size)
+        self.progress(len(data))
+        return data
+
+    def seek(self, *args: Any) -> int:
+        return self.stream.seek(*args)
+
+    def tell(self) -> int:
+        return self.stream.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+
+def workload_import_file(
+    *,
+    project: Project,
+    stream: IO[bytes],
+    format_name: str,
+    filename: str,
+    actor: AbstractBaseUser | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> ImportResult:
+    """Read a seekable binary file in ``format_name`` and import it with :func:`workload_import`.
+
+    The one entry point of the command, the upload page and the API. ``progress`` (optional) is
+    called with the number of bytes read so far in each step, e.g. ``tqdm.update``.
+
+    Raises:
+        InvalidInput: ``format_name`` is not a known format, or the project has no policy.
+        WorkloadImportFailed: invalid records; nothing was written.
+    """
+    known = formats()
+    if format_name not in known:
+        raise InvalidInput(f"unknown format {format_name!r}; one of {sorted(known)}")
+    fmt = known[format_name]
+    digest = stream_sha256(stream)
+    # The counting wrapper reads like the stream it wraps (the readers use only these methods).
+    counted = stream if progress is None else cast(IO[bytes], _CountingStream(stream, progress))
+    source = fmt.open(counted, filename)
+    return _import_source(project, source, fmt.name, filename, source.digest or digest, actor)
+
+
+def workload_import_directory(
+    *,
+    project: Project,
+    directory: Path,
+    format_name: str,
+    actor: AbstractBaseUser | None = None,
+) -> ImportResult:
+    """Import a directory in ``format_name`` (a format with ``open_directory``: a release).
+
+    The batch is identified by the digest the format gives (a release: its manifest's sha256).
+
+    Raises:
+        InvalidInput: the format is unknown or reads files only, or the project has no policy.
+        WorkloadImportFailed: the input does not verify, or invalid records; nothing written.
+    """
+    known = formats()
+    if format_name not in known:
+        raise InvalidInput(f"unknown format {format_name!r}; one of {sorted(known)}")
+    fmt = known[format_name]
+    if fmt.open_directory is None:
+        raise InvalidInput(f"format {fmt.name!r} reads a file, not a directory")
+    source = fmt.open_directory(directory)
+    if source.digest is None:
+        source.close()
+        raise InvalidInput(f"format {fmt.name!r} gave no digest for directory {directory.name!r}")
+    return _import_source(project, source, fmt.name, directory.name, source.digest, actor)
+
+
+def _import_source(
+    project: Project,
+    source: RecordSource,
+    format_name: str,
+    filename: str,
+    digest: str,
+    actor: AbstractBaseUser | None,
+) -> ImportResult:
+    """Run :func:`workload_import` on everything ``source`` gives, then close it."""
+    try:
+        return workload_import(
+            project=project,
+            records=source,
+            format=format_name,
+            filename=filename,
+            file_sha256=digest,
+            actor=actor,
+            notes=source.notes,
+            source_versions=source.source_versions,
+            policies=source.policies,
+            partition=source.partition,
+        )
+    finally:
+        source.close()

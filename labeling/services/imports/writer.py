@@ -1,0 +1,50 @@
+"""Writing validated records chunk by chunk, table group after table group.
+
+One chunk is written in this order: its sources (documents and versions), its questions, their
+retrieval links, candidates (with items and claims), evaluator labels, prior annotations and
+resolutions. Every step either writes its rows or raises a :class:`RecordError`; the caller's
+transaction then rolls the whole import back.
+"""
+
+from __future__ import annotations
+
+from labeling.importers.schema import SourceVersionIn
+from labeling.services.imports.evaluators import write_evaluator_labels
+from labeling.services.imports.priors import write_prior_annotations
+from labeling.services.imports.questions import write_candidates, write_questions
+from labeling.services.imports.resolutions import write_resolutions
+from labeling.services.imports.sources import (
+    preamble_sources,
+    record_sources,
+    write_links,
+    write_source_versions,
+)
+from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
+
+
+class ImportWriter(ImportState):
+    """Writes validated records chunk by chunk inside the caller's transaction."""
+
+    def write_source_versions(self, chunk: list[tuple[str, SourceVersionIn]]) -> None:
+        """Write source versions given on their own (a preamble), in order.
+
+        Raises:
+            RecordError: a version's metadata differs from the stored one, or its ``version``
+                number is not the number it has in the project.
+        """
+        write_source_versions(self, preamble_sources(chunk))
+
+    def write(self, chunk: Chunk) -> None:
+        """Write one chunk of validated records.
+
+        Raises:
+            RecordError: a record conflicts with what is stored (changed question or candidate,
+                changed evaluator label or prior annotation, new question after the freeze).
+        """
+        keys = ChunkKeys(versions=write_source_versions(self, record_sources(chunk)))
+        write_questions(self, chunk, keys)
+        write_links(self, chunk, keys)
+        write_candidates(self, chunk, keys)
+        write_evaluator_labels(self, chunk, keys)
+        write_prior_annotations(self, chunk, keys)
+        write_resolutions(self, chunk, keys)

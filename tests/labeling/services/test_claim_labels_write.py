@@ -1,0 +1,166 @@
+"""claim_labels_write: the one writer of claim labels and their evidence (all three kinds)."""
+
+from __future__ import annotations
+
+import pytest
+
+from labeling.models import (
+    Claim,
+    Item,
+    PriorAnnotation,
+    PriorClaimLabel,
+    PriorEvidence,
+    Resolution,
+    ResolutionStatus,
+    ResolvedClaimLabel,
+    ResolvedEvidence,
+    SourceVersion,
+)
+from labeling.services.claim_labels import Evidence, claim_labels_write
+from tests.conftest import native_record
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def target(project, import_records):
+    """The imported c0 (two claims), its item, the source version and its text."""
+    import_records([native_record()])
+    item = Item.objects.get(candidate__key="c0")
+    claims = list(Claim.objects.filter(candidate_id=item.candidate_id).order_by("index"))
+    version = SourceVersion.objects.get()
+    return item, claims, version
+
+
+def _span(version: SourceVersion, quote: str) -> Evidence:
+    start = version.text.index(quote)
+    return Evidence(version.pk, start, start + len(quote), quote)
+
+
+def _resolution(project, item) -> Resolution:
+    return Resolution.objects.create(
+        item=item,
+        number=1,
+        status=ResolutionStatus.ADJUDICATED,
+        policy=project.policies.order_by("-version").first(),
+        answer_label="admissible",
+        adjudicator_pseudonym="adjudicator-1",
+    )
+
+
+def test_writes_the_labels_in_order_then_their_evidence_in_two_queries(
+    project, target, django_assert_num_queries
+):
+    item, claims, version = target
+    resolution = _resolution(project, item)
+    harbour = _span(version, "It spans the harbour")
+    opened = _span(version, "The bridge opened in 1932")
+
+    with django_assert_num_queries(2):
+        rows, evidence = claim_labels_write(
+            ResolvedEvidence,
+            [
+                (
+                    ResolvedClaimLabel(resolution=resolution, claim=claims[1], label="supported"),
+                    [harbour, opened],
+                ),
+                (
+                    ResolvedClaimLabel(
+                        resolution=resolution,
+                        claim=claims[0],
+                        label="evidence_unavailable",
+                        reason="not_found",
+                    ),
+                    [],
+                ),
+            ],
+        )
+
+    assert [row.claim_id for row in rows] == [claims[1].pk, claims[0].pk]
+    assert all(row.pk is not None for row in rows)
+    assert list(
+        ResolvedClaimLabel.objects.order_by("pk").values_list("claim__index", "label", "reason")
+    ) == [(1, "supported", None), (0, "evidence_unavailable", "not_found")]
+    assert list(
+        ResolvedEvidence.objects.order_by("pk").values_list(
+            "claim_label_id", "source_version_id", "start", "end", "quote"
+        )
+    ) == [
+        (rows[0].pk, version.pk, 27, 47, "It spans the harbour"),
+        (rows[0].pk, version.pk, 0, 25, "The bridge opened in 1932"),
+    ]
+    assert [(e.claim_label_id, e.start, e.end) for e in evidence] == [
+        (rows[0].pk, 27, 47),
+        (rows[0].pk, 0, 25),
+    ]
+
+
+def test_nothing_to_write_runs_no_query(django_assert_num_queries, db):
+    with django_assert_num_queries(0):
+        assert claim_labels_write(ResolvedEvidence, []) == ([], [])
+
+
+def test_batch_size_splits_the_inserts(project, target, django_assert_num_queries):
+    item, claims, version = target
+    resolution = _resolution(project, item)
+    spans = [_span(version, "The bridge"), _span(version, "harbour")]
+
+    # two label rows and two evidence rows, one row per INSERT
+    with django_assert_num_queries(4):
+        rows, evidence = claim_labels_write(
+            ResolvedEvidence,
+            [
+                (
+                    ResolvedClaimLabel(resolution=resolution, claim=claims[0], label="supported"),
+                    [spans[0]],
+                ),
+                (
+                    ResolvedClaimLabel(resolution=resolution, claim=claims[1], label="supported"),
+                    [spans[1]],
+                ),
+            ],
+            batch_size=1,
+        )
+
+    assert len(rows) == 2 and len(evidence) == 2
+    assert sorted(ResolvedEvidence.objects.values_list("quote", flat=True)) == [
+        "The bridge",
+        "harbour",
+    ]
+
+
+def test_writes_a_prior_annotations_claim_labels_with_their_extra_fields(target):
+    item, claims, version = target
+    prior = PriorAnnotation.objects.create(
+        candidate_id=item.candidate_id, annotator="expert-1", fingerprint="f" * 64
+    )
+
+    rows, evidence = claim_labels_write(
+        PriorEvidence,
+        [
+            (
+                PriorClaimLabel(
+                    prior_annotation=prior,
+                    claim=claims[0],
+                    label="supported",
+                    boundary_error=True,
+                    raw_label={"support": "Complete"},
+                ),
+                [_span(version, "1932")],
+            )
+        ],
+    )
+
+    stored = PriorClaimLabel.objects.get()
+    assert (stored.pk, stored.label, stored.boundary_error, stored.raw_label) == (
+        rows[0].pk,
+        "supported",
+        True,
+        {"support": "Complete"},
+    )
+    assert list(
+        PriorEvidence.objects.values_list(
+            "claim_label_id", "source_version_id", "start", "end", "quote"
+        )
+    ) == [(stored.pk, version.pk, 21, 25, "1932")]
+    assert len(evidence) == 1
