@@ -19,11 +19,14 @@ from certification.models import (
     FlagWhen,
     Loss,
     Multiplicity,
+    Release,
     Selector,
     TieRule,
     Utility,
+    release_version_key,
 )
 from certification.selectors import CANDIDATE_SCORE_FIELDS
+from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
 
 
@@ -172,3 +175,42 @@ class AuditSampleForm(forms.Form):
             ("generator", "generator"),
         ],
     )
+
+
+class ReleaseFreezeForm(forms.Form):
+    """Freeze a release: version, parent, the calibration runs it certifies, notes."""
+
+    version = forms.CharField(
+        max_length=32,
+        help_text="An increasing integer (3) or a semantic version (1.2.0), greater than the "
+        "parent's.",
+    )
+    parent = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
+    runs = forms.TypedMultipleChoiceField(
+        coerce=int, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    notes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=MAX_NOTES
+    )
+
+    def __init__(self, *args: Any, releases: list[Release], runs: list[Any], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        ordered = sorted(releases, key=lambda r: release_version_key(r.version), reverse=True)
+        self.releases = {release.pk: release for release in ordered}
+        self.fields["parent"].choices = [("", "(none)")] + [
+            (release.pk, release.version) for release in ordered
+        ]
+        self.fields["runs"].choices = [
+            (run.pk, f"run {run.pk} · {run.spec} · {run.outcome or 'done'}") for run in runs
+        ]
+
+    def parent_release(self) -> Release | None:
+        """The chosen parent release (cleaned), or None."""
+        parent_id = self.cleaned_data.get("parent")
+        return None if parent_id is None else self.releases[parent_id]
+
+
+class ReleaseTagForm(forms.Form):
+    """Point a tag (new or existing) at a release."""
+
+    name = forms.CharField(max_length=64, help_text="e.g. latest, paper-v1")

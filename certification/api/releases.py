@@ -19,8 +19,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from certification.downloads import release_file_response
 from certification.models import Release, ReleaseBuild
-from certification.selectors_releases import (
+from certification.selectors import (
     release_children,
     release_content_build,
     release_file_get,
@@ -33,7 +34,6 @@ from certification.selectors_releases import (
 )
 from certification.services.releases import release_freeze, release_rebuild, release_tag_move
 from certification.services.releases.freeze import MAX_NOTES
-from certification.views_releases import release_file_response
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.views import ErrorSerializer
 from labeling.exceptions import InvalidInput, NotFound
@@ -91,7 +91,8 @@ class ReleaseFileSerializer(serializers.Serializer):
 
 class ReleaseBuildSerializer(serializers.Serializer):
     """A build of a release's files: the first build is its content; a rebuild is compared
-    with it byte by byte (``matches``, ``mismatches``)."""
+    with it byte by byte (``matches``, ``mismatches``).
+    """
 
     id = serializers.IntegerField()
     status = serializers.CharField()
@@ -268,7 +269,8 @@ class ReleaseListApi(APIView):
 
 class ReleaseDetailApi(APIView):
     """One release: every build, its files with hashes and download URLs, the manifest's counts
-    (null until built), its tags and children. Immutable: no PUT, PATCH or DELETE."""
+    (null until built), its tags and children. Immutable: no PUT, PATCH or DELETE.
+    """
 
     @extend_schema(
         operation_id="releases_retrieve",

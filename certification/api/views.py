@@ -296,7 +296,8 @@ def _viewer(request: Request, slug: str) -> tuple[Any, str]:
 
 class CalibrationSpecListApi(APIView):
     """The project's calibration specs (every version; adjudicators and managers); create one
-    (managers)."""
+    (managers).
+    """
 
     pagination_class = CappedLimitOffsetPagination
 

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from certification.locks import release_build_lock
 from certification.models import BuildStatus, Release, ReleaseBuild
-from certification.selectors_releases import (
+from certification.selectors import (
     release_content_build,
     release_file_stream,
     release_files,

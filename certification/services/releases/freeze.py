@@ -29,7 +29,7 @@ from certification.models import (
     RunStatus,
     release_version_key,
 )
-from certification.selectors_releases import release_default_run_ids
+from certification.selectors import release_default_run_ids
 from labeling.exceptions import Conflict, InvalidInput, NotFound
 from labeling.locks import project_lock
 from labeling.models import (
