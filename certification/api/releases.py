@@ -35,7 +35,7 @@ from certification.selectors import (
 from certification.services.releases import release_freeze, release_rebuild, release_tag_move
 from certification.services.releases.freeze import MAX_NOTES
 from labeling.api.pagination import CappedLimitOffsetPagination
-from labeling.api.views import ErrorSerializer
+from labeling.api.common import ErrorSerializer
 from labeling.exceptions import InvalidInput, NotFound
 from labeling.models import MAX_ID, Project
 from labeling.permissions import require_manager

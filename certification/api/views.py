@@ -44,7 +44,7 @@ from certification.services import (
     calibration_spec_update,
 )
 from labeling.api.pagination import CappedLimitOffsetPagination
-from labeling.api.views import ErrorSerializer
+from labeling.api.common import ErrorSerializer
 from labeling.exceptions import PermissionDenied
 from labeling.permissions import can_manage, require_manager
 from labeling.selectors import project_get_for_user

@@ -1,11 +1,11 @@
-"""Serializers shared by several API views (STYLE.md C5: a serializer moves here only when reused).
+"""Serializers shared by several API views (a serializer moves here only when it is reused).
 
 - label inputs (claims with evidence): the annotation submit and the adjudication resolve;
 - the labelling form: "next item" and the assignment read;
 - claims, pinned sources, votes and resolutions: the labelling form and the side-by-side view;
 - the project's labelling settings: the settings read/update and the start of labelling.
 
-Blindness (DESIGN.md §7): what an annotator receives is built only from
+Blindness: what an annotator receives is built only from
 ``labeling.selectors.review.LabellingFormView`` and their own annotation rows, and these
 serializers name their fields explicitly, so nothing else (item status, slot, vote counts,
 question metadata) can slip into a response.
