@@ -1,4 +1,4 @@
-"""REST API of releases (issue 6): list and freeze, read, rebuild, download files, move tags.
+"""REST API of releases: list and freeze, read, rebuild, download files, move tags.
 
 Adjudicators and managers read and download; managers freeze, rebuild and move tags; annotators
 get 403 (as for the rest of certification: a release holds everybody's labels); non-members and
@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from certification.api.common import viewer
 from certification.downloads import release_file_response
 from certification.models import Release, ReleaseBuild
 from certification.selectors import (
@@ -34,13 +35,11 @@ from certification.selectors import (
 )
 from certification.services.releases import release_freeze, release_rebuild, release_tag_move
 from certification.services.releases.freeze import MAX_NOTES
-from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.common import ErrorSerializer
+from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import InvalidInput, NotFound
 from labeling.models import MAX_ID, Project
 from labeling.permissions import require_manager
-from labeling.selectors import project_get_for_user
-from labeling.selectors.review import require_adjudicator
 
 FORBIDDEN = OpenApiResponse(
     ErrorSerializer, description="An annotator, or (for writes) not a manager."
@@ -51,12 +50,6 @@ CONFLICT = OpenApiResponse(
     ErrorSerializer,
     description="The release has no finished build yet, or a rebuild is already under way.",
 )
-
-
-def _viewer(request: Request, slug: str) -> tuple[Project, str]:
-    project = project_get_for_user(slug=slug, user=request.user)
-    role = require_adjudicator(project=project, actor=request.user)
-    return project, role
 
 
 def _release_in_body(project: Project, release_id: int, field: str) -> Release:
@@ -90,8 +83,10 @@ class ReleaseFileSerializer(serializers.Serializer):
 
 
 class ReleaseBuildSerializer(serializers.Serializer):
-    """A build of a release's files: the first build is its content; a rebuild is compared
-    with it byte by byte (``matches``, ``mismatches``).
+    """A build of a release's files.
+
+    The first build is the release's content; a rebuild is compared with it byte by byte
+    (``matches``, ``mismatches``).
     """
 
     id = serializers.IntegerField()
@@ -232,7 +227,7 @@ class ReleaseListApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """List the releases with their first build's status and progress and their tags."""
-        project, _ = _viewer(request, slug)
+        project, _ = viewer(request, slug)
         paginator = CappedLimitOffsetPagination()
         page = paginator.paginate_queryset(release_list(project=project), request)
         return paginator.get_paginated_response(ReleaseSerializer(page, many=True).data)
@@ -244,7 +239,7 @@ class ReleaseListApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Freeze a release; its files are built in the background (``build.status``)."""
-        project, role = _viewer(request, slug)
+        project, role = viewer(request, slug)
         require_manager(role)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
@@ -268,8 +263,10 @@ class ReleaseListApi(APIView):
 
 
 class ReleaseDetailApi(APIView):
-    """One release: every build, its files with hashes and download URLs, the manifest's counts
-    (null until built), its tags and children. Immutable: no PUT, PATCH or DELETE.
+    """One release, immutable: no PUT, PATCH or DELETE.
+
+    Every build, its files with hashes and download URLs, the manifest's counts (null until
+    built), its tags and children.
     """
 
     @extend_schema(
@@ -278,7 +275,7 @@ class ReleaseDetailApi(APIView):
     )
     def get(self, request: Request, slug: str, release_id: int) -> Response:
         """Return the release."""
-        project, _ = _viewer(request, slug)
+        project, _ = viewer(request, slug)
         release = release_get(project=project, release_id=release_id)
         return Response(ReleaseDetailSerializer(release).data)
 
@@ -293,7 +290,7 @@ class ReleaseRebuildApi(APIView):
     )
     def post(self, request: Request, slug: str, release_id: int) -> Response:
         """Request a rebuild; its ``matches`` and ``mismatches`` are set when it is done."""
-        project, role = _viewer(request, slug)
+        project, role = viewer(request, slug)
         require_manager(role)  # the role is refused before the object is looked up
         release = release_get(project=project, release_id=release_id)
         build = release_rebuild(release=release, actor=request.user)
@@ -337,7 +334,7 @@ class ReleaseFileApi(APIView):
     )
     def get(self, request: Request, slug: str, release_id: int, name: str) -> Any:
         """Stream the file ``name`` (one the build lists, or release.zip)."""
-        project, role = _viewer(request, slug)
+        project, role = viewer(request, slug)
         # Files hold pending items' evaluator labels and votes, which adjudicators must not see
         # before they decide (labeling/permissions.py): downloads are for managers.
         require_manager(role)
@@ -362,7 +359,7 @@ class ReleaseTagListApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """List the tags by name."""
-        project, _ = _viewer(request, slug)
+        project, _ = viewer(request, slug)
         return Response(ReleaseTagSerializer(release_tag_list(project=project), many=True).data)
 
     @extend_schema(
@@ -372,7 +369,7 @@ class ReleaseTagListApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Point the tag ``name`` at ``release`` (created if new; every move is kept)."""
-        project, role = _viewer(request, slug)
+        project, role = viewer(request, slug)
         require_manager(role)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
