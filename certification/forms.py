@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -197,10 +197,10 @@ class ReleaseFreezeForm(forms.Form):
         super().__init__(*args, **kwargs)
         ordered = sorted(releases, key=lambda r: release_version_key(r.version), reverse=True)
         self.releases = {release.pk: release for release in ordered}
-        self.fields["parent"].choices = [("", "(none)")] + [
+        cast(forms.ChoiceField, self.fields["parent"]).choices = [("", "(none)")] + [
             (release.pk, release.version) for release in ordered
         ]
-        self.fields["runs"].choices = [
+        cast(forms.ChoiceField, self.fields["runs"]).choices = [
             (run.pk, f"run {run.pk} · {run.spec} · {run.outcome or 'done'}") for run in runs
         ]
 

@@ -108,5 +108,10 @@ class AgreementReportApi(APIView):
         project = project_get_for_user(slug=slug, user=request.user)
         require_adjudicator(project=project, actor=request.user)
         report = agreement_report_get(project=project, actor=request.user)
-        empty = {"computed_at": None, "input_sha256": None, "identities_shown": False, "levels": []}
+        empty: dict[str, Any] = {
+            "computed_at": None,
+            "input_sha256": None,
+            "identities_shown": False,
+            "levels": [],
+        }
         return Response(self.OutputSerializer(report or empty).data)

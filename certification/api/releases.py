@@ -8,6 +8,7 @@ other projects' ids get 404. Releases are immutable: no endpoint accepts PUT, PA
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.urls import reverse
@@ -15,6 +16,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -115,7 +118,7 @@ class ReleaseSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     version = serializers.CharField()
-    parent = serializers.IntegerField(source="parent_id", allow_null=True)
+    parent = serializers.IntegerField(source="parent_id", allow_null=True)  # type: ignore[assignment]
     parent_version = serializers.CharField(source="parent.version", allow_null=True)
     policy_version = serializers.IntegerField(source="policy.version")
     certifies = serializers.JSONField(help_text="Each certified spec and run with its hashes.")
@@ -152,7 +155,7 @@ class ReleaseDetailSerializer(ReleaseSerializer):
     @extend_schema_field(ReleaseFileSerializer(many=True))
     def get_files(self, release: Release) -> list[dict[str, Any]]:
         files = release_files(release_content_build(release))
-        return ReleaseFileSerializer(files, many=True, context={"release": release}).data
+        return list(ReleaseFileSerializer(files, many=True, context={"release": release}).data)
 
     @extend_schema_field(serializers.JSONField(allow_null=True))
     def get_counts(self, release: Release) -> dict[str, Any] | None:
@@ -200,7 +203,7 @@ class ReleaseListApi(APIView):
         version = serializers.CharField(
             max_length=32, help_text='An increasing integer ("3") or MAJOR.MINOR.PATCH ("1.2.0").'
         )
-        parent = serializers.IntegerField(
+        parent = serializers.IntegerField(  # type: ignore[assignment]
             required=False,
             allow_null=True,
             min_value=1,
@@ -301,13 +304,14 @@ class ReleaseRebuildApi(APIView):
 class _AnyAccept(BaseContentNegotiation):
     """A download answers whatever the client accepts (errors are JSON)."""
 
-    def select_parser(self, request: Request, parsers: list[Any]) -> Any:
-        return parsers[0]
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser:
+        return next(iter(parsers))
 
     def select_renderer(
-        self, request: Request, renderers: list[Any], format_suffix: str | None = None
-    ) -> tuple[Any, str]:
-        return renderers[0], renderers[0].media_type
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
 
 
 class ReleaseFileApi(APIView):

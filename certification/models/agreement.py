@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Length
@@ -36,7 +38,7 @@ class AgreementReport(models.Model):
         ordering = ["project"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(input_sha256="") | Exact(Length("input_sha256"), 64),
+                condition=cast(Q, Q(input_sha256="") | Exact(Length("input_sha256"), 64)),
                 name="agreement_report_sha256_hex64",
             ),
         ]

@@ -5,6 +5,8 @@ An audit sample is a seeded stratified draw of the evaluator's items, labelled b
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -67,7 +69,7 @@ class AuditReport(models.Model):
         ordering = ["project", "evaluator"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(input_sha256="") | Exact(Length("input_sha256"), 64),
+                condition=cast(Q, Q(input_sha256="") | Exact(Length("input_sha256"), 64)),
                 name="audit_report_sha256_hex64",
             ),
             models.CheckConstraint(

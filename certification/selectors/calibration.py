@@ -236,10 +236,10 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
     )
     resolution_ids = [c["item__resolution_id"] for c in candidates if c["item__resolution_id"]]
     claim_counts: dict[int, dict[str, int]] = defaultdict(dict)
-    for resolution_id, label in ResolvedClaimLabel.objects.filter(
+    for counted_id, label in ResolvedClaimLabel.objects.filter(
         resolution_id__in=resolution_ids
     ).values_list("resolution_id", "label"):
-        counts = claim_counts[resolution_id]
+        counts = claim_counts[counted_id]
         counts[label] = counts.get(label, 0) + 1
     evaluator_scores = _score_column(spec, [c["id"] for c in candidates])
 
@@ -310,7 +310,7 @@ def calibration_spec_json(spec: CalibrationSpec) -> dict[str, Any]:
         "content_sha256": spec.content_sha256,
         "loss_unit": spec.loss_unit,
         "created_at": spec.created_at.isoformat() if spec.created_at else None,
-        "created_by": spec.created_by.get_username() if spec.created_by_id else None,
+        "created_by": spec.created_by.get_username() if spec.created_by is not None else None,
         **spec_content(spec),
     }
 
@@ -330,7 +330,9 @@ def calibration_run_report(*, run: CalibrationRun, include_inputs: bool = False)
             "id": run.pk,
             "status": run.status,
             "trigger": run.trigger,
-            "requested_by": run.requested_by.get_username() if run.requested_by_id else None,
+            "requested_by": run.requested_by.get_username()
+            if run.requested_by is not None
+            else None,
             "created_at": run.created_at.isoformat() if run.created_at else None,
             "started_at": run.started_at.isoformat() if run.started_at else None,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,

@@ -10,7 +10,7 @@ checks live in ``labeling.permissions``; domain errors become HTTP in ``labeling
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
-from labeling.api.common import ErrorSerializer, paginated, project_and_role
+from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.models import Partition
@@ -53,7 +53,7 @@ class RecordErrorSerializer(serializers.Serializer):
 class ImportErrorSerializer(ErrorSerializer):
     """A refused import (``code`` is ``import_failed``); nothing was written."""
 
-    errors = RecordErrorSerializer(many=True)
+    errors = RecordErrorSerializer(many=True)  # type: ignore[assignment]
 
     class Meta:
         ref_name = "ImportError"
@@ -299,7 +299,7 @@ class EvaluatorLabelSerializer(serializers.Serializer):
     claim = serializers.IntegerField(
         source="claim.index", allow_null=True, help_text="Claim index; null for the answer."
     )
-    label = serializers.CharField(allow_null=True)
+    label = serializers.CharField(allow_null=True)  # type: ignore[assignment]
     score = serializers.FloatField(allow_null=True)
     available = serializers.BooleanField()
 
@@ -323,7 +323,7 @@ class PriorClaimLabelSerializer(serializers.Serializer):
     """A prior annotator's label of one claim."""
 
     claim = serializers.IntegerField(source="claim.index")
-    label = serializers.CharField(allow_null=True)
+    label = serializers.CharField(allow_null=True)  # type: ignore[assignment]
     reason = serializers.CharField(allow_null=True)
     evidence = PriorEvidenceSerializer(many=True)
 
@@ -381,7 +381,7 @@ class ItemDetailApi(APIView):
         def get_other_candidates(self, item: Any) -> list[dict[str, Any]]:
             candidates = item.candidate.question.candidates.all()
             others = [c for c in candidates if c.pk != item.candidate_id]
-            return SiblingCandidateSerializer(others, many=True).data
+            return list(SiblingCandidateSerializer(others, many=True).data)
 
     class ManagerOutputSerializer(OutputSerializer):
         evaluator_labels = EvaluatorLabelSerializer(
@@ -439,7 +439,7 @@ class ImportCreateApi(APIView):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             # Read at request time: adapters register in labeling.importers.formats().
-            self.fields["format"].choices = format_choices()
+            cast(serializers.ChoiceField, self.fields["format"]).choices = format_choices()
 
     class OutputSerializer(serializers.Serializer):
         batch = serializers.IntegerField(
@@ -480,7 +480,7 @@ class ImportCreateApi(APIView):
             stream=upload.file,
             format_name=given.validated_data["format"],
             filename=upload.name or "upload",
-            actor=request.user,
+            actor=request_actor(request),
         )
         created = result.batch is not None and not result.already_imported
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -526,7 +526,7 @@ class EvaluatorLabelImportApi(APIView):
             project=project,
             stream=upload.file,
             filename=upload.name or "upload",
-            actor=request.user,
+            actor=request_actor(request),
         )
         created = result.batch is not None and not result.already_imported
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -572,5 +572,7 @@ class PartitionFreezeApi(APIView):
         permissions.require_manager(role)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        result = partition_freeze(project=project, actor=request.user, **given.validated_data)
+        result = partition_freeze(
+            project=project, actor=request_actor(request), **given.validated_data
+        )
         return Response(self.OutputSerializer(result).data)

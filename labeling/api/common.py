@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from rest_framework import serializers
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -49,3 +51,16 @@ def paginated(
     page: list[Any] | None = paginator.paginate_queryset(queryset, request)
     data = serializer_class(page, many=True, context=context or {}).data
     return paginator.get_paginated_response(data)
+
+
+def request_actor(request: Request) -> AbstractBaseUser:
+    """Return the authenticated user of ``request``, the actor the services record.
+
+    Raises:
+        NotAuthenticated: an anonymous request (HTTP 401; every endpoint needs a login, so the
+            permission classes have refused it already).
+    """
+    user = request.user
+    if not isinstance(user, AbstractBaseUser):
+        raise NotAuthenticated()
+    return user

@@ -159,7 +159,7 @@ class AnnotationSubmitApi(APIView):
     class OutputSerializer(serializers.Serializer):
         class ClaimLabelSerializer(serializers.Serializer):
             claim_id = serializers.IntegerField()
-            label = serializers.CharField()
+            label = serializers.CharField()  # type: ignore[assignment]
             reason = serializers.CharField(allow_null=True)
             boundary_error = serializers.BooleanField()
             evidence = SpanSerializer(many=True, source="evidence.all")
