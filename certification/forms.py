@@ -35,7 +35,7 @@ def _choices(values: Iterable[str]) -> list[tuple[str, str]]:
 
 
 class CalibrationSpecForm(forms.Form):
-    """The calibration contract (seed 000, "Freeze the evaluation contract").
+    """The calibration contract: what a calibration certifies, fixed before it runs.
 
     Numbers are read as text so that the service sees exactly what was typed (alpha 0.1 is the
     decimal 0.1, not the nearest float). Validation errors come back from
@@ -130,7 +130,7 @@ def _label_list(value: str) -> list[str]:
 
 
 class AuditDeclarationForm(forms.Form):
-    """An evaluator audit's declaration: positive labels, or a score threshold (issue 5)."""
+    """An evaluator audit's declaration: positive labels, or a score threshold."""
 
     human_positive = forms.CharField(
         initial="inadmissible",
@@ -162,7 +162,7 @@ class AuditDeclarationForm(forms.Form):
 
 
 class AuditSampleForm(forms.Form):
-    """Draw an audit sample: size, seed and the slice dimension of the strata (issue 5)."""
+    """Draw an audit sample: size, seed and the slice dimension of the strata."""
 
     size = forms.IntegerField(min_value=1)
     seed = forms.IntegerField(min_value=0, initial=0)

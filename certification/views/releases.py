@@ -14,7 +14,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -154,7 +154,9 @@ def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResp
 
 @login_required
 @require_http_methods(["GET"])
-def release_file_download(request: HttpRequest, slug: str, release_id: int, name: str) -> Any:
+def release_file_download(
+    request: HttpRequest, slug: str, release_id: int, name: str
+) -> FileResponse:
     """Download one file of a release's build (or its zip archive), streamed as an attachment."""
     project, role = project_for(request, slug)
     require_viewer(role)
