@@ -5,7 +5,7 @@ Lock order across both apps. A transaction takes locks only in this order::
     Project (labeling.locks.project_lock)
       →  Membership  →  Item (ascending id when several)  →  Assignment rows of that item
       →  the release cutoff tables, SHARE mode (:func:`release_cutoff_tables_lock`)
-    AgreementReport  |  CalibrationSpec (ascending id when several)  |  ReleaseBuild
+      →  one kind of certification row: AgreementReport | CalibrationSpec | ReleaseBuild
 
 A labelling transaction takes no certification lock. Freezing a release takes the project
 (``FOR NO KEY UPDATE``, so labelling transactions' foreign-key checks still pass) and then the
