@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -19,11 +19,14 @@ from certification.models import (
     FlagWhen,
     Loss,
     Multiplicity,
+    Release,
     Selector,
     TieRule,
     Utility,
+    release_version_key,
 )
 from certification.selectors import CANDIDATE_SCORE_FIELDS
+from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
 
 
@@ -32,7 +35,7 @@ def _choices(values: Iterable[str]) -> list[tuple[str, str]]:
 
 
 class CalibrationSpecForm(forms.Form):
-    """The calibration contract (seed 000, "Freeze the evaluation contract").
+    """The calibration contract: what a calibration certifies, fixed before it runs.
 
     Numbers are read as text so that the service sees exactly what was typed (alpha 0.1 is the
     decimal 0.1, not the nearest float). Validation errors come back from
@@ -127,7 +130,7 @@ def _label_list(value: str) -> list[str]:
 
 
 class AuditDeclarationForm(forms.Form):
-    """An evaluator audit's declaration: positive labels, or a score threshold (issue 5)."""
+    """An evaluator audit's declaration: positive labels, or a score threshold."""
 
     human_positive = forms.CharField(
         initial="inadmissible",
@@ -159,7 +162,7 @@ class AuditDeclarationForm(forms.Form):
 
 
 class AuditSampleForm(forms.Form):
-    """Draw an audit sample: size, seed and the slice dimension of the strata (issue 5)."""
+    """Draw an audit sample: size, seed and the slice dimension of the strata."""
 
     size = forms.IntegerField(min_value=1)
     seed = forms.IntegerField(min_value=0, initial=0)
@@ -172,3 +175,42 @@ class AuditSampleForm(forms.Form):
             ("generator", "generator"),
         ],
     )
+
+
+class ReleaseFreezeForm(forms.Form):
+    """Freeze a release: version, parent, the calibration runs it certifies, notes."""
+
+    version = forms.CharField(
+        max_length=32,
+        help_text="An increasing integer (3) or a semantic version (1.2.0), greater than the "
+        "parent's.",
+    )
+    parent = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
+    runs = forms.TypedMultipleChoiceField(
+        coerce=int, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    notes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=MAX_NOTES
+    )
+
+    def __init__(self, *args: Any, releases: list[Release], runs: list[Any], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        ordered = sorted(releases, key=lambda r: release_version_key(r.version), reverse=True)
+        self.releases = {release.pk: release for release in ordered}
+        cast(forms.ChoiceField, self.fields["parent"]).choices = [("", "(none)")] + [
+            (release.pk, release.version) for release in ordered
+        ]
+        cast(forms.ChoiceField, self.fields["runs"]).choices = [
+            (run.pk, f"run {run.pk} · {run.spec} · {run.outcome or 'done'}") for run in runs
+        ]
+
+    def parent_release(self) -> Release | None:
+        """The chosen parent release (cleaned), or None."""
+        parent_id = self.cleaned_data.get("parent")
+        return None if parent_id is None else self.releases[parent_id]
+
+
+class ReleaseTagForm(forms.Form):
+    """Point a tag (new or existing) at a release."""
+
+    name = forms.CharField(max_length=64, help_text="e.g. latest, paper-v1")

@@ -1,9 +1,12 @@
-"""Calibration and audit pages under /p/<slug>/certification/, release pages under
-/p/<slug>/releases/, beside the labelling pages."""
+"""Routes of the certification pages, beside the labelling pages.
+
+Calibration and audit pages are under /p/<slug>/certification/, release pages under
+/p/<slug>/releases/.
+"""
 
 from django.urls import path
 
-from certification import views, views_audit, views_releases
+from certification import views
 
 urlpatterns = [
     path(
@@ -38,47 +41,47 @@ urlpatterns = [
     ),
 ]
 
-# Evaluator audits (issue 5).
+# Evaluator audits.
 urlpatterns += [
-    path("p/<slug:slug>/certification/audits/", views_audit.audit_list, name="audit-list"),
+    path("p/<slug:slug>/certification/audits/", views.audit_list, name="audit-list"),
     path(
         "p/<slug:slug>/certification/audits/<int:evaluator_id>/",
-        views_audit.audit_detail,
+        views.audit_detail,
         name="audit-detail",
     ),
     path(
         "p/<slug:slug>/certification/audits/<int:evaluator_id>/disagreements.csv",
-        views_audit.audit_disagreements_csv,
+        views.audit_disagreements_csv,
         name="audit-disagreements-csv",
     ),
     path(
         "p/<slug:slug>/certification/audits/<int:evaluator_id>/samples/",
-        views_audit.audit_sample_draw_view,
+        views.audit_sample_draw_view,
         name="audit-sample-draw",
     ),
 ]
 
-# Releases: certified label sets (issue 6).
+# Releases: certified label sets.
 urlpatterns += [
-    path("p/<slug:slug>/releases/", views_releases.release_list_view, name="release-list"),
+    path("p/<slug:slug>/releases/", views.release_list_view, name="release-list"),
     path(
         "p/<slug:slug>/releases/<int:release_id>/",
-        views_releases.release_detail,
+        views.release_detail,
         name="release-detail",
     ),
     path(
         "p/<slug:slug>/releases/<int:release_id>/files/<str:name>",
-        views_releases.release_file_download,
+        views.release_file_download,
         name="release-file",
     ),
     path(
         "p/<slug:slug>/releases/<int:release_id>/rebuild/",
-        views_releases.release_rebuild_view,
+        views.release_rebuild_view,
         name="release-rebuild",
     ),
     path(
         "p/<slug:slug>/releases/<int:release_id>/tags/",
-        views_releases.release_tag_move_view,
+        views.release_tag_move_view,
         name="release-tag-move",
     ),
 ]

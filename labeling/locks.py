@@ -1,8 +1,16 @@
-"""The only ``select_for_update`` querysets of the labelling side (STYLE.md C4, C7).
+"""The only ``select_for_update`` querysets of the labelling side.
 
-Lock order. A transaction takes locks only in this order::
+Services and selectors take row locks only through this module (``certification/locks.py``
+holds the certification side's), so the order below can be checked in one place.
+
+Lock order across both apps. A transaction takes locks only in this order::
 
     Project  →  Membership  →  Item (ascending id when several)  →  Assignment rows of that item
+      →  the release cutoff tables, SHARE mode (certification/locks.py; a release freeze)
+      →  one kind of certification row: AgreementReport | CalibrationSpec | ReleaseBuild
+
+A labelling transaction takes no certification lock; the certification row locks are taken by
+transactions that hold no labelling lock (see ``certification/locks.py``).
 
 An assignment row is locked or written only by a transaction that holds its item's lock: submits
 and skips lock the item (:func:`item_lock`, waiting) and then flip their assignment with a

@@ -167,3 +167,107 @@ def test_top_level_is_the_design_cards_list():
     top = {path.split("/", 1)[0] for path in listed.split("\0") if path}
     assert top - TOP_LEVEL_ALLOWED == set(), "top-level entries outside the design card's list"
     assert {name for name in TOP_LEVEL_REQUIRED if not (REPO / name).exists()} == set()
+
+
+# Both apps have one shape: the same packages and modules, each named for what it holds.
+APP_PACKAGES = ("views", "selectors", "models", "services", "api")
+APP_MODULES = ("locks.py", "forms.py", "exceptions.py")
+# The only modules that may take row or table locks (select_for_update, LOCK TABLE).
+LOCK_MODULES = {"labeling/locks.py", "certification/locks.py"}
+HTML_VIEW_PACKAGES = ("labeling.views", "certification.views")
+
+
+@pytest.mark.parametrize("app", ["labeling", "certification"])
+def test_both_apps_have_the_same_shape(app):
+    root = REPO / app
+    missing = [f"{name}/" for name in APP_PACKAGES if not (root / name / "__init__.py").is_file()]
+    missing += [name for name in APP_MODULES if not (root / name).is_file()]
+    assert missing == []
+    # a module beside a package of the same kind (views_audit.py beside views/) splits the shape
+    strays = sorted(
+        path.name
+        for path in root.glob("*.py")
+        if any(path.stem.startswith(f"{name}_") for name in ("views", "selectors", "models"))
+    )
+    assert strays == []
+
+
+def _app_modules() -> list[Path]:
+    return sorted(
+        path
+        for app in ("labeling", "certification")
+        for path in (REPO / app).rglob("*.py")
+        if "migrations" not in path.relative_to(REPO).parts
+    )
+
+
+def _locks_taken(tree: ast.AST) -> list[int]:
+    """Lines of ``select_for_update`` calls and of SQL text that locks a table."""
+    lines = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "select_for_update"
+        ):
+            lines.append(node.lineno)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "lock table" in node.value.lower()
+        ):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_only_locks_modules_take_locks():
+    offenders = []
+    for path in _app_modules():
+        name = path.relative_to(REPO).as_posix()
+        if name in LOCK_MODULES:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        offenders += [f"{name}:{line}" for line in _locks_taken(tree)]
+    assert offenders == []
+
+
+def test_lock_scan_finds_row_and_table_locks():
+    # guards the scan above: a docstring that only mentions select_for_update is not a lock
+    tree = ast.parse(
+        '"""Mentions select_for_update in prose."""\n'
+        "Item.objects.select_for_update(of=('self',)).get(pk=1)\n"
+        "qs.filter(pk=1).select_for_update()\n"
+        'cursor.execute(f"LOCK TABLE {tables} IN SHARE MODE")\n'
+    )
+    assert _locks_taken(tree) == [2, 3, 4]
+
+
+def test_lock_modules_document_the_order_across_both_apps():
+    for name in LOCK_MODULES:
+        doc = ast.get_docstring(ast.parse((REPO / name).read_text(encoding="utf-8"))) or ""
+        assert "Lock order" in doc, name
+        other = ({"labeling/locks.py", "certification/locks.py"} - {name}).pop()
+        assert other in doc, f"{name} does not point at {other}"
+
+
+def test_api_modules_import_no_html_views_and_no_private_names():
+    offenders = []
+    for path in _app_modules():
+        if "api" not in path.relative_to(REPO).parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, module in _imported_modules(tree):
+            if any(module == pkg or module.startswith(f"{pkg}.") for pkg in HTML_VIEW_PACKAGES):
+                offenders.append(f"{path.relative_to(REPO)}:{line} imports {module}")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.split(".")[0] in ("labeling", "certification")
+            ):
+                offenders += [
+                    f"{path.relative_to(REPO)}:{node.lineno} imports {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_")
+                ]
+    assert offenders == []

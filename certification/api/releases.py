@@ -1,4 +1,4 @@
-"""REST API of releases (issue 6): list and freeze, read, rebuild, download files, move tags.
+"""REST API of releases: list and freeze, read, rebuild, download files, move tags.
 
 Adjudicators and managers read and download; managers freeze, rebuild and move tags; annotators
 get 403 (as for the rest of certification: a release holds everybody's labels); non-members and
@@ -8,6 +8,7 @@ other projects' ids get 404. Releases are immutable: no endpoint accepts PUT, PA
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.urls import reverse
@@ -15,12 +16,16 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from certification.api.common import viewer
+from certification.downloads import release_file_response
 from certification.models import Release, ReleaseBuild
-from certification.selectors_releases import (
+from certification.selectors import (
     release_children,
     release_content_build,
     release_file_get,
@@ -33,14 +38,11 @@ from certification.selectors_releases import (
 )
 from certification.services.releases import release_freeze, release_rebuild, release_tag_move
 from certification.services.releases.freeze import MAX_NOTES
-from certification.views_releases import release_file_response
+from labeling.api.common import ErrorSerializer
 from labeling.api.pagination import CappedLimitOffsetPagination
-from labeling.api.views import ErrorSerializer
 from labeling.exceptions import InvalidInput, NotFound
 from labeling.models import MAX_ID, Project
 from labeling.permissions import require_manager
-from labeling.selectors import project_get_for_user
-from labeling.selectors.review import require_adjudicator
 
 FORBIDDEN = OpenApiResponse(
     ErrorSerializer, description="An annotator, or (for writes) not a manager."
@@ -51,12 +53,6 @@ CONFLICT = OpenApiResponse(
     ErrorSerializer,
     description="The release has no finished build yet, or a rebuild is already under way.",
 )
-
-
-def _viewer(request: Request, slug: str) -> tuple[Project, str]:
-    project = project_get_for_user(slug=slug, user=request.user)
-    role = require_adjudicator(project=project, actor=request.user)
-    return project, role
 
 
 def _release_in_body(project: Project, release_id: int, field: str) -> Release:
@@ -90,8 +86,11 @@ class ReleaseFileSerializer(serializers.Serializer):
 
 
 class ReleaseBuildSerializer(serializers.Serializer):
-    """A build of a release's files: the first build is its content; a rebuild is compared
-    with it byte by byte (``matches``, ``mismatches``)."""
+    """A build of a release's files.
+
+    The first build is the release's content; a rebuild is compared with it byte by byte
+    (``matches``, ``mismatches``).
+    """
 
     id = serializers.IntegerField()
     status = serializers.CharField()
@@ -119,7 +118,7 @@ class ReleaseSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     version = serializers.CharField()
-    parent = serializers.IntegerField(source="parent_id", allow_null=True)
+    parent = serializers.IntegerField(source="parent_id", allow_null=True)  # type: ignore[assignment]
     parent_version = serializers.CharField(source="parent.version", allow_null=True)
     policy_version = serializers.IntegerField(source="policy.version")
     certifies = serializers.JSONField(help_text="Each certified spec and run with its hashes.")
@@ -156,7 +155,7 @@ class ReleaseDetailSerializer(ReleaseSerializer):
     @extend_schema_field(ReleaseFileSerializer(many=True))
     def get_files(self, release: Release) -> list[dict[str, Any]]:
         files = release_files(release_content_build(release))
-        return ReleaseFileSerializer(files, many=True, context={"release": release}).data
+        return list(ReleaseFileSerializer(files, many=True, context={"release": release}).data)
 
     @extend_schema_field(serializers.JSONField(allow_null=True))
     def get_counts(self, release: Release) -> dict[str, Any] | None:
@@ -204,7 +203,7 @@ class ReleaseListApi(APIView):
         version = serializers.CharField(
             max_length=32, help_text='An increasing integer ("3") or MAJOR.MINOR.PATCH ("1.2.0").'
         )
-        parent = serializers.IntegerField(
+        parent = serializers.IntegerField(  # type: ignore[assignment]
             required=False,
             allow_null=True,
             min_value=1,
@@ -231,7 +230,7 @@ class ReleaseListApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """List the releases with their first build's status and progress and their tags."""
-        project, _ = _viewer(request, slug)
+        project, _ = viewer(request, slug)
         paginator = CappedLimitOffsetPagination()
         page = paginator.paginate_queryset(release_list(project=project), request)
         return paginator.get_paginated_response(ReleaseSerializer(page, many=True).data)
@@ -243,7 +242,7 @@ class ReleaseListApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Freeze a release; its files are built in the background (``build.status``)."""
-        project, role = _viewer(request, slug)
+        project, role = viewer(request, slug)
         require_manager(role)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
@@ -267,8 +266,11 @@ class ReleaseListApi(APIView):
 
 
 class ReleaseDetailApi(APIView):
-    """One release: every build, its files with hashes and download URLs, the manifest's counts
-    (null until built), its tags and children. Immutable: no PUT, PATCH or DELETE."""
+    """One release, immutable: no PUT, PATCH or DELETE.
+
+    Every build, its files with hashes and download URLs, the manifest's counts (null until
+    built), its tags and children.
+    """
 
     @extend_schema(
         operation_id="releases_retrieve",
@@ -276,7 +278,7 @@ class ReleaseDetailApi(APIView):
     )
     def get(self, request: Request, slug: str, release_id: int) -> Response:
         """Return the release."""
-        project, _ = _viewer(request, slug)
+        project, _ = viewer(request, slug)
         release = release_get(project=project, release_id=release_id)
         return Response(ReleaseDetailSerializer(release).data)
 
@@ -291,7 +293,7 @@ class ReleaseRebuildApi(APIView):
     )
     def post(self, request: Request, slug: str, release_id: int) -> Response:
         """Request a rebuild; its ``matches`` and ``mismatches`` are set when it is done."""
-        project, role = _viewer(request, slug)
+        project, role = viewer(request, slug)
         require_manager(role)  # the role is refused before the object is looked up
         release = release_get(project=project, release_id=release_id)
         build = release_rebuild(release=release, actor=request.user)
@@ -302,13 +304,14 @@ class ReleaseRebuildApi(APIView):
 class _AnyAccept(BaseContentNegotiation):
     """A download answers whatever the client accepts (errors are JSON)."""
 
-    def select_parser(self, request: Request, parsers: list[Any]) -> Any:
-        return parsers[0]
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser:
+        return next(iter(parsers))
 
     def select_renderer(
-        self, request: Request, renderers: list[Any], format_suffix: str | None = None
-    ) -> tuple[Any, str]:
-        return renderers[0], renderers[0].media_type
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
 
 
 class ReleaseFileApi(APIView):
@@ -335,7 +338,7 @@ class ReleaseFileApi(APIView):
     )
     def get(self, request: Request, slug: str, release_id: int, name: str) -> Any:
         """Stream the file ``name`` (one the build lists, or release.zip)."""
-        project, role = _viewer(request, slug)
+        project, role = viewer(request, slug)
         # Files hold pending items' evaluator labels and votes, which adjudicators must not see
         # before they decide (labeling/permissions.py): downloads are for managers.
         require_manager(role)
@@ -360,7 +363,7 @@ class ReleaseTagListApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """List the tags by name."""
-        project, _ = _viewer(request, slug)
+        project, _ = viewer(request, slug)
         return Response(ReleaseTagSerializer(release_tag_list(project=project), many=True).data)
 
     @extend_schema(
@@ -370,7 +373,7 @@ class ReleaseTagListApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Point the tag ``name`` at ``release`` (created if new; every move is kept)."""
-        project, role = _viewer(request, slug)
+        project, role = viewer(request, slug)
         require_manager(role)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)

@@ -2,56 +2,56 @@
 
 from django.urls import path
 
-from certification.api import releases, views
+from certification.api import agreement, audit, calibration, releases
 
 urlpatterns = [
     path(
         "projects/<slug:slug>/agreement/",
-        views.AgreementReportApi.as_view(),
+        agreement.AgreementReportApi.as_view(),
         name="api-agreement",
     ),
     path(
         "projects/<slug:slug>/calibration/specs/",
-        views.CalibrationSpecListApi.as_view(),
+        calibration.CalibrationSpecListApi.as_view(),
         name="api-calibration-spec-list",
     ),
     path(
         "projects/<slug:slug>/calibration/specs/<int:spec_id>/",
-        views.CalibrationSpecDetailApi.as_view(),
+        calibration.CalibrationSpecDetailApi.as_view(),
         name="api-calibration-spec-detail",
     ),
     path(
         "projects/<slug:slug>/calibration/specs/<int:spec_id>/revise/",
-        views.CalibrationSpecReviseApi.as_view(),
+        calibration.CalibrationSpecReviseApi.as_view(),
         name="api-calibration-spec-revise",
     ),
     path(
         "projects/<slug:slug>/calibration/specs/<int:spec_id>/runs/",
-        views.CalibrationRunListApi.as_view(),
+        calibration.CalibrationRunListApi.as_view(),
         name="api-calibration-run-list",
     ),
     path(
         "projects/<slug:slug>/calibration/runs/<int:run_id>/",
-        views.CalibrationRunDetailApi.as_view(),
+        calibration.CalibrationRunDetailApi.as_view(),
         name="api-calibration-run-detail",
     ),
 ]
 
-# Evaluator audits (issue 5).
+# Evaluator audits.
 urlpatterns += [
     path(
         "projects/<slug:slug>/audits/<int:evaluator_id>/",
-        views.AuditReportApi.as_view(),
+        audit.AuditReportApi.as_view(),
         name="api-audit-detail",
     ),
     path(
         "projects/<slug:slug>/audits/<int:evaluator_id>/samples/",
-        views.AuditSampleListApi.as_view(),
+        audit.AuditSampleListApi.as_view(),
         name="api-audit-sample-list",
     ),
 ]
 
-# Releases: certified label sets (issue 6). No PUT, PATCH or DELETE anywhere: releases are
+# Releases: certified label sets. No PUT, PATCH or DELETE anywhere: releases are
 # immutable (405).
 urlpatterns += [
     path(

@@ -14,6 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from certification.locks import agreement_report_lock
 from certification.models import AgreementReport
 from certification.stats.agreement import AgreementSummary, Statistic, agreement_summary
 from labeling.exceptions import NotFound
@@ -125,9 +126,7 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         raise NotFound(f"project {project_id} does not exist")
-    report, created = AgreementReport.objects.select_for_update().get_or_create(
-        project=project, defaults={"computed_at": timezone.now(), "input_sha256": ""}
-    )
+    report, created = agreement_report_lock(project)
     votes = project_votes(project=project)
     digest = votes_sha256(votes)
     if not created and report.input_sha256 == digest:

@@ -29,6 +29,7 @@ from django.utils import timezone
 from certification.certificates import STATS_VERSION, calibration_result_compute
 from certification.contract import SPEC_FIELDS, canonical_json, spec_content, spec_sha256
 from certification.exceptions import CertificationError, InvalidSpec, RunNotFound, SpecFrozen
+from certification.locks import calibration_spec_lock
 from certification.models import (
     LIVE_RUN_STATUSES,
     Acceptance,
@@ -348,7 +349,7 @@ def calibration_spec_update(*, spec: CalibrationSpec, actor: Any, **fields: Any)
     edit after a run refuses.
     """
     _require_manager_of(spec.project, actor)
-    locked = CalibrationSpec.objects.select_for_update().get(pk=spec.pk)
+    locked = calibration_spec_lock(spec.pk)
     if spec_is_used(locked):
         raise SpecFrozen(
             f"spec {locked} is used by a run and cannot change: revise it to make a new version",
@@ -386,7 +387,7 @@ def calibration_spec_revise(*, spec: CalibrationSpec, actor: Any, **fields: Any)
     second concurrent revision of the same version.
     """
     _require_manager_of(spec.project, actor)
-    locked = CalibrationSpec.objects.select_for_update().get(pk=spec.pk)
+    locked = calibration_spec_lock(spec.pk)
     if CalibrationSpec.objects.filter(previous=locked).exists():
         raise SpecFrozen(
             f"spec {locked} already has a newer version: revise the latest one",
@@ -490,7 +491,7 @@ def calibration_run_request(
     """
     # Read the spec again under its row lock (the write lock on SQLite): the caller's copy may
     # predate an edit that committed since, and a run must certify the spec as it now stands.
-    spec = CalibrationSpec.objects.select_for_update().get(pk=spec.pk)
+    spec = calibration_spec_lock(spec.pk)
     spec_sha = _check_spec_hash(spec)
     if inputs is None:
         inputs = calibration_inputs(spec=spec)

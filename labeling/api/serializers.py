@@ -1,11 +1,11 @@
-"""Serializers shared by several API views (STYLE.md C5: a serializer moves here only when reused).
+"""Serializers shared by several API views (a serializer moves here only when it is reused).
 
 - label inputs (claims with evidence): the annotation submit and the adjudication resolve;
 - the labelling form: "next item" and the assignment read;
 - claims, pinned sources, votes and resolutions: the labelling form and the side-by-side view;
 - the project's labelling settings: the settings read/update and the start of labelling.
 
-Blindness (DESIGN.md §7): what an annotator receives is built only from
+Blindness: what an annotator receives is built only from
 ``labeling.selectors.review.LabellingFormView`` and their own annotation rows, and these
 serializers name their fields explicitly, so nothing else (item status, slot, vote counts,
 question metadata) can slip into a response.
@@ -52,7 +52,7 @@ class ClaimInputSerializer(serializers.Serializer):
     """The label of one claim of the candidate, with its evidence."""
 
     claim_id = serializers.IntegerField(min_value=1)
-    label = serializers.CharField(max_length=64)
+    label = serializers.CharField(max_length=64)  # type: ignore[assignment]
     reason = serializers.CharField(
         max_length=64,
         required=False,
@@ -154,7 +154,7 @@ class ClaimVoteSerializer(serializers.Serializer):
     """One vote's label of one claim (``label`` null: the vote did not label it)."""
 
     claim_id = serializers.IntegerField()
-    label = serializers.CharField(allow_null=True)
+    label = serializers.CharField(allow_null=True)  # type: ignore[assignment]
     reason = serializers.CharField(allow_null=True)
     boundary_error = serializers.BooleanField()
     evidence = SpanSerializer(many=True)
@@ -175,7 +175,7 @@ def claim_votes(claims: Mapping[int, Any]) -> list[dict[str, Any]]:
         }
         for claim_id, vote in sorted(claims.items())
     ]
-    return ClaimVoteSerializer(rows, many=True).data
+    return list(ClaimVoteSerializer(rows, many=True).data)
 
 
 class OwnVoteSerializer(serializers.Serializer):
@@ -230,7 +230,7 @@ class ResolvedClaimLabelSerializer(serializers.Serializer):
     """A resolution's label of one claim, with its evidence."""
 
     claim_id = serializers.IntegerField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]
     reason = serializers.CharField(allow_null=True)
     evidence = SpanSerializer(many=True, source="evidence.all")
 

@@ -1,27 +1,27 @@
-"""REST API routes of the labelling side (token or session auth; see labeling/api/views.py).
+"""REST API routes of the labelling side (token or session auth; see labeling/api/catalog.py).
 
-Catalogue endpoints are in ``views``, labelling work (issue 3) in ``work``. The agreement report
+Catalogue endpoints are in ``catalog``, labelling work in ``work``. The agreement report
 is routed by ``certification.api.urls`` (``labeling`` never imports ``certification``).
 """
 
 from django.urls import path
 
-from labeling.api import views, work
+from labeling.api import catalog, work
 
 P = "projects/<slug:slug>/"
 
 urlpatterns = [
-    path("projects/", views.ProjectListApi.as_view(), name="api-project-list"),
-    path(P, views.ProjectDetailApi.as_view(), name="api-project-detail"),
-    path(f"{P}items/", views.ItemListApi.as_view(), name="api-item-list"),
-    path(f"{P}items/<int:item_id>/", views.ItemDetailApi.as_view(), name="api-item-detail"),
-    path(f"{P}imports/", views.ImportCreateApi.as_view(), name="api-import-create"),
+    path("projects/", catalog.ProjectListApi.as_view(), name="api-project-list"),
+    path(P, catalog.ProjectDetailApi.as_view(), name="api-project-detail"),
+    path(f"{P}items/", catalog.ItemListApi.as_view(), name="api-item-list"),
+    path(f"{P}items/<int:item_id>/", catalog.ItemDetailApi.as_view(), name="api-item-detail"),
+    path(f"{P}imports/", catalog.ImportCreateApi.as_view(), name="api-import-create"),
     path(
         f"{P}evaluator-labels/",
-        views.EvaluatorLabelImportApi.as_view(),
+        catalog.EvaluatorLabelImportApi.as_view(),
         name="api-evaluator-label-import",
     ),
-    path(f"{P}partition/", views.PartitionFreezeApi.as_view(), name="api-partition-freeze"),
+    path(f"{P}partition/", catalog.PartitionFreezeApi.as_view(), name="api-partition-freeze"),
     # Annotators
     path(
         f"{P}assignments/next/",

@@ -1,6 +1,6 @@
-"""REST API of labelling work (issue 3): assignments, annotations, adjudication, settings, members.
+"""REST API of labelling work: assignments, annotations, adjudication, settings, members.
 
-One ``APIView`` per operation (STYLE.md C5), except where one URL carries two methods (settings
+One ``APIView`` per operation, except where one URL carries two methods (settings
 GET/PATCH, members GET/POST): one class per URL then, one method per operation, because Django
 routes by path only and a dispatching shim would hide the operations from the schema.
 
@@ -10,8 +10,9 @@ an object of another project or another annotator answers 404. Roles are checked
 and selectors (or here, for reads that take no actor); domain errors become HTTP in
 ``labeling.api_errors`` (409 for conflicts, incl. ``lease_expired`` and ``stale_version``).
 
-Blindness (DESIGN.md §7): annotator responses are built from ``LabellingFormView`` and the
-actor's own annotation rows only; see ``labeling/api/serializers.py``.
+Blindness: annotator responses are built from ``LabellingFormView`` and the actor's own
+annotation rows only, so an annotator never sees other people's votes, evaluator labels or
+imported prior labels; see ``labeling/api/serializers.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
+from labeling.api.common import ErrorSerializer, paginated, project_and_role
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.serializers import (
     ClaimInputSerializer,
@@ -38,7 +40,6 @@ from labeling.api.serializers import (
     claim_inputs,
     claim_votes,
 )
-from labeling.api.views import ErrorSerializer, _paginated, _project_and_role
 from labeling.models import Partition, Role, ServingOrder, SkipReason, UnresolvedReason
 from labeling.selectors import (
     UNASSIGNED,
@@ -158,7 +159,7 @@ class AnnotationSubmitApi(APIView):
     class OutputSerializer(serializers.Serializer):
         class ClaimLabelSerializer(serializers.Serializer):
             claim_id = serializers.IntegerField()
-            label = serializers.CharField()
+            label = serializers.CharField()  # type: ignore[assignment]
             reason = serializers.CharField(allow_null=True)
             boundary_error = serializers.BooleanField()
             evidence = SpanSerializer(many=True, source="evidence.all")
@@ -287,7 +288,7 @@ class AnnotationListApi(APIView):
         """List the actor's own annotations (never anyone else's, never the item's status)."""
         project = project_get_for_user(slug=slug, user=request.user)
         annotations = own_annotation_list(project=project, actor=request.user)
-        return _paginated(request, annotations, self.OutputSerializer)
+        return paginated(request, annotations, self.OutputSerializer)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,7 +351,7 @@ class DisagreementListApi(APIView):
         items = disagreement_queue(
             project=project, filters=filters.validated_data, actor=request.user
         )
-        return _paginated(request, items, self.OutputSerializer)
+        return paginated(request, items, self.OutputSerializer)
 
 
 class PolicySerializer(serializers.Serializer):
@@ -530,8 +531,10 @@ class AdjudicationMarkUnresolvedApi(APIView):
 
 
 class ProjectProgressApi(APIView):
-    """Items by where they are in the flow (adjudicators and managers: the counts summarise
-    other people's votes, so annotators never get them)."""
+    """Items by where they are in the flow (adjudicators and managers).
+
+    The counts summarise other people's votes, so annotators never get them.
+    """
 
     class OutputSerializer(serializers.Serializer):
         total = serializers.IntegerField()
@@ -584,7 +587,7 @@ class ProjectSettingsApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """Return the settings."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_manager(role)
         return Response(LabellingSettingsSerializer(project).data)
 
@@ -601,7 +604,7 @@ class ProjectSettingsApi(APIView):
     )
     def patch(self, request: Request, slug: str) -> Response:
         """Change the given settings; omitted ones stay as they are."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_manager(role)  # 403 before a 400
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
@@ -678,9 +681,9 @@ class MemberListApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """List the members by role, then username."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_manager(role)
-        return _paginated(request, member_list(project=project), MemberSerializer)
+        return paginated(request, member_list(project=project), MemberSerializer)
 
     @extend_schema(
         operation_id="members_invite",
@@ -689,7 +692,7 @@ class MemberListApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Add a user by username; a new username gets an account and a set-password link."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_manager(role)  # 403 before a 400
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
@@ -720,7 +723,7 @@ class MemberUpdateApi(APIView):
     )
     def patch(self, request: Request, slug: str, user_id: int) -> Response:
         """Set the member's role."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_manager(role)  # 403 before a 400
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)

@@ -526,7 +526,7 @@ def child(candidates: int, profile: bool) -> None:
     from django.contrib.auth import get_user_model
 
     from certification.models import Release
-    from certification.selectors_releases import release_manifest
+    from certification.selectors import release_manifest
     from certification.services.releases import build as build_module
     from certification.services.releases import (
         freeze,

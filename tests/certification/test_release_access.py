@@ -31,7 +31,7 @@ from certification.models import (
     ReleaseTag,
     ReleaseTagMove,
 )
-from certification.selectors_releases import release_content_build
+from certification.selectors import release_content_build
 from certification.services.releases import (
     release_build_execute,
     release_rebuild,

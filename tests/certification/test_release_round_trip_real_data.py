@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.test import TestCase
 
 from certification.models import BuildStatus
-from certification.selectors_releases import release_content_build
+from certification.selectors import release_content_build
 from certification.services.releases import (
     release_export,
     release_freeze,

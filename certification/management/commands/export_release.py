@@ -29,7 +29,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from certification.models import BuildStatus, Release, ReleaseBuild
-from certification.selectors_releases import (
+from certification.selectors import (
     release_by_version,
     release_content_build,
     release_latest,

@@ -26,13 +26,15 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from certification.locks import release_build_lock
 from certification.models import BuildStatus, Release, ReleaseBuild
-from certification.selectors_releases import (
+from certification.selectors import (
     release_content_build,
     release_file_stream,
     release_files,
     release_storage,
 )
+from certification.services.releases.card import dataset_card
 from certification.services.releases.provenance import ProvenanceCollector
 from certification.services.releases.records import (
     CHUNK,
@@ -373,8 +375,6 @@ def _other_files(
 ) -> list[dict[str, Any]]:
     """Write sources, ledger, report, provenance, card and manifest; return the content
     files' entries."""
-    from certification.services.releases.card import dataset_card  # card imports build helpers
-
     counts["sources"] = _sources(reader, directory)
     key = release.project.pseudonym_key
     report = pseudonymise_raters(release.report, key)
@@ -425,12 +425,7 @@ def _store(directory: Path, prefix: str) -> None:
 
 def _claim(build_id: int) -> ReleaseBuild:
     with transaction.atomic():
-        build = (
-            ReleaseBuild.objects.select_for_update(of=("self",))
-            .select_related("release__project", "release__policy", "release__parent")
-            .filter(pk=build_id)
-            .first()
-        )
+        build = release_build_lock(build_id, with_release=True)
         if build is None:
             raise NotFound(f"no release build {build_id}")
         if build.status == BuildStatus.DONE:
@@ -520,7 +515,7 @@ def release_build_fail(*, build_id: int, error: str) -> ReleaseBuild:
         NotFound: no such build.
     """
     with transaction.atomic():
-        build = ReleaseBuild.objects.select_for_update().filter(pk=build_id).first()
+        build = release_build_lock(build_id)
         if build is None:
             raise NotFound(f"no release build {build_id}")
         if build.status != BuildStatus.DONE:

@@ -11,10 +11,11 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from certification.locks import release_cutoff_tables_lock
 from certification.models import (
     RELEASE_VERSION_PATTERN,
     AgreementReport,
@@ -28,7 +29,7 @@ from certification.models import (
     RunStatus,
     release_version_key,
 )
-from certification.selectors_releases import release_default_run_ids
+from certification.selectors import release_default_run_ids
 from labeling.exceptions import Conflict, InvalidInput, NotFound
 from labeling.locks import project_lock
 from labeling.models import (
@@ -171,12 +172,7 @@ def _cutoff() -> dict[str, int]:
     that inserted into them to end and keeps new inserts out until ours commits, so no row with
     a smaller id can appear later. SQLite serialises writers (IMMEDIATE transactions) already.
     """
-    if connection.vendor == "postgresql":
-        tables = ", ".join(
-            connection.ops.quote_name(model._meta.db_table) for model in CUTOFF_MODELS.values()
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(f"LOCK TABLE {tables} IN SHARE MODE")  # noqa: S608 - model tables
+    release_cutoff_tables_lock(CUTOFF_MODELS.values())
     return {
         key: model.objects.aggregate(largest=Max("pk"))["largest"] or 0
         for key, model in CUTOFF_MODELS.items()

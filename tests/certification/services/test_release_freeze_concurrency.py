@@ -17,7 +17,7 @@ import pytest
 from django.db import connection, connections, transaction
 
 from certification.models import BuildStatus
-from certification.selectors_releases import release_content_build
+from certification.selectors import release_content_build
 from certification.services.releases import build as build_module
 from certification.services.releases import (
     records,

@@ -1,4 +1,7 @@
-"""REST API of the labelling side: one ``APIView`` per operation (STYLE.md C5).
+"""REST API of the labelling catalogue: projects, items, imports, evaluator labels, the split.
+
+One ``APIView`` per operation; labelling work (assignments, annotations, adjudication, settings,
+members) is in ``labeling.api.work``, the pieces both share in ``labeling.api.common``.
 
 Authentication is token or session (settings); every endpoint needs an authenticated user. A
 project is resolved for the user by ``project_get_for_user``, so a non-member gets 404; role
@@ -7,7 +10,7 @@ checks live in ``labeling.permissions``; domain errors become HTTP in ``labeling
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -17,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
+from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.models import Partition
@@ -25,7 +29,6 @@ from labeling.selectors import (
     UNASSIGNED,
     item_get,
     item_list,
-    project_get_for_user,
     project_list_for_user,
     project_overview,
 )
@@ -34,20 +37,6 @@ from labeling.services import (
     partition_freeze,
     workload_import_file,
 )
-
-# ---------------------------------------------------------------------------------------------
-# Shared pieces
-# ---------------------------------------------------------------------------------------------
-
-
-class ErrorSerializer(serializers.Serializer):
-    """The body of every error response: ``{"detail", "code"}`` (labeling/api_errors.py)."""
-
-    detail = serializers.CharField()
-    code = serializers.CharField()
-
-    class Meta:
-        ref_name = "Error"
 
 
 class RecordErrorSerializer(serializers.Serializer):
@@ -64,7 +53,7 @@ class RecordErrorSerializer(serializers.Serializer):
 class ImportErrorSerializer(ErrorSerializer):
     """A refused import (``code`` is ``import_failed``); nothing was written."""
 
-    errors = RecordErrorSerializer(many=True)
+    errors = RecordErrorSerializer(many=True)  # type: ignore[assignment]
 
     class Meta:
         ref_name = "ImportError"
@@ -72,24 +61,6 @@ class ImportErrorSerializer(ErrorSerializer):
 
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such project (or not a member).")
 FORBIDDEN = OpenApiResponse(ErrorSerializer, description="Not authenticated, or not a manager.")
-
-
-def _project_and_role(request: Request, slug: str) -> tuple[Any, str | None]:
-    project = project_get_for_user(slug=slug, user=request.user)
-    return project, permissions.project_role(user=request.user, project=project)
-
-
-def _paginated(
-    request: Request,
-    queryset: Any,
-    serializer_class: type[serializers.Serializer],
-    context: dict[str, Any] | None = None,
-) -> Response:
-    """Return one page (limit/offset, 50 by default) of ``queryset``, serialized."""
-    paginator = CappedLimitOffsetPagination()
-    page = paginator.paginate_queryset(queryset, request)
-    data = serializer_class(page, many=True, context=context or {}).data
-    return paginator.get_paginated_response(data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,7 +71,7 @@ def _paginated(
 class ProjectListApi(APIView):
     """The projects the user is a member of (all projects for staff), with role and counts."""
 
-    # Read by drf-spectacular to document the paginated envelope; _paginated does the paging.
+    # Read by drf-spectacular to document the paginated envelope; paginated does the paging.
     pagination_class = CappedLimitOffsetPagination
 
     class OutputSerializer(serializers.Serializer):
@@ -122,7 +93,7 @@ class ProjectListApi(APIView):
     def get(self, request: Request) -> Response:
         """List the user's projects."""
         projects = project_list_for_user(user=request.user)
-        return _paginated(request, projects, self.OutputSerializer, {"user": request.user})
+        return paginated(request, projects, self.OutputSerializer, {"user": request.user})
 
 
 class PartitionCountsSerializer(serializers.Serializer):
@@ -183,7 +154,7 @@ class ProjectDetailApi(APIView):
     @extend_schema(responses={200: OutputSerializer, 404: NOT_FOUND})
     def get(self, request: Request, slug: str) -> Response:
         """Return the project's overview."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         overview = project_overview(project=project, include_batches=permissions.can_manage(role))
         return Response(self.OutputSerializer(overview, context={"role": role}).data)
 
@@ -210,7 +181,7 @@ class ClaimSerializer(serializers.Serializer):
 class ItemListApi(APIView):
     """The project's items in import order, paginated; managers and adjudicators only."""
 
-    # Read by drf-spectacular to document the paginated envelope; _paginated does the paging.
+    # Read by drf-spectacular to document the paginated envelope; paginated does the paging.
     pagination_class = CappedLimitOffsetPagination
 
     class FilterSerializer(serializers.Serializer):
@@ -245,12 +216,12 @@ class ItemListApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """List items (annotators get 404: they never browse the project's items)."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_item_browser(role)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         items = item_list(project=project, filters=filters.validated_data)
-        return _paginated(request, items, self.OutputSerializer)
+        return paginated(request, items, self.OutputSerializer)
 
 
 class ItemQuestionSerializer(serializers.Serializer):
@@ -328,7 +299,7 @@ class EvaluatorLabelSerializer(serializers.Serializer):
     claim = serializers.IntegerField(
         source="claim.index", allow_null=True, help_text="Claim index; null for the answer."
     )
-    label = serializers.CharField(allow_null=True)
+    label = serializers.CharField(allow_null=True)  # type: ignore[assignment]
     score = serializers.FloatField(allow_null=True)
     available = serializers.BooleanField()
 
@@ -352,7 +323,7 @@ class PriorClaimLabelSerializer(serializers.Serializer):
     """A prior annotator's label of one claim."""
 
     claim = serializers.IntegerField(source="claim.index")
-    label = serializers.CharField(allow_null=True)
+    label = serializers.CharField(allow_null=True)  # type: ignore[assignment]
     reason = serializers.CharField(allow_null=True)
     evidence = PriorEvidenceSerializer(many=True)
 
@@ -392,7 +363,7 @@ class ItemDetailApi(APIView):
     """One item with its question, claims, pinned sources and the question's other candidates.
 
     ``evaluator_labels`` and ``prior_annotations`` are present for managers only: annotators never
-    reach this endpoint (404) and adjudicators get the item without them (DESIGN.md §7).
+    reach this endpoint (404) and adjudicators get the item without them.
     """
 
     class OutputSerializer(serializers.Serializer):
@@ -410,7 +381,7 @@ class ItemDetailApi(APIView):
         def get_other_candidates(self, item: Any) -> list[dict[str, Any]]:
             candidates = item.candidate.question.candidates.all()
             others = [c for c in candidates if c.pk != item.candidate_id]
-            return SiblingCandidateSerializer(others, many=True).data
+            return list(SiblingCandidateSerializer(others, many=True).data)
 
     class ManagerOutputSerializer(OutputSerializer):
         evaluator_labels = EvaluatorLabelSerializer(
@@ -440,7 +411,7 @@ class ItemDetailApi(APIView):
     )
     def get(self, request: Request, slug: str, item_id: int) -> Response:
         """Return the item; evaluator labels and prior annotations for managers only."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_item_browser(role)
         with_labels = permissions.can_see_labels(role)
         item = item_get(project=project, item_id=item_id, with_labels=with_labels)
@@ -468,7 +439,7 @@ class ImportCreateApi(APIView):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             # Read at request time: adapters register in labeling.importers.formats().
-            self.fields["format"].choices = format_choices()
+            cast(serializers.ChoiceField, self.fields["format"]).choices = format_choices()
 
     class OutputSerializer(serializers.Serializer):
         batch = serializers.IntegerField(
@@ -499,7 +470,7 @@ class ImportCreateApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Import the uploaded file into the project."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_manager(role)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
@@ -509,7 +480,7 @@ class ImportCreateApi(APIView):
             stream=upload.file,
             format_name=given.validated_data["format"],
             filename=upload.name or "upload",
-            actor=request.user,
+            actor=request_actor(request),
         )
         created = result.batch is not None and not result.already_imported
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -546,7 +517,7 @@ class EvaluatorLabelImportApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Import the uploaded evaluator labels into the project."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_manager(role)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
@@ -555,7 +526,7 @@ class EvaluatorLabelImportApi(APIView):
             project=project,
             stream=upload.file,
             filename=upload.name or "upload",
-            actor=request.user,
+            actor=request_actor(request),
         )
         created = result.batch is not None and not result.already_imported
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -597,9 +568,11 @@ class PartitionFreezeApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Freeze the partition."""
-        project, role = _project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         permissions.require_manager(role)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        result = partition_freeze(project=project, actor=request.user, **given.validated_data)
+        result = partition_freeze(
+            project=project, actor=request_actor(request), **given.validated_data
+        )
         return Response(self.OutputSerializer(result).data)

@@ -1,7 +1,8 @@
-"""Release pages (issue 6; STYLE.md C5): freeze, build progress, files, tags, rebuild and compare.
+"""Release pages: freeze, build progress, files, tags, rebuild and compare.
 
-Managers freeze releases, rebuild them and move tags; adjudicators read every page and download
-the files (403 on writes); annotators never see certification (the pages do not exist for them:
+Managers freeze releases, rebuild them, move tags and download the files; adjudicators read
+every page (403 on writes and downloads: the files hold pending items' evaluator labels and
+votes); annotators never see certification (the pages do not exist for them:
 404, like the calibration pages); non-members get 404 for the whole project. Another project's
 release id, or a file name the release's build does not list, is 404.
 """
@@ -17,14 +18,15 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from certification.downloads import release_file_response
+from certification.forms import ReleaseFreezeForm, ReleaseTagForm
 from certification.models import Release, release_version_key
-from certification.selectors_releases import (
+from certification.selectors import (
     manifest_count_rows,
     release_children,
     release_content_build,
     release_default_run_ids,
     release_file_get,
-    release_file_stream,
     release_files,
     release_freezable_runs,
     release_get,
@@ -41,8 +43,7 @@ from certification.services.releases import (
     release_rebuild,
     release_tag_move,
 )
-from certification.services.releases.freeze import MAX_NOTES
-from certification.view_access import require_manager, require_viewer
+from certification.views.common import require_manager, require_viewer
 from labeling import permissions
 from labeling.exceptions import LabelingError, NotFound
 from labeling.models import Project
@@ -51,45 +52,6 @@ from labeling.views.common import page_context, project_for
 
 #: How often a page with a pending or running build reloads itself, in milliseconds.
 REFRESH_MS = 3000
-
-
-class ReleaseFreezeForm(forms.Form):
-    """Freeze a release: version, parent, the calibration runs it certifies, notes."""
-
-    version = forms.CharField(
-        max_length=32,
-        help_text="An increasing integer (3) or a semantic version (1.2.0), greater than the "
-        "parent's.",
-    )
-    parent = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
-    runs = forms.TypedMultipleChoiceField(
-        coerce=int, required=False, widget=forms.CheckboxSelectMultiple
-    )
-    notes = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=MAX_NOTES
-    )
-
-    def __init__(self, *args: Any, releases: list[Release], runs: list[Any], **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        ordered = sorted(releases, key=lambda r: release_version_key(r.version), reverse=True)
-        self.releases = {release.pk: release for release in ordered}
-        self.fields["parent"].choices = [("", "(none)")] + [
-            (release.pk, release.version) for release in ordered
-        ]
-        self.fields["runs"].choices = [
-            (run.pk, f"run {run.pk} · {run.spec} · {run.outcome or 'done'}") for run in runs
-        ]
-
-    def parent_release(self) -> Release | None:
-        """The chosen parent release (cleaned), or None."""
-        parent_id = self.cleaned_data.get("parent")
-        return None if parent_id is None else self.releases[parent_id]
-
-
-class ReleaseTagForm(forms.Form):
-    """Point a tag (new or existing) at a release."""
-
-    name = forms.CharField(max_length=64, help_text="e.g. latest, paper-v1")
 
 
 def _release_or_404(project: Project, release_id: int) -> Release:
@@ -122,8 +84,10 @@ def _form_errors(form: forms.Form, exc: LabelingError) -> None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
-    """List the project's releases with their build progress and tags; a manager's POST freezes
-    a new release (its files are then built in the background)."""
+    """List the project's releases with their build progress and tags.
+
+    A manager's POST freezes a new release (its files are then built in the background).
+    """
     project, role = project_for(request, slug)
     require_viewer(role)
     if request.method == "POST":
@@ -190,7 +154,9 @@ def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResp
 
 @login_required
 @require_http_methods(["GET"])
-def release_file_download(request: HttpRequest, slug: str, release_id: int, name: str) -> Any:
+def release_file_download(
+    request: HttpRequest, slug: str, release_id: int, name: str
+) -> FileResponse:
     """Download one file of a release's build (or its zip archive), streamed as an attachment."""
     project, role = project_for(request, slug)
     require_viewer(role)
@@ -203,25 +169,6 @@ def release_file_download(request: HttpRequest, slug: str, release_id: int, name
     except NotFound as exc:
         raise Http404("no such file") from exc
     return release_file_response(project, release, build, file)
-
-
-def release_file_response(project: Project, release: Release, build: Any, file: Any) -> Any:
-    """A streaming attachment of one release file (pages and API): its media type, its name
-    (the archive as ``<project>-<version>.zip``) and, when known, its length."""
-    filename = f"{project.slug}-{release.version}.zip" if file.name == ARCHIVE else file.name
-    content_type = file.media_type or "application/octet-stream"
-    if content_type.startswith("text/"):
-        content_type += "; charset=utf-8"
-    response = FileResponse(
-        release_file_stream(build=build, file=file),
-        as_attachment=True,
-        filename=filename,
-        content_type=content_type,
-    )
-    if file.size is not None:
-        response["Content-Length"] = str(file.size)
-    response["X-Content-SHA256"] = file.sha256
-    return response
 
 
 @login_required

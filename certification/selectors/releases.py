@@ -1,4 +1,4 @@
-"""Release selectors (issue 6; STYLE.md C4): read releases, builds and tags for pages and the API.
+"""Release selectors: read releases, builds and tags for pages and the API.
 
 Reads only: freezing, rebuilding and moving tags are ``certification.services.releases``.
 Another project's release (or an id beyond 64 bits) is ``ReleaseNotFound``, never someone
@@ -103,8 +103,11 @@ def release_latest(*, project: Project) -> Release | None:
 
 
 def release_next_version(*, project: Project) -> str:
-    """Suggest the next version: the latest integer + 1, or the latest semantic version's next
-    patch ("1.2.0" → "1.2.1"); "1" for the first release."""
+    """Suggest the next version of the project's releases.
+
+    The latest integer + 1, or the latest semantic version's next patch ("1.2.0" → "1.2.1");
+    "1" for the first release.
+    """
     latest = release_latest(project=project)
     if latest is None:
         return "1"
@@ -202,8 +205,11 @@ def release_manifest(build: ReleaseBuild | None) -> dict[str, Any] | None:
 
 
 def manifest_count_rows(manifest: dict[str, Any] | None) -> dict[str, Any]:
-    """The manifest's counts as a table: ``columns`` (overall, then each partition) and
-    ``rows`` of (count name, [(count, denominator, of) per column]); ``sources`` apart."""
+    """Return the manifest's counts as a table for the release page.
+
+    ``columns`` (overall, then each partition) and ``rows`` of (count name, [(count,
+    denominator, of) per column]); ``sources`` apart.
+    """
     counts = (manifest or {}).get("counts") or {}
     overall = counts.get("overall") or {}
     partitions = counts.get("per_partition") or {}
@@ -247,8 +253,11 @@ def release_tag_moves(*, release: Release) -> QuerySet[ReleaseTagMove]:
 
 
 def release_freezable_runs(*, project: Project) -> list[CalibrationRun]:
-    """Return the done calibration runs the freeze form offers, newest first: the latest
-    :data:`FREEZE_FORM_RUNS`, and the default runs (:func:`release_default_run_ids`) however old."""
+    """Return the done calibration runs the freeze form offers, newest first.
+
+    The latest :data:`FREEZE_FORM_RUNS`, and the default runs (:func:`release_default_run_ids`)
+    however old.
+    """
     done = (
         CalibrationRun.objects.filter(project=project, status=RunStatus.DONE)
         .select_related("spec")
@@ -260,8 +269,11 @@ def release_freezable_runs(*, project: Project) -> list[CalibrationRun]:
 
 
 def release_default_run_ids(*, project: Project) -> list[int]:
-    """The runs a release certifies by default: the latest done run of each latest spec
-    version (as ``release_freeze`` with ``run_ids=None``)."""
+    """Return the ids of the runs a release certifies by default, ascending.
+
+    The latest done run of each latest spec version (as ``release_freeze`` with
+    ``run_ids=None``).
+    """
     ids = []
     for spec in CalibrationSpec.objects.filter(project=project, next_version__isnull=True):
         run = (

@@ -1,4 +1,4 @@
-"""Evaluator audit pages (issue 5; STYLE.md C5): per evaluator version, against resolved labels.
+"""Evaluator audit pages: one audit per evaluator version, against the resolved human labels.
 
 Managers declare an audit and read it; adjudicators read only (403 on writes); annotators never
 see evaluator labels, so these pages do not exist for them (404); non-members get 404.
@@ -22,7 +22,7 @@ from certification.forms import AuditDeclarationForm, AuditSampleForm
 from certification.models import AuditReport, AuditSample
 from certification.selectors import audit_report_get, evaluator_audit_list, evaluator_get
 from certification.services import audit_report_configure, audit_sample_draw
-from certification.view_access import require_viewer
+from certification.views.common import require_viewer
 from labeling import permissions
 from labeling.exceptions import LabelingError, NotFound
 from labeling.models import Evaluator, Project

@@ -1,4 +1,4 @@
-"""Calibration pages (STYLE.md C5): specs, their editor, runs with plots, ledger and report.
+"""Calibration pages: specs, their editor, runs with plots, ledger and report.
 
 Managers write specs and start runs; adjudicators may read every page; annotators never see
 certification (the pages do not exist for them: 404, like the adjudication pages), and
@@ -33,7 +33,7 @@ from certification.services import (
     calibration_spec_create,
     calibration_spec_revise,
 )
-from certification.view_access import require_manager, require_viewer
+from certification.views.common import require_manager, require_viewer
 from labeling.exceptions import LabelingError, NotFound
 from labeling.models import Evaluator, Project
 from labeling.views.common import page_context, project_for

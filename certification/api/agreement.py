@@ -1,0 +1,117 @@
+"""REST API of the agreement report: a project's inter-annotator agreement (read only).
+
+Adjudicators and managers read it; annotators get 403 (it summarises other people's votes). The
+report lives here, not in ``labeling/api``: ``labeling`` never imports ``certification``, while
+``certification`` may read ``labeling.selectors``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from certification.selectors import (
+    agreement_report_get,
+)
+from labeling.api.common import ErrorSerializer
+from labeling.selectors import project_get_for_user
+from labeling.selectors.review import require_adjudicator
+
+
+class StatisticSerializer(serializers.Serializer):
+    """A statistic that may be undefined: ``value`` or ``reason``."""
+
+    value = serializers.FloatField(allow_null=True)
+    reason = serializers.CharField(allow_null=True, help_text="Why it is undefined.")
+
+    class Meta:
+        ref_name = "AgreementStatistic"
+
+
+class PairSerializer(serializers.Serializer):
+    """Cohen's kappa of one rater pair."""
+
+    rater_a = serializers.CharField()
+    rater_b = serializers.CharField()
+    n = serializers.IntegerField(help_text="Units both raters labelled.")
+    kappa = serializers.FloatField(allow_null=True)
+    se = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    observed_agreement = serializers.FloatField(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "AgreementPair"
+
+
+class LevelSerializer(serializers.Serializer):
+    """One label level's agreement figures."""
+
+    level = serializers.CharField(help_text="answer or claim.")
+    title = serializers.CharField()
+    n_units = serializers.IntegerField()
+    n_pairable_units = serializers.IntegerField()
+    n_votes = serializers.IntegerField()
+    n_raters = serializers.IntegerField()
+    label_counts = serializers.SerializerMethodField()
+    alpha = StatisticSerializer(help_text="Krippendorff's alpha (nominal).")
+    fleiss_kappa = StatisticSerializer()
+    percent_agreement = StatisticSerializer()
+    confidence = serializers.FloatField(help_text="Confidence level of the pair intervals.")
+    pairs = PairSerializer(many=True)
+
+    class Meta:
+        ref_name = "AgreementLevel"
+
+    @extend_schema_field(serializers.DictField(child=serializers.IntegerField()))
+    def get_label_counts(self, level: Any) -> dict[str, int]:
+        return dict(level.label_counts)
+
+
+class AgreementReportApi(APIView):
+    """The project's inter-annotator agreement, per label level (adjudicators and managers).
+
+    Annotators get 403: the figures summarise other people's votes. Rater names are usernames
+    for managers and "Rater k" for adjudicators. Before the first computation every field is
+    empty (``computed_at`` null, no levels).
+    """
+
+    class OutputSerializer(serializers.Serializer):
+        computed_at = serializers.DateTimeField(allow_null=True)
+        input_sha256 = serializers.CharField(allow_null=True)
+        identities_shown = serializers.BooleanField()
+        levels = LevelSerializer(many=True)
+
+        class Meta:
+            ref_name = "AgreementReport"
+
+    @extend_schema(
+        operation_id="agreement_retrieve",
+        responses={
+            200: OutputSerializer,
+            403: OpenApiResponse(ErrorSerializer, description="Not an adjudicator or manager."),
+            404: OpenApiResponse(ErrorSerializer, description="No such project (or not a member)."),
+        },
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """Return the stored agreement report."""
+        project = project_get_for_user(slug=slug, user=request.user)
+        require_adjudicator(project=project, actor=request.user)
+        report = agreement_report_get(project=project, actor=request.user)
+        empty: dict[str, Any] = {
+            "computed_at": None,
+            "input_sha256": None,
+            "identities_shown": False,
+            "levels": [],
+        }
+        return Response(self.OutputSerializer(report or empty).data)

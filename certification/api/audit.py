@@ -1,0 +1,185 @@
+"""REST API of evaluator audits: the audit of an evaluator version, and its audit samples.
+
+Adjudicators and managers read; managers declare audits and draw samples; annotators get 403
+(evaluator labels never reach them); non-members and other projects' ids get 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from certification.api.common import viewer
+from certification.models import FlagWhen
+from certification.selectors import (
+    audit_report_get,
+    audit_sample_list,
+    evaluator_get,
+)
+from certification.services import (
+    audit_report_configure,
+    audit_sample_draw,
+)
+from labeling.api.common import ErrorSerializer, paginated
+from labeling.api.pagination import CappedLimitOffsetPagination
+from labeling.permissions import require_manager
+
+FORBIDDEN = OpenApiResponse(
+    ErrorSerializer, description="An annotator, or (for writes) not a manager."
+)
+NOT_FOUND = OpenApiResponse(
+    ErrorSerializer,
+    description="No such project or evaluator, or (reading a report) no audit declared yet.",
+)
+INVALID = OpenApiResponse(
+    ErrorSerializer, description="A declaration field is invalid; ``field`` names it."
+)
+
+
+class AuditReportOutputSerializer(serializers.Serializer):
+    """An evaluator's audit: declaration and the stored result (see services.audit)."""
+
+    evaluator = serializers.CharField(source="evaluator.__str__")
+    evaluator_id = serializers.IntegerField()
+    human_positive = serializers.ListField(child=serializers.CharField())
+    evaluator_positive = serializers.ListField(child=serializers.CharField())
+    score_threshold = serializers.FloatField(allow_null=True)
+    flag_when = serializers.CharField()
+    confidence = serializers.DecimalField(max_digits=10, decimal_places=8)
+    computed_at = serializers.DateTimeField(allow_null=True)
+    input_sha256 = serializers.CharField()
+    result = serializers.JSONField()
+
+    class Meta:
+        ref_name = "AuditReport"
+
+
+class AuditReportApi(APIView):
+    """An evaluator version's audit (GET: adjudicators and managers); declare it (POST: managers).
+
+    Annotators get 403: evaluator labels never reach them. GET before any declaration is 404
+    (``audit_not_configured``).
+    """
+
+    class InputSerializer(serializers.Serializer):
+        human_positive = serializers.ListField(
+            child=serializers.CharField(), required=False, allow_empty=False
+        )
+        evaluator_positive = serializers.ListField(
+            child=serializers.CharField(), required=False, allow_empty=False
+        )
+        score_threshold = serializers.FloatField(required=False, allow_null=True)
+        flag_when = serializers.ChoiceField(choices=FlagWhen.choices, required=False)
+        confidence = serializers.DecimalField(max_digits=10, decimal_places=8, required=False)
+
+        class Meta:
+            ref_name = "AuditDeclarationInput"
+
+    @extend_schema(
+        operation_id="audit_retrieve",
+        responses={200: AuditReportOutputSerializer, 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def get(self, request: Request, slug: str, evaluator_id: int) -> Response:
+        """Return the stored audit report."""
+        project, _ = viewer(request, slug)
+        evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
+        report = audit_report_get(project=project, evaluator=evaluator)
+        return Response(AuditReportOutputSerializer(report).data)
+
+    @extend_schema(
+        operation_id="audit_declare",
+        request=InputSerializer,
+        responses={200: AuditReportOutputSerializer, 400: INVALID, 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def post(self, request: Request, slug: str, evaluator_id: int) -> Response:
+        """Declare (or re-declare) the audit and return the recomputed report."""
+        project, role = viewer(request, slug)
+        require_manager(role)
+        evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        report = audit_report_configure(
+            project=project, evaluator=evaluator, actor=request.user, **serializer.validated_data
+        )
+        return Response(AuditReportOutputSerializer(report).data)
+
+
+class AuditSampleOutputSerializer(serializers.Serializer):
+    """An audit sample: seed, design per stratum and its members."""
+
+    id = serializers.IntegerField()
+    size = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    slice_dimension = serializers.CharField()
+    declaration = serializers.JSONField()
+    design = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+    members = serializers.SerializerMethodField()
+
+    class Meta:
+        ref_name = "AuditSample"
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_members(self, sample: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "item": m.item_id,
+                "stratum": m.stratum,
+                "inclusion_probability": m.inclusion_probability,
+            }
+            for m in sample.members.all()
+        ]
+
+
+class AuditSampleListApi(APIView):
+    """An evaluator's audit samples (GET: adjudicators and managers); draw one (POST: managers)."""
+
+    pagination_class = CappedLimitOffsetPagination
+
+    class InputSerializer(serializers.Serializer):
+        size = serializers.IntegerField(min_value=1)
+        seed = serializers.IntegerField(min_value=0)
+        slice_dimension = serializers.ChoiceField(
+            choices=["", "domain", "question_type", "generator"], required=False, default=""
+        )
+
+        class Meta:
+            ref_name = "AuditSampleInput"
+
+    @extend_schema(
+        operation_id="audit_samples_list",
+        responses={200: AuditSampleOutputSerializer(many=True), 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def get(self, request: Request, slug: str, evaluator_id: int) -> Response:
+        """List the evaluator's samples, newest first."""
+        project, _ = viewer(request, slug)
+        evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
+        samples = audit_sample_list(project=project, evaluator=evaluator)
+        return paginated(request, samples, AuditSampleOutputSerializer)
+
+    @extend_schema(
+        operation_id="audit_samples_create",
+        request=InputSerializer,
+        responses={201: AuditSampleOutputSerializer, 400: INVALID, 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def post(self, request: Request, slug: str, evaluator_id: int) -> Response:
+        """Draw a seeded stratified sample; its open items are served first."""
+        project, role = viewer(request, slug)
+        require_manager(role)
+        evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        sample = audit_sample_draw(
+            project=project, evaluator=evaluator, actor=request.user, **serializer.validated_data
+        )
+        data = AuditSampleOutputSerializer(sample).data
+        return Response(data, status=status.HTTP_201_CREATED)

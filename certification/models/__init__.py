@@ -1,0 +1,75 @@
+"""Data model of certlabel's certification side.
+
+``agreement`` holds a project's inter-annotator agreement report; ``calibration`` the calibration
+specs (the frozen evaluation contract) and their runs; ``audit`` evaluator audits and their
+samples; ``releases`` the frozen certified label sets, their builds and tags. Invariants live in
+the database as constraints (and a trigger that refuses any update of a release).
+"""
+
+from certification.models.agreement import (
+    AgreementReport,
+)
+from certification.models.audit import (
+    AuditReport,
+    AuditSample,
+    AuditSampleMember,
+    FlagWhen,
+)
+from certification.models.calibration import (
+    LIVE_RUN_STATUSES,
+    Acceptance,
+    AnswerField,
+    CalibrationMethod,
+    CalibrationPartition,
+    CalibrationRun,
+    CalibrationSpec,
+    CountAs,
+    Denominator,
+    Loss,
+    Multiplicity,
+    RunStatus,
+    RunTrigger,
+    Selector,
+    TieRule,
+    Utility,
+)
+from certification.models.releases import (
+    RELEASE_VERSION_PATTERN,
+    BuildStatus,
+    Release,
+    ReleaseBuild,
+    ReleaseTag,
+    ReleaseTagMove,
+    release_version_key,
+)
+
+__all__ = [
+    "Acceptance",
+    "AgreementReport",
+    "AnswerField",
+    "AuditReport",
+    "AuditSample",
+    "AuditSampleMember",
+    "BuildStatus",
+    "CalibrationMethod",
+    "CalibrationPartition",
+    "CalibrationRun",
+    "CalibrationSpec",
+    "CountAs",
+    "Denominator",
+    "FlagWhen",
+    "LIVE_RUN_STATUSES",
+    "Loss",
+    "Multiplicity",
+    "RELEASE_VERSION_PATTERN",
+    "Release",
+    "ReleaseBuild",
+    "ReleaseTag",
+    "ReleaseTagMove",
+    "RunStatus",
+    "RunTrigger",
+    "Selector",
+    "TieRule",
+    "Utility",
+    "release_version_key",
+]

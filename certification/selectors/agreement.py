@@ -1,0 +1,167 @@
+"""Agreement selectors: a project's stored agreement report, shaped for pages and the API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+
+from certification.models import (
+    AgreementReport,
+)
+from labeling.models import (
+    Project,
+)
+from labeling.permissions import can_manage, project_role
+from labeling.selectors.votes import rater_sort_key
+
+LEVEL_TITLES = {"answer": "Answer labels", "claim": "Claim labels"}
+
+
+@dataclass(frozen=True)
+class StatisticView:
+    """A statistic that may be undefined: ``value`` or ``reason`` (never both)."""
+
+    value: float | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class PairView:
+    """Cohen's kappa of one rater pair over the ``n`` units both rated."""
+
+    rater_a: str
+    rater_b: str
+    n: int
+    kappa: float | None
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    observed_agreement: float | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class LevelView:
+    """One label level's agreement figures.
+
+    See ``certification.services.agreement.level_to_json``.
+    """
+
+    level: str
+    title: str
+    n_units: int
+    n_pairable_units: int
+    n_votes: int
+    n_raters: int
+    label_counts: tuple[tuple[str, int], ...]
+    alpha: StatisticView
+    fleiss_kappa: StatisticView
+    percent_agreement: StatisticView
+    confidence: float
+    pairs: tuple[PairView, ...]
+
+
+@dataclass(frozen=True)
+class AgreementView:
+    """A project's stored agreement report, ready to render or serialise.
+
+    Attributes:
+        computed_at: when the statistics were last computed (aware datetime).
+        input_sha256: hash of the votes they were computed from.
+        identities_shown: True when rater names are real (the actor is a manager); otherwise
+            raters are "Rater 1", "Rater 2", ... numbered in one order across both levels.
+        levels: the answer level, then the claim level.
+    """
+
+    computed_at: datetime
+    input_sha256: str
+    identities_shown: bool
+    levels: tuple[LevelView, ...]
+
+
+def _rater_names(report: AgreementReport, *, identities: bool) -> dict[str, str]:
+    raters = sorted(
+        {r for level in (report.answer, report.claim) for r in level.get("raters", [])},
+        key=rater_sort_key,
+    )
+    if not identities:
+        return {rater: f"Rater {i}" for i, rater in enumerate(raters, start=1)}
+    user_ids = [int(r.split(":", 1)[1]) for r in raters if rater_sort_key(r)[0] == 1]
+    usernames = dict(get_user_model().objects.filter(pk__in=user_ids).values_list("pk", "username"))
+    names = {}
+    for rater in raters:
+        name = rater.partition(":")[2]
+        if rater_sort_key(rater)[0] == 1:
+            names[rater] = usernames.get(int(name), f"deleted user {name}")
+        else:
+            names[rater] = f"{name} (imported)"
+    return names
+
+
+def _statistic(data: dict[str, Any] | None) -> StatisticView:
+    data = data or {"value": None, "reason": "not computed"}
+    return StatisticView(value=data["value"], reason=data["reason"])
+
+
+def _level(level: str, data: dict[str, Any], names: dict[str, str]) -> LevelView:
+    return LevelView(
+        level=level,
+        title=LEVEL_TITLES.get(level, level),
+        n_units=data.get("n_units", 0),
+        n_pairable_units=data.get("n_pairable_units", 0),
+        n_votes=data.get("n_votes", 0),
+        n_raters=len(data.get("raters", [])),
+        label_counts=tuple(sorted(data.get("label_counts", {}).items())),
+        alpha=_statistic(data.get("alpha")),
+        fleiss_kappa=_statistic(data.get("fleiss_kappa")),
+        percent_agreement=_statistic(data.get("percent_agreement")),
+        confidence=data.get("confidence", 0.95),
+        pairs=tuple(
+            PairView(
+                rater_a=names.get(pair["rater_a"], pair["rater_a"]),
+                rater_b=names.get(pair["rater_b"], pair["rater_b"]),
+                n=pair["n"],
+                kappa=pair["kappa"],
+                se=pair["se"],
+                ci_low=pair["ci_low"],
+                ci_high=pair["ci_high"],
+                observed_agreement=pair["observed_agreement"],
+                reason=pair["reason"],
+            )
+            for pair in data.get("pairs", [])
+        ),
+    )
+
+
+def agreement_report_get(*, project: Project, actor: Any = None) -> AgreementView | None:
+    """Return the project's agreement report for display, or None before the first computation.
+
+    Rater identities (usernames, imported pseudonyms) are shown only when ``actor`` is a
+    manager of the project (``labeling.permissions``: members with the manager role, staff
+    non-members); for anyone else, and when ``actor`` is omitted, raters are "Rater 1..N".
+    The caller decides who may see the figures at all.
+
+    Queries: one for the report, one for the usernames when identities are shown, plus the
+    role lookup when ``project`` carries no ``member_role`` annotation.
+
+    Args:
+        project: the project (already scoped to the actor by the caller).
+        actor: the viewing user, or None.
+
+    Returns:
+        An :class:`AgreementView`, or None when no report has been stored yet.
+    """
+    report = AgreementReport.objects.filter(project=project).first()
+    if report is None:
+        return None
+    identities = actor is not None and can_manage(project_role(user=actor, project=project))
+    names = _rater_names(report, identities=identities)
+    return AgreementView(
+        computed_at=report.computed_at,
+        input_sha256=report.input_sha256,
+        identities_shown=identities,
+        levels=(_level("answer", report.answer, names), _level("claim", report.claim, names)),
+    )

@@ -1,0 +1,164 @@
+"""Audit selectors: evaluators, their audit reports and samples, and the rows an audit reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+
+from certification.exceptions import (
+    AuditNotConfigured,
+    EvaluatorNotFound,
+)
+from certification.models import (
+    AuditReport,
+    AuditSample,
+)
+from labeling.models import (
+    Evaluator,
+    EvaluatorLabel,
+    Item,
+    Project,
+    ResolutionStatus,
+)
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One evaluator-labelled item, aligned with its resolved human answer label.
+
+    ``human_label`` is None when the item has no resolution or its resolution is "unresolved";
+    ``resolved`` says whether a resolution exists (the item was labelled and adjudicated).
+    Evaluator ``label``/``score`` are None when the evaluator was unavailable.
+    """
+
+    item_id: int
+    item: str
+    available: bool
+    label: str | None
+    score: float | None
+    resolved: bool
+    human_label: str | None
+    rationale: str
+    domain: str | None
+    question_type: str | None
+    generator: str | None
+
+
+def evaluator_get(*, project: Project, evaluator_id: int) -> Evaluator:
+    """Return the project's evaluator ``evaluator_id``.
+
+    Raises:
+        EvaluatorNotFound: if the id is not an evaluator of ``project``.
+    """
+    try:
+        return Evaluator.objects.get(project=project, pk=evaluator_id)
+    except Evaluator.DoesNotExist as exc:
+        raise EvaluatorNotFound("no such evaluator in this project") from exc
+
+
+def evaluator_get_by_spec(*, project: Project, spec: str) -> Evaluator:
+    """Return the project's evaluator named ``NAME@VERSION``.
+
+    Raises:
+        EvaluatorNotFound: if there is none.
+    """
+    name, _, version = spec.rpartition("@")
+    try:
+        return Evaluator.objects.get(project=project, name=name, version=version)
+    except Evaluator.DoesNotExist as exc:
+        raise EvaluatorNotFound(f"no evaluator {spec!r} in this project") from exc
+
+
+def evaluator_audit_list(*, project: Project) -> list[tuple[Evaluator, AuditReport | None]]:
+    """Return every evaluator version of the project with its audit report (None if none)."""
+    evaluators = list(Evaluator.objects.filter(project=project).order_by("name", "version"))
+    reports = {r.evaluator_id: r for r in AuditReport.objects.filter(project=project)}
+    return [(e, reports.get(e.pk)) for e in evaluators]
+
+
+def audit_report_get(*, project: Project, evaluator: Evaluator) -> AuditReport:
+    """Return the evaluator's audit report.
+
+    Raises:
+        AuditNotConfigured: if no audit has been declared for the evaluator.
+    """
+    try:
+        return AuditReport.objects.select_related("evaluator").get(
+            project=project, evaluator=evaluator
+        )
+    except AuditReport.DoesNotExist as exc:
+        raise AuditNotConfigured("no audit is declared for this evaluator yet") from exc
+
+
+def audit_sample_list(*, project: Project, evaluator: Evaluator) -> QuerySet[AuditSample]:
+    """Return the evaluator's audit samples, newest first, with their members prefetched."""
+    return AuditSample.objects.filter(project=project, evaluator=evaluator).prefetch_related(
+        "members"
+    )
+
+
+def _slice_value(slices: Mapping[str, Any], key: str) -> str | None:
+    value = slices.get(key) if isinstance(slices, Mapping) else None
+    return None if value is None or value == "" else str(value)
+
+
+def audit_rows(*, evaluator: Evaluator) -> list[AuditRow]:
+    """Return the evaluator's answer-level labels aligned with the resolved human labels.
+
+    One row per item whose candidate the evaluator labelled (claim-level labels are not part
+    of the answer-level audit), ordered by item id. Three queries, whatever the size.
+    """
+    labels = {
+        row["candidate_id"]: row
+        for row in EvaluatorLabel.objects.filter(evaluator=evaluator, claim__isnull=True).values(
+            "candidate_id", "label", "score", "available"
+        )
+    }
+    items = (
+        # A subquery, not a list of ids: with 100,000 labels the list alone cost 1.4 s.
+        Item.objects.filter(
+            project_id=evaluator.project_id,
+            candidate_id__in=EvaluatorLabel.objects.filter(
+                evaluator=evaluator, claim__isnull=True
+            ).values("candidate_id"),
+        )
+        .order_by("pk")
+        .values(
+            "pk",
+            "candidate_id",
+            "candidate__key",
+            "candidate__generator",
+            "candidate__question__external_id",
+            "candidate__question__slices",
+            "resolution__status",
+            "resolution__answer_label",
+            "resolution__rationale",
+        )
+    )
+    rows = []
+    for item in items:
+        label = labels[item["candidate_id"]]
+        status = item["resolution__status"]
+        slices = item["candidate__question__slices"] or {}
+        human = None
+        if status is not None and status != ResolutionStatus.UNRESOLVED:
+            human = item["resolution__answer_label"]
+        rows.append(
+            AuditRow(
+                item_id=item["pk"],
+                item=f"{item['candidate__question__external_id']}/{item['candidate__key']}",
+                available=label["available"],
+                label=label["label"],
+                score=label["score"],
+                resolved=status is not None,
+                human_label=human,
+                rationale=item["resolution__rationale"] or "",
+                domain=_slice_value(slices, "domain") or _slice_value(slices, "field"),
+                question_type=_slice_value(slices, "question_type"),
+                generator=item["candidate__generator"] or None,
+            )
+        )
+    return rows

@@ -1,0 +1,51 @@
+"""HTML pages of the certification side: thin adapters over selectors and services.
+
+Each view resolves the project for the user (a non-member gets 404), checks the role with
+``common`` (annotators get 404: the pages do not exist for them; writes are for managers),
+calls one selector or service and renders or redirects. Every page needs a login.
+
+Modules: ``calibration`` (specs, their editor, runs with plots), ``audit`` (evaluator audits,
+disagreement CSV, audit samples), ``releases`` (freeze, builds, files, tags, rebuilds);
+``common`` holds the role checks. Release file downloads are streamed by
+``certification.downloads``, which the API uses too.
+"""
+
+from certification.views.audit import (
+    audit_detail,
+    audit_disagreements_csv,
+    audit_list,
+    audit_sample_draw_view,
+)
+from certification.views.calibration import (
+    calibration_home,
+    calibration_run_detail,
+    calibration_run_start_view,
+    calibration_spec_detail,
+    calibration_spec_new,
+    calibration_spec_revise_view,
+)
+from certification.views.releases import (
+    release_detail,
+    release_file_download,
+    release_list_view,
+    release_rebuild_view,
+    release_tag_move_view,
+)
+
+__all__ = [
+    "audit_detail",
+    "audit_disagreements_csv",
+    "audit_list",
+    "audit_sample_draw_view",
+    "calibration_home",
+    "calibration_run_detail",
+    "calibration_run_start_view",
+    "calibration_spec_detail",
+    "calibration_spec_new",
+    "calibration_spec_revise_view",
+    "release_detail",
+    "release_file_download",
+    "release_list_view",
+    "release_rebuild_view",
+    "release_tag_move_view",
+]
