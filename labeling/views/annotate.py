@@ -1,6 +1,6 @@
 """Annotator pages: next item, the labelling form, skip, and the annotator's own annotations.
 
-Blindness (DESIGN.md §7): these pages render only the question text, the candidate, its claims,
+Blindness (annotators see only their own work): these pages render only the question text, the candidate, its claims,
 the pinned sources and the actor's own labels. No question metadata, evaluator or prior label,
 other annotator, vote count or item status reaches them (``labelling_form_view`` reads nothing
 else, and the templates get nothing else).

@@ -1,6 +1,6 @@
 """Dashboard panels that other apps contribute to the project dashboard.
 
-``labeling`` never imports ``certification`` (STYLE.md C1), yet the dashboard shows the agreement
+``labeling`` never imports ``certification`` (dependencies point one way), yet the dashboard shows the agreement
 figures that ``certification`` computes. So, as with the ``items_resolved`` signal, the
 dependency points the other way: ``certification`` registers a panel in its ``AppConfig.ready``::
 
