@@ -22,7 +22,7 @@ from django.db.models.lookups import Exact
 
 
 class Partition(models.TextChoices):
-    """Where a question is used: development, calibration or held-out test; frozen before any label."""
+    """Where a question is used: development, calibration or held-out test (frozen early)."""
 
     DEV = "dev", "dev"
     CALIBRATION = "calibration", "calibration"
