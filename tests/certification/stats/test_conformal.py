@@ -1,4 +1,4 @@
-"""Conformal sets, reliability level and sequential stopping against STATISTICS.md §3."""
+"""Conformal sets, reliability level and sequential stopping against reference values."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ SCORES_20 = [1.0] * 18 + [2.0] + [INF]
 SCORES_50 = [1.0] * 45 + [2.0] * 3 + [3.0] + [INF]
 
 
-# -- STATISTICS.md §3 reference values --------------------------------------------------------
+# -- reference values -------------------------------------------------------------------------
 def test_rank_score_reference():
     samples = ["A"] * 5 + ["B"] * 3 + ["C"] * 2
     assert nonconformity_score(samples, {"B"}) == 2

@@ -1,4 +1,4 @@
-"""Clopper–Pearson intervals against STATISTICS.md §2, scipy and statsmodels."""
+"""Clopper–Pearson intervals against reference values, scipy and statsmodels."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from certification.stats.intervals import (
     ],
 )
 def test_two_sided_reference_values(k, n, confidence, lower, upper):
-    # given the STATISTICS.md §2 table, when the interval is computed
+    # given the reference table, when the interval is computed
     interval = clopper_pearson(k, n, confidence=confidence)
     # then both limits match to rel 1e-9
     assert interval.lower == pytest.approx(lower, rel=1e-9, abs=0)
@@ -47,7 +47,7 @@ def test_one_sided_upper_reference_value():
 
 
 def test_zero_successes_upper_is_closed_form():
-    # U = 1 - g^(1/n) for k = 0 (STATISTICS.md §2)
+    # U = 1 - g^(1/n) for k = 0
     for n in (1, 5, 44, 1000):
         assert clopper_pearson_upper(0, n, confidence=0.99) == pytest.approx(
             1 - 0.01 ** (1 / n), rel=1e-12

@@ -1,4 +1,4 @@
-"""RCCS against STATISTICS.md §5 and scipy's Pearson correlation."""
+"""RCCS against hand-computed reference values and scipy's Pearson correlation."""
 
 from __future__ import annotations
 

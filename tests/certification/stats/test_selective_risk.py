@@ -1,4 +1,4 @@
-"""Selective-risk certification against STATISTICS.md §1, seed 000 and scipy/statsmodels."""
+"""Selective-risk certification against hand-computed reference values and scipy/statsmodels."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def family(accepted, errors, n=None):
     )
 
 
-# -- STATISTICS.md §1 reference values --------------------------------------------------------
+# -- reference values (alpha 0.10) ------------------------------------------------------------
 @pytest.mark.parametrize(
     ("m", "k", "p", "upper", "certified"),
     [
@@ -61,7 +61,7 @@ def test_reference_p_values_match_closed_forms_and_scipy():
     assert binomial_p_value(3, 100, 0.1) == pytest.approx(
         binomtest(3, 100, 0.1, alternative="less").pvalue, rel=1e-12
     )
-    # seed 000's 9.6971%: the m=100, k=3 bound
+    # 9.6971%: the one-sided 99% bound for m=100, k=3
     assert certify(family([100], [3]), alpha=0.1, delta=0.01).results[0].upper_bound == (
         pytest.approx(0.0969710453, rel=1e-9)
     )
