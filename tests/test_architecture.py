@@ -14,8 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The top level fixed by the design card (shared/hooks/before-stop), plus `.env.example`, which
-# lists every environment variable and only works at the top.
+# The project's fixed top level, plus `.env.example`, which lists every environment variable and
+# only works at the top.
 TOP_LEVEL_ALLOWED = {
     "manage.py",
     "pyproject.toml",

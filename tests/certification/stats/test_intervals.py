@@ -86,7 +86,7 @@ def test_one_sided_matches_scipy_and_statsmodels_at_twice_g(kn):
     k, n = kn
     for g in (0.01, 0.05, 0.1):
         upper = clopper_pearson_upper(k, n, confidence=1 - g)
-        # scipy chooses the one-sided interval through alternative="less" (rule 5)
+        # scipy chooses the one-sided interval through alternative="less"
         scipy_high = binomtest(k, n, alternative="less").proportion_ci(1 - g).high
         # statsmodels' beta interval is two-sided: a one-sided level 1-g needs alpha = 2g
         sm_high = proportion_confint(k, n, alpha=2 * g, method="beta")[1]
@@ -145,7 +145,7 @@ def test_empty_denominator_is_insufficient_data_but_a_certificate_bound_is_one()
 
 @pytest.mark.parametrize("bad", [44.0, np.float64(3.0), True, "3", None])
 def test_float_and_non_integer_counts_are_refused(bad):
-    # rule 1: a float product must never reach a binomial routine, even when integral
+    # a float product must never reach a binomial routine, even when integral
     with pytest.raises(StatsError, match="k must be an integer count"):
         clopper_pearson(bad, 100)
 

@@ -129,7 +129,7 @@ def test_p_values_agree_with_scipy_binomtest_over_a_grid():
         assert ours == pytest.approx(expected, rel=1e-9)
 
 
-# -- rule 3: delta is divided by the whole family ---------------------------------------------
+# -- delta is divided by the whole family ----------------------------------------------------
 def test_bonferroni_counts_thresholds_that_accept_nothing():
     # (44, 0) alone at delta 0.01 certifies; at delta 0.05 with five empty thresholds
     # beside it the level is 0.05/6 < 0.0097 and it does not
@@ -261,7 +261,7 @@ def test_unknown_direction_method_and_utility_are_refused():
 
 
 def test_float_counts_are_refused():
-    # rule 1: binom.cdf(n * mean(losses), ...) is a bug; a float count never gets in
+    # binom.cdf(n * mean(losses), ...) is a bug; a float count never gets in
     with pytest.raises(StatsError, match=r"accepted\[0\] must be an integer count"):
         ThresholdCounts(thresholds=(0.5,), accepted=(44.0,), errors=(0,), n=44)
     with pytest.raises(StatsError, match="errors must hold integer counts"):
@@ -304,7 +304,7 @@ def test_p_values_are_monotone_in_k_and_m(m, alpha):
 )
 def test_duality_p_value_versus_statsmodels_upper_bound(km, alpha, level):
     # p <= d iff the one-sided 1-d upper bound <= alpha; statsmodels' beta interval is
-    # two-sided, so the one-sided level 1-d uses alpha = 2d (rule 5)
+    # two-sided, so the one-sided level 1-d uses alpha = 2d
     k, m = km
     p = binomial_p_value(k, m, alpha)
     bound = 1.0 if k == m else proportion_confint(k, m, alpha=2 * level, method="beta")[1]
