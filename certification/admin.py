@@ -102,7 +102,7 @@ class AuditSampleMemberAdmin(_ReadOnlyAdmin):
     list_select_related = ("sample",)
 
 
-# Releases (issue 6): immutable. The database refuses any UPDATE of a release row; here no
+# Releases: immutable. The database refuses any UPDATE of a release row; here no
 # release, build, tag or tag move can be added, changed or deleted (the services write them).
 
 

@@ -73,7 +73,7 @@ class CertificationConfig(AppConfig):
     name = "certification"
 
     def ready(self) -> None:
-        """Subscribe to the labelling domain's one event (STYLE.md C1); add the dashboard panels.
+        """Subscribe to the labelling domain's one event; add the dashboard panels.
 
         Every resolution enqueues the agreement recompute, the calibration refresh and the
         evaluator audits' recompute.

@@ -1,4 +1,4 @@
-"""Domain errors of certification (STYLE.md C6), mirroring ``labeling/exceptions.py``.
+"""Domain errors of certification, mirroring ``labeling/exceptions.py``.
 
 Each subclasses the labelling error of the same HTTP meaning, so the one mapping table in
 ``labeling/api_errors.py`` (not found 404, forbidden 403, bad transition 409, bad input 400)

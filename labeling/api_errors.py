@@ -1,4 +1,4 @@
-"""One mapping from domain errors to HTTP for the REST API (STYLE.md C6)."""
+"""One mapping from domain errors to HTTP for the REST API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Forms of the labelling pages: input parsing only; rules live in the services (STYLE.md C5)."""
+"""Forms of the labelling pages: input parsing only; rules live in the services."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ class ItemFilterForm(forms.Form):
 
 
 # ---------------------------------------------------------------------------------------------
-# Members and settings (issue 3, item 1)
+# Members and settings
 # ---------------------------------------------------------------------------------------------
 
 
@@ -156,7 +156,7 @@ class ProjectSettingsForm(forms.Form):
 
 
 # ---------------------------------------------------------------------------------------------
-# Annotating and adjudicating (issue 3, items 3 and 7)
+# Annotating and adjudicating
 # ---------------------------------------------------------------------------------------------
 
 

@@ -1,7 +1,7 @@
 r"""Evidence offsets: browser UTF-16 offsets to code points, and the checks a cited span must pass.
 
 Stored offsets are Unicode code points of the pinned source text, 0-based and end-exclusive, so
-``text[start:end] == quote`` in Python (DESIGN.md §1). Browsers count UTF-16 code units
+``text[start:end] == quote`` in Python. Browsers count UTF-16 code units
 (``Selection``/``Range`` offsets, ``String.length``): a character outside the Basic Multilingual
 Plane (an emoji, U+1F600) is one code point but two UTF-16 units. The server converts on the way
 in and refuses, never shifts, a span that does not fit the stored text exactly:

@@ -1,4 +1,4 @@
-"""Role checks of the labelling side (DESIGN.md §7), shared by the HTML views and the REST API.
+"""Role checks of the labelling side, shared by the HTML views and the REST API.
 
 A user's role in a project is their membership's role. Staff and superusers who are not members
 act as managers (oversight: they see every project); a staff user who *is* a member keeps the
@@ -21,10 +21,10 @@ from labeling.models import Membership, Project, Role
 # them other items of the project, so for them it does not exist (404, not 403).
 ITEM_BROWSER_ROLES: frozenset[str] = frozenset({Role.MANAGER, Role.ADJUDICATOR})
 # Who may see evaluator labels and imported prior annotations with their dataset annotator ids and
-# notes (never annotators, DESIGN.md §7; adjudicators resolve human disagreements and must not be
-# anchored by a machine's verdict). Adjudicators do see imported *human* votes, but only inside
-# the side-by-side view, as pseudonymous "Annotator k" columns without notes: they are votes of
-# the comparison (issue 3, item 7), and an adjudicator cannot resolve a vote they cannot see.
+# notes (never annotators, who see only their own work; adjudicators resolve human disagreements and
+# must not be anchored by a machine's verdict). Adjudicators do see imported *human* votes, but only
+# inside the side-by-side view, as pseudonymous "Annotator k" columns without notes: they are votes
+# of the comparison, and an adjudicator cannot resolve a vote they cannot see.
 LABEL_VIEWER_ROLES: frozenset[str] = frozenset({Role.MANAGER})
 MANAGER_ROLES: frozenset[str] = frozenset({Role.MANAGER})
 

@@ -221,7 +221,7 @@ LOGGING = {
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # ---------------------------------------------------------------------------------------------
-# Release storage (issue 6): where built releases are kept. The default is a local directory;
+# Release storage: where built releases are kept. The default is a local directory;
 # several machines need a shared one (a network volume at CERTLABEL_RELEASE_ROOT, or another
 # Django storage backend configured here under the "releases" alias).
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The one domain event of the labelling flow (STYLE.md C1): items were resolved.
+"""The one domain event of the labelling flow: items were resolved.
 
 ``items_resolved`` is sent after the transaction that resolved the items commits (consensus,
 adjudication or unresolved). Keyword arguments: ``project_id`` (int), ``item_ids`` (tuple of

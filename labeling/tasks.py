@@ -1,4 +1,4 @@
-"""Celery tasks of the labelling side: thin wrappers around services (STYLE.md C8)."""
+"""Celery tasks of the labelling side: thin wrappers around services."""
 
 from __future__ import annotations
 

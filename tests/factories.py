@@ -139,7 +139,7 @@ def utf16_span(text: str, quote: str, occurrence: int = 0) -> tuple[int, int]:
     return units, units + len(quote.encode("utf-16-le")) // 2
 
 
-# -- calibration (issue 4) --------------------------------------------------------------------
+# -- calibration ------------------------------------------------------------------------------
 
 
 class CalibrationSpecFactory(factory.django.DjangoModelFactory):

@@ -1,4 +1,4 @@
-"""Blindness: nothing an annotator can reach reveals other people's votes (DESIGN.md §7).
+"""Blindness: nothing an annotator can reach reveals other people's votes.
 
 The world (``tests/worlds.py``) holds, beside the annotator's own work, another annotator's
 labels, comment, evidence and skip note, evaluator labels, imported prior annotations, question

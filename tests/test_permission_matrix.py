@@ -54,7 +54,7 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-item-list": {"GET": (404, 200, 200, 404, 401)},
     "api-item-detail": {"GET": (404, 200, 200, 404, 401)},
     "api-import-create": {"POST": (403, 403, 201, 404, 401)},
-    # evaluator labels as their own import (issue 5): a new judge version's label, managers only
+    # evaluator labels as their own import: a new judge version's label, managers only
     "api-evaluator-label-import": {"POST": (403, 403, 201, 404, 401)},
     # labelling has started in the world: the partition can no longer be frozen (409)
     "api-partition-freeze": {"POST": (403, 403, 409, 404, 401)},
@@ -73,7 +73,7 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-adjudication-unresolved": {"POST": (403, 201, 201, 404, 401)},
     "api-progress": {"GET": (403, 200, 200, 404, 401)},
     "api-agreement": {"GET": (403, 200, 200, 404, 401)},
-    # --- REST API: calibration (issue 4); the world's spec is used by a run: PATCH is 409 ------
+    # --- REST API: calibration; the world's spec is used by a run: PATCH is 409 ---------------
     "api-calibration-spec-list": {
         "GET": (403, 200, 200, 404, 401),
         "POST": (403, 403, 201, 404, 401),
@@ -125,7 +125,7 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     },
     "calibration-run-start": {"POST": (404, 403, 302, 404, LOGIN)},
     "calibration-run-detail": {"GET": (404, 200, 200, 404, LOGIN)},
-    # evaluator audits (issue 5): evaluator labels never reach annotators (404 on pages)
+    # evaluator audits: evaluator labels never reach annotators (404 on pages)
     "audit-list": {"GET": (404, 200, 200, 404, LOGIN)},
     "audit-detail": {
         "GET": (404, 200, 200, 404, LOGIN),
@@ -141,7 +141,7 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
         "GET": (403, 200, 200, 404, 401),
         "POST": (403, 403, 200, 404, 401),
     },
-    # releases (issue 6): a release holds everybody's labels; annotators never reach it (pages
+    # releases: a release holds everybody's labels; annotators never reach it (pages
     # 404, API 403); adjudicators see the list and details, only managers download (the files
     # hold pending items' evaluator labels and votes), freeze, rebuild and move tags.
     # Releases are immutable: no PUT, PATCH or DELETE anywhere (405, checked below).

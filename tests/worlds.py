@@ -231,12 +231,12 @@ class World:
     b_assignment: Assignment
     b_user: Any
     tokens: dict[str, str] = field(default_factory=dict)
-    # calibration (issue 4): per project ("a", "b"), a spec and its done run
+    # calibration: per project ("a", "b"), a spec and its done run
     specs: dict[str, Any] = field(default_factory=dict)
     runs: dict[str, Any] = field(default_factory=dict)
-    # evaluator audits (issue 5): per project ("a", "b"), the evaluator, its audit declared
+    # evaluator audits: per project ("a", "b"), the evaluator, its audit declared
     evaluators: dict[str, Any] = field(default_factory=dict)
-    # releases (issue 6): per project ("a", "b"), release "1" certifying the run, built
+    # releases: per project ("a", "b"), release "1" certifying the run, built
     releases: dict[str, Any] = field(default_factory=dict)
 
     def refresh(self) -> None:

@@ -8,7 +8,7 @@ strings.
 
 Undefined values. A statistic that is undefined on the data (no variation, too few units) is
 reported as a :class:`Statistic` whose ``value`` is None and whose ``reason`` says why — never 0,
-1 or NaN (STATISTICS.md rule 6). Degeneracy is decided on integer counts, exactly (an expected
+1 or NaN. Degeneracy is decided on integer counts, exactly (an expected
 agreement of 1 is ``n**2 == sum(row_i * col_i)``), so no floating-point tolerance is needed.
 Invalid *input* (a ragged matrix, a negative count) raises :class:`StatsError`.
 
@@ -31,7 +31,7 @@ for Communication, https://repository.upenn.edu/asc_papers/43 ; Cohen, J. (1960)
 of agreement for nominal scales", Educational and Psychological Measurement 20(1), 37–46;
 Fleiss, J. L., Cohen, J. and Everitt, B. S. (1969), "Large sample standard errors of kappa and
 weighted kappa", Psychological Bulletin 72(5), 323–327; Fleiss, J. L. (1971), "Measuring nominal
-scale agreement among many raters", Psychological Bulletin 76(5), 378–382. STATISTICS.md §4.
+scale agreement among many raters", Psychological Bulletin 76(5), 378–382.
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ def cohen_kappa(table: ArrayLike, *, confidence: float = 0.95) -> CohenKappa:
     var = [sum_i p_ii (1 - (p_i. + p_.i)(1 - k))^2 + (1 - k)^2 sum_{i != j} p_ij (p_.i + p_j.)^2
     - (k - p_e (1 - k))^2] / ((1 - p_e)^2 n). The interval is kappa ± z·se, clipped to [-1, 1]
     (the range of kappa); unclipped it equals statsmodels' ``kappa_low``/``kappa_upp``.
-    STATISTICS.md §4: [[20, 5], [10, 15]] gives kappa 0.4, se 0.126996, 95% CI
+    Check: [[20, 5], [10, 15]] gives kappa 0.4, se 0.126996, 95% CI
     (0.151092, 0.648908).
     """
     counts = _check_table(table)
@@ -389,7 +389,7 @@ def cohen_kappa_labels(
     Raises:
         StatsError: as :func:`contingency_table` and :func:`cohen_kappa`.
 
-    Source: STATISTICS.md §4: A ``S S S S S U U U N N``, B ``S S S S U U U N N N`` gives
+    Check: A ``S S S S S U U U N N``, B ``S S S S U U U N N N`` gives
     percent agreement 0.8 and kappa 9/13.
     """
     table, _ = contingency_table(labels_a, labels_b)
@@ -419,8 +419,8 @@ def krippendorff_alpha_nominal(ratings: Sequence[Sequence[Label | None]]) -> Sta
 
     Source: Krippendorff (2011), §C (nominal data, missing values), computed by the
     ``krippendorff`` package (``krippendorff.alpha(reliability_data=raters × units, nan = missing,
-    level_of_measurement="nominal")``). STATISTICS.md §4: Krippendorff's 4 observers × 12 units
-    give 0.7434210526; the 3 coders × 15 units example gives 0.6913580247.
+    level_of_measurement="nominal")``). Check: Krippendorff's (2011) 4 observers × 12
+    units give 0.7434210526; the 3 coders × 15 units example gives 0.6913580247.
     """
     return _alpha(encode_ratings(ratings).codes)
 
@@ -465,7 +465,7 @@ def percent_agreement(ratings: Sequence[Sequence[Label | None]]) -> Statistic:
     Returns:
         A proportion in [0, 1] (never percent), or undefined (:data:`NO_PAIRABLE_UNIT`) when no
         unit has two ratings. Unlike kappa and alpha it is defined without variation: identical
-        ratings everywhere give 1.0 (STATISTICS.md §4).
+        ratings everywhere give 1.0.
 
     Raises:
         StatsError: if the matrix is ragged.
@@ -505,7 +505,7 @@ def fleiss_kappa(counts: ArrayLike) -> Statistic:
             have different sums.
 
     Source: Fleiss (1971), eqs. 2–9; ``statsmodels.stats.inter_rater.fleiss_kappa(method=
-    "fleiss")``. STATISTICS.md §4: the 10 subjects × 5 categories, 14 raters example gives
+    "fleiss")``. Check: Fleiss's (1971) 10 subjects × 5 categories, 14 raters example gives
     0.2099307044.
     """
     array = np.asarray(counts)

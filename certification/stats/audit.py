@@ -14,14 +14,14 @@ and are never dropped:
   (adjudication pending or impossible). It gets its own *column*.
 
 Polarity. The binary statistics need to know which labels are "positive"; certlabel's convention
-(STATISTICS.md §7) is positive = "error / not supported", the reference is the resolved human label.
+is positive = "error / not supported", the reference is the resolved human label.
 A :class:`Polarity` declares the positive labels of each side (the evaluator may speak a binary
 vocabulary, e.g. ``"hallucinated"``, while people use the policy's schema). Every other label is
 negative. The binary *core* is the 2 × 2 table of items where the evaluator is available and the
 human label is resolved; the counts outside it stay in the 3 × 3 :class:`BinaryCounts`.
 
 What is computed (:func:`audit`), all on the core, each proportion with its integer numerator and
-denominator and a two-sided exact Clopper–Pearson interval (STATISTICS.md §2, reusing
+denominator and a two-sided exact Clopper–Pearson interval (reusing
 :mod:`certification.stats.intervals`):
 
 - accuracy, sensitivity TP/(TP+FN), specificity TN/(TN+FP), PPV TP/(TP+FP), NPV TN/(TN+FN), and the
@@ -31,8 +31,8 @@ denominator and a two-sided exact Clopper–Pearson interval (STATISTICS.md §2,
   when the evaluator speaks the people's labels;
 - McNemar's exact test on the discordant pairs (:func:`mcnemar_exact`).
 
-A statistic with a zero denominator is undefined: ``value`` None and a ``reason`` (STATISTICS.md
-rule 6), never 0, 1 or NaN.
+A statistic with a zero denominator is undefined: ``value`` None and a ``reason``, never 0, 1 or
+NaN.
 
 What the numbers describe. The intervals are exact for the *audited items as a sample*. When the
 audit sample was drawn with unequal inclusion probabilities (e.g. stratified by evaluator verdict
@@ -45,7 +45,7 @@ population point estimates (:class:`WeightedRates`); those have no exact interva
 Sources: Clopper and Pearson (1934) for the intervals; Cohen (1960) and Fleiss, Cohen and Everitt
 (1969) for kappa; McNemar, Q. (1947), "Note on the sampling error of the difference between
 correlated proportions or percentages", Psychometrika 12(2), 153–157, exact (binomial) form as in
-``statsmodels.stats.contingency_tables.mcnemar(table, exact=True)``; STATISTICS.md §4 and §7.
+``statsmodels.stats.contingency_tables.mcnemar(table, exact=True)``.
 """
 
 from __future__ import annotations
@@ -422,7 +422,7 @@ class McNemarExact:
         statistic: min(b, c), the binomial count the p-value is computed from.
         p_value: two-sided exact p-value min(1, 2 P[Binomial(n, 1/2) <= min(b, c)]), in (0, 1];
             1 when there is no discordant item (the test has no information; a p-value of 1
-            never rejects, the convention of STATISTICS.md §1 for an empty count).
+            never rejects, as for a threshold that accepts nothing).
     """
 
     false_negatives: int
@@ -447,7 +447,7 @@ def mcnemar_exact(false_negatives: int, false_positives: int) -> McNemarExact:
         StatsError: if a count is not a non-negative integer.
 
     Source: McNemar (1947); ``statsmodels.stats.contingency_tables.mcnemar(table, exact=True)``
-    (``2 * binom.cdf(min(b, c), b + c, 0.5)``, capped at 1). STATISTICS.md §7: b = 10, c = 5 gives
+    (``2 * binom.cdf(min(b, c), b + c, 0.5)``, capped at 1). Check: b = 10, c = 5 gives
     0.3017578125.
     """
     b = check_count(false_negatives, name="false_negatives")
@@ -577,9 +577,8 @@ def metrics_from_matrix(
     Raises:
         StatsError: if ``confidence`` is outside (0, 1).
 
-    Source: STATISTICS.md §7 (TP 40, FN 10, FP 5, TN 145: sensitivity 0.8, CP95 (0.662817,
-    0.899698); specificity 0.966667, CP95 (0.923928, 0.989090); accuracy 0.925; McNemar exact
-    p 0.3017578125).
+    Check: TP 40, FN 10, FP 5, TN 145: sensitivity 0.8, CP95 (0.662817, 0.899698); specificity
+    0.966667, CP95 (0.923928, 0.989090); accuracy 0.925; McNemar exact p 0.3017578125.
     """
     level = check_open_unit(confidence, name="confidence")
     b = matrix.binary
@@ -671,7 +670,7 @@ def audit(
         evaluator_labels: shape (n_items,); :data:`UNAVAILABLE` or ``None`` = no evaluator label.
         human_labels: shape (n_items,), the same items; :data:`UNRESOLVED` or ``None`` = not
             resolved.
-        polarity: which labels are positive (STATISTICS.md §7: "error / not supported").
+        polarity: which labels are positive (certlabel's convention: "error / not supported").
         confidence: two-sided level of every interval, in (0, 1).
         evaluator_order: the evaluator's label schema in display order (optional).
         human_order: the human label schema in display order (optional).
@@ -688,7 +687,7 @@ def audit(
             weights have the wrong shape or a non-positive value, or ``confidence`` is outside
             (0, 1).
 
-    Source: STATISTICS.md §7; see the module docstring for what the intervals describe.
+    See the module docstring for the sources and for what the intervals describe.
     """
     matrix = confusion_matrix(
         evaluator_labels,

@@ -2,7 +2,7 @@
 
 Self-consistency counts answers by class, so "42", "42.0", "$42" and " 42 " must land in one class
 and "Paris" / "paris." in another; which forms are merged is a declared part of the calibration
-spec, and calibration and test must use the same canonicaliser (STATISTICS.md rule 8). A
+spec, and calibration and test must use the same canonicaliser. A
 canonicaliser is any ``Callable[[str], str]``; the registry maps the names a spec stores to them.
 
 Built-in canonicalisers:
@@ -17,7 +17,7 @@ Built-in canonicalisers:
   can merge different numbers); anything else falls back to ``"text"``.
 
 Source: Mouzouni (2026), arXiv:2602.21368, pipeline step 2 ("Answers are mapped to canonical forms
-(e.g., "42", "42.0" -> 42)"); seed 004.
+(e.g., "42", "42.0" -> 42)").
 """
 
 from __future__ import annotations

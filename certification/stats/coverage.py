@@ -14,11 +14,15 @@ indicator predicts it before the split is run (sqrt(deff) = predicted excess). A
 (the same procedure on pools resampled with replacement) gives the band of excess values that
 noise alone produces.
 
-Sources: seed 003 (Uncertainty for Language Models, episode 5: 1.06x row excess inside the
-0.88-1.10 i.i.d. band, 1.42x grouped, 1.43x predicted); Angelopoulos and Bates (2021),
-arXiv:2107.07511, §3.1 (Beta and Beta-Binomial coverage); Vovk, Gammerman and Shafer (2005);
-Kish (1965), Survey Sampling (design effect 1 + (m-1) rho, m_w = sum m_i^2 / sum m_i); Donner (1986)
-for ICC(1) with unequal group sizes; STATISTICS.md §6 and rule 7.
+When rows share a source, split by group; spreads and effective sample sizes then use groups or
+a design effect.
+
+Sources: "Uncertainty for Language Models, Taught Through What Breaks", episode 5
+(https://jongha-jeon-dev.github.io/standarderror/lectures/; 1.06x row excess inside the 0.88-1.10
+i.i.d. band, 1.42x grouped, 1.43x predicted); Angelopoulos and Bates (2021), arXiv:2107.07511,
+section 3.1 (Beta and Beta-Binomial coverage); Vovk, Gammerman and Shafer (2005); Kish (1965),
+Survey Sampling (design effect 1 + (m-1) rho, m_w = sum m_i^2 / sum m_i); Donner (1986) for ICC(1)
+with unequal group sizes.
 """
 
 from __future__ import annotations
@@ -58,7 +62,8 @@ __all__ = [
     "split_spread",
 ]
 
-#: Spread at or below which a quantity counts as constant (STATISTICS.md rule 6).
+#: Spread at or below which a quantity counts as constant: a value constant in exact arithmetic
+#: need not be constant in floating point.
 CONSTANT_TOLERANCE = 1e-12
 
 
@@ -105,8 +110,8 @@ def beta_coverage(n_calibration: int, alpha: AlphaLike) -> CoverageSpread:
         StatsError: on a non-integer n or alpha outside (0, 1).
         InsufficientDataError: if n = 0.
 
-    Source: Vovk et al. (2005); Angelopoulos and Bates (2021) §3.1; STATISTICS.md §6
-    (n = 100, alpha 0.10: Beta(91, 10), mean 0.9009901, variance 8.745778e-4).
+    Source: Vovk et al. (2005); Angelopoulos and Bates (2021) section 3.1. Check: n = 100,
+    alpha 0.10 gives Beta(91, 10), mean 0.9009901, variance 8.745778e-4.
     """
     n = check_count(n_calibration, name="n_calibration")
     if n == 0:
@@ -190,7 +195,7 @@ def realised_coverage_spread(
         StatsError: on non-integer sizes or alpha outside (0, 1).
         InsufficientDataError: if a size is 0.
 
-    Source: Angelopoulos and Bates (2021) §3.1; seed 003 ("The formula was short a term").
+    Source: Angelopoulos and Bates (2021) section 3.1; episode 5 ("The formula was short a term").
     """
     n = check_count(n_calibration, name="n_calibration")
     t = check_count(n_test, name="n_test")
@@ -282,7 +287,7 @@ def design_effect(cluster_size: int, rho: float) -> DesignEffect:
         StatsError: if m < 1, rho is outside [-1, 1], or the result is not positive
             (rho < -1/(m-1)).
 
-    Source: Kish (1965) §5.4; STATISTICS.md §6 (m 5, rho 0.1: 1.4).
+    Source: Kish (1965) section 5.4. Check: m 5, rho 0.1 gives 1.4.
     """
     m = check_count(cluster_size, name="cluster_size")
     if m < 1:
@@ -303,8 +308,8 @@ def design_effect_unequal(cluster_sizes: Sequence[int], rho: float) -> DesignEff
     Raises:
         StatsError: on an empty list, a size < 1 or a non-integer, or rho out of range.
 
-    Source: Kish (1965) (size-weighted mean cluster size); STATISTICS.md §6 ([1,2,3,4,10], rho 0.2:
-    m_w 6.5, deff 2.1).
+    Source: Kish (1965) (size-weighted mean cluster size). Check: [1,2,3,4,10], rho 0.2 gives
+    m_w 6.5, deff 2.1.
     """
     sizes = [check_count(m, name=f"cluster_sizes[{i}]") for i, m in enumerate(cluster_sizes)]
     if not sizes or min(sizes) < 1:
@@ -333,7 +338,7 @@ def design_effect_from_lags(
     Raises:
         StatsError: on a correlation out of range, a bad size, or a non-positive result.
 
-    Source: the variance of a mean of a stationary sequence (e.g. Kish 1965); seed 003
+    Source: the variance of a mean of a stationary sequence (e.g. Kish 1965); episode 5
     ("design effect 2.06, predicted excess 1.43").
     """
     rho = np.array(
@@ -363,7 +368,7 @@ def effective_sample_size(n: int, deff: DesignEffect | float) -> float:
     Raises:
         StatsError: on a non-integer n or a non-positive design effect.
 
-    Source: Kish (1965); STATISTICS.md §6 (n 1000, deff 1.4: 714.2857).
+    Source: Kish (1965). Check: n 1000, deff 1.4 gives 714.2857.
     """
     rows = check_count(n, name="n")
     value = deff.value if isinstance(deff, DesignEffect) else float(deff)
@@ -412,8 +417,8 @@ def icc_oneway(groups: Sequence[Sequence[float]] | Sequence[ArrayLike]) -> ICCRe
         InsufficientDataError: if G < 2, a group is empty, or no group has 2 or more rows (no
             within-group degrees of freedom).
 
-    Source: Fisher's intraclass correlation via ANOVA; Donner (1986) for m0; STATISTICS.md §6
-    (MSB 0.675, MSW 0.15, ICC(1) 0.4666667).
+    Source: Fisher's intraclass correlation via ANOVA; Donner (1986) for m0. Check: the 0/1 groups
+    [[1,1,1,0],[0,0,0,0],[1,1,0,1],[1,1,1,1],[0,0,1,0]] give MSB 0.675, MSW 0.15, ICC(1) 0.4666667.
     """
     arrays = [np.asarray(g, dtype=np.float64).ravel() for g in groups]
     if len(arrays) < 2:
@@ -478,7 +483,7 @@ def lag_correlations(
     """Correlation of values between rows k apart inside one sequence, pooled over sequences.
 
     rho_k = sum over within-sequence pairs (x_t - mu)(x_{t+k} - mu) / (pairs_k * var), with mu and
-    var the pooled mean and (population) variance of all rows, as in seed 003 ("measure how
+    var the pooled mean and (population) variance of all rows, as in episode 5 ("measure how
     correlated that mark is between rows a given distance apart inside one sequence").
 
     Args:
@@ -537,7 +542,7 @@ class SplitSpread:
         n_test: mean test size over draws.
         beta_sd: the Beta (calibration-only) SD for ``n_calibration``, or None when undefined.
         exchangeable_sd: the SD with both terms (Beta-Binomial), or None when undefined.
-        sd_ratio: sd / beta_sd (the comparison seed 003 shows to be short a term), or None.
+        sd_ratio: sd / beta_sd (the comparison episode 5 shows to be short a term), or None.
         excess: sd / exchangeable_sd (1 = what exchangeable rows give), or None.
     """
 
@@ -623,7 +628,7 @@ def split_spread(
         StatsError: on a bad argument, or ``split="group"`` without groups or with fewer than 2.
         InsufficientDataError: with fewer than 4 rows.
 
-    Source: seed 003 (200 row splits and 200 sequence splits of 24,576 predictions).
+    Source: episode 5 (200 row splits and 200 sequence splits of 24,576 predictions).
     """
     pool = _check_pool(scores)
     exact = exact_alpha(alpha)
@@ -730,7 +735,7 @@ def iid_control(
         StatsError: on a bad argument.
         InsufficientDataError: with fewer than 4 rows.
 
-    Source: seed 003 ("twenty pools that are i.i.d. by construction ... 0.88 to 1.10").
+    Source: episode 5 ("twenty pools that are i.i.d. by construction ... 0.88 to 1.10").
     """
     pool = _check_pool(scores)
     count = check_count(pools, name="pools")
@@ -796,7 +801,7 @@ def split_dependence_report(
     seed: int = 0,
     max_lag: int | None = None,
 ) -> DependenceReport:
-    """Seed 003's comparison: row splits, grouped splits, an i.i.d. control and the prediction.
+    """Episode 5's comparison: row splits, grouped splits, an i.i.d. control and the prediction.
 
     Each row is marked covered at the pooled threshold (the conformal threshold of all N rows);
     the lag correlations of that mark inside each group (rows in the order given) give the design

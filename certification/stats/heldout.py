@@ -10,12 +10,14 @@ returned a set and over all eligible questions (abstention = failure).
 
 Intervals are two-sided Clopper–Pearson at the report's confidence, per metric (not simultaneous
 across metrics or slices), and assume i.i.d. sampling units. Claims share their answer, so the
-claim-level interval is optimistic when errors cluster within answers (STATISTICS.md rule 7); the
+claim-level interval is optimistic when errors cluster within answers; the
 record says so in its note.
 
-Source: seed 000, "What a held-out report must show" and the two synthetic counterexamples
-(100 questions whose set always covers while the selector always errs; 1,000 eligible / 20
-emitted / 10 inadmissible / 10 of 100 claims unsupported); Clopper and Pearson (1934).
+Every metric keeps its own denominator because none substitutes for another; two synthetic
+counterexamples show it (100 questions whose set always covers while the selector always errs:
+perfect set coverage, zero selected-answer correctness; 1,000 eligible / 20 emitted / 10
+inadmissible / 10 of 100 claims unsupported: a 2% answer rate, 1% unconditional failure, 50% error
+among emitted answers). Intervals: Clopper and Pearson (1934).
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ class SetSizeDistribution:
 
 @dataclass(frozen=True)
 class HeldoutReport:
-    """The held-out metrics of seed 000, each with its own denominator.
+    """The held-out metrics of the test partition, each with its own denominator.
 
     Attributes:
         n_eligible: eligible test questions.

@@ -1,15 +1,15 @@
 """Clopper–Pearson exact binomial intervals, and the input checks the other stats modules share.
 
-Every routine here takes *integer* counts (STATISTICS.md rule 1): a float such as
-``n * mean(losses)`` can land just below the integer it stands for and certify what it should not,
-so floats are refused rather than rounded.
+Every routine here takes *integer* counts: a float such as ``n * mean(losses)`` can land just below
+the integer it stands for and certify what it should not, so floats are refused rather than rounded.
 
 Source: Clopper, C. J. and Pearson, E. S. (1934), "The use of confidence or fiducial limits
 illustrated in the case of the binomial", Biometrika 26(4), 404–413; the beta-quantile form used
-here is the one in STATISTICS.md §2 (and in ``scipy.stats.binomtest(...).proportion_ci(
-method="exact")``). Exact intervals are used throughout certlabel, rather than Wilson or Wald,
-because a certificate must never claim more coverage than it has: Clopper–Pearson is conservative
-at every n, including the small accepted counts where Wald collapses to a zero-width interval.
+here is L = Beta.ppf(g/2; k, n-k+1), U = Beta.ppf(1-g/2; k+1, n-k), as in
+``scipy.stats.binomtest(...).proportion_ci(method="exact")``. Exact intervals are used throughout
+certlabel, rather than Wilson or Wald, because a certificate must never claim more coverage than it
+has: Clopper–Pearson is conservative at every n, including the small accepted counts where Wald
+collapses to a zero-width interval.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def check_count(value: object, *, name: str) -> int:
 
     Args:
         value: a Python or numpy integer. ``bool`` and every float (even ``44.0``) are refused:
-            STATISTICS.md rule 1 forbids passing a float product into a binomial routine.
+            a float product passed into a binomial routine can land below its integer.
         name: the argument's name, used in the error message.
 
     Returns:
@@ -76,7 +76,7 @@ def check_counts(values: ArrayLike, *, name: str) -> NDArray[np.int64]:
 
     Raises:
         StatsError: if the array is not one-dimensional, not of an integer dtype (floats are refused
-            even when integral, STATISTICS.md rule 1), or holds a negative value.
+            even when integral), or holds a negative value.
     """
     array = np.asarray(values)
     if array.ndim != 1:
@@ -153,7 +153,7 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95) -> Interval:
     """Two-sided Clopper–Pearson interval for k successes in n trials.
 
     L = Beta.ppf(g/2; k, n-k+1) (0 when k = 0) and U = Beta.ppf(1-g/2; k+1, n-k) (1 when k = n),
-    with g = 1 - confidence (STATISTICS.md §2).
+    with g = 1 - confidence.
 
     Args:
         k: successes (errors, covered questions, ...), integer in [0, n].
@@ -184,8 +184,8 @@ def clopper_pearson_one_sided(
     """One-sided Clopper–Pearson interval: [0, U] (``side="upper"``) or [L, 1] (``"lower"``).
 
     U = Beta.ppf(1-g; k+1, n-k), with the closed form U = 1 - g^(1/n) when k = 0 and U = 1 when
-    k = n; L = Beta.ppf(g; k, n-k+1), 0 when k = 0 (STATISTICS.md §2). The upper form is the one
-    a selective-risk certificate shows: p = P[Binom(n, a) <= k] <= g iff U <= a (rule 5).
+    k = n; L = Beta.ppf(g; k, n-k+1), 0 when k = 0. The upper form is the one
+    a selective-risk certificate shows: p = P[Binom(n, a) <= k] <= g iff U <= a.
 
     Args:
         k: successes, integer in [0, n].
@@ -227,7 +227,7 @@ def clopper_pearson_upper(k: int, n: int, *, confidence: float) -> float:
     Args:
         k: successes, integer in [0, n].
         n: trials, integer >= 0. Unlike the interval functions, n = 0 returns 1.0, the value a
-            certificate uses for a threshold that accepts nothing (STATISTICS.md §2).
+            certificate uses for a threshold that accepts nothing.
         confidence: one-sided level 1 - g in (0, 1).
 
     Returns:

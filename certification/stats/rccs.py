@@ -5,15 +5,15 @@ per answer: rc = R * C, ``rccs_correlation`` = Pearson(rc, A), ``confidence_cali
 mean(|rc - A|), ``mean_rc`` = mean(rc), n = rows used. It is a diagnostic, not a guarantee: it
 carries no sampling statement.
 
-Conventions (STATISTICS.md §5): values outside [0, 1] or infinite are refused (no silent
+Conventions: values outside [0, 1] or infinite are refused (no silent
 clipping: a confidence of 1.2 is a bug upstream); a missing value (None or NaN) drops its row
 (complete case) and ``n_dropped`` reports how many; the correlation is undefined — None with a
 reason, never 0 or NaN — when n < 3 (two points always correlate perfectly) or when rc or A is
 constant within a tolerance of 1e-12 (a product that is constant in exact arithmetic need not be
-constant in floating point, rule 6).
+constant in floating point).
 
-Source: seed 001 (devarakondasrikanth, "Proposal: Retrieval-Conditioned Confidence Metric (RCCS)
-for RAG evaluation"), which names the outputs rccs_correlation, confidence_calibration_error,
+Source: devarakondasrikanth, "Proposal: Retrieval-Conditioned Confidence Metric (RCCS) for RAG
+evaluation", which names the outputs rccs_correlation, confidence_calibration_error,
 mean_rc and n.
 """
 
@@ -30,7 +30,7 @@ from certification.stats.errors import InsufficientDataError, StatsError
 
 __all__ = ["CONSTANT_TOLERANCE", "RCCSResult", "rccs"]
 
-#: Spread (max - min) at or below which a vector counts as constant (STATISTICS.md §5).
+#: Spread (max - min) at or below which a vector counts as constant.
 CONSTANT_TOLERANCE = 1e-12
 
 

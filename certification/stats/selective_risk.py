@@ -13,11 +13,12 @@ the explicit fail-closed outcome "no certified operating point".
 
 Sources: Angelopoulos, Bates, Candès, Jordan and Lei (2021), "Learn then Test: Calibrating
 Predictive Algorithms to Achieve Risk Control", arXiv:2110.01052 (selective classification example;
-Bonferroni and fixed-sequence family-wise error control); seed 000, "A scoped reproduction of
-selective-risk testing" (alpha 0.10, delta 0.05, M 5: cutoff 0.01, zero errors pass from m = 44);
-STATISTICS.md §1.
+Bonferroni and fixed-sequence family-wise error control); Clopper and Pearson (1934) for the
+bound. Check: alpha 0.10, delta 0.05, M 5 make the cutoff 0.01, and zero errors pass only from
+m = 44 (0.9^44 = 0.0097).
 
-The exact binomial p-value is valid only for 0/1 losses (STATISTICS.md rule 4), so other losses are
+The exact binomial p-value is valid only for 0/1 losses (a bounded non-binary loss needs
+Hoeffding–Bentkus or another bound for bounded losses), so other losses are
 refused rather than silently thresholded.
 """
 
@@ -56,7 +57,7 @@ __all__ = [
 Acceptance = Literal[">=", ">"]
 Method = Literal["bonferroni", "fixed_sequence"]
 
-#: The fail-closed outcome text (seed 000: "Fail closed: report no certified operating point").
+#: The fail-closed outcome text: when no threshold passes, there is no certificate.
 NO_CERTIFIED_OPERATING_POINT = "no certified operating point"
 CERTIFIED = "certified"
 
@@ -128,7 +129,7 @@ def _check_losses(losses: ArrayLike, n: int) -> NDArray[np.int64]:
     if not np.all((array == 0) | (array == 1)):
         raise StatsError(
             "losses must be 0/1: the exact binomial p-value is valid only for binary losses "
-            "(a bounded non-binary loss needs Hoeffding–Bentkus; STATISTICS.md rule 4)"
+            "(a bounded non-binary loss needs Hoeffding–Bentkus)"
         )
     return array.astype(np.int64)
 
@@ -152,7 +153,7 @@ def threshold_counts(
             floats equal to exactly 0 or 1.
         thresholds: shape (M,), the prespecified family in spec order; +-inf allowed, NaN refused.
         accept: ``">="`` accepts an answer iff score >= t; ``">"`` iff score > t. The spec declares
-            it and calibration and test must use the same one (STATISTICS.md rule 8).
+            it and calibration and test must use the same one.
 
     Returns:
         :class:`ThresholdCounts` with m_j and k_j as Python ints.
@@ -207,7 +208,9 @@ def binomial_p_value(errors: int, accepted: int, alpha: float) -> float:
     Raises:
         StatsError: if a count is not an integer, k > m, or alpha is outside (0, 1).
 
-    Source: seed 000 (conservative boundary p-value); STATISTICS.md §1.
+    Source: Angelopoulos et al. (2021), Learn then Test (conservative boundary p-value
+    p = P[Binomial(m, alpha) <= k] for H: risk > alpha). Check: m 44, k 0, alpha 0.10 gives
+    0.9^44 = 0.0096977373.
     """
     return float(binomial_p_values([errors], [accepted], alpha)[0])
 
@@ -244,7 +247,7 @@ def smallest_certifiable_count(
 ) -> int:
     """The smallest accepted count m with P[Binomial(m, alpha) <= errors] <= delta / n_thresholds.
 
-    With zero errors this is ceil(ln(delta/M) / ln(1-alpha)) (seed 000: alpha 0.10, delta 0.05,
+    With zero errors this is ceil(ln(delta/M) / ln(1-alpha)) (alpha 0.10, delta 0.05,
     M 5 gives 44). It tells a spec author how many accepted calibration answers a threshold needs
     before it can certify at all. The comparison is the one :func:`certify` makes (Bonferroni).
 
@@ -320,8 +323,8 @@ class ThresholdResult:
 #: Declared utilities for choosing among certified thresholds. Each maps a row to a key that is
 #: maximised; ties go to the earlier threshold in family order (deterministic, spec-defined).
 UTILITIES: dict[str, Callable[[ThresholdResult], float]] = {
-    # Largest answer rate = most accepted answers (seed 000: "Candidate E could be selected for its
-    # larger accepted count among the certified candidates").
+    # Largest answer rate = most accepted answers: among certified thresholds, the one that answers
+    # most often.
     "answer_rate": lambda row: float(row.accepted),
     # Smallest upper bound on the selective risk: the most conservative operating point.
     "lowest_upper_bound": lambda row: -row.upper_bound,
@@ -341,7 +344,8 @@ class Certificate:
         n_thresholds: M, the size of the whole family (including thresholds accepting nothing).
         test_level: the per-test level: delta / M (Bonferroni) or delta (fixed sequence).
         bound_confidence: 1 - test_level, the level of every row's upper bound, so that a row is
-            certified iff its bound is <= alpha (the duality of STATISTICS.md §1).
+            certified iff its bound is <= alpha (duality: p_j <= d iff the one-sided upper
+            bound at 1 - d is <= alpha).
         utility: the declared utility used to choose among certified thresholds.
         results: one :class:`ThresholdResult` per threshold, in family order.
         certified_indices: indices of certified thresholds, in family order.
@@ -405,7 +409,10 @@ def certify(
     Raises:
         StatsError: if alpha or delta is outside (0, 1), or the method or utility is unknown.
 
-    Source: Learn then Test (arXiv:2110.01052) §2–3; seed 000; STATISTICS.md §1 and rule 3.
+    Bonferroni divides delta by M, the size of the whole family, including thresholds that
+    accept nothing (p = 1).
+
+    Source: Learn then Test (Angelopoulos et al. 2021, arXiv:2110.01052), sections 2–3.
     """
     a = check_open_unit(alpha, name="alpha")
     d = check_open_unit(delta, name="delta")

@@ -1,4 +1,4 @@
-"""Data model of certlabel's labelling side (DESIGN.md §1–3).
+"""Data model of certlabel's labelling side: vocabulary, label schema and flow states.
 
 ``catalog`` holds what is imported (projects, policies, sources, questions, candidates, claims,
 items, evaluator and prior labels); ``work`` holds what people do (assignments, annotations,

@@ -1,4 +1,4 @@
-"""Data model of certlabel's labelling side (DESIGN.md §1–2).
+"""Data model of certlabel's labelling side: what is imported and the default label schema.
 
 Invariants live in the database as constraints (unique keys, check constraints and, for pinned
 source text, a trigger that refuses UPDATE; DELETE is refused by ``on_delete=PROTECT`` on every
@@ -22,7 +22,7 @@ from django.db.models.lookups import Exact
 
 
 class Partition(models.TextChoices):
-    """Where a question is used: development, calibration or held-out test (seed 000)."""
+    """Where a question is used: development, calibration or held-out test (frozen early)."""
 
     DEV = "dev", "dev"
     CALIBRATION = "calibration", "calibration"
@@ -37,7 +37,7 @@ class EvidenceRelation(models.TextChoices):
 
 
 class Role(models.TextChoices):
-    """A member's role in one project (DESIGN.md §7)."""
+    """A member's role in one project: annotator, adjudicator or manager."""
 
     ANNOTATOR = "annotator", "annotator"
     ADJUDICATOR = "adjudicator", "adjudicator"
@@ -129,7 +129,7 @@ class Project(models.Model):
 # checked against it before a query: SQLite raises OverflowError on a larger Python int.
 MAX_ID = 2**63 - 1
 
-# The default label schema (DESIGN.md §2). A project may version its own.
+# The default label schema. A project may version its own.
 DEFAULT_ANSWER_LABELS = ["admissible", "inadmissible", "abstained", "evidence_unavailable"]
 DEFAULT_CLAIM_LABELS = ["supported", "contradicted", "not_supported", "evidence_unavailable"]
 DEFAULT_UNAVAILABLE_REASONS = ["not_found", "blocked", "source_changed"]
@@ -332,7 +332,7 @@ class RetrievalLink(models.Model):
 class CandidateAnswer(models.Model):
     """One answer for a question, with the scores the user brings.
 
-    ``retrieval_score`` (R) and ``confidence`` (C) are in [0, 1] (seed 001 multiplies them);
+    ``retrieval_score`` (R) and ``confidence`` (C) are in [0, 1] (RCCS multiplies them);
     ``frequency_rank`` is 1 for the most frequent canonical form among the question's K samples.
     """
 
@@ -415,7 +415,7 @@ class Claim(models.Model):
 
 
 class ItemStatus(models.TextChoices):
-    """Where an item is in the flow (DESIGN.md §3)."""
+    """Where an item is in the flow: collecting annotations, in disagreement, or resolved."""
 
     OPEN = "open", "open (collecting annotations)"
     DISAGREEMENT = "disagreement", "in the disagreement queue"

@@ -21,7 +21,7 @@ from django.db.models.lookups import Exact
 from labeling.models.catalog import Claim, Item, LabelPolicy, SourceVersion
 
 # A vote that is not a label: the annotator cannot decide. It counts as a vote, never reaches
-# consensus and always sends the item to the disagreement queue (issue 3, item 6).
+# consensus and always sends the item to the disagreement queue.
 CANNOT_DECIDE = "cannot_decide"
 
 
@@ -237,7 +237,7 @@ class EvidenceSpan(models.Model):
 
 
 class ResolutionStatus(models.TextChoices):
-    """The status of a resolved label (DESIGN.md §1)."""
+    """The status of a resolved label: consensus (unanimous), adjudicated or unresolved."""
 
     CONSENSUS = "consensus", "consensus"
     ADJUDICATED = "adjudicated", "adjudicated"
@@ -245,7 +245,7 @@ class ResolutionStatus(models.TextChoices):
 
 
 class UnresolvedReason(models.TextChoices):
-    """Why an adjudicator left an item unresolved (issue 3, item 7)."""
+    """Why an adjudicator left an item unresolved."""
 
     AMBIGUOUS_GUIDELINE = "ambiguous_guideline", "ambiguous guideline"
     INSUFFICIENT_EVIDENCE = "insufficient_evidence", "insufficient evidence"

@@ -1,4 +1,4 @@
-"""Selectors read (STYLE.md C4): scoped querysets and plain data for pages, the API and stats.
+"""Selectors read: scoped querysets and plain data for pages, the API and stats.
 
 ``catalog`` reads imported data and project overviews; further modules read labelling work.
 """

@@ -1,4 +1,4 @@
-"""Selectors read (STYLE.md C4): scoped by project and actor, with related rows loaded up front.
+"""Selectors read: scoped by project and actor, with related rows loaded up front.
 
 Every selector here runs a fixed number of queries, whatever the number of rows: counts come
 from ``aggregate``/``annotate``/subqueries, never from per-row queries.
@@ -309,7 +309,7 @@ def item_get(*, project: Project, item_id: int, with_labels: bool = False) -> It
     Loaded up front: the candidate and question, the candidate's claims, the question's
     retrievals with their pinned source versions and documents, and the question's other
     candidates with their items (``candidate.question.candidates``). With ``with_labels`` (for
-    managers only; never for annotators, DESIGN.md §7) also the candidate's evaluator labels
+    managers only; never for annotators) also the candidate's evaluator labels
     and prior annotations with their claim labels, evidence and spans.
 
     Raises:

@@ -1,7 +1,7 @@
 """Reads of the web pages that the shared selectors do not cover (members, own work).
 
 Every selector here is scoped by project and, where it reads labelling work, by the actor:
-an annotator's pages read only the actor's own rows (DESIGN.md §7). Reads never write.
+an annotator's pages read only the actor's own rows. Reads never write.
 """
 
 from __future__ import annotations

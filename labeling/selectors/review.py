@@ -1,4 +1,4 @@
-"""Reads of labelling work for annotators, adjudicators and the dashboard (STYLE.md C4).
+"""Reads of labelling work for annotators, adjudicators and the dashboard.
 
 Reads never write: nothing here saves, updates or creates a row (tested by capturing the SQL).
 
@@ -48,7 +48,7 @@ from labeling.models import (
 from labeling.permissions import project_role
 from labeling.selectors.catalog import UNASSIGNED
 
-# The answer/claim label whose reason is part of the vote (DESIGN.md §2).
+# The answer/claim label whose reason (not_found, blocked, source_changed) is part of the vote.
 EVIDENCE_UNAVAILABLE = "evidence_unavailable"
 ADJUDICATOR_ROLES: frozenset[str] = frozenset({Role.ADJUDICATOR, Role.MANAGER})
 QUEUE_LEVELS = ("answer", "claim")
@@ -616,7 +616,7 @@ class PolicyVocabularyView:
 
 @dataclass(frozen=True)
 class LabellingFormView:
-    """What an annotator sees for one assignment, and nothing else (DESIGN.md §7).
+    """What an annotator sees for one assignment, and nothing else.
 
     No question metadata, no generator, no other annotator's label or identity, no vote or
     assignment counts, no evaluator or prior labels, no item status. ``current`` is the actor's

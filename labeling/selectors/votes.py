@@ -1,4 +1,4 @@
-"""Vote matrices of a project, as plain data for the agreement statistics (STYLE.md C4).
+"""Vote matrices of a project, as plain data for the agreement statistics.
 
 A *vote* is one rater's label of one unit at one label level:
 

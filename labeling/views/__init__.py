@@ -1,4 +1,4 @@
-"""HTML pages of the labelling side (STYLE.md C5): thin adapters over selectors and services.
+"""HTML pages of the labelling side: thin adapters over selectors and services.
 
 Each view resolves the project for the user (a non-member gets 404), checks the role, calls
 one selector or service and renders or redirects. Domain errors become messages or form

@@ -1,9 +1,9 @@
 """Annotator pages: next item, the labelling form, skip, and the annotator's own annotations.
 
-Blindness (DESIGN.md §7): these pages render only the question text, the candidate, its claims,
-the pinned sources and the actor's own labels. No question metadata, evaluator or prior label,
-other annotator, vote count or item status reaches them (``labelling_form_view`` reads nothing
-else, and the templates get nothing else).
+Blindness (an annotator sees only their own work): these pages render only the question text, the
+candidate, its claims, the pinned sources and the actor's own labels. No question metadata,
+evaluator or prior label, other annotator, vote count or item status reaches them
+(``labelling_form_view`` reads nothing else, and the templates get nothing else).
 """
 
 from __future__ import annotations

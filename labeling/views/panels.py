@@ -1,8 +1,8 @@
 """Dashboard panels that other apps contribute to the project dashboard.
 
-``labeling`` never imports ``certification`` (STYLE.md C1), yet the dashboard shows the agreement
-figures that ``certification`` computes. So, as with the ``items_resolved`` signal, the
-dependency points the other way: ``certification`` registers a panel in its ``AppConfig.ready``::
+``labeling`` never imports ``certification``, yet the dashboard shows the agreement figures that
+``certification`` computes. So, as with the ``items_resolved`` signal, the dependency points the
+other way: ``certification`` registers a panel in its ``AppConfig.ready``::
 
     from labeling.views.panels import dashboard_panel_register
 

@@ -1,4 +1,4 @@
-"""A small audited project for the evaluator-audit tests (issue 5).
+"""A small audited project for the evaluator-audit tests.
 
 Six items; one imported prior vote each resolves as consensus at labelling start (overlap 1),
 ``q3/c0`` has none and stays open (unresolved). Evaluator ``judge@v1`` gives binary verdicts,

@@ -1,4 +1,4 @@
-"""Evaluator audits on the shared FaithBench data (issue 5, item 7): the README's worked example.
+"""Evaluator audits on the shared FaithBench data: the README's worked example.
 
 FaithBench (vectara/FaithBench batches 1-8, 400 summaries of 40 passages) is imported and
 resolved exactly as in ``test_real_data_calibration``: unanimous batch annotators resolve as

@@ -1,4 +1,4 @@
-"""Calibration runs on the shared real datasets (issue 4, item 5): the README's worked examples.
+"""Calibration runs on the shared real datasets: the README's worked examples.
 
 GSM8K (openai/grade-school-math, first 400 test questions, K = 4 samples from four generators):
 upstream's ``is_correct`` flags are imported as automatic prior labels; with overlap 1 each one

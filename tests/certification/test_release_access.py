@@ -1,4 +1,4 @@
-"""Access to releases (issue 6): pages, API, admin, commands; immutability through each of them.
+"""Access to releases: pages, API, admin, commands; immutability through each of them.
 
 The world (``tests/worlds.py``) has a built release ``1`` in project A (``study``) and in
 project B (``other``), with a manager, an adjudicator and annotators.

@@ -1,4 +1,4 @@
-"""Releases of real data round-trip (issue 6): FaithBench and ExpertQA from ../shared/data.
+"""Releases of real data round-trip: FaithBench and ExpertQA from ../shared/data.
 
 Each project is labelled the way a team would: imported annotators' labels count as votes,
 disagreements are adjudicated (FaithBench: the declared worst-label rule of the calibration

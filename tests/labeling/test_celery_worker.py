@@ -1,6 +1,6 @@
 """A real Celery worker process runs a labelling task against the test database.
 
-Runs only in the production-shaped configuration (DESIGN.md §8): a ``redis://`` broker and
+Runs only in the production-shaped configuration: a ``redis://`` broker and
 result backend, and PostgreSQL, which a second process can share with the test (a SQLite test
 database may live in memory). Set ``CERTLABEL_REQUIRE_SERVICES=1`` (as .ci/run does) to turn the
 skip into a failure, so a CI job cannot pass without having run it.

@@ -53,8 +53,9 @@ DEMO_MEMBERS = (
     ("annotator2", Role.ANNOTATOR),
     ("adjudicator", Role.ADJUDICATOR),
 )
-# The split is grouped and frozen before any label (seed 003). Any fixed seed is reproducible;
-# with the sample's 6 groups of questions, 2028 deals 2 / 5 / 5 questions, near the proportions.
+# The split is grouped (calibration and test share no group) and frozen before any label. Any
+# fixed seed is reproducible; with the sample's 6 groups of questions, 2028 deals 2 / 5 / 5
+# questions, near the proportions.
 PARTITION_PROPORTIONS = {"dev": 0.2, "calibration": 0.4, "test": 0.4}
 PARTITION_SEED = 2028
 

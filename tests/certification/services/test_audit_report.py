@@ -1,4 +1,4 @@
-"""audit_report_configure / audit_report_recompute / audit_reports_refresh (issue 5)."""
+"""audit_report_configure / audit_report_recompute / audit_reports_refresh."""
 
 from __future__ import annotations
 

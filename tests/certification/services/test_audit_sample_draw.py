@@ -1,4 +1,4 @@
-"""audit_sample_draw and allocate: seeded stratified audit samples (issue 5, item 3)."""
+"""audit_sample_draw and allocate: seeded stratified audit samples."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Calibration runs: statistics through the whole stack, counting policies, idempotency, failing
 closed, rebuilding from the stored inputs.
 
-Reference values are STATISTICS.md §1-3 and seed 000's two synthetic counterexamples, reached
+Reference values are the selective-risk family, the conformal scores and the two synthetic held-out
+counterexamples (full set coverage with a selector that always errs; 20 of 1,000 answered), reached
 through imported questions, resolved labels, a spec and a run.
 """
 
@@ -50,7 +51,7 @@ def questions(prefix, rows):
     ]
 
 
-# -- selective risk: STATISTICS.md §1 ----------------------------------------------------------
+# -- selective risk ----------------------------------------------------------------------------
 def family_rows():
     """Nested acceptance sets giving (m, k) = (30,0),(60,1),(100,3),(150,9),(200,16)."""
     blocks = [(5.0, 30, 0), (4.0, 30, 1), (3.0, 40, 2), (2.0, 50, 6), (1.0, 50, 7)]
@@ -64,7 +65,7 @@ def family_rows():
     ("multiplicity", "certified"), [("bonferroni", [2]), ("fixed_sequence", [0, 1, 2])]
 )
 def test_the_reference_family_through_a_run(project, multiplicity, certified):
-    # given STATISTICS.md §1's family of five thresholds, alpha 0.10, delta 0.05
+    # given the reference family of five thresholds, alpha 0.10, delta 0.05
     calibration_project(project, {"calibration": questions("c", family_rows())})
     spec = make_spec(
         project, thresholds=[5, 4, 3, 2, 1], alpha="0.1", delta="0.05", multiplicity=multiplicity
@@ -145,7 +146,7 @@ def test_less_than_acceptance_and_missing_scores(project):
     assert section["counts"]["missing_score"] == 1
 
 
-# -- conformal sets: STATISTICS.md §3 ----------------------------------------------------------
+# -- conformal sets ----------------------------------------------------------------------------
 def conformal_questions():
     """Scores 18 x 1, 1 x 2, 1 x infinity (n = 20)."""
     rows = [rec(f"c{i}", [cand("a", answer="A")]) for i in range(18)]

@@ -1,4 +1,4 @@
-"""Release builds (issue 6): contents, pinned state, byte-identical rebuilds, verification."""
+"""Release builds: contents, pinned state, byte-identical rebuilds, verification."""
 
 from __future__ import annotations
 

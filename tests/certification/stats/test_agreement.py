@@ -1,4 +1,4 @@
-"""Agreement statistics: STATISTICS.md §4 reference values, statsmodels cross-checks, properties.
+"""Agreement statistics: published reference values, statsmodels cross-checks, properties.
 
 No database and no Django: ``certification.stats`` is plain Python.
 """
@@ -71,7 +71,7 @@ def units_of(raters_by_units):
     return [list(unit) for unit in zip(*raters_by_units, strict=True)]
 
 
-# -- STATISTICS.md §4 reference values ---------------------------------------------------------
+# -- published reference values (Krippendorff 2011, Cohen, Fleiss 1971) ------------------------
 def test_krippendorff_2011_nominal_alpha():
     assert krippendorff_alpha_nominal(units_of(KRIPPENDORFF_2011)).value == pytest.approx(
         0.7434210526, abs=1e-9

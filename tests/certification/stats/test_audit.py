@@ -1,4 +1,4 @@
-"""Evaluator audit statistics: STATISTICS.md §4 and §7 reference values, statsmodels and scipy
+"""Evaluator audit statistics: hand-computed reference values, statsmodels and scipy
 cross-checks, undefined cases and properties.
 
 No database and no Django: ``certification.stats`` is plain Python.
@@ -52,13 +52,13 @@ def labels_from_counts(tp: int, fn: int, fp: int, tn: int) -> tuple[list[str], l
     return evaluator, human
 
 
-# -- STATISTICS.md §7 -------------------------------------------------------------------------
+# -- the reference table TP 40, FN 10, FP 5, TN 145 -------------------------------------------
 def test_reference_table_sensitivity_specificity_accuracy():
-    # given the §7 table TP 40, FN 10, FP 5, TN 145
+    # given the reference table TP 40, FN 10, FP 5, TN 145
     evaluator, human = labels_from_counts(40, 10, 5, 145)
     # when it is audited
     result = audit(evaluator, human, ERROR)
-    # then the §7 values come out, with their counts
+    # then the reference values come out, with their counts
     assert (result.sensitivity.numerator, result.sensitivity.denominator) == (40, 50)
     assert result.sensitivity.value == pytest.approx(0.8, abs=1e-6)
     assert result.sensitivity.lower == pytest.approx(0.662817, abs=1e-6)
@@ -75,7 +75,7 @@ def test_reference_table_mcnemar_exact():
     # given the same table (b = FN = 10, c = FP = 5)
     evaluator, human = labels_from_counts(40, 10, 5, 145)
     result = audit(evaluator, human, ERROR).mcnemar
-    # then the exact p-value is §7's and statsmodels'
+    # then the exact p-value is the reference's and statsmodels'
     assert (result.false_negatives, result.false_positives, result.n_discordant) == (10, 5, 15)
     assert result.p_value == pytest.approx(0.3017578125, rel=1e-9)
     reference = mcnemar(np.array([[40, 10], [5, 145]]), exact=True)
@@ -84,7 +84,7 @@ def test_reference_table_mcnemar_exact():
 
 
 def test_ppv_npv_intervals_equal_scipy_exact():
-    # given the §7 table
+    # given the reference table
     evaluator, human = labels_from_counts(40, 10, 5, 145)
     result = audit(evaluator, human, ERROR, confidence=0.99)
     # then PPV = 40/45 and NPV = 145/155 carry scipy's exact (Clopper–Pearson) intervals
@@ -126,14 +126,14 @@ def test_mcnemar_refuses_float_counts():
         mcnemar_exact(10.0, 5)  # type: ignore[arg-type]
 
 
-# -- kappa (STATISTICS.md §4, reused from agreement.py) ---------------------------------------
+# -- kappa (reused from agreement.py) ---------------------------------------------------------
 def test_kappa_reference_table_of_section_4():
     # given Cohen's 2×2 reference [[20, 5], [10, 15]] (rows evaluator, columns human)
     evaluator = ["unsupported"] * 25 + ["supported"] * 25
     human = ["unsupported"] * 20 + ["supported"] * 5 + ["unsupported"] * 10 + ["supported"] * 15
     # when it is audited
     kappa = audit(evaluator, human, ERROR).kappa
-    # then kappa, its standard error and interval are §4's
+    # then kappa, its standard error and interval are the reference's
     assert kappa.kappa == pytest.approx(0.4, abs=1e-12)
     assert kappa.se == pytest.approx(0.126996, abs=1e-6)
     assert kappa.ci_low == pytest.approx(0.151092, abs=1e-6)

@@ -1,4 +1,4 @@
-"""Conformal sets, reliability level and sequential stopping against STATISTICS.md §3."""
+"""Conformal sets, reliability level and sequential stopping against reference values."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ SCORES_20 = [1.0] * 18 + [2.0] + [INF]
 SCORES_50 = [1.0] * 45 + [2.0] * 3 + [3.0] + [INF]
 
 
-# -- STATISTICS.md §3 reference values --------------------------------------------------------
+# -- reference values -------------------------------------------------------------------------
 def test_rank_score_reference():
     samples = ["A"] * 5 + ["B"] * 3 + ["C"] * 2
     assert nonconformity_score(samples, {"B"}) == 2
@@ -59,7 +59,7 @@ def test_rank_score_reference():
 def test_threshold_reference(scores, alpha, expected):
     threshold = conformal_threshold(scores, alpha)
     assert threshold.threshold == expected
-    # independent oracle: the k-th smallest by integer index (rule 2)
+    # independent oracle: the k-th smallest by integer index
     k = math.ceil((len(scores) + 1) * (1 - Fraction(str(alpha))))
     assert threshold.k == k
     assert threshold.threshold == (sorted(scores)[k - 1] if k <= len(scores) else INF)
@@ -107,7 +107,7 @@ def test_unanimous_question_stops_after_eight_and_saves_the_rest():
     assert sequential_stop(mixed, delta=0.05, canonicaliser="exact").samples_used == 20
 
 
-# -- rule 2: exact k, no clamping -------------------------------------------------------------
+# -- exact k, no clamping ---------------------------------------------------------------------
 def test_k_uses_the_decimal_alpha_not_the_binary_float():
     # (9 + 1)(1 - 0.3) = 7 exactly; with the binary float 0.3 the product is 7.000...1 -> 8
     assert math.ceil(10 * (1 - Fraction(0.3))) == 8

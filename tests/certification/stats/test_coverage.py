@@ -1,4 +1,4 @@
-"""Coverage variability against STATISTICS.md §6, scipy, statsmodels and seed 003."""
+"""Coverage variability against reference values, scipy, statsmodels and seeded simulations."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from certification.stats.errors import InsufficientDataError, StatsError
 ICC_GROUPS = [[1, 1, 1, 0], [0, 0, 0, 0], [1, 1, 0, 1], [1, 1, 1, 1], [0, 0, 1, 0]]
 
 
-# -- STATISTICS.md §6 reference values --------------------------------------------------------
+# -- reference values -------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("n", "alpha", "a", "b", "mean", "variance"),
     [(100, 0.10, 91, 10, 0.9009901, 8.745778e-4), (19, 0.05, 19, 1, 0.95, 2.261905e-3)],
@@ -190,7 +190,7 @@ def test_lag_correlations_by_hand():
     assert constant.values == () and "no variation" in constant.reason
 
 
-# -- seeded simulations (seed 003) ------------------------------------------------------------
+# -- seeded simulations -----------------------------------------------------------------------
 def grouped_pool(seed=3, groups=60, size=20):
     rng = np.random.default_rng(seed)
     effect = rng.normal(size=groups)

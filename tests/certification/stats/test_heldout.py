@@ -1,4 +1,4 @@
-"""Held-out report: seed 000's two synthetic examples, with exact intervals."""
+"""Held-out report: two synthetic counterexamples for its denominators, with exact intervals."""
 
 from __future__ import annotations
 

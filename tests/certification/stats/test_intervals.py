@@ -1,4 +1,4 @@
-"""Clopper–Pearson intervals against STATISTICS.md §2, scipy and statsmodels."""
+"""Clopper–Pearson intervals against reference values, scipy and statsmodels."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from certification.stats.intervals import (
     ],
 )
 def test_two_sided_reference_values(k, n, confidence, lower, upper):
-    # given the STATISTICS.md §2 table, when the interval is computed
+    # given the reference table, when the interval is computed
     interval = clopper_pearson(k, n, confidence=confidence)
     # then both limits match to rel 1e-9
     assert interval.lower == pytest.approx(lower, rel=1e-9, abs=0)
@@ -47,7 +47,7 @@ def test_one_sided_upper_reference_value():
 
 
 def test_zero_successes_upper_is_closed_form():
-    # U = 1 - g^(1/n) for k = 0 (STATISTICS.md §2)
+    # U = 1 - g^(1/n) for k = 0
     for n in (1, 5, 44, 1000):
         assert clopper_pearson_upper(0, n, confidence=0.99) == pytest.approx(
             1 - 0.01 ** (1 / n), rel=1e-12
@@ -86,7 +86,7 @@ def test_one_sided_matches_scipy_and_statsmodels_at_twice_g(kn):
     k, n = kn
     for g in (0.01, 0.05, 0.1):
         upper = clopper_pearson_upper(k, n, confidence=1 - g)
-        # scipy chooses the one-sided interval through alternative="less" (rule 5)
+        # scipy chooses the one-sided interval through alternative="less"
         scipy_high = binomtest(k, n, alternative="less").proportion_ci(1 - g).high
         # statsmodels' beta interval is two-sided: a one-sided level 1-g needs alpha = 2g
         sm_high = proportion_confint(k, n, alpha=2 * g, method="beta")[1]
@@ -145,7 +145,7 @@ def test_empty_denominator_is_insufficient_data_but_a_certificate_bound_is_one()
 
 @pytest.mark.parametrize("bad", [44.0, np.float64(3.0), True, "3", None])
 def test_float_and_non_integer_counts_are_refused(bad):
-    # rule 1: a float product must never reach a binomial routine, even when integral
+    # a float product must never reach a binomial routine, even when integral
     with pytest.raises(StatsError, match="k must be an integer count"):
         clopper_pearson(bad, 100)
 

@@ -1,4 +1,4 @@
-"""Error rate with a judge in the loop: STATISTICS.md §7 reference values, ``ppi_py`` as an
+"""Error rate with a judge in the loop: hand-computed reference values, ``ppi_py`` as an
 independent reference for PPI and PPI++, exact and simulated coverage of the exact bounds.
 
 ``ppi_py`` (the authors' package, PyPI ``ppi-python``) is a test-only reference: the product
@@ -33,7 +33,7 @@ ppi_py = pytest.importorskip("ppi_py", reason="ppi-python is the test-only PPI r
 
 
 def section_7_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """STATISTICS.md §7: 20 labelled items, 200 unlabelled ones."""
+    """The reference audit: 20 labelled items, 200 unlabelled ones."""
     y = np.zeros(20)
     y[[0, 1, 2, 18, 19]] = 1
     yhat = np.zeros(20)
@@ -54,7 +54,7 @@ def judge_data(
     return truth[:n].astype(float), judge[:n], judge[n:]
 
 
-# -- STATISTICS.md §7 -------------------------------------------------------------------------
+# -- the reference audit (Angelopoulos et al. 2023) -------------------------------------------
 def test_ppi_reference_estimate_and_interval():
     y, yhat, yhat_unlabelled = section_7_data()
     result = ppi_mean(y, yhat, yhat_unlabelled, delta=0.05)
@@ -65,7 +65,7 @@ def test_ppi_reference_estimate_and_interval():
     assert result.lam == 1.0
     assert (result.n_labelled, result.n_unlabelled) == (20, 200)
     assert result.assumption == ASYMPTOTIC
-    # the unclipped interval is what §7 reports; clipping to [0, 1] is a display choice
+    # the unclipped interval is the reference value; clipping to [0, 1] is a display choice
     assert result.clipped() == (0.0, pytest.approx(0.34423848, abs=1e-6))
 
 
@@ -78,7 +78,7 @@ def test_ppi_reference_by_hand_formula():
 
 
 def test_human_only_reference_bound():
-    # §7: the same data, human only: 5 errors in 20
+    # the same data, human only: 5 errors in 20
     result = human_only_bound([5], [20], delta=0.05)
     assert result.upper_bound == pytest.approx(0.4555824, abs=1e-6)
     reference = binomtest(5, 20, alternative="less").proportion_ci(0.95).high
@@ -91,13 +91,13 @@ def test_human_only_reference_bound():
 
 def test_human_only_two_sided_interval_is_clopper_pearson():
     result = human_only_bound([7], [50], delta=0.05)
-    # STATISTICS.md §2: k = 7, n = 50, 95% two-sided
+    # k = 7, n = 50, 95% two-sided (the scipy documentation's example)
     assert result.lower == pytest.approx(0.05819170033997342, rel=1e-9)
     assert result.upper == pytest.approx(0.26739600249700846, rel=1e-9)
 
 
 def test_human_only_from_the_raw_labels_equals_the_reference():
-    # given the §7 audit as a simple random sample of a 220-item workload
+    # given the reference audit as a simple random sample of a 220-item workload
     y, yhat, yhat_unlabelled = section_7_data()
     judge = np.concatenate([yhat, yhat_unlabelled]).astype(np.int64)
     result = estimate_error_rate(judge, np.arange(20), y.astype(np.int64), delta=0.05)
@@ -295,7 +295,7 @@ def test_nothing_audited_is_undefined():
         ([1, 1], [2, 2], None),  # several strata without sizes
         ([1], [5], [4]),  # sampled > population
         ([0], [0], [0]),  # empty stratum
-        ([1.0], [2], None),  # float count (STATISTICS.md rule 1)
+        ([1.0], [2], None),  # float count (counts must be integers)
         ([1], [2, 3], [5, 5]),  # shapes
     ],
 )

@@ -1,4 +1,4 @@
-"""RCCS against STATISTICS.md §5 and scipy's Pearson correlation."""
+"""RCCS against hand-computed reference values and scipy's Pearson correlation."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_none_counts_as_missing_like_nan():
 
 
 def test_product_constant_only_in_exact_arithmetic_is_constant():
-    # 0.1 * 0.9 and 0.3 * 0.3 are both 0.09 exactly but differ in floating point (rule 6)
+    # 0.1 * 0.9 and 0.3 * 0.3 are both 0.09 exactly but differ in floating point
     assert 0.1 * 0.9 != 0.3 * 0.3
     result = rccs([0.1, 0.3, 0.1], [0.9, 0.3, 0.9], [1, 0, 0])
     assert result.rccs_correlation is None

@@ -1,4 +1,4 @@
-"""Selective-risk certification against STATISTICS.md §1, seed 000 and scipy/statsmodels."""
+"""Selective-risk certification against hand-computed reference values and scipy/statsmodels."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def family(accepted, errors, n=None):
     )
 
 
-# -- STATISTICS.md §1 reference values --------------------------------------------------------
+# -- reference values (alpha 0.10) ------------------------------------------------------------
 @pytest.mark.parametrize(
     ("m", "k", "p", "upper", "certified"),
     [
@@ -61,7 +61,7 @@ def test_reference_p_values_match_closed_forms_and_scipy():
     assert binomial_p_value(3, 100, 0.1) == pytest.approx(
         binomtest(3, 100, 0.1, alternative="less").pvalue, rel=1e-12
     )
-    # seed 000's 9.6971%: the m=100, k=3 bound
+    # 9.6971%: the one-sided 99% bound for m=100, k=3
     assert certify(family([100], [3]), alpha=0.1, delta=0.01).results[0].upper_bound == (
         pytest.approx(0.0969710453, rel=1e-9)
     )
@@ -129,7 +129,7 @@ def test_p_values_agree_with_scipy_binomtest_over_a_grid():
         assert ours == pytest.approx(expected, rel=1e-9)
 
 
-# -- rule 3: delta is divided by the whole family ---------------------------------------------
+# -- delta is divided by the whole family ----------------------------------------------------
 def test_bonferroni_counts_thresholds_that_accept_nothing():
     # (44, 0) alone at delta 0.01 certifies; at delta 0.05 with five empty thresholds
     # beside it the level is 0.05/6 < 0.0097 and it does not
@@ -261,7 +261,7 @@ def test_unknown_direction_method_and_utility_are_refused():
 
 
 def test_float_counts_are_refused():
-    # rule 1: binom.cdf(n * mean(losses), ...) is a bug; a float count never gets in
+    # binom.cdf(n * mean(losses), ...) is a bug; a float count never gets in
     with pytest.raises(StatsError, match=r"accepted\[0\] must be an integer count"):
         ThresholdCounts(thresholds=(0.5,), accepted=(44.0,), errors=(0,), n=44)
     with pytest.raises(StatsError, match="errors must hold integer counts"):
@@ -304,7 +304,7 @@ def test_p_values_are_monotone_in_k_and_m(m, alpha):
 )
 def test_duality_p_value_versus_statsmodels_upper_bound(km, alpha, level):
     # p <= d iff the one-sided 1-d upper bound <= alpha; statsmodels' beta interval is
-    # two-sided, so the one-sided level 1-d uses alpha = 2d (rule 5)
+    # two-sided, so the one-sided level 1-d uses alpha = 2d
     k, m = km
     p = binomial_p_value(k, m, alpha)
     bound = 1.0 if k == m else proportion_confint(k, m, alpha=2 * level, method="beta")[1]

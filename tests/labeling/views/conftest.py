@@ -13,7 +13,7 @@ from labeling.models import Assignment, Claim, Item, Project, Role, SourceVersio
 from labeling.services import item_claim_next
 from tests.factories import start_labelling, utf16_span, work_record
 
-# Markers that must never reach an annotator (DESIGN.md §7).
+# Markers that must never reach an annotator (annotators see only their own work).
 EVALUATOR = "judge-secret-eval"
 EVALUATOR_SCORE = "0.8125"
 PRIOR_ANNOTATOR = "prior-annotator-zeta"

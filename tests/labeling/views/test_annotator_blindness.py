@@ -1,4 +1,4 @@
-"""Blindness over every page an annotator can reach (DESIGN.md §7, issue 3 item 4).
+"""Blindness over every page an annotator can reach: annotators see only their own work.
 
 The URL list comes from the URL configuration, so a new page is covered without editing this
 test. Every page is fetched as an annotator who shares an item with another annotator and with

@@ -12,9 +12,9 @@ from labeling.templatetags.certlabel import source_text
 
 
 def dom_text(markup: str) -> str:
-    """What an HTML parser makes of character data in an element (WHATWG HTML §13.2.3.5 and
-    §13.2.5): newlines are normalised first (CRLF and a lone CR become LF), then character
-    references are decoded."""
+    """What an HTML parser makes of character data in an element (WHATWG HTML, sections
+    13.2.3.5 and 13.2.5): newlines are normalised first (CRLF and a lone CR become LF), then
+    character references are decoded."""
     normalised = markup.replace("\r\n", "\n").replace("\r", "\n")
     assert "<" not in normalised, "the text must be a single text node"
     return html.unescape(normalised)
