@@ -1,8 +1,9 @@
 """Domain errors of certification, mirroring ``labeling/exceptions.py``.
 
 Each subclasses the labelling error of the same HTTP meaning, so the one mapping table in
-``labeling/api_errors.py`` (not found 404, forbidden 403, bad transition 409, bad input 400)
-covers them without ``labeling`` importing ``certification``.
+``labeling/http_errors.py`` (not found 404, forbidden 403, bad transition 409, bad input 400)
+covers them, for the API and the pages, without ``labeling`` importing ``certification``. Like
+every domain error they carry ``reason``, ``field``, ``code`` and ``data``.
 """
 
 from __future__ import annotations
@@ -31,14 +32,12 @@ class RunNotFound(NotFound):
 
 
 class InvalidSpec(InvalidInput):
-    """A calibration spec field is invalid; ``data["field"]`` names it."""
+    """A calibration spec field is invalid; ``field`` names it (always given)."""
 
     code = "invalid_spec"
 
-    def __init__(self, field: str, message: str, *, data: dict[str, Any] | None = None) -> None:
-        super().__init__(f"{field}: {message}", data={"field": field, **(data or {})})
-        self.field = field
-        self.reason = message
+    def __init__(self, field: str, reason: str, *, data: dict[str, Any] | None = None) -> None:
+        super().__init__(reason, field=field, data=data)
 
 
 class SpecFrozen(InvalidTransition):
@@ -60,10 +59,21 @@ class AuditNotConfigured(NotFound):
 
 
 class InvalidAudit(InvalidInput):
-    """An audit declaration field is invalid; ``data["field"]`` names it."""
+    """An audit declaration (or audit sample) field is invalid; ``field`` names it."""
 
     code = "invalid_audit"
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}", data={"field": field})
-        self.field = field
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason, field=field)
+
+
+class ReleaseNotFound(NotFound):
+    """No release with this id in the project."""
+
+    code = "release_not_found"
+
+
+class ReleaseFileNotFound(NotFound):
+    """The release has no finished build, or its build lists no file of that name."""
+
+    code = "release_file_not_found"

@@ -1,4 +1,11 @@
-"""Domain errors of the labelling side; adapters map them to HTTP (labeling/api_errors.py)."""
+"""Domain errors of the labelling side; adapters map them to HTTP (labeling/http_errors.py).
+
+An error carries its parts as data: ``reason`` (what is wrong, in words), ``field`` (the input
+it is about, e.g. ``claims[2].evidence[0].quote``, or None), ``code`` (stable, machine-readable)
+and ``data`` (any further payload). ``message`` (and ``str()``) is built from them:
+``"<field>: <reason>"`` when a field is named, else the reason. Adapters place an error by its
+``field`` and never parse its message.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +13,35 @@ from typing import Any
 
 
 class LabelingError(Exception):
-    """Base domain error with a stable ``code`` and an optional ``data`` payload."""
+    """Base domain error: ``reason``, ``field``, ``code`` and ``data``; ``message`` from them.
+
+    Args:
+        reason: What is wrong, in words.
+        field: The input the error is about (None: the operation as a whole).
+        code: A stable code; defaults to the class's ``code``.
+        data: Further payload (e.g. the versions of a stale object); never the field.
+        prefix: Begin ``message`` with ``"<field>: "`` (False when the reason reads on its own,
+            e.g. "release 3 already exists" about the field ``version``).
+    """
 
     code = "labeling_error"
 
-    def __init__(self, message: str, *, data: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.data = data or {}
+    def __init__(
+        self,
+        reason: str,
+        *,
+        field: str | None = None,
+        code: str | None = None,
+        data: dict[str, Any] | None = None,
+        prefix: bool = True,
+    ) -> None:
+        self.reason = reason
+        self.field = field
+        if code is not None:
+            self.code = code
+        self.data: dict[str, Any] = dict(data or {})
+        self.message = f"{field}: {reason}" if field and prefix else reason
+        super().__init__(self.message)
 
 
 class NotFound(LabelingError):

@@ -332,9 +332,7 @@ class LabelsState:
             try:
                 spent = float(self.time_spent_seconds)
             except ValueError as exc:
-                raise InvalidInput(
-                    "time_spent_seconds: not a number", data={"field": "time_spent_seconds"}
-                ) from exc
+                raise InvalidInput("not a number", field="time_spent_seconds") from exc
         return AnnotationInput(
             answer_label=self.answer_label,
             answer_reason=self.answer_reason or None,
@@ -348,4 +346,4 @@ def _integer(value: str, name: str) -> int:
     try:
         return int(value)
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"{name}: {value!r} is not an integer", data={"field": name}) from exc
+        raise InvalidInput(f"{value!r} is not an integer", field=name) from exc

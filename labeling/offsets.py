@@ -15,7 +15,7 @@ in and refuses, never shifts, a span that does not fit the stored text exactly:
   module's ``\X``) or between the CR and LF of a CRLF line ending.
 
 Pure functions with no database. Errors are :class:`labeling.exceptions.InvalidInput` with
-``data={"field": ...}`` naming the offending input (``start``, ``end``, ``quote``, ``unit`` or
+``field`` naming the offending input (``start``, ``end``, ``quote``, ``unit`` or
 ``source``); callers prefix the field with its place in the request.
 """
 
@@ -36,8 +36,8 @@ _GRAPHEME = regex.compile(r"\X")
 SHOWN = 40
 
 
-def _error(field: str, message: str) -> InvalidInput:
-    return InvalidInput(f"{field}: {message}", data={"field": field})
+def _error(field: str, reason: str) -> InvalidInput:
+    return InvalidInput(reason, field=field)
 
 
 def shorten(text: str, limit: int = SHOWN) -> str:
@@ -136,7 +136,7 @@ def evidence_span_check(
         ``(start, end)`` in code points, with ``text[start:end] == quote``.
 
     Raises:
-        InvalidInput: with ``data["field"]`` naming ``unit``, ``source``, ``start``, ``end`` or
+        InvalidInput: with ``field`` naming ``unit``, ``source``, ``start``, ``end`` or
             ``quote``, when the unit is unknown, the stored text does not match its hash, an
             offset is out of range or inside a surrogate pair, the span is empty or reversed,
             the quote differs from the text (both shown, cut to 40 code points), or a boundary

@@ -59,6 +59,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A domain error escaping an HTML view becomes the page of its status (404, 403, 409, 400).
+    "labeling.views.errors.DomainErrorMiddleware",
 ]
 
 ROOT_URLCONF = "labeling.urls"

@@ -271,3 +271,71 @@ def test_api_modules_import_no_html_views_and_no_private_names():
                     if alias.name.startswith("_")
                 ]
     assert offenders == []
+
+
+# Attributes of a domain error that hold text; adapters place an error by its ``field``.
+_ERROR_TEXT = {"message", "reason", "detail"}
+_SPLITTERS = {"split", "rsplit", "partition", "rpartition"}
+
+
+def _is_error_text(node: ast.AST) -> bool:
+    """``x.message`` / ``x.reason`` / ``x.detail``, or ``str(x)``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr in _ERROR_TEXT
+    return isinstance(node, ast.Call) and getattr(node.func, "id", None) == "str"
+
+
+def _message_parsing(tree: ast.AST) -> list[int]:
+    """Lines that split an error's text, match a pattern on it, or read ``data["field"]``."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _SPLITTERS and _is_error_text(node.func.value):
+                lines.append(node.lineno)
+            elif (
+                getattr(node.func.value, "id", None) == "re"
+                or node.func.attr in ("match", "search", "fullmatch", "findall")
+            ) and any(_is_error_text(arg) and not isinstance(arg, ast.Call) for arg in node.args):
+                lines.append(node.lineno)
+            elif (
+                node.func.attr == "get"
+                and getattr(node.func.value, "attr", None) == "data"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == "field"
+            ):
+                lines.append(node.lineno)
+        elif (
+            isinstance(node, ast.Subscript)
+            and getattr(node.value, "attr", None) == "data"
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value == "field"
+        ):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_adapters_never_parse_an_error_message():
+    offenders = []
+    for path in _app_modules():
+        parts = path.relative_to(REPO).parts
+        if "views" not in parts and "api" not in parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        offenders += [f"{path.relative_to(REPO)}:{line}" for line in _message_parsing(tree)]
+    assert offenders == []
+
+
+def test_message_scan_finds_every_parsing_form():
+    # guards the scan above: each line parses an error's text or payload for its field
+    tree = ast.parse(
+        'field = exc.message.split(":", 1)[0]\n'
+        'head, _, rest = str(exc).partition(": ")\n'
+        "match = CLAIM_FIELD.match(exc.message)\n"
+        'field = exc.data.get("field")\n'
+        'field = exc.data["field"]\n'
+        "field = exc.field\n"
+        "match = CLAIM_FIELD.match(field)\n"
+        'name = path.split("/")\n'
+    )
+    assert _message_parsing(tree) == [1, 2, 3, 4, 5]

@@ -61,7 +61,7 @@ def _release_in_body(project: Project, release_id: int, field: str) -> Release:
         return release_get(project=project, release_id=release_id)
     except NotFound:
         raise InvalidInput(
-            f"no release {release_id} in project {project.slug!r}", data={"field": field}
+            f"no release {release_id} in project {project.slug!r}", field=field, prefix=False
         ) from None
 
 

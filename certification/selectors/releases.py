@@ -14,6 +14,7 @@ from typing import Any
 from django.core.files.storage import Storage, storages
 from django.db.models import Prefetch, Q, QuerySet
 
+from certification.exceptions import ReleaseFileNotFound, ReleaseNotFound
 from certification.models import (
     BuildStatus,
     CalibrationRun,
@@ -25,7 +26,6 @@ from certification.models import (
     RunStatus,
     release_version_key,
 )
-from labeling.exceptions import NotFound
 from labeling.models import MAX_ID, Project
 from labeling.release_format import ARCHIVE, MANIFEST, MEDIA_TYPES, CountBlock
 
@@ -33,18 +33,6 @@ from labeling.release_format import ARCHIVE, MANIFEST, MEDIA_TYPES, CountBlock
 RELEASE_STORAGE = "releases"
 #: How many done calibration runs the freeze form offers (newest first).
 FREEZE_FORM_RUNS = 50
-
-
-class ReleaseNotFound(NotFound):
-    """No release with this id in the project."""
-
-    code = "release_not_found"
-
-
-class ReleaseFileNotFound(NotFound):
-    """The release has no finished build, or its build lists no file of that name."""
-
-    code = "release_file_not_found"
 
 
 @dataclass(frozen=True)

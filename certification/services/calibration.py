@@ -199,7 +199,7 @@ def spec_clean(*, project: Project, data: Mapping[str, Any]) -> dict[str, Any]:
     registered name. Unknown keys are refused.
 
     Raises:
-        InvalidSpec: naming the first invalid field (``data["field"]``).
+        InvalidSpec: naming the first invalid field (``field``).
     """
     unknown = sorted(set(data) - set(SPEC_FIELDS))
     if unknown:
@@ -301,7 +301,7 @@ def calibration_spec_create(
     Raises:
         NotFound: the actor is not a member of the project.
         PermissionDenied: the actor is not a manager.
-        InvalidSpec: a field is invalid (named in ``data["field"]``), or the name is taken.
+        InvalidSpec: a field is invalid (named in ``field``), or the name is taken.
 
     Concurrency: opens its own transaction; the unique (project, name, version) constraint
     refuses a concurrent duplicate.

@@ -1,7 +1,8 @@
 """Evaluator audit pages: one audit per evaluator version, against the resolved human labels.
 
 Managers declare an audit and read it; adjudicators read only (403 on writes); annotators never
-see evaluator labels, so these pages do not exist for them (404); non-members get 404.
+see evaluator labels, so these pages do not exist for them (404); non-members get 404, and so
+does another project's evaluator (``NotFound`` raised through to ``labeling/views/errors.py``).
 """
 
 from __future__ import annotations
@@ -12,21 +13,21 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods
 
-from certification.exceptions import AuditNotConfigured, InvalidAudit
+from certification.exceptions import AuditNotConfigured
 from certification.forms import AuditDeclarationForm, AuditSampleForm
 from certification.models import AuditReport, AuditSample
 from certification.selectors import audit_report_get, evaluator_audit_list, evaluator_get
 from certification.services import audit_report_configure, audit_sample_draw
 from certification.views.common import require_viewer
 from labeling import permissions
-from labeling.exceptions import LabelingError, NotFound
+from labeling.exceptions import LabelingError
 from labeling.models import Evaluator, Project
-from labeling.views.common import page_context, project_for
+from labeling.views.common import form_add_domain_error, page_context, project_for
 
 METRIC_ROWS = (
     ("accuracy", "Accuracy"),
@@ -37,13 +38,6 @@ METRIC_ROWS = (
     ("human_positive_rate", "Human positive rate"),
     ("evaluator_positive_rate", "Evaluator positive rate"),
 )
-
-
-def _evaluator_or_404(project: Project, evaluator_id: int) -> Evaluator:
-    try:
-        return evaluator_get(project=project, evaluator_id=evaluator_id)
-    except NotFound as exc:
-        raise Http404("no such evaluator") from exc
 
 
 def _report_or_none(project: Project, evaluator: Evaluator) -> AuditReport | None:
@@ -88,7 +82,7 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
     require_viewer(role)
     if request.method == "POST" and not permissions.can_manage(role):
         raise PermissionDenied("only a project manager may declare an audit")
-    evaluator = _evaluator_or_404(project, evaluator_id)
+    evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
     report = _report_or_none(project, evaluator)
     initial = {}
     if report is not None:
@@ -105,10 +99,8 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
             audit_report_configure(
                 project=project, evaluator=evaluator, actor=request.user, **form.declaration()
             )
-        except InvalidAudit as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         except LabelingError as exc:
-            form.add_error(None, exc.message)
+            form_add_domain_error(form, exc)
         else:
             messages.success(request, f"Audit of {evaluator} declared and computed.")
             return redirect("audit-detail", slug=project.slug, evaluator_id=evaluator.pk)
@@ -138,10 +130,9 @@ def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) 
     """Download the disagreement list (item, evaluator label, human label, kind, rationale)."""
     project, role = project_for(request, slug)
     require_viewer(role)
-    evaluator = _evaluator_or_404(project, evaluator_id)
-    report = _report_or_none(project, evaluator)
-    if report is None:
-        raise Http404("no audit is declared for this evaluator")
+    evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
+    # No audit declared yet is AuditNotConfigured, a NotFound: 404 (labeling/views/errors.py).
+    report = audit_report_get(project=project, evaluator=evaluator)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     name = slugify(f"{project.slug}-{evaluator.name}-{evaluator.version}") + "-disagreements.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
@@ -159,7 +150,7 @@ def audit_sample_draw_view(request: HttpRequest, slug: str, evaluator_id: int) -
     require_viewer(role)
     if not permissions.can_manage(role):
         raise PermissionDenied("only a project manager may draw an audit sample")
-    evaluator = _evaluator_or_404(project, evaluator_id)
+    evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
     form = AuditSampleForm(request.POST)
     if not form.is_valid():
         messages.error(request, f"No sample drawn: {form.errors.as_text()}")

@@ -11,11 +11,10 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from certification.exceptions import InvalidSpec
 from certification.forms import CalibrationSpecForm
 from certification.models import CalibrationSpec
 from certification.plots import run_plots
@@ -34,19 +33,12 @@ from certification.services import (
     calibration_spec_revise,
 )
 from certification.views.common import require_manager, require_viewer
-from labeling.exceptions import LabelingError, NotFound
+from labeling.exceptions import LabelingError
 from labeling.models import Evaluator, Project
-from labeling.views.common import page_context, project_for
+from labeling.views.common import form_add_domain_error, page_context, project_for
 
 #: How often a pending or running run's page reloads itself, in milliseconds.
 REFRESH_MS = 3000
-
-
-def _spec_or_404(project: Project, spec_id: int) -> CalibrationSpec:
-    try:
-        return calibration_spec_get(project=project, spec_id=spec_id)
-    except NotFound as exc:
-        raise Http404("no such spec") from exc
 
 
 def _evaluators(project: Project) -> list[tuple[str, str]]:
@@ -55,12 +47,6 @@ def _evaluators(project: Project) -> list[tuple[str, str]]:
         .order_by("name", "version")
         .values_list("name", "version")
     )
-
-
-def _spec_form_errors(form: CalibrationSpecForm, exc: LabelingError) -> None:
-    field = exc.data.get("field", "") if isinstance(exc, InvalidSpec) else ""
-    base = str(field).split("[", 1)[0]
-    form.add_error(base if base in form.fields else None, exc.message)
 
 
 @login_required
@@ -92,7 +78,7 @@ def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
                 **form.contract(),
             )
         except LabelingError as exc:
-            _spec_form_errors(form, exc)
+            form_add_domain_error(form, exc)
         else:
             messages.success(request, f"Spec {spec} saved ({spec.content_sha256[:12]}).")
             return redirect("calibration-spec-detail", slug=project.slug, spec_id=spec.pk)
@@ -108,7 +94,7 @@ def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) 
     project, role = project_for(request, slug)
     require_viewer(role)
     require_manager(role)
-    spec = _spec_or_404(project, spec_id)
+    spec = calibration_spec_get(project=project, spec_id=spec_id)
     form = CalibrationSpecForm(
         request.POST or None,
         initial=CalibrationSpecForm.initial_from(spec),
@@ -119,7 +105,7 @@ def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) 
         try:
             new = calibration_spec_revise(spec=spec, actor=request.user, **form.contract())
         except LabelingError as exc:
-            _spec_form_errors(form, exc)
+            form_add_domain_error(form, exc)
         else:
             messages.success(request, f"Spec {new} saved; {spec} stays as it was.")
             return redirect("calibration-spec-detail", slug=project.slug, spec_id=new.pk)
@@ -134,7 +120,7 @@ def calibration_spec_detail(request: HttpRequest, slug: str, spec_id: int) -> Ht
     """Show a spec's contract, its versions and its runs."""
     project, role = project_for(request, slug)
     require_viewer(role)
-    spec = _spec_or_404(project, spec_id)
+    spec = calibration_spec_get(project=project, spec_id=spec_id)
     context = page_context(
         project,
         role,
@@ -161,7 +147,7 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
     project, role = project_for(request, slug)
     require_viewer(role)
     require_manager(role)
-    spec = _spec_or_404(project, spec_id)
+    spec = calibration_spec_get(project=project, spec_id=spec_id)
     try:
         run = calibration_run_start(spec=spec, actor=request.user)
     except LabelingError as exc:
@@ -177,10 +163,7 @@ def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> Http
     """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report."""
     project, role = project_for(request, slug)
     require_viewer(role)
-    try:
-        run = calibration_run_get(project=project, run_id=run_id)
-    except NotFound as exc:
-        raise Http404("no such run") from exc
+    run = calibration_run_get(project=project, run_id=run_id)
     report = calibration_run_report(run=run)
     result = report["result"] or {}
     context = page_context(

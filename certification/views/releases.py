@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -45,20 +44,13 @@ from certification.services.releases import (
 )
 from certification.views.common import require_manager, require_viewer
 from labeling import permissions
-from labeling.exceptions import LabelingError, NotFound
+from labeling.exceptions import LabelingError
 from labeling.models import Project
 from labeling.release_format import ARCHIVE
-from labeling.views.common import page_context, project_for
+from labeling.views.common import form_add_domain_error, page_context, project_for
 
 #: How often a page with a pending or running build reloads itself, in milliseconds.
 REFRESH_MS = 3000
-
-
-def _release_or_404(project: Project, release_id: int) -> Release:
-    try:
-        return release_get(project=project, release_id=release_id)
-    except NotFound as exc:
-        raise Http404("no such release") from exc
 
 
 def _freeze_form(project: Project, releases: list[Release], data: Any) -> ReleaseFreezeForm:
@@ -74,11 +66,6 @@ def _freeze_form(project: Project, releases: list[Release], data: Any) -> Releas
         releases=releases,
         runs=release_freezable_runs(project=project),
     )
-
-
-def _form_errors(form: forms.Form, exc: LabelingError) -> None:
-    field = str(exc.data.get("field", "")).split("[", 1)[0]
-    form.add_error(field if field in form.fields else None, exc.message)
 
 
 @login_required
@@ -107,7 +94,7 @@ def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
                 notes=form.cleaned_data["notes"],
             )
         except LabelingError as exc:
-            _form_errors(form, exc)
+            form_add_domain_error(form, exc)
         else:
             messages.success(
                 request,
@@ -132,7 +119,7 @@ def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResp
     """Show a release: files with hashes, counts, what it certifies, tags, rebuilds, family."""
     project, role = project_for(request, slug)
     require_viewer(role)
-    release = _release_or_404(project, release_id)
+    release = release_get(project=project, release_id=release_id)
     build = release_content_build(release)
     context = page_context(
         project,
@@ -163,11 +150,8 @@ def release_file_download(
     # Files hold pending items' evaluator labels and votes, which adjudicators must not see
     # before they decide (labeling/permissions.py): downloads are for managers.
     require_manager(role)
-    release = _release_or_404(project, release_id)
-    try:
-        file, build = release_file_get(release=release, name=name)
-    except NotFound as exc:
-        raise Http404("no such file") from exc
+    release = release_get(project=project, release_id=release_id)
+    file, build = release_file_get(release=release, name=name)
     return release_file_response(project, release, build, file)
 
 
@@ -178,7 +162,7 @@ def release_rebuild_view(request: HttpRequest, slug: str, release_id: int) -> Ht
     project, role = project_for(request, slug)
     require_viewer(role)
     require_manager(role)
-    release = _release_or_404(project, release_id)
+    release = release_get(project=project, release_id=release_id)
     try:
         build = release_rebuild(release=release, actor=request.user)
     except LabelingError as exc:
@@ -195,7 +179,7 @@ def release_tag_move_view(request: HttpRequest, slug: str, release_id: int) -> H
     project, role = project_for(request, slug)
     require_viewer(role)
     require_manager(role)
-    release = _release_or_404(project, release_id)
+    release = release_get(project=project, release_id=release_id)
     form = ReleaseTagForm(request.POST)
     if not form.is_valid():
         messages.error(request, f"No tag moved: {form.errors.as_text()}")

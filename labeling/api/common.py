@@ -21,10 +21,14 @@ from labeling.selectors import project_get_for_user
 
 
 class ErrorSerializer(serializers.Serializer):
-    """The body of every error response: ``{"detail", "code"}`` (labeling/api_errors.py)."""
+    """The body of every error response: ``{"detail", "code"}`` (labeling/api_errors.py).
+
+    ``field`` names the input the error is about, when it names one.
+    """
 
     detail = serializers.CharField()
     code = serializers.CharField()
+    field = serializers.CharField(required=False)
 
     class Meta:
         ref_name = "Error"

@@ -330,7 +330,7 @@ def disagreement_queue(
     elif level == "claim":
         items = items.filter(claims_differ=True)
     elif level:
-        raise InvalidInput(f"level: unknown level {level!r}; one of {list(QUEUE_LEVELS)}")
+        raise InvalidInput(f"unknown level {level!r}; one of {list(QUEUE_LEVELS)}", field="level")
     age = filters.get("min_age_hours")
     if age not in (None, ""):
         try:
@@ -338,7 +338,9 @@ def disagreement_queue(
         except (TypeError, ValueError):
             hours = -1.0
         if not hours >= 0 or hours == float("inf"):
-            raise InvalidInput(f"min_age_hours: expected a number of hours ≥ 0, got {age!r}")
+            raise InvalidInput(
+                f"expected a number of hours ≥ 0, got {age!r}", field="min_age_hours"
+            )
         items = items.filter(opened_at__lte=timezone.now() - timedelta(hours=hours))
     if actor is not None and not project.allow_self_adjudication:
         own = Assignment.objects.filter(

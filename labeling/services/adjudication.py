@@ -51,8 +51,8 @@ logger = logging.getLogger(__name__)
 MAX_RATIONALE_LENGTH = 10_000
 
 
-def _invalid(field: str, message: str) -> InvalidInput:
-    return InvalidInput(f"{field}: {message}", data={"field": field})
+def _invalid(field: str, reason: str) -> InvalidInput:
+    return InvalidInput(reason, field=field)
 
 
 def _item_for_decision(

@@ -10,7 +10,7 @@ which a retried request measures anew).
 Labels are checked against the project's frozen label policy (its answer labels, claim labels
 and unavailable reasons) plus ``cannot_decide``; evidence against the pinned source versions of
 the item's question (:mod:`labeling.offsets`). Errors name the input field, e.g.
-``claims[2].evidence[0].quote`` (``InvalidInput.data["field"]``).
+``claims[2].evidence[0].quote`` (``InvalidInput.field``).
 """
 
 from __future__ import annotations
@@ -151,8 +151,8 @@ class CheckedLabels:
         }
 
 
-def _invalid(field: str, message: str) -> InvalidInput:
-    return InvalidInput(f"{field}: {message}", data={"field": field})
+def _invalid(field: str, reason: str) -> InvalidInput:
+    return InvalidInput(reason, field=field)
 
 
 def _check_label(
@@ -275,10 +275,9 @@ def labels_check(
                     unit=evidence.unit,
                 )
             except InvalidInput as exc:
-                name = exc.data.get("field", "quote")
+                name = exc.field or "quote"
                 name = "source_version_id" if name == "source" else name
-                message = exc.message.split(": ", 1)[-1]
-                raise _invalid(f"{where}.{name}", message) from exc
+                raise _invalid(f"{where}.{name}", exc.reason) from exc
             key = (version.pk, start, end)
             spans[key] = CheckedEvidence(version.pk, start, end, evidence.quote)
         if label in EVIDENCE_REQUIRED and not spans:
@@ -418,7 +417,7 @@ def annotation_submit(
         LeaseExpired: the lease expired (or the item was skipped) and the slot was given back;
             nothing is saved.
         InvalidInput: a label, reason, claim, evidence span, comment or time is invalid; the
-            message and ``data["field"]`` name the field.
+            message and ``field`` name the field.
 
     Concurrency: opens its own transaction; validates first, then locks the Item row (the lock
     order of ``labeling/locks.py``: item, then its assignments), so a lease release, a skip or

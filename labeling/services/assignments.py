@@ -159,11 +159,13 @@ def queue_order(rows: Iterable[QueueRow], *, serving_order: str, seed: int | Non
         return [r.item_id for r in rows]
     if serving_order == ServingOrder.SEEDED_RANDOM:
         if seed is None:
-            raise InvalidInput("serving_seed: the seeded_random serving order needs a seed")
+            raise InvalidInput("the seeded_random serving order needs a seed", field="serving_seed")
         ids = sorted(r.item_id for r in rows)
         random.Random(seed).shuffle(ids)
         return ids
-    raise InvalidInput(f"serving_order: unknown {serving_order!r}; one of {ServingOrder.values}")
+    raise InvalidInput(
+        f"unknown {serving_order!r}; one of {ServingOrder.values}", field="serving_order"
+    )
 
 
 def _chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -225,9 +227,9 @@ def _compare_full_items(*, project: Project, item_ids: Sequence[int] | None) -> 
 
 def _check_int(field: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{field}: expected an integer, got {value!r}")
+        raise InvalidInput(f"expected an integer, got {value!r}", field=field)
     if not low <= value <= high:
-        raise InvalidInput(f"{field}: must be between {low} and {high}, got {value}")
+        raise InvalidInput(f"must be between {low} and {high}, got {value}", field=field)
     return value
 
 
@@ -269,7 +271,7 @@ def project_labelling_configure(
     if serving_order is not None:
         if serving_order not in ServingOrder.values:
             raise InvalidInput(
-                f"serving_order: unknown {serving_order!r}; one of {ServingOrder.values}"
+                f"unknown {serving_order!r}; one of {ServingOrder.values}", field="serving_order"
             )
         wanted["serving_order"] = serving_order
     if serving_seed is not None:
@@ -277,7 +279,8 @@ def project_labelling_configure(
     if allow_self_adjudication is not None:
         if not isinstance(allow_self_adjudication, bool):
             raise InvalidInput(
-                f"allow_self_adjudication: expected true or false, got {allow_self_adjudication!r}"
+                f"expected true or false, got {allow_self_adjudication!r}",
+                field="allow_self_adjudication",
             )
         wanted["allow_self_adjudication"] = allow_self_adjudication
     changes = {f: v for f, v in wanted.items() if getattr(project, f) != v}
@@ -292,7 +295,7 @@ def project_labelling_configure(
     order = changes.get("serving_order", project.serving_order)
     seed = changes.get("serving_seed", project.serving_seed)
     if order == ServingOrder.SEEDED_RANDOM and seed is None:
-        raise InvalidInput("serving_seed: the seeded_random serving order needs a seed")
+        raise InvalidInput("the seeded_random serving order needs a seed", field="serving_seed")
     if changes:
         for field, value in changes.items():
             setattr(project, field, value)
@@ -688,9 +691,9 @@ def assignment_skip(
     """
     _require_annotator(project=project, actor=actor)
     if reason not in SkipReason.values:
-        raise InvalidInput(f"reason: unknown {reason!r}; one of {SkipReason.values}")
+        raise InvalidInput(f"unknown {reason!r}; one of {SkipReason.values}", field="reason")
     if len(note) > MAX_SKIP_NOTE:
-        raise InvalidInput(f"note: at most {MAX_SKIP_NOTE} characters, got {len(note)}")
+        raise InvalidInput(f"at most {MAX_SKIP_NOTE} characters, got {len(note)}", field="note")
     assignment = Assignment.objects.filter(
         pk=assignment_id, annotator=actor, item__project=project
     ).first()

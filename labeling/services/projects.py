@@ -164,18 +164,14 @@ def membership_invite(
     """
     _require_manager_of(project, actor)
     if role not in Role.values:
-        raise InvalidInput(
-            f"role: unknown role {role!r}; one of {Role.values}", data={"field": "role"}
-        )
+        raise InvalidInput(f"unknown role {role!r}; one of {Role.values}", field="role")
     username = username.strip()
     email = email.strip()
     if email:
         try:
             validate_email(email)
         except ValidationError as exc:
-            raise InvalidInput(
-                f"email: {email!r} is not a valid email address", data={"field": "email"}
-            ) from exc
+            raise InvalidInput(f"{email!r} is not a valid email address", field="email") from exc
     user_model = get_user_model()
     user = user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).first()
     created = False
@@ -188,14 +184,14 @@ def membership_invite(
             messages = "; ".join(
                 f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()
             )
-            raise InvalidInput(messages, data={"field": next(iter(exc.message_dict))}) from exc
+            # Every field's errors, each already named: the first field places the error.
+            raise InvalidInput(messages, field=next(iter(exc.message_dict)), prefix=False) from exc
         user.save()
         created = True
     elif Membership.objects.filter(project=project, user=user).exists():
         raise InvalidInput(
-            f"username: {username!r} is already a member of this project; change their role "
-            "instead",
-            data={"field": "username"},
+            f"{username!r} is already a member of this project; change their role instead",
+            field="username",
         )
     membership = Membership.objects.create(project=project, user=user, role=role)
     logger.info(
@@ -230,9 +226,7 @@ def membership_change(*, project: Project, actor: Any, user_id: int, role: str) 
     """
     _require_manager_of(project, actor)
     if role not in Role.values:
-        raise InvalidInput(
-            f"role: unknown role {role!r}; one of {Role.values}", data={"field": "role"}
-        )
+        raise InvalidInput(f"unknown role {role!r}; one of {Role.values}", field="role")
     project_lock(project.pk)
     membership = (
         Membership.objects.select_related("user").filter(project=project, user_id=user_id).first()

@@ -12,7 +12,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
@@ -20,6 +19,7 @@ from django.views.decorators.http import require_http_methods
 
 from labeling import exceptions
 from labeling.forms import LabelsState, QueueFilterForm
+from labeling.http_errors import http_status
 from labeling.models import Project, UnresolvedReason
 from labeling.selectors.pages import resolution_vote
 from labeling.selectors.review import AdjudicationView, adjudication_view, disagreement_queue
@@ -51,15 +51,6 @@ def adjudication_queue(request: HttpRequest, slug: str) -> HttpResponse:
     waiting = disagreement_queue(project=project, actor=request.user).count()
     context = page_context(project, role, form=form, page=page, waiting=waiting)
     return render(request, "labeling/adjudication_queue.html", context)
-
-
-def _view_or_404(request: HttpRequest, project: Project, item_id: int) -> AdjudicationView:
-    try:
-        return adjudication_view(project=project, item_id=item_id, actor=request.user)
-    except exceptions.NotFound as exc:
-        raise Http404("no such item in the queue") from exc
-    except exceptions.PermissionDenied as exc:
-        raise PermissionDenied(exc.message) from exc
 
 
 def _columns_data(view: AdjudicationView) -> list[dict[str, Any]]:
@@ -156,7 +147,9 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
     """
     project, role = project_for(request, slug)
     _require_adjudicator(role)
-    view = _view_or_404(request, project, item_id)
+    # An item not in the queue is NotFound (404), one the adjudicator annotated (without
+    # self-adjudication) PermissionDenied (403): pages of labeling/views/errors.py.
+    view = adjudication_view(project=project, item_id=item_id, actor=request.user)
     if request.method == "GET":
         # A correction starts from the current adjudicated labels; a new decision from nothing.
         state = state_from_vote(resolution_vote(resolution=view.resolution))
@@ -202,7 +195,7 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
                 rationale=rationale,
             )
     except exceptions.StaleVersion:
-        fresh = _view_or_404(request, project, item_id)
+        fresh = adjudication_view(project=project, item_id=item_id, actor=request.user)
         conflict = (
             "Someone else changed this item since you opened it (another adjudication or a "
             "revised annotation). The page now shows its current state; your input is kept "
@@ -221,7 +214,6 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
             status=409,
         )
     except (exceptions.InvalidInput, exceptions.InvalidTransition) as exc:
-        status = 400 if isinstance(exc, exceptions.InvalidInput) else 409
         return _page(
             request,
             project,
@@ -231,10 +223,8 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
             errors=errors_from(exc),
             unresolved_reason=unresolved_reason,
             rationale=rationale,
-            status=status,
+            status=http_status(exc),
         )
-    except exceptions.PermissionDenied as exc:
-        raise PermissionDenied(exc.message) from exc
     if action == "unresolved":
         messages.success(request, f"Item #{view.item.pk} marked unresolved.")
     else:

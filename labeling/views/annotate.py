@@ -11,19 +11,25 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from labeling import exceptions
 from labeling.forms import LabelsState, SkipForm
+from labeling.http_errors import http_status
 from labeling.models import Assignment, Project
 from labeling.selectors.pages import own_annotation_list, own_progress
 from labeling.selectors.review import LabellingFormView, labelling_form_view
 from labeling.selectors.work import assignment_current_for_actor, assignment_get_for_actor
 from labeling.services.annotations import annotation_submit
 from labeling.services.assignments import assignment_skip, item_claim_next
-from labeling.views.common import can_annotate, page_context, project_for
+from labeling.views.common import (
+    can_annotate,
+    form_add_domain_error,
+    page_context,
+    project_for,
+)
 from labeling.views.labels import FormErrors, errors_from, form_context, state_from_vote
 
 # Shown instead of the service's message when a revision is refused: the reason (the item was
@@ -119,12 +125,10 @@ def _form_page(
 
 
 def _own_assignment(request: HttpRequest, project: Project, assignment_id: int) -> Assignment:
-    try:
-        return assignment_get_for_actor(
-            project=project, assignment_id=assignment_id, actor=request.user
-        )
-    except exceptions.NotFound as exc:
-        raise Http404("no such assignment") from exc
+    # Another annotator's assignment is NotFound: a 404 page (labeling/views/errors.py).
+    return assignment_get_for_actor(
+        project=project, assignment_id=assignment_id, actor=request.user
+    )
 
 
 @login_required
@@ -152,29 +156,13 @@ def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
             actor=request.user,
             data=state.annotation_input(claim_ids),
         )
-    except exceptions.InvalidInput as exc:
+    except (exceptions.InvalidInput, exceptions.LeaseExpired, exceptions.InvalidTransition) as exc:
+        # A bad field (400) is shown next to it, a lost lease (409) at the top; a closed item
+        # (409) gets CLOSED_MESSAGE, never the service's reason.
+        closed = isinstance(exc, exceptions.InvalidTransition)
+        errors = FormErrors(general=CLOSED_MESSAGE) if closed else errors_from(exc)
         return _form_page(
-            request, project, role, view, state=state, errors=errors_from(exc), status=400
-        )
-    except exceptions.LeaseExpired as exc:
-        return _form_page(
-            request,
-            project,
-            role,
-            view,
-            state=state,
-            errors=FormErrors(general=exc.message),
-            status=409,
-        )
-    except exceptions.InvalidTransition:
-        return _form_page(
-            request,
-            project,
-            role,
-            view,
-            state=state,
-            errors=FormErrors(general=CLOSED_MESSAGE),
-            status=409,
+            request, project, role, view, state=state, errors=errors, status=http_status(exc)
         )
     if view.current is not None:
         messages.success(request, "Your annotation is saved (a new revision if anything changed).")
@@ -201,7 +189,7 @@ def annotate_skip(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
                 note=form.cleaned_data["note"],
             )
         except exceptions.LabelingError as exc:
-            form.add_error(None, exc.message)
+            form_add_domain_error(form, exc)
         else:
             messages.success(request, "Skipped; you will not get this item again.")
             return _claim_and_go(request, project)

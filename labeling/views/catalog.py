@@ -20,7 +20,6 @@ from labeling.exceptions import (
     InvalidInput,
     InvalidTransition,
     LabelingError,
-    NotFound,
     WorkloadImportFailed,
 )
 from labeling.forms import (
@@ -42,6 +41,7 @@ from labeling.services import partition_freeze, workload_import_file
 from labeling.views.common import (
     can_adjudicate,
     can_annotate,
+    form_add_domain_error,
     page_context,
     project_for,
     signed_in_user,
@@ -140,10 +140,7 @@ def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     if not permissions.can_browse_items(role):
         raise Http404("no such page")
     show_labels = permissions.can_see_labels(role)
-    try:
-        item = item_get(project=project, item_id=item_id, with_labels=show_labels)
-    except NotFound as exc:
-        raise Http404("no such item") from exc
+    item = item_get(project=project, item_id=item_id, with_labels=show_labels)
     candidate = item.candidate
     claims = list(candidate.claims.all())
     context = page_context(
@@ -199,7 +196,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
                 None, f"Import refused: {len(errors)} error(s) below. Nothing was written."
             )
         except LabelingError as exc:
-            form.add_error(None, exc.message)
+            form_add_domain_error(form, exc)
         else:
             if result.batch is None:
                 messages.info(
@@ -240,7 +237,7 @@ def partition_freeze_view(request: HttpRequest, slug: str) -> HttpResponse:
                 actor=signed_in_user(request),
             )
         except (InvalidInput, InvalidTransition) as exc:
-            form.add_error(None, exc.message)
+            form_add_domain_error(form, exc)
         else:
             counts = ", ".join(f"{p} {n}" for p, n in result.questions.items())
             messages.success(

@@ -1,29 +1,33 @@
-"""Helpers shared by the HTML views: project and role resolution, page context, error mapping."""
+"""Helpers shared by the HTML views: project and role resolution, page context, form errors."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 
 from labeling import permissions
-from labeling.exceptions import LabelingError, NotFound
+from labeling.exceptions import LabelingError
 from labeling.models import Project, Role
 from labeling.selectors import project_get_for_user
 
+# The form field of a nested input name: ``thresholds[3]`` and ``runs[0]`` are the fields
+# ``thresholds`` and ``runs``; ``claims[2].evidence[0].quote`` is ``claims``.
+_FIELD_ROOT = re.compile(r"^[^[.]+")
+
 
 def project_for(request: HttpRequest, slug: str) -> tuple[Project, str | None]:
-    """Return the project ``slug`` visible to the user and the user's role, or raise 404.
+    """Return the project ``slug`` visible to the user and the user's role.
 
-    A non-member gets 404 (not 403): they learn nothing about the project's existence.
+    Raises:
+        NotFound: no such project, or the user is not a member: a 404 page
+            (``labeling/views/errors.py``), not 403, so they learn nothing of its existence.
     """
-    try:
-        project = project_get_for_user(slug=slug, user=request.user)
-    except NotFound as exc:
-        raise Http404("no such project") from exc
+    project = project_get_for_user(slug=slug, user=request.user)
     return project, permissions.project_role(user=request.user, project=project)
 
 
@@ -58,10 +62,19 @@ def page_context(project: Project, role: str | None, **extra: Any) -> dict[str, 
     }
 
 
-def form_add_domain_error(form: forms.Form, exc: LabelingError) -> None:
-    """Attach a service error to the form field it names, or to the whole form.
+def form_field_of(form: forms.Form, error: LabelingError) -> str | None:
+    """Return the form field ``error`` is about: its ``field``, or that name's root, or None.
 
-    The field is ``data["field"]`` or the message's ``field:`` prefix.
+    None (the whole form) when the error names no field or one the form does not have.
     """
-    field = exc.data.get("field") or exc.message.split(":", 1)[0]
-    form.add_error(field if field in form.fields else None, exc.message)
+    if not error.field:
+        return None
+    if error.field in form.fields:
+        return error.field
+    root = _FIELD_ROOT.match(error.field)
+    return root.group(0) if root and root.group(0) in form.fields else None
+
+
+def form_add_domain_error(form: forms.Form, error: LabelingError) -> None:
+    """Attach a service error to the form field it names (``error.field``), or to the form."""
+    form.add_error(form_field_of(form, error), error.message)

@@ -58,8 +58,8 @@ class FormErrors:
 
 
 def errors_from(exc: LabelingError) -> FormErrors:
-    """Place a domain error next to the field it names (``data["field"]`` or its message)."""
-    field = str(exc.data.get("field") or exc.message.split(":", 1)[0])
+    """Place a domain error next to the field it names (``exc.field``), else at the top."""
+    field = exc.field or ""
     match = CLAIM_FIELD.match(field)
     if match:
         return FormErrors(claims={int(match.group(1)): exc.message})

@@ -29,7 +29,7 @@ def check(text: str, start: int, end: int, quote: str, unit: str = "utf16") -> t
 
 
 def field_of(exc: pytest.ExceptionInfo[InvalidInput]) -> str:
-    return exc.value.data["field"]
+    return exc.value.field
 
 
 # -- utf16_to_codepoint ---------------------------------------------------------------------

@@ -73,14 +73,16 @@ def _clean_version(project: Project, version: Any, parent: Release | None) -> st
         raise InvalidInput(
             "version must be an increasing integer (e.g. 3) or a semantic version MAJOR.MINOR."
             "PATCH (e.g. 1.2.0)",
-            data={"field": "version"},
+            field="version",
+            prefix=False,
         )
     if Release.objects.filter(project=project, version=text).exists():
-        raise InvalidInput(f"release {text} already exists", data={"field": "version"})
+        raise InvalidInput(f"release {text} already exists", field="version", prefix=False)
     if parent is not None and release_version_key(text) <= release_version_key(parent.version):
         raise InvalidInput(
             f"version {text} must be greater than its parent's ({parent.version})",
-            data={"field": "version"},
+            field="version",
+            prefix=False,
         )
     return text
 
@@ -97,13 +99,15 @@ def _certified_runs(project: Project, run_ids: list[int] | None) -> list[Calibra
         if run_id not in found:
             raise InvalidInput(
                 f"no calibration run {run_id} in project {project.slug!r}",
-                data={"field": f"runs[{index}]"},
+                field=f"runs[{index}]",
+                prefix=False,
             )
     for index, run in enumerate(runs):
         if run.status != RunStatus.DONE:
             raise InvalidInput(
                 f"calibration run {run.pk} is {run.status}, not done: only a done run certifies",
-                data={"field": f"runs[{index}]"},
+                field=f"runs[{index}]",
+                prefix=False,
             )
     return sorted(runs, key=lambda run: run.pk)
 
@@ -229,16 +233,18 @@ def release_freeze(
     Raises:
         NotFound: ``actor`` is not a member of the project.
         PermissionDenied: ``actor`` is not a manager.
-        InvalidInput: a bad version, parent, run or notes; ``data["field"]`` names the field.
+        InvalidInput: a bad version, parent, run or notes; ``field`` names the field.
     """
     _require_manager_of(project, actor)
     if parent is not None and parent.project_id != project.pk:
         raise InvalidInput(
-            f"release {parent.pk} is not a release of {project.slug!r}", data={"field": "parent"}
+            f"release {parent.pk} is not a release of {project.slug!r}",
+            field="parent",
+            prefix=False,
         )
     if not isinstance(notes, str) or len(notes) > MAX_NOTES:
         raise InvalidInput(
-            f"notes must be text of at most {MAX_NOTES} characters", data={"field": "notes"}
+            f"notes must be text of at most {MAX_NOTES} characters", field="notes", prefix=False
         )
     with transaction.atomic():
         # NO KEY: a labelling transaction that already wrote a label and then inserts a row
@@ -255,7 +261,7 @@ def release_freeze(
         )
         if policy is None:
             raise InvalidInput(
-                f"project {project.slug!r} has no label policy", data={"field": "project"}
+                f"project {project.slug!r} has no label policy", field="project", prefix=False
             )
         release = Release.objects.create(
             project=project,
@@ -331,7 +337,7 @@ def release_tag_move(*, project: Project, actor: Any, name: str, release: Releas
 
     Raises:
         NotFound / PermissionDenied: ``actor`` is not a manager of the project.
-        InvalidInput: a bad tag name, or a release of another project (``data["field"]``).
+        InvalidInput: a bad tag name, or a release of another project (``field``).
     """
     _require_manager_of(project, actor)
     text = name.strip() if isinstance(name, str) else ""
@@ -339,11 +345,14 @@ def release_tag_move(*, project: Project, actor: Any, name: str, release: Releas
         raise InvalidInput(
             "a tag is 1-64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter "
             "or digit",
-            data={"field": "name"},
+            field="name",
+            prefix=False,
         )
     if release.project_id != project.pk:
         raise InvalidInput(
-            f"release {release.pk} is not a release of {project.slug!r}", data={"field": "release"}
+            f"release {release.pk} is not a release of {project.slug!r}",
+            field="release",
+            prefix=False,
         )
     now = timezone.now()
     with transaction.atomic():

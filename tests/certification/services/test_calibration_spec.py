@@ -105,7 +105,7 @@ def test_creates_a_spec_with_defaults_and_its_content_hash(project, manager):
 def test_refuses_an_invalid_field_and_names_it(project, manager, overrides, field):
     with pytest.raises(InvalidSpec) as caught:
         create(project, manager, **overrides)
-    assert caught.value.data["field"] == field
+    assert caught.value.field == field
     assert caught.value.message.startswith(f"{field}: ")
     assert not CalibrationSpec.objects.exists()
 
@@ -135,7 +135,7 @@ def test_the_name_is_unique_in_the_project(project, manager):
     create(project, manager)
     with pytest.raises(InvalidSpec) as caught:
         create(project, manager)
-    assert caught.value.data["field"] == "name"
+    assert caught.value.field == "name"
 
 
 @pytest.mark.parametrize(
@@ -222,7 +222,7 @@ def test_a_revision_is_validated_like_a_new_spec(project, manager):
     spec = _used(project, manager)
     with pytest.raises(InvalidSpec) as caught:
         calibration_spec_revise(spec=spec, actor=manager, delta="1")
-    assert caught.value.data["field"] == "delta"
+    assert caught.value.field == "delta"
     assert CalibrationSpec.objects.count() == 1
 
 

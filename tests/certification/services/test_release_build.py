@@ -312,7 +312,7 @@ def test_version_rules(demo):
     ]:
         with pytest.raises(InvalidInput) as caught:
             _freeze(demo, version=version, parent=parent)
-        assert caught.value.data["field"] == field
+        assert caught.value.field == field
     assert _freeze(demo, version="2.0.1", parent=first).parent == first
     assert ReleaseBuild.objects.filter(release__project=demo, status=BuildStatus.DONE).count() == 2
 

@@ -99,7 +99,7 @@ def test_an_unknown_reason_or_other_without_rationale_is_refused(
     before = row_counts()
     with pytest.raises(InvalidInput) as exc:
         mark(project, item, adjudicator, reason=reason, rationale=rationale)
-    assert exc.value.data["field"] in ("reason", "rationale")
+    assert exc.value.field in ("reason", "rationale")
     assert row_counts() == before
 
 

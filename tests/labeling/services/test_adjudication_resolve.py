@@ -226,7 +226,7 @@ def test_invalid_decisions_are_refused_naming_the_field(
     before = row_counts()
     with pytest.raises(InvalidInput) as exc:
         resolve(project, item, adjudicator, **overrides)
-    assert exc.value.data["field"] == field
+    assert exc.value.field == field
     assert row_counts() == before
 
 
@@ -244,7 +244,7 @@ def test_supported_without_evidence_is_refused(project, item, adjudicator):
             adjudicator,
             claims=(ClaimInput(first_id, "supported"), ClaimInput(second_id, "not_supported")),
         )
-    assert exc.value.data["field"] == "claims[0].evidence"
+    assert exc.value.field == "claims[0].evidence"
 
 
 @pytest.mark.django_db

@@ -412,7 +412,7 @@ def test_invalid_input_is_refused_naming_the_field_and_nothing_is_written(
     with pytest.raises(InvalidInput) as exc:
         submit(project, assignment, data)
     # then the error names the field, and nothing changed
-    assert exc.value.data["field"] == field
+    assert exc.value.field == field
     assert exc.value.message.startswith(field + ":")
     assert row_counts() == before
     assignment.refresh_from_db()

@@ -96,7 +96,7 @@ def test_refuses_bad_input_naming_the_field(project, member, kwargs, field):
     with pytest.raises(InvalidInput) as info:
         membership_invite(project=project, actor=manager, **kwargs)
 
-    assert info.value.data["field"] == field
+    assert info.value.field == field
     assert info.value.message.startswith(f"{field}:")
     assert Membership.objects.filter(project=project).count() == 1
 
