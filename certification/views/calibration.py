@@ -33,10 +33,10 @@ from certification.services import (
     calibration_spec_create,
     calibration_spec_revise,
 )
-from certification.views.common import require_manager, require_viewer
+from certification.views.common import certification_project
 from labeling.exceptions import LabelingError, NotFound
 from labeling.models import Evaluator, Project
-from labeling.views.common import page_context, project_for
+from labeling.views.common import page_context
 
 #: How often a pending or running run's page reloads itself, in milliseconds.
 REFRESH_MS = 3000
@@ -67,8 +67,7 @@ def _spec_form_errors(form: CalibrationSpecForm, exc: LabelingError) -> None:
 @require_http_methods(["GET"])
 def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's calibration specs (every version) with their latest run."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
+    project, role = certification_project(request, slug)
     specs = calibration_spec_list(project=project)
     runs = calibration_run_list(project=project)[:20]
     context = page_context(project, role, specs=specs, runs=runs)
@@ -79,9 +78,7 @@ def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
     """Write a new calibration spec (managers)."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    require_manager(role)
+    project, role = certification_project(request, slug, manager_only=True)
     form = CalibrationSpecForm(request.POST or None, evaluators=_evaluators(project))
     if request.method == "POST" and form.is_valid():
         try:
@@ -105,9 +102,7 @@ def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Revise a spec (managers): the new version links to this one, which stays frozen."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    require_manager(role)
+    project, role = certification_project(request, slug, manager_only=True)
     spec = _spec_or_404(project, spec_id)
     form = CalibrationSpecForm(
         request.POST or None,
@@ -132,8 +127,7 @@ def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) 
 @require_http_methods(["GET"])
 def calibration_spec_detail(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Show a spec's contract, its versions and its runs."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
+    project, role = certification_project(request, slug)
     spec = _spec_or_404(project, spec_id)
     context = page_context(
         project,
@@ -158,9 +152,7 @@ def _contract_rows(spec: CalibrationSpec) -> list[tuple[str, Any]]:
 @require_http_methods(["POST"])
 def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Start a run of the spec (managers); a run on unchanged labels is the existing one."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    require_manager(role)
+    project, role = certification_project(request, slug, manager_only=True)
     spec = _spec_or_404(project, spec_id)
     try:
         run = calibration_run_start(spec=spec, actor=request.user)
@@ -175,8 +167,7 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
 @require_http_methods(["GET"])
 def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
+    project, role = certification_project(request, slug)
     try:
         run = calibration_run_get(project=project, run_id=run_id)
     except NotFound as exc:
