@@ -78,3 +78,14 @@ def test_the_pages_refuse_the_role_before_reading_the_form(
     assert login(role).post(url, form).status_code == status
     login("anonymous").logout()
     assert login(Role.MANAGER).post(url, form).status_code == manager_status
+
+
+@pytest.mark.parametrize(
+    ("name", "role"),
+    [("api-progress", Role.ANNOTATOR), ("api-member-list", Role.ADJUDICATOR)],
+)
+def test_a_head_request_needs_the_roles_of_get(api, project, name, role):
+    # HEAD runs the GET handler: the same roles are refused
+    url = reverse(name, kwargs={"slug": project.slug})
+    assert api(role).head(url).status_code == 403
+    assert api(Role.MANAGER).head(url).status_code == 200

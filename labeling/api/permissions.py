@@ -37,7 +37,9 @@ class ProjectRolePermission(BasePermission):
     def has_permission(self, request: Request, view: APIView) -> bool:
         """Resolve the project and check the role the method needs (raises when refused)."""
         wanted: Mapping[str, frozenset[str]] = getattr(view, "project_roles", {})
-        roles = wanted.get(request.method or "")
+        # HEAD runs the GET handler (without its body): it needs the GET roles.
+        method = "GET" if request.method == "HEAD" else request.method or ""
+        roles = wanted.get(method)
         if roles is None:
             return True
         slug = view.kwargs["slug"]
