@@ -28,6 +28,7 @@ from certification.models import (
 from certification.selectors import CANDIDATE_SCORE_FIELDS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
+from labeling.vocabulary import INADMISSIBLE
 
 
 def _choices(values: Iterable[str]) -> list[tuple[str, str]]:
@@ -133,12 +134,12 @@ class AuditDeclarationForm(forms.Form):
     """An evaluator audit's declaration: positive labels, or a score threshold."""
 
     human_positive = forms.CharField(
-        initial="inadmissible",
+        initial=INADMISSIBLE,
         help_text="Resolved answer labels counted positive, comma-separated.",
     )
     evaluator_positive = forms.CharField(
         required=False,
-        initial="inadmissible",
+        initial=INADMISSIBLE,
         help_text="Evaluator labels counted positive (ignored when a threshold is set).",
     )
     score_threshold = forms.FloatField(

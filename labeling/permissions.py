@@ -5,7 +5,10 @@ act as managers (oversight: they see every project); a staff user who *is* a mem
 member's role, so a staff annotator stays blind to evaluator labels in the application.
 
 The rules here are about *who may see or do what in a project*. Rules about objects (an item's
-state, a frozen partition) stay in the services.
+state, a frozen partition) stay in the services. Every service that needs a role calls
+:func:`require_role` itself; the adapters check the same sets before validating a body (a
+refused role is 403 before a 400), through ``labeling.api.permissions.ProjectRolePermission`` and
+``labeling.views.common.project_for``.
 """
 
 from __future__ import annotations
@@ -14,19 +17,31 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 
-from labeling.exceptions import NotFound, PermissionDenied
+from labeling.exceptions import LabelingError, NotFound, PermissionDenied
 from labeling.models import Membership, Project, Role
+
+# The role sets, each defined here once; every check in the code base names one of them.
+ANNOTATORS: frozenset[str] = frozenset({Role.ANNOTATOR})
+#: Adjudicators and managers: the disagreement queue, the progress counts, the certification
+#: pages (agreement, calibration, audits, releases) and the default dashboard panels.
+REVIEWERS: frozenset[str] = frozenset({Role.ADJUDICATOR, Role.MANAGER})
+MANAGERS: frozenset[str] = frozenset({Role.MANAGER})
 
 # Who may open the item browser. Annotators label in their own queue only; the browser would show
 # them other items of the project, so for them it does not exist (404, not 403).
-ITEM_BROWSER_ROLES: frozenset[str] = frozenset({Role.MANAGER, Role.ADJUDICATOR})
+ITEM_BROWSER_ROLES: frozenset[str] = REVIEWERS
 # Who may see evaluator labels and imported prior annotations with their dataset annotator ids and
 # notes (never annotators, who see only their own work; adjudicators resolve human disagreements and
 # must not be anchored by a machine's verdict). Adjudicators do see imported *human* votes, but only
 # inside the side-by-side view, as pseudonymous "Annotator k" columns without notes: they are votes
 # of the comparison, and an adjudicator cannot resolve a vote they cannot see.
-LABEL_VIEWER_ROLES: frozenset[str] = frozenset({Role.MANAGER})
-MANAGER_ROLES: frozenset[str] = frozenset({Role.MANAGER})
+LABEL_VIEWER_ROLES: frozenset[str] = MANAGERS
+
+_ROLE_NAMES: dict[str, str] = {
+    Role.ANNOTATOR: "an annotator of this project",
+    Role.ADJUDICATOR: "an adjudicator",
+    Role.MANAGER: "a project manager",
+}
 
 
 def is_overseer(user: Any) -> bool:
@@ -67,7 +82,62 @@ def can_see_labels(role: str | None) -> bool:
 
 def can_manage(role: str | None) -> bool:
     """Return True if ``role`` may import workloads and freeze the partition."""
-    return role in MANAGER_ROLES
+    return role in MANAGERS
+
+
+def can_review(role: str | None) -> bool:
+    """Return True if ``role`` may adjudicate and read the certification pages."""
+    return role in REVIEWERS
+
+
+def can_annotate(role: str | None) -> bool:
+    """Return True if ``role`` claims items to label (annotators only)."""
+    return role in ANNOTATORS
+
+
+def require_role(
+    *,
+    project: Project,
+    actor: Any,
+    roles: frozenset[str],
+    action: str = "do this",
+    hidden: bool = False,
+    outsider: type[LabelingError] = NotFound,
+) -> str | None:
+    """Refuse ``actor`` unless their effective role in ``project`` is one of ``roles``.
+
+    The one permission check of the services (and of the adapters' checks before validation,
+    which call it too). ``actor=None`` is the command line or another trusted caller of the
+    system (a task): it is allowed and there is no role.
+
+    Args:
+        project: the project the operation is in.
+        actor: the requesting user, or None for the command line.
+        roles: the roles allowed (one of the sets above).
+        action: what is refused, for the message ("only a project manager may <action>").
+        hidden: refuse a member of another role as if the object did not exist (NotFound).
+        outsider: the error for an actor who is not a member: NotFound (the default) hides the
+            project's existence; the services a caller reaches only through a project already
+            resolved for the user say PermissionDenied.
+
+    Returns:
+        The actor's role, or None for ``actor=None``.
+
+    Raises:
+        NotFound: ``actor`` is not a member (nor staff), unless ``outsider`` says otherwise; or,
+            with ``hidden``, their role is not in ``roles``.
+        PermissionDenied: ``actor`` is a member whose role is not in ``roles``.
+    """
+    if actor is None:
+        return None
+    role = project_role(user=actor, project=project)
+    if role in roles:
+        return role
+    if hidden or (role is None and outsider is NotFound):
+        raise NotFound(f"no project {project.slug!r}")
+    names = " or ".join(_ROLE_NAMES[r] for r in Role.values if r in roles)
+    refused = f"only {names} may {action}"
+    raise PermissionDenied(refused) if role is not None else outsider(refused)
 
 
 def require_item_browser(role: str | None) -> None:
@@ -78,13 +148,3 @@ def require_item_browser(role: str | None) -> None:
     """
     if not can_browse_items(role):
         raise NotFound("not found")
-
-
-def require_manager(role: str | None) -> None:
-    """Refuse a manager-only operation to a member without the manager role.
-
-    Raises:
-        PermissionDenied: ``role`` is not manager.
-    """
-    if not can_manage(role):
-        raise PermissionDenied("only a project manager may do this")

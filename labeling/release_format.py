@@ -46,6 +46,7 @@ from typing import IO, Any
 
 import orjson
 
+from labeling import vocabulary
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 SCHEMA_VERSION = "1.0"
@@ -168,8 +169,7 @@ RESOLUTION_KEYS = (
 )
 RESOLUTION_RECORD_KEYS = (*RESOLUTION_KEYS, "claim_labels")
 
-RESOLUTION_STATUSES = ("consensus", "adjudicated", "unresolved")
-PENDING = "pending"  # a candidate with no resolution yet (still open or in the queue)
+PENDING = vocabulary.PENDING  # a candidate with no resolution yet (still open or in the queue)
 
 # The flat table (CSV and Parquet): name and Arrow type name, one row per candidate.
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (

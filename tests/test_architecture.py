@@ -339,3 +339,72 @@ def test_message_scan_finds_every_parsing_form():
         'name = path.split("/")\n'
     )
     assert _message_parsing(tree) == [1, 2, 3, 4, 5]
+
+
+# The role names, for the role-set scan below.
+_ROLE_ATTRS = {"ANNOTATOR", "ADJUDICATOR", "MANAGER"}
+_ROLE_VALUES = {"annotator", "adjudicator", "manager"}
+# The one module that defines role sets (labeling.permissions: ANNOTATORS, REVIEWERS, ...).
+ROLE_SET_MODULE = "labeling/permissions.py"
+
+
+def _role_sets(tree: ast.AST) -> list[int]:
+    """Lines of a set, tuple or list literal made of roles only (``Role.X`` or role names).
+
+    The ``Role`` choices themselves (``MANAGER = "manager", "manager"``) are no role set.
+    """
+    choices = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name == "Role"
+        for inner in ast.walk(node)
+    }
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Set | ast.Tuple | ast.List) or not node.elts:
+            continue
+        if id(node) in choices:
+            continue
+        attrs = [
+            isinstance(e, ast.Attribute)
+            and e.attr in _ROLE_ATTRS
+            and isinstance(e.value, ast.Name)
+            and e.value.id == "Role"
+            for e in node.elts
+        ]
+        names = [isinstance(e, ast.Constant) and e.value in _ROLE_VALUES for e in node.elts]
+        if all(attrs) or (len(names) > 1 and all(names)):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_only_the_permissions_module_defines_role_sets():
+    # given every module of both apps but labeling/permissions.py
+    offenders = []
+    for path in _app_modules():
+        name = path.relative_to(REPO).as_posix()
+        if name == ROLE_SET_MODULE:
+            continue
+        # when a set, tuple or list of roles is written in it
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        offenders += [f"{name}:{line}" for line in _role_sets(tree)]
+    # then there is none: a check names MANAGERS, REVIEWERS or ANNOTATORS instead
+    assert offenders == []
+
+
+def test_role_set_scan_finds_every_form():
+    # guards the scan above: a blind scanner would pass vacuously
+    tree = ast.parse(
+        "A = frozenset({Role.ADJUDICATOR, Role.MANAGER})\n"
+        "ok = role in (Role.ADJUDICATOR, Role.MANAGER)\n"
+        "B = [Role.MANAGER]\n"
+        'C = {"adjudicator", "manager"}\n'
+        'MEMBERS = [("manager", Role.MANAGER)]\n'
+        'ORDER = ("manager", "other")\n'
+        "class Role(TextChoices):\n"
+        '    MANAGER = "manager", "manager"\n'
+    )
+    assert _role_sets(tree) == [1, 2, 3, 4]
+    # and the permissions module does define them
+    permissions = ast.parse((REPO / ROLE_SET_MODULE).read_text(encoding="utf-8"))
+    assert len(_role_sets(permissions)) >= 3

@@ -22,9 +22,8 @@ from rest_framework.views import APIView
 from certification.selectors import (
     agreement_report_get,
 )
-from labeling.api.common import ErrorSerializer
-from labeling.selectors import project_get_for_user
-from labeling.selectors.review import require_adjudicator
+from labeling import permissions
+from labeling.api.common import ErrorSerializer, project_and_role
 
 
 class StatisticSerializer(serializers.Serializer):
@@ -86,6 +85,8 @@ class AgreementReportApi(APIView):
     empty (``computed_at`` null, no levels).
     """
 
+    project_roles = {"GET": permissions.REVIEWERS}
+
     class OutputSerializer(serializers.Serializer):
         computed_at = serializers.DateTimeField(allow_null=True)
         input_sha256 = serializers.CharField(allow_null=True)
@@ -105,8 +106,7 @@ class AgreementReportApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """Return the stored agreement report."""
-        project = project_get_for_user(slug=slug, user=request.user)
-        require_adjudicator(project=project, actor=request.user)
+        project, _ = project_and_role(request, slug)
         report = agreement_report_get(project=project, actor=request.user)
         empty: dict[str, Any] = {
             "computed_at": None,

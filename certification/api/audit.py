@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from certification.api.common import viewer
+from certification.api.common import READ_REVIEWERS_WRITE_MANAGERS, viewer
 from certification.models import FlagWhen
 from certification.selectors import (
     audit_report_get,
@@ -31,7 +31,6 @@ from certification.services import (
 )
 from labeling.api.common import ErrorSerializer, paginated
 from labeling.api.pagination import CappedLimitOffsetPagination
-from labeling.permissions import require_manager
 
 FORBIDDEN = OpenApiResponse(
     ErrorSerializer, description="An annotator, or (for writes) not a manager."
@@ -70,6 +69,8 @@ class AuditReportApi(APIView):
     (``audit_not_configured``).
     """
 
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
+
     class InputSerializer(serializers.Serializer):
         human_positive = serializers.ListField(
             child=serializers.CharField(), required=False, allow_empty=False
@@ -102,8 +103,7 @@ class AuditReportApi(APIView):
     )
     def post(self, request: Request, slug: str, evaluator_id: int) -> Response:
         """Declare (or re-declare) the audit and return the recomputed report."""
-        project, role = viewer(request, slug)
-        require_manager(role)
+        project, _ = viewer(request, slug)
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -143,6 +143,8 @@ class AuditSampleOutputSerializer(serializers.Serializer):
 class AuditSampleListApi(APIView):
     """An evaluator's audit samples (GET: adjudicators and managers); draw one (POST: managers)."""
 
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
+
     pagination_class = CappedLimitOffsetPagination
 
     class InputSerializer(serializers.Serializer):
@@ -173,8 +175,7 @@ class AuditSampleListApi(APIView):
     )
     def post(self, request: Request, slug: str, evaluator_id: int) -> Response:
         """Draw a seeded stratified sample; its open items are served first."""
-        project, role = viewer(request, slug)
-        require_manager(role)
+        project, _ = viewer(request, slug)
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

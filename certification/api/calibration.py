@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from certification.api.common import viewer
+from certification.api.common import READ_REVIEWERS_WRITE_MANAGERS, viewer
 from certification.selectors import (
     calibration_run_get,
     calibration_run_list,
@@ -36,7 +36,7 @@ from certification.services import (
 from labeling.api.common import ErrorSerializer, paginated
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import PermissionDenied
-from labeling.permissions import can_manage, require_manager
+from labeling.permissions import can_manage
 
 FORBIDDEN = OpenApiResponse(
     ErrorSerializer, description="An annotator, or (for writes) not a manager."
@@ -186,6 +186,8 @@ class CalibrationSpecListApi(APIView):
     POST creates one (managers).
     """
 
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
+
     pagination_class = CappedLimitOffsetPagination
 
     @extend_schema(
@@ -216,6 +218,8 @@ class CalibrationSpecListApi(APIView):
 class CalibrationSpecDetailApi(APIView):
     """One spec; PATCH changes it in place only while no run has used it (else 409: revise)."""
 
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
+
     @extend_schema(
         operation_id="calibration_specs_retrieve",
         responses={200: SpecOutputSerializer, 403: FORBIDDEN, 404: NOT_FOUND},
@@ -239,8 +243,7 @@ class CalibrationSpecDetailApi(APIView):
     )
     def patch(self, request: Request, slug: str, spec_id: int) -> Response:
         """Change an unused spec in place."""
-        project, role = viewer(request, slug)
-        require_manager(role)  # the role is refused before the object is looked up
+        project, _ = viewer(request, slug)
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         given = SpecInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
@@ -250,6 +253,8 @@ class CalibrationSpecDetailApi(APIView):
 
 class CalibrationSpecReviseApi(APIView):
     """Make a new version of a spec (managers); the old version stays as it was."""
+
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
 
     @extend_schema(
         operation_id="calibration_specs_revise",
@@ -264,8 +269,7 @@ class CalibrationSpecReviseApi(APIView):
     )
     def post(self, request: Request, slug: str, spec_id: int) -> Response:
         """Revise the spec; fields not given keep their values."""
-        project, role = viewer(request, slug)
-        require_manager(role)  # the role is refused before the object is looked up
+        project, _ = viewer(request, slug)
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         given = SpecInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
@@ -275,6 +279,8 @@ class CalibrationSpecReviseApi(APIView):
 
 class CalibrationRunListApi(APIView):
     """The runs of a spec (newest first); POST starts one (managers), computed in the background."""
+
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
 
     pagination_class = CappedLimitOffsetPagination
 
@@ -303,8 +309,7 @@ class CalibrationRunListApi(APIView):
     )
     def post(self, request: Request, slug: str, spec_id: int) -> Response:
         """Start a run (idempotent: unchanged inputs return the existing run)."""
-        project, role = viewer(request, slug)
-        require_manager(role)  # the role is refused before the object is looked up
+        project, _ = viewer(request, slug)
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         run = calibration_run_start(spec=spec, actor=request.user)
         run.refresh_from_db()
@@ -317,6 +322,8 @@ class CalibrationRunDetailApi(APIView):
     ``?include=inputs`` adds the per-item inputs snapshot, for managers only (it holds
     evaluator scores per candidate).
     """
+
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
 
     @extend_schema(
         operation_id="calibration_runs_retrieve",

@@ -1,6 +1,6 @@
 """REST API of releases: list and freeze, read, rebuild, download files, move tags.
 
-Adjudicators and managers read and download; managers freeze, rebuild and move tags; annotators
+Adjudicators and managers read; managers download, freeze, rebuild and move tags; annotators
 get 403 (as for the rest of certification: a release holds everybody's labels); non-members and
 other projects' ids get 404. Releases are immutable: no endpoint accepts PUT, PATCH or DELETE
 (405), and a correction is a new release whose ``parent`` is the one it corrects.
@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from certification.api.common import viewer
+from certification.api.common import READ_REVIEWERS_WRITE_MANAGERS, viewer
 from certification.downloads import release_file_response
 from certification.models import Release, ReleaseBuild
 from certification.selectors import (
@@ -38,11 +38,11 @@ from certification.selectors import (
 )
 from certification.services.releases import release_freeze, release_rebuild, release_tag_move
 from certification.services.releases.freeze import MAX_NOTES
+from labeling import permissions
 from labeling.api.common import ErrorSerializer
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import InvalidInput, NotFound
 from labeling.models import MAX_ID, Project
-from labeling.permissions import require_manager
 
 FORBIDDEN = OpenApiResponse(
     ErrorSerializer, description="An annotator, or (for writes) not a manager."
@@ -197,6 +197,8 @@ class ReleaseTagSerializer(serializers.Serializer):
 class ReleaseListApi(APIView):
     """The project's releases, newest first (adjudicators and managers); freeze one (managers)."""
 
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
+
     pagination_class = CappedLimitOffsetPagination
 
     class InputSerializer(serializers.Serializer):
@@ -242,8 +244,7 @@ class ReleaseListApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Freeze a release; its files are built in the background (``build.status``)."""
-        project, role = viewer(request, slug)
-        require_manager(role)
+        project, _ = viewer(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         data = given.validated_data
@@ -272,6 +273,8 @@ class ReleaseDetailApi(APIView):
     built), its tags and children.
     """
 
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
+
     @extend_schema(
         operation_id="releases_retrieve",
         responses={200: ReleaseDetailSerializer, 403: FORBIDDEN, 404: NOT_FOUND},
@@ -286,6 +289,8 @@ class ReleaseDetailApi(APIView):
 class ReleaseRebuildApi(APIView):
     """Rebuild a release and compare every byte with its first build (managers)."""
 
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
+
     @extend_schema(
         operation_id="releases_rebuild",
         request=None,
@@ -293,8 +298,7 @@ class ReleaseRebuildApi(APIView):
     )
     def post(self, request: Request, slug: str, release_id: int) -> Response:
         """Request a rebuild; its ``matches`` and ``mismatches`` are set when it is done."""
-        project, role = viewer(request, slug)
-        require_manager(role)  # the role is refused before the object is looked up
+        project, _ = viewer(request, slug)
         release = release_get(project=project, release_id=release_id)
         build = release_rebuild(release=release, actor=request.user)
         build = ReleaseBuild.objects.select_related("requested_by").get(pk=build.pk)
@@ -320,6 +324,10 @@ class ReleaseFileApi(APIView):
     Managers only: the files hold pending items' evaluator labels and votes.
     """
 
+    # Files hold pending items' evaluator labels and votes, which adjudicators must not see
+    # before they decide (labeling/permissions.py): downloads are for managers.
+    project_roles = {"GET": permissions.MANAGERS}
+
     content_negotiation_class = _AnyAccept
 
     @extend_schema(
@@ -338,10 +346,7 @@ class ReleaseFileApi(APIView):
     )
     def get(self, request: Request, slug: str, release_id: int, name: str) -> Any:
         """Stream the file ``name`` (one the build lists, or release.zip)."""
-        project, role = viewer(request, slug)
-        # Files hold pending items' evaluator labels and votes, which adjudicators must not see
-        # before they decide (labeling/permissions.py): downloads are for managers.
-        require_manager(role)
+        project, _ = viewer(request, slug)
         release = release_get(project=project, release_id=release_id)
         file, build = release_file_get(release=release, name=name)
         return release_file_response(project, release, build, file)
@@ -349,6 +354,8 @@ class ReleaseFileApi(APIView):
 
 class ReleaseTagListApi(APIView):
     """The project's tags with their history (adjudicators and managers); move one (managers)."""
+
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=64, help_text="e.g. latest, paper-v1")
@@ -373,8 +380,7 @@ class ReleaseTagListApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Point the tag ``name`` at ``release`` (created if new; every move is kept)."""
-        project, role = viewer(request, slug)
-        require_manager(role)
+        project, _ = viewer(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         release = _release_in_body(project, given.validated_data["release"], "release")

@@ -26,10 +26,11 @@ from certification.certificates.contract import POLICY_FIELDS, Contract
 from certification.stats.conformal import TieRule, frequency_profile, rank_score, sequential_stop
 from certification.stats.errors import StatsError
 
+# Copies of labeling.vocabulary's names: this package loads no part of labeling (the
+# labeling package starts the Celery app; tests/test_architecture.py).
 SUPPORTED = "supported"
 EVIDENCE_UNAVAILABLE = "evidence_unavailable"
 ADMISSIBLE = "admissible"
-INADMISSIBLE = "inadmissible"
 
 
 # -- outcomes and losses ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from certification.models import (
     CalibrationRun,
     CalibrationSpec,
 )
+from labeling import vocabulary
 from labeling.models import (
     CandidateAnswer,
     EvaluatorLabel,
@@ -34,7 +35,7 @@ CANDIDATE_SCORE_FIELDS = ("acceptance_score", "confidence", "retrieval_score", "
 #: Prefix of an evaluator score field: ``evaluator:<name>@<version>``.
 EVALUATOR_PREFIX = "evaluator:"
 #: The outcome of a candidate whose item is not resolved yet.
-PENDING = "pending"
+PENDING = vocabulary.PENDING
 #: The outcome of an item resolved as ``unresolved``.
 UNRESOLVED = ResolutionStatus.UNRESOLVED.value
 #: Version of the inputs snapshot layout (part of the run's input hash).

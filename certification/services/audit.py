@@ -51,7 +51,8 @@ from certification.stats.errors import StatsError
 from certification.stats.ppi import MISSING, NEGATIVE, POSITIVE, estimate_error_rate
 from labeling.exceptions import NotFound, PermissionDenied
 from labeling.models import Evaluator, Project
-from labeling.permissions import can_manage, project_role
+from labeling.permissions import MANAGERS, require_role
+from labeling.vocabulary import INADMISSIBLE
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ AUDIT_STATS_VERSION = 1
 #: The evaluator labels of a thresholded score (flag = positive).
 FLAG, PASS = "flag", "pass"
 #: Default declaration: FaithBench-style binary verdicts in the policy's answer schema.
-DEFAULT_POSITIVE = ("inadmissible",)
+DEFAULT_POSITIVE = (INADMISSIBLE,)
 #: The slice dimensions of the per-slice tables.
 SLICE_DIMENSIONS = ("domain", "question_type", "generator")
 POLARITY_NAME = "error / not supported"
@@ -129,8 +130,13 @@ def audit_report_configure(
 
     Opens its own transaction; ``update_or_create`` on the one-report-per-evaluator key.
     """
-    if actor is not None and not can_manage(project_role(project=project, user=actor)):
-        raise PermissionDenied("only a project manager may declare an audit")
+    require_role(
+        project=project,
+        actor=actor,
+        roles=MANAGERS,
+        action="declare an audit",
+        outsider=PermissionDenied,
+    )
     if evaluator.project_id != project.pk:
         raise NotFound("no such evaluator in this project")
     if flag_when not in _OPS:

@@ -32,7 +32,7 @@ from certification.services.audit import (
 )
 from labeling.exceptions import PermissionDenied
 from labeling.models import Evaluator, Project
-from labeling.permissions import can_manage, project_role
+from labeling.permissions import MANAGERS, require_role
 from labeling.services import items_prioritise
 
 logger = logging.getLogger(__name__)
@@ -120,8 +120,13 @@ def audit_sample_draw(
 
     Opens its own transaction; locks the Project row (through ``items_prioritise``).
     """
-    if actor is not None and not can_manage(project_role(project=project, user=actor)):
-        raise PermissionDenied("only a project manager may draw an audit sample")
+    require_role(
+        project=project,
+        actor=actor,
+        roles=MANAGERS,
+        action="draw an audit sample",
+        outsider=PermissionDenied,
+    )
     report = audit_report_get(project=project, evaluator=evaluator)
     if slice_dimension and slice_dimension not in SLICE_DIMENSIONS:
         raise InvalidAudit("slice_dimension", f"must be one of {', '.join(SLICE_DIMENSIONS)}")

@@ -60,7 +60,7 @@ from certification.stats.canonical import canonicaliser_names
 from certification.stats.errors import StatsError
 from labeling.exceptions import NotFound
 from labeling.models import Evaluator, Project
-from labeling.permissions import project_role, require_manager
+from labeling.permissions import MANAGERS, require_role
 
 logger = logging.getLogger(__name__)
 
@@ -266,13 +266,6 @@ def _clean_name(name: Any) -> str:
     return text
 
 
-def _require_manager_of(project: Project, actor: Any) -> None:
-    role = project_role(user=actor, project=project)
-    if role is None:
-        raise NotFound(f"no project {project.slug!r}")
-    require_manager(role)
-
-
 def spec_is_used(spec: CalibrationSpec) -> bool:
     """Whether a run has used the spec (it is then frozen)."""
     return CalibrationRun.objects.filter(spec=spec).exists()
@@ -306,7 +299,7 @@ def calibration_spec_create(
     Concurrency: opens its own transaction; the unique (project, name, version) constraint
     refuses a concurrent duplicate.
     """
-    _require_manager_of(project, actor)
+    require_role(project=project, actor=actor, roles=MANAGERS)
     clean_name = _clean_name(name)
     clean = spec_clean(project=project, data=fields)
     if CalibrationSpec.objects.filter(project=project, name=clean_name).exists():
@@ -348,7 +341,7 @@ def calibration_spec_update(*, spec: CalibrationSpec, actor: Any, **fields: Any)
     Concurrency: locks the spec row; a run requested concurrently waits for the edit, and an
     edit after a run refuses.
     """
-    _require_manager_of(spec.project, actor)
+    require_role(project=spec.project, actor=actor, roles=MANAGERS)
     locked = calibration_spec_lock(spec.pk)
     if spec_is_used(locked):
         raise SpecFrozen(
@@ -386,7 +379,7 @@ def calibration_spec_revise(*, spec: CalibrationSpec, actor: Any, **fields: Any)
     Concurrency: locks the predecessor's row; the one-to-one ``previous`` link refuses a
     second concurrent revision of the same version.
     """
-    _require_manager_of(spec.project, actor)
+    require_role(project=spec.project, actor=actor, roles=MANAGERS)
     locked = calibration_spec_lock(spec.pk)
     if CalibrationSpec.objects.filter(previous=locked).exists():
         raise SpecFrozen(
@@ -540,7 +533,7 @@ def calibration_run_start(*, spec: CalibrationSpec, actor: Any) -> CalibrationRu
 
     Concurrency: opens its own transaction; see :func:`calibration_run_request`.
     """
-    _require_manager_of(spec.project, actor)
+    require_role(project=spec.project, actor=actor, roles=MANAGERS)
     return calibration_run_request(spec=spec, trigger=RunTrigger.MANUAL, requested_by=actor)
 
 

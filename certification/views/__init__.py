@@ -1,12 +1,13 @@
 """HTML pages of the certification side: thin adapters over selectors and services.
 
 Each view resolves the project for the user (a non-member gets 404), checks the role with
-``common`` (annotators get 404: the pages do not exist for them; writes are for managers),
+``common.certification_project`` (annotators get 404: the pages do not exist for them; writes
+are for managers),
 calls one selector or service and renders or redirects. Every page needs a login.
 
 Modules: ``calibration`` (specs, their editor, runs with plots), ``audit`` (evaluator audits,
 disagreement CSV, audit samples), ``releases`` (freeze, builds, files, tags, rebuilds);
-``common`` holds the role checks. Release file downloads are streamed by
+``common`` holds the role check. Release file downloads are streamed by
 ``certification.downloads``, which the API uses too.
 """
 

@@ -12,7 +12,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.text import slugify
@@ -23,11 +22,10 @@ from certification.forms import AuditDeclarationForm, AuditSampleForm
 from certification.models import AuditReport, AuditSample
 from certification.selectors import audit_report_get, evaluator_audit_list, evaluator_get
 from certification.services import audit_report_configure, audit_sample_draw
-from certification.views.common import require_viewer
-from labeling import permissions
+from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
 from labeling.models import Evaluator, Project
-from labeling.views.common import form_add_domain_error, page_context, project_for
+from labeling.views.common import form_add_domain_error, page_context
 
 METRIC_ROWS = (
     ("accuracy", "Accuracy"),
@@ -68,8 +66,7 @@ def _metric_rows(metrics: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 @require_http_methods(["GET"])
 def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's evaluator versions with their audit's headline figures."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
+    project, role = certification_project(request, slug)
     context = page_context(project, role, audits=evaluator_audit_list(project=project))
     return render(request, "certification/audit_list.html", context)
 
@@ -78,10 +75,7 @@ def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
     """Show an evaluator's audit; a manager's POST (re)declares it and recomputes."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    if request.method == "POST" and not permissions.can_manage(role):
-        raise PermissionDenied("only a project manager may declare an audit")
+    project, role = certification_project(request, slug)
     evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
     report = _report_or_none(project, evaluator)
     initial = {}
@@ -128,8 +122,7 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
 @require_http_methods(["GET"])
 def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
     """Download the disagreement list (item, evaluator label, human label, kind, rationale)."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
+    project, role = certification_project(request, slug)
     evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
     # No audit declared yet is AuditNotConfigured, a NotFound: 404 (labeling/views/errors.py).
     report = audit_report_get(project=project, evaluator=evaluator)
@@ -146,10 +139,7 @@ def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) 
 @require_http_methods(["POST"])
 def audit_sample_draw_view(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
     """Draw a seeded stratified audit sample (managers); its open items are served first."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    if not permissions.can_manage(role):
-        raise PermissionDenied("only a project manager may draw an audit sample")
+    project, role = certification_project(request, slug, manager_only=True)
     evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
     form = AuditSampleForm(request.POST)
     if not form.is_valid():

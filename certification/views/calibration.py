@@ -32,10 +32,10 @@ from certification.services import (
     calibration_spec_create,
     calibration_spec_revise,
 )
-from certification.views.common import require_manager, require_viewer
+from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
 from labeling.models import Evaluator, Project
-from labeling.views.common import form_add_domain_error, page_context, project_for
+from labeling.views.common import form_add_domain_error, page_context
 
 #: How often a pending or running run's page reloads itself, in milliseconds.
 REFRESH_MS = 3000
@@ -53,8 +53,7 @@ def _evaluators(project: Project) -> list[tuple[str, str]]:
 @require_http_methods(["GET"])
 def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's calibration specs (every version) with their latest run."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
+    project, role = certification_project(request, slug)
     specs = calibration_spec_list(project=project)
     runs = calibration_run_list(project=project)[:20]
     context = page_context(project, role, specs=specs, runs=runs)
@@ -65,9 +64,7 @@ def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
     """Write a new calibration spec (managers)."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    require_manager(role)
+    project, role = certification_project(request, slug, manager_only=True)
     form = CalibrationSpecForm(request.POST or None, evaluators=_evaluators(project))
     if request.method == "POST" and form.is_valid():
         try:
@@ -91,9 +88,7 @@ def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Revise a spec (managers): the new version links to this one, which stays frozen."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    require_manager(role)
+    project, role = certification_project(request, slug, manager_only=True)
     spec = calibration_spec_get(project=project, spec_id=spec_id)
     form = CalibrationSpecForm(
         request.POST or None,
@@ -118,8 +113,7 @@ def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) 
 @require_http_methods(["GET"])
 def calibration_spec_detail(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Show a spec's contract, its versions and its runs."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
+    project, role = certification_project(request, slug)
     spec = calibration_spec_get(project=project, spec_id=spec_id)
     context = page_context(
         project,
@@ -144,9 +138,7 @@ def _contract_rows(spec: CalibrationSpec) -> list[tuple[str, Any]]:
 @require_http_methods(["POST"])
 def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Start a run of the spec (managers); a run on unchanged labels is the existing one."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    require_manager(role)
+    project, role = certification_project(request, slug, manager_only=True)
     spec = calibration_spec_get(project=project, spec_id=spec_id)
     try:
         run = calibration_run_start(spec=spec, actor=request.user)
@@ -161,8 +153,7 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
 @require_http_methods(["GET"])
 def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
+    project, role = certification_project(request, slug)
     run = calibration_run_get(project=project, run_id=run_id)
     report = calibration_run_report(run=run)
     result = report["result"] or {}

@@ -1,4 +1,4 @@
-"""Role checks shared by the certification pages (calibration, audits, releases).
+"""The role check shared by the certification pages (calibration, audits, releases).
 
 Certification pages summarise other people's labels (and audits and releases hold evaluator
 labels): for annotators they do not exist (404, as for a non-member). Writes are for managers.
@@ -6,28 +6,24 @@ labels): for annotators they do not exist (404, as for a non-member). Writes are
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import HttpRequest
 
 from labeling import permissions
-from labeling.views.common import can_adjudicate
+from labeling.models import Project
+from labeling.views.common import project_for
 
 
-def require_viewer(role: str | None) -> None:
-    """Let adjudicators and managers through.
+def certification_project(
+    request: HttpRequest, slug: str, *, manager_only: bool = False
+) -> tuple[Project, str | None]:
+    """Return the project of a certification page and the user's role.
 
-    Raises:
-        Http404: any other role (the page does not exist for annotators).
-    """
-    if not can_adjudicate(role):
-        raise Http404("no such page")
-
-
-def require_manager(role: str | None) -> None:
-    """Let managers through.
+    Adjudicators and managers see the page; a POST (every write) or a ``manager_only`` page is
+    for managers.
 
     Raises:
-        PermissionDenied: any other role (HTTP 403).
+        Http404: a non-member or an annotator (the page does not exist for them).
+        PermissionDenied: an adjudicator on a write or a manager-only page (HTTP 403).
     """
-    if not permissions.can_manage(role):
-        raise PermissionDenied("only a project manager may do this")
+    allowed = permissions.MANAGERS if manager_only or request.method == "POST" else None
+    return project_for(request, slug, visible_to=permissions.REVIEWERS, allowed=allowed)

@@ -42,12 +42,12 @@ from certification.services.releases import (
     release_rebuild,
     release_tag_move,
 )
-from certification.views.common import require_manager, require_viewer
+from certification.views.common import certification_project
 from labeling import permissions
 from labeling.exceptions import LabelingError
 from labeling.models import Project
 from labeling.release_format import ARCHIVE
-from labeling.views.common import form_add_domain_error, page_context, project_for
+from labeling.views.common import form_add_domain_error, page_context
 
 #: How often a page with a pending or running build reloads itself, in milliseconds.
 REFRESH_MS = 3000
@@ -75,10 +75,7 @@ def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
 
     A manager's POST freezes a new release (its files are then built in the background).
     """
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    if request.method == "POST":
-        require_manager(role)
+    project, role = certification_project(request, slug)
     releases = list(release_list(project=project))
     form = None
     if permissions.can_manage(role):
@@ -117,8 +114,7 @@ def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET"])
 def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
     """Show a release: files with hashes, counts, what it certifies, tags, rebuilds, family."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
+    project, role = certification_project(request, slug)
     release = release_get(project=project, release_id=release_id)
     build = release_content_build(release)
     context = page_context(
@@ -145,11 +141,9 @@ def release_file_download(
     request: HttpRequest, slug: str, release_id: int, name: str
 ) -> FileResponse:
     """Download one file of a release's build (or its zip archive), streamed as an attachment."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
     # Files hold pending items' evaluator labels and votes, which adjudicators must not see
     # before they decide (labeling/permissions.py): downloads are for managers.
-    require_manager(role)
+    project, role = certification_project(request, slug, manager_only=True)
     release = release_get(project=project, release_id=release_id)
     file, build = release_file_get(release=release, name=name)
     return release_file_response(project, release, build, file)
@@ -159,9 +153,7 @@ def release_file_download(
 @require_http_methods(["POST"])
 def release_rebuild_view(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
     """Rebuild a release and compare it byte by byte with its first build (managers)."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    require_manager(role)
+    project, role = certification_project(request, slug, manager_only=True)
     release = release_get(project=project, release_id=release_id)
     try:
         build = release_rebuild(release=release, actor=request.user)
@@ -176,9 +168,7 @@ def release_rebuild_view(request: HttpRequest, slug: str, release_id: int) -> Ht
 @require_http_methods(["POST"])
 def release_tag_move_view(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
     """Point a tag at this release, creating it or moving it from another (managers)."""
-    project, role = project_for(request, slug)
-    require_viewer(role)
-    require_manager(role)
+    project, role = certification_project(request, slug, manager_only=True)
     release = release_get(project=project, release_id=release_id)
     form = ReleaseTagForm(request.POST)
     if not form.is_valid():

@@ -428,6 +428,7 @@ class ImportCreateApi(APIView):
     """Import a workload file synchronously, atomically and idempotently (managers only)."""
 
     parser_classes = [MultiPartParser, FormParser]
+    project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField()
@@ -470,8 +471,7 @@ class ImportCreateApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Import the uploaded file into the project."""
-        project, role = project_and_role(request, slug)
-        permissions.require_manager(role)
+        project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         upload = given.validated_data["file"]
@@ -491,6 +491,7 @@ class EvaluatorLabelImportApi(APIView):
     """Import an evaluator-label JSONL file (judges run after the workload; managers only)."""
 
     parser_classes = [MultiPartParser, FormParser]
+    project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField()
@@ -517,8 +518,7 @@ class EvaluatorLabelImportApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Import the uploaded evaluator labels into the project."""
-        project, role = project_and_role(request, slug)
-        permissions.require_manager(role)
+        project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         upload = given.validated_data["file"]
@@ -535,6 +535,8 @@ class EvaluatorLabelImportApi(APIView):
 
 class PartitionFreezeApi(APIView):
     """Freeze the grouped dev/calibration/test split with a seed (managers only; once)."""
+
+    project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
         seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1)
@@ -568,8 +570,7 @@ class PartitionFreezeApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Freeze the partition."""
-        project, role = project_and_role(request, slug)
-        permissions.require_manager(role)
+        project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         result = partition_freeze(

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from labeling import permissions
 from labeling.api.pagination import CappedLimitOffsetPagination
+from labeling.api.permissions import CHECKED
 from labeling.models import Project
 from labeling.selectors import project_get_for_user
 
@@ -37,9 +38,15 @@ class ErrorSerializer(serializers.Serializer):
 def project_and_role(request: Request, slug: str) -> tuple[Project, str | None]:
     """Return the project ``slug`` as the requesting user sees it, and the user's role in it.
 
+    The project that ``labeling.api.permissions.ProjectRolePermission`` resolved for the
+    request is reused (no second query).
+
     Raises:
         ProjectNotFound: no such project, or the user is not a member (HTTP 404).
     """
+    checked = getattr(request, CHECKED, None)
+    if checked is not None and checked[0] == slug:
+        return checked[1], checked[2]
     project = project_get_for_user(slug=slug, user=request.user)
     return project, permissions.project_role(user=request.user, project=project)
 

@@ -7,7 +7,8 @@ routes by path only and a dispatching shim would hide the operations from the sc
 Scoping: the project comes from ``project_get_for_user`` (a non-member gets 404), and every object
 id is looked up inside that project and, for an annotator's work, among the actor's own rows, so
 an object of another project or another annotator answers 404. Roles are checked by the services
-and selectors (or here, for reads that take no actor); domain errors become HTTP in
+and selectors; a view's ``project_roles`` checks them again before a body is validated (403
+before 400) and for reads that take no actor; domain errors become HTTP in
 ``labeling.api_errors`` (409 for conflicts, incl. ``lease_expired`` and ``stale_version``).
 
 Blindness: annotator responses are built from ``LabellingFormView`` and the actor's own
@@ -51,7 +52,7 @@ from labeling.selectors import (
     project_progress,
 )
 from labeling.selectors.pages import member_list, own_annotation_list
-from labeling.selectors.review import QUEUE_LEVELS, require_adjudicator
+from labeling.selectors.review import QUEUE_LEVELS
 from labeling.services import (
     AnnotationInput,
     adjudication_mark_unresolved,
@@ -302,6 +303,8 @@ class DisagreementListApi(APIView):
     Items the actor annotated are left out unless the project allows self-adjudication.
     """
 
+    project_roles = {"GET": permissions.REVIEWERS}
+
     pagination_class = CappedLimitOffsetPagination
 
     class FilterSerializer(serializers.Serializer):
@@ -344,8 +347,7 @@ class DisagreementListApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """List the items waiting for adjudication."""
-        project = project_get_for_user(slug=slug, user=request.user)
-        require_adjudicator(project=project, actor=request.user)
+        project, _ = project_and_role(request, slug)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         items = disagreement_queue(
@@ -466,6 +468,8 @@ ADJUDICATION_ERRORS: dict[int, Any] = {
 class AdjudicationResolveApi(APIView):
     """Resolve a disputed item with final labels and a rationale (or correct a decision)."""
 
+    project_roles = {"POST": permissions.REVIEWERS}
+
     class InputSerializer(serializers.Serializer):
         expected_version = serializers.IntegerField(
             min_value=0, help_text="The item version the decision was made on."
@@ -487,8 +491,7 @@ class AdjudicationResolveApi(APIView):
     )
     def post(self, request: Request, slug: str, item_id: int) -> Response:
         """Write the adjudicated resolution."""
-        project = project_get_for_user(slug=slug, user=request.user)
-        require_adjudicator(project=project, actor=request.user)  # 403 before a 400
+        project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         resolution = adjudication_resolve(
@@ -502,6 +505,8 @@ class AdjudicationResolveApi(APIView):
 
 class AdjudicationMarkUnresolvedApi(APIView):
     """Mark a disputed item unresolved with a reason (a rationale is required for "other")."""
+
+    project_roles = {"POST": permissions.REVIEWERS}
 
     class InputSerializer(serializers.Serializer):
         expected_version = serializers.IntegerField(min_value=0)
@@ -520,8 +525,7 @@ class AdjudicationMarkUnresolvedApi(APIView):
     )
     def post(self, request: Request, slug: str, item_id: int) -> Response:
         """Write the unresolved resolution."""
-        project = project_get_for_user(slug=slug, user=request.user)
-        require_adjudicator(project=project, actor=request.user)  # 403 before a 400
+        project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         resolution = adjudication_mark_unresolved(
@@ -535,6 +539,8 @@ class ProjectProgressApi(APIView):
 
     The counts summarise other people's votes, so annotators never get them.
     """
+
+    project_roles = {"GET": permissions.REVIEWERS}
 
     class OutputSerializer(serializers.Serializer):
         total = serializers.IntegerField()
@@ -554,8 +560,7 @@ class ProjectProgressApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """Return the progress counts."""
-        project = project_get_for_user(slug=slug, user=request.user)
-        require_adjudicator(project=project, actor=request.user)
+        project, _ = project_and_role(request, slug)
         return Response(self.OutputSerializer(project_progress(project=project)).data)
 
 
@@ -570,6 +575,8 @@ class ProjectSettingsApi(APIView):
     Overlap, serving order and seed are fixed once labelling starts (409); lease length and
     self-adjudication may change at any time.
     """
+
+    project_roles = {"GET": permissions.MANAGERS, "PATCH": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
         overlap = serializers.IntegerField(required=False)
@@ -587,8 +594,7 @@ class ProjectSettingsApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """Return the settings."""
-        project, role = project_and_role(request, slug)
-        permissions.require_manager(role)
+        project, _ = project_and_role(request, slug)
         return Response(LabellingSettingsSerializer(project).data)
 
     @extend_schema(
@@ -604,8 +610,7 @@ class ProjectSettingsApi(APIView):
     )
     def patch(self, request: Request, slug: str) -> Response:
         """Change the given settings; omitted ones stay as they are."""
-        project, role = project_and_role(request, slug)
-        permissions.require_manager(role)  # 403 before a 400
+        project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         project = project_labelling_configure(
@@ -648,6 +653,8 @@ class MemberSerializer(serializers.Serializer):
 class MemberListApi(APIView):
     """List the members (GET) or invite one (POST) (managers)."""
 
+    project_roles = {"GET": permissions.MANAGERS, "POST": permissions.MANAGERS}
+
     pagination_class = CappedLimitOffsetPagination
 
     class InputSerializer(serializers.Serializer):
@@ -681,8 +688,7 @@ class MemberListApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """List the members by role, then username."""
-        project, role = project_and_role(request, slug)
-        permissions.require_manager(role)
+        project, _ = project_and_role(request, slug)
         return paginated(request, member_list(project=project), MemberSerializer)
 
     @extend_schema(
@@ -692,8 +698,7 @@ class MemberListApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Add a user by username; a new username gets an account and a set-password link."""
-        project, role = project_and_role(request, slug)
-        permissions.require_manager(role)  # 403 before a 400
+        project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         invite = membership_invite(project=project, actor=request.user, **given.validated_data)
@@ -703,6 +708,8 @@ class MemberListApi(APIView):
 
 class MemberUpdateApi(APIView):
     """Change a member's role (managers; the last manager cannot be demoted)."""
+
+    project_roles = {"PATCH": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
         role = serializers.ChoiceField(choices=Role.choices)
@@ -723,8 +730,7 @@ class MemberUpdateApi(APIView):
     )
     def patch(self, request: Request, slug: str, user_id: int) -> Response:
         """Set the member's role."""
-        project, role = project_and_role(request, slug)
-        permissions.require_manager(role)  # 403 before a 400
+        project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         membership = membership_change(

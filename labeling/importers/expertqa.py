@@ -31,14 +31,14 @@ from typing import IO, Any
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError, locate_claim
-from labeling.vocabulary import EVIDENCE_UNAVAILABLE
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE, NOT_SUPPORTED, SUPPORTED
 
 # support value -> claim label. Partial and Incomplete are two form versions of one answer.
 SUPPORT_LABELS: dict[str | None, str | None] = {
-    "Complete": "supported",
-    "Partial": "not_supported",
-    "Incomplete": "not_supported",
-    "Missing": "not_supported",
+    "Complete": SUPPORTED,
+    "Partial": NOT_SUPPORTED,
+    "Incomplete": NOT_SUPPORTED,
+    "Missing": NOT_SUPPORTED,
     "N/A": None,
     None: None,
 }
@@ -126,7 +126,7 @@ def claim_label(support: str | None, passages: int, url_only: int) -> tuple[str 
     if url_only and not passages:
         return EVIDENCE_UNAVAILABLE, "not_found"
     label = SUPPORT_LABELS[support]
-    if label == "supported" and not passages:
+    if label == SUPPORTED and not passages:
         return EVIDENCE_UNAVAILABLE, "not_found"
     return label, None
 
@@ -234,7 +234,7 @@ def _record(obj: dict[str, Any], where: str, counters: dict[str, Any]) -> dict[s
         label_in: dict[str, Any] = {"claim": index, "label": label, "raw_label": support}
         if reason is not None:
             label_in["reason"] = reason
-        if label in ("supported", "not_supported"):
+        if label in (SUPPORTED, NOT_SUPPORTED):
             label_in["evidence"] = [
                 {
                     "source": s,

@@ -37,6 +37,7 @@ import pysbd
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import loads_strict
 from labeling.importers.schema import RecordError
+from labeling.vocabulary import ADMISSIBLE, CONTRADICTED, INADMISSIBLE, NOT_SUPPORTED, SUPPORTED
 
 TASK = "Summarize the passage."
 
@@ -45,7 +46,7 @@ EVALUATOR_VERSION = "faithbench-cf89797"
 
 # Binary judges: 1 = consistent, 0 = hallucinated (upstream scripts/binarize.py).
 BINARY_JUDGES = ("gpt-3.5-turbo", "gpt-4-turbo", "gpt_4o", "trueteacher", "true_nli")
-BINARY_VERDICT = {1: "admissible", 0: "inadmissible"}
+BINARY_VERDICT = {1: ADMISSIBLE, 0: INADMISSIBLE}
 # Continuous detectors (Vectara HHEM): a consistency score in [0, 1], higher = more consistent.
 SCORE_DETECTORS = ("hhemv1", "hhem-2.1", "hhem-2.1-english")
 
@@ -170,7 +171,7 @@ def span_label(labels: Sequence[str]) -> str:
     (Unwanted.Extrinsic, bare Unwanted, Questionable, Benign) gives ``not_supported``. Callers
     skip empty lists (a span with no category labels nothing; see :func:`claim_label`).
     """
-    return "contradicted" if "Unwanted.Intrinsic" in labels else "not_supported"
+    return CONTRADICTED if "Unwanted.Intrinsic" in labels else NOT_SUPPORTED
 
 
 def claim_label(label_lists: Sequence[Sequence[str]]) -> str:
@@ -182,8 +183,8 @@ def claim_label(label_lists: Sequence[Sequence[str]]) -> str:
     """
     mapped = {span_label(labels) for labels in label_lists if labels}
     if not mapped:
-        return "supported"
-    return "contradicted" if "contradicted" in mapped else "not_supported"
+        return SUPPORTED
+    return CONTRADICTED if CONTRADICTED in mapped else NOT_SUPPORTED
 
 
 def answer_label(label_lists: Sequence[Sequence[str]]) -> str:
@@ -193,7 +194,7 @@ def answer_label(label_lists: Sequence[Sequence[str]]) -> str:
     Benign or Questionable flags only (or none) keep the answer ``admissible``.
     """
     flagged = any(UNWANTED.intersection(labels) for labels in label_lists)
-    return "inadmissible" if flagged else "admissible"
+    return INADMISSIBLE if flagged else ADMISSIBLE
 
 
 def _load(stream: IO[bytes], filename: str) -> Any:

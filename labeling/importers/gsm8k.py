@@ -23,6 +23,7 @@ from typing import IO, Any
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError
+from labeling.vocabulary import ADMISSIBLE, INADMISSIBLE
 
 GENERATORS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
 ANNOTATOR = "gsm8k-is-correct"
@@ -112,7 +113,7 @@ def _record(obj: dict[str, Any], where: str, counters: dict[str, Any]) -> dict[s
                     {
                         "annotator": ANNOTATOR,
                         "origin": "automatic",
-                        "answer_label": "admissible" if is_correct else "inadmissible",
+                        "answer_label": ADMISSIBLE if is_correct else INADMISSIBLE,
                         "raw": {"is_correct": is_correct},
                     }
                 ],

@@ -81,7 +81,7 @@ from labeling.release_format import (
     extract_release_zip,
     verify_release,
 )
-from labeling.vocabulary import EVIDENCE_UNAVAILABLE
+from labeling.vocabulary import ADJUDICATED, CONSENSUS, EVIDENCE_UNAVAILABLE
 
 NAME = "release"
 GUIDELINE = (
@@ -585,7 +585,7 @@ def _check_resolution(line: dict[str, Any], at: str) -> None:
     """
     resolution = line["resolution"]
     status = resolution["status"]
-    if status not in ("consensus", "adjudicated"):
+    if status not in (CONSENSUS, ADJUDICATED):
         return
     n_claims = len(line["claims"])
     resolved: dict[Any, tuple[Any, Any]] = {}
@@ -597,10 +597,10 @@ def _check_resolution(line: dict[str, Any], at: str) -> None:
         raise RecordError(
             at,
             "resolution.claim_labels",
-            f"a{'n' if status == 'adjudicated' else ''} {status} resolution labels every claim "
+            f"a{'n' if status == ADJUDICATED else ''} {status} resolution labels every claim "
             f"of the candidate; no label for claim {shown}",
         )
-    if status != "consensus":
+    if status != CONSENSUS:
         return
     annotations = line["annotations"]
     votes = [

@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from labeling.models import CANNOT_DECIDE, UnresolvedReason
+from labeling.vocabulary import CONSENSUS, UNRESOLVED
 
 SCHEMA_VERSION = 1
 
@@ -597,7 +598,7 @@ def _check_resolution(
         raise RecordError(location, f"{field}.{name}", reason)
 
     status = resolution.status
-    if status == "unresolved":
+    if status == UNRESOLVED:
         if resolution.unresolved_reason is None:
             refuse("unresolved_reason", "an unresolved resolution needs an unresolved_reason")
         if resolution.unresolved_reason not in UnresolvedReason.values:
@@ -615,9 +616,9 @@ def _check_resolution(
             refuse("answer_label", f"a {status} resolution needs an answer_label")
         if resolution.unresolved_reason is not None:
             refuse("unresolved_reason", f"a {status} resolution has no unresolved_reason")
-    if status == "consensus" and resolution.adjudicator is not None:
+    if status == CONSENSUS and resolution.adjudicator is not None:
         refuse("adjudicator", "a consensus resolution has no adjudicator")
-    if status != "consensus" and resolution.adjudicator is None:
+    if status != CONSENSUS and resolution.adjudicator is None:
         refuse("adjudicator", f"an {status} resolution names its adjudicator (a pseudonym)")
     _check_label(
         resolution.answer_label, vocabulary.answer_labels, f"{field}.answer_label", location

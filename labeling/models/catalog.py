@@ -16,6 +16,8 @@ from django.db.models import F, Q
 from django.db.models.functions import Length
 from django.db.models.lookups import Exact
 
+from labeling import vocabulary
+
 # ---------------------------------------------------------------------------------------------
 # Projects, policies, members
 # ---------------------------------------------------------------------------------------------
@@ -130,8 +132,8 @@ class Project(models.Model):
 MAX_ID = 2**63 - 1
 
 # The default label schema. A project may version its own.
-DEFAULT_ANSWER_LABELS = ["admissible", "inadmissible", "abstained", "evidence_unavailable"]
-DEFAULT_CLAIM_LABELS = ["supported", "contradicted", "not_supported", "evidence_unavailable"]
+DEFAULT_ANSWER_LABELS = list(vocabulary.DEFAULT_ANSWER_LABELS)
+DEFAULT_CLAIM_LABELS = list(vocabulary.DEFAULT_CLAIM_LABELS)
 DEFAULT_UNAVAILABLE_REASONS = ["not_found", "blocked", "source_changed"]
 
 

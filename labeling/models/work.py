@@ -18,11 +18,12 @@ from django.db.models import F, Q
 from django.db.models.functions import Length
 from django.db.models.lookups import Exact
 
+from labeling import vocabulary
 from labeling.models.catalog import Claim, Item, LabelPolicy, SourceVersion
 
 # A vote that is not a label: the annotator cannot decide. It counts as a vote, never reaches
 # consensus and always sends the item to the disagreement queue.
-CANNOT_DECIDE = "cannot_decide"
+CANNOT_DECIDE = vocabulary.CANNOT_DECIDE
 
 
 class AssignmentStatus(models.TextChoices):
@@ -239,9 +240,9 @@ class EvidenceSpan(models.Model):
 class ResolutionStatus(models.TextChoices):
     """The status of a resolved label: consensus (unanimous), adjudicated or unresolved."""
 
-    CONSENSUS = "consensus", "consensus"
-    ADJUDICATED = "adjudicated", "adjudicated"
-    UNRESOLVED = "unresolved", "unresolved"
+    CONSENSUS = vocabulary.CONSENSUS, vocabulary.CONSENSUS
+    ADJUDICATED = vocabulary.ADJUDICATED, vocabulary.ADJUDICATED
+    UNRESOLVED = vocabulary.UNRESOLVED, vocabulary.UNRESOLVED
 
 
 class UnresolvedReason(models.TextChoices):

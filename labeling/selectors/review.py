@@ -43,14 +43,11 @@ from labeling.models import (
     Resolution,
     ResolutionStatus,
     RetrievalLink,
-    Role,
 )
-from labeling.permissions import project_role
+from labeling.permissions import REVIEWERS, require_role
 from labeling.selectors.catalog import UNASSIGNED
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
-# The answer/claim label whose reason (not_found, blocked, source_changed) is part of the vote.
-EVIDENCE_UNAVAILABLE = "evidence_unavailable"
-ADJUDICATOR_ROLES: frozenset[str] = frozenset({Role.ADJUDICATOR, Role.MANAGER})
 QUEUE_LEVELS = ("answer", "claim")
 
 
@@ -428,21 +425,6 @@ class AdjudicationView:
         return self.diff.claims
 
 
-def require_adjudicator(*, project: Project, actor: Any) -> str:
-    """Return the actor's role if it may adjudicate in ``project``.
-
-    Raises:
-        NotFound: the actor is not a member (the project is not visible).
-        PermissionDenied: the actor is a member without the adjudicator or manager role.
-    """
-    role = project_role(user=actor, project=project)
-    if role is None:
-        raise NotFound(f"no project {project.slug!r}")
-    if role not in ADJUDICATOR_ROLES:
-        raise PermissionDenied("only an adjudicator or a manager may adjudicate")
-    return role
-
-
 def annotated_by(*, item_id: int, actor: Any) -> bool:
     """Return whether ``actor`` holds a live or submitted assignment of the item. One query."""
     return Assignment.objects.filter(
@@ -491,7 +473,7 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
         PermissionDenied: the actor is not an adjudicator or manager, or annotated the item
             and the project does not allow self-adjudication.
     """
-    require_adjudicator(project=project, actor=actor)
+    require_role(project=project, actor=actor, roles=REVIEWERS, action="adjudicate")
     item = (
         Item.objects.filter(project=project, pk=item_id)
         .select_related("candidate__question", "resolution")

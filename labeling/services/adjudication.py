@@ -41,7 +41,8 @@ from labeling.models import (
     ResolvedEvidence,
     UnresolvedReason,
 )
-from labeling.selectors.review import annotated_by, labelling_policy_get, require_adjudicator
+from labeling.permissions import REVIEWERS, require_role
+from labeling.selectors.review import annotated_by, labelling_policy_get
 from labeling.services.annotations import CheckedLabels, ClaimInput, labels_check
 from labeling.services.claim_labels import claim_labels_write
 from labeling.signals import announce_resolutions
@@ -63,7 +64,7 @@ def _item_for_decision(
     Raises:
         NotFound, PermissionDenied, InvalidTransition, StaleVersion: see the services.
     """
-    require_adjudicator(project=project, actor=actor)
+    require_role(project=project, actor=actor, roles=REVIEWERS, action="adjudicate")
     item = (
         Item.objects.filter(project=project, pk=item_id)
         .select_related("candidate", "resolution")

@@ -31,7 +31,6 @@ from labeling.exceptions import (
     InvalidTransition,
     LeaseExpired,
     NotFound,
-    PermissionDenied,
 )
 from labeling.locks import item_lock
 from labeling.models import (
@@ -49,20 +48,18 @@ from labeling.models import (
     LabelPolicy,
     Project,
     RetrievalLink,
-    Role,
     SourceVersion,
 )
-from labeling.permissions import project_role
+from labeling.permissions import ANNOTATORS, require_role
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
 from labeling.services.imports import fingerprint
-from labeling.vocabulary import EVIDENCE_UNAVAILABLE
+from labeling.vocabulary import EVIDENCE_REQUIRED, EVIDENCE_UNAVAILABLE
 
 logger = logging.getLogger(__name__)
 
 # Claim labels that must cite at least one evidence span: a verdict on the source needs a quote.
-EVIDENCE_REQUIRED = frozenset({"supported", "contradicted"})
 # Client-measured time spent on one submit, in seconds: at most a day.
 MAX_TIME_SPENT_SECONDS = 86_400
 MAX_COMMENT_LENGTH = 10_000
@@ -424,18 +421,16 @@ def annotation_submit(
     another submit of the item waits or has finished: the N-th submit sees every other one, and
     a lease released before the lock is refused. An unchanged repeat takes no lock.
     """
-    role = project_role(user=actor, project=project)
-    if role is None:
-        raise NotFound(f"no project {project.slug!r}")
+    # The assignment first: a member of another role holds none, so it is not found (404) for
+    # them; a former annotator with an assignment is refused by role.
     assignment = (
         Assignment.objects.select_related("item__candidate")
         .filter(pk=assignment_id, item__project=project)
         .first()
     )
-    if assignment is None or assignment.annotator_id != actor.pk:
+    if assignment is None or actor is None or assignment.annotator_id != actor.pk:
         raise NotFound(f"no assignment {assignment_id} of yours in project {project.slug!r}")
-    if role != Role.ANNOTATOR:
-        raise PermissionDenied("only an annotator of the project submits annotations")
+    require_role(project=project, actor=actor, roles=ANNOTATORS, action="submit annotations")
     policy = labelling_policy_get(project=project)
     labels = labels_check(
         item=assignment.item,

@@ -65,11 +65,10 @@ from labeling.models import (
     Partition,
     PriorAnnotation,
     Project,
-    Role,
     ServingOrder,
     SkipReason,
 )
-from labeling.permissions import project_role, require_manager
+from labeling.permissions import ANNOTATORS, MANAGERS, require_role
 from labeling.services.comparison import items_compare
 
 logger = logging.getLogger(__name__)
@@ -261,7 +260,7 @@ def project_labelling_configure(
 
     Concurrency: opens its own transaction and locks the Project row.
     """
-    require_manager(project_role(user=actor, project=project))
+    require_role(project=project, actor=actor, roles=MANAGERS, outsider=PermissionDenied)
     given, project = project, project_lock(project.pk)
     wanted: dict[str, Any] = {}
     if overlap is not None:
@@ -329,7 +328,7 @@ def project_labelling_start(*, project: Project, actor: Any) -> Project:
     Concurrency: opens its own transaction and locks the Project row. Items cannot be claimed
     until it commits (``labelling_started_at`` is set in the same transaction).
     """
-    require_manager(project_role(user=actor, project=project))
+    require_role(project=project, actor=actor, roles=MANAGERS, outsider=PermissionDenied)
     given, project = project, project_lock(project.pk)
     if project.labelling_started_at is not None:
         raise InvalidTransition(
@@ -426,11 +425,6 @@ def items_prioritise(*, project: Project, item_ids: Sequence[int]) -> int:
 
 class _LostRace(Exception):
     """A compare-and-set of the claim found the row changed by a concurrent transaction."""
-
-
-def _require_annotator(*, project: Project, actor: Any) -> None:
-    if project_role(user=actor, project=project) != Role.ANNOTATOR:
-        raise PermissionDenied("only an annotator of this project may take or skip items")
 
 
 def _expire_stale_leases(*, item: Item, now: datetime) -> int:
@@ -601,13 +595,21 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     constraints are the final guard: a claim they refuse is rolled back to a savepoint and the
     next candidate is tried.
     """
-    # The membership row, locked, gives the role and the project's current settings at once.
+    require_role(
+        project=project,
+        actor=actor,
+        roles=ANNOTATORS,
+        action="take items",
+        outsider=PermissionDenied,
+    )
+    # The membership row, locked, gives the project's current settings, and the role again as
+    # of the lock (a role changed since the check above is seen here).
     membership = (
         membership_lock(project_id=project.pk, user_id=actor.pk)
         if getattr(actor, "is_authenticated", False)
         else None
     )
-    if membership is None or membership.role != Role.ANNOTATOR:
+    if membership is None or membership.role not in ANNOTATORS:
         raise PermissionDenied("only an annotator of this project may take items")
     if membership.project.labelling_started_at is None:
         raise InvalidTransition("labelling has not started in this project")
@@ -689,7 +691,13 @@ def assignment_skip(
     Concurrency: opens its own transaction; locks the Item row (as a submit does), then flips
     the assignment with a compare-and-set on its status.
     """
-    _require_annotator(project=project, actor=actor)
+    require_role(
+        project=project,
+        actor=actor,
+        roles=ANNOTATORS,
+        action="skip items",
+        outsider=PermissionDenied,
+    )
     if reason not in SkipReason.values:
         raise InvalidInput(f"unknown {reason!r}; one of {SkipReason.values}", field="reason")
     if len(note) > MAX_SKIP_NOTE:

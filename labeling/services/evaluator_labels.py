@@ -29,7 +29,7 @@ from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import transaction
 
 from labeling import permissions
-from labeling.exceptions import InvalidInput, WorkloadImportFailed
+from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
 from labeling.importers import SourcedRecord
 from labeling.importers.native import file_sha256 as stream_sha256
 from labeling.importers.native import read_jsonl
@@ -276,8 +276,13 @@ def evaluator_labels_import(
         WorkloadImportFailed: invalid, unknown-target or conflicting records; nothing written.
         InvalidInput: the project has no label policy.
     """
-    if actor is not None:
-        permissions.require_manager(permissions.project_role(user=actor, project=project))
+    permissions.require_role(
+        project=project,
+        actor=actor,
+        roles=permissions.MANAGERS,
+        action="import",
+        outsider=PermissionDenied,
+    )
     project = project_lock(project.pk)
     if file_sha256 is None:
         records = list(records)

@@ -17,9 +17,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from labeling.exceptions import InvalidInput, InvalidTransition
+from labeling.exceptions import InvalidInput, InvalidTransition, PermissionDenied
 from labeling.locks import project_lock
 from labeling.models import Partition, Project, Question, RetrievalLink
+from labeling.permissions import MANAGERS, require_role
 
 PARTITION_ORDER: tuple[str, ...] = tuple(Partition.values)
 UPDATE_CHUNK = 5000
@@ -136,7 +137,11 @@ def partition_freeze(
 ) -> PartitionResult:
     """Assign every question of ``project`` to dev / calibration / test and freeze the split.
 
+    ``actor`` is a manager of the project, or None from the command line.
+
     Raises:
+        NotFound: ``actor`` is not a member of the project.
+        PermissionDenied: ``actor`` is not a manager of the project.
         InvalidInput: proportions are not a distribution over the three partitions, or the
             project has no questions.
         InvalidTransition: the split is already frozen, or labelling has started (a frozen
@@ -144,6 +149,13 @@ def partition_freeze(
 
     Concurrency: opens its own transaction and locks the Project row.
     """
+    require_role(
+        project=project,
+        actor=actor,
+        roles=MANAGERS,
+        action="freeze the partition",
+        outsider=PermissionDenied,
+    )
     clean = _check_proportions(proportions)
     given, project = project, project_lock(project.pk)
     if project.partition_frozen_at is not None:

@@ -17,7 +17,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from labeling import permissions
-from labeling.exceptions import InvalidInput, InvalidTransition, NotFound
+from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
 from labeling.locks import project_lock
 from labeling.models import (
     DEFAULT_ANSWER_LABELS,
@@ -130,10 +130,6 @@ class MembershipInvite:
     set_password_path: str | None
 
 
-def _require_manager_of(project: Project, actor: Any) -> None:
-    permissions.require_manager(permissions.project_role(user=actor, project=project))
-
-
 def _set_password_path(user: Any) -> str:
     return reverse(
         "password_reset_confirm",
@@ -158,11 +154,14 @@ def membership_invite(
     second membership, so two managers inviting the same person at once end with one.
 
     Raises:
+        NotFound: ``actor`` is not a member of the project.
         PermissionDenied: ``actor`` is not a manager of the project.
         InvalidInput: unknown role (field ``role``), invalid username (``username``) or email
             (``email``), or the user is already a member (``username``).
     """
-    _require_manager_of(project, actor)
+    permissions.require_role(
+        project=project, actor=actor, roles=permissions.MANAGERS, outsider=PermissionDenied
+    )
     if role not in Role.values:
         raise InvalidInput(f"unknown role {role!r}; one of {Role.values}", field="role")
     username = username.strip()
@@ -219,12 +218,15 @@ def membership_change(*, project: Project, actor: Any, user_id: int, role: str) 
     each other at once cannot leave the project without a manager.
 
     Raises:
+        NotFound: ``actor`` is not a member of the project.
         PermissionDenied: ``actor`` is not a manager of the project.
         InvalidInput: unknown role (field ``role``).
         NotFound: ``user_id`` is not a member of the project.
         InvalidTransition: the change would leave the project without a manager.
     """
-    _require_manager_of(project, actor)
+    permissions.require_role(
+        project=project, actor=actor, roles=permissions.MANAGERS, outsider=PermissionDenied
+    )
     if role not in Role.values:
         raise InvalidInput(f"unknown role {role!r}; one of {Role.values}", field="role")
     project_lock(project.pk)

@@ -1,7 +1,8 @@
 """HTML pages of the labelling side: thin adapters over selectors and services.
 
-Each view resolves the project for the user (a non-member gets 404), checks the role, calls
-one selector or service and renders or redirects. Domain errors become messages or form
+Each view resolves the project for the user (a non-member gets 404) and checks the role with
+``common.project_for`` before reading a form (the check the services repeat), calls one
+selector or service and renders or redirects. Domain errors become messages or form
 errors on the page, with the user's input kept. Every page needs a login.
 
 Modules: ``catalog`` (project list, dashboard, item browser, import, partition), ``annotate``

@@ -13,27 +13,21 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from labeling import exceptions
+from labeling import exceptions, permissions
 from labeling.forms import LabelsState, QueueFilterForm
 from labeling.http_errors import http_status
 from labeling.models import Project, UnresolvedReason
 from labeling.selectors.pages import resolution_vote
 from labeling.selectors.review import AdjudicationView, adjudication_view, disagreement_queue
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
-from labeling.views.common import can_adjudicate, page_context, project_for
+from labeling.views.common import page_context, project_for
 from labeling.views.labels import FormErrors, errors_from, form_context, state_from_vote
 
 QUEUE_PAGE_SIZE = 50
-
-
-def _require_adjudicator(role: str | None) -> None:
-    # As with the item browser: for annotators the queue does not exist.
-    if not can_adjudicate(role):
-        raise Http404("no such page")
 
 
 @login_required
@@ -43,8 +37,8 @@ def adjudication_queue(request: HttpRequest, slug: str) -> HttpResponse:
 
     Items the adjudicator annotated are left out unless the project allows self-adjudication.
     """
-    project, role = project_for(request, slug)
-    _require_adjudicator(role)
+    # As with the item browser: for annotators the queue does not exist.
+    project, role = project_for(request, slug, visible_to=permissions.REVIEWERS)
     form = QueueFilterForm(request.GET or None)
     items = disagreement_queue(project=project, filters=form.filters(), actor=request.user)
     page = Paginator(items, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
@@ -145,8 +139,8 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
     shown next to it (400); a conflict (another decision or a revision since the page was
     loaded) reloads the current state with a message (409).
     """
-    project, role = project_for(request, slug)
-    _require_adjudicator(role)
+    # As with the item browser: for annotators the queue does not exist.
+    project, role = project_for(request, slug, visible_to=permissions.REVIEWERS)
     # An item not in the queue is NotFound (404), one the adjudicator annotated (without
     # self-adjudication) PermissionDenied (403): pages of labeling/views/errors.py.
     view = adjudication_view(project=project, item_id=item_id, actor=request.user)

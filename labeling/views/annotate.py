@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from labeling import exceptions
+from labeling import exceptions, permissions
 from labeling.forms import LabelsState, SkipForm
 from labeling.http_errors import http_status
 from labeling.models import Assignment, Project
@@ -25,7 +24,6 @@ from labeling.selectors.work import assignment_current_for_actor, assignment_get
 from labeling.services.annotations import annotation_submit
 from labeling.services.assignments import assignment_skip, item_claim_next
 from labeling.views.common import (
-    can_annotate,
     form_add_domain_error,
     page_context,
     project_for,
@@ -35,11 +33,6 @@ from labeling.views.labels import FormErrors, errors_from, form_context, state_f
 # Shown instead of the service's message when a revision is refused: the reason (the item was
 # resolved) would tell the annotator how the other votes went.
 CLOSED_MESSAGE = "This item is closed: your labels were not saved."
-
-
-def _require_annotator(role: str | None) -> None:
-    if not can_annotate(role):
-        raise PermissionDenied("only annotators label items")
 
 
 def _next_page(
@@ -76,8 +69,7 @@ def annotate_next(request: HttpRequest, slug: str) -> HttpResponse:
 
     Claiming writes a lease, so it is a POST; an empty queue is a friendly page (200).
     """
-    project, role = project_for(request, slug)
-    _require_annotator(role)
+    project, role = project_for(request, slug, allowed=permissions.ANNOTATORS)
     if request.method == "GET":
         return _next_page(request, project, role, empty=False)
     try:
@@ -139,8 +131,7 @@ def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
     POST: submit (first time) or revise; success goes to the next item (or, for a revision, back
     to "My annotations"). A refused submit shows the error next to its field and keeps the input.
     """
-    project, role = project_for(request, slug)
-    _require_annotator(role)
+    project, role = project_for(request, slug, allowed=permissions.ANNOTATORS)
     assignment = _own_assignment(request, project, assignment_id)
     view = labelling_form_view(project=project, assignment=assignment)
     claim_ids = [c.id for c in view.claims]
@@ -175,8 +166,7 @@ def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
 @require_http_methods(["GET", "POST"])
 def annotate_skip(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     """Skip the item of an assignment with a reason, then go to the next item."""
-    project, role = project_for(request, slug)
-    _require_annotator(role)
+    project, role = project_for(request, slug, allowed=permissions.ANNOTATORS)
     assignment = _own_assignment(request, project, assignment_id)
     form = SkipForm(request.POST or None)
     if request.method == "POST" and form.is_valid():

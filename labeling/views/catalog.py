@@ -9,9 +9,8 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -118,9 +117,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET"])
 def item_browse(request: HttpRequest, slug: str) -> HttpResponse:
     """List a project's items, 50 a page, filtered by partition, generator and text search."""
-    project, role = project_for(request, slug)
-    if not permissions.can_browse_items(role):
-        raise Http404("no such page")
+    project, role = project_for(request, slug, visible_to=permissions.ITEM_BROWSER_ROLES)
     form = ItemFilterForm(request.GET or None, generators=item_generators(project=project))
     items = item_list(project=project, filters=form.filters())
     page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
@@ -136,9 +133,7 @@ def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 
     Evaluator labels and prior annotations are loaded and rendered for managers only.
     """
-    project, role = project_for(request, slug)
-    if not permissions.can_browse_items(role):
-        raise Http404("no such page")
+    project, role = project_for(request, slug, visible_to=permissions.ITEM_BROWSER_ROLES)
     show_labels = permissions.can_see_labels(role)
     item = item_get(project=project, item_id=item_id, with_labels=show_labels)
     candidate = item.candidate
@@ -175,9 +170,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
     Success redirects to the overview with a message; refused records re-render the form with
     their location, field and reason (never the records themselves) and HTTP 400.
     """
-    project, role = project_for(request, slug)
-    if not permissions.can_manage(role):
-        raise PermissionDenied("only a project manager may import")
+    project, role = project_for(request, slug, allowed=permissions.MANAGERS)
     form = ImportForm(request.POST or None, request.FILES or None)
     errors: list[Any] = []
     if request.method == "POST" and form.is_valid():
@@ -224,9 +217,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def partition_freeze_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Freeze the grouped dev/calibration/test split with a seed (managers only)."""
-    project, role = project_for(request, slug)
-    if not permissions.can_manage(role):
-        raise PermissionDenied("only a project manager may freeze the partition")
+    project, role = project_for(request, slug, allowed=permissions.MANAGERS)
     form = PartitionForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 
 from labeling import permissions
 from labeling.exceptions import LabelingError
-from labeling.models import Project, Role
+from labeling.models import Project
 from labeling.selectors import project_get_for_user
 
 # The form field of a nested input name: ``thresholds[3]`` and ``runs[0]`` are the fields
@@ -20,14 +20,35 @@ from labeling.selectors import project_get_for_user
 _FIELD_ROOT = re.compile(r"^[^[.]+")
 
 
-def project_for(request: HttpRequest, slug: str) -> tuple[Project, str | None]:
+def project_for(
+    request: HttpRequest,
+    slug: str,
+    *,
+    visible_to: frozenset[str] | None = None,
+    allowed: frozenset[str] | None = None,
+) -> tuple[Project, str | None]:
     """Return the project ``slug`` visible to the user and the user's role.
 
+    The one role check of the pages, before a form is read (a refused role is 403 before a
+    400), with :func:`labeling.permissions.require_role`, the services' own check. A non-member
+    gets 404 (not 403): they learn nothing about the project's existence.
+
+    Args:
+        request: the request.
+        slug: the project's slug.
+        visible_to: the roles for whom the page exists; any other member gets 404.
+        allowed: the roles who may use it; any other member gets 403.
+
     Raises:
-        NotFound: no such project, or the user is not a member: a 404 page
-            (``labeling/views/errors.py``), not 403, so they learn nothing of its existence.
+        NotFound: no such project, the user is not a member, or not one of ``visible_to``: a
+            404 page (``labeling/views/errors.py``), so they learn nothing of its existence.
+        PermissionDenied: a member not among ``allowed``: a 403 page.
     """
     project = project_get_for_user(slug=slug, user=request.user)
+    if visible_to is not None:
+        permissions.require_role(project=project, actor=request.user, roles=visible_to, hidden=True)
+    if allowed is not None:
+        permissions.require_role(project=project, actor=request.user, roles=allowed)
     return project, permissions.project_role(user=request.user, project=project)
 
 
@@ -41,12 +62,12 @@ def signed_in_user(request: HttpRequest) -> AbstractBaseUser:
 
 def can_adjudicate(role: str | None) -> bool:
     """Return True if ``role`` may open the disagreement queue (adjudicators and managers)."""
-    return role in (Role.ADJUDICATOR, Role.MANAGER)
+    return permissions.can_review(role)
 
 
 def can_annotate(role: str | None) -> bool:
     """Return True if ``role`` claims items to label (annotators only, as ``item_claim_next``)."""
-    return role == Role.ANNOTATOR
+    return permissions.can_annotate(role)
 
 
 def page_context(project: Project, role: str | None, **extra: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from labeling.forms import ClaimState, EvidenceState, LabelsState
 from labeling.models import CANNOT_DECIDE
 from labeling.selectors.review import ClaimRow, SourceRow, Vote
 from labeling.views.catalog import answer_segments
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
-EVIDENCE_UNAVAILABLE = "evidence_unavailable"
 # A service names the offending input, e.g. ``claims[2].evidence[0].quote`` (``2``: the claim's
 # position in the submitted tuple, which is the page's claim order).
 CLAIM_FIELD = re.compile(r"^claims\[(\d+)\]")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -19,17 +18,11 @@ from labeling.services.projects import membership_change, membership_invite
 from labeling.views.common import form_add_domain_error, page_context, project_for
 
 
-def _require_manager(role: str | None) -> None:
-    if not permissions.can_manage(role):
-        raise PermissionDenied("only a project manager may open this page")
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     """Show and change the labelling settings; overlap and serving order lock at the start."""
-    project, role = project_for(request, slug)
-    _require_manager(role)
+    project, role = project_for(request, slug, allowed=permissions.MANAGERS)
     locked = project.labelling_started_at is not None
     initial = {
         "overlap": project.overlap,
@@ -60,8 +53,7 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["POST"])
 def project_labelling_start_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Start labelling: freeze the policy, fix overlap and serving order, open the queue."""
-    project, role = project_for(request, slug)
-    _require_manager(role)
+    project, role = project_for(request, slug, allowed=permissions.MANAGERS)
     try:
         project = project_labelling_start(project=project, actor=request.user)
     except LabelingError as exc:
@@ -83,8 +75,7 @@ def project_members(request: HttpRequest, slug: str) -> HttpResponse:
     A new account's one-time set-password link is shown once, in a message after the redirect;
     it is not stored.
     """
-    project, role = project_for(request, slug)
-    _require_manager(role)
+    project, role = project_for(request, slug, allowed=permissions.MANAGERS)
     invite_form = MembershipInviteForm(
         request.POST if request.POST.get("action") == "invite" else None
     )

@@ -28,10 +28,11 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
-from labeling.models import Project, Role
+from labeling import permissions
+from labeling.models import Project
 
 # Roles that see a panel unless its registration says otherwise.
-DEFAULT_PANEL_ROLES: frozenset[str] = frozenset({Role.MANAGER, Role.ADJUDICATOR})
+DEFAULT_PANEL_ROLES: frozenset[str] = permissions.REVIEWERS
 
 
 @dataclass(frozen=True)

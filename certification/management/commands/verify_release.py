@@ -24,15 +24,16 @@ from labeling.release_format import (
     sha256_file,
     verify_release,
 )
+from labeling.vocabulary import ADJUDICATED, CONSENSUS, PENDING, UNRESOLVED
 
 # The counts printed after OK, in this order.
 SUMMARY = (
     "items",
     "resolved",
-    "consensus",
-    "adjudicated",
-    "unresolved",
-    "pending",
+    CONSENSUS,
+    ADJUDICATED,
+    UNRESOLVED,
+    PENDING,
     "claims",
     "annotations",
     "evaluator_labels",

@@ -48,6 +48,7 @@ from labeling.release_format import (
     CARD,
     CONTENT_FILES,
     FORMAT_NAME,
+    LABEL_RECORD_KEYS,
     LABELS_CSV,
     LABELS_JSONL,
     LABELS_PARQUET,
@@ -71,6 +72,8 @@ logger = logging.getLogger(__name__)
 
 # A fixed time for every zip member (the earliest a zip can hold): no build time in the archive.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+# The keys of a labels.jsonl record in canonical (sorted) order: the line is assembled from them.
+_RECORD_KEYS = tuple(sorted(LABEL_RECORD_KEYS))
 ARROW_TYPES = {
     "string": pa.string(),
     "int64": pa.int64(),
@@ -84,16 +87,21 @@ ARROW_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in TABLE_COLU
 
 
 class QuestionEncodings:
-    """The encodings of the last question seen, reused by the consecutive records that share
-    its dict (the reader gives a question's candidates one dict). One per build."""
+    """The encodings of the last question seen, reused by the records that share its dict.
+
+    The reader gives a question's candidates one dict, so consecutive records share it. One per
+    build.
+    """
 
     def __init__(self) -> None:
         self._question: dict[str, Any] | None = None
         self._encoded: dict[str, Any] = {}
 
     def get(self, question: dict[str, Any]) -> dict[str, Any]:
-        """Return the question's encodings: ``question`` (bytes), ``sources``, ``slices``,
-        ``metadata`` (text)."""
+        """Return the question's encodings.
+
+        They are ``question`` (bytes), ``sources``, ``slices`` and ``metadata`` (text).
+        """
         if self._question is not question:
             self._question = question
             self._encoded = {
@@ -119,23 +127,15 @@ def encode_record(
     annotations = canonical_json_bytes(record["annotations"])
     claims = canonical_json_bytes(record["claims"])
     evaluator_labels = canonical_json_bytes(record["evaluator_labels"])
-    line = b"".join(
-        (
-            b'{"annotations":',
-            annotations,
-            b',"candidate":',
-            canonical_json_bytes(candidate),
-            b',"claims":',
-            claims,
-            b',"evaluator_labels":',
-            evaluator_labels,
-            b',"question":',
-            encoded["question"],
-            b',"resolution":',
-            canonical_json_bytes(resolution),
-            b"}",
-        )
-    )
+    values = {
+        "annotations": annotations,
+        "candidate": canonical_json_bytes(candidate),
+        "claims": claims,
+        "evaluator_labels": evaluator_labels,
+        "question": encoded["question"],
+        "resolution": canonical_json_bytes(resolution),
+    }
+    line = b"{%b}" % b",".join(b'"%b":%b' % (key.encode(), values[key]) for key in _RECORD_KEYS)
     resolution = resolution or {}
     row = {
         "question_id": question["id"],
@@ -207,8 +207,11 @@ class TableWriter:
             values.append(row[name])
 
     def flush(self) -> None:
-        """Hand the rows added since the last flush to the writing thread (a Parquet row group
-        and CSV lines); waits for the previous chunk's write first."""
+        """Hand the rows added since the last flush to the writing thread.
+
+        They become a Parquet row group and CSV lines; waits for the previous chunk's write
+        first.
+        """
         if not self._columns["question_id"]:
             return
         table = pa.Table.from_pydict(self._columns, schema=ARROW_SCHEMA)
@@ -326,8 +329,10 @@ def _manifest(
 
 
 def _zip_members(archive: zipfile.ZipFile, folder: str, directory: Path, names: list[str]) -> None:
-    """Append the files ``names`` of ``directory`` to ``archive`` under ``folder/``, with fixed
-    times and permissions (no build time in the archive)."""
+    """Append the files ``names`` of ``directory`` to ``archive`` under ``folder/``.
+
+    Each entry has fixed times and permissions (no build time in the archive).
+    """
     for name in names:
         info = zipfile.ZipInfo(f"{folder}/{name}", date_time=ZIP_TIME)
         # Parquet is compressed already; text gets the fastest deflate (level 1 runs about 3x
@@ -336,7 +341,9 @@ def _zip_members(archive: zipfile.ZipFile, folder: str, directory: Path, names: 
             info.compress_type = zipfile.ZIP_STORED
         else:
             info.compress_type = zipfile.ZIP_DEFLATED
-            info._compresslevel = 1  # noqa: SLF001 - public as compress_level from 3.13
+            # Public as ``compress_level`` from Python 3.13; typeshed does not declare the 3.11
+            # attribute, which zipfile reads when writing the member.
+            info._compresslevel = 1  # type: ignore[attr-defined]
         info.external_attr = 0o644 << 16
         info.create_system = 3  # Unix, whatever the machine
         with (directory / name).open("rb") as source, archive.open(info, "w") as member:
@@ -344,10 +351,10 @@ def _zip_members(archive: zipfile.ZipFile, folder: str, directory: Path, names: 
 
 
 def build_files(release: Release, directory: Path, build: ReleaseBuild) -> list[dict[str, Any]]:
-    """Write every file of ``release`` into ``directory``; return the manifest's entry (name,
-    sha256, size, media type) and each content file's, manifest first.
+    """Write every file of ``release`` into ``directory``; return the files' entries.
 
-    Progress (candidates written) is saved on ``build`` as it goes.
+    The entries (name, sha256, size, media type) are the manifest's and each content file's,
+    manifest first. Progress (candidates written) is saved on ``build`` as it goes.
     """
     reader = ReleaseReader(release)
     counts, provenance = _labels(reader, directory, build)
@@ -373,8 +380,10 @@ def _other_files(
     counts: dict[str, Any],
     directory: Path,
 ) -> list[dict[str, Any]]:
-    """Write sources, ledger, report, provenance, card and manifest; return the content
-    files' entries."""
+    """Write sources, ledger, report, provenance, card and manifest.
+
+    Returns the content files' entries.
+    """
     counts["sources"] = _sources(reader, directory)
     key = release.project.pseudonym_key
     report = pseudonymise_raters(release.report, key)
@@ -395,8 +404,11 @@ def _other_files(
 
 
 def _local_root() -> str | None:
-    """The release storage's directory when it is a local one (files are then built beside
-    their final place and moved, not copied), else None (the system's temporary directory)."""
+    """Return the release storage's directory when it is a local one, else None.
+
+    Files are then built beside their final place and moved, not copied; None means the
+    system's temporary directory.
+    """
     storage = release_storage()
     if not isinstance(storage, FileSystemStorage):
         return None

@@ -30,7 +30,7 @@ from certification.models import (
     release_version_key,
 )
 from certification.selectors import release_default_run_ids
-from labeling.exceptions import Conflict, InvalidInput, NotFound
+from labeling.exceptions import Conflict, InvalidInput
 from labeling.locks import project_lock
 from labeling.models import (
     AnnotationRevision,
@@ -42,7 +42,7 @@ from labeling.models import (
     Resolution,
     SourceVersion,
 )
-from labeling.permissions import project_role, require_manager
+from labeling.permissions import MANAGERS, require_role
 
 # The append-only tables a release reads, by the key its cutoff uses. Rows inserted with the
 # parent row (claim labels and evidence of a revision or resolution, claims of a candidate)
@@ -58,13 +58,6 @@ CUTOFF_MODELS = {
 }
 MAX_NOTES = 20_000
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-
-
-def _require_manager_of(project: Project, actor: Any) -> None:
-    role = project_role(user=actor, project=project)
-    if role is None:
-        raise NotFound(f"no project {project.slug!r}")
-    require_manager(role)
 
 
 def _clean_version(project: Project, version: Any, parent: Release | None) -> str:
@@ -133,8 +126,11 @@ def certifies_json(run: CalibrationRun) -> dict[str, Any]:
 
 
 def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, Any]:
-    """The figures report.json shows, as they stand now (stored computations are recomputed
-    later, so the release keeps its own copy). Rater ids are replaced by pseudonyms at build."""
+    """Return the figures report.json shows, as they stand now.
+
+    Stored computations are recomputed later, so the release keeps its own copy. Rater ids are
+    replaced by pseudonyms at build.
+    """
     agreement = AgreementReport.objects.filter(project=project).first()
     audits = (
         AuditReport.objects.filter(project=project)
@@ -178,7 +174,9 @@ def _cutoff() -> dict[str, int]:
     """
     release_cutoff_tables_lock(CUTOFF_MODELS.values())
     return {
-        key: model.objects.aggregate(largest=Max("pk"))["largest"] or 0
+        # _default_manager: the manager Django documents for code given any model class
+        # (``objects`` is not declared on Model itself).
+        key: model._default_manager.aggregate(largest=Max("pk"))["largest"] or 0
         for key, model in CUTOFF_MODELS.items()
     }
 
@@ -220,6 +218,7 @@ def release_freeze(
 
     Args:
         project: the project; ``actor`` must be its manager.
+        actor: the manager freezing the release (the command line passes its ``--user``).
         version: an increasing integer or MAJOR.MINOR.PATCH, new in the project and greater than
             ``parent``'s version.
         parent: the release this one follows or corrects (same project), or None.
@@ -235,7 +234,7 @@ def release_freeze(
         PermissionDenied: ``actor`` is not a manager.
         InvalidInput: a bad version, parent, run or notes; ``field`` names the field.
     """
-    _require_manager_of(project, actor)
+    require_role(project=project, actor=actor, roles=MANAGERS)
     if parent is not None and parent.project_id != project.pk:
         raise InvalidInput(
             f"release {parent.pk} is not a release of {project.slug!r}",
@@ -297,7 +296,7 @@ def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
         NotFound / PermissionDenied: ``actor`` is not a manager of the release's project.
         Conflict: the release has no done first build yet, or a rebuild is already running.
     """
-    _require_manager_of(release.project, actor)
+    require_role(project=release.project, actor=actor, roles=MANAGERS)
     with transaction.atomic():
         project_lock(release.project_id)
         first = ReleaseBuild.objects.filter(release=release, is_rebuild=False).first()
@@ -339,7 +338,7 @@ def release_tag_move(*, project: Project, actor: Any, name: str, release: Releas
         NotFound / PermissionDenied: ``actor`` is not a manager of the project.
         InvalidInput: a bad tag name, or a release of another project (``field``).
     """
-    _require_manager_of(project, actor)
+    require_role(project=project, actor=actor, roles=MANAGERS)
     text = name.strip() if isinstance(name, str) else ""
     if not TAG_PATTERN.fullmatch(text):
         raise InvalidInput(

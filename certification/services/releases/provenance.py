@@ -1,10 +1,11 @@
-"""provenance.jsonld: W3C PROV-O (JSON-LD) of a release (issue 6; seed 000 "Make labels
-reconstructible": PROV-O represents derivation between an entity and its predecessor).
+"""provenance.jsonld: W3C PROV-O (JSON-LD) of a release.
 
-The release is a ``prov:Entity`` derived from its parent (``prov:wasRevisionOf``) and from the
-pinned source versions it cites; it was influenced by one labelling activity per annotator, one
-adjudication activity per adjudicator, the consensus comparison and one activity per evaluator
-version, each associated with its agent (a pseudonym, never a name). Activity times are the
+PROV-O represents derivation between an entity and its predecessor, so labels stay
+reconstructible. The release is a ``prov:Entity`` derived from its parent
+(``prov:wasRevisionOf``) and from the pinned source versions it cites; it was influenced by one
+labelling activity per annotator, one adjudication activity per adjudicator, the consensus
+comparison and one activity per evaluator version, each associated with its agent (a pseudonym,
+never a name). Activity times are the
 first and last label times: data, not the time of the build. The document's size grows with the
 number of sources, annotators and evaluators, never with the number of labels.
 """

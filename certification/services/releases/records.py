@@ -47,7 +47,12 @@ from labeling.models import (
     RetrievalLink,
     SourceVersion,
 )
-from labeling.release_format import finite_or_none, iso_utc
+from labeling.release_format import (
+    CANDIDATE_FIELDS,
+    CANDIDATE_MODEL_FIELDS,
+    finite_or_none,
+    iso_utc,
+)
 
 CHUNK = 2000
 # Chunks read ahead by as many threads (each with its own connection) while one is consumed.
@@ -56,8 +61,10 @@ PSEUDONYM_PREFIX = "r-"
 
 
 class InIds(Lookup):
-    """``column IN ids`` as one parameter: ``= ANY(%s)`` (an array) on PostgreSQL, ``IN (SELECT
-    value FROM json_each(%s))`` on SQLite.
+    """``column IN ids`` as one parameter.
+
+    It is ``= ANY(%s)`` (an array) on PostgreSQL, ``IN (SELECT value FROM json_each(%s))`` on
+    SQLite.
 
     Django renders ``__in`` with one placeholder per id; for the thousands of ids of a chunk
     that costs more than the query (measured by tests/benchmarks/bench_release.py).
@@ -67,18 +74,26 @@ class InIds(Lookup):
     lookup_name = "in_ids"
     prepare_rhs = False
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
+        """Return the SQL and its parameters: the column's, then the ids as one value.
+
+        The ids are a list (a PostgreSQL array) or a JSON text (SQLite), not a ``str | int``
+        as the stubs type a parameter, hence ``Any``.
+        """
         lhs, params = self.process_lhs(compiler, connection)
         ids = [int(i) for i in self.rhs]
         if connection.vendor == "postgresql":
-            return f"{lhs} = ANY(%s)", [*params, ids]
+            return f"{lhs} = ANY(%s)", (*params, ids)
         sql = f"{lhs} IN (SELECT value FROM json_each(%s))"  # noqa: S608 - a column, bound ids
-        return sql, [*params, json.dumps(ids)]
+        return sql, (*params, json.dumps(ids))
 
 
 def prefetch_possible() -> bool:
-    """Whether a second connection may read ahead: on PostgreSQL, outside any transaction
-    (a caller's open transaction, e.g. a test's, holds rows other connections cannot see)."""
+    """Return whether a second connection may read ahead.
+
+    Only on PostgreSQL, outside any transaction: a caller's open transaction (e.g. a test's)
+    holds rows other connections cannot see.
+    """
     return connection.vendor == "postgresql" and not connection.in_atomic_block
 
 
@@ -236,8 +251,10 @@ class ReleaseReader:
     # -- labels ---------------------------------------------------------------------------------
 
     def candidate_ids(self) -> array:
-        """Ids of the release's candidates in record order (question id, sample index, id), as
-        a compact array (8 bytes per candidate)."""
+        """Return the ids of the release's candidates in record order, as a compact array.
+
+        The order is question id, sample index, id; the array takes 8 bytes per candidate.
+        """
         ids = (
             CandidateAnswer.objects.filter(
                 question__project=self.project, pk__lte=self.cutoff["candidate"]
@@ -286,8 +303,8 @@ class ReleaseReader:
                     barrier.wait(timeout=30)
                     connections.close_all()
 
-                for future in [pool.submit(close) for _ in range(READ_AHEAD)]:
-                    future.result()
+                for closing in [pool.submit(close) for _ in range(READ_AHEAD)]:
+                    closing.result()
 
     def _chunk_list(self, ids: list[int]) -> list[dict[str, Any]]:
         return list(self._chunk(ids))
@@ -298,22 +315,7 @@ class ReleaseReader:
             row["pk"]: row
             for row in CandidateAnswer.objects.filter(_in("id", ids))
             .order_by()
-            .values(
-                "pk",
-                "key",
-                "text",
-                "generator",
-                "generator_settings",
-                "sample_index",
-                "canonical_form",
-                "retrieval_score",
-                "confidence",
-                "acceptance_score",
-                "frequency_rank",
-                "is_selected",
-                "metadata",
-                "question_id",
-            )
+            .values("pk", *CANDIDATE_MODEL_FIELDS, "question_id")
         }
         question_ids = {row["question_id"] for row in candidates.values()}
         links: dict[int, list[dict[str, Any]]] = defaultdict(list)
@@ -389,19 +391,10 @@ class ReleaseReader:
             row = candidates[candidate_id]
             yield {
                 "question": questions[row["question_id"]],
+                # A score that is NaN or infinite is written as null (JSON cannot hold it).
                 "candidate": {
-                    "id": row["key"],
-                    "text": row["text"],
-                    "generator": row["generator"],
-                    "generator_settings": row["generator_settings"],
-                    "sample_index": row["sample_index"],
-                    "canonical_form": row["canonical_form"],
-                    "retrieval_score": finite_or_none(row["retrieval_score"]),
-                    "confidence": finite_or_none(row["confidence"]),
-                    "acceptance_score": finite_or_none(row["acceptance_score"]),
-                    "frequency_rank": row["frequency_rank"],
-                    "is_selected": row["is_selected"],
-                    "metadata": row["metadata"],
+                    key: finite_or_none(row[name]) if isinstance(row[name], float) else row[name]
+                    for key, name in CANDIDATE_FIELDS
                 },
                 "claims": claims.get(candidate_id, []),
                 "annotations": sorted(
@@ -486,8 +479,10 @@ class ReleaseReader:
         boundary: bool = False,
         raw: bool = False,
     ) -> dict[int, list[dict[str, Any]]]:
-        """Claim labels of the given parents (revisions, resolutions, prior annotations), with
-        their evidence, by parent id, in claim order."""
+        """Return the claim labels of the given parents, with their evidence, by parent id.
+
+        The parents are revisions, resolutions or prior annotations; labels are in claim order.
+        """
         fields = ["pk", parent_field, "claim_id", "label", "reason"]
         if boundary:
             fields.append("boundary_error")
@@ -573,6 +568,16 @@ class ReleaseReader:
             prior_id, start, end, quote, span_labels, note, version_id, e_start, e_end, e_quote = (
                 row
             )
+            # The four evidence columns are set together or not at all (the
+            # prior_span_evidence_complete constraint).
+            evidence = None
+            if (
+                version_id is not None
+                and e_start is not None
+                and e_end is not None
+                and e_quote is not None
+            ):
+                evidence = self.sources[version_id].evidence(e_start, e_end, e_quote)
             spans[prior_id].append(
                 {
                     "start": start,
@@ -580,9 +585,7 @@ class ReleaseReader:
                     "quote": quote,
                     "labels": span_labels,
                     "note": note,
-                    "evidence": None
-                    if version_id is None
-                    else self.sources[version_id].evidence(e_start, e_end, e_quote),
+                    "evidence": evidence,
                 }
             )
         out: dict[int, list[dict[str, Any]]] = defaultdict(list)

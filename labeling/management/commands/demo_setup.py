@@ -125,7 +125,7 @@ class Command(BaseCommand):
             self.stdout.write(f"partition: already frozen (seed {project.partition_seed})")
             return
         result = partition_freeze(
-            project=project, proportions=PARTITION_PROPORTIONS, seed=PARTITION_SEED
+            project=project, proportions=PARTITION_PROPORTIONS, seed=PARTITION_SEED, actor=None
         )
         counts = ", ".join(
             f"{name} {result.questions[name]} questions / {result.components[name]} groups"

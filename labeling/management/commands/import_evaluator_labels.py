@@ -36,7 +36,7 @@ class Command(BaseCommand):
         try:
             with path.open("rb") as stream:
                 result = evaluator_labels_import_file(
-                    project=project, stream=stream, filename=path.name
+                    project=project, stream=stream, filename=path.name, actor=None
                 )
         except WorkloadImportFailed as exc:
             for error in exc.errors:

@@ -102,7 +102,7 @@ class Command(BaseCommand):
     def _import_one(self, project: Project, fmt: Any, path: Path, quiet: bool) -> str:
         if path.is_dir():
             result = workload_import_directory(
-                project=project, directory=path, format_name=fmt.name
+                project=project, directory=path, format_name=fmt.name, actor=None
             )
         else:
             result = self._import_file(project, fmt, path, quiet)
@@ -130,6 +130,7 @@ class Command(BaseCommand):
                 stream=stream,
                 format_name=fmt.name,
                 filename=path.name,
+                actor=None,
                 progress=bar.update,
             )
         return result

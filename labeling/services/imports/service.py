@@ -12,7 +12,7 @@ from typing import IO, Any, cast
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import connection, reset_queries, transaction
 
-from labeling.exceptions import InvalidInput, WorkloadImportFailed
+from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
 from labeling.importers import RecordSource, SourcedRecord, formats
 from labeling.importers.native import file_sha256 as stream_sha256
 from labeling.importers.schema import (
@@ -25,6 +25,7 @@ from labeling.importers.schema import (
 from labeling.importers.validation import validated_stream
 from labeling.locks import project_lock
 from labeling.models import ImportBatch, Item, Project, Question
+from labeling.permissions import MANAGERS, require_role
 from labeling.services.assignments import items_enqueue
 from labeling.services.imports.common import (
     CHUNK_SIZE,
@@ -257,6 +258,8 @@ def workload_import(
         An :class:`ImportResult`; ``batch`` is None when the import created nothing.
 
     Raises:
+        NotFound: ``actor`` is not a member of the project.
+        PermissionDenied: ``actor`` is not a manager of the project.
         WorkloadImportFailed: one or more records are invalid or conflict with stored rows;
             nothing was written. Its ``errors`` give location, field and reason.
         InvalidInput: the project has no label policy.
@@ -264,6 +267,9 @@ def workload_import(
     Concurrency: opens its own transaction and locks the Project row, so imports into one
     project run one at a time.
     """
+    require_role(
+        project=project, actor=actor, roles=MANAGERS, action="import", outsider=PermissionDenied
+    )
     project = project_lock(project.pk)
     previous = ImportBatch.objects.filter(project=project, file_sha256=file_sha256).first()
     if previous is not None:
@@ -361,9 +367,13 @@ def workload_import_file(
     called with the number of bytes read so far in each step, e.g. ``tqdm.update``.
 
     Raises:
+        NotFound, PermissionDenied: as :func:`workload_import` (before the file is read).
         InvalidInput: ``format_name`` is not a known format, or the project has no policy.
         WorkloadImportFailed: invalid records; nothing was written.
     """
+    require_role(
+        project=project, actor=actor, roles=MANAGERS, action="import", outsider=PermissionDenied
+    )
     known = formats()
     if format_name not in known:
         raise InvalidInput(f"unknown format {format_name!r}; one of {sorted(known)}")
@@ -387,9 +397,13 @@ def workload_import_directory(
     The batch is identified by the digest the format gives (a release: its manifest's sha256).
 
     Raises:
+        NotFound, PermissionDenied: as :func:`workload_import` (before the directory is read).
         InvalidInput: the format is unknown or reads files only, or the project has no policy.
         WorkloadImportFailed: the input does not verify, or invalid records; nothing written.
     """
+    require_role(
+        project=project, actor=actor, roles=MANAGERS, action="import", outsider=PermissionDenied
+    )
     known = formats()
     if format_name not in known:
         raise InvalidInput(f"unknown format {format_name!r}; one of {sorted(known)}")
