@@ -62,6 +62,21 @@ class InvalidInput(LabelingError):
     code = "invalid_input"
 
 
+class MultipleValues(InvalidInput):
+    """A field that takes one value was given several (a form field or JSON key repeated)."""
+
+    code = "multiple_values"
+
+    @classmethod
+    def of(cls, field: str, count: int | None = None) -> MultipleValues:
+        """Return the refusal of ``field`` given ``count`` values (None: not counted).
+
+        ``field`` is named as the services name inputs, e.g. ``claims[1].label``.
+        """
+        times = f"{count} values" if count else "several values"
+        return cls(f"{times} given; this field takes exactly one", field=field)
+
+
 class InvalidTransition(LabelingError):
     """The object's state does not allow the operation (e.g. the partition is already frozen)."""
 

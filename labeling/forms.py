@@ -12,7 +12,7 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-from labeling.exceptions import InvalidInput
+from labeling.exceptions import InvalidInput, MultipleValues
 from labeling.importers import formats
 from labeling.models import Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
@@ -246,6 +246,8 @@ class LabelsState:
     comment: str = ""
     time_spent_seconds: str = ""
     claims: dict[int, ClaimState] = field(default_factory=dict)
+    #: The revision the labels were made on, as posted ("": not said).
+    revision: str = ""
 
     @classmethod
     def from_post(cls, data: QueryDict, claim_ids: Sequence[int]) -> LabelsState:
@@ -285,6 +287,7 @@ class LabelsState:
             comment=data.get("comment", ""),
             time_spent_seconds=data.get("time_spent_seconds", ""),
             claims=claims,
+            revision=data.get("revision", ""),
         )
 
     def claim_inputs(self, claim_ids: Sequence[int]) -> tuple[ClaimInput, ...]:
@@ -324,8 +327,8 @@ class LabelsState:
         """Convert to ``annotation_submit`` input.
 
         Raises:
-            InvalidInput: a number is malformed (field named as in :meth:`claim_inputs`, or
-                ``time_spent_seconds``).
+            InvalidInput: a number is malformed (field named as in :meth:`claim_inputs`,
+                ``time_spent_seconds`` or ``revision``).
         """
         spent: float | None = None
         if self.time_spent_seconds.strip():
@@ -333,13 +336,50 @@ class LabelsState:
                 spent = float(self.time_spent_seconds)
             except ValueError as exc:
                 raise InvalidInput("not a number", field="time_spent_seconds") from exc
+        revision = self.revision.strip()
         return AnnotationInput(
             answer_label=self.answer_label,
             answer_reason=self.answer_reason or None,
             claims=self.claim_inputs(claim_ids),
             comment=self.comment,
             time_spent_seconds=spent,
+            based_on_revision=_integer(revision, "revision") if revision else None,
         )
+
+
+#: Fields of the labelling form besides the claims' (each takes one value).
+LABELS_FIELDS = ("answer_label", "answer_reason", "comment", "time_spent_seconds", "revision")
+#: Fields the adjudication form adds.
+DECISION_FIELDS = ("action", "expected_version", "unresolved_reason", "rationale")
+_CLAIM_FIELD = re.compile(r"^claim-(?P<claim>\d+)-(?P<field>label|reason|boundary_error)$")
+
+
+def single_values_check(
+    data: QueryDict, claim_ids: Sequence[int], fields: Sequence[str] = LABELS_FIELDS
+) -> None:
+    """Refuse a labelling or adjudication form that gives one of its fields several values.
+
+    Browsers send each radio group, select and hidden input once; a repeated field is a forged
+    or broken post, and reading one of its values would store a choice nobody made. Fields are
+    named as the services name them: ``answer_label``, ``claims[2].label`` (2: the claim's
+    position in ``claim_ids``), ``claims[2].evidence``.
+
+    Raises:
+        MultipleValues: ``field`` the repeated field (an ``InvalidInput``, HTTP 400).
+    """
+    position = {cid: i for i, cid in enumerate(claim_ids)}
+    for key, values in data.lists():
+        if len(values) < 2:
+            continue
+        if key in fields:
+            name = key
+        elif (claim := _CLAIM_FIELD.match(key)) and int(claim["claim"]) in position:
+            name = f"claims[{position[int(claim['claim'])]}].{claim['field']}"
+        elif (span := EVIDENCE_FIELD.match(key)) and int(span["claim"]) in position:
+            name = f"claims[{position[int(span['claim'])]}].evidence"
+        else:
+            continue
+        raise MultipleValues.of(name, len(values))
 
 
 def _integer(value: str, name: str) -> int:

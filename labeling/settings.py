@@ -179,6 +179,12 @@ REST_FRAMEWORK = {
         "rest_framework.permissions.IsAuthenticated",
         "labeling.api.permissions.ProjectRolePermission",
     ],
+    # One value per field: a repeated JSON key or form field is refused (labeling/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "labeling.api.parsers.StrictJSONParser",
+        "labeling.api.parsers.StrictFormParser",
+        "labeling.api.parsers.StrictMultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "labeling.api.pagination.CappedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

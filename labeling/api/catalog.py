@@ -14,7 +14,6 @@ from typing import Any, cast
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -22,6 +21,7 @@ from rest_framework.views import APIView
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor
 from labeling.api.pagination import CappedLimitOffsetPagination
+from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.models import Partition
 from labeling.selectors import (
@@ -427,7 +427,7 @@ class ItemDetailApi(APIView):
 class ImportCreateApi(APIView):
     """Import a workload file synchronously, atomically and idempotently (managers only)."""
 
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [StrictMultiPartParser, StrictFormParser]
     project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
@@ -490,7 +490,7 @@ class ImportCreateApi(APIView):
 class EvaluatorLabelImportApi(APIView):
     """Import an evaluator-label JSONL file (judges run after the workload; managers only)."""
 
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [StrictMultiPartParser, StrictFormParser]
     project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):

@@ -18,9 +18,15 @@ imported prior labels; see ``labeling/api/serializers.py``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -41,7 +47,8 @@ from labeling.api.serializers import (
     claim_inputs,
     claim_votes,
 )
-from labeling.models import Partition, Role, ServingOrder, SkipReason, UnresolvedReason
+from labeling.exceptions import InvalidInput
+from labeling.models import MAX_ID, Partition, Role, ServingOrder, SkipReason, UnresolvedReason
 from labeling.selectors import (
     UNASSIGNED,
     adjudication_view,
@@ -52,7 +59,7 @@ from labeling.selectors import (
     project_progress,
 )
 from labeling.selectors.pages import member_list, own_annotation_list
-from labeling.selectors.review import QUEUE_LEVELS
+from labeling.selectors.review import QUEUE_LEVELS, LabellingFormView
 from labeling.services import (
     AnnotationInput,
     adjudication_mark_unresolved,
@@ -76,6 +83,44 @@ BAD_INPUT = OpenApiResponse(
     "domain (the field is named, e.g. claims[1].evidence[0].quote)."
 )
 CONFLICT = OpenApiResponse(ErrorSerializer, description="The object's state does not allow it.")
+# An entity tag as If-Match carries it: "2", W/"2" (the revision number), or the bare number.
+ENTITY_TAG = re.compile(r'^(?:W/)?"(\d{1,19})"$|^(\d{1,19})$')
+
+
+def revision_etag(number: int) -> str:
+    """Return the ETag of an annotation's revision ``number`` (0: none yet), e.g. ``"2"``."""
+    return f'"{number}"'
+
+
+def form_etag(form: LabellingFormView) -> dict[str, str]:
+    """Return the ETag header of a labelling form: its current revision (0 before a submit)."""
+    return {"ETag": revision_etag((form.current.revision or 0) if form.current else 0)}
+
+
+def based_on_revision(request: Request, revision: int | None) -> int | None:
+    """Return the revision a submit was made on, from ``If-Match`` or the body's ``revision``.
+
+    Raises:
+        InvalidInput: ``If-Match`` is not one entity tag of a revision (field ``If-Match``), or
+            it and ``revision`` name different revisions (field ``revision``).
+    """
+    header = request.headers.get("If-Match")
+    if header is None:
+        return revision
+    match = ENTITY_TAG.match(header.strip())
+    if match is None:
+        raise InvalidInput(
+            'expected one entity tag of a revision, e.g. "2" ("0" before the first submit)',
+            field="If-Match",
+        )
+    tagged = int(match.group(1) or match.group(2))
+    if tagged > MAX_ID:
+        raise InvalidInput(f"at most {MAX_ID}", field="If-Match")
+    if revision is not None and revision != tagged:
+        raise InvalidInput(
+            f"revision {revision} in the body, {tagged} in If-Match: send one", field="revision"
+        )
+    return tagged
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,7 +151,7 @@ class AssignmentClaimNextApi(APIView):
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         form = labelling_form_view(project=project, assignment=assignment)
-        return Response(LabellingFormSerializer(form).data)
+        return Response(LabellingFormSerializer(form).data, headers=form_etag(form))
 
 
 class AssignmentDetailApi(APIView):
@@ -123,7 +168,7 @@ class AssignmentDetailApi(APIView):
             project=project, assignment_id=assignment_id, actor=request.user
         )
         form = labelling_form_view(project=project, assignment=assignment)
-        return Response(LabellingFormSerializer(form).data)
+        return Response(LabellingFormSerializer(form).data, headers=form_etag(form))
 
 
 class AnnotationSubmitApi(APIView):
@@ -152,6 +197,17 @@ class AnnotationSubmitApi(APIView):
         )
         claims = ClaimInputSerializer(
             many=True, default=list, help_text="Every claim of the candidate, exactly once."
+        )
+        revision = serializers.IntegerField(
+            min_value=0,
+            max_value=MAX_ID,
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="The revision the labels were made on (0 before the first submit; the "
+            "form's current.revision, or the ETag of the form or of the last PUT). A submit "
+            "made on an older revision is refused with 409 stale_version. Omitted (and no "
+            "If-Match header): no check.",
         )
 
         class Meta:
@@ -201,22 +257,43 @@ class AnnotationSubmitApi(APIView):
             409: OpenApiResponse(
                 ErrorSerializer,
                 description="lease_expired: the slot was given back, nothing saved; "
-                "invalid_transition: the item is resolved (no more revisions).",
+                "invalid_transition: the item is resolved (no more revisions); "
+                "stale_version: another session saved a revision since the one the labels "
+                "were made on, nothing saved (the body adds based_on_revision, "
+                "current_revision and current, the current labels).",
             ),
         },
+        parameters=[
+            OpenApiParameter(
+                "If-Match",
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description='The ETag of the revision the labels were made on, e.g. "2" '
+                '("0" before the first submit); as the body\'s revision.',
+            )
+        ],
     )
     def put(self, request: Request, slug: str, assignment_id: int) -> Response:
-        """Save the labels as the actor's current annotation of the item."""
+        """Save the labels as the actor's current annotation of the item.
+
+        The response's ``ETag`` is the current revision number, for the next ``If-Match``.
+        """
         project = project_get_for_user(slug=slug, user=request.user)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
+        fields = dict(given.validated_data)
+        based_on = based_on_revision(request, fields.pop("revision"))
         data = AnnotationInput(
-            **{**given.validated_data, "claims": claim_inputs(given.validated_data["claims"])}
+            **{**fields, "claims": claim_inputs(fields["claims"])}, based_on_revision=based_on
         )
         annotation = annotation_submit(
             project=project, assignment_id=assignment_id, actor=request.user, data=data
         )
-        return Response(self.OutputSerializer(annotation).data)
+        return Response(
+            self.OutputSerializer(annotation).data,
+            headers={"ETag": revision_etag(annotation.revision_count)},
+        )
 
 
 class AssignmentSkipApi(APIView):

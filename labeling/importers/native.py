@@ -22,11 +22,24 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+class DuplicateKey(ValueError):
+    """A JSON object names the same key twice (``key``); ``json`` would keep the last value."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of ``json.loads`` that refuses a repeated key.
+
+    Raises:
+        DuplicateKey: a key occurs twice in one object (a ``ValueError``).
+    """
     obj: dict[str, Any] = {}
     for key, value in pairs:
         if key in obj:
-            raise ValueError(f"duplicate key {key!r}")
+            raise DuplicateKey(key)
         obj[key] = value
     return obj
 
@@ -54,7 +67,7 @@ def loads_strict(text: str, location: str) -> Any:
         RecordError: an unstorable character, naming the field path.
     """
     value = json.loads(
-        text, parse_constant=_no_constants, parse_float=_number, object_pairs_hook=_unique_keys
+        text, parse_constant=_no_constants, parse_float=_number, object_pairs_hook=unique_keys
     )
     # The walk is needed only when an escape could have produced NUL or a surrogate.
     if _UNSTORABLE_ESCAPE.search(text):

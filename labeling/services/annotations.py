@@ -3,7 +3,10 @@
 An annotation is one annotator's judgement of one item, kept as append-only revisions: the first
 submit creates the annotation and revision 1, a later submit with different content appends a
 revision (``previous`` links the old one) and moves ``Annotation.current``; a submit with the
-same content writes nothing (idempotent). Content is compared by the sha256 of its canonical
+same content writes nothing (idempotent). A submit says which revision its labels were made on
+(``AnnotationInput.based_on_revision``, 0 before the first submit); when another session of the
+annotator saved a revision since, it is refused with ``StaleVersion`` carrying the current
+labels, so no revision replaces another unseen. Content is compared by the sha256 of its canonical
 JSON (labels, reasons, boundary flags, evidence in code points, comment; not the time spent,
 which a retried request measures anew).
 
@@ -31,6 +34,7 @@ from labeling.exceptions import (
     InvalidTransition,
     LeaseExpired,
     NotFound,
+    StaleVersion,
 )
 from labeling.locks import item_lock
 from labeling.models import (
@@ -97,6 +101,10 @@ class AnnotationInput:
     claims: tuple[ClaimInput, ...] = ()
     comment: str = ""
     time_spent_seconds: float | None = None
+    #: The revision number the labels were made on (``0``: before the first submit); a submit
+    #: based on another revision than the current one is refused (``StaleVersion``). None: no
+    #: precondition (the submit replaces whatever is current).
+    based_on_revision: int | None = None
 
 
 @dataclass(frozen=True)
@@ -315,6 +323,13 @@ def _check_extras(data: AnnotationInput) -> tuple[str, float | None]:
                 f"expected 0 to {MAX_TIME_SPENT_SECONDS} seconds, got {spent!r}",
             )
         spent = float(spent)
+    based_on = data.based_on_revision
+    if based_on is not None and (
+        isinstance(based_on, bool) or not isinstance(based_on, int) or not 0 <= based_on <= MAX_ID
+    ):
+        raise _invalid(
+            "revision", f"expected a revision number (0 before the first submit), got {based_on!r}"
+        )
     return comment, spent
 
 
@@ -371,6 +386,56 @@ def _write_revision(
     return revision
 
 
+def _revision_json(revision: AnnotationRevision | None) -> dict[str, Any] | None:
+    """The actor's own revision as the labelling form's ``current`` shows it (code points)."""
+    if revision is None:
+        return None
+    claim_labels = ClaimLabel.objects.filter(revision=revision).prefetch_related("evidence")
+    return {
+        "annotation_id": revision.annotation_id,
+        "revision": revision.number,
+        "answer_label": revision.answer_label,
+        "answer_reason": revision.answer_reason,
+        "comment": revision.comment,
+        "claims": [
+            {
+                "claim_id": cl.claim_id,
+                "label": cl.label,
+                "reason": cl.reason,
+                "boundary_error": cl.boundary_error,
+                "evidence": [
+                    {
+                        "source_version_id": e.source_version_id,
+                        "start": e.start,
+                        "end": e.end,
+                        "quote": e.quote,
+                        "unit": offsets.UNIT_CODEPOINT,
+                    }
+                    for e in cl.evidence.all()
+                ],
+            }
+            for cl in claim_labels.order_by("claim__index")
+        ],
+    }
+
+
+def _changed_elsewhere(based_on: int, current: AnnotationRevision | None) -> StaleVersion:
+    """The refusal of a submit made on ``based_on`` while ``current`` is the newest revision."""
+    number = current.number if current is not None else 0
+    return StaleVersion(
+        f"another session changed this annotation: your labels were made on revision "
+        f"{based_on}, the current one is revision {number}; nothing was saved. Check the "
+        "current labels and submit again",
+        field="revision",
+        prefix=False,
+        data={
+            "based_on_revision": based_on,
+            "current_revision": number,
+            "current": _revision_json(current),
+        },
+    )
+
+
 def _lease_over(assignment: Assignment) -> LeaseExpired:
     if assignment.status == AssignmentStatus.SKIPPED:
         return LeaseExpired(
@@ -413,8 +478,12 @@ def annotation_submit(
             compared (a revision is possible only while the item is open).
         LeaseExpired: the lease expired (or the item was skipped) and the slot was given back;
             nothing is saved.
-        InvalidInput: a label, reason, claim, evidence span, comment or time is invalid; the
-            message and ``field`` name the field.
+        StaleVersion: ``data.based_on_revision`` is not the current revision (another session
+            of the annotator saved one since); nothing is saved, and the error's ``data``
+            carries ``current_revision`` and the ``current`` labels. The same content as the
+            current revision is not refused (a retry of a submit that was saved).
+        InvalidInput: a label, reason, claim, evidence span, comment, time or revision number
+            is invalid; the message and ``field`` name the field.
 
     Concurrency: opens its own transaction; validates first, then locks the Item row (the lock
     order of ``labeling/locks.py``: item, then its assignments), so a lease release, a skip or
@@ -472,6 +541,7 @@ def annotation_submit(
             comment=comment,
             time_spent=time_spent,
             content=content,
+            based_on=data.based_on_revision,
         )
     logger.info(
         "annotation.submit_refused_lease_over",
@@ -490,7 +560,11 @@ def _first_submit(
     comment: str,
     time_spent: float | None,
     content: str,
+    based_on: int | None,
 ) -> Annotation:
+    if based_on is not None and based_on != 0:
+        # Made on a revision that does not exist (yet): nothing of this assignment is stored.
+        raise _changed_elsewhere(based_on, None)
     item = _item_touch(assignment.item_id)
     if item.status != ItemStatus.OPEN:
         raise InvalidTransition(f"item {item.pk} is no longer collecting annotations")
@@ -540,6 +614,7 @@ def _revise(
     comment: str,
     time_spent: float | None,
     content: str,
+    based_on: int | None,
 ) -> Annotation:
     annotation = Annotation.objects.select_related("current").filter(assignment=assignment).first()
     if annotation is None or annotation.current is None:  # pragma: no cover - model invariant
@@ -547,6 +622,10 @@ def _revise(
     if annotation.current.content_sha256 == content:
         # The same content arrived twice at once; the other request wrote it.
         return annotation
+    if based_on is not None and based_on != annotation.current.number:
+        # Another session saved a revision since these labels were loaded: never replace it
+        # unseen (checked under the item's lock, so two submits on one revision: one wins).
+        raise _changed_elsewhere(based_on, annotation.current)
     item = _item_touch(assignment.item_id)
     if item.status != ItemStatus.OPEN:
         # Closed for every annotator alike once the votes were compared, whether they agreed or

@@ -18,7 +18,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from labeling import exceptions, permissions
-from labeling.forms import LabelsState, QueueFilterForm
+from labeling.forms import (
+    DECISION_FIELDS,
+    LABELS_FIELDS,
+    LabelsState,
+    QueueFilterForm,
+    single_values_check,
+)
 from labeling.http_errors import http_status
 from labeling.models import Project, UnresolvedReason
 from labeling.selectors.pages import resolution_vote
@@ -168,6 +174,7 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
     except ValueError:
         expected_version = -1
     try:
+        single_values_check(request.POST, claim_ids, (*LABELS_FIELDS, *DECISION_FIELDS))
         if action == "unresolved":
             adjudication_mark_unresolved(
                 project=project,

@@ -8,6 +8,8 @@ evaluator or prior label, other annotator, vote count or item status reaches the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -15,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from labeling import exceptions, permissions
-from labeling.forms import LabelsState, SkipForm
+from labeling.forms import LabelsState, SkipForm, single_values_check
 from labeling.http_errors import http_status
 from labeling.models import Assignment, Project
 from labeling.selectors.pages import own_annotation_list, own_progress
@@ -33,6 +35,12 @@ from labeling.views.labels import FormErrors, errors_from, form_context, state_f
 # Shown instead of the service's message when a revision is refused: the reason (the item was
 # resolved) would tell the annotator how the other votes went.
 CLOSED_MESSAGE = "This item is closed: your labels were not saved."
+# Shown when another session of the annotator saved a revision after this form was loaded.
+CHANGED_MESSAGE = (
+    "Another session changed this annotation since you opened it: your labels were not saved. "
+    "The labels saved now are shown below; your input is kept in the form. Save again to "
+    "replace them."
+)
 
 
 def _next_page(
@@ -92,6 +100,7 @@ def _form_page(
     state: LabelsState,
     errors: FormErrors,
     status: int = 200,
+    conflict: bool = False,
 ) -> HttpResponse:
     policy = view.policy
     context = page_context(
@@ -100,6 +109,8 @@ def _form_page(
         view=view,
         skip_form=SkipForm(),
         revising=view.current is not None,
+        # After a conflict: the saved labels another session wrote, beside the kept input.
+        saved=_saved_labels(view) if conflict else None,
         **form_context(
             question_text=view.question_text,
             candidate_text=view.candidate_text,
@@ -114,6 +125,27 @@ def _form_page(
         ),
     )
     return render(request, "labeling/annotate.html", context, status=status)
+
+
+def _based_on(view: LabellingFormView) -> str:
+    """The revision the form's labels are made on: the current one, 0 before the first submit."""
+    return str((view.current.revision or 0) if view.current else 0)
+
+
+def _saved_labels(view: LabellingFormView) -> dict[str, object] | None:
+    """The current revision's labels, by claim in page order, for the conflict panel."""
+    current = view.current
+    if current is None:
+        return None
+    return {
+        "revision": current.revision,
+        "answer_label": current.answer_label,
+        "answer_reason": current.answer_reason,
+        "comment": current.comment,
+        "claims": [
+            (position, current.claims.get(claim.id)) for position, claim in enumerate(view.claims)
+        ],
+    }
 
 
 def _own_assignment(request: HttpRequest, project: Project, assignment_id: int) -> Assignment:
@@ -136,16 +168,30 @@ def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
     view = labelling_form_view(project=project, assignment=assignment)
     claim_ids = [c.id for c in view.claims]
     if request.method == "GET":
-        return _form_page(
-            request, project, role, view, state=state_from_vote(view.current), errors=FormErrors()
-        )
+        state = replace(state_from_vote(view.current), revision=_based_on(view))
+        return _form_page(request, project, role, view, state=state, errors=FormErrors())
     state = LabelsState.from_post(request.POST, claim_ids)
     try:
+        single_values_check(request.POST, claim_ids)
         annotation_submit(
             project=project,
             assignment_id=assignment.pk,
             actor=request.user,
             data=state.annotation_input(claim_ids),
+        )
+    except exceptions.StaleVersion:
+        # Another session saved a revision since this form was loaded: show it next to the
+        # kept input, and base the form on it, so a second submit replaces it knowingly.
+        fresh = labelling_form_view(project=project, assignment=assignment)
+        return _form_page(
+            request,
+            project,
+            role,
+            fresh,
+            state=replace(state, revision=_based_on(fresh)),
+            errors=FormErrors(general=CHANGED_MESSAGE),
+            status=409,
+            conflict=True,
         )
     except (exceptions.InvalidInput, exceptions.LeaseExpired, exceptions.InvalidTransition) as exc:
         # A bad field (400) is shown next to it, a lost lease (409) at the top; a closed item

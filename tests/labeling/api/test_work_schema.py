@@ -72,6 +72,7 @@ def test_the_submission_body_documents_claims_with_evidence(schema):
         "comment",
         "time_spent_seconds",
         "claims",
+        "revision",
     }
     assert set(components["ClaimInput"]["properties"]) == {
         "claim_id",
