@@ -28,6 +28,7 @@ from certification.models import (
 from certification.selectors import CANDIDATE_SCORE_FIELDS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
+from labeling.forms import SingleValueForm
 from labeling.vocabulary import INADMISSIBLE
 
 
@@ -35,7 +36,7 @@ def _choices(values: Iterable[str]) -> list[tuple[str, str]]:
     return [(v, v) for v in values]
 
 
-class CalibrationSpecForm(forms.Form):
+class CalibrationSpecForm(SingleValueForm):
     """The calibration contract: what a calibration certifies, fixed before it runs.
 
     Numbers are read as text so that the service sees exactly what was typed (alpha 0.1 is the
@@ -130,7 +131,7 @@ def _label_list(value: str) -> list[str]:
     return [part.strip() for part in value.replace("\n", ",").split(",") if part.strip()]
 
 
-class AuditDeclarationForm(forms.Form):
+class AuditDeclarationForm(SingleValueForm):
     """An evaluator audit's declaration: positive labels, or a score threshold."""
 
     human_positive = forms.CharField(
@@ -162,7 +163,7 @@ class AuditDeclarationForm(forms.Form):
         }
 
 
-class AuditSampleForm(forms.Form):
+class AuditSampleForm(SingleValueForm):
     """Draw an audit sample: size, seed and the slice dimension of the strata."""
 
     size = forms.IntegerField(min_value=1)
@@ -178,7 +179,7 @@ class AuditSampleForm(forms.Form):
     )
 
 
-class ReleaseFreezeForm(forms.Form):
+class ReleaseFreezeForm(SingleValueForm):
     """Freeze a release: version, parent, the calibration runs it certifies, notes."""
 
     version = forms.CharField(
@@ -211,7 +212,7 @@ class ReleaseFreezeForm(forms.Form):
         return None if parent_id is None else self.releases[parent_id]
 
 
-class ReleaseTagForm(forms.Form):
+class ReleaseTagForm(SingleValueForm):
     """Point a tag (new or existing) at a release."""
 
     name = forms.CharField(max_length=64, help_text="e.g. latest, paper-v1")

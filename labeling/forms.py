@@ -25,6 +25,31 @@ DEFAULT_PROPORTIONS: dict[str, float] = {
 }
 
 
+class SingleValueForm(forms.Form):
+    """A form whose single-value fields refuse a post that gives them several values.
+
+    Django reads the last value of a repeated field; a browser sends each select, radio group
+    and input once, so a repeat is a forged or broken post. The field gets the error "2 values
+    given; this field takes exactly one" (the page answers 400). Fields that take several
+    values (multiple choices, multiple files) and disabled fields are not checked.
+    """
+
+    def clean(self) -> dict[str, Any]:
+        """Add the error of each single-value field given several values."""
+        cleaned = super().clean()
+        for name, bound in self.fields.items():
+            several = isinstance(bound, forms.MultipleChoiceField) or getattr(
+                bound.widget, "allow_multiple_selected", False
+            )
+            if several or bound.disabled:
+                continue
+            source = self.files if isinstance(bound, forms.FileField) else self.data
+            count = len(source.getlist(self.add_prefix(name))) if hasattr(source, "getlist") else 0
+            if count > 1:
+                self.add_error(name, MultipleValues.of(name, count).reason)
+        return cleaned if cleaned is not None else self.cleaned_data
+
+
 def format_choices() -> list[tuple[str, str]]:
     """Return the importable formats as form choices, native first."""
     known = formats()
@@ -40,7 +65,7 @@ def _choice_field(form: forms.BaseForm, name: str) -> forms.ChoiceField:
     return field
 
 
-class ImportForm(forms.Form):
+class ImportForm(SingleValueForm):
     """A workload file and its format."""
 
     file = forms.FileField(help_text="A workload file; native is JSONL, one question per line.")
@@ -52,7 +77,7 @@ class ImportForm(forms.Form):
         _choice_field(self, "format").choices = format_choices()
 
 
-class PartitionForm(forms.Form):
+class PartitionForm(SingleValueForm):
     """The seed and declared proportions of the grouped split (checked by ``partition_freeze``)."""
 
     seed = forms.IntegerField(
@@ -76,7 +101,7 @@ class PartitionForm(forms.Form):
         return {p: self.cleaned_data[p] for p in Partition.values}
 
 
-class ItemFilterForm(forms.Form):
+class ItemFilterForm(SingleValueForm):
     """Filters of the item browser; invalid values are reported and ignored."""
 
     partition = forms.ChoiceField(required=False)
@@ -105,7 +130,7 @@ class ItemFilterForm(forms.Form):
 # ---------------------------------------------------------------------------------------------
 
 
-class MembershipInviteForm(forms.Form):
+class MembershipInviteForm(SingleValueForm):
     """Invite a person: an existing username, or a new one (an account is created)."""
 
     username = forms.CharField(max_length=150)
@@ -113,14 +138,14 @@ class MembershipInviteForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
 
 
-class MembershipChangeForm(forms.Form):
+class MembershipChangeForm(SingleValueForm):
     """Change one member's role."""
 
     user_id = forms.IntegerField(widget=forms.HiddenInput)
     role = forms.ChoiceField(choices=Role.choices)
 
 
-class ProjectSettingsForm(forms.Form):
+class ProjectSettingsForm(SingleValueForm):
     """Labelling settings; overlap and serving order are locked once labelling has started."""
 
     LOCKED_AFTER_START = ("overlap", "serving_order", "serving_seed")
@@ -160,7 +185,7 @@ class ProjectSettingsForm(forms.Form):
 # ---------------------------------------------------------------------------------------------
 
 
-class SkipForm(forms.Form):
+class SkipForm(SingleValueForm):
     """Skip an item with a reason."""
 
     reason = forms.ChoiceField(choices=SkipReason.choices)
@@ -169,7 +194,7 @@ class SkipForm(forms.Form):
     )
 
 
-class QueueFilterForm(forms.Form):
+class QueueFilterForm(SingleValueForm):
     """Filters of the disagreement queue; invalid values are reported and ignored."""
 
     partition = forms.ChoiceField(

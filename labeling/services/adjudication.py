@@ -41,6 +41,7 @@ from labeling.models import (
     ResolvedEvidence,
     UnresolvedReason,
 )
+from labeling.offsets import UNIT_CODEPOINT
 from labeling.permissions import REVIEWERS, require_role
 from labeling.selectors.review import annotated_by, labelling_policy_get
 from labeling.services.annotations import CheckedLabels, ClaimInput, labels_check
@@ -54,6 +55,42 @@ MAX_RATIONALE_LENGTH = 10_000
 
 def _invalid(field: str, reason: str) -> InvalidInput:
     return InvalidInput(reason, field=field)
+
+
+def _resolution_json(resolution: Resolution | None) -> dict[str, Any] | None:
+    """The item's current resolution as a conflict returns it (None: not decided yet)."""
+    if resolution is None:
+        return None
+    claim_labels = ResolvedClaimLabel.objects.filter(resolution=resolution).prefetch_related(
+        "evidence"
+    )
+    return {
+        "resolution_id": resolution.pk,
+        "number": resolution.number,
+        "status": resolution.status,
+        "answer_label": resolution.answer_label,
+        "answer_reason": resolution.answer_reason,
+        "unresolved_reason": resolution.unresolved_reason,
+        "rationale": resolution.rationale,
+        "claims": [
+            {
+                "claim_id": cl.claim_id,
+                "label": cl.label,
+                "reason": cl.reason,
+                "evidence": [
+                    {
+                        "source_version_id": e.source_version_id,
+                        "start": e.start,
+                        "end": e.end,
+                        "quote": e.quote,
+                        "unit": UNIT_CODEPOINT,
+                    }
+                    for e in cl.evidence.all()
+                ],
+            }
+            for cl in claim_labels.order_by("claim__index")
+        ],
+    }
 
 
 def _item_for_decision(
@@ -80,7 +117,11 @@ def _item_for_decision(
         raise StaleVersion(
             f"item {item.pk} changed since you opened it (version {expected_version}, now "
             f"{item.version}); reload it and decide again",
-            data={"expected_version": expected_version, "version": item.version},
+            data={
+                "expected_version": expected_version,
+                "version": item.version,
+                "current": _resolution_json(item.resolution),
+            },
         )
     if item.status == ItemStatus.OPEN:
         raise InvalidTransition(f"item {item.pk} is still collecting annotations")
@@ -203,7 +244,8 @@ def adjudication_resolve(
         InvalidTransition: the item is still open, or was resolved by consensus; or labelling
             has not started.
         StaleVersion: the item's version is not ``expected_version`` (someone else decided, or
-            an annotation was revised); nothing is written.
+            an annotation was revised); nothing is written. Its ``data`` carries the item's
+            ``version`` and the ``current`` resolution (None while undecided).
         InvalidInput: a label, reason, claim, evidence span or the rationale is invalid,
             naming the field.
 

@@ -127,3 +127,32 @@ def test_annotators_are_refused(api, disputed):
 
     assert response.status_code == 403
     assert not Resolution.objects.exists()
+
+
+def test_a_conflict_returns_the_current_resolution_that_won(client_for, member, disputed):
+    # given two adjudicators who loaded the same version; the first resolves "admissible"
+    first, second = client_for(member(Role.ADJUDICATOR)), client_for(member(Role.MANAGER))
+    seen = decision(disputed)
+    won = first.post(url(disputed.pk), seen, format="json")
+    assert won.status_code == 201
+
+    # when the second decides "abstained" on the old version
+    response = second.post(url(disputed.pk), {**seen, "answer_label": "abstained"}, format="json")
+
+    # then 409, and the body shows the decision now current, with its labels
+    assert response.status_code == 409
+    body = response.json()
+    assert (body["code"], body["expected_version"]) == ("stale_version", seen["expected_version"])
+    assert body["version"] == seen["expected_version"] + 1
+    current = body["current"]
+    assert (current["resolution_id"], current["number"], current["status"]) == (
+        won.json()["id"],
+        1,
+        "adjudicated",
+    )
+    assert (current["answer_label"], current["rationale"]) == ("admissible", seen["rationale"])
+    assert [c["label"] for c in current["claims"]] == [c["label"] for c in won.json()["claims"]]
+    assert [c["evidence"] for c in current["claims"]] == [
+        c["evidence"] for c in won.json()["claims"]
+    ]
+    assert Resolution.objects.get().answer_label == "admissible"

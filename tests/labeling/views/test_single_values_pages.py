@@ -7,8 +7,17 @@ once; a post that repeats one (a forged or broken form) used to store the last v
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
-from labeling.models import Annotation, AnnotationRevision, Claim, Item, ItemStatus, Resolution
+from labeling.models import (
+    Annotation,
+    AnnotationRevision,
+    AssignmentStatus,
+    Claim,
+    Item,
+    ItemStatus,
+    Resolution,
+)
 from tests.conftest import row_counts
 from tests.labeling.views.conftest import claim_next, form_url, labels_post
 from tests.labeling.views.test_adjudication_pages import decision_post, item_url
@@ -110,3 +119,47 @@ def test_a_decision_with_a_field_posted_twice_is_400_and_nothing_is_resolved(
     assert f"{key}: 2 values given; this field takes exactly one" in response.content.decode()
     assert not Resolution.objects.filter(item=item).exists()
     assert Item.objects.get(pk=item.pk).status == ItemStatus.DISAGREEMENT
+
+
+def test_the_skip_form_with_its_reason_twice_is_400_and_the_lease_is_kept(
+    client, started, annotator
+):
+    client.force_login(annotator)
+    assignment = claim_next(started, annotator)
+    skip = reverse("annotate-skip", args=["study", assignment.pk])
+
+    response = client.post(skip, {"reason": ["other", "out_of_expertise"], "note": "x"})
+
+    assert response.status_code == 400
+    assert response.context["form"].errors == {
+        "reason": ["2 values given; this field takes exactly one"]
+    }
+    assert "2 values given; this field takes exactly one" in response.content.decode()
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.LEASED
+
+
+def test_the_settings_form_with_the_serving_order_twice_is_400_and_nothing_changes(
+    client, project, member
+):
+    client.force_login(member("manager"))
+    project.refresh_from_db()
+    before = (project.serving_order, project.overlap)
+    url = reverse("project-settings", args=["study"])
+
+    response = client.post(
+        url,
+        {
+            "overlap": "3",
+            "lease_minutes": "30",
+            "serving_order": ["partition", "seeded_random"],
+            "serving_seed": "7",
+        },
+    )
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["serving_order"] == [
+        "2 values given; this field takes exactly one"
+    ]
+    project.refresh_from_db()
+    assert (project.serving_order, project.overlap) == before
