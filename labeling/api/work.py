@@ -87,6 +87,17 @@ CONFLICT = OpenApiResponse(ErrorSerializer, description="The object's state does
 ENTITY_TAG = re.compile(r'^(?:W/)?"(\d{1,19})"$|^(\d{1,19})$')
 
 
+#: The response header of the labelling form and of each submit: the current revision.
+ETAG_HEADER = OpenApiParameter(
+    "ETag",
+    str,
+    OpenApiParameter.HEADER,
+    response=[200],
+    description='The current revision of your annotation, e.g. "2" ("0" before the first '
+    "submit): send it back as If-Match.",
+)
+
+
 def revision_etag(number: int) -> str:
     """Return the ETag of an annotation's revision ``number`` (0: none yet), e.g. ``"2"``."""
     return f'"{number}"'
@@ -143,6 +154,7 @@ class AssignmentClaimNextApi(APIView):
             404: NOT_FOUND,
             409: OpenApiResponse(ErrorSerializer, description="Labelling has not started."),
         },
+        parameters=[ETAG_HEADER],
     )
     def post(self, request: Request, slug: str) -> Response:
         """Lease the next item in serving order (or the actor's live lease) and return its form."""
@@ -160,6 +172,7 @@ class AssignmentDetailApi(APIView):
     @extend_schema(
         operation_id="assignments_retrieve",
         responses={200: LabellingFormSerializer, 404: NOT_FOUND, 409: CONFLICT},
+        parameters=[ETAG_HEADER],
     )
     def get(self, request: Request, slug: str, assignment_id: int) -> Response:
         """Return the form: question, candidate, claims, pinned sources, own current revision."""
@@ -271,7 +284,8 @@ class AnnotationSubmitApi(APIView):
                 required=False,
                 description='The ETag of the revision the labels were made on, e.g. "2" '
                 '("0" before the first submit); as the body\'s revision.',
-            )
+            ),
+            ETAG_HEADER,
         ],
     )
     def put(self, request: Request, slug: str, assignment_id: int) -> Response:

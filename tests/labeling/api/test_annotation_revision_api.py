@@ -50,6 +50,9 @@ def sessions(client_for, annotator):
 def test_the_form_and_each_put_carry_the_revision_as_etag(sessions, leased):
     first, _ = sessions
     assert first.get(form(leased.pk))["ETag"] == '"0"'
+    # a second tab asking for the next item gets the same lease, with its ETag
+    again = first.post("/api/projects/study/assignments/next/")
+    assert (again.json()["assignment_id"], again["ETag"]) == (leased.pk, '"0"')
     saved = first.put(url(leased.pk), labels_body(leased.item), format="json", HTTP_IF_MATCH='"0"')
     assert saved.status_code == 200
     assert saved["ETag"] == '"1"'
