@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -179,10 +179,17 @@ def _chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield values[i : i + size]
 
 
-def _enqueue(*, project: Project, item_ids: Sequence[int] | None, first_position: int) -> int:
+def _enqueue(
+    *,
+    project: Project,
+    item_ids: Sequence[int] | None,
+    first_position: int,
+    progress: Callable[[int, int], object] | None = None,
+) -> int:
     """Set overlap, prior votes and queue positions of items; return how many were queued.
 
-    ``item_ids`` None means every item of the project. Caller holds the project lock.
+    ``item_ids`` None means every item of the project. ``progress`` is called with (items
+    queued, items) after each chunk. Caller holds the project lock.
     """
     items = Item.objects.filter(project=project)
     if item_ids is not None:
@@ -210,8 +217,12 @@ def _enqueue(*, project: Project, item_ids: Sequence[int] | None, first_position
     ]
     ordered = queue_order(rows, serving_order=project.serving_order, seed=project.serving_seed)
     positioned = [Item(pk=pk, queue_position=first_position + n) for n, pk in enumerate(ordered)]
+    done = 0
     for chunk in _chunks(positioned, QUEUE_UPDATE_CHUNK):
         Item.objects.bulk_update(chunk, ["queue_position"])
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(positioned))
     return len(ordered)
 
 
@@ -315,7 +326,9 @@ def project_labelling_configure(
 
 
 @transaction.atomic
-def project_labelling_start(*, project: Project, actor: Any) -> Project:
+def project_labelling_start(
+    *, project: Project, actor: Any, progress: Callable[[int, int], object] | None = None
+) -> Project:
     """Start labelling: freeze the policy, fix overlap and serving order, queue every item.
 
     Freezes the project's newest label policy, copies ``project.overlap`` into every item,
@@ -323,7 +336,8 @@ def project_labelling_start(*, project: Project, actor: Any) -> Project:
     human or automatic), stores the serving order as ``queue_position`` (1, 2, ...; see
     :func:`queue_order`), and compares at once the items whose prior votes already reach the
     overlap (``comparison.items_compare``), so they go to consensus or the disagreement queue
-    without a new annotation.
+    without a new annotation. ``progress`` (optional) is called with (items queued, items)
+    as the queue is written (a background job reports it).
 
     Returns:
         ``project``, refreshed.
@@ -348,7 +362,7 @@ def project_labelling_start(*, project: Project, actor: Any) -> Project:
     now = timezone.now()
     if policy.frozen_at is None:
         LabelPolicy.objects.filter(pk=policy.pk).update(frozen_at=now)
-    queued = _enqueue(project=project, item_ids=None, first_position=1)
+    queued = _enqueue(project=project, item_ids=None, first_position=1, progress=progress)
     project.labelling_started_at = now
     project.save(update_fields=["labelling_started_at"])
     compared = _compare_full_items(project=project, item_ids=None)
