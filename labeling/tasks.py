@@ -52,6 +52,7 @@ def assignments_release_expired_task() -> int:
 # (CELERY_TASK_ROUTES); late acknowledgement gives a task whose worker died to another one, and
 # job_execute takes over a job whose heartbeat lapsed.
 @shared_task(
+    ignore_result=True,  # the outcome is in the Job row; no result backend round trip
     acks_late=True,
     reject_on_worker_lost=True,
     soft_time_limit=3600,

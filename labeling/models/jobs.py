@@ -96,9 +96,13 @@ class Job(models.Model):
 
     @property
     def percent(self) -> int:
-        """Progress as a whole percentage (100 once done)."""
+        """Progress as a whole percentage: 100 once done, at most 99 before.
+
+        An import has read its whole file before it has written the last chunk: the bar
+        stays below 100 until the job is done.
+        """
         if self.status == JobStatus.DONE:
             return 100
         if self.progress_total <= 0:
             return 0
-        return min(100, self.progress_done * 100 // self.progress_total)
+        return min(99, self.progress_done * 100 // self.progress_total)

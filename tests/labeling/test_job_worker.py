@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
 
 from labeling.celery import app as celery_app
 from labeling.models import ImportBatch, Item, Job, JobStatus, Project, Question, Role
@@ -37,7 +38,7 @@ from tests.labeling.test_celery_worker import (
 pytestmark = pytest.mark.celery_worker
 
 JOB_TIMEOUT = 300.0
-QUESTIONS = 1000  # 2,000 items
+QUESTIONS = 2000  # 4,000 items; 4 chunks of the import
 
 
 def _start_worker(log: Path, job_root: Path, heartbeat: float) -> subprocess.Popen[bytes]:
@@ -95,6 +96,20 @@ def _wait(job_id: int, worker: subprocess.Popen[bytes], log: Path) -> tuple[Job,
         time.sleep(0.2)
 
 
+def _warm_up(client: Any) -> None:
+    """Do what a served process has done after its first requests: load the URLs, the views,
+    the import formats, and open the broker connection (one-time costs, not the request's)."""
+    assert client.get("/api/projects/study/jobs/").status_code == 200
+    assert client.post("/api/projects/study/imports/", {}, format="multipart").status_code == 400
+    reverse("api-job-detail", kwargs={"slug": "study", "job_id": 1})
+    with celery_app.producer_or_acquire() as producer:
+        producer.connection.ensure_connection(max_retries=3)
+
+
+def _states(seen: list[Job]) -> list[tuple[str, int, int]]:
+    return [(s.status, s.progress_done, s.progress_total) for s in seen]
+
+
 def _upload(n: int) -> SimpleUploadedFile:
     data = jsonl_bytes([native_record(f"q{i}") for i in range(1, n + 1)])
     return SimpleUploadedFile("large.jsonl", data, content_type="application/x-ndjson")
@@ -105,10 +120,9 @@ def test_a_large_import_and_a_large_start_run_in_the_worker_while_the_request_re
     api, project, producer, _job_storage, tmp_path
 ):
     client = api(Role.MANAGER)
-    # a served application has loaded its URLs and views before the first request: so here
-    assert client.get("/api/projects/study/jobs/").status_code == 200
+    _warm_up(client)
     log = tmp_path / "worker.log"
-    worker = _start_worker(log, _job_storage, heartbeat=0.5)
+    worker = _start_worker(log, _job_storage, heartbeat=0.2)
     try:
         # when a manager uploads a large file
         upload = _upload(QUESTIONS)
@@ -127,12 +141,12 @@ def test_a_large_import_and_a_large_start_run_in_the_worker_while_the_request_re
         assert Question.objects.filter(project=project).count() == QUESTIONS
         assert any(
             s.status == JobStatus.RUNNING and 0 < s.progress_done < s.progress_total for s in seen
-        ), "no progress was seen while the import ran"
+        ), f"no progress was seen while the import ran: {_states(seen)}\n{log.read_text()}"
         assert job.result["batch"] == ImportBatch.objects.get(project=project).pk
         body = client.get(f"/api/projects/study/jobs/{job_id}/").json()
         assert (body["status"], body["percent"]) == ("done", 100)
 
-        # when the manager starts labelling on its 2,000 items
+        # when the manager starts labelling on its 4,000 items
         began = time.monotonic()
         response = client.post("/api/projects/study/labelling/start/")
         start_seconds = time.monotonic() - began
@@ -164,7 +178,7 @@ def test_an_import_whose_worker_is_killed_is_recovered_and_completed_by_another_
     settings.JOB_HEARTBEAT_LAPSE = 3.0
     client = api(Role.MANAGER)
     log = tmp_path / "worker.log"
-    worker = _start_worker(log, _job_storage, heartbeat=0.5)
+    worker = _start_worker(log, _job_storage, heartbeat=0.2)
     try:
         response = client.post(
             "/api/projects/study/imports/", {"file": _upload(QUESTIONS)}, format="multipart"
@@ -182,7 +196,7 @@ def test_an_import_whose_worker_is_killed_is_recovered_and_completed_by_another_
         assert Job.objects.get(pk=job_id).status == JobStatus.RUNNING
         assert not Question.objects.filter(project=project).exists()
         # and another worker comes; the recovery finds the lapsed heartbeat
-        worker = _start_worker(log, _job_storage, heartbeat=0.5)
+        worker = _start_worker(log, _job_storage, heartbeat=0.2)
         time.sleep(settings.JOB_HEARTBEAT_LAPSE + 0.5)
         assert jobs_recover() == [job_id]
         # then the job is run again, to the end, exactly once
