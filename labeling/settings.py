@@ -148,6 +148,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
+# Long background work (labeling.models.Job) has its own queue, so a worker can be given to it.
+CELERY_TASK_ROUTES = {"labeling.tasks.job_run_task": {"queue": "builds"}}
 # Periodic tasks, run by `celery -A labeling beat` next to the workers. Leases that ran out give
 # their slot back within a minute (claims also release the stale leases they meet); the pinned
 # source texts are verified once a day.
@@ -155,6 +157,13 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_BEAT_SCHEDULE = {
     "assignments-release-expired": {
         "task": "labeling.tasks.assignments_release_expired_task",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    # Background jobs whose worker died (no heartbeat for CERTLABEL_JOB_HEARTBEAT_LAPSE) or
+    # whose task was lost are run again (labeling.tasks.jobs_recover_task).
+    "jobs-recover": {
+        "task": "labeling.tasks.jobs_recover_task",
         "schedule": 60.0,
         "options": {"expires": 55},
     },
@@ -232,6 +241,23 @@ LOGGING = {
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # ---------------------------------------------------------------------------------------------
+# Background jobs (labeling.models.Job): work too long for one HTTP request runs in a worker on
+# the ``builds`` queue. A workload upload larger than JOB_IMPORT_BYTES, and starting labelling
+# on a project with more than JOB_START_ITEMS items, become jobs; smaller ones stay in the
+# request (instant answers for the demo). A running job refreshes its heartbeat every
+# JOB_HEARTBEAT_SECONDS; one silent for JOB_HEARTBEAT_LAPSE seconds lost its worker and is run
+# again (both kinds are one transaction and idempotent), at most JOB_MAX_ATTEMPTS times.
+# Uploads wait for their job in the "jobs" storage (a shared volume when workers run on other
+# machines).
+# ---------------------------------------------------------------------------------------------
+JOB_IMPORT_BYTES = env.int("CERTLABEL_JOB_IMPORT_BYTES", default=2 * 1024 * 1024)
+JOB_START_ITEMS = env.int("CERTLABEL_JOB_START_ITEMS", default=2000)
+JOB_HEARTBEAT_SECONDS = env.float("CERTLABEL_JOB_HEARTBEAT_SECONDS", default=10.0)
+JOB_HEARTBEAT_LAPSE = env.float("CERTLABEL_JOB_HEARTBEAT_LAPSE", default=120.0)
+JOB_MAX_ATTEMPTS = env.int("CERTLABEL_JOB_MAX_ATTEMPTS", default=3)
+JOB_ROOT = env.path("CERTLABEL_JOB_ROOT", default=BASE_DIR / "var" / "jobs")
+
+# ---------------------------------------------------------------------------------------------
 # Release storage: where built releases are kept. The default is a local directory;
 # several machines need a shared one (a network volume at CERTLABEL_RELEASE_ROOT, or another
 # Django storage backend configured here under the "releases" alias).
@@ -243,5 +269,9 @@ STORAGES = {
     "releases": {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": str(RELEASE_ROOT)},
+    },
+    "jobs": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(JOB_ROOT)},
     },
 }

@@ -8,6 +8,7 @@ from celery import shared_task
 
 from labeling.models import Project
 from labeling.services import assignments_release_expired, source_versions_verify
+from labeling.services.jobs import job_execute, jobs_recover
 
 logger = logging.getLogger(__name__)
 
@@ -45,3 +46,26 @@ def source_versions_verify_all_task() -> list[int]:
 def assignments_release_expired_task() -> int:
     """Release every lease that ran out (all projects); returns how many were released."""
     return assignments_release_expired()
+
+
+# Long work (large imports, starting labelling on a large project) runs on the ``builds`` queue
+# (CELERY_TASK_ROUTES); late acknowledgement gives a task whose worker died to another one, and
+# job_execute takes over a job whose heartbeat lapsed.
+@shared_task(
+    ignore_result=True,  # the outcome is in the Job row; no result backend round trip
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=3600,
+    time_limit=3660,
+)
+def job_run_task(job_id: int) -> str | None:
+    """Run a background job (``labeling.services.jobs.job_execute``); returns its status."""
+    job = job_execute(job_id=job_id)
+    return job.status if job is not None else None
+
+
+# Scheduled every minute by beat (CELERY_BEAT_SCHEDULE).
+@shared_task(soft_time_limit=50, time_limit=55)
+def jobs_recover_task() -> list[int]:
+    """Enqueue again the jobs whose worker or task was lost; returns their ids."""
+    return jobs_recover()

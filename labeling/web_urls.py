@@ -35,4 +35,6 @@ urlpatterns = [
         name="project-labelling-start",
     ),
     path("p/<slug:slug>/members/", views.project_members, name="project-members"),
+    path("p/<slug:slug>/jobs/", views.job_list_view, name="job-list"),
+    path("p/<slug:slug>/jobs/<int:job_id>/", views.job_detail, name="job-detail"),
 ]

@@ -77,6 +77,19 @@ def _release_storage(settings: Any, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @pytest.fixture(autouse=True)
+def _job_storage(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Keep the uploads waiting for a background job in a temporary directory per test."""
+    location = tmp_path_factory.mktemp("jobs")
+    storages = {**settings.STORAGES}
+    storages["jobs"] = {
+        **storages["jobs"],
+        "OPTIONS": {**storages["jobs"].get("OPTIONS", {}), "location": str(location)},
+    }
+    settings.STORAGES = storages
+    return location
+
+
+@pytest.fixture(autouse=True)
 def _celery_in_process(request: pytest.FixtureRequest) -> Iterable[None]:
     """Run Celery tasks in the test's process, whatever the broker (a mock boundary, C10).
 

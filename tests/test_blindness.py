@@ -132,6 +132,7 @@ def parameter_values(world: World) -> dict[str, list[Any]]:
         "run_id": sorted(run.pk for run in world.runs.values()),
         "evaluator_id": sorted(e.pk for e in world.evaluators.values()),
         "release_id": sorted(release.pk for release in world.releases.values()),
+        "job_id": sorted(job.pk for job in world.jobs.values()),
         "name": ["labels.jsonl", "manifest.json", "release.zip"],
     }
 

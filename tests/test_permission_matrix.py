@@ -94,6 +94,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-labelling-start": {"POST": (403, 403, 409, 404, 401)},
     "api-member-list": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 201, 404, 401)},
     "api-member-update": {"PATCH": (403, 403, 200, 404, 401)},
+    # background jobs (large imports, starting labelling on a large project): managers only
+    "api-job-list": {"GET": (403, 403, 200, 404, 401)},
+    "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
     # --- HTML pages ---------------------------------------------------------------------------
     "project-list": {"GET": (200, 200, 200, 200, LOGIN)},
     "project-detail": {"GET": (200, 200, 200, 404, LOGIN)},
@@ -112,6 +115,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "project-settings": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     "project-labelling-start": {"POST": (403, 403, 302, 404, LOGIN)},
     "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
+    "job-list": {"GET": (403, 403, 200, 404, LOGIN)},
+    "job-detail": {"GET": (403, 403, 200, 404, LOGIN)},
     # calibration pages do not exist for annotators (404); adjudicators read only (403 on writes)
     "calibration-home": {"GET": (404, 200, 200, 404, LOGIN)},
     "calibration-spec-new": {
@@ -220,6 +225,8 @@ def params_for(route: Route, world: World, *, foreign: bool = False) -> dict[str
             values[name] = world.runs["b" if foreign else "a"].pk
         elif name == "evaluator_id":
             values[name] = world.evaluators["b" if foreign else "a"].pk
+        elif name == "job_id":
+            values[name] = world.jobs["b" if foreign else "a"].pk
         elif name == "release_id":
             values[name] = world.releases["b" if foreign else "a"].pk
         elif name == "name":  # a file of a release

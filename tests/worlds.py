@@ -32,6 +32,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from certification.models import ReleaseBuild
@@ -43,7 +44,17 @@ from certification.services import (
 )
 from certification.services.releases import release_build_execute, release_freeze
 from labeling.importers.native import read_jsonl
-from labeling.models import Assignment, Claim, Evaluator, Item, Project, Role
+from labeling.models import (
+    Assignment,
+    Claim,
+    Evaluator,
+    Item,
+    Job,
+    JobKind,
+    JobStatus,
+    Project,
+    Role,
+)
 from labeling.services import (
     AnnotationInput,
     ClaimInput,
@@ -238,6 +249,8 @@ class World:
     evaluators: dict[str, Any] = field(default_factory=dict)
     # releases: per project ("a", "b"), release "1" certifying the run, built
     releases: dict[str, Any] = field(default_factory=dict)
+    # background jobs: per project ("a", "b"), a finished workload import job
+    jobs: dict[str, Any] = field(default_factory=dict)
 
     def refresh(self) -> None:
         """Reload items (their versions change)."""
@@ -333,6 +346,7 @@ def build_world() -> World:
     runs: dict[str, Any] = {}
     evaluators: dict[str, Any] = {}
     releases: dict[str, Any] = {}
+    jobs: dict[str, Any] = {}
     for key, project, owner in (
         ("a", a, manager),
         ("b", b, b.memberships.get(role=Role.MANAGER).user),
@@ -354,6 +368,17 @@ def build_world() -> World:
         # the build task runs on commit, which a test's transaction never reaches: build now
         build = ReleaseBuild.objects.get(release=releases[key], is_rebuild=False)
         release_build_execute(build_id=build.pk)
+        jobs[key] = Job.objects.create(
+            project=project,
+            kind=JobKind.WORKLOAD_IMPORT,
+            actor=owner,
+            payload={"format": "native", "filename": "world.jsonl"},
+        )
+        Job.objects.filter(pk=jobs[key].pk).update(
+            status=JobStatus.DONE,
+            result={"batch": None, "already_imported": False, "records": 0, "created": {}},
+            finished_at=timezone.now(),
+        )
 
     world = World(
         a=a,
@@ -374,6 +399,7 @@ def build_world() -> World:
         runs=runs,
         evaluators=evaluators,
         releases=releases,
+        jobs=jobs,
     )
     world.refresh()
     for item_state, expected in {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -20,6 +21,7 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor
+from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
@@ -37,6 +39,7 @@ from labeling.services import (
     partition_freeze,
     workload_import_file,
 )
+from labeling.services.jobs import workload_import_job_start
 
 
 class RecordErrorSerializer(serializers.Serializer):
@@ -462,6 +465,11 @@ class ImportCreateApi(APIView):
                 OutputSerializer,
                 description="The file was already imported, or it held nothing new.",
             ),
+            202: OpenApiResponse(
+                JobSerializer,
+                description="A file larger than CERTLABEL_JOB_IMPORT_BYTES: imported by a "
+                "background job; poll the job at its url (also in Location).",
+            ),
             400: OpenApiResponse(
                 ImportErrorSerializer, description="Refused; nothing was written."
             ),
@@ -475,6 +483,16 @@ class ImportCreateApi(APIView):
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         upload = given.validated_data["file"]
+        if upload.size is not None and upload.size > settings.JOB_IMPORT_BYTES:
+            # A large file: stored and imported by a background job (202 and the job's URL).
+            job = workload_import_job_start(
+                project=project,
+                stream=upload.file,
+                format_name=given.validated_data["format"],
+                filename=upload.name or "upload",
+                actor=request_actor(request),
+            )
+            return job_accepted(job)
         result = workload_import_file(
             project=project,
             stream=upload.file,

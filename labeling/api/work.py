@@ -34,6 +34,7 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role
+from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.serializers import (
     ClaimInputSerializer,
@@ -70,6 +71,7 @@ from labeling.services import (
     project_labelling_configure,
     project_labelling_start,
 )
+from labeling.services.jobs import labelling_start_in_background, labelling_start_job_start
 from labeling.services.projects import membership_change, membership_invite
 
 NOT_FOUND = OpenApiResponse(
@@ -718,6 +720,11 @@ class LabellingStartApi(APIView):
         request=None,
         responses={
             200: LabellingSettingsSerializer,
+            202: OpenApiResponse(
+                JobSerializer,
+                description="More than CERTLABEL_JOB_START_ITEMS items: started by a "
+                "background job; poll the job at its url (also in Location).",
+            ),
             403: FORBIDDEN,
             404: NOT_FOUND,
             409: OpenApiResponse(ErrorSerializer, description="Labelling already started."),
@@ -726,6 +733,8 @@ class LabellingStartApi(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """Start labelling."""
         project = project_get_for_user(slug=slug, user=request.user)
+        if labelling_start_in_background(project):
+            return job_accepted(labelling_start_job_start(project=project, actor=request.user))
         project = project_labelling_start(project=project, actor=request.user)
         return Response(LabellingSettingsSerializer(project).data)
 

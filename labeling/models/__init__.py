@@ -35,6 +35,7 @@ from labeling.models.catalog import (
     SourceDocument,
     SourceVersion,
 )
+from labeling.models.jobs import JOB_FINISHED_STATUSES, Job, JobKind, JobStatus
 from labeling.models.work import (
     CANNOT_DECIDE,
     LIVE_ASSIGNMENT_STATUSES,
@@ -74,6 +75,10 @@ __all__ = [
     "EvidenceSpan",
     "ImportBatch",
     "Item",
+    "JOB_FINISHED_STATUSES",
+    "Job",
+    "JobKind",
+    "JobStatus",
     "ItemStatus",
     "LIVE_ASSIGNMENT_STATUSES",
     "LabelPolicy",

@@ -22,8 +22,14 @@ refused with ``LeaseExpired`` and the slot is free for another annotator.
 
 **Second tab.** Asking for the next item while holding a valid lease in the project returns that
 same assignment; the lease is *not* extended (refreshing a page must not hold an item forever).
-A holder whose own lease ran out gets it released and is served again like anyone else (often
-the same item, which revives their row with a fresh lease).
+
+**Abandoned items go to someone else.** A holder whose own lease ran out gets it released and
+is served the next item, not the abandoned one: for one lease length after the expiry the item
+is withheld from them while another annotator of the project could still take it (someone with
+no live, submitted or skipped assignment of it). So an annotator who claims and lets the lease
+run out, again and again, cannot hold an item away from the others; once the cool-down has
+passed, or when nobody else is left who could label the item, they get it back (their row is
+revived with a fresh lease), so the last annotator can still finish.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -62,6 +68,7 @@ from labeling.models import (
     Item,
     ItemStatus,
     LabelPolicy,
+    Membership,
     Partition,
     PriorAnnotation,
     Project,
@@ -172,10 +179,17 @@ def _chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield values[i : i + size]
 
 
-def _enqueue(*, project: Project, item_ids: Sequence[int] | None, first_position: int) -> int:
+def _enqueue(
+    *,
+    project: Project,
+    item_ids: Sequence[int] | None,
+    first_position: int,
+    progress: Callable[[int, int], object] | None = None,
+) -> int:
     """Set overlap, prior votes and queue positions of items; return how many were queued.
 
-    ``item_ids`` None means every item of the project. Caller holds the project lock.
+    ``item_ids`` None means every item of the project. ``progress`` is called with (items
+    queued, items) after each chunk. Caller holds the project lock.
     """
     items = Item.objects.filter(project=project)
     if item_ids is not None:
@@ -203,8 +217,12 @@ def _enqueue(*, project: Project, item_ids: Sequence[int] | None, first_position
     ]
     ordered = queue_order(rows, serving_order=project.serving_order, seed=project.serving_seed)
     positioned = [Item(pk=pk, queue_position=first_position + n) for n, pk in enumerate(ordered)]
+    done = 0
     for chunk in _chunks(positioned, QUEUE_UPDATE_CHUNK):
         Item.objects.bulk_update(chunk, ["queue_position"])
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(positioned))
     return len(ordered)
 
 
@@ -308,7 +326,9 @@ def project_labelling_configure(
 
 
 @transaction.atomic
-def project_labelling_start(*, project: Project, actor: Any) -> Project:
+def project_labelling_start(
+    *, project: Project, actor: Any, progress: Callable[[int, int], object] | None = None
+) -> Project:
     """Start labelling: freeze the policy, fix overlap and serving order, queue every item.
 
     Freezes the project's newest label policy, copies ``project.overlap`` into every item,
@@ -316,7 +336,8 @@ def project_labelling_start(*, project: Project, actor: Any) -> Project:
     human or automatic), stores the serving order as ``queue_position`` (1, 2, ...; see
     :func:`queue_order`), and compares at once the items whose prior votes already reach the
     overlap (``comparison.items_compare``), so they go to consensus or the disagreement queue
-    without a new annotation.
+    without a new annotation. ``progress`` (optional) is called with (items queued, items)
+    as the queue is written (a background job reports it).
 
     Returns:
         ``project``, refreshed.
@@ -341,7 +362,7 @@ def project_labelling_start(*, project: Project, actor: Any) -> Project:
     now = timezone.now()
     if policy.frozen_at is None:
         LabelPolicy.objects.filter(pk=policy.pk).update(frozen_at=now)
-    queued = _enqueue(project=project, item_ids=None, first_position=1)
+    queued = _enqueue(project=project, item_ids=None, first_position=1, progress=progress)
     project.labelling_started_at = now
     project.save(update_fields=["labelling_started_at"])
     compared = _compare_full_items(project=project, item_ids=None)
@@ -492,10 +513,15 @@ def assignments_release_expired(*, now: datetime | None = None) -> int:
     return released
 
 
-def _claim_candidates(*, project: Project, actor: Any, now: datetime, tried: set[int]) -> Any:
+def _claim_candidates(
+    *, project: Project, actor: Any, now: datetime, tried: set[int], cooldown: timedelta
+) -> Any:
     """Open items the actor may take, in serving order, each annotated for the claim.
 
     An item qualifies if it has a free slot, or a lease that ran out (which the claim releases).
+    An item whose lease *the actor* let run out less than ``cooldown`` ago is withheld from
+    them while another annotator of the project could still take it (one who holds no live,
+    submitted or skipped assignment of it): the abandoned item goes to someone else first.
     Annotations: ``own_row``, the actor's expired assignment of the item (to revive) or None;
     ``has_stale``, whether a lease of the item ran out (the claim releases it first).
     """
@@ -503,10 +529,22 @@ def _claim_candidates(*, project: Project, actor: Any, now: datetime, tried: set
     stale = Assignment.objects.filter(
         item=OuterRef("pk"), status=AssignmentStatus.LEASED, lease_expires_at__lte=now
     )
+    # Another annotator who could take the item: a member in an annotator role with no row of
+    # it, or only an expired one (the nested OuterRef is the candidate item).
+    taken_by_other = Assignment.objects.filter(
+        item=OuterRef(OuterRef("pk")), annotator=OuterRef("user")
+    ).exclude(status=AssignmentStatus.EXPIRED)
+    others = (
+        Membership.objects.filter(project=project, role__in=ANNOTATORS)
+        .exclude(user=actor)
+        .exclude(Exists(taken_by_other))
+    )
+    cooling = mine.filter(status=AssignmentStatus.EXPIRED, ended_at__gt=now - cooldown)
     candidates = (
         Item.objects.filter(project=project, status=ItemStatus.OPEN)
         .filter(Q(assigned_count__lt=F("overlap") - F("prior_votes")) | Exists(stale))
         .exclude(Exists(mine.exclude(status=AssignmentStatus.EXPIRED)))
+        .exclude(Exists(cooling) & Exists(others))
         .annotate(own_row=Subquery(mine.order_by().values("pk")[:1]), has_stale=Exists(stale))
         .order_by("queue_position", "pk")
     )
@@ -577,7 +615,9 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     unchanged (the lease is not extended). Otherwise the first open item in serving order
     (:func:`queue_order`) that has a free slot and that the actor has not claimed, submitted or
     skipped is leased to them for ``project.lease_minutes``, in the smallest free slot. Leases
-    that ran out are released on the way: the actor's own, and those of the item taken.
+    that ran out are released on the way: the actor's own, and those of the item taken. An item
+    whose lease the actor let run out is withheld from them for one lease length while another
+    annotator could take it (see the module's "Abandoned items").
 
     Returns:
         The leased assignment, or None when no item needs the actor (the API answers 204).
@@ -630,7 +670,9 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     lease = timedelta(minutes=lease_minutes)
     waits = 0
     for _ in range(MAX_CLAIM_ATTEMPTS):
-        candidates = _claim_candidates(project=project, actor=actor, now=now, tried=tried)
+        candidates = _claim_candidates(
+            project=project, actor=actor, now=now, tried=tried, cooldown=lease
+        )
         item = claimable_item_lock(candidates)
         if item is None:
             # Every candidate may be held for a moment by another claim or submit (SKIP LOCKED

@@ -23,6 +23,7 @@ from labeling.views.catalog import (
     project_detail,
     project_list,
 )
+from labeling.views.jobs import job_detail, job_list_view
 from labeling.views.manage import project_labelling_start_view, project_members, project_settings
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "import_create",
     "item_browse",
     "item_detail",
+    "job_detail",
+    "job_list_view",
     "my_annotations",
     "partition_freeze_view",
     "project_detail",

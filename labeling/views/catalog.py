@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -37,6 +38,7 @@ from labeling.selectors import (
 from labeling.selectors.pages import own_progress
 from labeling.selectors.review import project_progress
 from labeling.services import partition_freeze, workload_import_file
+from labeling.services.jobs import workload_import_job_start
 from labeling.views.common import (
     can_adjudicate,
     can_annotate,
@@ -165,16 +167,28 @@ def _created_summary(created: dict[str, int]) -> str:
 @login_required
 @require_http_methods(["GET", "POST"])
 def import_create(request: HttpRequest, slug: str) -> HttpResponse:
-    """Upload a workload file and import it synchronously (managers only).
+    """Upload a workload file and import it (managers only).
 
-    Success redirects to the overview with a message; refused records re-render the form with
-    their location, field and reason (never the records themselves) and HTTP 400.
+    A file larger than ``JOB_IMPORT_BYTES`` is imported by a background job: the page
+    redirects to the job's page (progress, then the same counts or errors). Otherwise success
+    redirects to the overview with a message; refused records re-render the form with their
+    location, field and reason (never the records themselves) and HTTP 400.
     """
     project, role = project_for(request, slug, allowed=permissions.MANAGERS)
     form = ImportForm(request.POST or None, request.FILES or None)
     errors: list[Any] = []
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
+        if upload.size is not None and upload.size > settings.JOB_IMPORT_BYTES:
+            # A large file is imported by a background job; its page shows the progress.
+            job = workload_import_job_start(
+                project=project,
+                stream=upload.file,
+                format_name=form.cleaned_data["format"],
+                filename=upload.name or "upload",
+                actor=signed_in_user(request),
+            )
+            return redirect("job-detail", slug=project.slug, job_id=job.pk)
         try:
             result = workload_import_file(
                 project=project,

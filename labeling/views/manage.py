@@ -14,6 +14,7 @@ from labeling.forms import MembershipChangeForm, MembershipInviteForm, ProjectSe
 from labeling.models import Role
 from labeling.selectors.pages import member_list
 from labeling.services.assignments import project_labelling_configure, project_labelling_start
+from labeling.services.jobs import labelling_start_in_background, labelling_start_job_start
 from labeling.services.projects import membership_change, membership_invite
 from labeling.views.common import form_add_domain_error, page_context, project_for
 
@@ -52,8 +53,16 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["POST"])
 def project_labelling_start_view(request: HttpRequest, slug: str) -> HttpResponse:
-    """Start labelling: freeze the policy, fix overlap and serving order, open the queue."""
+    """Start labelling: freeze the policy, fix overlap and serving order, open the queue.
+
+    A project with more than ``JOB_START_ITEMS`` items is started by a background job: the
+    page redirects to the job's page.
+    """
     project, role = project_for(request, slug, allowed=permissions.MANAGERS)
+    if labelling_start_in_background(project):
+        # A large project is started by a background job; its page shows the progress.
+        job = labelling_start_job_start(project=project, actor=request.user)
+        return redirect("job-detail", slug=project.slug, job_id=job.pk)
     try:
         project = project_labelling_start(project=project, actor=request.user)
     except LabelingError as exc:

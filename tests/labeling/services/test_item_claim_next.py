@@ -311,3 +311,121 @@ def test_an_annotator_of_another_project_gets_nothing_here(project, member, star
     membership_set(project=other, user=outsider, role="annotator")
     with pytest.raises(PermissionDenied):
         item_claim_next(project=project, actor=outsider)
+
+
+# ---------------------------------------------------------------------------------------------
+# Abandoned leases: the abandoner is not given the same item again while others could take it
+# ---------------------------------------------------------------------------------------------
+
+
+def _others_could_take(item_id, abandoner):
+    """Whether an annotator other than ``abandoner`` holds no non-expired row of the item."""
+    from labeling.models import Membership
+
+    blocked = set(
+        Assignment.objects.filter(item_id=item_id)
+        .exclude(status=AssignmentStatus.EXPIRED)
+        .values_list("annotator_id", flat=True)
+    )
+    return (
+        Membership.objects.filter(role="annotator")
+        .exclude(user=abandoner)
+        .exclude(user_id__in=blocked)
+        .exists()
+    )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_abandoner_cannot_hold_an_item_and_every_item_reaches_overlap(
+    project, member, started, clock, seed
+):
+    import random
+
+    # given overlap 2, 5-minute leases, 8 items, two honest annotators and an abandoner who
+    # claims, never submits, and asks again the moment each lease runs out
+    queue = started(n=4, overlap=2, lease_minutes=5)
+    honest = [member("annotator"), member("annotator")]
+    abandoner = member("annotator")
+    rng = random.Random(seed)
+    held = None  # the abandoner's current assignment
+    expiries_across = []  # (previous item, next item, others could take it)
+    for _minute in range(400):
+        clock.advance(minutes=1)
+        if held is not None and held.lease_expires_at <= clock.now:
+            # right after the expiry, the abandoner asks again
+            previous = held.item_id
+            could = _others_could_take(previous, abandoner)
+            held = item_claim_next(project=project, actor=abandoner)
+            expiries_across.append((previous, held.item_id if held else None, could))
+        elif held is None:
+            held = item_claim_next(project=project, actor=abandoner)
+        # the honest annotators work at their own pace: each minute, each acts with p = 0.5
+        for annotator in rng.sample(honest, len(honest)):
+            if rng.random() < 0.5:
+                continue
+            mine = item_claim_next(project=project, actor=annotator)
+            if mine is not None:
+                submit(project, mine, annotator)
+        if not Item.objects.filter(pk__in=queue, status=ItemStatus.OPEN).exists():
+            break
+
+    # then every item reached its two votes (none stayed open at 1 of 2)
+    assert not Item.objects.filter(pk__in=queue, status=ItemStatus.OPEN).exists()
+    for item_id in queue:
+        assert Annotation.objects.filter(item_id=item_id).count() == 2
+    # and the abandoner never got the same item back across an expiry while another could take it
+    assert expiries_across, "the abandoner's leases never ran out"
+    for previous, following, could in expiries_across:
+        if could:
+            assert following != previous
+    # and no annotation is the abandoner's
+    assert not Annotation.objects.filter(annotator=abandoner).exists()
+
+
+def test_an_abandoned_item_goes_back_to_its_abandoner_after_one_lease_length(
+    project, member, started, clock
+):
+    # given one item left, a1 let its lease run out and a2 (who could take it) is idle
+    queue = started(n=1, overlap=2, lease_minutes=5)
+    a1, a2 = member("annotator"), member("annotator")
+    first = item_claim_next(project=project, actor=a1)
+    clock.advance(minutes=6)
+
+    # when a1 asks at once, a1 gets the other item, not the abandoned one
+    second = item_claim_next(project=project, actor=a1)
+    assert first.item_id == queue[0]
+    assert second.item_id == queue[1]
+    first.refresh_from_db()
+    assert first.status == AssignmentStatus.EXPIRED
+    # and a2 is given the abandoned item first
+    assert item_claim_next(project=project, actor=a2).item_id == queue[0]
+    submit(project, Assignment.objects.get(item_id=queue[0], annotator=a2), a2)
+    submit(project, second, a1)
+
+    # when the cool-down (one lease length after the expiry) has passed
+    clock.advance(minutes=6)
+    again = item_claim_next(project=project, actor=a1)
+
+    # then a1 gets its row of the item back with a fresh lease
+    assert (again.pk, again.item_id, again.status) == (first.pk, queue[0], AssignmentStatus.LEASED)
+
+
+def test_the_last_annotator_who_could_label_the_item_gets_it_back_at_once(
+    project, member, started, clock
+):
+    # given overlap 3 and three annotators: a2 and a3 submitted item 1, a1 let its lease run out
+    queue = started(n=1, overlap=3, lease_minutes=5)
+    a1, a2, a3 = (member("annotator") for _ in range(3))
+    first = item_claim_next(project=project, actor=a1)
+    for other in (a2, a3):
+        submit(project, item_claim_next(project=project, actor=other), other)
+    clock.advance(minutes=6)
+
+    # when a1 asks right after the expiry (nobody else could take item 1)
+    assert first.item_id == queue[0]
+    again = item_claim_next(project=project, actor=a1)
+
+    # then a1 gets item 1 back and can finish it
+    assert (again.pk, again.item_id) == (first.pk, queue[0])
+    submit(project, again, a1)
+    assert Annotation.objects.filter(item_id=queue[0]).count() == 3
