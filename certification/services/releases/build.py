@@ -1,9 +1,10 @@
-"""Building a release's files from its pinned state (issue 6, DESIGN.md §5).
+"""Building a release's files from its pinned state.
 
-``release_build_execute`` (the body of ``release_build_task``) streams every file into a
-temporary directory (labels are read in chunks and written as they come: JSONL, CSV and one
-Parquet row group per chunk), writes the manifest and a zip of the whole, and either stores the
-files (a release's first build) or compares them byte by byte with the stored ones (a rebuild).
+``release_build_execute`` (the body of ``release_build_task``) streams every file into the
+build's working directory, ``certlabel-builds/build-<id>`` (labels are read in chunks and
+written as they come: JSONL, CSV and one Parquet row group per chunk), writes the manifest and a
+zip of the whole, and either stores the files (a release's first build) or compares them byte
+by byte with the stored ones (a rebuild).
 Nothing in a content file depends on when or where it was built.
 """
 
@@ -34,6 +35,7 @@ from certification.selectors import (
     release_files,
     release_storage,
 )
+from certification.services.liveness import Heartbeat
 from certification.services.releases.card import dataset_card
 from certification.services.releases.provenance import ProvenanceCollector
 from certification.services.releases.records import (
@@ -403,6 +405,11 @@ def _other_files(
     return files
 
 
+#: The folder, under the release storage (when local) or the system's temporary directory,
+#: where each build writes its files: ``build-<build id>``.
+WORK_FOLDER = "certlabel-builds"
+
+
 def _local_root() -> str | None:
     """Return the release storage's directory when it is a local one, else None.
 
@@ -415,6 +422,43 @@ def _local_root() -> str | None:
     root = Path(storage.location)
     root.mkdir(parents=True, exist_ok=True)
     return str(root)
+
+
+def build_work_root() -> Path:
+    """The one parent folder of every build's working directory."""
+    return Path(_local_root() or tempfile.gettempdir()) / WORK_FOLDER
+
+
+def build_workdir(build_id: int) -> Path:
+    """The working directory of build ``build_id`` (named by its id, so it can be found)."""
+    return build_work_root() / f"build-{build_id}"
+
+
+def build_workdirs_clean() -> list[int]:
+    """Remove the working directories of builds that are not running; return their build ids.
+
+    A killed build leaves its directory behind; a build that is running (its worker alive or
+    not yet declared lapsed) keeps it. A folder whose build no longer exists goes too.
+    """
+    root = build_work_root()
+    if not root.is_dir():
+        return []
+    found: dict[int, Path] = {}
+    for path in root.iterdir():
+        name = path.name
+        if path.is_dir() and name.startswith("build-") and name[6:].isdigit():
+            found[int(name[6:])] = path
+    running = set(
+        ReleaseBuild.objects.filter(pk__in=found, status=BuildStatus.RUNNING).values_list(
+            "pk", flat=True
+        )
+    )
+    removed = sorted(pk for pk in found if pk not in running)
+    for pk in removed:
+        shutil.rmtree(found[pk], ignore_errors=True)
+    if removed:
+        logger.info("release_build.workdirs_removed", extra={"build_ids": removed})
+    return removed
 
 
 def _store(directory: Path, prefix: str) -> None:
@@ -444,11 +488,22 @@ def _claim(build_id: int) -> ReleaseBuild:
             return build
         if build.status == BuildStatus.RUNNING:
             raise Conflict(f"release build {build_id} is already running")
+        now = timezone.now()
         build.status = BuildStatus.RUNNING
-        build.started_at = timezone.now()
+        build.started_at = build.heartbeat_at = now
         build.error = ""
         build.progress_done = 0
-        build.save(update_fields=["status", "started_at", "error", "progress_done"])
+        build.attempts += 1
+        build.save(
+            update_fields=[
+                "status",
+                "started_at",
+                "heartbeat_at",
+                "error",
+                "progress_done",
+                "attempts",
+            ]
+        )
     return build
 
 
@@ -456,9 +511,12 @@ def release_build_execute(*, build_id: int) -> ReleaseBuild:
     """Build (or rebuild and compare) the files of a release; the Celery task's body.
 
     A first build stores the files under ``<project id>/<release id>/<build id>/`` of the
-    release storage. A rebuild writes to a temporary directory only and records, per file,
-    whether its bytes equal the first build's (``matches``, ``mismatches``). A done build is
-    returned unchanged (the task may be delivered twice).
+    release storage. A rebuild writes to its working directory only (:func:`build_workdir`)
+    and records, per file, whether its bytes equal the first build's (``matches``,
+    ``mismatches``). A done build is returned unchanged (the task may be delivered twice).
+    While it builds, a :class:`~certification.services.liveness.Heartbeat` writes
+    ``heartbeat_at``; the working directory is removed at the end, and one a killed build left
+    behind is removed by the next start of that build or by :func:`build_workdirs_clean`.
 
     Raises:
         NotFound: no such build.
@@ -468,56 +526,70 @@ def release_build_execute(*, build_id: int) -> ReleaseBuild:
     if build.status == BuildStatus.DONE:
         return build
     release = build.release
-    with tempfile.TemporaryDirectory(prefix="certlabel-release-", dir=_local_root()) as tmp:
-        directory = Path(tmp)
-        entries = build_files(release, directory, build)
-        archive_sha256, archive_size = sha256_file(directory / ARCHIVE)
-        manifest_sha256 = next(e["sha256"] for e in entries if e["name"] == MANIFEST)
-        update: dict[str, Any] = {
-            "files": entries,
-            "manifest_sha256": manifest_sha256,
-            "archive_sha256": archive_sha256,
-            "archive_size": archive_size,
-        }
-        if build.is_rebuild:
-            first = release_content_build(release)
-            if first is None or first.status != BuildStatus.DONE:
-                raise Conflict(f"release {release.version} has no finished build to compare with")
-            stored = {e["name"]: e for e in first.files}
-            mismatches = [
-                {
-                    "name": entry["name"],
-                    "sha256": entry["sha256"],
-                    "stored_sha256": stored.get(entry["name"], {}).get("sha256"),
-                }
-                for entry in entries
-                if stored.get(entry["name"], {}).get("sha256") != entry["sha256"]
-            ]
-            if first.archive_sha256 != archive_sha256:
-                mismatches.append(
-                    {
-                        "name": ARCHIVE,
-                        "sha256": archive_sha256,
-                        "stored_sha256": first.archive_sha256,
-                    }
-                )
-            update.update(matches=not mismatches, mismatches=mismatches)
-        else:
-            prefix = f"{release.project_id}/{release.pk}/{build.pk}/"
-            _store(directory, prefix)
-            update["storage_prefix"] = prefix
-    ReleaseBuild.objects.filter(pk=build.pk).update(
+    directory = build_workdir(build.pk)
+    shutil.rmtree(directory, ignore_errors=True)  # what a killed attempt left
+    directory.mkdir(parents=True)
+    try:
+        with Heartbeat(ReleaseBuild, build.pk, attempts=build.attempts):
+            update = _build_and_compare(release, build, directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    written = ReleaseBuild.objects.filter(
+        pk=build.pk, status=BuildStatus.RUNNING, attempts=build.attempts
+    ).update(
         status=BuildStatus.DONE,
         finished_at=timezone.now(),
         progress_done=F("progress_total"),
         **update,
     )
-    logger.info(
-        "release_build.done",
-        extra={"build_id": build.pk, "release_id": release.pk, "manifest_sha256": manifest_sha256},
-    )
+    if written:
+        logger.info(
+            "release_build.done",
+            extra={
+                "build_id": build.pk,
+                "release_id": release.pk,
+                "manifest_sha256": update["manifest_sha256"],
+            },
+        )
     build.refresh_from_db()
     return build
+
+
+def _build_and_compare(release: Release, build: ReleaseBuild, directory: Path) -> dict[str, Any]:
+    """Write the files into ``directory``; store or compare them; return the build's fields."""
+    entries = build_files(release, directory, build)
+    archive_sha256, archive_size = sha256_file(directory / ARCHIVE)
+    manifest_sha256 = next(e["sha256"] for e in entries if e["name"] == MANIFEST)
+    update: dict[str, Any] = {
+        "files": entries,
+        "manifest_sha256": manifest_sha256,
+        "archive_sha256": archive_sha256,
+        "archive_size": archive_size,
+    }
+    if build.is_rebuild:
+        first = release_content_build(release)
+        if first is None or first.status != BuildStatus.DONE:
+            raise Conflict(f"release {release.version} has no finished build to compare with")
+        stored = {e["name"]: e for e in first.files}
+        mismatches = [
+            {
+                "name": entry["name"],
+                "sha256": entry["sha256"],
+                "stored_sha256": stored.get(entry["name"], {}).get("sha256"),
+            }
+            for entry in entries
+            if stored.get(entry["name"], {}).get("sha256") != entry["sha256"]
+        ]
+        if first.archive_sha256 != archive_sha256:
+            mismatches.append(
+                {"name": ARCHIVE, "sha256": archive_sha256, "stored_sha256": first.archive_sha256}
+            )
+        update.update(matches=not mismatches, mismatches=mismatches)
+    else:
+        prefix = f"{release.project_id}/{release.pk}/{build.pk}/"
+        _store(directory, prefix)
+        update["storage_prefix"] = prefix
+    return update
 
 
 def release_build_fail(*, build_id: int, error: str) -> ReleaseBuild:
