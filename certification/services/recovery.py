@@ -123,5 +123,6 @@ def stalled_work_recover(*, now: datetime | None = None) -> RecoveryReport:
     report.builds_requeued, report.builds_failed = _recover(
         ReleaseBuild, now=now, enqueue=_enqueue_build, kind="release_build"
     )
+    # Last: the folders of the builds just set back to pending belong to no live attempt now.
     report.workdirs_removed = build_workdirs_clean()
     return report

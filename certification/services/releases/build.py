@@ -1,7 +1,7 @@
 """Building a release's files from its pinned state.
 
 ``release_build_execute`` (the body of ``release_build_task``) streams every file into the
-build's working directory, ``certlabel-builds/build-<id>`` (labels are read in chunks and
+build's working directory, ``certlabel-builds/build-<id>-<attempt>`` (labels are read in chunks and
 written as they come: JSONL, CSV and one Parquet row group per chunk), writes the manifest and a
 zip of the whole, and either stores the files (a release's first build) or compares them byte
 by byte with the stored ones (a rebuild).
@@ -406,7 +406,7 @@ def _other_files(
 
 
 #: The folder, under the release storage (when local) or the system's temporary directory,
-#: where each build writes its files: ``build-<build id>``.
+#: where each build writes its files: ``build-<build id>-<attempt>``.
 WORK_FOLDER = "certlabel-builds"
 
 
@@ -429,36 +429,56 @@ def build_work_root() -> Path:
     return Path(_local_root() or tempfile.gettempdir()) / WORK_FOLDER
 
 
-def build_workdir(build_id: int) -> Path:
-    """The working directory of build ``build_id`` (named by its id, so it can be found)."""
-    return build_work_root() / f"build-{build_id}"
+def build_workdir(build_id: int, attempt: int) -> Path:
+    """The working directory of attempt ``attempt`` of build ``build_id``.
+
+    Named by both, so that a folder can be traced to its build and a new attempt never shares
+    a folder with a killed one.
+    """
+    return build_work_root() / f"build-{build_id}-{attempt}"
+
+
+def _workdirs() -> list[tuple[int, int, Path]]:
+    """Every build working directory: (build id, attempt, path)."""
+    root = build_work_root()
+    if not root.is_dir():
+        return []
+    found = []
+    for path in root.iterdir():
+        parts = path.name.split("-")
+        if path.is_dir() and len(parts) == 3 and parts[0] == "build":
+            if parts[1].isdigit() and parts[2].isdigit():
+                found.append((int(parts[1]), int(parts[2]), path))
+    return found
 
 
 def build_workdirs_clean() -> list[int]:
     """Remove the working directories of builds that are not running; return their build ids.
 
-    A killed build leaves its directory behind; a build that is running (its worker alive or
-    not yet declared lapsed) keeps it. A folder whose build no longer exists goes too.
+    A killed build leaves its directory behind. A folder is kept only while its build is running
+    that very attempt; every other one goes (the build finished, failed, was set back to
+    pending by recovery, or no longer exists).
+
+    Concurrency: the folders are listed before the builds are read. A folder exists only after
+    its attempt's claim committed, so the read sees that attempt running (keep) or over
+    (remove): a live build's folder is never removed.
     """
-    root = build_work_root()
-    if not root.is_dir():
+    found = _workdirs()
+    if not found:
         return []
-    found: dict[int, Path] = {}
-    for path in root.iterdir():
-        name = path.name
-        if path.is_dir() and name.startswith("build-") and name[6:].isdigit():
-            found[int(name[6:])] = path
-    running = set(
-        ReleaseBuild.objects.filter(pk__in=found, status=BuildStatus.RUNNING).values_list(
-            "pk", flat=True
-        )
+    running = dict(
+        ReleaseBuild.objects.filter(
+            pk__in={pk for pk, _, _ in found}, status=BuildStatus.RUNNING
+        ).values_list("pk", "attempts")
     )
-    removed = sorted(pk for pk in found if pk not in running)
-    for pk in removed:
-        shutil.rmtree(found[pk], ignore_errors=True)
+    removed = []
+    for pk, attempt, path in found:
+        if running.get(pk) != attempt:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(pk)
     if removed:
-        logger.info("release_build.workdirs_removed", extra={"build_ids": removed})
-    return removed
+        logger.info("release_build.workdirs_removed", extra={"build_ids": sorted(removed)})
+    return sorted(removed)
 
 
 def _store(directory: Path, prefix: str) -> None:
@@ -526,8 +546,11 @@ def release_build_execute(*, build_id: int) -> ReleaseBuild:
     if build.status == BuildStatus.DONE:
         return build
     release = build.release
-    directory = build_workdir(build.pk)
-    shutil.rmtree(directory, ignore_errors=True)  # what a killed attempt left
+    for pk, attempt, path in _workdirs():
+        if pk == build.pk and attempt < build.attempts:
+            shutil.rmtree(path, ignore_errors=True)  # what a killed attempt left
+    directory = build_workdir(build.pk, build.attempts)
+    shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     try:
         with Heartbeat(ReleaseBuild, build.pk, attempts=build.attempts):
