@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.test import TestCase
 from django.utils import timezone
 
@@ -225,7 +226,8 @@ def test_a_long_single_step_still_heartbeats(project, settings, monkeypatch):
 
     # no transaction to defer to here: keep the task from running at once
     monkeypatch.setattr(calibration_module, "_enqueue_execute", lambda run_id: None)
-    run = calibration_run_request(spec=spec, trigger="manual")
+    with transaction.atomic():  # the request runs inside its caller's transaction
+        run = calibration_run_request(spec=spec, trigger="manual")
     assert CalibrationRun.objects.get(pk=run.pk).status == RunStatus.PENDING
     seen: list[Any] = []
 
@@ -248,9 +250,9 @@ def test_a_long_single_step_still_heartbeats(project, settings, monkeypatch):
 def test_the_heartbeat_stops_once_the_row_is_no_longer_its_attempt(project, settings):
     settings.CERTLABEL_HEARTBEAT_SECONDS = 0.05
     calibration_project(project, {"calibration": _questions("c", 3)})
-    with TestCase.captureOnCommitCallbacks(execute=False):
+    with transaction.atomic():
         run = calibration_run_request(spec=make_spec(project), trigger="manual")
-    CalibrationRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, attempts=2)
+        CalibrationRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, attempts=2)
     heartbeat = Heartbeat(CalibrationRun, run.pk, attempts=2)
     with heartbeat:
         time.sleep(0.3)
