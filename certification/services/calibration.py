@@ -1,4 +1,4 @@
-"""Calibration specs and runs (issue 4): the frozen contract and its background computation.
+"""Calibration specs and runs: the frozen contract and its background computation.
 
 A :class:`~certification.models.CalibrationSpec` is written before calibration and frozen once
 a run uses it; a change is a new version linked to its predecessor
