@@ -12,6 +12,7 @@ from certification.models import (
     AuditReport,
     AuditSample,
     AuditSampleMember,
+    CalibrationInput,
     CalibrationRun,
     CalibrationSpec,
     Release,
@@ -71,7 +72,16 @@ class CalibrationRunAdmin(_ReadOnlyAdmin):
     list_filter = ("status", "trigger")
     list_select_related = ("spec", "project")
     search_fields = ("project__slug", "input_sha256", "spec__name")
-    exclude = ("inputs",)
+    exclude = ("input",)
+
+
+@admin.register(CalibrationInput)
+class CalibrationInputAdmin(_ReadOnlyAdmin):
+    """Distinct input snapshots of calibration runs, read-only (the run request stores them)."""
+
+    list_display = ("pk", "sha256", "created_at")
+    search_fields = ("sha256",)
+    exclude = ("snapshot",)
 
 
 @admin.register(AuditReport)

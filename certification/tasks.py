@@ -16,6 +16,7 @@ from certification.services import (
     calibration_run_fail,
     calibration_runs_refresh,
 )
+from certification.services.recovery import stalled_work_recover
 from certification.services.releases import release_build_execute, release_build_fail
 from certification.services.releases.freeze import BUILD_TIME_LIMIT
 from labeling.exceptions import Conflict, NotFound
@@ -134,3 +135,12 @@ def release_build_task(build_id: int) -> dict[str, object] | None:
         "manifest_sha256": build.manifest_sha256,
         "matches": build.matches,
     }
+
+
+@shared_task(
+    soft_time_limit=60, time_limit=90, max_retries=3, ignore_result=True, **RETRY_ON_DB_ERROR
+)
+def stalled_work_recover_task() -> dict[str, list[int]]:
+    """Re-run the runs and builds whose worker died or whose task was lost (beat, ~30 s)."""
+    report = stalled_work_recover()
+    return report.as_json()

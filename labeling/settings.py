@@ -144,6 +144,8 @@ CELERY_TASK_EAGER_PROPAGATES = env.bool("CELERY_TASK_EAGER_PROPAGATES", default=
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=600)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=660)
 CELERY_TASK_ACKS_LATE = True
+# A task whose worker process was killed goes back to the queue (with late acknowledgement).
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
@@ -169,12 +171,28 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Recompute every pinned source text's sha256 and length (a mismatch is logged as an error).
     # Reads only; a run that waited an hour for a worker is dropped, the next day's comes.
+    # Re-run calibration runs and release builds whose worker died or whose task was lost.
+    "stalled-work-recover": {
+        "task": "certification.tasks.stalled_work_recover_task",
+        "schedule": env.float("CERTLABEL_RECOVERY_SECONDS", default=30.0),
+        "options": {"queue": "housekeeping"},
+    },
     "source-versions-verify": {
         "task": "labeling.tasks.source_versions_verify_all_task",
         "schedule": 24 * 60 * 60.0,
         "options": {"expires": 60 * 60},
     },
 }
+# Running calibration runs and release builds write a heartbeat this often (seconds); one whose
+# heartbeat (or, while pending, whose task) is older than the lapse lost its worker and is run
+# again, at most CERTLABEL_WORK_MAX_ATTEMPTS starts in all before it is failed closed.
+CERTLABEL_HEARTBEAT_SECONDS = env.float("CERTLABEL_HEARTBEAT_SECONDS", default=15.0)
+CERTLABEL_WORK_LAPSE_SECONDS = env.float("CERTLABEL_WORK_LAPSE_SECONDS", default=120.0)
+CERTLABEL_WORK_MAX_ATTEMPTS = env.int("CERTLABEL_WORK_MAX_ATTEMPTS", default=3)
+if not 0 < CERTLABEL_HEARTBEAT_SECONDS < CERTLABEL_WORK_LAPSE_SECONDS:
+    raise ImproperlyConfigured(
+        "CERTLABEL_HEARTBEAT_SECONDS must be positive and below CERTLABEL_WORK_LAPSE_SECONDS."
+    )
 
 # ---------------------------------------------------------------------------------------------
 # REST framework and OpenAPI

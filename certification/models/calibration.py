@@ -5,6 +5,8 @@ The choices classes name every option a spec can take; the database checks the r
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -237,17 +239,46 @@ class RunTrigger(models.TextChoices):
     COMMAND = "command", "manage.py certify"
 
 
+class CalibrationInput(models.Model):
+    """One distinct input snapshot of calibration runs, stored once however many runs read it.
+
+    ``sha256`` is the sha256 of the canonical JSON of ``snapshot`` alone (a run's
+    ``input_sha256`` also covers its spec and the statistics' version, so runs of several specs
+    on the same labels share one row).
+    """
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    snapshot = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Exact(Length("sha256"), 64), name="calibration_input_sha256_hex64"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"calibration input {self.sha256[:12]}"
+
+
 class CalibrationRun(models.Model):
     """One computation of a spec on the resolved labels.
 
-    ``inputs`` is the snapshot of everything the computation reads (per question: its
-    candidates with their scores, canonical answers, resolved outcome and claim-label counts;
-    see ``certification.selectors.calibration_inputs``), and ``input_sha256`` the sha256 of the
+    ``inputs`` (the snapshot of its :class:`CalibrationInput`, stored once per distinct
+    snapshot) is everything the computation reads (per question: its candidates with their
+    scores, canonical answers, resolved outcome and claim-label counts; see
+    ``certification.selectors.calibration_inputs``), and ``input_sha256`` the sha256 of the
     canonical JSON of that snapshot, the spec's content hash and the statistics' version. Every
     number in ``result`` is a function of ``inputs`` and the spec, so it can be rebuilt
     (``certification.services.calibration_result_compute``). At most one pending, running or
     done run exists per (spec, input hash) (a partial unique constraint): starting a run on
     unchanged labels returns the existing one.
+
+    While it runs, its worker writes ``heartbeat_at`` every few seconds; ``enqueued_at`` is when
+    its task was last sent and ``attempts`` how many times a worker started it. A run whose
+    heartbeat (or enqueue time, while pending) lapsed is re-run by
+    ``certification.services.recovery.stalled_work_recover``.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="calibration_runs")
@@ -263,14 +294,20 @@ class CalibrationRun(models.Model):
     spec_sha256 = models.CharField(max_length=64)
     input_sha256 = models.CharField(max_length=64)
     stats_version = models.PositiveIntegerField()
-    inputs = models.JSONField(default=dict)
+    input = models.ForeignKey(CalibrationInput, on_delete=models.PROTECT, related_name="runs")
     result = models.JSONField(default=dict, blank=True)
     outcome = models.CharField(max_length=64, blank=True)
     error = models.TextField(blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
-        indexes = [models.Index(fields=["spec", "-created_at"], name="calibration_run_spec_idx")]
+        indexes = [
+            models.Index(fields=["spec", "-created_at"], name="calibration_run_spec_idx"),
+            models.Index(fields=["status"], name="calibration_run_status_idx"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["spec", "input_sha256"],
@@ -297,3 +334,9 @@ class CalibrationRun(models.Model):
     def is_finished(self) -> bool:
         """Whether the run is done or failed (its page stops refreshing)."""
         return self.status in (RunStatus.DONE, RunStatus.FAILED)
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        """The input snapshot the run computes from (stored once in its ``CalibrationInput``)."""
+        snapshot: dict[str, Any] = self.input.snapshot
+        return snapshot

@@ -94,6 +94,11 @@ class ReleaseBuild(models.Model):
     ``storage_prefix`` and ``files`` lists each file's name, sha256 and size (the manifest's own
     hash is ``manifest_sha256``). A later build (a rebuild) writes elsewhere, is compared file by
     file with the first, and records whether every byte matched (``matches``).
+
+    While it runs, its worker writes ``heartbeat_at`` every few seconds; ``enqueued_at`` is when
+    its task was last sent and ``attempts`` how many times a worker started it. A build whose
+    heartbeat (or enqueue time, while pending) lapsed is built again by
+    ``certification.services.recovery.stalled_work_recover``.
     """
 
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="builds")
@@ -117,6 +122,9 @@ class ReleaseBuild(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["release", "pk"]

@@ -120,7 +120,7 @@ def calibration_run_list(
     runs = (
         CalibrationRun.objects.filter(project=project)
         .select_related("spec", "requested_by")
-        .defer("inputs", "result")
+        .defer("result")
     )
     spec = (filters or {}).get("spec")
     if spec is not None:
@@ -148,7 +148,7 @@ def calibration_run_latest(*, spec: CalibrationSpec) -> CalibrationRun | None:
     """Return the spec's most recent run (any status), or None."""
     return (
         CalibrationRun.objects.filter(spec=spec)
-        .defer("inputs", "result")
+        .defer("result")
         .order_by("-created_at", "-pk")
         .first()
     )

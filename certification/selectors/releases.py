@@ -249,7 +249,7 @@ def release_freezable_runs(*, project: Project) -> list[CalibrationRun]:
     done = (
         CalibrationRun.objects.filter(project=project, status=RunStatus.DONE)
         .select_related("spec")
-        .defer("inputs", "result")
+        .defer("result")
         .order_by("-finished_at", "-pk")
     )
     recent = [run.pk for run in done[:FREEZE_FORM_RUNS]]

@@ -1,4 +1,4 @@
-"""Calibration specs and runs (issue 4): the frozen contract and its background computation.
+"""Calibration specs and runs: the frozen contract and its background computation.
 
 A :class:`~certification.models.CalibrationSpec` is written before calibration and frozen once
 a run uses it; a change is a new version linked to its predecessor
@@ -19,11 +19,11 @@ import hashlib
 import logging
 import math
 from collections.abc import Mapping
-from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from certification.certificates import STATS_VERSION, calibration_result_compute
@@ -34,6 +34,7 @@ from certification.models import (
     LIVE_RUN_STATUSES,
     Acceptance,
     AnswerField,
+    CalibrationInput,
     CalibrationMethod,
     CalibrationPartition,
     CalibrationRun,
@@ -56,6 +57,7 @@ from certification.selectors import (
     calibration_spec_latest_list,
     parse_evaluator_field,
 )
+from certification.services.liveness import Heartbeat, work_lapsed
 from certification.stats.canonical import canonicaliser_names
 from certification.stats.errors import StatsError
 from labeling.exceptions import NotFound
@@ -108,9 +110,6 @@ MAX_NAME = 200
 MAX_DESCRIPTION = 10_000
 #: Decimal places of alpha, delta, stopping delta and report confidence (the model's fields).
 DECIMAL_PLACES = 8
-#: A run still "running" this long after it started lost its worker (twice the task's hard
-#: time limit); a new request replaces it.
-STALE_RUN_AFTER = timedelta(minutes=30)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,26 +434,51 @@ def _check_spec_hash(spec: CalibrationSpec) -> str:
 
 
 def _enqueue_execute(run_id: int) -> None:
+    """Send the run's task after commit, and record when (the pending lapse counts from it)."""
     from certification.tasks import calibration_run_execute_task  # the one allowed local import
 
     def enqueue() -> None:
+        CalibrationRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(
+            enqueued_at=timezone.now()
+        )
         calibration_run_execute_task.delay(run_id)
 
     transaction.on_commit(enqueue, robust=True)
 
 
+#: The error of a lapsed run that a new request replaced.
+REPLACED_ERROR = "replaced: its worker stopped (stale: no sign of life within the lapse)"
+
+
 def _retire_stale(run: CalibrationRun) -> bool:
-    """Mark a run that lost its worker as failed; return whether it was stale."""
-    if run.status != RunStatus.RUNNING or run.started_at is None:
+    """Mark a lapsed pending or running run failed (replaced); return whether it was lapsed."""
+    if not work_lapsed(run):
         return False
-    if timezone.now() - run.started_at < STALE_RUN_AFTER:
-        return False
-    CalibrationRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
-        status=RunStatus.FAILED,
-        error="no result: the worker stopped before finishing (stale run)",
-        finished_at=timezone.now(),
+    CalibrationRun.objects.filter(pk=run.pk, status=run.status).update(
+        status=RunStatus.FAILED, error=REPLACED_ERROR, finished_at=timezone.now()
     )
+    logger.warning("calibration_run.replaced", extra={"run": run.pk, "status": run.status})
     return True
+
+
+def calibration_input_store(inputs: Mapping[str, Any]) -> CalibrationInput:
+    """Return the stored row of this input snapshot, storing it if it is new.
+
+    A snapshot is stored once however many runs (of however many specs) read it: its key is the
+    sha256 of its canonical JSON.
+
+    Concurrency: the unique sha256 makes a concurrent duplicate fail; the loser reads the
+    winner's row.
+    """
+    digest = hashlib.sha256(canonical_json(inputs).encode("utf-8")).hexdigest()
+    found = CalibrationInput.objects.filter(sha256=digest).first()
+    if found is not None:
+        return found
+    try:
+        with transaction.atomic():
+            return CalibrationInput.objects.create(sha256=digest, snapshot=dict(inputs))
+    except IntegrityError:
+        return CalibrationInput.objects.get(sha256=digest)
 
 
 def calibration_run_request(
@@ -468,10 +492,13 @@ def calibration_run_request(
 
     Snapshots the inputs (:func:`certification.selectors.calibration_inputs`) and hashes them.
     A pending, running or done run with the same input hash is returned as is (idempotent); a
-    stale running run is marked failed and replaced. A new run is created ``pending`` and its
-    execution enqueued after commit. No permission check: callers decide (the manager service,
-    the label-change refresh, the management command). ``inputs`` may pass a snapshot the
-    caller just read, to avoid reading it twice.
+    pending or running run that lapsed (its worker stopped, or its task was lost:
+    :func:`~certification.services.liveness.work_lapsed`) is marked failed ("replaced: its
+    worker stopped") and replaced. A new run is created ``pending``, its snapshot stored once
+    per distinct snapshot (:func:`calibration_input_store`), and its execution enqueued after
+    commit. No permission check: callers decide (the manager service, the label-change
+    refresh, the management command). ``inputs`` may pass a snapshot the caller just read, to
+    avoid reading it twice.
 
     Raises:
         CertificationError: the spec no longer matches its content hash.
@@ -494,6 +521,7 @@ def calibration_run_request(
     ).first()
     if existing is not None and not _retire_stale(existing):
         return existing
+    stored = calibration_input_store(inputs)
     try:
         with transaction.atomic():
             run = CalibrationRun.objects.create(
@@ -504,7 +532,8 @@ def calibration_run_request(
                 spec_sha256=spec_sha,
                 input_sha256=digest,
                 stats_version=STATS_VERSION,
-                inputs=inputs,
+                input=stored,
+                enqueued_at=timezone.now(),
             )
     except IntegrityError:
         return CalibrationRun.objects.get(
@@ -597,33 +626,38 @@ def calibration_run_execute(*, run_id: int) -> CalibrationRun:
 
     Idempotent: a run that is not pending (running elsewhere, done or failed) is returned
     unchanged. A statistics error (``StatsError``) or a certification error fails the run
-    closed: status ``failed`` with the error text, and no certificate.
+    closed: status ``failed`` with the error text, and no certificate. While it computes, a
+    :class:`~certification.services.liveness.Heartbeat` writes ``heartbeat_at``.
 
     Returns:
-        The run, now done or failed.
+        The run, now done or failed (or as another worker left it).
 
     Raises:
         RunNotFound: no run has this id.
 
-    Concurrency: the pending -> running compare-and-set lets exactly one worker compute; the
-    computation runs outside any transaction; the result is written with a second
-    compare-and-set (running -> done).
+    Concurrency: the pending -> running compare-and-set lets exactly one worker compute, and
+    counts the attempt; the computation runs outside any transaction; the result is written
+    with a second compare-and-set (running, same attempt -> done), so a worker that recovery
+    gave up on (and another worker restarted) writes nothing.
     """
-    run = CalibrationRun.objects.select_related("spec").filter(pk=run_id).first()
+    run = CalibrationRun.objects.select_related("spec", "input").filter(pk=run_id).first()
     if run is None:
         raise RunNotFound(f"no calibration run {run_id}")
+    now = timezone.now()
     claimed = CalibrationRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(
-        status=RunStatus.RUNNING, started_at=timezone.now()
+        status=RunStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1
     )
     if claimed != 1:
         return run
+    attempt = CalibrationRun.objects.values_list("attempts", flat=True).get(pk=run_id)
     try:
         if spec_sha256(run.spec) != run.spec_sha256:
             raise CertificationError("the spec changed after the run was requested")
-        result = calibration_result_compute(contract=spec_content(run.spec), inputs=run.inputs)
+        with Heartbeat(CalibrationRun, run_id, attempts=attempt):
+            result = calibration_result_compute(contract=spec_content(run.spec), inputs=run.inputs)
     except (StatsError, CertificationError) as exc:
         return calibration_run_fail(run_id=run_id, error=str(exc))
-    CalibrationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+    CalibrationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).update(
         status=RunStatus.DONE,
         result=result,
         outcome=result["outcome"][:64],

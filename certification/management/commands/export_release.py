@@ -204,8 +204,9 @@ class Command(BaseCommand):
             while build.status in (BuildStatus.PENDING, BuildStatus.RUNNING):
                 if build_is_stale(build):
                     raise CommandError(
-                        f"build {build.pk} was abandoned (its task was lost or its worker "
-                        "killed): run again with --rebuild --user MANAGER to build it again"
+                        f"build {build.pk} lost its worker (no heartbeat, or its task lost, "
+                        "within the lapse): the recovery task builds it again, or run again "
+                        "with --rebuild --user MANAGER"
                     )
                 if waited >= WAIT_SECONDS:
                     raise CommandError(f"build {build.pk} is still {build.status} after {waited} s")

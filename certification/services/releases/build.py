@@ -1,9 +1,10 @@
-"""Building a release's files from its pinned state (issue 6, DESIGN.md §5).
+"""Building a release's files from its pinned state.
 
-``release_build_execute`` (the body of ``release_build_task``) streams every file into a
-temporary directory (labels are read in chunks and written as they come: JSONL, CSV and one
-Parquet row group per chunk), writes the manifest and a zip of the whole, and either stores the
-files (a release's first build) or compares them byte by byte with the stored ones (a rebuild).
+``release_build_execute`` (the body of ``release_build_task``) streams every file into the
+build's working directory, ``certlabel-builds/build-<id>-<attempt>`` (labels are read in chunks and
+written as they come: JSONL, CSV and one Parquet row group per chunk), writes the manifest and a
+zip of the whole, and either stores the files (a release's first build) or compares them byte
+by byte with the stored ones (a rebuild).
 Nothing in a content file depends on when or where it was built.
 """
 
@@ -34,6 +35,7 @@ from certification.selectors import (
     release_files,
     release_storage,
 )
+from certification.services.liveness import Heartbeat
 from certification.services.releases.card import dataset_card
 from certification.services.releases.provenance import ProvenanceCollector
 from certification.services.releases.records import (
@@ -403,6 +405,11 @@ def _other_files(
     return files
 
 
+#: The folder, under the release storage (when local) or the system's temporary directory,
+#: where each build writes its files: ``build-<build id>-<attempt>``.
+WORK_FOLDER = "certlabel-builds"
+
+
 def _local_root() -> str | None:
     """Return the release storage's directory when it is a local one, else None.
 
@@ -415,6 +422,63 @@ def _local_root() -> str | None:
     root = Path(storage.location)
     root.mkdir(parents=True, exist_ok=True)
     return str(root)
+
+
+def build_work_root() -> Path:
+    """The one parent folder of every build's working directory."""
+    return Path(_local_root() or tempfile.gettempdir()) / WORK_FOLDER
+
+
+def build_workdir(build_id: int, attempt: int) -> Path:
+    """The working directory of attempt ``attempt`` of build ``build_id``.
+
+    Named by both, so that a folder can be traced to its build and a new attempt never shares
+    a folder with a killed one.
+    """
+    return build_work_root() / f"build-{build_id}-{attempt}"
+
+
+def _workdirs() -> list[tuple[int, int, Path]]:
+    """Every build working directory: (build id, attempt, path)."""
+    root = build_work_root()
+    if not root.is_dir():
+        return []
+    found = []
+    for path in root.iterdir():
+        parts = path.name.split("-")
+        if path.is_dir() and len(parts) == 3 and parts[0] == "build":
+            if parts[1].isdigit() and parts[2].isdigit():
+                found.append((int(parts[1]), int(parts[2]), path))
+    return found
+
+
+def build_workdirs_clean() -> list[int]:
+    """Remove the working directories of builds that are not running; return their build ids.
+
+    A killed build leaves its directory behind. A folder is kept only while its build is running
+    that very attempt; every other one goes (the build finished, failed, was set back to
+    pending by recovery, or no longer exists).
+
+    Concurrency: the folders are listed before the builds are read. A folder exists only after
+    its attempt's claim committed, so the read sees that attempt running (keep) or over
+    (remove): a live build's folder is never removed.
+    """
+    found = _workdirs()
+    if not found:
+        return []
+    running = dict(
+        ReleaseBuild.objects.filter(
+            pk__in={pk for pk, _, _ in found}, status=BuildStatus.RUNNING
+        ).values_list("pk", "attempts")
+    )
+    removed = []
+    for pk, attempt, path in found:
+        if running.get(pk) != attempt:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(pk)
+    if removed:
+        logger.info("release_build.workdirs_removed", extra={"build_ids": sorted(removed)})
+    return sorted(removed)
 
 
 def _store(directory: Path, prefix: str) -> None:
@@ -444,11 +508,22 @@ def _claim(build_id: int) -> ReleaseBuild:
             return build
         if build.status == BuildStatus.RUNNING:
             raise Conflict(f"release build {build_id} is already running")
+        now = timezone.now()
         build.status = BuildStatus.RUNNING
-        build.started_at = timezone.now()
+        build.started_at = build.heartbeat_at = now
         build.error = ""
         build.progress_done = 0
-        build.save(update_fields=["status", "started_at", "error", "progress_done"])
+        build.attempts += 1
+        build.save(
+            update_fields=[
+                "status",
+                "started_at",
+                "heartbeat_at",
+                "error",
+                "progress_done",
+                "attempts",
+            ]
+        )
     return build
 
 
@@ -456,9 +531,12 @@ def release_build_execute(*, build_id: int) -> ReleaseBuild:
     """Build (or rebuild and compare) the files of a release; the Celery task's body.
 
     A first build stores the files under ``<project id>/<release id>/<build id>/`` of the
-    release storage. A rebuild writes to a temporary directory only and records, per file,
-    whether its bytes equal the first build's (``matches``, ``mismatches``). A done build is
-    returned unchanged (the task may be delivered twice).
+    release storage. A rebuild writes to its working directory only (:func:`build_workdir`)
+    and records, per file, whether its bytes equal the first build's (``matches``,
+    ``mismatches``). A done build is returned unchanged (the task may be delivered twice).
+    While it builds, a :class:`~certification.services.liveness.Heartbeat` writes
+    ``heartbeat_at``; the working directory is removed at the end, and one a killed build left
+    behind is removed by the next start of that build or by :func:`build_workdirs_clean`.
 
     Raises:
         NotFound: no such build.
@@ -468,56 +546,73 @@ def release_build_execute(*, build_id: int) -> ReleaseBuild:
     if build.status == BuildStatus.DONE:
         return build
     release = build.release
-    with tempfile.TemporaryDirectory(prefix="certlabel-release-", dir=_local_root()) as tmp:
-        directory = Path(tmp)
-        entries = build_files(release, directory, build)
-        archive_sha256, archive_size = sha256_file(directory / ARCHIVE)
-        manifest_sha256 = next(e["sha256"] for e in entries if e["name"] == MANIFEST)
-        update: dict[str, Any] = {
-            "files": entries,
-            "manifest_sha256": manifest_sha256,
-            "archive_sha256": archive_sha256,
-            "archive_size": archive_size,
-        }
-        if build.is_rebuild:
-            first = release_content_build(release)
-            if first is None or first.status != BuildStatus.DONE:
-                raise Conflict(f"release {release.version} has no finished build to compare with")
-            stored = {e["name"]: e for e in first.files}
-            mismatches = [
-                {
-                    "name": entry["name"],
-                    "sha256": entry["sha256"],
-                    "stored_sha256": stored.get(entry["name"], {}).get("sha256"),
-                }
-                for entry in entries
-                if stored.get(entry["name"], {}).get("sha256") != entry["sha256"]
-            ]
-            if first.archive_sha256 != archive_sha256:
-                mismatches.append(
-                    {
-                        "name": ARCHIVE,
-                        "sha256": archive_sha256,
-                        "stored_sha256": first.archive_sha256,
-                    }
-                )
-            update.update(matches=not mismatches, mismatches=mismatches)
-        else:
-            prefix = f"{release.project_id}/{release.pk}/{build.pk}/"
-            _store(directory, prefix)
-            update["storage_prefix"] = prefix
-    ReleaseBuild.objects.filter(pk=build.pk).update(
+    for pk, attempt, path in _workdirs():
+        if pk == build.pk and attempt < build.attempts:
+            shutil.rmtree(path, ignore_errors=True)  # what a killed attempt left
+    directory = build_workdir(build.pk, build.attempts)
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    try:
+        with Heartbeat(ReleaseBuild, build.pk, attempts=build.attempts):
+            update = _build_and_compare(release, build, directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    written = ReleaseBuild.objects.filter(
+        pk=build.pk, status=BuildStatus.RUNNING, attempts=build.attempts
+    ).update(
         status=BuildStatus.DONE,
         finished_at=timezone.now(),
         progress_done=F("progress_total"),
         **update,
     )
-    logger.info(
-        "release_build.done",
-        extra={"build_id": build.pk, "release_id": release.pk, "manifest_sha256": manifest_sha256},
-    )
+    if written:
+        logger.info(
+            "release_build.done",
+            extra={
+                "build_id": build.pk,
+                "release_id": release.pk,
+                "manifest_sha256": update["manifest_sha256"],
+            },
+        )
     build.refresh_from_db()
     return build
+
+
+def _build_and_compare(release: Release, build: ReleaseBuild, directory: Path) -> dict[str, Any]:
+    """Write the files into ``directory``; store or compare them; return the build's fields."""
+    entries = build_files(release, directory, build)
+    archive_sha256, archive_size = sha256_file(directory / ARCHIVE)
+    manifest_sha256 = next(e["sha256"] for e in entries if e["name"] == MANIFEST)
+    update: dict[str, Any] = {
+        "files": entries,
+        "manifest_sha256": manifest_sha256,
+        "archive_sha256": archive_sha256,
+        "archive_size": archive_size,
+    }
+    if build.is_rebuild:
+        first = release_content_build(release)
+        if first is None or first.status != BuildStatus.DONE:
+            raise Conflict(f"release {release.version} has no finished build to compare with")
+        stored = {e["name"]: e for e in first.files}
+        mismatches = [
+            {
+                "name": entry["name"],
+                "sha256": entry["sha256"],
+                "stored_sha256": stored.get(entry["name"], {}).get("sha256"),
+            }
+            for entry in entries
+            if stored.get(entry["name"], {}).get("sha256") != entry["sha256"]
+        ]
+        if first.archive_sha256 != archive_sha256:
+            mismatches.append(
+                {"name": ARCHIVE, "sha256": archive_sha256, "stored_sha256": first.archive_sha256}
+            )
+        update.update(matches=not mismatches, mismatches=mismatches)
+    else:
+        prefix = f"{release.project_id}/{release.pk}/{build.pk}/"
+        _store(directory, prefix)
+        update["storage_prefix"] = prefix
+    return update
 
 
 def release_build_fail(*, build_id: int, error: str) -> ReleaseBuild:

@@ -8,7 +8,6 @@ The build (``certification.services.releases.build``) then reads only that state
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -30,6 +29,7 @@ from certification.models import (
     release_version_key,
 )
 from certification.selectors import release_default_run_ids
+from certification.services.liveness import work_lapsed
 from labeling.exceptions import Conflict, InvalidInput
 from labeling.locks import project_lock
 from labeling.models import (
@@ -183,26 +183,28 @@ def _cutoff() -> dict[str, int]:
 
 # The build task's hard time limit, in seconds (Celery kills the task then).
 BUILD_TIME_LIMIT = 3660
-# A build left pending this long lost its task message; one running this long was killed (past
-# the task's hard time limit). Either may then be started again (``release_rebuild``).
-STALE_PENDING = timedelta(minutes=10)
-STALE_RUNNING = timedelta(seconds=BUILD_TIME_LIMIT + 300)
 
 
 def build_is_stale(build: ReleaseBuild) -> bool:
-    """Whether a pending or running build was abandoned (see STALE_PENDING, STALE_RUNNING)."""
-    now = timezone.now()
-    if build.status == BuildStatus.PENDING:
-        return build.created_at < now - STALE_PENDING
-    if build.status == BuildStatus.RUNNING:
-        return build.started_at is None or build.started_at < now - STALE_RUNNING
-    return False
+    """Whether a pending or running build lost its worker or its task (the one lapse rule).
+
+    See :func:`certification.services.liveness.work_lapsed`: running with no heartbeat for
+    ``CERTLABEL_WORK_LAPSE_SECONDS``, or pending that long after its task was sent.
+    """
+    return work_lapsed(build)
 
 
 def _enqueue_build(build_id: int) -> None:
+    """Send the build's task after commit, and record when (the pending lapse counts from it)."""
     from certification.tasks import release_build_task  # tasks import services, not vice versa
 
-    transaction.on_commit(lambda: release_build_task.delay(build_id), robust=True)
+    def enqueue() -> None:
+        ReleaseBuild.objects.filter(pk=build_id, status=BuildStatus.PENDING).update(
+            enqueued_at=timezone.now()
+        )
+        release_build_task.delay(build_id)
+
+    transaction.on_commit(enqueue, robust=True)
 
 
 def release_freeze(
@@ -288,9 +290,10 @@ def release_freeze(
 def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
     """Request a rebuild of ``release``: built again elsewhere and compared byte by byte.
 
-    When the release's first build failed, or was abandoned (:func:`build_is_stale`: its task
-    was lost or killed), that build is started again instead; an abandoned rebuild is marked
-    failed so that a new one can start.
+    When the release's first build failed, or its worker died (:func:`build_is_stale`: no
+    heartbeat, or its task lost, for ``CERTLABEL_WORK_LAPSE_SECONDS``), that build is started
+    again instead of answering that there is nothing to compare with; a lapsed rebuild is
+    marked failed so that a new one can start.
 
     Raises:
         NotFound / PermissionDenied: ``actor`` is not a manager of the release's project.
@@ -304,15 +307,17 @@ def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
             # The release was never built (it failed, or its task was lost or killed): build it
             # again rather than compare with nothing.
             first.status, first.error, first.requested_by = BuildStatus.PENDING, "", actor
-            first.created_at = timezone.now()
-            first.save(update_fields=["status", "error", "requested_by", "created_at"])
+            first.created_at = first.enqueued_at = timezone.now()
+            first.save(
+                update_fields=["status", "error", "requested_by", "created_at", "enqueued_at"]
+            )
             _enqueue_build(first.pk)
             return first
         for stale in ReleaseBuild.objects.filter(release=release, is_rebuild=True).exclude(
             status__in=[BuildStatus.DONE, BuildStatus.FAILED]
         ):
             if build_is_stale(stale):
-                stale.status, stale.error = BuildStatus.FAILED, "abandoned: its task was lost"
+                stale.status, stale.error = BuildStatus.FAILED, "replaced: its worker stopped"
                 stale.finished_at = timezone.now()
                 stale.save(update_fields=["status", "error", "finished_at"])
         if not ReleaseBuild.objects.filter(

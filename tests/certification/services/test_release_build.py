@@ -356,14 +356,15 @@ def test_an_abandoned_build_is_started_again(demo):
 
     from django.utils import timezone
 
-    from certification.services.releases.freeze import STALE_RUNNING
+    from certification.services.liveness import lapse
 
     with TestCase.captureOnCommitCallbacks(execute=False):  # the task message is "lost"
         release = release_freeze(project=demo, actor=_user("manager"), version="1")
     build = release.builds.get()
-    # A worker took it and died: running for longer than the task's hard limit.
+    # A worker took it and died: no heartbeat for longer than the lapse.
+    dead = timezone.now() - lapse() - timedelta(seconds=1)
     ReleaseBuild.objects.filter(pk=build.pk).update(
-        status=BuildStatus.RUNNING, started_at=timezone.now() - STALE_RUNNING - timedelta(1)
+        status=BuildStatus.RUNNING, started_at=dead, heartbeat_at=dead
     )
     with TestCase.captureOnCommitCallbacks(execute=True):
         again = release_rebuild(release=release, actor=_user("manager"))
