@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
-from collections.abc import Callable, Iterable
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +56,27 @@ def django_db_modify_db_settings(
     db.setdefault("TEST", {})["NAME"] = str(directory / f"test_{worker}.sqlite3")
 
 
+FAST_SETTINGS: dict[str, Any] = {
+    "PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"],
+    "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
+}
+
+
 @pytest.fixture(autouse=True)
 def _fast_settings(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    for name, value in FAST_SETTINGS.items():
+        setattr(settings, name, value)
+
+
+def _storages_at(storages: dict[str, Any], location: Path) -> dict[str, Any]:
+    """``STORAGES`` with the ``releases`` storage at ``location``."""
+    return {
+        **storages,
+        "releases": {
+            **storages["releases"],
+            "OPTIONS": {**storages["releases"].get("OPTIONS", {}), "location": str(location)},
+        },
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -67,12 +87,7 @@ def _release_storage(settings: Any, tmp_path_factory: pytest.TempPathFactory) ->
     instances, so ``storages["releases"]`` is rebuilt on the new location.
     """
     location = tmp_path_factory.mktemp("releases")
-    storages = {**settings.STORAGES}
-    storages["releases"] = {
-        **storages["releases"],
-        "OPTIONS": {**storages["releases"].get("OPTIONS", {}), "location": str(location)},
-    }
-    settings.STORAGES = storages
+    settings.STORAGES = _storages_at(settings.STORAGES, location)
     return location
 
 
@@ -84,17 +99,79 @@ def _celery_in_process(request: pytest.FixtureRequest) -> Iterable[None]:
     broker (CI's second run) tasks would otherwise wait for a worker that the test does not
     start. Tests marked ``celery_worker`` start a real worker and keep the configured mode.
     """
-    from labeling.celery import app
-
     if request.node.get_closest_marker("celery_worker"):
         yield
         return
+    with _eager_celery():
+        yield
+
+
+@contextmanager
+def _eager_celery() -> Iterator[None]:
+    from labeling.celery import app
+
     eager, propagates = app.conf.task_always_eager, app.conf.task_eager_propagates
     app.conf.task_always_eager = app.conf.task_eager_propagates = True
     try:
         yield
     finally:
         app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
+
+
+@pytest.fixture(scope="module")
+def _module_world(
+    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Any, Path]]:
+    """``build_world()`` (``tests/worlds.py``) once per test module, and where its files are.
+
+    Building the world takes most of a second, so the modules whose tests each need a fresh one
+    share one build instead (fixture :func:`world`). It is written inside a transaction that
+    stays open for the whole module and is rolled back after the module's last test. Each test
+    runs inside it in pytest-django's own savepoint (the ``db`` fixture, as ever), rolled back
+    after the test: a test sees the world exactly as built, whatever the tests before it wrote.
+    The world's release files are built into a directory of the module's; :func:`world` copies
+    them into each test's own release storage.
+
+    Under pytest-xdist each worker that runs tests of the module builds its own world. Tests
+    that need ``transaction=True`` cannot use it (they would commit into the module's
+    transaction).
+    """
+    from django.conf import settings
+    from django.db import transaction
+    from django.test import override_settings
+
+    from tests.worlds import build_world
+
+    location = tmp_path_factory.mktemp("world-releases")
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        # as the atomic blocks of a django.test.TestCase: durable blocks may nest in it
+        outer._from_testcase = True  # type: ignore[attr-defined]
+        outer.__enter__()
+    try:
+        with (
+            django_db_blocker.unblock(),
+            override_settings(**FAST_SETTINGS, STORAGES=_storages_at(settings.STORAGES, location)),
+            _eager_celery(),
+        ):
+            built = build_world()
+        yield built, location
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture
+def world(_module_world: tuple[Any, Path], _release_storage: Path, db: None) -> Any:
+    """A world as ``build_world()`` returns it, built once per module (:func:`_module_world`).
+
+    Each test gets its own deep copy of the objects (an in-memory change, such as a refused
+    ``save()``, stays in the test) and its own copy of the release files, in its own storage.
+    """
+    built, location = _module_world
+    shutil.copytree(location, _release_storage, dirs_exist_ok=True)
+    return copy.deepcopy(built)
 
 
 @pytest.fixture
