@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import is_hypothesis_test
+from hypothesis import settings as hypothesis_settings
 
 from labeling.importers.native import read_jsonl
 from labeling.models import Project, Role
@@ -25,6 +27,35 @@ SHARED_DATA = Path(
         "CERTLABEL_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
     )
 )
+
+
+# Hypothesis profiles. ``ci`` (the default: ``make test``, CI) runs every property test with
+# the example count its ``@settings`` names; ``fast`` (``make test-fast``, which passes
+# ``--hypothesis-profile=fast``) runs a fifth of that, at least 10. An explicit ``@settings``
+# outranks any profile, so the share is applied per test, after collection, below.
+# ``HYPOTHESIS_PROFILE=fast`` selects it too.
+EXAMPLE_SHARE = {"ci": 1.0, "fast": 0.2}
+FAST_MIN_EXAMPLES = 10
+hypothesis_settings.register_profile("ci")
+hypothesis_settings.register_profile("fast")
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Scale each property test's ``max_examples`` by the current profile's share."""
+    share = EXAMPLE_SHARE.get(hypothesis_settings.get_current_profile_name(), 1.0)
+    if share == 1.0:
+        return
+    done: set[int] = set()
+    for item in items:
+        test = getattr(item, "obj", None)
+        if not is_hypothesis_test(test) or id(test) in done:
+            continue
+        done.add(id(test))
+        # the settings @given runs with (its own @settings or the profile's), read at call time
+        own = test._hypothesis_internal_use_settings
+        count = max(FAST_MIN_EXAMPLES, round(own.max_examples * share))
+        test._hypothesis_internal_use_settings = hypothesis_settings(own, max_examples=count)
 
 
 @pytest.fixture(scope="session")
