@@ -149,48 +149,67 @@ def _eager_celery() -> Iterator[None]:
         app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
 
 
+@contextmanager
+def module_data(
+    django_db_blocker: Any, location: Path, **overrides: Any
+) -> Iterator[Callable[[], Any]]:
+    """Write a module's shared data in a transaction that is rolled back after the module.
+
+    For a module-scoped fixture whose data most tests of the module need afresh and which takes
+    long to write: ``with module_data(django_db_blocker, location) as write:``, then
+    ``write(build)`` calls ``build()`` with database access, this file's test settings (fast
+    hasher, releases stored at ``location``, ``overrides``) and in-process Celery, and returns
+    what it returns. The transaction stays open until the ``with`` ends, after the module's last
+    test. Each test runs inside it in pytest-django's own savepoint (the ``db`` fixture, as
+    ever), rolled back after the test: a test sees the data exactly as written, whatever the
+    tests before it did. The per-test fixture should hand out a ``copy.deepcopy`` of the
+    objects, so that in-memory changes stay in their test too.
+
+    Every database test of such a module sees the data, and none may use ``transaction=True``
+    (it would commit into, then flush, the module's transaction). Under pytest-xdist each
+    worker that runs tests of the module writes its own copy.
+    """
+    from django.conf import settings
+    from django.db import transaction
+    from django.test import override_settings
+
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        # as the atomic blocks of a django.test.TestCase: durable blocks may nest in it
+        outer._from_testcase = True  # type: ignore[attr-defined]
+        outer.__enter__()
+
+    def write(build: Callable[[], Any]) -> Any:
+        storages = _storages_at(settings.STORAGES, location)
+        with (
+            django_db_blocker.unblock(),
+            override_settings(**{**FAST_SETTINGS, "STORAGES": storages, **overrides}),
+            _eager_celery(),
+        ):
+            return build()
+
+    try:
+        yield write
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
 @pytest.fixture(scope="module")
 def _module_world(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Any, Path]]:
     """``build_world()`` (``tests/worlds.py``) once per test module, and where its files are.
 
-    Building the world takes most of a second, so the modules whose tests each need a fresh one
-    share one build instead (fixture :func:`world`). It is written inside a transaction that
-    stays open for the whole module and is rolled back after the module's last test. Each test
-    runs inside it in pytest-django's own savepoint (the ``db`` fixture, as ever), rolled back
-    after the test: a test sees the world exactly as built, whatever the tests before it wrote.
-    The world's release files are built into a directory of the module's; :func:`world` copies
-    them into each test's own release storage.
-
-    Under pytest-xdist each worker that runs tests of the module builds its own world. Tests
-    that need ``transaction=True`` cannot use it (they would commit into the module's
-    transaction).
+    Building the world takes most of a second, so the tests of a module share one build
+    (:func:`module_data`), each in its own rolled-back savepoint (fixture :func:`world`).
     """
-    from django.conf import settings
-    from django.db import transaction
-    from django.test import override_settings
-
     from tests.worlds import build_world
 
     location = tmp_path_factory.mktemp("world-releases")
-    with django_db_blocker.unblock():
-        outer = transaction.atomic()
-        # as the atomic blocks of a django.test.TestCase: durable blocks may nest in it
-        outer._from_testcase = True  # type: ignore[attr-defined]
-        outer.__enter__()
-    try:
-        with (
-            django_db_blocker.unblock(),
-            override_settings(**FAST_SETTINGS, STORAGES=_storages_at(settings.STORAGES, location)),
-            _eager_celery(),
-        ):
-            built = build_world()
-        yield built, location
-    finally:
-        with django_db_blocker.unblock():
-            transaction.set_rollback(True)
-            outer.__exit__(None, None, None)
+    with module_data(django_db_blocker, location) as write:
+        yield write(build_world), location
 
 
 @pytest.fixture
@@ -198,7 +217,8 @@ def world(_module_world: tuple[Any, Path], _release_storage: Path, db: None) -> 
     """A world as ``build_world()`` returns it, built once per module (:func:`_module_world`).
 
     Each test gets its own deep copy of the objects (an in-memory change, such as a refused
-    ``save()``, stays in the test) and its own copy of the release files, in its own storage.
+    ``save()``, stays in the test) and its own copy of the world's release files (built into
+    the module's directory), in its own release storage.
     """
     built, location = _module_world
     shutil.copytree(location, _release_storage, dirs_exist_ok=True)
