@@ -313,18 +313,23 @@ def import_records(project: Project) -> Callable[..., ImportResult]:
     """Import native records (dicts) into ``project`` (or another) through the real service."""
 
     def run(records: list[dict[str, Any]], target: Project | None = None) -> ImportResult:
-        import io
-
-        data = jsonl_bytes(records)
-        return workload_import(
-            project=target or project,
-            records=read_jsonl(io.BytesIO(data)),
-            format="native",
-            filename="test.jsonl",
-            file_sha256=fingerprint(data.decode("utf-8")),
-        )
+        return import_native(target or project, records)
 
     return run
+
+
+def import_native(project: Project, records: list[dict[str, Any]]) -> ImportResult:
+    """Import native records (dicts) into ``project`` through the real service."""
+    import io
+
+    data = jsonl_bytes(records)
+    return workload_import(
+        project=project,
+        records=read_jsonl(io.BytesIO(data)),
+        format="native",
+        filename="test.jsonl",
+        file_sha256=fingerprint(data.decode("utf-8")),
+    )
 
 
 def native_record(external_id: str = "q1", **overrides: Any) -> dict[str, Any]:
