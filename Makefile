@@ -19,7 +19,7 @@ WORKERS ?= auto
 # .pytest_cache/d/test-db (one per worker); PYTEST_ARGS=--create-db rebuilds them, e.g. after
 # switching to a branch with other migrations. PYTEST_ARGS=--lf reruns only the last failures.
 # Property tests run a fifth of their examples there (Hypothesis profile "fast", tests/conftest.py);
-# `make test` and CI run them all (profile "ci"). test-fast writes bytecode even where
+# `make test` and CI run them all. test-fast writes bytecode even where
 # PYTHONDONTWRITEBYTECODE is set, so that each worker need not rewrite the asserts of every test
 # module again (pytest caches them in __pycache__, which git ignores): seconds of CPU per run.
 FAST_MARKERS := not browser and not celery_worker and not slow and not shared_data
