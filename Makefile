@@ -18,6 +18,10 @@ WORKERS ?= auto
 # the third-party datasets. `make test` runs everything. The reused SQLite test databases live in
 # .pytest_cache/d/test-db (one per worker); PYTEST_ARGS=--create-db rebuilds them, e.g. after
 # switching to a branch with other migrations. PYTEST_ARGS=--lf reruns only the last failures.
+# Property tests run a fifth of their examples there (Hypothesis profile "fast", tests/conftest.py);
+# `make test` and CI run them all. test-fast writes bytecode even where
+# PYTHONDONTWRITEBYTECODE is set, so that each worker need not rewrite the asserts of every test
+# module again (pytest caches them in __pycache__, which git ignores): seconds of CPU per run.
 FAST_MARKERS := not browser and not celery_worker and not slow and not shared_data
 MYPY_TARGETS := labeling certification manage.py
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -47,7 +51,8 @@ test: install ## Run the whole test suite (SQLite and eager Celery unless DATABA
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test-fast: install ## The quick loop: parallel (WORKERS), reused test db, no browser/worker/slow/dataset tests
-	$(BIN)/pytest -n $(WORKERS) --reuse-db -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(WORKERS) --reuse-db -m "$(FAST_MARKERS)" \
+		--hypothesis-profile=fast $(PYTEST_ARGS)
 
 fmt: install ## Format the code and apply ruff's safe fixes
 	$(BIN)/ruff format .

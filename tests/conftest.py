@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
-from collections.abc import Callable, Iterable
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import is_hypothesis_test
+from hypothesis import settings as hypothesis_settings
 
 from labeling.importers.native import read_jsonl
 from labeling.models import Project, Role
@@ -22,6 +27,36 @@ SHARED_DATA = Path(
         "CERTLABEL_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
     )
 )
+
+
+# Hypothesis profiles. ``make test`` and CI keep Hypothesis's own ("default", or its built-in
+# "ci" where a CI variable is set): every property test runs the example count its
+# ``@settings`` names. ``fast`` (``make test-fast`` passes ``--hypothesis-profile=fast``;
+# ``HYPOTHESIS_PROFILE=fast`` selects it too) runs a fifth of that, at least 10 (all if fewer).
+# An explicit ``@settings`` outranks any profile, so the share is applied per test, after
+# collection, below.
+EXAMPLE_SHARE = {"fast": 0.2}
+FAST_MIN_EXAMPLES = 10
+hypothesis_settings.register_profile("fast")  # else as the profile loaded now
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    hypothesis_settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Scale each property test's ``max_examples`` by the current profile's share."""
+    share = EXAMPLE_SHARE.get(hypothesis_settings.get_current_profile_name(), 1.0)
+    if share == 1.0:
+        return
+    done: set[int] = set()
+    for item in items:
+        test = getattr(item, "obj", None)
+        if not is_hypothesis_test(test) or id(test) in done:
+            continue
+        done.add(id(test))
+        # the settings @given runs with (its own @settings or the profile's), read at call time
+        own = test._hypothesis_internal_use_settings
+        count = min(own.max_examples, max(FAST_MIN_EXAMPLES, round(own.max_examples * share)))
+        test._hypothesis_internal_use_settings = hypothesis_settings(own, max_examples=count)
 
 
 @pytest.fixture(scope="session")
@@ -53,10 +88,27 @@ def django_db_modify_db_settings(
     db.setdefault("TEST", {})["NAME"] = str(directory / f"test_{worker}.sqlite3")
 
 
+FAST_SETTINGS: dict[str, Any] = {
+    "PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"],
+    "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
+}
+
+
 @pytest.fixture(autouse=True)
 def _fast_settings(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    for name, value in FAST_SETTINGS.items():
+        setattr(settings, name, value)
+
+
+def _storages_at(storages: dict[str, Any], location: Path) -> dict[str, Any]:
+    """``STORAGES`` with the ``releases`` storage at ``location``."""
+    return {
+        **storages,
+        "releases": {
+            **storages["releases"],
+            "OPTIONS": {**storages["releases"].get("OPTIONS", {}), "location": str(location)},
+        },
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -67,12 +119,7 @@ def _release_storage(settings: Any, tmp_path_factory: pytest.TempPathFactory) ->
     instances, so ``storages["releases"]`` is rebuilt on the new location.
     """
     location = tmp_path_factory.mktemp("releases")
-    storages = {**settings.STORAGES}
-    storages["releases"] = {
-        **storages["releases"],
-        "OPTIONS": {**storages["releases"].get("OPTIONS", {}), "location": str(location)},
-    }
-    settings.STORAGES = storages
+    settings.STORAGES = _storages_at(settings.STORAGES, location)
     return location
 
 
@@ -97,17 +144,99 @@ def _celery_in_process(request: pytest.FixtureRequest) -> Iterable[None]:
     broker (CI's second run) tasks would otherwise wait for a worker that the test does not
     start. Tests marked ``celery_worker`` start a real worker and keep the configured mode.
     """
-    from labeling.celery import app
-
     if request.node.get_closest_marker("celery_worker"):
         yield
         return
+    with _eager_celery():
+        yield
+
+
+@contextmanager
+def _eager_celery() -> Iterator[None]:
+    from labeling.celery import app
+
     eager, propagates = app.conf.task_always_eager, app.conf.task_eager_propagates
     app.conf.task_always_eager = app.conf.task_eager_propagates = True
     try:
         yield
     finally:
         app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
+
+
+@contextmanager
+def module_data(
+    django_db_blocker: Any, location: Path, **overrides: Any
+) -> Iterator[Callable[[], Any]]:
+    """Write a module's shared data in a transaction that is rolled back after the module.
+
+    For a module-scoped fixture whose data most tests of the module need afresh and which takes
+    long to write: ``with module_data(django_db_blocker, location) as write:``, then
+    ``write(build)`` calls ``build()`` with database access, this file's test settings (fast
+    hasher, releases stored at ``location``, ``overrides``) and in-process Celery, and returns
+    what it returns. The transaction stays open until the ``with`` ends, after the module's last
+    test. Each test runs inside it in pytest-django's own savepoint (the ``db`` fixture, as
+    ever), rolled back after the test: a test sees the data exactly as written, whatever the
+    tests before it did. The per-test fixture should hand out a ``copy.deepcopy`` of the
+    objects, so that in-memory changes stay in their test too.
+
+    Every database test of such a module sees the data, and none may use ``transaction=True``
+    (it would commit into, then flush, the module's transaction). Under pytest-xdist each
+    worker that runs tests of the module writes its own copy.
+    """
+    from django.conf import settings
+    from django.db import transaction
+    from django.test import override_settings
+
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        # as the atomic blocks of a django.test.TestCase: durable blocks may nest in it
+        outer._from_testcase = True  # type: ignore[attr-defined]
+        outer.__enter__()
+
+    def write(build: Callable[[], Any]) -> Any:
+        storages = _storages_at(settings.STORAGES, location)
+        with (
+            django_db_blocker.unblock(),
+            override_settings(**{**FAST_SETTINGS, "STORAGES": storages, **overrides}),
+            _eager_celery(),
+        ):
+            return build()
+
+    try:
+        yield write
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def _module_world(
+    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Any, Path]]:
+    """``build_world()`` (``tests/worlds.py``) once per test module, and where its files are.
+
+    Building the world takes most of a second, so the tests of a module share one build
+    (:func:`module_data`), each in its own rolled-back savepoint (fixture :func:`world`).
+    """
+    from tests.worlds import build_world
+
+    location = tmp_path_factory.mktemp("world-releases")
+    with module_data(django_db_blocker, location) as write:
+        yield write(build_world), location
+
+
+@pytest.fixture
+def world(_module_world: tuple[Any, Path], _release_storage: Path, db: None) -> Any:
+    """A world as ``build_world()`` returns it, built once per module (:func:`_module_world`).
+
+    Each test gets its own deep copy of the objects (an in-memory change, such as a refused
+    ``save()``, stays in the test) and its own copy of the world's release files (built into
+    the module's directory), in its own release storage.
+    """
+    built, location = _module_world
+    shutil.copytree(location, _release_storage, dirs_exist_ok=True)
+    return copy.deepcopy(built)
 
 
 @pytest.fixture
@@ -198,18 +327,23 @@ def import_records(project: Project) -> Callable[..., ImportResult]:
     """Import native records (dicts) into ``project`` (or another) through the real service."""
 
     def run(records: list[dict[str, Any]], target: Project | None = None) -> ImportResult:
-        import io
-
-        data = jsonl_bytes(records)
-        return workload_import(
-            project=target or project,
-            records=read_jsonl(io.BytesIO(data)),
-            format="native",
-            filename="test.jsonl",
-            file_sha256=fingerprint(data.decode("utf-8")),
-        )
+        return import_native(target or project, records)
 
     return run
+
+
+def import_native(project: Project, records: list[dict[str, Any]]) -> ImportResult:
+    """Import native records (dicts) into ``project`` through the real service."""
+    import io
+
+    data = jsonl_bytes(records)
+    return workload_import(
+        project=project,
+        records=read_jsonl(io.BytesIO(data)),
+        format="native",
+        filename="test.jsonl",
+        file_sha256=fingerprint(data.decode("utf-8")),
+    )
 
 
 def native_record(external_id: str = "q1", **overrides: Any) -> dict[str, Any]:

@@ -40,7 +40,6 @@ from tests.worlds import (
     SECRETS,
     World,
     app_routes,
-    build_world,
     claim_ids,
     token_for,
     url_for,
@@ -226,8 +225,8 @@ def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
 
 
 @pytest.fixture
-def world() -> World:
-    world = build_world()
+def world(world: World) -> World:
+    # the world of tests/conftest.py (built once per module, each test rolled back), plus:
     agreement_recompute(project_id=world.a.pk)  # the report names both annotators
     return world
 

@@ -12,7 +12,9 @@ Also, for every URL with an object id: the id of the same kind of object in *ano
 answers 404 to every role that may use the endpoint; and every method the table does not list
 answers 405 to a manager.
 
-Each request runs in a savepoint that is rolled back, so the roles see the same world.
+Each request runs in a savepoint that is rolled back, so the roles see the same world. The world
+is built once per module (fixture ``world`` of tests/conftest.py); each test runs in a savepoint
+of its own, rolled back after it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from tests.worlds import (
     Route,
     World,
     app_routes,
-    build_world,
     claim_ids,
     token_for,
     url_for,
@@ -426,9 +427,8 @@ SUCCESS = {200, 201, 202, 204, 302, 409}
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.name)
-def test_permission_matrix(route):
+def test_permission_matrix(route, world):
     assert route.name in EXPECTED, f"new endpoint not covered by the permission matrix: {route}"
-    world = build_world()
     by_role = clients(world)
     got: dict[tuple[str, str, str], Any] = {}
     want: dict[tuple[str, str, str], Any] = {}

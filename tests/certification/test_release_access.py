@@ -39,16 +39,15 @@ from certification.services.releases import (
 )
 from labeling.models import MAX_ID
 from labeling.release_format import ARCHIVE, LABELS_JSONL, MANIFEST, MEDIA_TYPES
-from tests.worlds import World, build_world, token_for
+from tests.worlds import World, token_for
 
 pytestmark = pytest.mark.django_db
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def world() -> World:
-    return build_world()
+# ``world``: the fixture of tests/conftest.py, built once per module and rolled back after
+# each test (``_module_world``).
 
 
 def api_as(world: World, role: str) -> APIClient:

@@ -23,8 +23,9 @@ from labeling.services import (
     adjudication_resolve,
     annotation_submit,
     membership_set,
+    project_create,
 )
-from tests.conftest import native_record
+from tests.conftest import import_native, module_data, native_record
 from tests.factories import (
     WORK_SOURCE,
     AssignmentFactory,
@@ -64,9 +65,23 @@ READ_ONLY = [
 ]
 
 
+@pytest.fixture(scope="module")
+def _rows_once(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The rows of :func:`admin_client_with_data`, written once per module (``module_data`` in
+    tests/conftest.py; each test runs in a savepoint rolled back after it). Their project is
+    not ``study``, so that the tests making their own ``study`` project see them beside it."""
+    with module_data(django_db_blocker, tmp_path_factory.mktemp("releases")) as write:
+        yield write(_rows)
+
+
 @pytest.fixture
-def admin_client_with_data(admin_client, import_records, project):
+def admin_client_with_data(admin_client, _rows_once):
     """A superuser client and a project holding every kind of row."""
+    return admin_client
+
+
+def _rows():
+    project = project_create(slug="admin-data", name="Admin data")
     record = native_record("q1")
     record["candidates"][0]["evaluator_labels"] = [
         {"evaluator": "judge", "version": "1", "label": "admissible"}
@@ -91,10 +106,9 @@ def admin_client_with_data(admin_client, import_records, project):
             "spans": [{"start": 0, "end": 2, "quote": "It", "labels": ["x"]}],
         }
     ]
-    import_records([record, work_record("q2")])
+    import_native(project, [record, work_record("q2")])
     membership_set(project=project, user=UserFactory(), role=Role.ANNOTATOR)
     _label_and_adjudicate(project)
-    return admin_client
 
 
 def _label_and_adjudicate(project):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from certification.models import CalibrationRun, CalibrationSpec, RunStatus
 from certification.services import calibration_run_execute, calibration_run_request
 from labeling.services import project_create
+from tests.conftest import module_data
 from tests.factories import calibration_candidate as cand
 from tests.factories import calibration_project, make_spec
 from tests.factories import calibration_record as rec
@@ -25,8 +28,26 @@ BODY = {
 }
 
 
+@pytest.fixture(scope="module")
+def _data_once(django_db_setup, django_db_blocker, tmp_path_factory):
+    """:func:`data`, written once per module (``module_data`` in tests/conftest.py)."""
+    with module_data(django_db_blocker, tmp_path_factory.mktemp("releases")) as write:
+        yield write(lambda: _data(project_create(slug="study", name="Study")))
+
+
+@pytest.fixture
+def project(_data_once, db):
+    """The module's project, holding :func:`data`; each test runs in a savepoint rolled back
+    after it, on a copy of the object."""
+    return copy.deepcopy(_data_once)
+
+
 @pytest.fixture
 def data(project):
+    return project
+
+
+def _data(project):
     """Calibration and test answers, all resolved."""
     calibration = [
         rec(f"c{i}", [cand("a", answer="x", score=1.0, selected=True)]) for i in range(50)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import hashlib
 import hmac
@@ -44,7 +45,7 @@ from labeling.services import (
     partition_freeze,
 )
 from labeling.services.annotations import ClaimInput, EvidenceInput
-from tests.conftest import native_record
+from tests.conftest import module_data, native_record
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -54,10 +55,25 @@ def _user(name: str) -> Any:
     return get_user_model().objects.get(username=name)
 
 
+@pytest.fixture(scope="module")
+def _demo_once(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Any:
+    """:func:`demo`, written once per module (``tests/conftest.py``: ``module_data``)."""
+    location = tmp_path_factory.mktemp("demo-releases")
+    with module_data(django_db_blocker, location, DEBUG=True) as write:
+        yield write(_demo)
+
+
 @pytest.fixture
-def demo(settings: Any) -> Project:
-    """The demo project: 2 consensus items, 2 disagreements; one adjudicated, one unresolved."""
-    settings.DEBUG = True  # demo_setup runs only in development
+def demo(_demo_once: Project, settings: Any, db: None) -> Project:
+    """The demo project: 2 consensus items, 2 disagreements; one adjudicated, one unresolved.
+
+    Written once per module; each test runs in a savepoint rolled back after it, on a copy.
+    """
+    settings.DEBUG = True  # as while demo_setup ran (it runs only in development)
+    return copy.deepcopy(_demo_once)
+
+
+def _demo() -> Project:
     call_command("demo_setup", stdout=io.StringIO(), stderr=io.StringIO())
     project = Project.objects.get(slug="demo")
     adjudicator = _user("adjudicator")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 pytestmark = pytest.mark.django_db
@@ -9,9 +11,22 @@ pytestmark = pytest.mark.django_db
 P = "/api/projects/{slug}"
 
 
+@pytest.fixture(scope="module")
+def _schema_once(django_db_setup, django_db_blocker):
+    # the schema is generated from the code alone: fetched once per module (in a transaction
+    # rolled back, should the request write anything)
+    from django.db import transaction
+    from django.test import Client
+
+    with django_db_blocker.unblock(), transaction.atomic():
+        schema = Client().get("/api/schema/", {"format": "json"}).json()
+        transaction.set_rollback(True)
+    return schema
+
+
 @pytest.fixture
-def schema(client):
-    return client.get("/api/schema/", {"format": "json"}).json()
+def schema(_schema_once):
+    return copy.deepcopy(_schema_once)
 
 
 @pytest.mark.parametrize(
