@@ -1,8 +1,9 @@
-"""Freezing releases, moving tags and requesting builds (issue 6, DESIGN.md §5).
+"""Freezing releases, moving tags and requesting builds.
 
 A release pins the database state it describes when it is frozen (see ``Release``): the largest
-committed id of each append-only table it reads, and a copy of the figures its report shows.
-The build (``certification.services.releases.build``) then reads only that state.
+committed id of the project's rows in each append-only table it reads, and a copy of the
+figures its report shows. The build (``certification.services.releases.build``) then reads only
+that state.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Model
 from django.utils import timezone
 
-from certification.locks import release_cutoff_tables_lock
+from certification.locks import release_freeze_lock
 from certification.models import (
     RELEASE_VERSION_PATTERN,
     AgreementReport,
@@ -47,7 +48,7 @@ from labeling.permissions import MANAGERS, require_role
 # The append-only tables a release reads, by the key its cutoff uses. Rows inserted with the
 # parent row (claim labels and evidence of a revision or resolution, claims of a candidate)
 # follow their parent's cutoff.
-CUTOFF_MODELS = {
+CUTOFF_MODELS: dict[str, type[Model]] = {
     "annotation_revision": AnnotationRevision,
     "resolution": Resolution,
     "prior_annotation": PriorAnnotation,
@@ -55,6 +56,17 @@ CUTOFF_MODELS = {
     "candidate": CandidateAnswer,
     "source_version": SourceVersion,
     "label_policy": LabelPolicy,
+}
+# How each table's rows reach their project: the same path the release's reader filters by
+# (certification.services.releases.records), so the cutoff covers exactly the rows it reads.
+CUTOFF_PROJECT_PATHS = {
+    "annotation_revision": "annotation__item__project",
+    "resolution": "item__project",
+    "prior_annotation": "candidate__question__project",
+    "evaluator_label": "candidate__question__project",
+    "candidate": "question__project",
+    "source_version": "document__project",
+    "label_policy": "project",
 }
 MAX_NOTES = 20_000
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -165,18 +177,23 @@ def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, 
     }
 
 
-def _cutoff() -> dict[str, int]:
-    """The largest committed id of each table a release reads.
+def _cutoff(project: Project) -> dict[str, int]:
+    """The largest committed id of the project's rows in each table a release reads.
 
-    On PostgreSQL the tables are locked in SHARE mode first: that waits for every transaction
-    that inserted into them to end and keeps new inserts out until ours commits, so no row with
-    a smaller id can appear later. SQLite serialises writers (IMMEDIATE transactions) already.
+    The caller holds the project's label-write lock exclusive (``release_freeze_lock``): every
+    label transaction of the project has ended and new ones wait for ours, and each takes its
+    shared lock before its first row gets an id. A row of the project committed later therefore
+    gets its id from a sequence after this read, larger than every id read here, so "the
+    project's rows with id ≤ cutoff" stays the state of this moment. Other projects' rows are
+    not read, and their writers are not waited for. SQLite serialises writers anyway.
     """
-    release_cutoff_tables_lock(CUTOFF_MODELS.values())
     return {
         # _default_manager: the manager Django documents for code given any model class
         # (``objects`` is not declared on Model itself).
-        key: model._default_manager.aggregate(largest=Max("pk"))["largest"] or 0
+        key: model._default_manager.filter(**{CUTOFF_PROJECT_PATHS[key]: project}).aggregate(
+            largest=Max("pk")
+        )["largest"]
+        or 0
         for key, model in CUTOFF_MODELS.items()
     }
 
@@ -246,13 +263,15 @@ def release_freeze(
             f"notes must be text of at most {MAX_NOTES} characters", field="notes", prefix=False
         )
     with transaction.atomic():
-        # NO KEY: a labelling transaction that already wrote a label and then inserts a row
-        # pointing at the project must not wait for us while we wait for it (_cutoff's table
-        # locks): with FOR UPDATE that was a deadlock (found by a break-test on PostgreSQL).
+        # First the project's label-write lock, exclusive: it waits for the project's label
+        # transactions in flight and holds its new ones until we commit; nothing of another
+        # project is locked or waited for (certification/locks.py). Then the project row, NO
+        # KEY: labelling transactions' rows pointing at the project still pass their checks.
+        release_freeze_lock(project.pk)
         project = project_lock(project.pk, no_key=True)
         version = _clean_version(project, version, parent)
         runs = _certified_runs(project, run_ids)
-        cutoff = _cutoff()
+        cutoff = _cutoff(project)
         policy = (
             LabelPolicy.objects.filter(project=project, pk__lte=cutoff["label_policy"])
             .order_by("-version")
