@@ -22,15 +22,18 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, connections, transaction
 from rest_framework.test import APIClient
 
+from certification.locks import release_freeze_lock
 from certification.models import BuildStatus
 from certification.selectors import release_content_build
 from certification.services.releases import freeze as freeze_module
 from certification.services.releases import release_freeze
 from labeling.importers.native import read_jsonl
+from labeling.locks import LABEL_WRITES_NAMESPACE
 from labeling.models import (
     AnnotationRevision,
     CandidateAnswer,
     Item,
+    LabelPolicy,
     Project,
     Question,
     Resolution,
@@ -355,3 +358,63 @@ def test_a_freeze_and_an_import_into_another_project_do_not_deadlock(teams, monk
     assert took < NO_WAIT_SECONDS, f"the freeze of A waited {took:.2f} s for B's import"
     assert Question.objects.filter(project=b.project, external_id__startswith="b-").count() == 10
     assert release_content_build(release).status == BuildStatus.DONE
+
+
+def _label_write_locks() -> list[tuple[int, str]]:
+    """The label-write locks this connection holds: (project id, mode)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT objid, mode FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2"
+            " AND classid = %s AND pid = pg_backend_pid() AND granted ORDER BY objid",
+            [LABEL_WRITES_NAMESPACE],
+        )
+        return [(int(objid), mode) for objid, mode in cursor.fetchall()]
+
+
+def test_an_insert_by_any_path_holds_its_projects_label_write_lock(teams):
+    # The database backs the services' lock up: a plain INSERT takes it too (a trigger).
+    a, b = teams
+    item = Item.objects.filter(project=a.project).order_by("pk").first()
+    with transaction.atomic():
+        assert _label_write_locks() == []
+        Resolution.objects.create(
+            item=item,
+            number=Resolution.objects.filter(item=item).count() + 1,
+            status="unresolved",
+            unresolved_reason="other",
+            rationale="written outside the services",
+            policy=LabelPolicy.objects.get(project=a.project),
+            adjudicator=a.adjudicator,
+        )
+        held = _label_write_locks()
+    assert held == [(a.project.pk, "ShareLock")]
+    assert b.project.pk not in [project for project, _ in held]
+
+
+def test_an_import_waiting_for_its_projects_freeze_holds_no_lock_on_the_project_row(teams):
+    # The label-write lock comes before the project row (labeling/locks.py): an import that
+    # waits for a freeze holds nothing the freeze takes next, so they cannot deadlock.
+    a, _ = teams
+    done, result = threading.Event(), {}
+
+    def run() -> None:
+        try:
+            result["value"] = _import(a, _records("a-waiting", 3), "waiting.jsonl")
+        except Exception as exc:  # noqa: BLE001 - the test reports whatever failed
+            result["error"] = exc
+        finally:
+            done.set()
+            connections.close_all()
+
+    with OpenTransaction(lambda: release_freeze_lock(a.project.pk)) as freeze:
+        thread = threading.Thread(target=run)
+        thread.start()
+        assert not done.wait(1.0), "the import into A did not wait for A's freeze lock"
+        with transaction.atomic():
+            # NOWAIT raises if the waiting import held the project row.
+            Project.objects.select_for_update(nowait=True).get(pk=a.project.pk)
+        assert not freeze.closed
+    thread.join(30)
+    assert "error" not in freeze.result, freeze.result.get("error")
+    assert "error" not in result, result.get("error")
+    assert result["value"].created["questions"] == 3
