@@ -15,34 +15,37 @@ from django.db import migrations
 # labeling.locks.LABEL_WRITES_NAMESPACE, copied: a migration must not change with the code.
 NAMESPACE = 0x6C61626C
 
-# table → the SELECT of the distinct projects of its new rows (``new_rows``).
+# table → the SELECT of the distinct projects of its new rows (``new_rows``). One indexed
+# lookup per distinct parent (a correlated subquery), never a scan of the parent table: a
+# single-row insert (a submit) costs one lookup.
 PROJECTS = {
     "labeling_labelpolicy": "SELECT DISTINCT n.project_id FROM new_rows n",
     "labeling_sourceversion": (
-        "SELECT DISTINCT d.project_id FROM new_rows n"
-        " JOIN labeling_sourcedocument d ON d.id = n.document_id"
+        "SELECT DISTINCT (SELECT d.project_id FROM labeling_sourcedocument d"
+        " WHERE d.id = n.document_id) FROM (SELECT DISTINCT document_id FROM new_rows) n"
     ),
     "labeling_candidateanswer": (
-        "SELECT DISTINCT q.project_id FROM new_rows n"
-        " JOIN labeling_question q ON q.id = n.question_id"
+        "SELECT DISTINCT (SELECT q.project_id FROM labeling_question q"
+        " WHERE q.id = n.question_id) FROM (SELECT DISTINCT question_id FROM new_rows) n"
     ),
     "labeling_priorannotation": (
-        "SELECT DISTINCT q.project_id FROM new_rows n"
-        " JOIN labeling_candidateanswer c ON c.id = n.candidate_id"
-        " JOIN labeling_question q ON q.id = c.question_id"
+        "SELECT DISTINCT (SELECT q.project_id FROM labeling_candidateanswer c"
+        " JOIN labeling_question q ON q.id = c.question_id WHERE c.id = n.candidate_id)"
+        " FROM (SELECT DISTINCT candidate_id FROM new_rows) n"
     ),
     "labeling_evaluatorlabel": (
-        "SELECT DISTINCT q.project_id FROM new_rows n"
-        " JOIN labeling_candidateanswer c ON c.id = n.candidate_id"
-        " JOIN labeling_question q ON q.id = c.question_id"
+        "SELECT DISTINCT (SELECT q.project_id FROM labeling_candidateanswer c"
+        " JOIN labeling_question q ON q.id = c.question_id WHERE c.id = n.candidate_id)"
+        " FROM (SELECT DISTINCT candidate_id FROM new_rows) n"
     ),
     "labeling_resolution": (
-        "SELECT DISTINCT i.project_id FROM new_rows n JOIN labeling_item i ON i.id = n.item_id"
+        "SELECT DISTINCT (SELECT i.project_id FROM labeling_item i WHERE i.id = n.item_id)"
+        " FROM (SELECT DISTINCT item_id FROM new_rows) n"
     ),
     "labeling_annotationrevision": (
-        "SELECT DISTINCT i.project_id FROM new_rows n"
-        " JOIN labeling_annotation a ON a.id = n.annotation_id"
-        " JOIN labeling_item i ON i.id = a.item_id"
+        "SELECT DISTINCT (SELECT i.project_id FROM labeling_annotation a"
+        " JOIN labeling_item i ON i.id = a.item_id WHERE a.id = n.annotation_id)"
+        " FROM (SELECT DISTINCT annotation_id FROM new_rows) n"
     ),
 }
 
