@@ -1,35 +1,38 @@
-"""The only row and table locks of the certification side (``labeling/locks.py`` has the rest).
+"""The only row and advisory locks of the certification side (``labeling/locks.py`` has the rest).
 
 Lock order across both apps. A transaction takes locks only in this order::
 
-    Project (labeling.locks.project_lock)
+    the project's label-write lock (labeling.locks.project_label_writes_lock, shared;
+        a release freeze takes it exclusive: :func:`release_freeze_lock`)
+      →  Project (labeling.locks.project_lock)
       →  Membership  →  Item (ascending id when several)  →  Assignment rows of that item
-      →  the release cutoff tables, SHARE mode (:func:`release_cutoff_tables_lock`)
       →  one kind of certification row: AgreementReport | CalibrationSpec | ReleaseBuild
 
-A labelling transaction takes no certification lock. Freezing a release takes the project
-(``FOR NO KEY UPDATE``, so labelling transactions' foreign-key checks still pass) and then the
-SHARE table locks; rebuilding and moving tags take the project only. The certification row
-locks (:func:`agreement_report_lock`, :func:`calibration_spec_lock`, :func:`release_build_lock`)
-are taken by transactions that hold no labelling lock and take no lock afterwards, one kind per
-transaction (a calibration refresh locks the project's latest spec versions in ascending id).
-So no two transactions can wait in a cycle.
+A labelling transaction takes no certification lock. Freezing a release takes its project's
+label-write lock exclusive, as its first lock, and then the project row (``FOR NO KEY UPDATE``,
+so labelling transactions' foreign-key checks still pass); it locks no table and nothing of
+another project, so it never waits for, blocks or deadlocks another project's writes. It waits
+for its own project's label transactions already in flight (they hold the lock shared), and
+new ones wait for it; while it waits it holds nothing, and while it holds the lock no writer of
+the project does, so it is in no cycle. Rebuilding and moving tags take the project only. The
+certification row locks (:func:`agreement_report_lock`, :func:`calibration_spec_lock`,
+:func:`release_build_lock`) are taken by transactions that hold no labelling lock and take no
+lock afterwards, one kind per transaction (a calibration refresh locks the project's latest
+spec versions in ascending id). So no two transactions can wait in a cycle.
 
 Every function here must be called inside ``transaction.atomic`` and evaluates its queryset at
 once (a lazy ``select_for_update`` queryset locks nothing). On SQLite ``select_for_update`` is a
-no-op and the table locks are skipped; there IMMEDIATE transactions serialise writers, and the
+no-op and the advisory lock is skipped; there IMMEDIATE transactions serialise writers, and the
 services' checks plus the database constraints are the guard.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from django.db import connection
-from django.db.models import Model
 from django.utils import timezone
 
 from certification.models import AgreementReport, CalibrationSpec, ReleaseBuild
+from labeling.locks import LABEL_WRITES_NAMESPACE
 from labeling.models import Project
 
 
@@ -68,15 +71,23 @@ def release_build_lock(build_id: int, *, with_release: bool = False) -> ReleaseB
     return builds.first()
 
 
-def release_cutoff_tables_lock(models: Iterable[type[Model]]) -> None:
-    """Lock the tables of ``models`` in SHARE mode (PostgreSQL; nothing on other databases).
+def release_freeze_lock(project_id: int) -> None:
+    """Take the project's label-write lock exclusive, for a release freeze (PostgreSQL only).
 
-    SHARE waits for every transaction that inserted into them to end and keeps new inserts out
-    until ours commits, so the largest committed id of each table read afterwards has no
-    smaller id appearing later. SQLite serialises writers (IMMEDIATE transactions) already.
+    ``pg_advisory_xact_lock(LABEL_WRITES_NAMESPACE, project_id)``, held until the transaction
+    ends. It waits for the project's label transactions in flight (each holds the key shared,
+    :func:`labeling.locks.project_label_writes_lock`, from before its first pinned row got its
+    id) and keeps new ones waiting until ours commits. So once it is granted, every row of the
+    project is committed or will get an id from a sequence later than now: the largest id of
+    the project read afterwards has no smaller id of the project committing after it. Other
+    projects' keys are not touched. On SQLite writers are serialised (IMMEDIATE transactions).
+
+    Raises:
+        ValueError: ``project_id`` does not fit PostgreSQL's 32-bit advisory key.
     """
     if connection.vendor != "postgresql":
         return
-    tables = ", ".join(connection.ops.quote_name(model._meta.db_table) for model in models)
+    if not 0 < project_id < 2**31:
+        raise ValueError(f"project id {project_id} does not fit a 32-bit advisory lock key")
     with connection.cursor() as cursor:
-        cursor.execute(f"LOCK TABLE {tables} IN SHARE MODE")  # noqa: S608 - model tables
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LABEL_WRITES_NAMESPACE, project_id])

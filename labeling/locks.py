@@ -1,16 +1,26 @@
-"""The only ``select_for_update`` querysets of the labelling side.
+"""The only ``select_for_update`` querysets of the labelling side, and its one advisory lock.
 
 Services and selectors take row locks only through this module (``certification/locks.py``
 holds the certification side's), so the order below can be checked in one place.
 
 Lock order across both apps. A transaction takes locks only in this order::
 
-    Project  →  Membership  →  Item (ascending id when several)  →  Assignment rows of that item
-      →  the release cutoff tables, SHARE mode (certification/locks.py; a release freeze)
+    the project's label-write lock (:func:`project_label_writes_lock`, shared;
+        a release freeze takes it exclusive: certification/locks.py)
+      →  Project  →  Membership  →  Item (ascending id when several)
+      →  Assignment rows of that item
       →  one kind of certification row: AgreementReport | CalibrationSpec | ReleaseBuild
 
 A labelling transaction takes no certification lock; the certification row locks are taken by
 transactions that hold no labelling lock (see ``certification/locks.py``).
+
+The label-write lock is per project and comes first: every transaction that inserts rows a
+release pins (revisions, resolutions, candidates, prior and evaluator labels, source versions,
+label policies) takes it in shared mode before any row lock, and a release freeze takes it
+exclusive as its first lock. So a freeze waits only for its own project's writers already in
+flight, that project's new writers wait only for the freeze's short transaction, and other
+projects are not involved at all. A freeze holds nothing while it waits, and no writer of the
+project holds the lock while the freeze does, so the lock adds no cycle.
 
 An assignment row is locked or written only by a transaction that holds its item's lock: submits
 and skips lock the item (:func:`item_lock`, waiting) and then flip their assignment with a
@@ -20,8 +30,8 @@ leases, before it holds any other item). So no two transactions can wait in a cy
 
 Every function here must be called inside ``transaction.atomic`` and evaluates its queryset at
 once (a lazy ``select_for_update`` queryset locks nothing). On SQLite ``select_for_update`` is a
-no-op; there IMMEDIATE transactions serialise writers, and the services' compare-and-set updates
-plus the database constraints are the guard.
+no-op and the advisory lock is skipped; there IMMEDIATE transactions serialise writers, and the
+services' compare-and-set updates plus the database constraints are the guard.
 """
 
 from __future__ import annotations
@@ -30,9 +40,39 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from labeling.models import Assignment, AssignmentStatus, Item, Membership, Project
+
+# The first key of the label-write advisory locks (PostgreSQL's two-key form; the second key is
+# the project id), so they share no key with any other advisory lock: "labl".
+LABEL_WRITES_NAMESPACE = 0x6C61626C
+
+
+def project_label_writes_lock(project_id: int) -> None:
+    """Declare that this transaction writes label rows of a project (PostgreSQL; else nothing).
+
+    Takes ``pg_advisory_xact_lock_shared(LABEL_WRITES_NAMESPACE, project_id)``, held until the
+    transaction ends: writers of one project do not wait for each other, only for a release
+    freeze of that project, which takes the same key exclusive
+    (``certification.locks.release_freeze_lock``) and so waits for the writers in flight. Take
+    it before any row lock and before the first row a release pins is inserted (its id comes
+    from a sequence: taken later, an id smaller than a frozen cutoff could still commit).
+    Taking it again in the same transaction returns at once. On SQLite writers are serialised
+    anyway.
+
+    Raises:
+        ValueError: ``project_id`` does not fit PostgreSQL's 32-bit advisory key.
+    """
+    if connection.vendor != "postgresql":
+        return
+    if not 0 < project_id < 2**31:
+        raise ValueError(f"project id {project_id} does not fit a 32-bit advisory lock key")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock_shared(%s, %s)", [LABEL_WRITES_NAMESPACE, project_id]
+        )
 
 
 def project_lock(project_id: int, *, no_key: bool = False) -> Project:

@@ -172,7 +172,8 @@ def test_top_level_is_the_design_cards_list():
 # Both apps have one shape: the same packages and modules, each named for what it holds.
 APP_PACKAGES = ("views", "selectors", "models", "services", "api")
 APP_MODULES = ("locks.py", "forms.py", "exceptions.py")
-# The only modules that may take row or table locks (select_for_update, LOCK TABLE).
+# The only modules that may take row, table or advisory locks (select_for_update, LOCK TABLE,
+# pg_advisory_*).
 LOCK_MODULES = {"labeling/locks.py", "certification/locks.py"}
 HTML_VIEW_PACKAGES = ("labeling.views", "certification.views")
 
@@ -202,7 +203,7 @@ def _app_modules() -> list[Path]:
 
 
 def _locks_taken(tree: ast.AST) -> list[int]:
-    """Lines of ``select_for_update`` calls and of SQL text that locks a table."""
+    """Lines of ``select_for_update`` calls and of SQL text that locks a table or a key."""
     lines = []
     for node in ast.walk(tree):
         if (
@@ -214,7 +215,7 @@ def _locks_taken(tree: ast.AST) -> list[int]:
         elif (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
-            and "lock table" in node.value.lower()
+            and ("lock table" in node.value.lower() or "pg_advisory" in node.value.lower())
         ):
             lines.append(node.lineno)
     return sorted(lines)
@@ -240,6 +241,15 @@ def test_lock_scan_finds_row_and_table_locks():
         'cursor.execute(f"LOCK TABLE {tables} IN SHARE MODE")\n'
     )
     assert _locks_taken(tree) == [2, 3, 4]
+
+
+def test_lock_scan_finds_advisory_locks():
+    # guards the scan: an advisory lock taken outside the locks modules is found too
+    tree = ast.parse(
+        'cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [1, 2])\n'
+        'cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [1, 2])\n'
+    )
+    assert _locks_taken(tree) == [1, 2]
 
 
 def test_lock_modules_document_the_order_across_both_apps():

@@ -29,6 +29,7 @@ from labeling.exceptions import (
     PermissionDenied,
     StaleVersion,
 )
+from labeling.locks import project_label_writes_lock
 from labeling.models import (
     Disagreement,
     Item,
@@ -161,6 +162,7 @@ def _decide(
     unresolved_reason: str | None,
 ) -> Resolution:
     """Write the decision if the item still has ``expected_version``; close the disagreement."""
+    project_label_writes_lock(project.pk)  # before the item's row lock (labeling/locks.py)
     swapped = Item.objects.filter(pk=item.pk, version=expected_version).update(
         version=F("version") + 1
     )

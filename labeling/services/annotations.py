@@ -36,7 +36,7 @@ from labeling.exceptions import (
     NotFound,
     StaleVersion,
 )
-from labeling.locks import item_lock
+from labeling.locks import item_lock, project_label_writes_lock
 from labeling.models import (
     CANNOT_DECIDE,
     MAX_ID,
@@ -522,8 +522,10 @@ def annotation_submit(
             # A repeated submit (a retry, a double click): nothing to write, no lock taken.
             logger.info("annotation.submit_unchanged", extra={"assignment": assignment.pk})
             return Annotation.objects.select_related("current").get(assignment=assignment)
-    # Lock order (labeling/locks.py): the item, then its assignments. Under the item's lock no
-    # claim, skip, lease release or other submit of this item runs.
+    # Lock order (labeling/locks.py): the project's label-write lock (a release freeze waits
+    # for us, or we for it), the item, then its assignments. Under the item's lock no claim,
+    # skip, lease release or other submit of this item runs.
+    project_label_writes_lock(project.pk)
     item_lock(assignment.item_id)
     assignment.refresh_from_db(fields=["status", "submitted_at"])
     writers: dict[str, Callable[..., Annotation]] = {

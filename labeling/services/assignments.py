@@ -59,6 +59,7 @@ from labeling.locks import (
     item_lock,
     items_lock,
     membership_lock,
+    project_label_writes_lock,
     project_lock,
     stale_leases_lock,
 )
@@ -350,6 +351,7 @@ def project_labelling_start(
     until it commits (``labelling_started_at`` is set in the same transaction).
     """
     require_role(project=project, actor=actor, roles=MANAGERS, outsider=PermissionDenied)
+    project_label_writes_lock(project.pk)  # comparing prior votes writes resolutions
     given, project = project, project_lock(project.pk)
     if project.labelling_started_at is not None:
         raise InvalidTransition(
@@ -391,6 +393,7 @@ def items_enqueue(*, project: Project, item_ids: Sequence[int]) -> int:
 
     Concurrency: opens its own transaction (or joins the caller's) and locks the Project row.
     """
+    project_label_writes_lock(project.pk)  # comparing prior votes writes resolutions
     project = project_lock(project.pk)
     if project.labelling_started_at is None or not item_ids:
         return 0

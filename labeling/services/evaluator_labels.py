@@ -40,7 +40,7 @@ from labeling.importers.schema import (
     check_storable,
 )
 from labeling.importers.validation import MAX_ERRORS, validated_stream
-from labeling.locks import project_lock
+from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import (
     CandidateAnswer,
     Claim,
@@ -283,6 +283,7 @@ def evaluator_labels_import(
         action="import",
         outsider=PermissionDenied,
     )
+    project_label_writes_lock(project.pk)  # before the project row (labeling/locks.py)
     project = project_lock(project.pk)
     if file_sha256 is None:
         records = list(records)

@@ -18,7 +18,7 @@ from django.utils.http import urlsafe_base64_encode
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
-from labeling.locks import project_lock
+from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import (
     DEFAULT_ANSWER_LABELS,
     DEFAULT_CLAIM_LABELS,
@@ -80,6 +80,7 @@ def policy_create(
     """
     if evidence_relation not in EvidenceRelation.values:
         raise InvalidInput(f"unknown evidence relation {evidence_relation!r}")
+    project_label_writes_lock(project.pk)  # a release pins the project's policies
     previous = project.policies.order_by("-version").first()
     policy = LabelPolicy(
         project=project,

@@ -23,7 +23,7 @@ from labeling.importers.schema import (
     check_record,
 )
 from labeling.importers.validation import validated_stream
-from labeling.locks import project_lock
+from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import ImportBatch, Item, Project, Question
 from labeling.permissions import MANAGERS, require_role
 from labeling.services.assignments import items_enqueue
@@ -270,6 +270,9 @@ def workload_import(
     require_role(
         project=project, actor=actor, roles=MANAGERS, action="import", outsider=PermissionDenied
     )
+    # The label-write lock before the project row (labeling/locks.py): a release freeze of
+    # this project waits for the import, one of another project does not.
+    project_label_writes_lock(project.pk)
     project = project_lock(project.pk)
     previous = ImportBatch.objects.filter(project=project, file_sha256=file_sha256).first()
     if previous is not None:

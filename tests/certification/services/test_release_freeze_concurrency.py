@@ -2,9 +2,10 @@
 
 Ids come from sequences, so a transaction can hold a smaller id than one already committed. A
 freeze that read ``max(id)`` while such a transaction was open would pin a cutoff that the
-late row then falls under, and a rebuild would no longer match. ``release_freeze`` locks the
-label tables in SHARE mode first, which waits for open writers: the freeze below must wait for
-the slow writer and include its row.
+late row then falls under, and a rebuild would no longer match. ``release_freeze`` takes the
+project's label-write lock exclusive first, which waits for the project's open writers (a plain
+INSERT takes the lock shared through a trigger): the freeze below must wait for the slow writer
+and include its row.
 """
 
 from __future__ import annotations
@@ -115,8 +116,8 @@ def test_read_ahead_thread_gives_the_same_bytes_as_one_connection(
 
 def test_a_freeze_and_a_labelling_transaction_do_not_deadlock(project, import_records):
     # The labelling transaction writes a label, then inserts a row pointing at the project
-    # (its foreign key check locks the project row FOR KEY SHARE) while the freeze holds the
-    # project row and waits for the label tables: FOR UPDATE there was a deadlock.
+    # (its foreign key check locks the project row FOR KEY SHARE) while the freeze waits for
+    # the project's label-write lock: the freeze holds nothing then, so there is no deadlock.
     import_records([native_record("q1")])
     manager, annotator = UserFactory(), UserFactory()
     membership_set(project=project, user=manager, role=Role.MANAGER)
