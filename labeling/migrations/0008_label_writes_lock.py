@@ -87,7 +87,7 @@ def _run(statements_by_vendor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("labeling", "0006_release_provenance")]
+    dependencies = [("labeling", "0007_jobs")]
 
     operations = [
         migrations.RunPython(_run({"postgresql": POSTGRES}), _run({"postgresql": POSTGRES_REVERSE}))
