@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,13 +28,39 @@ def _y(value: Any) -> float:
     return math.nan if number is None else number
 
 
+_STYLE_ATTRIBUTE = re.compile(r'\sstyle="([^"]*)"')
+_STYLE_ELEMENT = re.compile(r"<style[^>]*>\*\{([^}]*)\}</style>\s*")
+
+
+def _presentation_attributes(declarations: str) -> str:
+    """CSS declarations (``"fill: none; stroke: #000"``) as SVG presentation attributes."""
+    pairs = (d.split(":", 1) for d in declarations.split(";") if ":" in d)
+    return "".join(f' {name.strip()}="{value.strip()}"' for name, value in pairs)
+
+
+def _without_inline_styles(svg: str) -> str:
+    """Rewrite matplotlib's SVG to draw the same without CSS (the pages' CSP forbids inline styles).
+
+    Every ``style="..."`` attribute becomes the equivalent presentation attributes, and the one
+    ``<style>`` rule matplotlib writes (``*{stroke-linejoin: round; stroke-linecap: butt}``)
+    becomes attributes of the root ``<svg>``, inherited by every element that sets no other value.
+    """
+    root_attributes = ""
+    match = _STYLE_ELEMENT.search(svg)
+    if match:
+        root_attributes = _presentation_attributes(match.group(1))
+        svg = svg[: match.start()] + svg[match.end() :]
+    svg = _STYLE_ATTRIBUTE.sub(lambda m: _presentation_attributes(m.group(1)), svg)
+    return svg.replace("<svg", "<svg" + root_attributes, 1)
+
+
 def _svg(figure: Figure) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata=SVG_METADATA, bbox_inches="tight")
     text = buffer.getvalue()
     # Drop the XML prolog and DOCTYPE: the SVG is embedded in an HTML page.
     start = text.find("<svg")
-    return text[start:] if start >= 0 else text
+    return _without_inline_styles(text[start:] if start >= 0 else text)
 
 
 def selective_risk_svg(result: Mapping[str, Any]) -> str | None:

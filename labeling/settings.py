@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "axes",
+    "csp",
     "labeling",
     "certification",
 ]
@@ -59,6 +61,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
+    # Last: turns an axes lockout of a login into the lockout page (AXES_* below).
+    "axes.middleware.AxesMiddleware",
     # A domain error escaping an HTML view becomes the page of its status (404, 403, 409, 400).
     "labeling.views.errors.DomainErrorMiddleware",
 ]
@@ -113,6 +119,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# The axes backend first: it refuses a locked-out login before the password is checked
+# (labeling/login_throttle.py).
+AUTHENTICATION_BACKENDS = [
+    "labeling.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "project-list"
@@ -216,6 +228,21 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "labeling.api_errors.exception_handler",
+    # Throttling (429 with Retry-After): every request by client address (anonymous) or user;
+    # the token endpoint has its own, tighter scope. Counters live in the default cache.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+        "rest_framework.throttling.ScopedRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env.str("CERTLABEL_THROTTLE_ANON", default="60/minute"),
+        "user": env.str("CERTLABEL_THROTTLE_USER", default="1200/minute"),
+        "token": env.str("CERTLABEL_THROTTLE_TOKEN", default="10/minute"),
+    },
+    # Client address for the anonymous and token throttles: REMOTE_ADDR, or the address this
+    # many proxies back in X-Forwarded-For when set (only behind proxies that set the header).
+    "NUM_PROXIES": env.int("CERTLABEL_NUM_PROXIES", default=None),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "certlabel API",
@@ -226,12 +253,84 @@ SPECTACULAR_SETTINGS = {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Cache: the DRF throttle counters. The default is per process; several web processes share
+# counters only through a shared cache (e.g. CERTLABEL_CACHE_URL=redis://127.0.0.1:6379/2).
+# ---------------------------------------------------------------------------------------------
+CACHES = {"default": env.cache_url("CERTLABEL_CACHE_URL", default="locmemcache://")}
+
+# ---------------------------------------------------------------------------------------------
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username
+# from one address, logins of that username from that address are refused, even with the
+# right password, until AXES_COOLOFF_TIME has passed or `manage.py axes_reset_username NAME`
+# (or the admin's "Access attempts") clears them. Failures are counted in the database.
+# ---------------------------------------------------------------------------------------------
+AXES_ENABLED = env.bool("CERTLABEL_AXES_ENABLED", default=True)
+AXES_FAILURE_LIMIT = env.int("CERTLABEL_LOGIN_FAILURE_LIMIT", default=5)
+# Hours (a float: 0.25 is 15 minutes); 0 locks until an administrator unlocks.
+_LOGIN_COOLOFF_HOURS = env.float("CERTLABEL_LOGIN_COOLOFF_HOURS", default=0.25)
+AXES_COOLOFF_TIME = _LOGIN_COOLOFF_HOURS or None
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The client address axes counts by: REMOTE_ADDR unless proxies are declared (see NUM_PROXIES).
+AXES_IPWARE_PROXY_COUNT = env.int("CERTLABEL_NUM_PROXIES", default=None)
+if AXES_IPWARE_PROXY_COUNT:
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+AXES_COOLOFF_MESSAGE = (
+    "Too many failed logins for this account from your address: logging in is blocked for a "
+    "while. Try again later, or ask an administrator to unlock the account."
+)
+AXES_PERMALOCK_MESSAGE = (
+    "Too many failed logins for this account from your address: logging in is blocked until "
+    "an administrator unlocks the account."
+)
+
+# ---------------------------------------------------------------------------------------------
 # Security (effective when DEBUG is off; `manage.py check --deploy` reviews them)
 # ---------------------------------------------------------------------------------------------
-SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=not DEBUG)
+# DJANGO_HTTPS=true declares that the site is served over HTTPS (directly or behind a proxy
+# that terminates TLS). With DEBUG off it turns on the SSL redirect, HSTS and secure cookies;
+# each can still be set on its own below.
+HTTPS = env.bool("DJANGO_HTTPS", default=False)
+_SECURE = HTTPS and not DEBUG
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=_SECURE)
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000 if _SECURE else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=_SECURE)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+# Behind a TLS-terminating proxy: trust its X-Forwarded-Proto header (the proxy must set or
+# strip it on every request, or a client could claim HTTPS). On by default when HTTPS is
+# declared; DJANGO_SECURE_PROXY_SSL_HEADER=false when Django itself terminates TLS.
+if env.bool("DJANGO_SECURE_PROXY_SSL_HEADER", default=HTTPS):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Every path is redirected to HTTPS; a health check that must answer over plain HTTP can be
+# listed in DJANGO_SECURE_REDIRECT_EXEMPT (regular expressions, without the leading slash).
+SECURE_REDIRECT_EXEMPT = env.list("DJANGO_SECURE_REDIRECT_EXEMPT", default=[])
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=HTTPS or not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy (django-csp): scripts, styles, images and fonts from this site only;
+# no inline script, no inline style attribute, no frames, forms post only here. The plots are
+# inline SVG drawn with presentation attributes (certification/plots.py), so they need no
+# inline style either. The API's Swagger page relaxes it for its CDN (labeling/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 # ---------------------------------------------------------------------------------------------
 # Logging
@@ -253,6 +352,8 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
+    # django-axes logs every login at INFO; lockouts are warnings.
+    "loggers": {"axes": {"level": env.str("CERTLABEL_AXES_LOG_LEVEL", default="WARNING")}},
 }
 # A Celery worker keeps this configuration (and so the context fields) instead of replacing the
 # root logger's handlers with its own.

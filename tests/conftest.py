@@ -112,6 +112,16 @@ def _storages_at(storages: dict[str, Any], location: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_throttle_counters() -> Iterable[None]:
+    """Each test starts with empty DRF throttle counters (they live in the per-process cache)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _release_storage(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Keep built releases in a temporary directory per test, never in the repository.
 

@@ -49,6 +49,8 @@ LOGIN = "login"  # a 302 redirect to settings.LOGIN_URL
 # Per URL name and method: status for (annotator, adjudicator, manager, other_member, anonymous).
 # API: anonymous is 401 (token auth answers with WWW-Authenticate); pages: 302 to the login.
 EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
+    # the token endpoint takes credentials in the body, not a session or token: none is 400
+    "api-token": {"POST": (400, 400, 400, 400, 400)},
     # --- REST API: catalogue ------------------------------------------------------------------
     "api-project-list": {"GET": (200, 200, 200, 200, 401)},
     "api-project-detail": {"GET": (200, 200, 200, 404, 401)},

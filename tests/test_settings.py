@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,127 @@ def test_redis_broker_turns_eager_execution_off():
     settings = report(CELERY_BROKER_URL="redis://127.0.0.1:6379/0")
     assert settings["broker"] == "redis://127.0.0.1:6379/0"
     assert settings["eager"] is False
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTPS: redirect, HSTS, secure cookies and the proxy header
+# ---------------------------------------------------------------------------------------------
+SECURITY_REPORT = (
+    "import json, django; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps({'redirect': s.SECURE_SSL_REDIRECT, 'hsts': s.SECURE_HSTS_SECONDS, "
+    "'subdomains': s.SECURE_HSTS_INCLUDE_SUBDOMAINS, 'preload': s.SECURE_HSTS_PRELOAD, "
+    "'proxy': list(getattr(s, 'SECURE_PROXY_SSL_HEADER', None) or []), "
+    "'session_secure': s.SESSION_COOKIE_SECURE, 'csrf_secure': s.CSRF_COOKIE_SECURE}))"
+)
+PRODUCTION = {
+    "DJANGO_DEBUG": "false",
+    "DJANGO_SECRET_KEY": LONG_KEY,
+    "DJANGO_ALLOWED_HOSTS": "certlabel.example.org",
+}
+
+
+def security_report(**env: str) -> dict[str, object]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
+    clean.update(env, DJANGO_SETTINGS_MODULE="labeling.settings")
+    result = subprocess.run(
+        [sys.executable, "-c", SECURITY_REPORT],
+        cwd=REPO,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_https_declared_in_production_turns_on_redirect_hsts_and_secure_cookies():
+    assert security_report(**PRODUCTION, DJANGO_HTTPS="true") == {
+        "redirect": True,
+        "hsts": 31536000,
+        "subdomains": True,
+        "preload": False,
+        "proxy": ["HTTP_X_FORWARDED_PROTO", "https"],
+        "session_secure": True,
+        "csrf_secure": True,
+    }
+
+
+def test_production_without_https_declared_sends_no_hsts_and_no_redirect():
+    report_ = security_report(**PRODUCTION)
+    assert report_["redirect"] is False
+    assert report_["hsts"] == 0
+    assert report_["proxy"] == []
+    # cookies stay secure with DEBUG off, as before
+    assert report_["session_secure"] is True
+
+
+def test_https_declared_with_debug_on_does_not_redirect_or_pin_hsts():
+    report_ = security_report(DJANGO_DEBUG="true", DJANGO_HTTPS="true")
+    assert (report_["redirect"], report_["hsts"]) == (False, 0)
+    assert report_["session_secure"] is True
+
+
+def test_each_https_setting_can_be_overridden():
+    report_ = security_report(
+        **PRODUCTION,
+        DJANGO_HTTPS="true",
+        DJANGO_SECURE_SSL_REDIRECT="false",
+        DJANGO_SECURE_HSTS_SECONDS="3600",
+        DJANGO_SECURE_HSTS_PRELOAD="true",
+        DJANGO_SECURE_PROXY_SSL_HEADER="false",
+    )
+    assert report_["redirect"] is False
+    assert (report_["hsts"], report_["preload"]) == (3600, True)
+    assert report_["proxy"] == []
+
+
+def test_check_deploy_with_https_declared_leaves_only_the_preload_warning():
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
+    clean.update(PRODUCTION, DJANGO_HTTPS="true", DJANGO_SETTINGS_MODULE="labeling.settings")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"],
+        cwd=REPO,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    output = result.stdout + result.stderr
+    warnings = sorted(set(re.findall(r"\(([a-z_]+\.[WE]\d+)\)", output)))
+    # HSTS preload is an opt-in (DJANGO_SECURE_HSTS_PRELOAD): it commits the whole domain.
+    assert warnings == ["security.W021"], output
+
+
+def test_throttle_rates_and_login_limit_come_from_the_environment():
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
+    clean.update(
+        DJANGO_SETTINGS_MODULE="labeling.settings",
+        CERTLABEL_THROTTLE_ANON="7/minute",
+        CERTLABEL_THROTTLE_USER="70/hour",
+        CERTLABEL_THROTTLE_TOKEN="2/minute",
+        CERTLABEL_LOGIN_FAILURE_LIMIT="9",
+        CERTLABEL_LOGIN_COOLOFF_HOURS="0",
+    )
+    code = (
+        "import json, django; django.setup(); from django.conf import settings as s; "
+        "print(json.dumps([s.REST_FRAMEWORK['DEFAULT_THROTTLE_RATES'], s.AXES_FAILURE_LIMIT, "
+        "s.AXES_COOLOFF_TIME]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    rates, limit, cooloff = json.loads(result.stdout.strip().splitlines()[-1])
+    assert rates == {"anon": "7/minute", "user": "70/hour", "token": "2/minute"}
+    # 0 hours: locked until an administrator unlocks
+    assert (limit, cooloff) == (9, None)

@@ -46,13 +46,17 @@ def _report_or_none(project: Project, evaluator: Evaluator) -> AuditReport | Non
 
 
 def heatmap(matrix: dict[str, Any]) -> dict[str, Any]:
-    """The confusion matrix as rows of (count, shade) cells; shade in [0, 1] of the maximum."""
+    """The confusion matrix as rows of (count, shade) cells.
+
+    The shade is the count's share of the maximum in tenths (0 to 10), drawn by the CSS classes
+    ``shade-0`` to ``shade-10`` (the Content-Security-Policy allows no inline style).
+    """
     counts = matrix.get("counts") or []
     peak = max((c for row in counts for c in row), default=0) or 1
     return {
         "columns": matrix.get("human_labels") or [],
         "rows": [
-            (label, [(c, round(c / peak, 3)) for c in row])
+            (label, [(c, round(10 * c / peak)) for c in row])
             for label, row in zip(matrix.get("evaluator_labels") or [], counts, strict=True)
         ],
     }

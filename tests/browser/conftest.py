@@ -72,6 +72,19 @@ def new_page(browser: Any) -> Callable[[], Any]:
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.js_errors = errors  # checked by the tests: a script error fails them
+        # Chromium reports every Content-Security-Policy violation on the console ("Refused to
+        # execute inline script because it violates the following Content Security Policy
+        # directive ..."); the tests check that none is reported.
+        violations: list[str] = []
+        page.on(
+            "console",
+            lambda message: (
+                violations.append(message.text)
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
+        page.csp_violations = violations
         return page
 
     return make

@@ -272,8 +272,16 @@ def test_two_annotators_disagree_and_an_adjudicator_resolves_in_the_browser(
     screenshot(judge, "resolved")
     assert judge.locator("#queue-empty").is_visible()
 
+    # and the dashboard renders under the same policy
+    judge.goto(f"{base}/p/{SLUG}/")
+    judge.wait_for_load_state()
+    screenshot(judge, "dashboard")
+    assert judge.locator("h1").count() >= 1
+
     for page in (amber, basil, judge):
         assert page.js_errors == []
+        # the labelling, adjudication and dashboard pages broke no Content-Security-Policy rule
+        assert page.csp_violations == []
 
     # then the database holds exactly two annotations and the adjudicated resolution, and every
     # stored span has the code-point offsets of its quote in the stored source
@@ -373,3 +381,18 @@ def test_keyboard_shortcuts_label_cite_and_submit(
     assert labels[second_claim].label == "supported"
     assert spans_of(labels[second_claim].evidence) == expected_spans(version.text, [AFTER_EMOJI])
     assert annotation.current.answer_label == "admissible"
+
+
+def test_a_content_security_policy_violation_would_be_reported(
+    live_server: Any, project: Any, new_page: Callable, screenshot
+):
+    # the check above can fail: an inline style set by a script is refused and reported
+    user = UserFactory(username="manager-dana")
+    membership_set(project=project, user=user, role=Role.MANAGER)
+    page = new_page()
+    base = live_server.url
+    log_in(page, base, "manager-dana", f"/p/{project.slug}/", screenshot)
+    assert page.csp_violations == []
+    page.evaluate("() => document.body.setAttribute('style', 'background: red')")
+    page.wait_for_timeout(200)
+    assert any("style-src" in v for v in page.csp_violations), page.csp_violations

@@ -241,3 +241,16 @@ def test_the_list_shows_specs_and_runs(done_run, login):
     assert 'id="spec-list"' in body and f"run {done_run.pk}" in body
     assert 'id="new-spec"' not in body  # adjudicators read only
     assert 'id="new-spec"' in login("manager").get(f"{BASE}/").content.decode()
+
+
+def test_the_run_pages_plots_pass_the_content_security_policy(done_run, login):
+    from tests.test_csp import inline_violations
+
+    response = login("adjudicator").get(f"{BASE}/runs/{done_run.pk}/")
+    body = response.content.decode()
+    assert body.count("<svg") == 3
+    assert "style-src 'self'" in response["Content-Security-Policy"]
+    # matplotlib's style attributes and <style> rule became presentation attributes
+    assert inline_violations(body) == []
+    assert 'stroke="#1f77b4"' in body or 'fill="#1f77b4"' in body
+    assert 'stroke-linejoin="round" stroke-linecap="butt"' in body

@@ -1,0 +1,79 @@
+"""The API's token endpoint: credentials in, token out; throttled and locked out like logins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
+
+PASSWORD = "Zed-long-secret-42"  # noqa: S105
+URL = "/api/auth/token/"
+
+
+@pytest.fixture
+def zed(db: None) -> Any:
+    return get_user_model().objects.create_user("zed", password=PASSWORD)
+
+
+def test_right_credentials_give_the_users_token_which_authenticates(zed):
+    client = APIClient()
+    response = client.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
+    assert response.status_code == 200
+    assert response.json() == {"token": Token.objects.get(user=zed).key}
+    client.credentials(HTTP_AUTHORIZATION=f"Token {response.json()['token']}")
+    assert client.get("/api/projects/").status_code == 200
+
+
+def test_wrong_password_is_400(zed):
+    response = APIClient().post(URL, {"username": "zed", "password": "no"}, format="json")
+    assert response.status_code == 400
+    assert not Token.objects.filter(user=zed).exists()
+
+
+def test_token_endpoint_is_throttled_per_address_at_the_configured_rate(zed):
+    # the default scope rate is 10/minute; different usernames so no lockout interferes
+    client = APIClient()
+    statuses = [
+        client.post(URL, {"username": f"u{i}", "password": "no"}, format="json").status_code
+        for i in range(10)
+    ]
+    assert statuses == [400] * 10
+    response = client.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) > 0
+    assert not Token.objects.filter(user=zed).exists()
+    # another address has its own budget
+    other = APIClient(REMOTE_ADDR="10.9.9.9")
+    response = other.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
+    assert response.status_code == 200
+
+
+def test_wrong_passwords_lock_the_token_endpoint_out_too(zed, settings):
+    settings.AXES_FAILURE_LIMIT = 3
+    client = APIClient()
+    assert [
+        client.post(URL, {"username": "zed", "password": "no"}, format="json").status_code
+        for _ in range(3)
+    ] == [400, 400, 429]
+    response = client.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
+    assert response.status_code == 429
+    assert "Too many failed logins" in response.json()["detail"]
+    assert not Token.objects.filter(user=zed).exists()
+
+
+def test_anonymous_and_user_requests_have_general_rates(zed, monkeypatch):
+    # the rates come from CERTLABEL_THROTTLE_ANON / _USER at start-up (tests/test_settings.py);
+    # here they are made small to reach them
+    monkeypatch.setattr(
+        SimpleRateThrottle, "THROTTLE_RATES", {"anon": "3/minute", "user": "4/minute"}
+    )
+    anonymous = APIClient()
+    assert [anonymous.get("/api/schema/").status_code for _ in range(4)] == [200, 200, 200, 429]
+    user = APIClient()
+    user.force_authenticate(zed)
+    assert [user.get("/api/projects/").status_code for _ in range(5)] == [200] * 4 + [429]
+    assert int(user.get("/api/projects/")["Retry-After"]) > 0
