@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "axes",
     "csp",
     "labeling",
@@ -250,6 +251,10 @@ SPECTACULAR_SETTINGS = {
         "Labelling, adjudication and certification of RAG outputs against pinned sources."
     ),
     "VERSION": "0.1.0",
+    # Swagger UI and Redoc from the vendored static files of drf-spectacular-sidecar.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -316,7 +321,7 @@ X_FRAME_OPTIONS = "DENY"
 # Content-Security-Policy (django-csp): scripts, styles, images and fonts from this site only;
 # no inline script, no inline style attribute, no frames, forms post only here. The plots are
 # inline SVG drawn with presentation attributes (certification/plots.py), so they need no
-# inline style either. The API's Swagger page relaxes it for its CDN (labeling/urls.py).
+# inline style either. The API's Swagger page (vendored, labeling/urls.py) allows its own inline styles.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
