@@ -35,12 +35,20 @@ from certification.services.releases import release_build_execute, release_freez
 from certification.services.releases.build import build_work_root, build_workdir
 from labeling.exceptions import Conflict
 from labeling.models import Project
-from tests.certification.services.test_release_build import _user, demo  # noqa: F401
+from tests.certification.services.test_release_build import _demo, _user
 from tests.factories import calibration_candidate as cand
 from tests.factories import calibration_project, make_spec
 from tests.factories import calibration_record as rec
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo(settings: Any) -> Project:
+    """The demo project, written for each test: these tests run heartbeat threads with their own
+    connections, so they cannot share a module's rolled-back data (``tests/conftest.py``)."""
+    settings.DEBUG = True  # demo_setup runs only in development
+    return _demo()
 
 
 def _questions(prefix: str, n: int) -> list[dict[str, Any]]:
