@@ -1,7 +1,7 @@
 """Evaluator audit: how far an automated judge agrees with adjudicated human labels.
 
 An *evaluator* (an LLM judge, a detector such as HHEM or an NLI model) labels items; a sample of
-the same items is labelled blind by people and adjudicated. This module compares the two on the
+the same items is labelled blind by people and adjudicated. This package compares the two on the
 items that have both.
 
 Shapes. Labels come as two aligned sequences of length n_items, ``Sequence[str | None]``: the
