@@ -1,0 +1,117 @@
+"""Everything for one label level: the all-rater statistics and Cohen's kappa per rater pair."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from certification.stats.agreement.cohen import _pair_table, cohen_kappa
+from certification.stats.agreement.encoding import encode_ratings
+from certification.stats.agreement.multi_rater import _alpha, _fleiss, _pairable, _percent
+from certification.stats.agreement.results import (
+    _MISSING,
+    AgreementSummary,
+    EncodedRatings,
+    Label,
+    PairKappa,
+)
+from certification.stats.errors import StatsError
+from certification.stats.intervals import check_open_unit
+
+
+def _check_raters(raters: Sequence[str]) -> tuple[str, ...]:
+    names = tuple(raters)
+    if isinstance(raters, str) or not all(isinstance(name, str) for name in names):
+        raise StatsError("raters must be a sequence of string ids")
+    if len(set(names)) != len(names):
+        raise StatsError("rater ids must be unique")
+    return names
+
+
+def _pairs(
+    encoded: EncodedRatings, raters: tuple[str, ...], confidence: float
+) -> tuple[PairKappa, ...]:
+    codes, k = encoded.codes, len(encoded.categories)
+    present = codes != _MISSING
+    pairs = []
+    for i in range(len(raters)):
+        for j in range(i + 1, len(raters)):
+            shared = present[:, i] & present[:, j]
+            if not shared.any():
+                continue
+            table = _pair_table(codes[shared, i], codes[shared, j], k)
+            pairs.append(PairKappa(raters[i], raters[j], cohen_kappa(table, confidence=confidence)))
+    return tuple(pairs)
+
+
+def pairwise_cohen_kappa(
+    ratings: Sequence[Sequence[Label | None]],
+    raters: Sequence[str],
+    *,
+    confidence: float = 0.95,
+) -> tuple[PairKappa, ...]:
+    """Cohen's kappa for every pair of raters, over the units both rated.
+
+    Args:
+        ratings: n_units × n_raters, ``None`` = missing.
+        raters: shape (n_raters,), unique rater ids naming the columns.
+        confidence: two-sided level of the intervals, in (0, 1).
+
+    Returns:
+        One :class:`PairKappa` per pair (i < j in ``raters`` order) sharing at least one unit;
+        pairs that never rated a common unit are left out. Each pair's kappa may be undefined
+        (fewer than 2 shared units, no variation).
+
+    Raises:
+        StatsError: if the matrix is ragged, the rater ids do not match its columns or repeat,
+            or ``confidence`` is outside (0, 1).
+    """
+    names = _check_raters(raters)
+    encoded = encode_ratings(ratings, n_raters=len(names))
+    return _pairs(encoded, names, check_open_unit(confidence, name="confidence"))
+
+
+def agreement_summary(
+    ratings: Sequence[Sequence[Label | None]],
+    raters: Sequence[str],
+    *,
+    confidence: float = 0.95,
+) -> AgreementSummary:
+    """All agreement statistics of one label level.
+
+    Args:
+        ratings: n_units × n_raters, ``None`` = missing. Units without any rating are ignored.
+        raters: shape (n_raters,), unique rater ids naming the columns.
+        confidence: two-sided level of the pairwise kappa intervals, in (0, 1).
+
+    Returns:
+        An :class:`AgreementSummary`: alpha, Fleiss' kappa, percent agreement, pairwise kappas
+        and the counts they rest on. Undefined statistics carry a reason, never a number.
+
+    Raises:
+        StatsError: if the matrix is ragged, the rater ids do not match its columns or repeat,
+            or ``confidence`` is outside (0, 1).
+    """
+    level = check_open_unit(confidence, name="confidence")
+    names = _check_raters(raters)
+    encoded = encode_ratings(ratings, n_raters=len(names))
+    codes = encoded.codes
+    k = len(encoded.categories)
+    present = codes != _MISSING
+    per_category = np.bincount(codes[present], minlength=k) if k else np.zeros(0, np.int64)
+    return AgreementSummary(
+        n_units=int(present.any(axis=1).sum()),
+        n_pairable_units=int(_pairable(codes).sum()),
+        n_ratings=int(present.sum()),
+        raters=tuple(name for name, used in zip(names, present.any(axis=0), strict=True) if used),
+        category_counts=tuple(
+            (label, int(count))
+            for label, count in zip(encoded.categories, per_category, strict=True)
+        ),
+        alpha=_alpha(codes),
+        fleiss_kappa=_fleiss(codes, k),
+        percent_agreement=_percent(codes, k),
+        pairs=_pairs(encoded, names, level),
+        confidence=level,
+    )
