@@ -52,6 +52,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Every error under /api/ is JSON of one shape; a database outage is a 503
+    # (labeling/api_errors.py).
+    "labeling.api_errors.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -59,9 +62,12 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # A domain error escaping an HTML view becomes the page of its status (404, 403, 409, 400).
+    # A domain error escaping an HTML view becomes the page of its status (404, 403, 409, 400);
+    # a database outage the styled 503 page.
     "labeling.views.errors.DomainErrorMiddleware",
 ]
+# The Retry-After (seconds) of a 503 answered while the database is unreachable.
+CERTLABEL_RETRY_AFTER_SECONDS = env.int("CERTLABEL_RETRY_AFTER_SECONDS", default=5)
 
 ROOT_URLCONF = "labeling.urls"
 WSGI_APPLICATION = "labeling.wsgi.application"
@@ -178,18 +184,30 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
         "labeling.api.permissions.ProjectRolePermission",
+        # Last: malformed, empty or unknown query parameters are a 400 (labeling/api/params.py).
+        "labeling.api.params.QueryParameterCheck",
     ],
     "DEFAULT_PAGINATION_CLASS": "labeling.api.pagination.CappedLimitOffsetPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON only: errors are JSON of one shape (labeling/api_errors.py); the browsable API would
+    # answer them as HTML. The interactive docs are at /api/docs/.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Adds the error responses of the contract to every operation (labeling/api/schema.py).
+    "DEFAULT_SCHEMA_CLASS": "labeling.api.schema.ContractAutoSchema",
     "EXCEPTION_HANDLER": "labeling.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "certlabel API",
     "DESCRIPTION": (
-        "Labelling, adjudication and certification of RAG outputs against pinned sources."
+        "Labelling, adjudication and certification of RAG outputs against pinned sources. "
+        "Every 4xx and 5xx answers the `Error` body: `{detail, code, errors: [{field, reason}]}`."
     ),
     "VERSION": "0.1.0",
+    # Query and path parameters: bounds and non-empty strings stated (labeling/api/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "labeling.api.schema.postprocess_parameters",
+    ],
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -4,6 +4,9 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+# A database outage raised outside a view is a 503 (JSON under /api/); see labeling/views/errors.py.
+handler500 = "labeling.views.errors.server_error"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("labeling.api.urls")),

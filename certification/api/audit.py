@@ -29,7 +29,7 @@ from certification.services import (
     audit_report_configure,
     audit_sample_draw,
 )
-from labeling.api.common import ErrorSerializer, paginated
+from labeling.api.common import ErrorSerializer, paginated, written
 from labeling.api.pagination import CappedLimitOffsetPagination
 
 FORBIDDEN = OpenApiResponse(
@@ -107,10 +107,16 @@ class AuditReportApi(APIView):
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        report = audit_report_configure(
-            project=project, evaluator=evaluator, actor=request.user, **serializer.validated_data
+        body = written(
+            lambda: audit_report_configure(
+                project=project,
+                evaluator=evaluator,
+                actor=request.user,
+                **serializer.validated_data,
+            ),
+            lambda report: AuditReportOutputSerializer(report).data,
         )
-        return Response(AuditReportOutputSerializer(report).data)
+        return Response(body)
 
 
 class AuditSampleOutputSerializer(serializers.Serializer):
@@ -179,8 +185,13 @@ class AuditSampleListApi(APIView):
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        sample = audit_sample_draw(
-            project=project, evaluator=evaluator, actor=request.user, **serializer.validated_data
+        body = written(
+            lambda: audit_sample_draw(
+                project=project,
+                evaluator=evaluator,
+                actor=request.user,
+                **serializer.validated_data,
+            ),
+            lambda sample: AuditSampleOutputSerializer(sample).data,
         )
-        data = AuditSampleOutputSerializer(sample).data
-        return Response(data, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED)

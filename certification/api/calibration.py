@@ -33,7 +33,7 @@ from certification.services import (
     calibration_spec_revise,
     calibration_spec_update,
 )
-from labeling.api.common import ErrorSerializer, paginated
+from labeling.api.common import ErrorSerializer, paginated, written
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import PermissionDenied
 from labeling.permissions import can_manage
@@ -211,8 +211,13 @@ class CalibrationSpecListApi(APIView):
         given.is_valid(raise_exception=True)
         fields = dict(given.validated_data)
         name = fields.pop("name")
-        spec = calibration_spec_create(project=project, actor=request.user, name=name, **fields)
-        return Response(SpecOutputSerializer(spec).data, status=status.HTTP_201_CREATED)
+        body = written(
+            lambda: calibration_spec_create(
+                project=project, actor=request.user, name=name, **fields
+            ),
+            lambda spec: SpecOutputSerializer(spec).data,
+        )
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class CalibrationSpecDetailApi(APIView):
@@ -247,8 +252,11 @@ class CalibrationSpecDetailApi(APIView):
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         given = SpecInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
-        spec = calibration_spec_update(spec=spec, actor=request.user, **given.validated_data)
-        return Response(SpecOutputSerializer(spec).data)
+        body = written(
+            lambda: calibration_spec_update(spec=spec, actor=request.user, **given.validated_data),
+            lambda changed: SpecOutputSerializer(changed).data,
+        )
+        return Response(body)
 
 
 class CalibrationSpecReviseApi(APIView):
@@ -273,8 +281,11 @@ class CalibrationSpecReviseApi(APIView):
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         given = SpecInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
-        new = calibration_spec_revise(spec=spec, actor=request.user, **given.validated_data)
-        return Response(SpecOutputSerializer(new).data, status=status.HTTP_201_CREATED)
+        body = written(
+            lambda: calibration_spec_revise(spec=spec, actor=request.user, **given.validated_data),
+            lambda new: SpecOutputSerializer(new).data,
+        )
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class CalibrationRunListApi(APIView):
@@ -311,9 +322,13 @@ class CalibrationRunListApi(APIView):
         """Start a run (idempotent: unchanged inputs return the existing run)."""
         project, _ = viewer(request, slug)
         spec = calibration_spec_get(project=project, spec_id=spec_id)
-        run = calibration_run_start(spec=spec, actor=request.user)
-        run.refresh_from_db()
-        return Response(RunSummarySerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+        def render(run: Any) -> Any:
+            run.refresh_from_db()
+            return RunSummarySerializer(run).data
+
+        body = written(lambda: calibration_run_start(spec=spec, actor=request.user), render)
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class CalibrationRunDetailApi(APIView):

@@ -20,7 +20,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
-from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor
+from labeling.api.common import (
+    ErrorSerializer,
+    paginated,
+    project_and_role,
+    request_actor,
+    written,
+)
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.models import Partition
@@ -43,7 +49,9 @@ class RecordErrorSerializer(serializers.Serializer):
     """One refused record: where, which field, and why (never the record itself)."""
 
     location = serializers.CharField(help_text='e.g. "line 12"')
-    field = serializers.CharField(help_text='a dotted path, e.g. "candidates[0].claims[1].end"')
+    field = serializers.CharField(
+        allow_null=True, help_text='a dotted path, e.g. "candidates[0].claims[1].end"'
+    )
     reason = serializers.CharField()
 
     class Meta:
@@ -573,7 +581,10 @@ class PartitionFreezeApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        result = partition_freeze(
-            project=project, actor=request_actor(request), **given.validated_data
+        body = written(
+            lambda: partition_freeze(
+                project=project, actor=request_actor(request), **given.validated_data
+            ),
+            lambda result: self.OutputSerializer(result).data,
         )
-        return Response(self.OutputSerializer(result).data)
+        return Response(body)

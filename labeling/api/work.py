@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
-from labeling.api.common import ErrorSerializer, paginated, project_and_role
+from labeling.api.common import ErrorSerializer, paginated, project_and_role, written
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.serializers import (
     ClaimInputSerializer,
@@ -102,11 +102,17 @@ class AssignmentClaimNextApi(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """Lease the next item in serving order (or the actor's live lease) and return its form."""
         project = project_get_for_user(slug=slug, user=request.user)
-        assignment = item_claim_next(project=project, actor=request.user)
-        if assignment is None:
+
+        def render(assignment: Any) -> Any:
+            if assignment is None:
+                return None
+            form = labelling_form_view(project=project, assignment=assignment)
+            return LabellingFormSerializer(form).data
+
+        data = written(lambda: item_claim_next(project=project, actor=request.user), render)
+        if data is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        form = labelling_form_view(project=project, assignment=assignment)
-        return Response(LabellingFormSerializer(form).data)
+        return Response(data)
 
 
 class AssignmentDetailApi(APIView):
@@ -213,10 +219,13 @@ class AnnotationSubmitApi(APIView):
         data = AnnotationInput(
             **{**given.validated_data, "claims": claim_inputs(given.validated_data["claims"])}
         )
-        annotation = annotation_submit(
-            project=project, assignment_id=assignment_id, actor=request.user, data=data
+        body = written(
+            lambda: annotation_submit(
+                project=project, assignment_id=assignment_id, actor=request.user, data=data
+            ),
+            lambda annotation: self.OutputSerializer(annotation).data,
         )
-        return Response(self.OutputSerializer(annotation).data)
+        return Response(body)
 
 
 class AssignmentSkipApi(APIView):
@@ -256,10 +265,16 @@ class AssignmentSkipApi(APIView):
         project = project_get_for_user(slug=slug, user=request.user)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        assignment = assignment_skip(
-            project=project, assignment_id=assignment_id, actor=request.user, **given.validated_data
+        body = written(
+            lambda: assignment_skip(
+                project=project,
+                assignment_id=assignment_id,
+                actor=request.user,
+                **given.validated_data,
+            ),
+            lambda assignment: self.OutputSerializer(assignment).data,
         )
-        return Response(self.OutputSerializer(assignment).data)
+        return Response(body)
 
 
 class AnnotationListApi(APIView):
@@ -494,13 +509,16 @@ class AdjudicationResolveApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        resolution = adjudication_resolve(
-            project=project,
-            item_id=item_id,
-            actor=request.user,
-            **{**given.validated_data, "claims": claim_inputs(given.validated_data["claims"])},
+        body = written(
+            lambda: adjudication_resolve(
+                project=project,
+                item_id=item_id,
+                actor=request.user,
+                **{**given.validated_data, "claims": claim_inputs(given.validated_data["claims"])},
+            ),
+            lambda resolution: ResolutionSerializer(resolution).data,
         )
-        return Response(ResolutionSerializer(resolution).data, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class AdjudicationMarkUnresolvedApi(APIView):
@@ -528,10 +546,13 @@ class AdjudicationMarkUnresolvedApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        resolution = adjudication_mark_unresolved(
-            project=project, item_id=item_id, actor=request.user, **given.validated_data
+        body = written(
+            lambda: adjudication_mark_unresolved(
+                project=project, item_id=item_id, actor=request.user, **given.validated_data
+            ),
+            lambda resolution: ResolutionSerializer(resolution).data,
         )
-        return Response(ResolutionSerializer(resolution).data, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class ProjectProgressApi(APIView):
@@ -613,10 +634,13 @@ class ProjectSettingsApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        project = project_labelling_configure(
-            project=project, actor=request.user, **given.validated_data
+        body = written(
+            lambda: project_labelling_configure(
+                project=project, actor=request.user, **given.validated_data
+            ),
+            lambda changed: LabellingSettingsSerializer(changed).data,
         )
-        return Response(LabellingSettingsSerializer(project).data)
+        return Response(body)
 
 
 class LabellingStartApi(APIView):
@@ -635,8 +659,11 @@ class LabellingStartApi(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """Start labelling."""
         project = project_get_for_user(slug=slug, user=request.user)
-        project = project_labelling_start(project=project, actor=request.user)
-        return Response(LabellingSettingsSerializer(project).data)
+        body = written(
+            lambda: project_labelling_start(project=project, actor=request.user),
+            lambda started: LabellingSettingsSerializer(started).data,
+        )
+        return Response(body)
 
 
 class MemberSerializer(serializers.Serializer):
@@ -701,9 +728,11 @@ class MemberListApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        invite = membership_invite(project=project, actor=request.user, **given.validated_data)
-        output = self.OutputSerializer(invite, context={"request": request})
-        return Response(output.data, status=status.HTTP_201_CREATED)
+        body = written(
+            lambda: membership_invite(project=project, actor=request.user, **given.validated_data),
+            lambda invite: self.OutputSerializer(invite, context={"request": request}).data,
+        )
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class MemberUpdateApi(APIView):
@@ -733,7 +762,10 @@ class MemberUpdateApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        membership = membership_change(
-            project=project, actor=request.user, user_id=user_id, **given.validated_data
+        body = written(
+            lambda: membership_change(
+                project=project, actor=request.user, user_id=user_id, **given.validated_data
+            ),
+            lambda membership: MemberSerializer(membership).data,
         )
-        return Response(MemberSerializer(membership).data)
+        return Response(body)
