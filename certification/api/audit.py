@@ -30,6 +30,7 @@ from certification.services import (
     audit_sample_draw,
 )
 from labeling.api.common import ErrorSerializer, paginated, written
+from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 
 FORBIDDEN = OpenApiResponse(
@@ -73,10 +74,10 @@ class AuditReportApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         human_positive = serializers.ListField(
-            child=serializers.CharField(), required=False, allow_empty=False
+            child=StrictCharField(), required=False, allow_empty=False
         )
         evaluator_positive = serializers.ListField(
-            child=serializers.CharField(), required=False, allow_empty=False
+            child=StrictCharField(), required=False, allow_empty=False
         )
         score_threshold = serializers.FloatField(required=False, allow_null=True)
         flag_when = serializers.ChoiceField(choices=FlagWhen.choices, required=False)

@@ -34,6 +34,7 @@ from certification.services import (
     calibration_spec_update,
 )
 from labeling.api.common import ErrorSerializer, paginated, written
+from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import PermissionDenied
 from labeling.permissions import can_manage
@@ -53,30 +54,30 @@ FROZEN = OpenApiResponse(
 class SpecInputSerializer(serializers.Serializer):
     """The contract; every field optional here (defaults, and the rules, are the service's)."""
 
-    description = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    method = serializers.CharField(required=False)
-    loss = serializers.CharField(required=False)
-    denominator = serializers.CharField(required=False)
-    alpha = serializers.CharField(required=False, help_text='A decimal in (0, 1), e.g. "0.1".')
-    delta = serializers.CharField(required=False)
+    description = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    method = StrictCharField(required=False)
+    loss = StrictCharField(required=False)
+    denominator = StrictCharField(required=False)
+    alpha = StrictCharField(required=False, help_text='A decimal in (0, 1), e.g. "0.1".')
+    delta = StrictCharField(required=False)
     thresholds = serializers.ListField(
         child=serializers.FloatField(), required=False, help_text="The family, in testing order."
     )
-    acceptance = serializers.CharField(required=False, help_text=">=, >, <= or <")
-    score_field = serializers.CharField(required=False, allow_blank=True)
-    selector = serializers.CharField(required=False)
-    utility = serializers.CharField(required=False)
-    multiplicity = serializers.CharField(required=False)
-    canonicaliser = serializers.CharField(required=False)
-    tie_rule = serializers.CharField(required=False)
-    answer_field = serializers.CharField(required=False)
-    stopping_delta = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-    partition = serializers.CharField(required=False)
-    unresolved_as = serializers.CharField(required=False)
-    evidence_unavailable_as = serializers.CharField(required=False)
-    abstained_as = serializers.CharField(required=False)
-    pending_as = serializers.CharField(required=False)
-    report_confidence = serializers.CharField(required=False)
+    acceptance = StrictCharField(required=False, help_text=">=, >, <= or <")
+    score_field = StrictCharField(required=False, allow_blank=True)
+    selector = StrictCharField(required=False)
+    utility = StrictCharField(required=False)
+    multiplicity = StrictCharField(required=False)
+    canonicaliser = StrictCharField(required=False)
+    tie_rule = StrictCharField(required=False)
+    answer_field = StrictCharField(required=False)
+    stopping_delta = StrictCharField(required=False, allow_null=True, allow_blank=True)
+    partition = StrictCharField(required=False)
+    unresolved_as = StrictCharField(required=False)
+    evidence_unavailable_as = StrictCharField(required=False)
+    abstained_as = StrictCharField(required=False)
+    pending_as = StrictCharField(required=False)
+    report_confidence = StrictCharField(required=False)
     seed = serializers.IntegerField(required=False, min_value=0)
 
     class Meta:
@@ -95,7 +96,7 @@ class SpecInputSerializer(serializers.Serializer):
 class SpecCreateInputSerializer(SpecInputSerializer):
     """A new spec: a name and the contract."""
 
-    name = serializers.CharField(max_length=200)
+    name = StrictCharField(max_length=200)
 
     class Meta:
         ref_name = "CalibrationSpecCreateInput"

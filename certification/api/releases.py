@@ -40,6 +40,7 @@ from certification.services.releases import release_freeze, release_rebuild, rel
 from certification.services.releases.freeze import MAX_NOTES
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, written
+from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import InvalidInput, NotFound
 from labeling.models import MAX_ID, Project
@@ -203,7 +204,7 @@ class ReleaseListApi(APIView):
     pagination_class = CappedLimitOffsetPagination
 
     class InputSerializer(serializers.Serializer):
-        version = serializers.CharField(
+        version = StrictCharField(
             max_length=32, help_text='An increasing integer ("3") or MAJOR.MINOR.PATCH ("1.2.0").'
         )
         parent = serializers.IntegerField(  # type: ignore[assignment]
@@ -220,7 +221,7 @@ class ReleaseListApi(APIView):
             help_text="Calibration run ids to certify; omitted or null: the latest done run of "
             "every latest spec version; []: none.",
         )
-        notes = serializers.CharField(
+        notes = StrictCharField(
             required=False, allow_blank=True, trim_whitespace=False, max_length=MAX_NOTES
         )
 
@@ -374,7 +375,7 @@ class ReleaseTagListApi(APIView):
     project_roles = READ_REVIEWERS_WRITE_MANAGERS
 
     class InputSerializer(serializers.Serializer):
-        name = serializers.CharField(max_length=64, help_text="e.g. latest, paper-v1")
+        name = StrictCharField(max_length=64, help_text="e.g. latest, paper-v1")
         release = serializers.IntegerField(min_value=1, max_value=MAX_ID)
 
         class Meta:

@@ -27,6 +27,7 @@ from labeling.api.common import (
     request_actor,
     written,
 )
+from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.models import Partition
@@ -48,7 +49,9 @@ from labeling.services import (
 class RecordErrorSerializer(serializers.Serializer):
     """One refused record: where, which field, and why (never the record itself)."""
 
-    location = serializers.CharField(help_text='e.g. "line 12"')
+    location = serializers.CharField(
+        required=False, help_text='e.g. "line 12"; absent when the upload itself is refused'
+    )
     field = serializers.CharField(
         allow_null=True, help_text='a dotted path, e.g. "candidates[0].claims[1].end"'
     )
@@ -194,8 +197,8 @@ class ItemListApi(APIView):
 
     class FilterSerializer(serializers.Serializer):
         partition = serializers.ChoiceField(choices=[*Partition.values, UNASSIGNED], required=False)
-        generator = serializers.CharField(required=False)
-        q = serializers.CharField(
+        generator = StrictCharField(required=False)
+        q = StrictCharField(
             required=False, max_length=200, help_text="Substring of question external_id or text."
         )
 

@@ -28,6 +28,7 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, written
+from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.serializers import (
     ClaimInputSerializer,
@@ -63,6 +64,7 @@ from labeling.services import (
     project_labelling_configure,
     project_labelling_start,
 )
+from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP, MAX_SEED
 from labeling.services.projects import membership_change, membership_invite
 
 NOT_FOUND = OpenApiResponse(
@@ -76,6 +78,8 @@ BAD_INPUT = OpenApiResponse(
     "domain (the field is named, e.g. claims[1].evidence[0].quote)."
 )
 CONFLICT = OpenApiResponse(ErrorSerializer, description="The object's state does not allow it.")
+#: The largest ``min_age_hours`` (about 114 years): a larger one would overflow a timedelta.
+MAX_AGE_HOURS = 1_000_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,15 +143,15 @@ class AnnotationSubmitApi(APIView):
     """
 
     class InputSerializer(serializers.Serializer):
-        answer_label = serializers.CharField(max_length=64)
-        answer_reason = serializers.CharField(
+        answer_label = StrictCharField(max_length=64)
+        answer_reason = StrictCharField(
             max_length=64,
             required=False,
             allow_null=True,
             default=None,
             help_text="Required iff answer_label is evidence_unavailable.",
         )
-        comment = serializers.CharField(
+        comment = StrictCharField(
             required=False, allow_blank=True, default="", trim_whitespace=False
         )
         time_spent_seconds = serializers.FloatField(
@@ -233,7 +237,7 @@ class AssignmentSkipApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         reason = serializers.ChoiceField(choices=SkipReason.choices)
-        note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+        note = StrictCharField(required=False, allow_blank=True, default="", max_length=2000)
 
         class Meta:
             ref_name = "SkipInput"
@@ -330,7 +334,10 @@ class DisagreementListApi(APIView):
             help_text="answer: the answer labels differ; claim: some claim's labels differ.",
         )
         min_age_hours = serializers.FloatField(
-            min_value=0, required=False, help_text="Disagreements at least this old."
+            min_value=0,
+            max_value=MAX_AGE_HOURS,
+            required=False,
+            help_text="Disagreements at least this old (hours, at most 1,000,000).",
         )
 
         class Meta:
@@ -489,12 +496,12 @@ class AdjudicationResolveApi(APIView):
         expected_version = serializers.IntegerField(
             min_value=0, help_text="The item version the decision was made on."
         )
-        answer_label = serializers.CharField(max_length=64)
-        answer_reason = serializers.CharField(
+        answer_label = StrictCharField(max_length=64)
+        answer_reason = StrictCharField(
             max_length=64, required=False, allow_null=True, default=None
         )
         claims = ClaimInputSerializer(many=True, default=list)
-        rationale = serializers.CharField(trim_whitespace=False, max_length=10_000)
+        rationale = StrictCharField(trim_whitespace=False, max_length=10_000)
 
         class Meta:
             ref_name = "ResolveInput"
@@ -529,8 +536,13 @@ class AdjudicationMarkUnresolvedApi(APIView):
     class InputSerializer(serializers.Serializer):
         expected_version = serializers.IntegerField(min_value=0)
         reason = serializers.ChoiceField(choices=UnresolvedReason.choices)
-        rationale = serializers.CharField(
-            required=False, allow_blank=True, default="", trim_whitespace=False, max_length=10_000
+        rationale = StrictCharField(
+            required=False,
+            allow_blank=True,
+            default="",
+            trim_whitespace=False,
+            max_length=10_000,
+            help_text='Required (not blank) when reason is "other".',
         )
 
         class Meta:
@@ -600,10 +612,22 @@ class ProjectSettingsApi(APIView):
     project_roles = {"GET": permissions.MANAGERS, "PATCH": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
-        overlap = serializers.IntegerField(required=False)
-        lease_minutes = serializers.IntegerField(required=False)
+        overlap = serializers.IntegerField(
+            required=False,
+            min_value=1,
+            max_value=MAX_OVERLAP,
+            help_text="Independent annotations per item; fixed once labelling starts.",
+        )
+        lease_minutes = serializers.IntegerField(
+            required=False, min_value=1, max_value=MAX_LEASE_MINUTES
+        )
         serving_order = serializers.ChoiceField(choices=ServingOrder.choices, required=False)
-        serving_seed = serializers.IntegerField(required=False)
+        serving_seed = serializers.IntegerField(
+            required=False,
+            min_value=0,
+            max_value=MAX_SEED,
+            help_text="Required when serving_order is seeded_random (unless already set).",
+        )
         allow_self_adjudication = serializers.BooleanField(required=False)
 
         class Meta:
@@ -685,8 +709,8 @@ class MemberListApi(APIView):
     pagination_class = CappedLimitOffsetPagination
 
     class InputSerializer(serializers.Serializer):
-        username = serializers.CharField(max_length=150)
-        email = serializers.CharField(required=False, allow_blank=True, default="")
+        username = StrictCharField(max_length=150)
+        email = StrictCharField(required=False, allow_blank=True, default="")
         role = serializers.ChoiceField(choices=Role.choices)
 
         class Meta:

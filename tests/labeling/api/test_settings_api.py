@@ -61,7 +61,7 @@ def test_patch_changes_only_the_given_settings(api, project):
 
 @pytest.mark.parametrize(
     ("body", "key"),
-    [({"overlap": 0}, "detail"), ({"serving_order": "alphabetical"}, "serving_order")],
+    [({"overlap": 0}, "overlap"), ({"serving_order": "alphabetical"}, "serving_order")],
 )
 def test_invalid_settings_are_400(api, project, body, key):
     response = api(Role.MANAGER).patch(URL, body, format="json")
