@@ -74,8 +74,9 @@ FORBIDDEN = OpenApiResponse(
     ErrorSerializer, description="Not authenticated, or the role does not allow it."
 )
 BAD_INPUT = OpenApiResponse(
-    description="Invalid input: a serializer error by field, or {detail, code, field} from the "
-    "domain (the field is named, e.g. claims[1].evidence[0].quote)."
+    ErrorSerializer,
+    description="Invalid input: `errors` names each field (e.g. claims[1].evidence[0].quote); "
+    "a domain error also names it in `field`.",
 )
 CONFLICT = OpenApiResponse(ErrorSerializer, description="The object's state does not allow it.")
 #: The largest ``min_age_hours`` (about 114 years): a larger one would overflow a timedelta.

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 # The virtualenv: $VENV (as the Makefile and .ci/run set it), else .venv.
 PY="${VENV:-.venv}/bin/python"
 BIN=$(dirname "$PY")
-MAX_EXAMPLES="${ST_MAX_EXAMPLES:-12}"
+MAX_EXAMPLES="${ST_MAX_EXAMPLES:-5}"
 SEED="${ST_SEED:-20261201}"
 
 work=$(mktemp -d)

@@ -368,3 +368,67 @@ def test_a_committed_resolution_is_answered_201_although_the_database_goes_away(
     assert response.json()["rationale"] == "the source says so"
     database_gone_after_commit["armed"] = database_gone_after_commit["gone"] = False
     assert Resolution.objects.filter(item=disputed, status="adjudicated").count() == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The schema documents the contract on every operation, and the parameters' bounds
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def schema(client) -> dict[str, Any]:
+    return client.get("/api/schema/", {"format": "json"}).json()
+
+
+def test_every_operation_documents_the_error_body(schema):
+    required = {"400", "401", "403", "404", "405", "406", "415", "429", "500", "503"}
+    operations = [
+        (path, method, operation)
+        for path, methods in schema["paths"].items()
+        for method, operation in methods.items()
+    ]
+    assert len(operations) >= 40
+    for path, method, operation in operations:
+        responses = operation["responses"]
+        assert required <= set(responses), (path, method, required - set(responses))
+        if method != "get":
+            assert "409" in responses, (path, method)
+        for status in required:
+            ref = responses[status]["content"]["application/json"]["schema"]["$ref"]
+            assert ref.rsplit("/", 1)[-1] in {"Error", "ImportError"}, (path, method, status)
+    error = schema["components"]["schemas"]["Error"]
+    assert set(error["required"]) == {"detail", "code", "errors"}
+
+
+def test_release_files_are_documented_in_the_types_they_are_served_in(schema):
+    operation = schema["paths"]["/api/projects/{slug}/releases/{release_id}/files/{name}"]["get"]
+    served = set(operation["responses"]["200"]["content"])
+    assert {"text/csv", "application/jsonl", "application/zip"} <= served
+    assert "application/vnd.apache.parquet" in served
+    assert "application/octet-stream" not in served
+
+
+def test_parameter_bounds_are_in_the_schema(schema):
+    items = {
+        p["name"]: p["schema"]
+        for p in schema["paths"]["/api/projects/{slug}/items/"]["get"]["parameters"]
+    }
+    assert items["limit"]["minimum"] == 1 and items["offset"]["minimum"] == 0
+    assert items["generator"]["minLength"] == 1
+    detail = schema["paths"]["/api/projects/{slug}/items/{item_id}/"]["get"]["parameters"]
+    item_id = next(p["schema"] for p in detail if p["name"] == "item_id")
+    assert item_id["maximum"] == 2**63 - 1
+    settings_input = schema["components"]["schemas"]["PatchedLabellingSettingsInput"]
+    overlap = settings_input["properties"]["overlap"]
+    assert (overlap["minimum"], overlap["maximum"]) == (1, 100)
+
+
+def test_a_tag_named_by_the_integer_0_is_refused(api, project):
+    response = api(Role.MANAGER).post(
+        "/api/projects/study/release-tags/", {"name": 0, "release": 1}, format="json"
+    )
+
+    body = assert_contract(response, 400, "invalid_input")
+    assert body["errors"] == [
+        {"field": "name", "reason": "Not a valid string: a string is required."}
+    ]
