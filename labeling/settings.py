@@ -55,6 +55,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Every error under /api/ is JSON of one shape; a database outage is a 503
+    # (labeling/api_errors.py).
+    "labeling.api_errors.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -64,11 +67,14 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
     "csp.middleware.CSPMiddleware",
-    # Last: turns an axes lockout of a login into the lockout page (AXES_* below).
+    # Turns an axes lockout of a login into the lockout page (AXES_* below).
     "axes.middleware.AxesMiddleware",
-    # A domain error escaping an HTML view becomes the page of its status (404, 403, 409, 400).
+    # A domain error escaping an HTML view becomes the page of its status (404, 403, 409, 400);
+    # a database outage the styled 503 page.
     "labeling.views.errors.DomainErrorMiddleware",
 ]
+# The Retry-After (seconds) of a 503 answered while the database is unreachable.
+CERTLABEL_RETRY_AFTER_SECONDS = env.int("CERTLABEL_RETRY_AFTER_SECONDS", default=5)
 
 ROOT_URLCONF = "labeling.urls"
 WSGI_APPLICATION = "labeling.wsgi.application"
@@ -218,6 +224,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
         "labeling.api.permissions.ProjectRolePermission",
+        # Last: malformed, empty or unknown query parameters are a 400 (labeling/api/params.py).
+        "labeling.api.params.QueryParameterCheck",
     ],
     # One value per field: a repeated JSON key or form field is refused (labeling/api/parsers.py).
     "DEFAULT_PARSER_CLASSES": [
@@ -227,7 +235,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PAGINATION_CLASS": "labeling.api.pagination.CappedLimitOffsetPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON only: errors are JSON of one shape (labeling/api_errors.py); the browsable API would
+    # answer them as HTML. The interactive docs are at /api/docs/.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Adds the error responses of the contract to every operation (labeling/api/schema.py).
+    "DEFAULT_SCHEMA_CLASS": "labeling.api.schema.ContractAutoSchema",
     "EXCEPTION_HANDLER": "labeling.api_errors.exception_handler",
     # Throttling (429 with Retry-After): every request by client address (anonymous) or user;
     # the token endpoint has its own, tighter scope. Counters live in the default cache.
@@ -248,13 +260,19 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "certlabel API",
     "DESCRIPTION": (
-        "Labelling, adjudication and certification of RAG outputs against pinned sources."
+        "Labelling, adjudication and certification of RAG outputs against pinned sources. "
+        "Every 4xx and 5xx answers the `Error` body: `{detail, code, errors: [{field, reason}]}`."
     ),
     "VERSION": "0.1.0",
     # Swagger UI and Redoc from the vendored static files of drf-spectacular-sidecar.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Query and path parameters: bounds and non-empty strings stated (labeling/api/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "labeling.api.schema.postprocess_parameters",
+    ],
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,9 @@ api_docs = csp_update({"style-src": ["'unsafe-inline'"]})(
     SpectacularSwaggerSplitView.as_view(url_name="api-schema")
 )
 
+# A database outage raised outside a view is a 503 (JSON under /api/); see labeling/views/errors.py.
+handler500 = "labeling.views.errors.server_error"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("labeling.api.urls")),

@@ -29,7 +29,8 @@ from certification.services import (
     audit_report_configure,
     audit_sample_draw,
 )
-from labeling.api.common import ErrorSerializer, paginated
+from labeling.api.common import ErrorSerializer, paginated, written
+from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 
 FORBIDDEN = OpenApiResponse(
@@ -73,10 +74,10 @@ class AuditReportApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         human_positive = serializers.ListField(
-            child=serializers.CharField(), required=False, allow_empty=False
+            child=StrictCharField(), required=False, allow_empty=False
         )
         evaluator_positive = serializers.ListField(
-            child=serializers.CharField(), required=False, allow_empty=False
+            child=StrictCharField(), required=False, allow_empty=False
         )
         score_threshold = serializers.FloatField(required=False, allow_null=True)
         flag_when = serializers.ChoiceField(choices=FlagWhen.choices, required=False)
@@ -107,10 +108,16 @@ class AuditReportApi(APIView):
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        report = audit_report_configure(
-            project=project, evaluator=evaluator, actor=request.user, **serializer.validated_data
+        body = written(
+            lambda: audit_report_configure(
+                project=project,
+                evaluator=evaluator,
+                actor=request.user,
+                **serializer.validated_data,
+            ),
+            lambda report: AuditReportOutputSerializer(report).data,
         )
-        return Response(AuditReportOutputSerializer(report).data)
+        return Response(body)
 
 
 class AuditSampleOutputSerializer(serializers.Serializer):
@@ -179,8 +186,13 @@ class AuditSampleListApi(APIView):
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        sample = audit_sample_draw(
-            project=project, evaluator=evaluator, actor=request.user, **serializer.validated_data
+        body = written(
+            lambda: audit_sample_draw(
+                project=project,
+                evaluator=evaluator,
+                actor=request.user,
+                **serializer.validated_data,
+            ),
+            lambda sample: AuditSampleOutputSerializer(sample).data,
         )
-        data = AuditSampleOutputSerializer(sample).data
-        return Response(data, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED)

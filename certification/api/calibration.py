@@ -33,7 +33,8 @@ from certification.services import (
     calibration_spec_revise,
     calibration_spec_update,
 )
-from labeling.api.common import ErrorSerializer, paginated
+from labeling.api.common import ErrorSerializer, paginated, written
+from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import PermissionDenied
 from labeling.permissions import can_manage
@@ -53,30 +54,30 @@ FROZEN = OpenApiResponse(
 class SpecInputSerializer(serializers.Serializer):
     """The contract; every field optional here (defaults, and the rules, are the service's)."""
 
-    description = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    method = serializers.CharField(required=False)
-    loss = serializers.CharField(required=False)
-    denominator = serializers.CharField(required=False)
-    alpha = serializers.CharField(required=False, help_text='A decimal in (0, 1), e.g. "0.1".')
-    delta = serializers.CharField(required=False)
+    description = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    method = StrictCharField(required=False)
+    loss = StrictCharField(required=False)
+    denominator = StrictCharField(required=False)
+    alpha = StrictCharField(required=False, help_text='A decimal in (0, 1), e.g. "0.1".')
+    delta = StrictCharField(required=False)
     thresholds = serializers.ListField(
         child=serializers.FloatField(), required=False, help_text="The family, in testing order."
     )
-    acceptance = serializers.CharField(required=False, help_text=">=, >, <= or <")
-    score_field = serializers.CharField(required=False, allow_blank=True)
-    selector = serializers.CharField(required=False)
-    utility = serializers.CharField(required=False)
-    multiplicity = serializers.CharField(required=False)
-    canonicaliser = serializers.CharField(required=False)
-    tie_rule = serializers.CharField(required=False)
-    answer_field = serializers.CharField(required=False)
-    stopping_delta = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-    partition = serializers.CharField(required=False)
-    unresolved_as = serializers.CharField(required=False)
-    evidence_unavailable_as = serializers.CharField(required=False)
-    abstained_as = serializers.CharField(required=False)
-    pending_as = serializers.CharField(required=False)
-    report_confidence = serializers.CharField(required=False)
+    acceptance = StrictCharField(required=False, help_text=">=, >, <= or <")
+    score_field = StrictCharField(required=False, allow_blank=True)
+    selector = StrictCharField(required=False)
+    utility = StrictCharField(required=False)
+    multiplicity = StrictCharField(required=False)
+    canonicaliser = StrictCharField(required=False)
+    tie_rule = StrictCharField(required=False)
+    answer_field = StrictCharField(required=False)
+    stopping_delta = StrictCharField(required=False, allow_null=True, allow_blank=True)
+    partition = StrictCharField(required=False)
+    unresolved_as = StrictCharField(required=False)
+    evidence_unavailable_as = StrictCharField(required=False)
+    abstained_as = StrictCharField(required=False)
+    pending_as = StrictCharField(required=False)
+    report_confidence = StrictCharField(required=False)
     seed = serializers.IntegerField(required=False, min_value=0)
 
     class Meta:
@@ -95,7 +96,7 @@ class SpecInputSerializer(serializers.Serializer):
 class SpecCreateInputSerializer(SpecInputSerializer):
     """A new spec: a name and the contract."""
 
-    name = serializers.CharField(max_length=200)
+    name = StrictCharField(max_length=200)
 
     class Meta:
         ref_name = "CalibrationSpecCreateInput"
@@ -211,8 +212,13 @@ class CalibrationSpecListApi(APIView):
         given.is_valid(raise_exception=True)
         fields = dict(given.validated_data)
         name = fields.pop("name")
-        spec = calibration_spec_create(project=project, actor=request.user, name=name, **fields)
-        return Response(SpecOutputSerializer(spec).data, status=status.HTTP_201_CREATED)
+        body = written(
+            lambda: calibration_spec_create(
+                project=project, actor=request.user, name=name, **fields
+            ),
+            lambda spec: SpecOutputSerializer(spec).data,
+        )
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class CalibrationSpecDetailApi(APIView):
@@ -247,8 +253,11 @@ class CalibrationSpecDetailApi(APIView):
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         given = SpecInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
-        spec = calibration_spec_update(spec=spec, actor=request.user, **given.validated_data)
-        return Response(SpecOutputSerializer(spec).data)
+        body = written(
+            lambda: calibration_spec_update(spec=spec, actor=request.user, **given.validated_data),
+            lambda changed: SpecOutputSerializer(changed).data,
+        )
+        return Response(body)
 
 
 class CalibrationSpecReviseApi(APIView):
@@ -273,8 +282,11 @@ class CalibrationSpecReviseApi(APIView):
         spec = calibration_spec_get(project=project, spec_id=spec_id)
         given = SpecInputSerializer(data=request.data, partial=True)
         given.is_valid(raise_exception=True)
-        new = calibration_spec_revise(spec=spec, actor=request.user, **given.validated_data)
-        return Response(SpecOutputSerializer(new).data, status=status.HTTP_201_CREATED)
+        body = written(
+            lambda: calibration_spec_revise(spec=spec, actor=request.user, **given.validated_data),
+            lambda new: SpecOutputSerializer(new).data,
+        )
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class CalibrationRunListApi(APIView):
@@ -311,9 +323,13 @@ class CalibrationRunListApi(APIView):
         """Start a run (idempotent: unchanged inputs return the existing run)."""
         project, _ = viewer(request, slug)
         spec = calibration_spec_get(project=project, spec_id=spec_id)
-        run = calibration_run_start(spec=spec, actor=request.user)
-        run.refresh_from_db()
-        return Response(RunSummarySerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+        def render(run: Any) -> Any:
+            run.refresh_from_db()
+            return RunSummarySerializer(run).data
+
+        body = written(lambda: calibration_run_start(spec=spec, actor=request.user), render)
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class CalibrationRunDetailApi(APIView):

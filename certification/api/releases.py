@@ -39,10 +39,12 @@ from certification.selectors import (
 from certification.services.releases import release_freeze, release_rebuild, release_tag_move
 from certification.services.releases.freeze import MAX_NOTES
 from labeling import permissions
-from labeling.api.common import ErrorSerializer
+from labeling.api.common import ErrorSerializer, written
+from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import InvalidInput, NotFound
 from labeling.models import MAX_ID, Project
+from labeling.release_format import MEDIA_TYPES
 
 FORBIDDEN = OpenApiResponse(
     ErrorSerializer, description="An annotator, or (for writes) not a manager."
@@ -202,7 +204,7 @@ class ReleaseListApi(APIView):
     pagination_class = CappedLimitOffsetPagination
 
     class InputSerializer(serializers.Serializer):
-        version = serializers.CharField(
+        version = StrictCharField(
             max_length=32, help_text='An increasing integer ("3") or MAJOR.MINOR.PATCH ("1.2.0").'
         )
         parent = serializers.IntegerField(  # type: ignore[assignment]
@@ -219,7 +221,7 @@ class ReleaseListApi(APIView):
             help_text="Calibration run ids to certify; omitted or null: the latest done run of "
             "every latest spec version; []: none.",
         )
-        notes = serializers.CharField(
+        notes = StrictCharField(
             required=False, allow_blank=True, trim_whitespace=False, max_length=MAX_NOTES
         )
 
@@ -254,16 +256,20 @@ class ReleaseListApi(APIView):
             parent = None
         else:
             parent = _release_in_body(project, data["parent"], "parent")
-        release = release_freeze(
-            project=project,
-            actor=request.user,
-            version=data["version"],
-            parent=parent,
-            run_ids=data.get("runs"),
-            notes=data.get("notes", ""),
+        body = written(
+            lambda: release_freeze(
+                project=project,
+                actor=request.user,
+                version=data["version"],
+                parent=parent,
+                run_ids=data.get("runs"),
+                notes=data.get("notes", ""),
+            ),
+            lambda release: (
+                ReleaseDetailSerializer(release_get(project=project, release_id=release.pk)).data
+            ),
         )
-        release = release_get(project=project, release_id=release.pk)
-        return Response(ReleaseDetailSerializer(release).data, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class ReleaseDetailApi(APIView):
@@ -300,9 +306,15 @@ class ReleaseRebuildApi(APIView):
         """Request a rebuild; its ``matches`` and ``mismatches`` are set when it is done."""
         project, _ = viewer(request, slug)
         release = release_get(project=project, release_id=release_id)
-        build = release_rebuild(release=release, actor=request.user)
-        build = ReleaseBuild.objects.select_related("requested_by").get(pk=build.pk)
-        return Response(ReleaseBuildSerializer(build).data, status=status.HTTP_202_ACCEPTED)
+        body = written(
+            lambda: release_rebuild(release=release, actor=request.user),
+            lambda build: (
+                ReleaseBuildSerializer(
+                    ReleaseBuild.objects.select_related("requested_by").get(pk=build.pk)
+                ).data
+            ),
+        )
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class _AnyAccept(BaseContentNegotiation):
@@ -333,11 +345,16 @@ class ReleaseFileApi(APIView):
     @extend_schema(
         operation_id="releases_file_download",
         responses={
-            (200, "application/octet-stream"): OpenApiResponse(
-                OpenApiTypes.BINARY,
-                description="The file as an attachment, with its own media type (e.g. "
-                "application/jsonl, text/csv, application/zip) and X-Content-SHA256.",
-            ),
+            **{
+                (200, media_type): OpenApiResponse(
+                    OpenApiTypes.BINARY,
+                    description="The file as an attachment with X-Content-SHA256, in its own "
+                    "media type: "
+                    + ", ".join(f"{name}: {media}" for name, media in MEDIA_TYPES.items())
+                    + " (text as UTF-8).",
+                )
+                for media_type in sorted(set(MEDIA_TYPES.values()))
+            },
             403: FORBIDDEN,
             404: OpenApiResponse(
                 ErrorSerializer, description="No such release, not built yet, or no such file."
@@ -358,7 +375,7 @@ class ReleaseTagListApi(APIView):
     project_roles = READ_REVIEWERS_WRITE_MANAGERS
 
     class InputSerializer(serializers.Serializer):
-        name = serializers.CharField(max_length=64, help_text="e.g. latest, paper-v1")
+        name = StrictCharField(max_length=64, help_text="e.g. latest, paper-v1")
         release = serializers.IntegerField(min_value=1, max_value=MAX_ID)
 
         class Meta:
@@ -384,8 +401,13 @@ class ReleaseTagListApi(APIView):
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         release = _release_in_body(project, given.validated_data["release"], "release")
-        tag = release_tag_move(
-            project=project, actor=request.user, name=given.validated_data["name"], release=release
+        body = written(
+            lambda: release_tag_move(
+                project=project,
+                actor=request.user,
+                name=given.validated_data["name"],
+                release=release,
+            ),
+            lambda tag: ReleaseTagSerializer(release_tag_list(project=project).get(pk=tag.pk)).data,
         )
-        tag = release_tag_list(project=project).get(pk=tag.pk)
-        return Response(ReleaseTagSerializer(tag).data)
+        return Response(body)

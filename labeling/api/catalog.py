@@ -20,7 +20,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
-from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor
+from labeling.api.common import (
+    ErrorSerializer,
+    paginated,
+    project_and_role,
+    request_actor,
+    written,
+)
+from labeling.api.fields import StrictCharField
 from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
@@ -45,8 +52,12 @@ from labeling.services.jobs import workload_import_job_start
 class RecordErrorSerializer(serializers.Serializer):
     """One refused record: where, which field, and why (never the record itself)."""
 
-    location = serializers.CharField(help_text='e.g. "line 12"')
-    field = serializers.CharField(help_text='a dotted path, e.g. "candidates[0].claims[1].end"')
+    location = serializers.CharField(
+        required=False, help_text='e.g. "line 12"; absent when the upload itself is refused'
+    )
+    field = serializers.CharField(
+        allow_null=True, help_text='a dotted path, e.g. "candidates[0].claims[1].end"'
+    )
     reason = serializers.CharField()
 
     class Meta:
@@ -189,8 +200,8 @@ class ItemListApi(APIView):
 
     class FilterSerializer(serializers.Serializer):
         partition = serializers.ChoiceField(choices=[*Partition.values, UNASSIGNED], required=False)
-        generator = serializers.CharField(required=False)
-        q = serializers.CharField(
+        generator = StrictCharField(required=False)
+        q = StrictCharField(
             required=False, max_length=200, help_text="Substring of question external_id or text."
         )
 
@@ -591,7 +602,10 @@ class PartitionFreezeApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        result = partition_freeze(
-            project=project, actor=request_actor(request), **given.validated_data
+        body = written(
+            lambda: partition_freeze(
+                project=project, actor=request_actor(request), **given.validated_data
+            ),
+            lambda result: self.OutputSerializer(result).data,
         )
-        return Response(self.OutputSerializer(result).data)
+        return Response(body)

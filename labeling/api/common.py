@@ -6,9 +6,11 @@ way round is allowed).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
 from rest_framework import serializers
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
@@ -20,15 +22,37 @@ from labeling.api.permissions import CHECKED
 from labeling.models import Project
 from labeling.selectors import project_get_for_user
 
+T = TypeVar("T")
+
+
+class ErrorItemSerializer(serializers.Serializer):
+    """One input at fault: ``field`` (a dotted path or a parameter; null: the whole request)."""
+
+    field = serializers.CharField(
+        allow_null=True, help_text='e.g. "claims[1].evidence[0].quote", "limit"; null: none.'
+    )
+    reason = serializers.CharField()
+
+    class Meta:
+        ref_name = "ErrorItem"
+
 
 class ErrorSerializer(serializers.Serializer):
-    """The body of every error response: ``{"detail", "code"}`` (labeling/api_errors.py).
+    """The body of every error response under /api/ (labeling/api_errors.py).
 
-    ``field`` names the input the error is about, when it names one.
+    ``errors`` lists each input at fault (DRF's field errors, an import's refused records with
+    their ``location``); ``field`` names the input a domain error is about, when it names one;
+    a domain error may add further keys (e.g. the current version of a stale object).
     """
 
     detail = serializers.CharField()
-    code = serializers.CharField()
+    code = serializers.CharField(
+        help_text="Stable: invalid_input, parse_error, not_authenticated, permission_denied, "
+        "not_found, method_not_allowed, not_acceptable, unsupported_media_type, throttled, "
+        "conflict, stale_version, lease_expired, invalid_transition, import_failed, "
+        "server_error, service_unavailable, ..."
+    )
+    errors = ErrorItemSerializer(many=True)  # type: ignore[assignment]
     field = serializers.CharField(required=False)
 
     class Meta:
@@ -75,3 +99,18 @@ def request_actor(request: Request) -> AbstractBaseUser:
     if not isinstance(user, AbstractBaseUser):
         raise NotAuthenticated()
     return user
+
+
+def written(write: Callable[[], T], render: Callable[[T], Any]) -> Any:
+    """Run a write and build its response body in the same transaction; return the body.
+
+    The body is read before the commit, so a committed write is never answered with an error
+    because a read after the commit failed (a database that went away in between): either
+    nothing was written and the client gets the error (a 503 for an outage), or it was and
+    the client gets the body. ``render`` must return plain data (a serializer's ``.data``),
+    not a lazy queryset. The service's own ``transaction.atomic`` becomes a savepoint, and its
+    ``on_commit`` callbacks run when this transaction commits.
+    """
+    with transaction.atomic():
+        result = write()
+        return render(result)

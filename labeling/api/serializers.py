@@ -19,6 +19,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from labeling.api.fields import StrictCharField
 from labeling.models import ServingOrder
 from labeling.offsets import UNIT_CODEPOINT, UNIT_UTF16, UNITS
 from labeling.services.annotations import ClaimInput, EvidenceInput
@@ -34,7 +35,7 @@ class EvidenceInputSerializer(serializers.Serializer):
     source_version_id = serializers.IntegerField(min_value=1)
     start = serializers.IntegerField(min_value=0)
     end = serializers.IntegerField(min_value=0)
-    quote = serializers.CharField(
+    quote = StrictCharField(
         trim_whitespace=False, help_text="The selected text; must equal the text at the offsets."
     )
     unit = serializers.ChoiceField(
@@ -52,8 +53,8 @@ class ClaimInputSerializer(serializers.Serializer):
     """The label of one claim of the candidate, with its evidence."""
 
     claim_id = serializers.IntegerField(min_value=1)
-    label = serializers.CharField(max_length=64)  # type: ignore[assignment]
-    reason = serializers.CharField(
+    label = StrictCharField(max_length=64)  # type: ignore[assignment]
+    reason = StrictCharField(
         max_length=64,
         required=False,
         allow_null=True,

@@ -33,7 +33,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
-from labeling.api.common import ErrorSerializer, paginated, project_and_role
+from labeling.api.common import ErrorSerializer, paginated, project_and_role, written
+from labeling.api.fields import StrictCharField
 from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.serializers import (
@@ -72,6 +73,7 @@ from labeling.services import (
     project_labelling_start,
 )
 from labeling.services.jobs import labelling_start_in_background, labelling_start_job_start
+from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP, MAX_SEED
 from labeling.services.projects import membership_change, membership_invite
 
 NOT_FOUND = OpenApiResponse(
@@ -81,8 +83,9 @@ FORBIDDEN = OpenApiResponse(
     ErrorSerializer, description="Not authenticated, or the role does not allow it."
 )
 BAD_INPUT = OpenApiResponse(
-    description="Invalid input: a serializer error by field, or {detail, code, field} from the "
-    "domain (the field is named, e.g. claims[1].evidence[0].quote)."
+    ErrorSerializer,
+    description="Invalid input: `errors` names each field (e.g. claims[1].evidence[0].quote); "
+    "a domain error also names it in `field`.",
 )
 CONFLICT = OpenApiResponse(ErrorSerializer, description="The object's state does not allow it.")
 # An entity tag as If-Match carries it: "2", W/"2" (the revision number), or the bare number.
@@ -136,6 +139,10 @@ def based_on_revision(request: Request, revision: int | None) -> int | None:
     return tagged
 
 
+#: The largest ``min_age_hours`` (about 114 years): a larger one would overflow a timedelta.
+MAX_AGE_HOURS = 1_000_000
+
+
 # ---------------------------------------------------------------------------------------------
 # Annotators: next item, the labelling form, submit / revise, skip, own annotations
 # ---------------------------------------------------------------------------------------------
@@ -161,11 +168,18 @@ class AssignmentClaimNextApi(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """Lease the next item in serving order (or the actor's live lease) and return its form."""
         project = project_get_for_user(slug=slug, user=request.user)
-        assignment = item_claim_next(project=project, actor=request.user)
-        if assignment is None:
+
+        def render(assignment: Any) -> Any:
+            if assignment is None:
+                return None
+            form = labelling_form_view(project=project, assignment=assignment)
+            return LabellingFormSerializer(form).data, form_etag(form)
+
+        rendered = written(lambda: item_claim_next(project=project, actor=request.user), render)
+        if rendered is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        form = labelling_form_view(project=project, assignment=assignment)
-        return Response(LabellingFormSerializer(form).data, headers=form_etag(form))
+        data, headers = rendered
+        return Response(data, headers=headers)
 
 
 class AssignmentDetailApi(APIView):
@@ -193,15 +207,15 @@ class AnnotationSubmitApi(APIView):
     """
 
     class InputSerializer(serializers.Serializer):
-        answer_label = serializers.CharField(max_length=64)
-        answer_reason = serializers.CharField(
+        answer_label = StrictCharField(max_length=64)
+        answer_reason = StrictCharField(
             max_length=64,
             required=False,
             allow_null=True,
             default=None,
             help_text="Required iff answer_label is evidence_unavailable.",
         )
-        comment = serializers.CharField(
+        comment = StrictCharField(
             required=False, allow_blank=True, default="", trim_whitespace=False
         )
         time_spent_seconds = serializers.FloatField(
@@ -303,13 +317,16 @@ class AnnotationSubmitApi(APIView):
         data = AnnotationInput(
             **{**fields, "claims": claim_inputs(fields["claims"])}, based_on_revision=based_on
         )
-        annotation = annotation_submit(
-            project=project, assignment_id=assignment_id, actor=request.user, data=data
+        body, headers = written(
+            lambda: annotation_submit(
+                project=project, assignment_id=assignment_id, actor=request.user, data=data
+            ),
+            lambda annotation: (
+                self.OutputSerializer(annotation).data,
+                {"ETag": revision_etag(annotation.revision_count)},
+            ),
         )
-        return Response(
-            self.OutputSerializer(annotation).data,
-            headers={"ETag": revision_etag(annotation.revision_count)},
-        )
+        return Response(body, headers=headers)
 
 
 class AssignmentSkipApi(APIView):
@@ -317,7 +334,7 @@ class AssignmentSkipApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         reason = serializers.ChoiceField(choices=SkipReason.choices)
-        note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+        note = StrictCharField(required=False, allow_blank=True, default="", max_length=2000)
 
         class Meta:
             ref_name = "SkipInput"
@@ -349,10 +366,16 @@ class AssignmentSkipApi(APIView):
         project = project_get_for_user(slug=slug, user=request.user)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        assignment = assignment_skip(
-            project=project, assignment_id=assignment_id, actor=request.user, **given.validated_data
+        body = written(
+            lambda: assignment_skip(
+                project=project,
+                assignment_id=assignment_id,
+                actor=request.user,
+                **given.validated_data,
+            ),
+            lambda assignment: self.OutputSerializer(assignment).data,
         )
-        return Response(self.OutputSerializer(assignment).data)
+        return Response(body)
 
 
 class AnnotationListApi(APIView):
@@ -408,7 +431,10 @@ class DisagreementListApi(APIView):
             help_text="answer: the answer labels differ; claim: some claim's labels differ.",
         )
         min_age_hours = serializers.FloatField(
-            min_value=0, required=False, help_text="Disagreements at least this old."
+            min_value=0,
+            max_value=MAX_AGE_HOURS,
+            required=False,
+            help_text="Disagreements at least this old (hours, at most 1,000,000).",
         )
 
         class Meta:
@@ -567,12 +593,12 @@ class AdjudicationResolveApi(APIView):
         expected_version = serializers.IntegerField(
             min_value=0, help_text="The item version the decision was made on."
         )
-        answer_label = serializers.CharField(max_length=64)
-        answer_reason = serializers.CharField(
+        answer_label = StrictCharField(max_length=64)
+        answer_reason = StrictCharField(
             max_length=64, required=False, allow_null=True, default=None
         )
         claims = ClaimInputSerializer(many=True, default=list)
-        rationale = serializers.CharField(trim_whitespace=False, max_length=10_000)
+        rationale = StrictCharField(trim_whitespace=False, max_length=10_000)
 
         class Meta:
             ref_name = "ResolveInput"
@@ -587,13 +613,16 @@ class AdjudicationResolveApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        resolution = adjudication_resolve(
-            project=project,
-            item_id=item_id,
-            actor=request.user,
-            **{**given.validated_data, "claims": claim_inputs(given.validated_data["claims"])},
+        body = written(
+            lambda: adjudication_resolve(
+                project=project,
+                item_id=item_id,
+                actor=request.user,
+                **{**given.validated_data, "claims": claim_inputs(given.validated_data["claims"])},
+            ),
+            lambda resolution: ResolutionSerializer(resolution).data,
         )
-        return Response(ResolutionSerializer(resolution).data, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class AdjudicationMarkUnresolvedApi(APIView):
@@ -604,8 +633,13 @@ class AdjudicationMarkUnresolvedApi(APIView):
     class InputSerializer(serializers.Serializer):
         expected_version = serializers.IntegerField(min_value=0)
         reason = serializers.ChoiceField(choices=UnresolvedReason.choices)
-        rationale = serializers.CharField(
-            required=False, allow_blank=True, default="", trim_whitespace=False, max_length=10_000
+        rationale = StrictCharField(
+            required=False,
+            allow_blank=True,
+            default="",
+            trim_whitespace=False,
+            max_length=10_000,
+            help_text='Required (not blank) when reason is "other".',
         )
 
         class Meta:
@@ -621,10 +655,13 @@ class AdjudicationMarkUnresolvedApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        resolution = adjudication_mark_unresolved(
-            project=project, item_id=item_id, actor=request.user, **given.validated_data
+        body = written(
+            lambda: adjudication_mark_unresolved(
+                project=project, item_id=item_id, actor=request.user, **given.validated_data
+            ),
+            lambda resolution: ResolutionSerializer(resolution).data,
         )
-        return Response(ResolutionSerializer(resolution).data, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class ProjectProgressApi(APIView):
@@ -672,10 +709,22 @@ class ProjectSettingsApi(APIView):
     project_roles = {"GET": permissions.MANAGERS, "PATCH": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
-        overlap = serializers.IntegerField(required=False)
-        lease_minutes = serializers.IntegerField(required=False)
+        overlap = serializers.IntegerField(
+            required=False,
+            min_value=1,
+            max_value=MAX_OVERLAP,
+            help_text="Independent annotations per item; fixed once labelling starts.",
+        )
+        lease_minutes = serializers.IntegerField(
+            required=False, min_value=1, max_value=MAX_LEASE_MINUTES
+        )
         serving_order = serializers.ChoiceField(choices=ServingOrder.choices, required=False)
-        serving_seed = serializers.IntegerField(required=False)
+        serving_seed = serializers.IntegerField(
+            required=False,
+            min_value=0,
+            max_value=MAX_SEED,
+            help_text="Required when serving_order is seeded_random (unless already set).",
+        )
         allow_self_adjudication = serializers.BooleanField(required=False)
 
         class Meta:
@@ -706,10 +755,13 @@ class ProjectSettingsApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        project = project_labelling_configure(
-            project=project, actor=request.user, **given.validated_data
+        body = written(
+            lambda: project_labelling_configure(
+                project=project, actor=request.user, **given.validated_data
+            ),
+            lambda changed: LabellingSettingsSerializer(changed).data,
         )
-        return Response(LabellingSettingsSerializer(project).data)
+        return Response(body)
 
 
 class LabellingStartApi(APIView):
@@ -735,8 +787,11 @@ class LabellingStartApi(APIView):
         project = project_get_for_user(slug=slug, user=request.user)
         if labelling_start_in_background(project):
             return job_accepted(labelling_start_job_start(project=project, actor=request.user))
-        project = project_labelling_start(project=project, actor=request.user)
-        return Response(LabellingSettingsSerializer(project).data)
+        body = written(
+            lambda: project_labelling_start(project=project, actor=request.user),
+            lambda started: LabellingSettingsSerializer(started).data,
+        )
+        return Response(body)
 
 
 class MemberSerializer(serializers.Serializer):
@@ -758,8 +813,8 @@ class MemberListApi(APIView):
     pagination_class = CappedLimitOffsetPagination
 
     class InputSerializer(serializers.Serializer):
-        username = serializers.CharField(max_length=150)
-        email = serializers.CharField(required=False, allow_blank=True, default="")
+        username = StrictCharField(max_length=150)
+        email = StrictCharField(required=False, allow_blank=True, default="")
         role = serializers.ChoiceField(choices=Role.choices)
 
         class Meta:
@@ -801,9 +856,11 @@ class MemberListApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        invite = membership_invite(project=project, actor=request.user, **given.validated_data)
-        output = self.OutputSerializer(invite, context={"request": request})
-        return Response(output.data, status=status.HTTP_201_CREATED)
+        body = written(
+            lambda: membership_invite(project=project, actor=request.user, **given.validated_data),
+            lambda invite: self.OutputSerializer(invite, context={"request": request}).data,
+        )
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class MemberUpdateApi(APIView):
@@ -833,7 +890,10 @@ class MemberUpdateApi(APIView):
         project, _ = project_and_role(request, slug)
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        membership = membership_change(
-            project=project, actor=request.user, user_id=user_id, **given.validated_data
+        body = written(
+            lambda: membership_change(
+                project=project, actor=request.user, user_id=user_id, **given.validated_data
+            ),
+            lambda membership: MemberSerializer(membership).data,
         )
-        return Response(MemberSerializer(membership).data)
+        return Response(body)

@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from labeling import exceptions, permissions
+from labeling.api_errors import DATABASE_ERRORS
 from labeling.forms import LabelsState, SkipForm, single_values_check
 from labeling.http_errors import http_status
 from labeling.models import Assignment, Project
@@ -63,6 +64,11 @@ def _claim_and_go(request: HttpRequest, project: Project) -> HttpResponse:
         assignment = item_claim_next(project=project, actor=request.user)
     except exceptions.LabelingError as exc:
         messages.error(request, exc.message)
+        return redirect("annotate-next", slug=project.slug)
+    except DATABASE_ERRORS:
+        # The submit before this claim has committed: say so, never a 503 page claiming that
+        # nothing was saved (messages live in a cookie, not the database).
+        messages.warning(request, "The next item could not be claimed just now: try again.")
         return redirect("annotate-next", slug=project.slug)
     if assignment is None:
         messages.info(request, "No items are waiting for you right now. Thank you!")

@@ -139,4 +139,8 @@ def test_another_projects_slug_is_404_for_its_non_members(api, started):
     response = api(Role.ANNOTATOR).post("/api/projects/elsewhere/assignments/next/")
 
     assert response.status_code == 404
-    assert response.json() == {"detail": "no project 'elsewhere'", "code": "not_found"}
+    assert response.json() == {
+        "detail": "no project 'elsewhere'",
+        "code": "not_found",
+        "errors": [{"field": None, "reason": "no project 'elsewhere'"}],
+    }

@@ -74,4 +74,4 @@ def test_missing_seed_is_400(api, project):
     response = api(Role.MANAGER).post(URL, {}, format="json")
 
     assert response.status_code == 400
-    assert "seed" in response.json()
+    assert "seed" in {e["field"] for e in response.json()["errors"]}

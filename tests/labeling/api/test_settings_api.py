@@ -61,13 +61,13 @@ def test_patch_changes_only_the_given_settings(api, project):
 
 @pytest.mark.parametrize(
     ("body", "key"),
-    [({"overlap": 0}, "detail"), ({"serving_order": "alphabetical"}, "serving_order")],
+    [({"overlap": 0}, "overlap"), ({"serving_order": "alphabetical"}, "serving_order")],
 )
 def test_invalid_settings_are_400(api, project, body, key):
     response = api(Role.MANAGER).patch(URL, body, format="json")
 
     assert response.status_code == 400
-    assert key in response.json()
+    assert key in {e["field"] for e in response.json()["errors"]}
 
 
 def test_start_freezes_policy_and_queues_items_then_locks_overlap(api, project, import_records):

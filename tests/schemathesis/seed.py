@@ -1,0 +1,44 @@
+"""Seed a fresh database for the schemathesis run and print the API tokens it made.
+
+Run by ``tests/schemathesis/run.sh`` with ``DATABASE_URL`` pointing at a new database (a SQLite
+file in a temporary directory, or a scratch PostgreSQL database): migrates it, creates the demo
+project through ``manage.py demo_setup`` (members, frozen partition, labelling started, two
+consensus items and two disagreements), and gives a token to its manager and to an annotator.
+Prints ``{"slug": ..., "manager": <token>, "annotator": <token>}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "labeling.settings")
+# demo_setup refuses to run without DEBUG (its password is public); the server runs without.
+os.environ["DJANGO_DEBUG"] = "true"
+
+
+def main() -> None:
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from rest_framework.authtoken.models import Token
+
+    call_command("migrate", verbosity=0, interactive=False)
+    with open(os.devnull, "w") as quiet:
+        call_command("demo_setup", password=secrets.token_urlsafe(16), stdout=quiet)
+    users = get_user_model().objects
+    tokens = {
+        role: Token.objects.get_or_create(user=users.get(username=username))[0].key
+        for role, username in (("manager", "manager"), ("annotator", "annotator1"))
+    }
+    print(json.dumps({"slug": "demo", **tokens}))  # noqa: T201
+
+
+if __name__ == "__main__":
+    main()
