@@ -20,7 +20,12 @@ from django.views.decorators.http import require_http_methods
 from certification.exceptions import AuditNotConfigured
 from certification.forms import AuditDeclarationForm, AuditSampleForm
 from certification.models import AuditReport, AuditSample
-from certification.selectors import audit_report_get, evaluator_audit_list, evaluator_get
+from certification.selectors import (
+    audit_report_get,
+    audit_result_for_viewer,
+    evaluator_audit_list,
+    evaluator_get,
+)
 from certification.services import audit_report_configure, audit_sample_draw
 from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
@@ -98,7 +103,8 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
         else:
             messages.success(request, f"Audit of {evaluator} declared and computed.")
             return redirect("audit-detail", slug=project.slug, evaluator_id=evaluator.pk)
-    result = report.result if report is not None else {}
+    view = audit_result_for_viewer(report=report, role=role) if report is not None else None
+    result = view.result if view is not None else {}
     metrics = result.get("metrics") or {}
     context = page_context(
         project,
@@ -106,6 +112,7 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
         evaluator=evaluator,
         report=report,
         result=result,
+        withheld=view.withheld if view is not None else 0,
         form=form,
         heatmap=heatmap(metrics.get("matrix") or {}),
         metric_rows=_metric_rows(metrics),
@@ -126,12 +133,13 @@ def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) 
     evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
     # No audit declared yet is AuditNotConfigured, a NotFound: 404 (labeling/views/errors.py).
     report = audit_report_get(project=project, evaluator=evaluator)
+    result = audit_result_for_viewer(report=report, role=role).result
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     name = slugify(f"{project.slug}-{evaluator.name}-{evaluator.version}") + "-disagreements.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     writer = csv.writer(response)
-    writer.writerow(report.result.get("disagreement_columns") or [])
-    writer.writerows(report.result.get("disagreements") or [])
+    writer.writerow(result.get("disagreement_columns") or [])
+    writer.writerows(result.get("disagreements") or [])
     return response
 
 
