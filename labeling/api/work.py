@@ -52,7 +52,7 @@ from labeling.selectors import (
     project_progress,
 )
 from labeling.selectors.pages import member_list, own_annotation_list
-from labeling.selectors.review import QUEUE_LEVELS
+from labeling.selectors.review import MAX_QUEUE_AGE_HOURS, QUEUE_LEVELS
 from labeling.services import (
     AnnotationInput,
     adjudication_mark_unresolved,
@@ -315,7 +315,10 @@ class DisagreementListApi(APIView):
             help_text="answer: the answer labels differ; claim: some claim's labels differ.",
         )
         min_age_hours = serializers.FloatField(
-            min_value=0, required=False, help_text="Disagreements at least this old."
+            min_value=0,
+            max_value=MAX_QUEUE_AGE_HOURS,
+            required=False,
+            help_text="Disagreements at least this old (hours, at most a century).",
         )
 
         class Meta:
