@@ -410,6 +410,8 @@ def iter_jsonl(stream: IO[bytes], name: str) -> Iterable[dict[str, Any]]:
     for number, raw in enumerate(stream, start=1):
         try:
             value = json.loads(raw, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+        except RecursionError:
+            raise ReleaseFormatError([f"{name} line {number}: JSON nested too deeply"]) from None
         except ValueError as exc:
             raise ReleaseFormatError([f"{name} line {number}: not JSON ({exc})"]) from None
         if not isinstance(value, dict):
@@ -441,6 +443,8 @@ def read_manifest(directory: Path) -> dict[str, Any]:
         raise ReleaseFormatError([f"{directory}: no {MANIFEST}"])
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise ReleaseFormatError([f"{MANIFEST}: JSON nested too deeply"]) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ReleaseFormatError([f"{MANIFEST}: not JSON ({exc})"]) from None
     if not isinstance(manifest, dict):
@@ -548,6 +552,8 @@ def _check_ledger(directory: Path, manifest: Mapping[str, Any]) -> list[str]:
     try:
         ledger = json.loads(path.read_text("utf-8"), parse_constant=_no_constant)
         found = [(entry["spec"], entry["run"]) for entry in ledger]
+    except RecursionError:
+        return [f"{LEDGER}: JSON nested too deeply"]
     except (ValueError, TypeError, KeyError) as exc:
         return [f"{LEDGER}: not a list of ledgers ({exc})"]
     certifies = manifest.get("certifies") or []
