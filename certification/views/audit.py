@@ -30,6 +30,7 @@ from certification.services import audit_report_configure, audit_sample_draw
 from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
 from labeling.models import Evaluator, Project
+from labeling.release_format import csv_cell
 from labeling.views.common import form_add_domain_error, page_context
 
 METRIC_ROWS = (
@@ -128,7 +129,11 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
 @login_required
 @require_http_methods(["GET"])
 def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
-    """Download the disagreement list (item, evaluator label, human label, kind, rationale)."""
+    """Download the disagreement list (item, evaluator label, human label, kind, rationale).
+
+    Cells a spreadsheet would run as a formula are escaped with a leading ``'``
+    (``labeling.release_format.csv_cell``).
+    """
     project, role = certification_project(request, slug)
     evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
     # No audit declared yet is AuditNotConfigured, a NotFound: 404 (labeling/views/errors.py).
@@ -139,7 +144,8 @@ def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) 
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     writer = csv.writer(response)
     writer.writerow(result.get("disagreement_columns") or [])
-    writer.writerows(result.get("disagreements") or [])
+    # a rationale "=HYPERLINK(...)" must not run in a spreadsheet: csv_cell escapes it
+    writer.writerows([csv_cell(cell) for cell in row] for row in result.get("disagreements") or [])
     return response
 
 

@@ -221,10 +221,12 @@ class _Fields:
             self.counters[IGNORED] += len(unknown) * repeats
             return
         name = path_key(unknown[0])
+        # the release's own (verified) schema version: it is not newer than the reader's
+        version = self.counters.get("schema_version", SCHEMA_VERSION)
         raise RecordError(
             at,
             f"{field}.{name}" if field else name,
-            f"unknown field: release schema {SCHEMA_VERSION} does not define it (only a newer "
+            f"unknown field: release schema {version} does not define it (only a newer "
             "minor schema version may add fields, which are then ignored)",
         )
 
