@@ -237,7 +237,7 @@ def mutate_value(rng: random.Random, value: Any) -> tuple[Any, str | None]:
     value = copy.deepcopy(value)
     paths = _paths(value)
     path = rng.choice(paths[1:] or paths)
-    kind = rng.randrange(5)
+    kind = rng.randrange(5) if path else 0  # a scalar document: only replaced
     if kind == 0:
         return _set(value, path, copy.deepcopy(rng.choice(HOSTILE))), None
     if kind == 1:
