@@ -738,8 +738,10 @@ def path_key(key: str) -> str:
     """Render a record's key for a field path: escaped if unprintable, at most 40 characters.
 
     Keys come from the input (e.g. metadata keys), so a path must neither carry characters a
-    response cannot encode nor repeat a long key.
+    response cannot encode nor repeat a long key; the empty key is written ``""``.
     """
+    if key == "":
+        return '""'  # an empty key is still named: a field is never the empty string
     if not key.isprintable():
         key = key.encode("unicode_escape", "backslashreplace").decode("ascii")
     return key if len(key) <= 40 else key[:40] + "…"
