@@ -1,19 +1,26 @@
-"""Server-side plots of a calibration run, rendered with matplotlib to inline SVG.
+r"""Server-side plots of a calibration run, rendered with matplotlib to inline SVG.
 
 No network and no JavaScript: each function takes a stored run result (JSON primitives from
 ``calibration_result_compute``) and returns an SVG document as a string, or None when the run
 has nothing to plot. ``matplotlib.figure.Figure`` is used directly (no pyplot state), so
 rendering is safe in threads; the SVG carries no date, so the same result gives the same SVG.
+
+Every text is plain: names from the data (an evaluator's name in a score field, an outcome) may
+hold ``$`` or ``\``, which matplotlib would otherwise read as mathtext (``$\cmd$`` raised
+``ValueError``, a 500 for every viewer of the run). Each plot is drawn under
+``text.parse_math = False``.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import matplotlib
 from matplotlib.figure import Figure
 
 from certification.certificates import from_num
@@ -54,6 +61,19 @@ def _without_inline_styles(svg: str) -> str:
     return svg.replace("<svg", "<svg" + root_attributes, 1)
 
 
+def _plain_text(
+    plot: Callable[[Mapping[str, Any]], str | None],
+) -> Callable[[Mapping[str, Any]], str | None]:
+    """Draw ``plot`` with every text rendered as written: no mathtext, whatever the data say."""
+
+    @functools.wraps(plot)
+    def draw(result: Mapping[str, Any]) -> str | None:
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return plot(result)
+
+    return draw
+
+
 def _svg(figure: Figure) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata=SVG_METADATA, bbox_inches="tight")
@@ -63,6 +83,7 @@ def _svg(figure: Figure) -> str:
     return _without_inline_styles(text[start:] if start >= 0 else text)
 
 
+@_plain_text
 def selective_risk_svg(result: Mapping[str, Any]) -> str | None:
     """Empirical selective risk and its upper bound vs threshold, alpha line, certified marks."""
     section = result.get("selective_risk")
@@ -108,6 +129,7 @@ def selective_risk_svg(result: Mapping[str, Any]) -> str | None:
     return _svg(figure)
 
 
+@_plain_text
 def conformal_curve_svg(result: Mapping[str, Any]) -> str | None:
     """Conformal coverage and mean set size vs alpha, with the 1 - alpha target."""
     section = result.get("conformal")
@@ -150,6 +172,7 @@ def conformal_curve_svg(result: Mapping[str, Any]) -> str | None:
     return _svg(figure)
 
 
+@_plain_text
 def rank_histogram_svg(result: Mapping[str, Any]) -> str | None:
     """Histogram of the calibration rank scores (infinite = no admissible sample)."""
     section = result.get("conformal")

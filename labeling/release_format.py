@@ -14,7 +14,9 @@ read it. A release is a directory (or a zip of it) with these files:
     index and candidate id. Offsets are Unicode code points, 0-based and end-exclusive.
 ``labels.csv`` / ``labels.parquet``
     The same records flattened to one row per candidate (:data:`TABLE_COLUMNS`); nested values
-    are canonical JSON strings in the ``*_json`` columns.
+    are canonical JSON strings in the ``*_json`` columns. In the CSV (from schema 1.1), a string
+    a spreadsheet would run as a formula is escaped with a leading ``'`` (:func:`csv_cell`);
+    the Parquet file keeps every value as it is.
 ``sources.jsonl``
     Every pinned source version of the project's documents, ordered by id and version.
 ``ledger.json`` / ``report.json``
@@ -49,7 +51,8 @@ import orjson
 from labeling import vocabulary
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
-SCHEMA_VERSION = "1.0"
+# 1.1: labels.csv escapes cells a spreadsheet would read as a formula (csv_cell).
+SCHEMA_VERSION = "1.1"
 SCHEMA_MAJOR = 1
 FORMAT_NAME = "certlabel-release"
 
@@ -87,6 +90,38 @@ MEDIA_TYPES = {
     CARD: "text/markdown",
     ARCHIVE: "application/zip",
 }
+
+# -- CSV cells ------------------------------------------------------------------------------
+#: The characters with which a spreadsheet cell starts a formula (``=HYPERLINK(...)``, ``+``,
+#: ``-``, ``@``) or after which it looks for one (a leading tab or carriage return).
+CSV_FORMULA_START = "=+-@\t\r"
+#: A cell that needs the escape, as a regular expression (RE2 and Python alike): a formula start,
+#: after any number of ``'`` (so that a value that already starts with ``'=`` is escaped too,
+#: and unescaping is exact).
+CSV_ESCAPE_PATTERN = "^('*[=+\\-@\t\r])"
+
+
+def csv_cell(value: Any) -> Any:
+    """Return ``value`` as a CSV cell that no spreadsheet runs as a formula.
+
+    A string that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (after any
+    number of ``'``) gets one more leading ``'``; any other value is returned unchanged. A reader
+    gets the value back exactly with :func:`csv_cell_value`. Every CSV the application writes
+    (the audit disagreement download, a release's ``labels.csv``) applies this rule.
+    """
+    if isinstance(value, str) and value.lstrip("'")[:1] in _FORMULA_START_SET:
+        return "'" + value
+    return value
+
+
+def csv_cell_value(cell: str) -> str:
+    """Undo :func:`csv_cell`: the value a CSV cell written by certlabel stands for."""
+    if cell.startswith("'") and cell.lstrip("'")[:1] in _FORMULA_START_SET:
+        return cell[1:]
+    return cell
+
+
+_FORMULA_START_SET = frozenset(CSV_FORMULA_START)
 
 # The keys of one labels.jsonl record (each documented in README "Releases").
 LABEL_RECORD_KEYS = (
@@ -290,12 +325,12 @@ def schema_major(version: Any) -> int:
     """
     if not isinstance(version, str) or not version.count(".") == 1:
         raise ReleaseFormatError(
-            [f"manifest.json: schema_version {version!r} is not 'MAJOR.MINOR'"]
+            [f"manifest.json: schema_version {_echo(version)} is not 'MAJOR.MINOR'"]
         )
     major, minor = version.split(".")
     if not (major.isdigit() and minor.isdigit()):
         raise ReleaseFormatError(
-            [f"manifest.json: schema_version {version!r} is not 'MAJOR.MINOR'"]
+            [f"manifest.json: schema_version {_echo(version)} is not 'MAJOR.MINOR'"]
         )
     return int(major)
 
@@ -308,13 +343,14 @@ def check_schema_version(manifest: Mapping[str, Any]) -> None:
     """
     if manifest.get("format") != FORMAT_NAME:
         raise ReleaseFormatError(
-            [f"manifest.json: format is {manifest.get('format')!r}, expected {FORMAT_NAME!r}"]
+            [f"manifest.json: format is {_echo(manifest.get('format'))}, expected {FORMAT_NAME!r}"]
         )
     major = schema_major(manifest.get("schema_version"))
     if major != SCHEMA_MAJOR:
         raise ReleaseFormatError(
             [
-                f"manifest.json: schema_version {manifest['schema_version']!r} has major {major}; "
+                f"manifest.json: schema_version {_echo(manifest['schema_version'])} has major "
+                f"{major}; "
                 f"this certlabel reads major {SCHEMA_MAJOR} only"
             ]
         )
@@ -410,11 +446,19 @@ def iter_jsonl(stream: IO[bytes], name: str) -> Iterable[dict[str, Any]]:
     for number, raw in enumerate(stream, start=1):
         try:
             value = json.loads(raw, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+        except RecursionError:
+            raise ReleaseFormatError([f"{name} line {number}: JSON nested too deeply"]) from None
         except ValueError as exc:
             raise ReleaseFormatError([f"{name} line {number}: not JSON ({exc})"]) from None
         if not isinstance(value, dict):
             raise ReleaseFormatError([f"{name} line {number}: not a JSON object"])
         yield value
+
+
+def _echo(value: Any, limit: int = 40) -> str:
+    """A value from the release for a problem's text: its repr, at most ``limit`` code points."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _no_constant(name: str) -> Any:
@@ -425,7 +469,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value: dict[str, Any] = {}
     for key, item in pairs:
         if key in value:
-            raise ValueError(f"key {key!r} repeats")
+            raise ValueError(f"key {_echo(key)} repeats")
         value[key] = item
     return value
 
@@ -441,6 +485,8 @@ def read_manifest(directory: Path) -> dict[str, Any]:
         raise ReleaseFormatError([f"{directory}: no {MANIFEST}"])
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise ReleaseFormatError([f"{MANIFEST}: JSON nested too deeply"]) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ReleaseFormatError([f"{MANIFEST}: not JSON ({exc})"]) from None
     if not isinstance(manifest, dict):
@@ -463,7 +509,9 @@ def verify_files(directory: Path, manifest: Mapping[str, Any]) -> list[str]:
     for index, entry in enumerate(listed):
         name = entry.get("name") if isinstance(entry, dict) else None
         if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith("."):
-            problems.append(f"{MANIFEST}: files[{index}].name {name!r} is not a plain file name")
+            problems.append(
+                f"{MANIFEST}: files[{index}].name {_echo(name)} is not a plain file name"
+            )
             continue
         names.add(name)
         path = directory / name
@@ -548,6 +596,8 @@ def _check_ledger(directory: Path, manifest: Mapping[str, Any]) -> list[str]:
     try:
         ledger = json.loads(path.read_text("utf-8"), parse_constant=_no_constant)
         found = [(entry["spec"], entry["run"]) for entry in ledger]
+    except RecursionError:
+        return [f"{LEDGER}: JSON nested too deeply"]
     except (ValueError, TypeError, KeyError) as exc:
         return [f"{LEDGER}: not a list of ledgers ({exc})"]
     certifies = manifest.get("certifies") or []
@@ -594,15 +644,19 @@ def verify_archive(archive: Path, directory: Path, manifest: Mapping[str, Any]) 
                     continue
                 folders.add(folder)
                 if name in seen:
-                    problems.append(f"{ARCHIVE}: member {info.filename!r} appears twice")
+                    problems.append(f"{ARCHIVE}: member {_echo(info.filename)} appears twice")
                     continue
                 seen.add(name)
                 if name not in expected:
-                    problems.append(f"{ARCHIVE}: member {info.filename!r} is not in the release")
+                    problems.append(
+                        f"{ARCHIVE}: member {_echo(info.filename)} is not in the release"
+                    )
                     continue
                 with zipped.open(info) as stream:
                     if sha256_stream(stream)[0] != expected[name]:
-                        problems.append(f"{ARCHIVE}: member {info.filename!r} differs from {name}")
+                        problems.append(
+                            f"{ARCHIVE}: member {_echo(info.filename)} differs from {name}"
+                        )
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         return [f"{ARCHIVE}: not a readable zip ({exc})"]
     if len(folders) > 1:
@@ -617,7 +671,9 @@ def _first_difference(expected: Any, actual: Any, path: str = "") -> str:
         for key in sorted(set(expected) | set(actual)):
             if expected.get(key) != actual.get(key):
                 return _first_difference(expected.get(key), actual.get(key), f"{path}.{key}")
-    return f"{path.lstrip('.') or 'value'}: manifest {expected!r}, recomputed {actual!r}"
+    # a sha256 (66 code points as a repr) is shown whole; anything longer is cut
+    shown = f"manifest {_echo(expected, 70)}, recomputed {_echo(actual, 70)}"
+    return f"{path.lstrip('.') or 'value'}: {shown}"
 
 
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
@@ -636,9 +692,9 @@ def _member_name(info: zipfile.ZipInfo) -> tuple[str | None, str]:
         or ":" in parts[0]
         or len(parts) > 2
     ):
-        raise ReleaseFormatError([f"zip member {name!r}: not a file of the release"])
+        raise ReleaseFormatError([f"zip member {_echo(name)}: not a file of the release"])
     if stat.S_ISLNK(info.external_attr >> 16):
-        raise ReleaseFormatError([f"zip member {name!r}: a link"])
+        raise ReleaseFormatError([f"zip member {_echo(name)}: a link"])
     return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
 
 
@@ -669,7 +725,7 @@ def extract_release_zip(source: Path | IO[bytes], target: Path) -> Path:
             folder, name = _member_name(info)
             folders.add(folder)
             if name in members:
-                raise ReleaseFormatError([f"zip member {info.filename!r}: appears twice"])
+                raise ReleaseFormatError([f"zip member {_echo(info.filename)}: appears twice"])
             members[name] = info
         if len(folders) > 1:
             raise ReleaseFormatError(
@@ -693,7 +749,7 @@ def extract_release_zip(source: Path | IO[bytes], target: Path) -> Path:
             size = sizes.get(name)
             if name not in sizes or not isinstance(size, int):
                 raise ReleaseFormatError(
-                    [f"zip member {info.filename!r}: not a file the manifest lists"]
+                    [f"zip member {_echo(info.filename)}: not a file the manifest lists"]
                 )
             _extract_member(archive, info, directory / name, size)
     return directory
@@ -709,8 +765,13 @@ def _extract_member(
                 written += len(block)
                 if written > limit:
                     raise ReleaseFormatError(
-                        [f"zip member {info.filename!r}: larger than the manifest says ({limit} B)"]
+                        [
+                            f"zip member {_echo(info.filename)}: larger than the manifest "
+                            f"says ({limit} B)"
+                        ]
                     )
                 out.write(block)
     except (zipfile.BadZipFile, EOFError, OSError) as exc:
-        raise ReleaseFormatError([f"zip member {info.filename!r}: unreadable ({exc})"]) from None
+        raise ReleaseFormatError(
+            [f"zip member {_echo(info.filename)}: unreadable ({exc})"]
+        ) from None

@@ -32,8 +32,10 @@ from django.db import transaction
 from django.test import Client
 from rest_framework.test import APIClient
 
-from certification.services import agreement_recompute
+from certification.models import AuditReport, AuditSampleMember
+from certification.services import agreement_recompute, audit_report_recompute, audit_sample_draw
 from labeling.models import Assignment, Item, Membership
+from labeling.services import ClaimInput, adjudication_resolve
 from tests.worlds import (
     OTHER_QUOTE,
     QUOTE_SOURCE,
@@ -62,6 +64,10 @@ FORBIDDEN_KEYS = frozenset(
         "resolution",
         "history",
         "differences",
+        # evaluator-derived: an audit sample member's stratum is the evaluator's verdict
+        "stratum",
+        "disagreements",
+        "evaluator_label",
     }
 )
 # Labels of the world that only other people used (the annotator always says admissible /
@@ -228,6 +234,14 @@ def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
 def world(world: World) -> World:
     # the world of tests/conftest.py (built once per module, each test rolled back), plus:
     agreement_recompute(project_id=world.a.pk)  # the report names both annotators
+    # an audit sample of every evaluator-labelled item: each member carries its stratum
+    audit_sample_draw(
+        project=world.a,
+        evaluator=world.evaluators["a"],
+        actor=world.users["manager"],
+        size=Item.objects.filter(project=world.a).count(),
+        seed=7,
+    )
     return world
 
 
@@ -309,3 +323,168 @@ def test_own_forms_look_the_same_whatever_the_other_votes(world, kind):
         counts[state]["checked"] = body.count("checked")
     # then every form renders the labels alike
     assert len({json.dumps(c, sort_keys=True) for c in counts.values()}) == 1, counts
+
+
+# ---------------------------------------------------------------------------------------------
+# Adjudicators: no evaluator verdict of an item they (or anyone) may still decide
+# ---------------------------------------------------------------------------------------------
+
+# Evaluator-derived data no adjudicator ever receives (the raw output and the per-item score;
+# the evaluator's name and version head the audit pages they read, by design).
+EVALUATOR_SECRETS = {
+    "evaluator raw output": SECRETS["evaluator raw output"],
+    "evaluator score": SECRETS["evaluator score"],
+}
+
+
+def _item_name(item: Item) -> str:
+    return f"{item.candidate.question.external_id}/{item.candidate.key}"
+
+
+def decidable_names(world: World) -> set[str]:
+    """Items of A a person may still label or adjudicate (all but the consensus one)."""
+    return {_item_name(item) for state, item in world.items.items() if state != "consensus"}
+
+
+def decidable_ids(world: World) -> set[int]:
+    return {item.pk for state, item in world.items.items() if state != "consensus"}
+
+
+def evaluator_leaks(world: World, body: str, content_type: str) -> list[str]:
+    """Return the evaluator-derived facts of decidable items that ``body`` reveals."""
+    found = [f"{what} ({token})" for what, token in EVALUATOR_SECRETS.items() if token in body]
+    names, ids = decidable_names(world), decidable_ids(world)
+    if content_type.startswith("application/json") and body:
+        for path, key, value in _walk_json(json.loads(body)):
+            if key is None and value in names and ".disagreements[" in path:
+                found.append(f"disagreement row of {value} at {path}")
+        for member in _members(json.loads(body)):
+            if member.get("item") in ids and member.get("stratum") is not None:
+                found.append(f"stratum of item {member['item']}: {member['stratum']!r}")
+    elif content_type.startswith("text/csv"):
+        for line in body.splitlines()[1:]:
+            if line.split(",", 1)[0] in names:
+                found.append(f"CSV row of {line.split(',', 1)[0]}")
+    else:
+        found += [f"disagreement row of {name}" for name in names if f"<tr><td>{name}</td>" in body]
+    return found
+
+
+def _members(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        if "stratum" in value:
+            yield value
+        for child in value.values():
+            yield from _members(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from _members(child)
+
+
+@pytest.fixture
+def corrected_world(world: World) -> World:
+    """The world with the adjudicated item corrected to disagree with the evaluator.
+
+    The evaluator says ``inadmissible`` of every item; the consensus item (``admissible``) and
+    the corrected one (now ``admissible``) are both audit disagreements, but only the consensus
+    item can no longer be decided by anyone.
+    """
+    item = world.items["resolved"]
+    item.refresh_from_db()
+    adjudication_resolve(
+        project=world.a,
+        item_id=item.pk,
+        actor=world.users["manager"],
+        expected_version=item.version,
+        answer_label="admissible",
+        claims=tuple(ClaimInput(claim_id=c, label="not_supported") for c in claim_ids(item)),
+        rationale="corrected",
+    )
+    audit_report_recompute(report_id=AuditReport.objects.get(evaluator=world.evaluators["a"]).pk)
+    return world
+
+
+def _audit_urls(world: World) -> list[tuple[str, bool]]:
+    slug, evaluator = world.a.slug, world.evaluators["a"].pk
+    return [
+        (f"/api/projects/{slug}/audits/{evaluator}/", True),
+        (f"/api/projects/{slug}/audits/{evaluator}/samples/", True),
+        (f"/p/{slug}/certification/audits/{evaluator}/", False),
+        (f"/p/{slug}/certification/audits/{evaluator}/disagreements.csv", False),
+    ]
+
+
+def _clients(world: World, who: str) -> tuple[APIClient, Client]:
+    user = world.users[who]
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
+    page = Client()
+    page.force_login(user)
+    return api, page
+
+
+def test_the_audit_secrets_are_in_the_world(corrected_world):
+    # guards the test: a sample with strata of decidable items, and a disagreement row of one
+    world = corrected_world
+    strata = AuditSampleMember.objects.filter(item_id__in=decidable_ids(world))
+    assert strata.exclude(stratum="").count() >= 5
+    rows = AuditReport.objects.get(evaluator=world.evaluators["a"]).result["disagreements"]
+    assert {row[0] for row in rows} >= {"q1/c1", "q2/c0"}
+
+
+def test_a_manager_sees_the_strata_and_rows_the_adjudicator_must_not(corrected_world):
+    # guards the detector: the manager's responses do show them, on every audit URL
+    world = corrected_world
+    api, page = _clients(world, "manager")
+    for url, is_api in _audit_urls(world):
+        response = api.get(url) if is_api else page.get(url)
+        assert response.status_code == 200, url
+        assert evaluator_leaks(world, *body_of(response)), url
+
+
+def test_the_adjudicator_sees_no_verdict_of_an_item_still_open_to_people(corrected_world):
+    world = corrected_world
+    api, page = _clients(world, "adjudicator")
+    bodies = {}
+    for url, is_api in _audit_urls(world):
+        response = api.get(url) if is_api else page.get(url)
+        assert response.status_code == 200, url
+        bodies[url] = body_of(response)
+        assert evaluator_leaks(world, *bodies[url]) == [], url
+    slug, evaluator = world.a.slug, world.evaluators["a"].pk
+    # what stays: the consensus item's row (nobody decides it again) and the aggregate figures
+    report = json.loads(bodies[f"/api/projects/{slug}/audits/{evaluator}/"][0])
+    assert [row[0] for row in report["result"]["disagreements"]] == ["q1/c1"]
+    assert report["result"]["disagreements_withheld"] == 1
+    assert report["result"]["n_resolved"] == 2
+    csv_body = bodies[f"/p/{slug}/certification/audits/{evaluator}/disagreements.csv"][0]
+    assert csv_body.splitlines()[1].startswith("q1/c1,")
+    assert len(csv_body.splitlines()) == 2
+    page_body = bodies[f"/p/{slug}/certification/audits/{evaluator}/"][0]
+    assert "1 disagreement not listed" in page_body
+    samples = json.loads(bodies[f"/api/projects/{slug}/audits/{evaluator}/samples/"][0])
+    strata = {m["item"]: m["stratum"] for m in samples["results"][0]["members"]}
+    consensus = world.items["consensus"].pk
+    assert strata[consensus] is not None
+    assert all(strata[i] is None for i in decidable_ids(world) if i in strata)
+
+
+def test_no_get_response_to_the_adjudicator_reveals_an_evaluator_verdict(corrected_world):
+    # every GET URL of the application with every parameter, as the adjudicator: release files,
+    # item pages, the queue and the side-by-side view included
+    world = corrected_world
+    api, page = _clients(world, "adjudicator")
+    values = parameter_values(world)
+    seen: dict[str, list[str]] = {}
+    ok = 0
+    for route in app_routes():
+        names = route.params
+        for combination in itertools.product(*(values[name] for name in names)):
+            url = url_for(route, dict(zip(names, combination, strict=True)))
+            response = api.get(url) if route.api else page.get(url, follow=True)
+            ok += response.status_code == 200
+            found = evaluator_leaks(world, *body_of(response))
+            if found:
+                seen[url] = found
+    assert seen == {}
+    assert ok >= 20

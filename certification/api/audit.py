@@ -22,7 +22,9 @@ from certification.api.common import READ_REVIEWERS_WRITE_MANAGERS, viewer
 from certification.models import FlagWhen
 from certification.selectors import (
     audit_report_get,
+    audit_result_for_viewer,
     audit_sample_list,
+    audit_sample_members,
     evaluator_get,
 )
 from certification.services import (
@@ -57,10 +59,21 @@ class AuditReportOutputSerializer(serializers.Serializer):
     confidence = serializers.DecimalField(max_digits=10, decimal_places=8)
     computed_at = serializers.DateTimeField(allow_null=True)
     input_sha256 = serializers.CharField()
-    result = serializers.JSONField()
+    result = serializers.SerializerMethodField(
+        help_text=(
+            "The stored result. For an adjudicator, ``disagreements`` lists only the items no "
+            "person may label or adjudicate any more (resolved by consensus); "
+            "``disagreements_withheld`` counts the rows left out."
+        )
+    )
 
     class Meta:
         ref_name = "AuditReport"
+
+    @extend_schema_field(serializers.DictField())
+    def get_result(self, report: Any) -> dict[str, Any]:
+        view = audit_result_for_viewer(report=report, role=self.context.get("role"))
+        return {**view.result, "disagreements_withheld": view.withheld}
 
 
 class AuditReportApi(APIView):
@@ -92,10 +105,10 @@ class AuditReportApi(APIView):
     )
     def get(self, request: Request, slug: str, evaluator_id: int) -> Response:
         """Return the stored audit report."""
-        project, _ = viewer(request, slug)
+        project, role = viewer(request, slug)
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         report = audit_report_get(project=project, evaluator=evaluator)
-        return Response(AuditReportOutputSerializer(report).data)
+        return Response(AuditReportOutputSerializer(report, context={"role": role}).data)
 
     @extend_schema(
         operation_id="audit_declare",
@@ -104,7 +117,7 @@ class AuditReportApi(APIView):
     )
     def post(self, request: Request, slug: str, evaluator_id: int) -> Response:
         """Declare (or re-declare) the audit and return the recomputed report."""
-        project, _ = viewer(request, slug)
+        project, role = viewer(request, slug)
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -115,7 +128,7 @@ class AuditReportApi(APIView):
                 actor=request.user,
                 **serializer.validated_data,
             ),
-            lambda report: AuditReportOutputSerializer(report).data,
+            lambda report: AuditReportOutputSerializer(report, context={"role": role}).data,
         )
         return Response(body)
 
@@ -137,14 +150,9 @@ class AuditSampleOutputSerializer(serializers.Serializer):
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_members(self, sample: Any) -> list[dict[str, Any]]:
-        return [
-            {
-                "item": m.item_id,
-                "stratum": m.stratum,
-                "inclusion_probability": m.inclusion_probability,
-            }
-            for m in sample.members.all()
-        ]
+        # A member's stratum is the evaluator's verdict: null for an adjudicator wherever a
+        # person may still label or adjudicate the item.
+        return audit_sample_members(sample=sample, role=self.context.get("role"))
 
 
 class AuditSampleListApi(APIView):
@@ -170,10 +178,10 @@ class AuditSampleListApi(APIView):
     )
     def get(self, request: Request, slug: str, evaluator_id: int) -> Response:
         """List the evaluator's samples, newest first."""
-        project, _ = viewer(request, slug)
+        project, role = viewer(request, slug)
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         samples = audit_sample_list(project=project, evaluator=evaluator)
-        return paginated(request, samples, AuditSampleOutputSerializer)
+        return paginated(request, samples, AuditSampleOutputSerializer, context={"role": role})
 
     @extend_schema(
         operation_id="audit_samples_create",
@@ -182,7 +190,7 @@ class AuditSampleListApi(APIView):
     )
     def post(self, request: Request, slug: str, evaluator_id: int) -> Response:
         """Draw a seeded stratified sample; its open items are served first."""
-        project, _ = viewer(request, slug)
+        project, role = viewer(request, slug)
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -193,6 +201,6 @@ class AuditSampleListApi(APIView):
                 actor=request.user,
                 **serializer.validated_data,
             ),
-            lambda sample: AuditSampleOutputSerializer(sample).data,
+            lambda sample: AuditSampleOutputSerializer(sample, context={"role": role}).data,
         )
         return Response(body, status=status.HTTP_201_CREATED)

@@ -14,12 +14,16 @@ from certification.selectors.agreement import (
 )
 from certification.selectors.audit import (
     AuditRow,
+    AuditView,
     audit_report_get,
+    audit_result_for_viewer,
     audit_rows,
     audit_sample_list,
+    audit_sample_members,
     evaluator_audit_list,
     evaluator_get,
     evaluator_get_by_spec,
+    items_closed_to_people,
 )
 from certification.selectors.calibration import (
     CANDIDATE_SCORE_FIELDS,
@@ -64,6 +68,7 @@ from certification.selectors.releases import (
 __all__ = [
     "AgreementView",
     "AuditRow",
+    "AuditView",
     "CANDIDATE_SCORE_FIELDS",
     "EVALUATOR_PREFIX",
     "FREEZE_FORM_RUNS",
@@ -74,8 +79,10 @@ __all__ = [
     "StatisticView",
     "agreement_report_get",
     "audit_report_get",
+    "audit_result_for_viewer",
     "audit_rows",
     "audit_sample_list",
+    "audit_sample_members",
     "calibration_inputs",
     "calibration_run_get",
     "calibration_run_latest",
@@ -89,6 +96,7 @@ __all__ = [
     "evaluator_audit_list",
     "evaluator_get",
     "evaluator_get_by_spec",
+    "items_closed_to_people",
     "manifest_count_rows",
     "parse_evaluator_field",
     "release_by_version",

@@ -20,9 +20,11 @@ from labeling.models import (
     Evaluator,
     EvaluatorLabel,
     Item,
+    ItemStatus,
     Project,
     ResolutionStatus,
 )
+from labeling.permissions import can_see_labels
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,82 @@ def audit_sample_list(*, project: Project, evaluator: Evaluator) -> QuerySet[Aud
     return AuditSample.objects.filter(project=project, evaluator=evaluator).prefetch_related(
         "members"
     )
+
+
+def items_closed_to_people(*, project: Project) -> QuerySet[Item]:
+    """Return the project's items no person may label or adjudicate any more.
+
+    Those are the items resolved by consensus of their annotators: an open item is still being
+    labelled, an item in disagreement waits for an adjudicator, and an adjudicated (or
+    ``unresolved``) item may still be corrected by one. Evaluator-derived facts of any other item
+    (its evaluator label, score, or audit stratum, which is the evaluator's verdict) would anchor
+    the person who decides it.
+    """
+    return Item.objects.filter(
+        project=project,
+        status=ItemStatus.RESOLVED,
+        resolution__status=ResolutionStatus.CONSENSUS,
+    )
+
+
+@dataclass(frozen=True)
+class AuditView:
+    """An audit report's result as one viewer may see it.
+
+    ``result`` is the stored result with the disagreement rows the viewer may not see removed;
+    ``withheld`` counts the rows removed (0 for a manager).
+    """
+
+    result: dict[str, Any]
+    withheld: int
+
+
+def audit_result_for_viewer(*, report: AuditReport, role: str | None) -> AuditView:
+    """Return the report's result without per-item evaluator labels the viewer must not see.
+
+    Managers (``labeling.permissions.LABEL_VIEWER_ROLES``) see every row. Anyone else (an
+    adjudicator) sees the disagreement rows only of items no person may decide any more
+    (:func:`items_closed_to_people`): the rows name the evaluator's label of an item. The
+    aggregate figures (counts, rates, intervals) stay.
+    """
+    result = dict(report.result or {})
+    rows = list(result.get("disagreements") or [])
+    if can_see_labels(role) or not rows:
+        return AuditView(result=result, withheld=0)
+    closed = {
+        f"{external_id}/{key}"
+        for external_id, key in items_closed_to_people(project=report.project).values_list(
+            "candidate__question__external_id", "candidate__key"
+        )
+    }
+    kept = [row for row in rows if row and row[0] in closed]
+    result["disagreements"] = kept
+    return AuditView(result=result, withheld=len(rows) - len(kept))
+
+
+def audit_sample_members(*, sample: AuditSample, role: str | None) -> list[dict[str, Any]]:
+    """Return a sample's members as plain data, the strata hidden where the viewer is blind.
+
+    A member's ``stratum`` is the evaluator's verdict on the item ("positive"/"negative"), so a
+    viewer other than a manager gets ``null`` for every item a person may still label or
+    adjudicate (:func:`items_closed_to_people`).
+    """
+    members = list(sample.members.all())
+    visible: set[int] | None = None
+    if not can_see_labels(role):
+        visible = set(
+            items_closed_to_people(project=sample.project)
+            .filter(pk__in=[m.item_id for m in members])
+            .values_list("pk", flat=True)
+        )
+    return [
+        {
+            "item": m.item_id,
+            "stratum": m.stratum if visible is None or m.item_id in visible else None,
+            "inclusion_probability": m.inclusion_probability,
+        }
+        for m in members
+    ]
 
 
 def _slice_value(slices: Mapping[str, Any], key: str) -> str | None:

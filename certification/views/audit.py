@@ -20,11 +20,17 @@ from django.views.decorators.http import require_http_methods
 from certification.exceptions import AuditNotConfigured
 from certification.forms import AuditDeclarationForm, AuditSampleForm
 from certification.models import AuditReport, AuditSample
-from certification.selectors import audit_report_get, evaluator_audit_list, evaluator_get
+from certification.selectors import (
+    audit_report_get,
+    audit_result_for_viewer,
+    evaluator_audit_list,
+    evaluator_get,
+)
 from certification.services import audit_report_configure, audit_sample_draw
 from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
 from labeling.models import Evaluator, Project
+from labeling.release_format import csv_cell
 from labeling.views.common import form_add_domain_error, page_context
 
 METRIC_ROWS = (
@@ -102,7 +108,8 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
         else:
             messages.success(request, f"Audit of {evaluator} declared and computed.")
             return redirect("audit-detail", slug=project.slug, evaluator_id=evaluator.pk)
-    result = report.result if report is not None else {}
+    view = audit_result_for_viewer(report=report, role=role) if report is not None else None
+    result = view.result if view is not None else {}
     metrics = result.get("metrics") or {}
     context = page_context(
         project,
@@ -110,6 +117,7 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
         evaluator=evaluator,
         report=report,
         result=result,
+        withheld=view.withheld if view is not None else 0,
         form=form,
         heatmap=heatmap(metrics.get("matrix") or {}),
         metric_rows=_metric_rows(metrics),
@@ -125,17 +133,23 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
 @login_required
 @require_http_methods(["GET"])
 def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
-    """Download the disagreement list (item, evaluator label, human label, kind, rationale)."""
+    """Download the disagreement list (item, evaluator label, human label, kind, rationale).
+
+    Cells a spreadsheet would run as a formula are escaped with a leading ``'``
+    (``labeling.release_format.csv_cell``).
+    """
     project, role = certification_project(request, slug)
     evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
     # No audit declared yet is AuditNotConfigured, a NotFound: 404 (labeling/views/errors.py).
     report = audit_report_get(project=project, evaluator=evaluator)
+    result = audit_result_for_viewer(report=report, role=role).result
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     name = slugify(f"{project.slug}-{evaluator.name}-{evaluator.version}") + "-disagreements.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     writer = csv.writer(response)
-    writer.writerow(report.result.get("disagreement_columns") or [])
-    writer.writerows(report.result.get("disagreements") or [])
+    writer.writerow(result.get("disagreement_columns") or [])
+    # a rationale "=HYPERLINK(...)" must not run in a spreadsheet: csv_cell escapes it
+    writer.writerows([csv_cell(cell) for cell in row] for row in result.get("disagreements") or [])
     return response
 
 

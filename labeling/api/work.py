@@ -61,7 +61,7 @@ from labeling.selectors import (
     project_progress,
 )
 from labeling.selectors.pages import member_list, own_annotation_list
-from labeling.selectors.review import QUEUE_LEVELS, LabellingFormView
+from labeling.selectors.review import MAX_QUEUE_AGE_HOURS, QUEUE_LEVELS, LabellingFormView
 from labeling.services import (
     AnnotationInput,
     adjudication_mark_unresolved,
@@ -137,10 +137,6 @@ def based_on_revision(request: Request, revision: int | None) -> int | None:
             f"revision {revision} in the body, {tagged} in If-Match: send one", field="revision"
         )
     return tagged
-
-
-#: The largest ``min_age_hours`` (about 114 years): a larger one would overflow a timedelta.
-MAX_AGE_HOURS = 1_000_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,9 +428,9 @@ class DisagreementListApi(APIView):
         )
         min_age_hours = serializers.FloatField(
             min_value=0,
-            max_value=MAX_AGE_HOURS,
+            max_value=MAX_QUEUE_AGE_HOURS,
             required=False,
-            help_text="Disagreements at least this old (hours, at most 1,000,000).",
+            help_text="Disagreements at least this old (hours, at most a century).",
         )
 
         class Meta:

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
-from labeling.importers.schema import RecordError, locate_claim
+from labeling.importers.schema import RecordError, echo, locate_claim
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE, NOT_SUPPORTED, SUPPORTED
 
 # support value -> claim label. Partial and Incomplete are two form versions of one answer.
@@ -198,7 +198,7 @@ def _record(obj: dict[str, Any], where: str, counters: dict[str, Any]) -> dict[s
             raise RecordError(
                 where,
                 f"{cat}support",
-                f"unknown support value {support!r}; expected one of "
+                f"unknown support value {echo(support)}; expected one of "
                 f"{sorted(k for k in SUPPORT_LABELS if k)} or null",
             )
         evidence = claim.get("evidence")

@@ -36,7 +36,7 @@ import pysbd
 
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import loads_strict
-from labeling.importers.schema import RecordError
+from labeling.importers.schema import RecordError, echo
 from labeling.vocabulary import ADMISSIBLE, CONTRADICTED, INADMISSIBLE, NOT_SUPPORTED, SUPPORTED
 
 TASK = "Summarize the passage."
@@ -210,6 +210,8 @@ def _load(stream: IO[bytes], filename: str) -> Any:
         return loads_strict(text, filename)
     except RecordError as exc:
         return exc
+    except RecursionError:
+        return RecordError(filename, "(file)", "JSON nested too deeply")
     except json.JSONDecodeError as exc:
         return RecordError(
             filename, "(file)", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -304,7 +306,8 @@ class _Sample:
                 raise RecordError(
                     where,
                     f"{at}label[{k}]",
-                    f"unknown FaithBench label {label!r}; expected one of {sorted(KNOWN_LABELS)}",
+                    f"unknown FaithBench label {echo(label)}; expected "
+                    f"one of {sorted(KNOWN_LABELS)}",
                 )
         note = raw.get("note")
         if note is not None and not isinstance(note, str):
@@ -344,13 +347,15 @@ class _Sample:
             if name in BINARY_JUDGES:
                 if isinstance(value, bool) or not isinstance(value, int) or value not in (0, 1):
                     raise RecordError(
-                        self.where, f"metadata.{name}", f"expected 0, 1 or null, got {value!r}"
+                        self.where, f"metadata.{name}", f"expected 0, 1 or null, got {echo(value)}"
                     )
                 labels.append({**label, "label": BINARY_VERDICT[value], "raw": value})
             else:
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     raise RecordError(
-                        self.where, f"metadata.{name}", f"expected a number or null, got {value!r}"
+                        self.where,
+                        f"metadata.{name}",
+                        f"expected a number or null, got {echo(value)}",
                     )
                 labels.append({**label, "score": value, "raw": value})
         return labels

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
-from labeling.importers.schema import RecordError
+from labeling.importers.schema import RecordError, echo
 from labeling.vocabulary import ADMISSIBLE, INADMISSIBLE
 
 GENERATORS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
@@ -98,7 +98,7 @@ def _record(obj: dict[str, Any], where: str, counters: dict[str, Any]) -> dict[s
         is_correct = sample.get("is_correct")
         if not isinstance(is_correct, bool):
             raise RecordError(
-                where, f"{generator}.is_correct", f"expected true or false, got {is_correct!r}"
+                where, f"{generator}.is_correct", f"expected true or false, got {echo(is_correct)}"
             )
         canonical = extract_answer(solution)
         _count(solution, canonical, is_correct, reference, counters)

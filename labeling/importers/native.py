@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from labeling.importers.schema import RecordError, check_storable
+from labeling.importers.schema import RecordError, check_depth, check_storable, echo
 
 READ_BLOCK = 1 << 20
 _UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|d[89a-f][0-9a-f]{2})", re.IGNORECASE)
@@ -26,7 +26,7 @@ class DuplicateKey(ValueError):
     """A JSON object names the same key twice (``key``); ``json`` would keep the last value."""
 
     def __init__(self, key: str) -> None:
-        super().__init__(f"duplicate key {key!r}")
+        super().__init__(f"duplicate key {echo(key)}")
         self.key = key
 
 
@@ -58,17 +58,21 @@ def loads_strict(text: str, location: str) -> Any:
     r"""Parse JSON strictly and check every string can be stored.
 
     Refuses ``NaN``/``Infinity``, out-of-range numbers and repeated keys (``json`` accepts
-    them), and NUL or lone surrogates in any string, key or value (written as ``\u`` escapes:
-    raw, they are not valid JSON or UTF-8). Integral numbers are read as ints (``2.0`` -> 2).
+    them), NUL or lone surrogates in any string, key or value (written as ``\u`` escapes:
+    raw, they are not valid JSON or UTF-8), and values nested deeper than
+    :data:`~labeling.importers.schema.MAX_JSON_DEPTH`. Integral numbers are read as ints
+    (``2.0`` -> 2).
 
     Raises:
         json.JSONDecodeError: malformed JSON (with ``lineno``/``colno``).
         ValueError: a non-standard constant, an out-of-range number or a repeated key.
-        RecordError: an unstorable character, naming the field path.
+        RecordError: an unstorable character or too deep a value, naming the field path.
+        RecursionError: a value nested too deeply for the parser itself.
     """
     value = json.loads(
         text, parse_constant=_no_constants, parse_float=_number, object_pairs_hook=unique_keys
     )
+    check_depth(value, location)
     # The walk is needed only when an escape could have produced NUL or a surrogate.
     if _UNSTORABLE_ESCAPE.search(text):
         check_storable(value, location)

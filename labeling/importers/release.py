@@ -55,7 +55,7 @@ from typing import IO, Any
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
-from labeling.importers.schema import RecordError, check_storable, path_key
+from labeling.importers.schema import RecordError, check_depth, check_storable, echo, path_key
 from labeling.importers.validation import validated_stream
 from labeling.models import CANNOT_DECIDE
 from labeling.release_format import (
@@ -105,7 +105,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj: dict[str, Any] = {}
     for key, value in pairs:
         if key in obj:
-            raise ValueError(f"duplicate key {key!r}")
+            raise ValueError(f"duplicate key {echo(key)}")
         obj[key] = value
     return obj
 
@@ -125,8 +125,8 @@ def parse_line(raw: bytes, location: str) -> dict[str, Any]:
     """Parse one JSONL line of a release strictly, keeping numbers as written (1.0 stays a float).
 
     Raises:
-        RecordError: not UTF-8, not a JSON object, NaN/Infinity, a repeated key, or NUL or a
-            lone surrogate in a string.
+        RecordError: not UTF-8, not a JSON object, NaN/Infinity, a repeated key, NUL or a
+            lone surrogate in a string, or a value nested deeper than ``MAX_JSON_DEPTH``.
     """
     try:
         text = raw.decode("utf-8")
@@ -144,6 +144,7 @@ def parse_line(raw: bytes, location: str) -> dict[str, Any]:
         raise RecordError(location, "(line)", f"invalid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise RecordError(location, "(line)", "expected a JSON object")
+    check_depth(value, location)
     if _ESCAPE.search(text):
         check_storable(value, location)
     return value
@@ -170,16 +171,16 @@ def _refused(problems: list[str]) -> WorkloadImportFailed:
 
 def _need(obj: Any, key: str) -> Any:
     if not isinstance(obj, dict):
-        raise _Malformed(f"expected an object holding {key!r}")
+        raise _Malformed(f"expected an object holding {echo(key)}")
     if key not in obj:
-        raise _Malformed(f"missing {key!r}")
+        raise _Malformed(f"missing {echo(key)}")
     return obj[key]
 
 
 def _list(obj: Any, key: str) -> list[Any]:
     value = _need(obj, key)
     if not isinstance(value, list):
-        raise _Malformed(f"{key!r} is not a list")
+        raise _Malformed(f"{echo(key)} is not a list")
     return value
 
 
@@ -220,10 +221,12 @@ class _Fields:
             self.counters[IGNORED] += len(unknown) * repeats
             return
         name = path_key(unknown[0])
+        # the release's own (verified) schema version: it is not newer than the reader's
+        version = self.counters.get("schema_version", SCHEMA_VERSION)
         raise RecordError(
             at,
             f"{field}.{name}" if field else name,
-            f"unknown field: release schema {SCHEMA_VERSION} does not define it (only a newer "
+            f"unknown field: release schema {version} does not define it (only a newer "
             "minor schema version may add fields, which are then ignored)",
         )
 
@@ -264,7 +267,9 @@ class _Sources:
             if not isinstance(key[0], str) or type(key[1]) is not int:
                 raise _Malformed("id must be a string and version an integer")
             if key in self.index:
-                raise RecordError(location, "version", f"version {key[1]} of {key[0]!r} repeats")
+                raise RecordError(
+                    location, "version", f"version {key[1]} of {echo(key[0])} repeats"
+                )
             pinned = tuple(_need(line, name) for name in PINNED)
             self.index[key] = (offset, _need(line, "sha256"), pinned)
         except _Malformed as exc:
@@ -387,14 +392,15 @@ class _Converter:
                 raise RecordError(
                     at,
                     f"{field}.version",
-                    f"version {key[1]} of {key[0]!r} is not in {SOURCES_JSONL}",
+                    f"version {key[1]} of {echo(key[0])} is not in {SOURCES_JSONL}",
                 )
             _, sha256, pinned = self.sources.index[key]
             if _need(source, "sha256") != sha256:
                 raise RecordError(
                     at,
                     f"{field}.sha256",
-                    f"differs from the sha256 of version {key[1]} of {key[0]!r} in {SOURCES_JSONL}",
+                    f"differs from the sha256 of version {key[1]} "
+                    f"of {echo(key[0])} in {SOURCES_JSONL}",
                 )
             for name, value in zip(PINNED[1:], pinned[1:], strict=True):
                 if _need(source, name) != value:
@@ -406,7 +412,7 @@ class _Converter:
                     at,
                     f"{field}.version",
                     f"the question retrieves versions {cited[key[0]][0]} and {key[1]} of "
-                    f"{key[0]!r}; a native record holds one version per source",
+                    f"{echo(key[0])}; a native record holds one version per source",
                 )
             cited[key[0]] = (key[1], sha256)
             native.append(
@@ -433,13 +439,13 @@ class _Converter:
             raise RecordError(
                 at,
                 f"{field}.version",
-                f"cites version {version} of {source!r}, which the question does not retrieve",
+                f"cites version {version} of {echo(source)}, which the question does not retrieve",
             )
         if _need(span, "sha256") != cited[source][1]:
             raise RecordError(
                 at,
                 f"{field}.sha256",
-                f"differs from the sha256 of version {version} of {source!r}",
+                f"differs from the sha256 of version {version} of {echo(source)}",
             )
         return {
             "source": source,

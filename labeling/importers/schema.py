@@ -56,7 +56,16 @@ Pseudonym = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^@\s]+
 MAX_SEED = 2**63 - 1  # a BigIntegerField
 
 
+MAX_NUMBER_INT = 2**63 - 1  # an integer written in a number field is stored as a 64-bit value
+
+
 def _finite(value: float | int) -> float | int:
+    if isinstance(value, int) and not -MAX_NUMBER_INT <= value <= MAX_NUMBER_INT:
+        # SQLite binds a Python int as a 64-bit integer: a larger one would be an OverflowError
+        raise ValueError(
+            "expected a finite number that fits 64 bits: an integer of at most 19 digits, or a "
+            "decimal such as 1e30"
+        )
     try:
         finite = math.isfinite(float(value))
     except OverflowError:
@@ -340,9 +349,73 @@ class PolicyVocabulary:
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
-def _short(text: str, limit: int = 40) -> str:
+#: The most code points of an input value an error reason repeats.
+ECHO_LIMIT = 40
+
+
+def _short(text: str, limit: int = ECHO_LIMIT) -> str:
     """Render at most ``limit`` code points of ``text`` for an error message."""
     return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def echo(value: Any, limit: int = ECHO_LIMIT) -> str:
+    """Render an input value for an error reason: its ``repr``, at most ``limit`` code points.
+
+    A string shows at most ``limit`` of its own code points (quoted, ``…`` when cut); any other
+    value (a number, a list, an object from the file) at most ``limit`` code points of its
+    ``repr``. A reason never repeats a long value in full.
+    """
+    if isinstance(value, str):
+        return _short(value, limit)
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+#: The deepest nesting of arrays and objects an imported JSON value may have (a record counts
+#: as depth 1). Real records nest a handful of levels; deeper values could not be stored or
+#: serialised again (Python's recursion limit) and are refused where they enter.
+MAX_JSON_DEPTH = 64
+
+
+def _field_of(parts: Sequence[str | int]) -> list[str | int]:
+    """The leading path parts that name a field: up to the first key not followed by an index."""
+    out: list[str | int] = []
+    for n, part in enumerate(parts):
+        out.append(part)
+        if isinstance(part, str) and not (n + 1 < len(parts) and isinstance(parts[n + 1], int)):
+            break
+    return out
+
+
+def check_depth(value: Any, location: str, limit: int = MAX_JSON_DEPTH) -> None:
+    """Refuse a parsed JSON value nested deeper than ``limit`` arrays and objects.
+
+    The walk is iterative, so a value of any depth is checked without recursion.
+
+    Raises:
+        RecordError: naming the field under which the value is too deep (the path down to the
+            first key that does not hold a list, e.g. ``candidates[0].generator_settings``)
+            and the limit.
+    """
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 1, ())]
+    while stack:
+        node, depth, parts = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.items()
+        elif isinstance(node, list):
+            children = enumerate(node)
+        else:
+            continue
+        if depth > limit:
+            field = dotted(_field_of(parts)) or "(record)"
+            raise RecordError(
+                location,
+                field,
+                f"nested deeper than {limit} levels of arrays and objects",
+            )
+        for key, child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1, (*parts, key)))
 
 
 def check_storable(value: Any, location: str, path: str = "") -> None:
@@ -447,13 +520,15 @@ def check_record(
     for s, source in enumerate(record.sources):
         if source.id in sources and sources[source.id] != source.text:
             raise RecordError(
-                location, f"sources[{s}].id", f"source id {source.id!r} repeats with another text"
+                location,
+                f"sources[{s}].id",
+                f"source id {echo(source.id)} repeats with another text",
             )
         if source.id in sources and source_versions[source.id] != source.version:
             raise RecordError(
                 location,
                 f"sources[{s}].version",
-                f"source id {source.id!r} repeats with another version",
+                f"source id {echo(source.id)} repeats with another version",
             )
         sources[source.id] = source.text
         source_versions[source.id] = source.version
@@ -461,7 +536,9 @@ def check_record(
     def check_evidence(evidence: EvidenceIn, field: str) -> None:
         if evidence.source not in sources:
             raise RecordError(
-                location, f"{field}.source", f"unknown source {evidence.source!r} (not in sources)"
+                location,
+                f"{field}.source",
+                f"unknown source {echo(evidence.source)} (not in sources)",
             )
         _check_span(
             sources[evidence.source],
@@ -470,7 +547,7 @@ def check_record(
             evidence.quote,
             field,
             location,
-            f"text of source {evidence.source!r}",
+            f"text of source {echo(evidence.source)}",
         )
 
     seen_ids: set[str] = set()
@@ -478,7 +555,7 @@ def check_record(
     for c, candidate in enumerate(record.candidates):
         at = f"candidates[{c}]"
         if candidate.id in seen_ids:
-            raise RecordError(location, f"{at}.id", f"candidate id {candidate.id!r} repeats")
+            raise RecordError(location, f"{at}.id", f"candidate id {echo(candidate.id)} repeats")
         seen_ids.add(candidate.id)
         index = c if candidate.sample_index is None else candidate.sample_index
         if index in seen_indexes:
@@ -514,14 +591,14 @@ def check_record(
             allowed = vocabulary.claim_labels if ev.claim is not None else vocabulary.answer_labels
             if ev.label is not None and ev.label not in allowed:
                 raise RecordError(
-                    location, f"{field}.label", f"{ev.label!r} is not one of {sorted(allowed)}"
+                    location, f"{field}.label", f"{echo(ev.label)} is not one of {sorted(allowed)}"
                 )
         annotators: set[str] = set()
         for p, prior in enumerate(candidate.prior_annotations):
             field = f"{at}.prior_annotations[{p}]"
             if prior.annotator in annotators:
                 raise RecordError(
-                    location, f"{field}.annotator", f"annotator {prior.annotator!r} repeats"
+                    location, f"{field}.annotator", f"annotator {echo(prior.annotator)} repeats"
                 )
             annotators.add(prior.annotator)
             used = policy_of(prior.policy_version, f"{field}.policy_version")
@@ -604,7 +681,8 @@ def _check_resolution(
         if resolution.unresolved_reason not in UnresolvedReason.values:
             refuse(
                 "unresolved_reason",
-                f"{resolution.unresolved_reason!r} is not one of {sorted(UnresolvedReason.values)}",
+                f"{echo(resolution.unresolved_reason)} is not "
+                f"one of {sorted(UnresolvedReason.values)}",
             )
         for name in ("answer_label", "answer_reason"):
             if getattr(resolution, name) is not None:
@@ -644,7 +722,7 @@ def _check_resolution(
 
 def _check_label(value: str | None, allowed: frozenset[str], field: str, location: str) -> None:
     if value is not None and value not in allowed:
-        raise RecordError(location, field, f"{value!r} is not one of {sorted(allowed)}")
+        raise RecordError(location, field, f"{echo(value)} is not one of {sorted(allowed)}")
 
 
 def format_validation_error(exc: Any, location: str) -> RecordError:
@@ -660,8 +738,10 @@ def path_key(key: str) -> str:
     """Render a record's key for a field path: escaped if unprintable, at most 40 characters.
 
     Keys come from the input (e.g. metadata keys), so a path must neither carry characters a
-    response cannot encode nor repeat a long key.
+    response cannot encode nor repeat a long key; the empty key is written ``""``.
     """
+    if key == "":
+        return '""'  # an empty key is still named: a field is never the empty string
     if not key.isprintable():
         key = key.encode("unicode_escape", "backslashreplace").decode("ascii")
     return key if len(key) <= 40 else key[:40] + "…"

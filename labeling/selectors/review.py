@@ -49,6 +49,9 @@ from labeling.selectors.catalog import UNASSIGNED
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 QUEUE_LEVELS = ("answer", "claim")
+#: The largest ``min_age_hours`` of the disagreement queue: a century. Larger values would
+#: overflow the date arithmetic; no disagreement is that old.
+MAX_QUEUE_AGE_HOURS = 24 * 366 * 100
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,8 +296,8 @@ def disagreement_queue(
         project: the project (already checked visible to the actor).
         filters: optional ``partition`` (a partition value or ``"unassigned"``), ``level``
             (``"answer"``: the answer labels differ; ``"claim"``: some claim's labels differ)
-            and ``min_age_hours`` (the disagreement is at least that old). Empty values are
-            ignored.
+            and ``min_age_hours`` (the disagreement is at least that old, 0 to
+            :data:`MAX_QUEUE_AGE_HOURS`). Empty values are ignored.
         actor: when given and the project does not allow self-adjudication, the items this
             user annotated are left out (they could not resolve them).
 
@@ -302,7 +305,8 @@ def disagreement_queue(
     disagreement. Items come with candidate and question. One query per evaluated page.
 
     Raises:
-        InvalidInput: an unknown level, or an age that is not a non-negative number.
+        InvalidInput: an unknown level, or an age that is not a number of hours from 0 to
+            :data:`MAX_QUEUE_AGE_HOURS`.
     """
     filters = filters or {}
     open_disagreement = Disagreement.objects.filter(item=OuterRef("pk"), closed_at__isnull=True)
@@ -334,9 +338,11 @@ def disagreement_queue(
             hours = float(age)
         except (TypeError, ValueError):
             hours = -1.0
-        if not hours >= 0 or hours == float("inf"):
+        if not 0 <= hours <= MAX_QUEUE_AGE_HOURS:
             raise InvalidInput(
-                f"expected a number of hours ≥ 0, got {age!r}", field="min_age_hours"
+                f"expected a number of hours from 0 to {MAX_QUEUE_AGE_HOURS}, "
+                f"got {str(age)[:40]!r}",
+                field="min_age_hours",
             )
         items = items.filter(opened_at__lte=timezone.now() - timedelta(hours=hours))
     if actor is not None and not project.allow_self_adjudication:

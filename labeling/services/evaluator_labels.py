@@ -38,6 +38,7 @@ from labeling.importers.schema import (
     PolicyVocabulary,
     RecordError,
     check_storable,
+    echo,
 )
 from labeling.importers.validation import MAX_ERRORS, validated_stream
 from labeling.locks import project_label_writes_lock, project_lock
@@ -85,7 +86,9 @@ def _check(record: EvaluatorLabelRecord, vocabulary: PolicyVocabulary, location:
         raise RecordError(location, "label", "give a label or a score, or set unavailable to true")
     allowed = vocabulary.claim_labels if record.claim is not None else vocabulary.answer_labels
     if record.label is not None and record.label not in allowed:
-        raise RecordError(location, "label", f"{record.label!r} is not one of {sorted(allowed)}")
+        raise RecordError(
+            location, "label", f"{echo(record.label)} is not one of {sorted(allowed)}"
+        )
 
 
 def _validated(
@@ -226,14 +229,14 @@ class _Targets:
         question_id = self.questions.get(record.question)
         if question_id is None:
             return RecordError(
-                location, "question", f"no question {record.question!r} in the project"
+                location, "question", f"no question {echo(record.question)} in the project"
             )
         candidate_id = self.candidates.get((question_id, record.candidate))
         if candidate_id is None:
             return RecordError(
                 location,
                 "candidate",
-                f"question {record.question!r} has no candidate {record.candidate!r}",
+                f"question {echo(record.question)} has no candidate {echo(record.candidate)}",
             )
         if record.claim is None:
             return candidate_id, None
@@ -243,7 +246,7 @@ class _Targets:
             return RecordError(
                 location,
                 "claim",
-                f"claim index {record.claim} but candidate {record.candidate!r} has {n} claims",
+                f"claim index {record.claim} but candidate {echo(record.candidate)} has {n} claims",
             )
         return candidate_id, claim_id
 

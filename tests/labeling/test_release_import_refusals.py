@@ -980,3 +980,16 @@ def test_native_literals_match_the_model_choices():
     assert literal(WorkloadRecord, "partition") == set(Partition.values)
     assert literal(ResolutionIn, "status") == set(ResolutionStatus.values)
     assert literal(PolicyIn, "evidence_relation") == set(EvidenceRelation.values)
+
+
+def test_an_empty_unknown_key_is_named_as_a_field(empty_project, tmp_path):
+    # found by the import fuzz test: the error's field was the empty string
+    records = full_records()
+    records[0][""] = 1
+    directory = write_release(tmp_path / "r", records)
+
+    with pytest.raises(WorkloadImportFailed) as refused:
+        workload_import_directory(project=empty_project, directory=directory, format_name="release")
+
+    [error] = refused.value.data["errors"]
+    assert (error["location"], error["field"]) == ("labels.jsonl line 1", '""')

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from django.core.files import File
@@ -49,6 +50,7 @@ from labeling.release_format import (
     ARCHIVE,
     CARD,
     CONTENT_FILES,
+    CSV_ESCAPE_PATTERN,
     FORMAT_NAME,
     LABEL_RECORD_KEYS,
     LABELS_CSV,
@@ -177,6 +179,23 @@ def encode_record(
     return line, row
 
 
+def csv_safe_table(table: pa.Table) -> pa.Table:
+    """Return ``table`` with every string cell escaped for CSV.
+
+    The rule of :func:`~labeling.release_format.csv_cell`, applied by Arrow to whole columns: a
+    string starting (after any ``'``) with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+    return gets one more leading ``'``. Other columns are unchanged.
+    """
+    columns = []
+    for column in table.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            column = pc.replace_substring_regex(
+                column, pattern=CSV_ESCAPE_PATTERN, replacement="'\\1", max_replacements=1
+            )
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
 def table_row(record: dict[str, Any]) -> dict[str, Any]:
     """Flatten one labels.jsonl record into a row of :data:`TABLE_COLUMNS` (nested as JSON)."""
     return encode_record(record)[1]
@@ -187,7 +206,8 @@ class TableWriter:
 
     Both files come from the same Arrow table (one Parquet row group per chunk; CSV by Arrow's
     writer: a header line, every string quoted, a null as an empty field and an empty string
-    as ``""``, booleans ``true``/``false``, LF line ends).
+    as ``""``, booleans ``true``/``false``, LF line ends, and strings a spreadsheet would run
+    as a formula escaped with a leading ``'``: :func:`csv_safe_table`).
     """
 
     def __init__(self, directory: Path) -> None:
@@ -225,7 +245,7 @@ class TableWriter:
     def _write(self, table: pa.Table) -> None:
         # Arrow encodes and compresses without the GIL: this overlaps the next chunk's reading.
         self._parquet.write_table(table)
-        self._csv.write_table(table)
+        self._csv.write_table(csv_safe_table(table))
 
     def _wait(self) -> None:
         if self._pending is not None:

@@ -75,7 +75,9 @@ def dataset_card(release: Release, counts: dict[str, Any]) -> str:
         "- `labels.jsonl`: one record per candidate answer (question, candidate, claims, "
         "annotations by pseudonym, resolution, evaluator labels kept apart).",
         "- `labels.parquet`, `labels.csv`: the same, one row per candidate; nested values are "
-        "JSON in the `*_json` columns. `datasets.load_dataset(<this directory>)` loads the "
+        "JSON in the `*_json` columns. In the CSV, a string that a spreadsheet would run as a "
+        "formula (starting with =, +, -, @, a tab or a carriage return, after any ') has one "
+        "more leading '. `datasets.load_dataset(<this directory>)` loads the "
         "Parquet file as one split, `train`; its `partition` column holds dev, calibration "
         "and test.",
         "- `sources.jsonl`: every pinned source version (text, sha256, publication and "

@@ -7,7 +7,7 @@ starts, so none is added after that.
 
 from __future__ import annotations
 
-from labeling.importers.schema import PRIOR_PROVENANCE_FIELDS, PriorAnnotationIn, RecordError
+from labeling.importers.schema import PRIOR_PROVENANCE_FIELDS, PriorAnnotationIn, RecordError, echo
 from labeling.models import PriorAnnotation, PriorClaimLabel, PriorEvidence, PriorSpan
 from labeling.services.claim_labels import Evidence, claim_labels_write
 from labeling.services.imports.common import BULK_BATCH, fingerprint
@@ -80,7 +80,7 @@ def _new_priors(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> list[NewPr
                     raise RecordError(
                         location,
                         f"candidates[{c}].prior_annotations[{p}]",
-                        f"annotator {prior.annotator!r} already has a different prior "
+                        f"annotator {echo(prior.annotator)} already has a different prior "
                         "annotation of this candidate",
                     )
                 if state.project.labelling_started_at is not None:

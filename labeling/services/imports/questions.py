@@ -19,6 +19,7 @@ from labeling.importers.schema import (
     ClaimIn,
     RecordError,
     WorkloadRecord,
+    echo,
     locate_claim,
 )
 from labeling.models import CandidateAnswer, Claim, Item, Question
@@ -135,7 +136,7 @@ def write_questions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
                 raise RecordError(
                     location,
                     "external_id",
-                    f"question {record.external_id!r} is new but the project's partition is "
+                    f"question {echo(record.external_id)} is new but the project's partition is "
                     "frozen; new questions cannot join a frozen split",
                 )
             row = (
@@ -157,7 +158,7 @@ def write_questions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
             raise RecordError(
                 location,
                 name,
-                f"question {record.external_id!r} was imported before (earlier in this file "
+                f"question {echo(record.external_id)} was imported before (earlier in this file "
                 f"or in an earlier import) with a different {name}; questions are immutable "
                 "(use a new external_id)",
             )
@@ -203,15 +204,15 @@ def check_partition(
             raise RecordError(
                 location,
                 "partition",
-                f"question {record.external_id!r} is in partition {stored.partition!r} in "
-                f"this project, not {record.partition!r}",
+                f"question {echo(record.external_id)} is in partition {echo(stored.partition)} in "
+                f"this project, not {echo(record.partition)}",
             )
         return
     if not state.fresh:
         raise RecordError(
             location,
             "partition",
-            f"question {record.external_id!r} is new and gives a partition, but project "
+            f"question {echo(record.external_id)} is new and gives a partition, but project "
             f"{state.project.slug!r} already had questions or a frozen split; partitions "
             "are imported only with all of a project's questions",
         )
@@ -236,8 +237,8 @@ def _check_partition_groups(state: ImportState, location: str, record: WorkloadR
             raise RecordError(
                 location,
                 "partition",
-                f"question {record.external_id!r} is in {record.partition!r} but shares "
-                f"{token[0]} {token[1]!r} with question {other!r} in {partition!r}; "
+                f"question {echo(record.external_id)} is in {echo(record.partition)} but shares "
+                f"{token[0]} {echo(token[1])} with question {echo(other)} in {echo(partition)}; "
                 "questions sharing a group_key or a source document are in one partition",
             )
 
@@ -269,7 +270,7 @@ def _check_stored_candidate(
         raise RecordError(
             location,
             f"candidates[{position}].id",
-            f"candidate {candidate.id!r} is new but question {record.external_id!r} is "
+            f"candidate {echo(candidate.id)} is new but question {echo(record.external_id)} is "
             "already imported; a question's candidates are fixed at its first import",
         )
     pk, stored_fp = known[candidate.id]
@@ -277,7 +278,7 @@ def _check_stored_candidate(
         raise RecordError(
             location,
             f"candidates[{position}]",
-            f"candidate {candidate.id!r} is already imported with different content (text, "
+            f"candidate {echo(candidate.id)} is already imported with different content (text, "
             "scores or claims); candidates are immutable",
         )
     return pk
@@ -313,7 +314,7 @@ def write_candidates(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
             raise RecordError(
                 location,
                 "candidates",
-                f"question {record.external_id!r} has {len(known)} stored candidates but "
+                f"question {echo(record.external_id)} has {len(known)} stored candidates but "
                 f"{len(record.candidates)} in this record",
             )
     candidate_ids = insert_rows(CandidateAnswer, CANDIDATE_COLUMNS, rows, with_ids=True)

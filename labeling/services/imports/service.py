@@ -21,6 +21,7 @@ from labeling.importers.schema import (
     SourceVersionIn,
     WorkloadRecord,
     check_record,
+    echo,
 )
 from labeling.importers.validation import validated_stream
 from labeling.locks import project_label_writes_lock, project_lock
@@ -379,7 +380,7 @@ def workload_import_file(
     )
     known = formats()
     if format_name not in known:
-        raise InvalidInput(f"unknown format {format_name!r}; one of {sorted(known)}")
+        raise InvalidInput(f"unknown format {echo(format_name)}; one of {sorted(known)}")
     fmt = known[format_name]
     digest = stream_sha256(stream)
     # The counting wrapper reads like the stream it wraps (the readers use only these methods).
@@ -409,14 +410,16 @@ def workload_import_directory(
     )
     known = formats()
     if format_name not in known:
-        raise InvalidInput(f"unknown format {format_name!r}; one of {sorted(known)}")
+        raise InvalidInput(f"unknown format {echo(format_name)}; one of {sorted(known)}")
     fmt = known[format_name]
     if fmt.open_directory is None:
-        raise InvalidInput(f"format {fmt.name!r} reads a file, not a directory")
+        raise InvalidInput(f"format {echo(fmt.name)} reads a file, not a directory")
     source = fmt.open_directory(directory)
     if source.digest is None:
         source.close()
-        raise InvalidInput(f"format {fmt.name!r} gave no digest for directory {directory.name!r}")
+        raise InvalidInput(
+            f"format {echo(fmt.name)} gave no digest for directory {echo(directory.name)}"
+        )
     return _import_source(project, source, fmt.name, directory.name, source.digest, actor)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from labeling.bulk import insert_rows
-from labeling.importers.schema import RecordError, SourceIn, SourceVersionIn
+from labeling.importers.schema import RecordError, SourceIn, SourceVersionIn, echo
 from labeling.models import RetrievalLink, SourceDocument, SourceVersion
 from labeling.services.imports.common import db_datetime, text_sha256
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
@@ -84,7 +84,7 @@ def _check_pinned_metadata(
                 raise RecordError(
                     entry.location,
                     entry.field(name),
-                    f"source {source.id!r} with this text was imported with a different "
+                    f"source {echo(source.id)} with this text was imported with a different "
                     f"{name}; a version's metadata is pinned with its text",
                 )
 
@@ -182,7 +182,7 @@ def _check_version_numbers(state: ImportState, entries: list[SourceEntry]) -> No
             raise RecordError(
                 entry.location,
                 entry.field("version"),
-                f"source {entry.source.id!r} with this text is version {number} of its "
+                f"source {echo(entry.source.id)} with this text is version {number} of its "
                 f"document in this project, not {entry.source.version} (the project holds "
                 "other versions of it, or they were given out of order)",
             )
@@ -226,8 +226,8 @@ def write_links(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
                     raise RecordError(
                         location,
                         f"sources[{s}]",
-                        f"question {record.external_id!r} was linked to source "
-                        f"{source.id!r} with a different rank or score",
+                        f"question {echo(record.external_id)} was linked to source "
+                        f"{echo(source.id)} with a different rank or score",
                     )
                 continue
             if (
@@ -238,7 +238,8 @@ def write_links(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
                 raise RecordError(
                     location,
                     f"sources[{s}].id",
-                    f"question {record.external_id!r} would gain source {source.id!r}, which "
+                    f"question {echo(record.external_id)} would "
+                    f"gain source {echo(source.id)}, which "
                     "it did not cite when the partition was frozen; a new source could join "
                     "groups across partitions",
                 )

@@ -130,3 +130,21 @@ def test_query_count_does_not_grow_with_rows(api, member, started, disputed):
     with CaptureQueriesContext(connection) as two:
         assert client.get(URL).json()["count"] == 2
     assert len(two) == len(one)
+
+
+@pytest.mark.parametrize("age", ["1e9", "1e12", "6.9e307", "1e309", "878401", "nan"])
+def test_a_huge_age_is_a_400_naming_the_parameter(api, disputed, age):
+    # timedelta(hours=1e9) overflowed into a 500 before the bound
+    response = api(Role.ADJUDICATOR).get(URL, {"min_age_hours": age})
+
+    assert response.status_code == 400
+    assert "min_age_hours" in response.content.decode()
+
+
+def test_the_largest_age_is_accepted(api, disputed):
+    from labeling.selectors.review import MAX_QUEUE_AGE_HOURS
+
+    response = api(Role.ADJUDICATOR).get(URL, {"min_age_hours": MAX_QUEUE_AGE_HOURS})
+
+    assert response.status_code == 200
+    assert response.json()["results"] == []

@@ -396,3 +396,11 @@ def test_the_form_shows_the_actors_current_revision_and_writes_nothing(project, 
 def test_the_form_of_an_expired_assignment_is_read_only(project, form_item):
     assignment = AssignmentFactory(item=form_item, status="expired", ended_at=timezone.now())
     assert labelling_form_view(project=project, assignment=assignment).editable is False
+
+
+@pytest.mark.parametrize("age", [1e9, "1e12", 6.9e307, float("inf"), float("nan")])
+def test_an_age_past_the_bound_is_refused_naming_the_filter(project, queue, age):
+    # timedelta(hours=1e9) raised OverflowError (a 500) before the bound
+    with pytest.raises(InvalidInput) as refused:
+        list(disagreement_queue(project=project, filters={"min_age_hours": age}))
+    assert refused.value.field == "min_age_hours"
