@@ -1,1 +1,1 @@
-"""certlabel's certification app: statistics over resolved labels (see DESIGN.md §4)."""
+"""certlabel's certification app: statistics over resolved labels."""

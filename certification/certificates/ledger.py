@@ -331,14 +331,15 @@ def assumptions(facts: LedgerFacts) -> str:
 
 def composition_boundary(facts: LedgerFacts) -> str:
     """Return the Composition boundary field: what the certificate does not cover."""
-    # "(seed 000)" is part of the stored wording: rewording it would change every stored ledger.
+    # The wording is stored in every ledger: a change of it is a change of STATS_VERSION.
     return (
         "Covers the output object exactly as produced by the frozen selector"
         + (" and acceptance rule" if facts.selective is not None else "")
         + "; any later rewriting, truncation, reranking, a different selector or canonicaliser "
         "is outside the certificate."
         + (
-            " Set coverage does not imply that the selected answer is admissible (seed 000)."
+            " Set coverage does not imply that the selected answer is admissible: a set may"
+            " hold an admissible answer while the one selected is not."
             if facts.conformal is not None
             else ""
         )

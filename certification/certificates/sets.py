@@ -4,7 +4,7 @@ Sets are per question: the top M* canonical answer classes by frequency; M* is t
 conformal quantile of the calibration questions' scores (rank of the best admissible class).
 Source: split conformal prediction, Vovk, Gammerman and Shafer (2005), "Algorithmic Learning in a
 Random World"; Angelopoulos and Bates (2021), "A gentle introduction to conformal prediction",
-arXiv:2107.07511, §1; the set construction of :mod:`certification.stats.conformal`.
+arXiv:2107.07511, section 1; the set construction of :mod:`certification.stats.conformal`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Evaluator audits (issue 5): how far an automated judge agrees with adjudicated people.
+"""Evaluator audits: how far an automated judge agrees with adjudicated people.
 
 ``audit_report_configure`` declares an evaluator version's polarity (and, for a score-only
 evaluator such as HHEM, the threshold that turns its score into a flag) and computes the report;

@@ -1,4 +1,4 @@
-"""Audit samples (issue 5, item 3): a seeded stratified random sample of evaluator-labelled items.
+"""Audit samples: a seeded stratified random sample of evaluator-labelled items.
 
 ``audit_sample_draw`` stratifies the evaluator's labelled items by verdict (positive, negative,
 unavailable under the audit's declared polarity) and, optionally, one slice dimension; it

@@ -100,7 +100,7 @@ class WorkloadFormat:
 
 
 NATIVE_GUIDELINE = (
-    "Default certlabel policy (DESIGN.md §2). Answer: admissible, inadmissible, abstained, or "
+    "Default certlabel policy. Answer: admissible, inadmissible, abstained, or "
     "evidence_unavailable with a reason (not_found, blocked, source_changed). Claim: supported, "
     "contradicted, not_supported, or evidence_unavailable with a reason; supported and "
     "contradicted cite at least one evidence span in a pinned source."

@@ -1,4 +1,4 @@
-"""Grouped partition of a project's questions into dev / calibration / test (seed 003, seed 000).
+"""Grouped partition of a project's questions into dev / calibration / test, group by group.
 
 Questions that share a source document (through any version) or a non-empty ``group_key`` are
 in one connected component (union-find); whole components go to one partition, so no group is

@@ -1,4 +1,4 @@
-"""Releases: certified label sets (issue 6, DESIGN.md §5).
+"""Releases: certified label sets.
 
 ``freeze`` pins a release and requests builds; ``records`` streams the labels of a release's
 pinned state; ``build`` writes the files (labels JSONL/CSV/Parquet, sources, ledger, report,

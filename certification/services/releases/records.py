@@ -1,4 +1,4 @@
-"""The labels of a release's pinned state, streamed as labels.jsonl records (issue 6).
+"""The labels of a release's pinned state, streamed as labels.jsonl records.
 
 A release's ``cutoff`` holds the largest id of each append-only table when it was frozen; every
 query here keeps rows at or below it, so the records are those of that moment whatever was
