@@ -3,8 +3,8 @@
 Sources: Kish (1965), "Survey Sampling" (design effect 1 + (m - 1) rho with unequal group sizes,
 effective sample size n / deff); Donner (1986) for ICC(1) with unequal group sizes;
 Angelopoulos and Bates (2021), "A gentle introduction to conformal prediction", arXiv:2107.07511,
-section 3.1 (the Beta and Beta-Binomial distribution of conformal coverage); the split simulations of
-:func:`certification.stats.coverage.split_dependence_report`.
+section 3.1 (the Beta and Beta-Binomial distribution of conformal coverage); the split
+simulations of :func:`certification.stats.coverage.split_dependence_report`.
 """
 
 from __future__ import annotations
