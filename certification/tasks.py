@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TypedDict
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.db import OperationalError
 
 from certification.exceptions import RunNotFound
@@ -16,9 +16,11 @@ from certification.services import (
     calibration_run_fail,
     calibration_runs_refresh,
 )
+from certification.services.derived import derived_recompute, derived_reconcile
 from certification.services.releases import release_build_execute, release_build_fail
 from certification.services.releases.freeze import BUILD_TIME_LIMIT
 from labeling.exceptions import Conflict, NotFound
+from labeling.models import DerivedKind
 
 logger = logging.getLogger(__name__)
 
@@ -134,3 +136,52 @@ def release_build_task(build_id: int) -> dict[str, object] | None:
         "manifest_sha256": build.manifest_sha256,
         "matches": build.matches,
     }
+
+
+def _compute_agreement(project_id: int) -> object:
+    return agreement_recompute(project_id=project_id)
+
+
+def _compute_calibration(project_id: int) -> object:
+    return calibration_runs_refresh(project_id=project_id)
+
+
+def _compute_audit(project_id: int) -> object:
+    return audit_reports_refresh(project_id=project_id)
+
+
+# The service recomputing each kind of derived result (looked up at call time).
+DERIVED_COMPUTE = {
+    DerivedKind.AGREEMENT: _compute_agreement,
+    DerivedKind.CALIBRATION: _compute_calibration,
+    DerivedKind.AUDIT: _compute_audit,
+}
+# Seconds before a task that found another computation of its (project, kind) running tries
+# again; it keeps the one "queued" slot meanwhile.
+DERIVED_BUSY_COUNTDOWN = 5
+
+
+@shared_task(bind=True, soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
+def derived_recompute_task(self: Task, project_id: int, kind: str) -> str:
+    """Run one coalesced recomputation of a project's derived result of one kind.
+
+    See :mod:`certification.services.derived`. Returns the outcome (``done``, ``failed``,
+    ``busy``, ``missing``). A busy task (another one of the same (project, kind) is running)
+    is sent again after a few seconds, keeping its queued slot; in eager mode it is dropped
+    (nothing runs concurrently there) and the reconciler schedules it if changes remain.
+    """
+    compute = DERIVED_COMPUTE[DerivedKind(kind)]
+    outcome = derived_recompute(project_id=project_id, kind=kind, compute=compute)
+    if outcome == "busy" and not self.app.conf.task_always_eager:
+        try:
+            self.apply_async((project_id, kind), countdown=DERIVED_BUSY_COUNTDOWN)
+        except Exception:  # the broker went away: the reconciler takes over
+            logger.exception("derived.requeue_failed", extra={"project_id": project_id})
+    return outcome
+
+
+# Scheduled by beat on the housekeeping queue (CELERY_BEAT_SCHEDULE).
+@shared_task(soft_time_limit=50, time_limit=55)
+def derived_reconcile_task() -> int:
+    """Schedule every derived result whose changes are not covered; returns how many."""
+    return len(derived_reconcile())

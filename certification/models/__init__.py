@@ -33,6 +33,7 @@ from certification.models.calibration import (
     TieRule,
     Utility,
 )
+from certification.models.derived import DerivedResultState
 from certification.models.releases import (
     RELEASE_VERSION_PATTERN,
     BuildStatus,
@@ -44,6 +45,7 @@ from certification.models.releases import (
 )
 
 __all__ = [
+    "DerivedResultState",
     "Acceptance",
     "AgreementReport",
     "AnswerField",

@@ -35,6 +35,7 @@ from labeling.models.catalog import (
     SourceDocument,
     SourceVersion,
 )
+from labeling.models.derived import DerivedChange, DerivedKind
 from labeling.models.work import (
     CANNOT_DECIDE,
     LIVE_ASSIGNMENT_STATUSES,
@@ -54,6 +55,8 @@ from labeling.models.work import (
 )
 
 __all__ = [
+    "DerivedChange",
+    "DerivedKind",
     "Annotation",
     "AnnotationOrigin",
     "AnnotationRevision",
