@@ -14,10 +14,16 @@ CALIBRATION_TEMPLATE = "certification/_calibration_panel.html"
 
 
 def agreement_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
-    """Context of the dashboard's agreement panel: ``agreement`` (None before the first run)."""
-    from certification.selectors import agreement_report_get
+    """Context of the dashboard's agreement panel: ``agreement`` (None before the first run).
 
-    return {"agreement": agreement_report_get(project=project, actor=actor)}
+    ``agreement_freshness`` says which changes the figures cover and how many newer ones wait.
+    """
+    from certification.selectors import agreement_report_get, derived_freshness
+
+    return {
+        "agreement": agreement_report_get(project=project, actor=actor),
+        "agreement_freshness": derived_freshness(project=project)["agreement"],
+    }
 
 
 def derived_schedule_after_commit(project_id: int, kind: str) -> None:

@@ -11,6 +11,7 @@ from django.db import transaction
 from certification.apps import DERIVED_SCHEDULER
 from certification.models import AgreementReport
 from certification.tasks import agreement_recompute_task
+from labeling.derived import derived_schedulers
 from labeling.models import Item, ItemStatus, ResolutionStatus, Role
 from labeling.services import (
     AnnotationInput,
@@ -20,12 +21,10 @@ from labeling.services import (
     item_claim_next,
     project_labelling_start,
 )
-from labeling.derived import derived_schedulers
 from labeling.signals import announce_resolutions
 from tests.conftest import native_record
 
 pytestmark = pytest.mark.django_db
-
 
 
 # -- the task ----------------------------------------------------------------------------------

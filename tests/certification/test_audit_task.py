@@ -11,9 +11,9 @@ from certification.apps import DERIVED_SCHEDULER
 from certification.models import AuditReport
 from certification.services import audit_report_configure
 from certification.tasks import audit_reports_refresh_task
+from labeling.derived import derived_schedulers
 from labeling.models import Role
 from labeling.services import AnnotationInput, annotation_submit, item_claim_next
-from labeling.derived import derived_schedulers
 from tests.certification.audit_helpers import audited_project
 
 pytestmark = pytest.mark.django_db

@@ -13,16 +13,15 @@ from certification.apps import DERIVED_SCHEDULER
 from certification.models import CalibrationRun, RunStatus
 from certification.services import calibration_run_request
 from certification.tasks import calibration_runs_refresh_task
+from labeling.derived import derived_schedulers
 from labeling.models import Item, ItemStatus, ResolutionStatus, Role
 from labeling.services import adjudication_resolve
-from labeling.derived import derived_schedulers
 from labeling.signals import announce_resolutions
 from tests.factories import calibration_candidate as cand
 from tests.factories import calibration_project, make_spec
 from tests.factories import calibration_record as rec
 
 pytestmark = pytest.mark.django_db
-
 
 
 @pytest.fixture
