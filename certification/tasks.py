@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TypedDict
 
-from celery import Task, shared_task
+from celery import shared_task
 from django.db import OperationalError
 
 from certification.exceptions import RunNotFound
@@ -156,28 +156,18 @@ DERIVED_COMPUTE = {
     DerivedKind.CALIBRATION: _compute_calibration,
     DerivedKind.AUDIT: _compute_audit,
 }
-# Seconds before a task that found another computation of its (project, kind) running tries
-# again; it keeps the one "queued" slot meanwhile.
-DERIVED_BUSY_COUNTDOWN = 5
 
 
-@shared_task(bind=True, soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
-def derived_recompute_task(self: Task, project_id: int, kind: str) -> str:
+@shared_task(soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
+def derived_recompute_task(project_id: int, kind: str) -> str:
     """Run one coalesced recomputation of a project's derived result of one kind.
 
     See :mod:`certification.services.derived`. Returns the outcome (``done``, ``failed``,
-    ``busy``, ``missing``). A busy task (another one of the same (project, kind) is running)
-    is sent again after a few seconds, keeping its queued slot; in eager mode it is dropped
-    (nothing runs concurrently there) and the reconciler schedules it if changes remain.
+    ``busy``: another one of the same (project, kind) was running and schedules the next,
+    ``missing``: the project is gone).
     """
     compute = DERIVED_COMPUTE[DerivedKind(kind)]
-    outcome = derived_recompute(project_id=project_id, kind=kind, compute=compute)
-    if outcome == "busy" and not self.app.conf.task_always_eager:
-        try:
-            self.apply_async((project_id, kind), countdown=DERIVED_BUSY_COUNTDOWN)
-        except Exception:  # the broker went away: the reconciler takes over
-            logger.exception("derived.requeue_failed", extra={"project_id": project_id})
-    return outcome
+    return derived_recompute(project_id=project_id, kind=kind, compute=compute)
 
 
 # Scheduled by beat on the housekeeping queue (CELERY_BEAT_SCHEDULE).

@@ -101,7 +101,8 @@ def commit_batch() -> CommitBatch:
         return CommitBatch()
     here = set(connection.savepoint_ids)
     outer: CommitBatch | None = None
-    for sids, callback, _ in connection.run_on_commit:
+    for entry in connection.run_on_commit:  # (savepoint ids, callback, robust)
+        sids, callback = entry[0], entry[1]
         if isinstance(callback, CommitBatch):
             if sids == here:
                 return callback

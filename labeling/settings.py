@@ -213,7 +213,7 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # which a claimed computation's worker is presumed dead (above the recomputation's hard time
 # limit of 360 s, so that a computation still running is never taken over).
 CERTLABEL_DERIVED_RECONCILE_SECONDS = env.float("CERTLABEL_DERIVED_RECONCILE_SECONDS", default=30.0)
-CERTLABEL_DERIVED_QUEUED_STALE = env.int("CERTLABEL_DERIVED_QUEUED_STALE", default=180)
+CERTLABEL_DERIVED_QUEUED_STALE = env.int("CERTLABEL_DERIVED_QUEUED_STALE", default=60)
 CERTLABEL_DERIVED_RUNNING_STALE = env.int("CERTLABEL_DERIVED_RUNNING_STALE", default=420)
 # Periodic tasks, run by `celery -A labeling beat` next to the workers, all on the housekeeping
 # queue. Leases that ran out give their slot back within a minute (claims also release the

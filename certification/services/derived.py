@@ -125,7 +125,8 @@ def derived_recompute(*, project_id: int, kind: str, compute: Compute) -> str:
     """Run one coalesced recomputation of a (project, kind); the task's body.
 
     Claims the computation (``running_since`` set and ``queued_at`` cleared in one
-    compare-and-set update; a claim older than the running-stale delay is taken over), runs
+    compare-and-set update; a claim older than the running-stale delay is taken over); a task
+    that finds another one running gives its queued slot back and ends (``busy``). Then it runs
     ``compute`` over the latest committed state, records the covered generation and releases the
     claim. When changes arrived meanwhile and nothing is queued, schedules one more. A failure
     of ``compute`` is logged and stored on the state (``last_error``); the change rows stay, so
@@ -159,6 +160,17 @@ def derived_recompute(*, project_id: int, kind: str, compute: Compute) -> str:
         .update(running_since=started, queued_at=None)
     )
     if not claimed:
+        # Another computation runs: give the queued slot back, so that the running one schedules
+        # the next when it ends (it checks for change rows after releasing its claim). If it
+        # ended meanwhile (its schedule found our slot taken), schedule here instead: in either
+        # order one of the two sees the other's step, so no change is left unscheduled.
+        DerivedResultState.objects.filter(pk=state.pk).update(queued_at=None)
+        still_running = DerivedResultState.objects.filter(
+            pk=state.pk, running_since__isnull=False
+        ).exists()
+        waiting = DerivedChange.objects.filter(project_id=project_id, kind=kind).exists()
+        if not still_running and waiting:
+            derived_schedule(project_id=project_id, kind=kind)
         logger.info("derived.busy", extra={"project_id": project_id, "kind": kind})
         return "busy"
     outcome = "done"

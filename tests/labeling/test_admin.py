@@ -61,6 +61,7 @@ READ_ONLY = [
     "resolution",
     "resolvedclaimlabel",
     "resolvedevidence",
+    "derivedchange",
 ]
 
 
