@@ -24,6 +24,7 @@ An enqueue failure is logged, never raised: the mark is in the database.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,6 +44,12 @@ from labeling.permissions import MANAGERS, require_role
 logger = logging.getLogger(__name__)
 
 Compute = Callable[[int], object]
+
+# After an enqueue failed, this process does not try the broker again for this many seconds:
+# during an outage a request pays for at most one failed attempt, not one per kind. The marks
+# are in the database, and the reconciler schedules them once the broker is back.
+BROKER_BACKOFF_SECONDS = 2.0
+_broker_down_until = 0.0
 
 
 def queued_stale_after() -> timedelta:
@@ -73,7 +80,8 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
     ``queued_at`` is set by a compare-and-set update: only the caller that found it empty, or
     older than the queued-stale delay, enqueues. If the enqueue fails (the broker is down),
     ``queued_at`` is cleared again and the failure logged; the change rows stay, and the
-    reconciler or the next change schedules it.
+    reconciler or the next change schedules it. For ``BROKER_BACKOFF_SECONDS`` after a failure
+    this process does not try again (nothing is enqueued, the marks wait for the reconciler).
 
     Args:
         project_id: the project.
@@ -82,6 +90,10 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
     Returns:
         Whether a task was enqueued by this call.
     """
+    global _broker_down_until
+    if time.monotonic() < _broker_down_until:
+        logger.info("derived.enqueue_skipped", extra={"project_id": project_id, "kind": kind})
+        return False
     state = _state(project_id, kind)
     now = timezone.now()
     claimed = (
@@ -95,6 +107,7 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
         _enqueue(project_id, kind)
     except Exception:  # the broker is down or refused: the mark is in the database
         DerivedResultState.objects.filter(pk=state.pk, queued_at=now).update(queued_at=None)
+        _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
         logger.exception("derived.enqueue_failed", extra={"project_id": project_id, "kind": kind})
         return False
     return True

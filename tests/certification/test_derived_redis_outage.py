@@ -39,7 +39,7 @@ from tests.factories import work_record
 from tests.labeling.api.conftest import claim_ids, labels_body
 from tests.labeling.test_celery_worker import REPO, _test_database_url
 
-pytestmark = [pytest.mark.celery_worker, pytest.mark.slow]
+pytestmark = pytest.mark.celery_worker
 
 OUTAGE = float(os.environ.get("CERTLABEL_OUTAGE_SECONDS", "20"))
 CATCH_UP = 60.0
@@ -209,22 +209,24 @@ def test_a_redis_outage_slows_no_request_and_the_results_catch_up(project, impor
             time.sleep(0.5)
         # when Redis stops while annotators submit and an adjudicator resolves
         _stop(redis)
-        slowest, requests = 0.0, 0
+        timings: list[tuple[float, str]] = []
         stop_at = time.monotonic() + OUTAGE
         turn = 0
         while time.monotonic() < stop_at:
             client = annotators[turn % len(annotators)]
             seconds, status = _vote(client, "admissible" if turn % 3 else "inadmissible")
-            slowest, requests = max(slowest, seconds), requests + 1
+            timings.append((seconds, f"vote {turn} ({status})"))
             queued = Item.objects.filter(project=project, status=ItemStatus.DISAGREEMENT).first()
             if queued is not None:
-                slowest, requests = max(slowest, _resolve(adjudicator, queued)), requests + 1
+                timings.append((_resolve(adjudicator, queued), f"resolve {queued.pk}"))
             turn += 1
             if status == 204:
                 time.sleep(0.5)
         # then every request answered in under a second
+        requests = len(timings)
+        slowest = max(seconds for seconds, _ in timings)
         assert requests > 0
-        assert slowest < REQUEST_LIMIT, f"slowest request {slowest:.2f} s during the outage"
+        assert slowest < REQUEST_LIMIT, f"slowest during the outage: {sorted(timings)[-5:]}"
         # the pages say the figures are stale meanwhile
         assert not all(f.current for f in derived_freshness(project=project).values())
         # and within a minute of Redis returning, every derived result is exact again
@@ -237,6 +239,10 @@ def test_a_redis_outage_slows_no_request_and_the_results_catch_up(project, impor
                 f"{derived_freshness(project=project)}\n{(tmp / 'worker.log').read_text()[-4000:]}"
             )
             time.sleep(0.5)
+        sys.stderr.write(
+            f"outage {OUTAGE:.0f} s: {requests} requests, slowest {slowest:.3f} s; exact "
+            f"{time.monotonic() - back:.1f} s after Redis returned\n"
+        )
     finally:
         celery_app.conf.broker_url, celery_app.conf.task_always_eager = previous
         celery_app._pool = None

@@ -224,9 +224,14 @@ def test_a_broker_failure_is_logged_never_raised_and_the_mark_stays(
         raise ConnectionError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
 
     monkeypatch.setattr(derived_service, "_enqueue", down)
+    monkeypatch.setattr(derived_service, "_broker_down_until", 0.0)  # restored afterwards
     with django_capture_on_commit_callbacks(execute=True):
         _submit(started, member(Role.ANNOTATOR), "admissible")
     assert "derived.enqueue_failed" in caplog.text
+    # and for a moment this process does not try the broker again (one failure per outage)
+    caplog.clear()
+    assert derived_schedule(project_id=started.pk, kind=AGREEMENT) is False
+    assert "derived.enqueue_skipped" in caplog.text
     assert marks(started) == {AGREEMENT: 1}
     state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
     assert state.queued_at is None  # free again: the reconciler may schedule it
