@@ -215,6 +215,11 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CERTLABEL_DERIVED_RECONCILE_SECONDS = env.float("CERTLABEL_DERIVED_RECONCILE_SECONDS", default=30.0)
 CERTLABEL_DERIVED_QUEUED_STALE = env.int("CERTLABEL_DERIVED_QUEUED_STALE", default=60)
 CERTLABEL_DERIVED_RUNNING_STALE = env.int("CERTLABEL_DERIVED_RUNNING_STALE", default=420)
+# Seconds between the starts of two calibration refreshes of a project (each refresh whose inputs
+# changed creates one run per spec); changes arriving meanwhile wait in the one queued refresh.
+CERTLABEL_DERIVED_CALIBRATION_INTERVAL = env.float(
+    "CERTLABEL_DERIVED_CALIBRATION_INTERVAL", default=5.0
+)
 # Periodic tasks, run by `celery -A labeling beat` next to the workers, all on the housekeeping
 # queue. Leases that ran out give their slot back within a minute (claims also release the
 # stale leases they meet); derived results behind their changes are scheduled every 30 s; the

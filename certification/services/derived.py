@@ -104,13 +104,27 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
     if not claimed:
         return False
     try:
-        _enqueue(project_id, kind)
+        _enqueue(project_id, kind, countdown=_spacing(state, kind))
     except Exception:  # the broker is down or refused: the mark is in the database
         DerivedResultState.objects.filter(pk=state.pk, queued_at=now).update(queued_at=None)
         _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
         logger.exception("derived.enqueue_failed", extra={"project_id": project_id, "kind": kind})
         return False
     return True
+
+
+def _spacing(state: DerivedResultState, kind: str) -> float:
+    """Seconds to hold a new calibration refresh so that refreshes start at most every interval.
+
+    Each refresh whose inputs changed creates a calibration run per spec, each executed by its
+    own task; spacing them keeps the runs (and their executions) in step with the worker, while
+    the changes arriving meanwhile coalesce into the waiting refresh. Other kinds start at once.
+    """
+    interval = float(settings.CERTLABEL_DERIVED_CALIBRATION_INTERVAL)
+    if kind != DerivedKind.CALIBRATION or interval <= 0 or state.computed_at is None:
+        return 0.0
+    since = (timezone.now() - state.computed_at).total_seconds()
+    return max(0.0, min(interval, interval - since))
 
 
 def _covered_compute(project_id: int, kind: str, compute: Compute) -> int:

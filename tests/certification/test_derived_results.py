@@ -531,3 +531,17 @@ def test_the_stored_agreement_equals_a_clean_recomputation_after_any_mix(
     report = AgreementReport.objects.get(project=project)
     assert report.input_sha256 == votes_sha256(votes)
     assert report.answer == _clean_answer(project)
+
+
+def test_calibration_refreshes_are_spaced_other_kinds_start_at_once(started, monkeypatch):
+    calls = []
+    monkeypatch.setattr(
+        derived_service, "_enqueue", lambda pid, kind, **options: calls.append((kind, options))
+    )
+    just_now = timezone.now()
+    for kind in (CALIBRATION, AGREEMENT):
+        DerivedResultState.objects.create(project=started, kind=kind, computed_at=just_now)
+        derived_schedule(project_id=started.pk, kind=kind)
+    (calibration, options), (agreement, other) = calls
+    assert (calibration, agreement, other) == (CALIBRATION, AGREEMENT, {"countdown": 0.0})
+    assert 4.0 < options["countdown"] <= 5.0
