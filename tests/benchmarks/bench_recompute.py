@@ -343,9 +343,10 @@ def main() -> int:
     max_queued_key: tuple[str, str] | None = None
     max_states_busy = 0
     samples = 0
+    current_at: float | None = None  # the first sample found current after the latest vote
 
     def sample() -> None:
-        nonlocal max_queued, max_queued_key, max_states_busy, samples
+        nonlocal max_queued, max_queued_key, max_states_busy, samples, current_at
         counts = _queued_per_key(redis_client)
         if counts:
             key, n = counts.most_common(1)[0]
@@ -358,6 +359,13 @@ def main() -> int:
             )
         max_states_busy = max(max_states_busy, busy)
         samples += 1
+        with shared.lock:
+            last = shared.last_vote
+        if _current(world["project"]):
+            if current_at is None or current_at < last:
+                current_at = time.monotonic()
+        elif current_at is not None and current_at >= last:
+            current_at = None  # not current after all (a change arrived since)
 
     try:
         start = time.monotonic()
@@ -374,8 +382,8 @@ def main() -> int:
         settled = None
         while time.monotonic() < deadline:
             sample()
-            if _current(world["project"]):
-                settled = time.monotonic()
+            if current_at is not None and current_at >= last_vote:
+                settled = current_at
                 break
             time.sleep(0.25)
         runs = CalibrationRun.objects.count() - runs_before
