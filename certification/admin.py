@@ -15,6 +15,7 @@ from certification.models import (
     CalibrationInput,
     CalibrationRun,
     CalibrationSpec,
+    DerivedResultState,
     Release,
     ReleaseBuild,
     ReleaseTag,
@@ -151,3 +152,12 @@ class ReleaseTagMoveAdmin(_ReadOnlyAdmin):
 
     list_display = ("tag", "previous", "release", "moved_by", "moved_at")
     list_select_related = ("tag", "previous", "release", "moved_by")
+
+
+@admin.register(DerivedResultState)
+class DerivedResultStateAdmin(_ReadOnlyAdmin):
+    """Where each (project, kind) recomputation stands: changed only by the tasks."""
+
+    list_display = ["project", "kind", "covered_generation", "computed_at", "queued_at"]
+    list_filter = ["kind"]
+    search_fields = ["project__slug"]

@@ -2,60 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.apps import AppConfig
-from django.db import transaction
 
-AGREEMENT_RECEIVER_UID = "certification.agreement_recompute_on_resolution"
+DERIVED_SCHEDULER = "certification.derived"
 AGREEMENT_PANEL = "agreement"
 AGREEMENT_TEMPLATE = "certification/_agreement.html"
-CALIBRATION_RECEIVER_UID = "certification.calibration_refresh_on_resolution"
 CALIBRATION_PANEL = "calibration"
-AUDIT_RECEIVER_UID = "certification.audit_refresh_on_resolution"
 CALIBRATION_TEMPLATE = "certification/_calibration_panel.html"
 
 
 def agreement_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
-    """Context of the dashboard's agreement panel: ``agreement`` (None before the first run)."""
-    from certification.selectors import agreement_report_get
+    """Context of the dashboard's agreement panel: ``agreement`` (None before the first run).
 
-    return {"agreement": agreement_report_get(project=project, actor=actor)}
-
-
-# What every resolution enqueues, by receiver id: each task recomputes from the current
-# labels and is idempotent (an unchanged input hash writes nothing).
-RESOLUTION_TASKS = {
-    AGREEMENT_RECEIVER_UID: "agreement_recompute_task",
-    CALIBRATION_RECEIVER_UID: "calibration_runs_refresh_task",
-    AUDIT_RECEIVER_UID: "audit_reports_refresh_task",
-}
-
-
-def resolution_receiver(task_name: str) -> Callable[..., None]:
-    """Return a receiver of ``labeling.signals.items_resolved`` enqueuing one project task.
-
-    The receiver enqueues ``certification.tasks.<task_name>.delay(project_id)``. The signal is
-    sent after the resolving transaction commits; ``on_commit`` keeps the enqueue
-    transaction-safe should a sender ever fire it inside one. ``robust=True``: with eager Celery
-    (development) the task runs right here, and a failure of the statistics must not turn the
-    adjudicator's committed resolution into an error page; it is logged instead.
+    ``agreement_freshness`` says which changes the figures cover and how many newer ones wait.
     """
+    from certification.selectors import agreement_report_get, derived_freshness
 
-    def receive(sender: Any, *, project_id: int, **kwargs: Any) -> None:
-        from certification import tasks  # the one allowed local import
+    return {
+        "agreement": agreement_report_get(project=project, actor=actor),
+        "agreement_freshness": derived_freshness(project=project)["agreement"],
+    }
 
-        task = getattr(tasks, task_name)
 
-        # A named function, not functools.partial: Django logs a robust callback's __qualname__.
-        def enqueue() -> None:
-            task.delay(project_id)
+def derived_schedule_after_commit(project_id: int, kind: str) -> None:
+    """Schedule a marked (project, kind); the scheduler ``labeling.derived`` calls after commit."""
+    from certification.services.derived import derived_schedule
 
-        enqueue.__qualname__ = f"enqueue_{task_name}"
-        transaction.on_commit(enqueue, robust=True)
-
-    return receive
+    derived_schedule(project_id=project_id, kind=kind)
 
 
 def calibration_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
@@ -73,20 +48,19 @@ class CertificationConfig(AppConfig):
     name = "certification"
 
     def ready(self) -> None:
-        """Subscribe to the labelling domain's one event; add the dashboard panels.
+        """Register the scheduler of the derived results; add the dashboard panels.
 
-        Every resolution enqueues the agreement recompute, the calibration refresh and the
-        evaluator audits' recompute.
+        Every write that marks a derived result stale (``labeling.derived.derived_mark``)
+        hands the (project, kind) to :func:`derived_schedule_after_commit` after its commit.
 
         The panel (``labeling.views.panels``) shows the agreement figures on the project
         dashboard to managers and adjudicators; rater names only to managers
         (``agreement_report_get``).
         """
-        from labeling.signals import items_resolved
+        from labeling.derived import derived_scheduler_register
         from labeling.views.panels import dashboard_panel_register
 
-        for uid, task_name in RESOLUTION_TASKS.items():
-            items_resolved.connect(resolution_receiver(task_name), dispatch_uid=uid, weak=False)
+        derived_scheduler_register(DERIVED_SCHEDULER, derived_schedule_after_commit)
         dashboard_panel_register(
             name=AGREEMENT_PANEL, template=AGREEMENT_TEMPLATE, context=agreement_panel_context
         )

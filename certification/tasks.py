@@ -16,10 +16,12 @@ from certification.services import (
     calibration_run_fail,
     calibration_runs_refresh,
 )
+from certification.services.derived import derived_recompute, derived_reconcile
 from certification.services.recovery import stalled_work_recover
 from certification.services.releases import release_build_execute, release_build_fail
 from certification.services.releases.freeze import BUILD_TIME_LIMIT
 from labeling.exceptions import Conflict, NotFound
+from labeling.models import DerivedKind
 
 logger = logging.getLogger(__name__)
 
@@ -144,3 +146,42 @@ def stalled_work_recover_task() -> dict[str, list[int]]:
     """Re-run the runs and builds whose worker died or whose task was lost (beat, ~30 s)."""
     report = stalled_work_recover()
     return report.as_json()
+
+
+def _compute_agreement(project_id: int) -> object:
+    return agreement_recompute(project_id=project_id)
+
+
+def _compute_calibration(project_id: int) -> object:
+    return calibration_runs_refresh(project_id=project_id)
+
+
+def _compute_audit(project_id: int) -> object:
+    return audit_reports_refresh(project_id=project_id)
+
+
+# The service recomputing each kind of derived result (looked up at call time).
+DERIVED_COMPUTE = {
+    DerivedKind.AGREEMENT: _compute_agreement,
+    DerivedKind.CALIBRATION: _compute_calibration,
+    DerivedKind.AUDIT: _compute_audit,
+}
+
+
+@shared_task(soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
+def derived_recompute_task(project_id: int, kind: str) -> str:
+    """Run one coalesced recomputation of a project's derived result of one kind.
+
+    See :mod:`certification.services.derived`. Returns the outcome (``done``, ``failed``,
+    ``busy``: another one of the same (project, kind) was running and schedules the next,
+    ``missing``: the project is gone).
+    """
+    compute = DERIVED_COMPUTE[DerivedKind(kind)]
+    return derived_recompute(project_id=project_id, kind=kind, compute=compute)
+
+
+# Scheduled by beat on the housekeeping queue (CELERY_BEAT_SCHEDULE).
+@shared_task(soft_time_limit=50, time_limit=55)
+def derived_reconcile_task() -> int:
+    """Schedule every derived result whose changes are not covered; returns how many."""
+    return len(derived_reconcile())

@@ -85,3 +85,26 @@ urlpatterns += [
         name="release-tag-move",
     ),
 ]
+
+# A manager's request to recompute a derived result (a button on the dashboard, calibration
+# and audit pages).
+urlpatterns += [
+    path(
+        "p/<slug:slug>/certification/agreement/recompute/",
+        views.derived_recompute_view,
+        {"kind": "agreement"},
+        name="agreement-recompute",
+    ),
+    path(
+        "p/<slug:slug>/certification/calibration/recompute/",
+        views.derived_recompute_view,
+        {"kind": "calibration"},
+        name="calibration-recompute",
+    ),
+    path(
+        "p/<slug:slug>/certification/audits/recompute/",
+        views.derived_recompute_view,
+        {"kind": "audit"},
+        name="audit-recompute",
+    ),
+]

@@ -24,6 +24,7 @@ from labeling.models import (
     CandidateAnswer,
     Claim,
     ClaimLabel,
+    DerivedChange,
     Disagreement,
     Evaluator,
     EvaluatorLabel,
@@ -442,3 +443,12 @@ class ResolvedEvidenceAdmin(ReadOnlyAdmin):
     search_fields = ["quote"]
     raw_id_fields = ["claim_label", "source_version"]
     list_select_related = ["claim_label", "source_version__document"]
+
+
+@admin.register(DerivedChange)
+class DerivedChangeAdmin(ReadOnlyAdmin):
+    """The staleness marks of derived results: written by the services, deleted once covered."""
+
+    list_display = ["id", "project", "kind", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["project__slug"]

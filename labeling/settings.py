@@ -162,44 +162,123 @@ CELERY_TASK_ALWAYS_EAGER = env.bool(
 CELERY_TASK_EAGER_PROPAGATES = env.bool("CELERY_TASK_EAGER_PROPAGATES", default=True)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=600)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=660)
+# Late acknowledgement: a message is removed from the broker only once its task finished, and a
+# task whose pool child died is handed back to the broker (rejected) to run again.
 CELERY_TASK_ACKS_LATE = True
-# A task whose worker process was killed goes back to the queue (with late acknowledgement).
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
-# Long background work (labeling.models.Job) has its own queue, so a worker can be given to it.
-CELERY_TASK_ROUTES = {"labeling.tasks.job_run_task": {"queue": "builds"}}
-# Periodic tasks, run by `celery -A labeling beat` next to the workers. Leases that ran out give
-# their slot back within a minute (claims also release the stale leases they meet); the pinned
-# source texts are verified once a day.
+# No task result is stored unless a task asks for it (source_versions_verify_task does): the
+# recomputations and builds record their outcome in the database, and a request that enqueues
+# a task never talks to the result backend.
+CELERY_TASK_IGNORE_RESULT = True
+# Three queues, each consumed by every worker (`celery -A labeling worker -Q
+# housekeeping,recompute,builds`): the periodic housekeeping never waits behind a backlog of
+# recomputations, and a long release build never delays them.
+CELERY_TASK_DEFAULT_QUEUE = "recompute"
+CERTLABEL_CELERY_QUEUES = ("housekeeping", "recompute", "builds")
+CELERY_TASK_ROUTES = {
+    "labeling.tasks.assignments_release_expired_task": {"queue": "housekeeping"},
+    "labeling.tasks.jobs_recover_task": {"queue": "housekeeping"},
+    "certification.tasks.stalled_work_recover_task": {"queue": "housekeeping"},
+    "labeling.tasks.source_versions_verify_all_task": {"queue": "housekeeping"},
+    "certification.tasks.derived_reconcile_task": {"queue": "housekeeping"},
+    "certification.tasks.derived_recompute_task": {"queue": "recompute"},
+    "certification.tasks.agreement_recompute_task": {"queue": "recompute"},
+    "certification.tasks.calibration_runs_refresh_task": {"queue": "recompute"},
+    "certification.tasks.audit_reports_refresh_task": {"queue": "recompute"},
+    "certification.tasks.calibration_run_execute_task": {"queue": "recompute"},
+    "certification.tasks.release_build_task": {"queue": "builds"},
+    "labeling.tasks.source_versions_verify_task": {"queue": "builds"},
+    # Long background work (labeling.models.Job): imports and labelling starts.
+    "labeling.tasks.job_run_task": {"queue": "builds"},
+}
+# Seconds Redis waits for an acknowledgement before handing an unacknowledged message to
+# another worker: above the longest task's hard time limit (the release build's, 3,660 s), so a
+# build still running is never run twice; a task of a worker that died is found earlier by the
+# reconciler (derived results) and by the heartbeats of runs and builds.
+BROKER_VISIBILITY_TIMEOUT = env.int("CELERY_BROKER_VISIBILITY_TIMEOUT", default=4200)
+# Seconds to connect to Redis and to wait for its answer, and how often to retry a publish: a
+# request enqueues after its commit and must never wait on a broker that is away (it gives up
+# within about a second; the change is marked in the database and the reconciler catches up).
+REDIS_CONNECT_TIMEOUT = env.float("CELERY_REDIS_CONNECT_TIMEOUT", default=0.5)
+REDIS_SOCKET_TIMEOUT = env.float("CELERY_REDIS_SOCKET_TIMEOUT", default=1.0)
+PUBLISH_MAX_RETRIES = env.int("CELERY_PUBLISH_MAX_RETRIES", default=1)
+CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_CONNECT_TIMEOUT
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT,
+    "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+    "socket_timeout": REDIS_SOCKET_TIMEOUT,
+    "retry_on_timeout": False,
+    "max_retries": PUBLISH_MAX_RETRIES,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": PUBLISH_MAX_RETRIES,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = REDIS_CONNECT_TIMEOUT
+CELERY_REDIS_SOCKET_TIMEOUT = REDIS_SOCKET_TIMEOUT
+CELERY_REDIS_RETRY_ON_TIMEOUT = False
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": {"timeout": 1.0}}
+# A worker that loses Redis keeps trying to reconnect (it has nothing else to do).
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+
+# Derived results (agreement, calibration runs, audits): seconds between two passes of the
+# reconciler, seconds after which a queued recomputation's message is presumed lost, and after
+# which a claimed computation's worker is presumed dead (above the recomputation's hard time
+# limit of 360 s, so that a computation still running is never taken over).
+CERTLABEL_DERIVED_RECONCILE_SECONDS = env.float("CERTLABEL_DERIVED_RECONCILE_SECONDS", default=30.0)
+CERTLABEL_DERIVED_QUEUED_STALE = env.int("CERTLABEL_DERIVED_QUEUED_STALE", default=60)
+CERTLABEL_DERIVED_RUNNING_STALE = env.int("CERTLABEL_DERIVED_RUNNING_STALE", default=420)
+# Seconds between the starts of two calibration refreshes of a project (each refresh whose inputs
+# changed creates one run per spec); changes arriving meanwhile wait in the one queued refresh.
+CERTLABEL_DERIVED_CALIBRATION_INTERVAL = env.float(
+    "CERTLABEL_DERIVED_CALIBRATION_INTERVAL", default=5.0
+)
+# Periodic tasks, run by `celery -A labeling beat` next to the workers, all on the housekeeping
+# queue. Leases that ran out give their slot back within a minute (claims also release the
+# stale leases they meet); derived results behind their changes are scheduled every 30 s; the
+# pinned source texts are verified once a day. ``expires`` is never shorter than the period, so
+# a run is dropped only once the next one is due.
 # https://docs.celeryq.dev/en/stable/userguide/periodic-tasks.html
 CELERY_BEAT_SCHEDULE = {
     "assignments-release-expired": {
         "task": "labeling.tasks.assignments_release_expired_task",
         "schedule": 60.0,
-        "options": {"expires": 55},
+        "options": {"expires": 60, "queue": "housekeeping"},
+    },
+    "derived-reconcile": {
+        "task": "certification.tasks.derived_reconcile_task",
+        "schedule": CERTLABEL_DERIVED_RECONCILE_SECONDS,
+        "options": {"expires": CERTLABEL_DERIVED_RECONCILE_SECONDS, "queue": "housekeeping"},
     },
     # Background jobs whose worker died (no heartbeat for CERTLABEL_JOB_HEARTBEAT_LAPSE) or
     # whose task was lost are run again (labeling.tasks.jobs_recover_task).
     "jobs-recover": {
         "task": "labeling.tasks.jobs_recover_task",
         "schedule": 60.0,
-        "options": {"expires": 55},
+        "options": {"expires": 60, "queue": "housekeeping"},
     },
-    # Recompute every pinned source text's sha256 and length (a mismatch is logged as an error).
-    # Reads only; a run that waited an hour for a worker is dropped, the next day's comes.
     # Re-run calibration runs and release builds whose worker died or whose task was lost.
     "stalled-work-recover": {
         "task": "certification.tasks.stalled_work_recover_task",
         "schedule": env.float("CERTLABEL_RECOVERY_SECONDS", default=30.0),
         "options": {"queue": "housekeeping"},
     },
+    # Recompute every pinned source text's sha256 and length (a mismatch is logged as an error).
+    # Reads only; a run that waited an hour for a worker is dropped, the next day's comes.
     "source-versions-verify": {
         "task": "labeling.tasks.source_versions_verify_all_task",
         "schedule": 24 * 60 * 60.0,
-        "options": {"expires": 60 * 60},
+        "options": {"expires": 60 * 60, "queue": "housekeeping"},
     },
 }
 # Running calibration runs and release builds write a heartbeat this often (seconds); one whose

@@ -3,26 +3,30 @@
 ``items_resolved`` is sent after the transaction that resolved the items commits (consensus,
 adjudication or unresolved). Keyword arguments: ``project_id`` (int), ``item_ids`` (tuple of
 int, sorted) and ``statuses`` (tuple of resolution statuses, aligned with ``item_ids``).
-``certification`` subscribes in its ``AppConfig.ready`` and enqueues its recomputations.
 Receivers must be idempotent: they may see an item twice (a correction re-resolves it).
+
+The derived results do not depend on the event: :func:`announce_resolutions` also marks the
+project's derived results stale in the resolving transaction (:func:`labeling.derived.
+derived_mark`), and their recomputation is scheduled from that mark.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db import transaction
 from django.dispatch import Signal
+
+from labeling.derived import after_commit, derived_mark
 
 items_resolved = Signal()
 
 
 def announce_resolutions(*, project_id: int, resolved: Iterable[tuple[int, str]]) -> None:
-    """Send ``items_resolved`` once the current transaction commits.
+    """Mark the derived results stale and send ``items_resolved`` once the transaction commits.
 
     Args:
         project_id: the project of every item.
-        resolved: (item id, resolution status) pairs; nothing is sent when empty.
+        resolved: (item id, resolution status) pairs; nothing is marked or sent when empty.
     """
     pairs = sorted(resolved)
     if not pairs:
@@ -36,4 +40,5 @@ def announce_resolutions(*, project_id: int, resolved: Iterable[tuple[int, str]]
             statuses=tuple(status for _, status in pairs),
         )
 
-    transaction.on_commit(send)
+    derived_mark(project_id=project_id)
+    after_commit(send)

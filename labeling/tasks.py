@@ -13,7 +13,8 @@ from labeling.services.jobs import job_execute, jobs_recover
 logger = logging.getLogger(__name__)
 
 
-@shared_task(soft_time_limit=600, time_limit=660)
+# Its result is kept (the one task whose result is read: tests/labeling/test_celery_worker.py).
+@shared_task(soft_time_limit=600, time_limit=660, ignore_result=False)
 def source_versions_verify_task(project_id: int) -> dict[str, object]:
     """Verify the pins of a project's source versions; returns the report as JSON primitives.
 
@@ -40,8 +41,8 @@ def source_versions_verify_all_task() -> list[int]:
     return project_ids
 
 
-# Scheduled every minute by beat (CELERY_BEAT_SCHEDULE); ``expires`` there drops runs that
-# queued up while no worker was free, so a backlog does not run the release many times over.
+# Scheduled every minute by beat (CELERY_BEAT_SCHEDULE) on the housekeeping queue, which no
+# recomputation or build shares; ``expires`` (the period) drops a run only once the next is due.
 @shared_task(soft_time_limit=50, time_limit=55)
 def assignments_release_expired_task() -> int:
     """Release every lease that ran out (all projects); returns how many were released."""

@@ -76,6 +76,11 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-adjudication-unresolved": {"POST": (403, 201, 201, 404, 401)},
     "api-progress": {"GET": (403, 200, 200, 404, 401)},
     "api-agreement": {"GET": (403, 200, 200, 404, 401)},
+    # derived results: freshness read by reviewers; a recomputation requested by managers (202)
+    "api-derived-freshness": {"GET": (403, 200, 200, 404, 401)},
+    "api-agreement-recompute": {"POST": (403, 403, 202, 404, 401)},
+    "api-calibration-recompute": {"POST": (403, 403, 202, 404, 401)},
+    "api-audit-recompute": {"POST": (403, 403, 202, 404, 401)},
     # --- REST API: calibration; the world's spec is used by a run: PATCH is 409 ---------------
     "api-calibration-spec-list": {
         "GET": (403, 200, 200, 404, 401),
@@ -133,6 +138,10 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     },
     "calibration-run-start": {"POST": (404, 403, 302, 404, LOGIN)},
     "calibration-run-detail": {"GET": (404, 200, 200, 404, LOGIN)},
+    # a recomputation requested from a page: managers only, then back to the page (302)
+    "agreement-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
+    "calibration-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
+    "audit-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
     # evaluator audits: evaluator labels never reach annotators (404 on pages)
     "audit-list": {"GET": (404, 200, 200, 404, LOGIN)},
     "audit-detail": {

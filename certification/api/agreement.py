@@ -19,8 +19,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from certification.api.derived import FreshnessSerializer, freshness_json
 from certification.selectors import (
     agreement_report_get,
+    derived_freshness,
 )
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, project_and_role
@@ -82,7 +84,8 @@ class AgreementReportApi(APIView):
 
     Annotators get 403: the figures summarise other people's votes. Rater names are usernames
     for managers and "Rater k" for adjudicators. Before the first computation every field is
-    empty (``computed_at`` null, no levels).
+    empty (``computed_at`` null, no levels). ``freshness`` says which changes the figures cover
+    and how many newer ones wait (``current`` false: the figures are being recomputed).
     """
 
     project_roles = {"GET": permissions.REVIEWERS}
@@ -94,12 +97,20 @@ class AgreementReportApi(APIView):
         levels = LevelSerializer(many=True)
 
         class Meta:
+            ref_name = "AgreementReportFigures"
+
+    class ResponseSerializer(OutputSerializer):
+        freshness = FreshnessSerializer(
+            help_text="What the figures rest on, and whether newer changes wait."
+        )
+
+        class Meta:
             ref_name = "AgreementReport"
 
     @extend_schema(
         operation_id="agreement_retrieve",
         responses={
-            200: OutputSerializer,
+            200: ResponseSerializer,
             403: OpenApiResponse(ErrorSerializer, description="Not an adjudicator or manager."),
             404: OpenApiResponse(ErrorSerializer, description="No such project (or not a member)."),
         },
@@ -114,4 +125,6 @@ class AgreementReportApi(APIView):
             "identities_shown": False,
             "levels": [],
         }
-        return Response(self.OutputSerializer(report or empty).data)
+        data = dict(self.OutputSerializer(report or empty).data)
+        data["freshness"] = freshness_json(derived_freshness(project=project)["agreement"])
+        return Response(data)

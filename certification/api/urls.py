@@ -2,13 +2,36 @@
 
 from django.urls import path
 
-from certification.api import agreement, audit, calibration, releases
+from certification.api import agreement, audit, calibration, derived, releases
 
 urlpatterns = [
     path(
         "projects/<slug:slug>/agreement/",
         agreement.AgreementReportApi.as_view(),
         name="api-agreement",
+    ),
+    path(
+        "projects/<slug:slug>/derived/",
+        derived.DerivedFreshnessApi.as_view(),
+        name="api-derived-freshness",
+    ),
+    path(
+        "projects/<slug:slug>/agreement/recompute/",
+        derived.DerivedRecomputeApi.as_view(),
+        {"kind": "agreement"},
+        name="api-agreement-recompute",
+    ),
+    path(
+        "projects/<slug:slug>/calibration/recompute/",
+        derived.DerivedRecomputeApi.as_view(),
+        {"kind": "calibration"},
+        name="api-calibration-recompute",
+    ),
+    path(
+        "projects/<slug:slug>/audits/recompute/",
+        derived.DerivedRecomputeApi.as_view(),
+        {"kind": "audit"},
+        name="api-audit-recompute",
     ),
     path(
         "projects/<slug:slug>/calibration/specs/",

@@ -34,6 +34,7 @@ from certification.models.calibration import (
     TieRule,
     Utility,
 )
+from certification.models.derived import DerivedResultState
 from certification.models.releases import (
     RELEASE_VERSION_PATTERN,
     BuildStatus,
@@ -45,6 +46,7 @@ from certification.models.releases import (
 )
 
 __all__ = [
+    "DerivedResultState",
     "Acceptance",
     "AgreementReport",
     "AnswerField",

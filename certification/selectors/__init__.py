@@ -40,6 +40,7 @@ from certification.selectors.calibration import (
     calibration_spec_list,
     parse_evaluator_field,
 )
+from certification.selectors.derived import Freshness, derived_freshness
 from certification.selectors.releases import (
     FREEZE_FORM_RUNS,
     RELEASE_STORAGE,
@@ -66,6 +67,8 @@ from certification.selectors.releases import (
 )
 
 __all__ = [
+    "Freshness",
+    "derived_freshness",
     "AgreementView",
     "AuditRow",
     "AuditView",

@@ -27,8 +27,18 @@ from certification.services.calibration import (
     spec_content,
     spec_sha256,
 )
+from certification.services.derived import (
+    derived_recompute,
+    derived_recompute_request,
+    derived_reconcile,
+    derived_schedule,
+)
 
 __all__ = [
+    "derived_recompute",
+    "derived_recompute_request",
+    "derived_reconcile",
+    "derived_schedule",
     "AUDIT_STATS_VERSION",
     "allocate",
     "audit_report_configure",

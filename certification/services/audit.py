@@ -49,8 +49,9 @@ from certification.stats.audit import (
 )
 from certification.stats.errors import StatsError
 from certification.stats.ppi import MISSING, NEGATIVE, POSITIVE, estimate_error_rate
+from labeling.derived import derived_mark
 from labeling.exceptions import NotFound, PermissionDenied
-from labeling.models import Evaluator, Project
+from labeling.models import DerivedKind, Evaluator, Project
 from labeling.permissions import MANAGERS, require_role
 from labeling.vocabulary import INADMISSIBLE
 
@@ -187,6 +188,8 @@ def audit_report_configure(
             "input_sha256": "",
         },
     )
+    # The audit is computed here; other audits of the project are recomputed in the background.
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.AUDIT])
     return audit_report_recompute(report_id=report.pk)
 
 

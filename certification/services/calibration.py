@@ -60,8 +60,9 @@ from certification.selectors import (
 from certification.services.liveness import Heartbeat, work_lapsed
 from certification.stats.canonical import canonicaliser_names
 from certification.stats.errors import StatsError
+from labeling.derived import derived_mark
 from labeling.exceptions import NotFound
-from labeling.models import Evaluator, Project
+from labeling.models import DerivedKind, Evaluator, Project
 from labeling.permissions import MANAGERS, require_role
 
 logger = logging.getLogger(__name__)
@@ -313,6 +314,7 @@ def calibration_spec_create(
         raise InvalidSpec(
             "name", f"a spec named {clean_name!r} exists: revise it instead"
         ) from None
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.CALIBRATION])
     logger.info(
         "calibration_spec.created",
         extra={"project": project.slug, "spec": spec.pk, "sha256": spec.content_sha256},
@@ -357,6 +359,7 @@ def calibration_spec_update(*, spec: CalibrationSpec, actor: Any, **fields: Any)
     locked.content_sha256 = spec_sha256(locked)
     locked.full_clean()
     locked.save()
+    derived_mark(project_id=locked.project_id, kinds=[DerivedKind.CALIBRATION])
     return locked
 
 
@@ -405,6 +408,7 @@ def calibration_spec_revise(*, spec: CalibrationSpec, actor: Any, **fields: Any)
         raise SpecFrozen(
             f"spec {locked} was revised concurrently", data={"spec": locked.pk}
         ) from None
+    derived_mark(project_id=locked.project_id, kinds=[DerivedKind.CALIBRATION])
     logger.info(
         "calibration_spec.revised",
         extra={"spec": new.pk, "previous": locked.pk, "sha256": new.content_sha256},

@@ -25,6 +25,7 @@ from certification.views.calibration import (
     calibration_spec_new,
     calibration_spec_revise_view,
 )
+from certification.views.derived import derived_recompute_view
 from certification.views.releases import (
     release_detail,
     release_file_download,
@@ -34,6 +35,7 @@ from certification.views.releases import (
 )
 
 __all__ = [
+    "derived_recompute_view",
     "audit_detail",
     "audit_disagreements_csv",
     "audit_list",

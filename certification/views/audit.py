@@ -23,13 +23,14 @@ from certification.models import AuditReport, AuditSample
 from certification.selectors import (
     audit_report_get,
     audit_result_for_viewer,
+    derived_freshness,
     evaluator_audit_list,
     evaluator_get,
 )
 from certification.services import audit_report_configure, audit_sample_draw
 from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
-from labeling.models import Evaluator, Project
+from labeling.models import DerivedKind, Evaluator, Project
 from labeling.release_format import csv_cell
 from labeling.views.common import form_add_domain_error, page_context
 
@@ -77,7 +78,12 @@ def _metric_rows(metrics: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's evaluator versions with their audit's headline figures."""
     project, role = certification_project(request, slug)
-    context = page_context(project, role, audits=evaluator_audit_list(project=project))
+    context = page_context(
+        project,
+        role,
+        audits=evaluator_audit_list(project=project),
+        freshness=derived_freshness(project=project)[DerivedKind.AUDIT],
+    )
     return render(request, "certification/audit_list.html", context)
 
 

@@ -26,6 +26,7 @@ from certification.selectors import (
     calibration_spec_history,
     calibration_spec_json,
     calibration_spec_list,
+    derived_freshness,
 )
 from certification.services import (
     calibration_run_start,
@@ -34,7 +35,7 @@ from certification.services import (
 )
 from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
-from labeling.models import Evaluator, Project
+from labeling.models import DerivedKind, Evaluator, Project
 from labeling.views.common import form_add_domain_error, page_context
 
 #: How often a pending or running run's page reloads itself, in milliseconds.
@@ -56,7 +57,8 @@ def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
     project, role = certification_project(request, slug)
     specs = calibration_spec_list(project=project)
     runs = calibration_run_list(project=project)[:20]
-    context = page_context(project, role, specs=specs, runs=runs)
+    freshness = derived_freshness(project=project)[DerivedKind.CALIBRATION]
+    context = page_context(project, role, specs=specs, runs=runs, freshness=freshness)
     return render(request, "certification/calibration_list.html", context)
 
 

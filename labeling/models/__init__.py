@@ -35,6 +35,7 @@ from labeling.models.catalog import (
     SourceDocument,
     SourceVersion,
 )
+from labeling.models.derived import DerivedChange, DerivedKind
 from labeling.models.jobs import JOB_FINISHED_STATUSES, Job, JobKind, JobStatus
 from labeling.models.work import (
     CANNOT_DECIDE,
@@ -55,6 +56,8 @@ from labeling.models.work import (
 )
 
 __all__ = [
+    "DerivedChange",
+    "DerivedKind",
     "Annotation",
     "AnnotationOrigin",
     "AnnotationRevision",

@@ -29,6 +29,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from labeling import offsets
+from labeling.derived import derived_mark
 from labeling.exceptions import (
     InvalidInput,
     InvalidTransition,
@@ -46,6 +47,7 @@ from labeling.models import (
     AssignmentStatus,
     Claim,
     ClaimLabel,
+    DerivedKind,
     EvidenceSpan,
     Item,
     ItemStatus,
@@ -598,6 +600,8 @@ def _first_submit(
         "annotation.submitted",
         extra={"item": item.pk, "annotation": annotation.pk, "assignment": assignment.pk},
     )
+    # A new vote: the agreement statistics are stale from this commit on.
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT])
     submitted = Annotation.objects.filter(
         item=item, assignment__status=AssignmentStatus.SUBMITTED
     ).count()
@@ -652,6 +656,7 @@ def _revise(
         current=revision, revision_count=F("revision_count") + 1
     )
     annotation.refresh_from_db()
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT])
     logger.info(
         "annotation.revised",
         extra={"item": item.pk, "annotation": annotation.pk, "revision": revision.number},

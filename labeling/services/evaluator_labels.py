@@ -29,6 +29,7 @@ from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import transaction
 
 from labeling import permissions
+from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
 from labeling.importers import SourcedRecord
 from labeling.importers.native import file_sha256 as stream_sha256
@@ -45,6 +46,7 @@ from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import (
     CandidateAnswer,
     Claim,
+    DerivedKind,
     Evaluator,
     EvaluatorLabel,
     ImportBatch,
@@ -332,6 +334,8 @@ def evaluator_labels_import(
         return ImportResult(batch=None, records=n_records, created={})
     batch.report = {"records": n_records, "created": created, "notes": {}}
     batch.save(update_fields=["report"])
+    # Evaluator labels feed the calibration runs and the evaluator audits.
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT])
     logger.info(
         "evaluator_labels_import.done",
         extra={"project": project.slug, "batch": batch.pk, "records": n_records},

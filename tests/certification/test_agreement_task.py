@@ -8,9 +8,10 @@ import pytest
 from django.apps import apps
 from django.db import transaction
 
-from certification.apps import AGREEMENT_RECEIVER_UID
+from certification.apps import DERIVED_SCHEDULER
 from certification.models import AgreementReport
 from certification.tasks import agreement_recompute_task
+from labeling.derived import derived_schedulers
 from labeling.models import Item, ItemStatus, ResolutionStatus, Role
 from labeling.services import (
     AnnotationInput,
@@ -20,14 +21,10 @@ from labeling.services import (
     item_claim_next,
     project_labelling_start,
 )
-from labeling.signals import announce_resolutions, items_resolved
+from labeling.signals import announce_resolutions
 from tests.conftest import native_record
 
 pytestmark = pytest.mark.django_db
-
-
-def _our_receivers():
-    return [key for key, *_ in items_resolved.receivers if key[0] == AGREEMENT_RECEIVER_UID]
 
 
 # -- the task ----------------------------------------------------------------------------------
@@ -58,11 +55,12 @@ def test_task_is_time_limited_and_retries_only_database_errors():
 
 
 # -- the wiring --------------------------------------------------------------------------------
-def test_receiver_is_connected_once():
-    assert len(_our_receivers()) == 1
-    # ready() may run again (e.g. a test runner reloading apps): dispatch_uid keeps one receiver
+def test_scheduler_is_registered_once():
+    # the scheduler of the derived results is registered once, by name: ready() may run again
+    # (e.g. a test runner reloading apps) and still leaves one
+    assert derived_schedulers() == [DERIVED_SCHEDULER]
     apps.get_app_config("certification").ready()
-    assert len(_our_receivers()) == 1
+    assert derived_schedulers() == [DERIVED_SCHEDULER]
 
 
 def test_announced_resolution_yields_a_report_after_commit(
@@ -159,13 +157,16 @@ def test_consensus_and_adjudication_each_recompute_the_report(
     report = AgreementReport.objects.get(project=project)
     assert report.answer["n_votes"] == 2
     assert report.answer["raters"] == [f"user:{ann1.pk}", f"user:{ann2.pk}"]
-    # and disagreeing on the second (a disagreement announces nothing)
+    # and disagreeing on the second: the votes changed, so the report counts them at once
+    # (before the adjudication), never presenting the agreeing item's figures as current
     with django_capture_on_commit_callbacks(execute=True):
         second = _submit(project, ann1, "admissible", "not_supported")
         _submit(project, ann2, "abstained", "not_supported")
     second.refresh_from_db()
     assert second.status == ItemStatus.DISAGREEMENT
-    assert AgreementReport.objects.get(project=project).answer["n_votes"] == 2
+    report = AgreementReport.objects.get(project=project)
+    assert report.answer["n_votes"] == 4
+    assert report.answer["percent_agreement"]["value"] == 0.5
     # when an adjudicator resolves it
     with django_capture_on_commit_callbacks(execute=True):
         adjudication_resolve(

@@ -62,6 +62,7 @@ READ_ONLY = [
     "resolution",
     "resolvedclaimlabel",
     "resolvedevidence",
+    "derivedchange",
 ]
 
 

@@ -12,6 +12,7 @@ from typing import IO, Any, cast
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import connection, reset_queries, transaction
 
+from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
 from labeling.importers import RecordSource, SourcedRecord, formats
 from labeling.importers.native import file_sha256 as stream_sha256
@@ -199,6 +200,10 @@ def _finish(
                 )
             ),
         )
+    # Imported prior annotations, evaluator labels and resolutions feed every derived result
+    # (announce_resolutions marks them too when it has resolutions to announce).
+    if not writer.resolved:
+        derived_mark(project_id=project.pk)
     announce_resolutions(project_id=project.pk, resolved=writer.resolved)
     logger.info(
         "workload_import.done",

@@ -27,12 +27,17 @@ def test_agreement_access_by_role(api, started, role, status):
 
 
 def test_before_any_computation_the_report_is_empty(api, started):
-    assert api(Role.MANAGER).get(URL).json() == {
+    body = api(Role.MANAGER).get(URL).json()
+    freshness = body.pop("freshness")
+    assert body == {
         "computed_at": None,
         "input_sha256": None,
         "identities_shown": False,
         "levels": [],
     }
+    # and it says so: never computed, the import waiting as one newer change
+    assert (freshness["current"], freshness["covered_generation"]) == (False, 0)
+    assert (freshness["newer_changes"], freshness["computed_at"]) == (1, None)
 
 
 def test_managers_see_rater_names_adjudicators_see_pseudonyms(api, started, disputed):

@@ -1,0 +1,294 @@
+"""Coalesced, single-flight recomputation of derived results, and the reconciler.
+
+A write marks its project's derived results stale in its own transaction
+(:func:`labeling.derived.derived_mark` inserts :class:`~labeling.models.DerivedChange` rows);
+after the commit it hands each marked (project, kind) to :func:`derived_schedule`. Per
+(project, kind) one :class:`~certification.models.DerivedResultState` row coalesces the work:
+
+- :func:`derived_schedule` enqueues a task only when the state's ``queued_at`` is empty (or
+  older than ``CERTLABEL_DERIVED_QUEUED_STALE`` seconds: a lost message), by a compare-and-set
+  update, so however many changes arrive at most one task waits;
+- :func:`derived_recompute` (the task) claims the computation by setting ``running_since`` and
+  clearing ``queued_at`` in one update, so at most one runs and the changes committed after its
+  start queue exactly one more; it reads the change rows present, recomputes from the latest
+  committed state, and in the same transaction deletes the rows it covered and records the
+  largest id as ``covered_generation``. A change that commits late (with a smaller id) stays
+  present and is counted as newer: the result is current exactly when no change row is left.
+- :func:`derived_reconcile` (beat, every ``CERTLABEL_DERIVED_RECONCILE_SECONDS``) schedules every
+  (project, kind) that has change rows and nothing queued or running, so a mark whose enqueue
+  failed (broker down) or whose message was lost is recomputed without a new change.
+
+An enqueue failure is logged, never raised: the mark is in the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from certification.models import DerivedResultState
+from labeling.derived import derived_mark
+from labeling.exceptions import InvalidInput
+from labeling.models import DerivedChange, DerivedKind, Project
+from labeling.permissions import MANAGERS, require_role
+
+logger = logging.getLogger(__name__)
+
+Compute = Callable[[int], object]
+
+# After an enqueue failed, this process does not try the broker again for this many seconds:
+# during an outage a request pays for at most one failed attempt, not one per kind. The marks
+# are in the database, and the reconciler schedules them once the broker is back.
+BROKER_BACKOFF_SECONDS = 2.0
+_broker_down_until = 0.0
+
+
+def queued_stale_after() -> timedelta:
+    """How long a queued task may wait before its message is presumed lost."""
+    return timedelta(seconds=settings.CERTLABEL_DERIVED_QUEUED_STALE)
+
+
+def running_stale_after() -> timedelta:
+    """How long a claimed computation may run before its worker is presumed dead."""
+    return timedelta(seconds=settings.CERTLABEL_DERIVED_RUNNING_STALE)
+
+
+def _state(project_id: int, kind: str) -> DerivedResultState:
+    state, _ = DerivedResultState.objects.get_or_create(project_id=project_id, kind=kind)
+    return state
+
+
+def _enqueue(project_id: int, kind: str, **options: Any) -> None:
+    from certification.tasks import derived_recompute_task  # tasks import services
+
+    derived_recompute_task.apply_async((project_id, kind), **options)
+
+
+def derived_schedule(*, project_id: int, kind: str) -> bool:
+    """Enqueue the recomputation of a (project, kind) unless one is already waiting.
+
+    Called after commit (never inside a transaction that is still open). The state's
+    ``queued_at`` is set by a compare-and-set update: only the caller that found it empty, or
+    older than the queued-stale delay, enqueues. If the enqueue fails (the broker is down),
+    ``queued_at`` is cleared again and the failure logged; the change rows stay, and the
+    reconciler or the next change schedules it. For ``BROKER_BACKOFF_SECONDS`` after a failure
+    this process does not try again (nothing is enqueued, the marks wait for the reconciler).
+
+    Args:
+        project_id: the project.
+        kind: a :class:`~labeling.models.DerivedKind` value.
+
+    Returns:
+        Whether a task was enqueued by this call.
+    """
+    global _broker_down_until
+    if time.monotonic() < _broker_down_until:
+        logger.info("derived.enqueue_skipped", extra={"project_id": project_id, "kind": kind})
+        return False
+    state = _state(project_id, kind)
+    now = timezone.now()
+    claimed = (
+        DerivedResultState.objects.filter(pk=state.pk)
+        .filter(Q(queued_at__isnull=True) | Q(queued_at__lt=now - queued_stale_after()))
+        .update(queued_at=now)
+    )
+    if not claimed:
+        return False
+    try:
+        _enqueue(project_id, kind, countdown=_spacing(state, kind))
+    except Exception:  # the broker is down or refused: the mark is in the database
+        DerivedResultState.objects.filter(pk=state.pk, queued_at=now).update(queued_at=None)
+        _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
+        logger.exception("derived.enqueue_failed", extra={"project_id": project_id, "kind": kind})
+        return False
+    return True
+
+
+def _spacing(state: DerivedResultState, kind: str) -> float:
+    """Seconds to hold a new calibration refresh so that refreshes start at most every interval.
+
+    Each refresh whose inputs changed creates a calibration run per spec, each executed by its
+    own task; spacing them keeps the runs (and their executions) in step with the worker, while
+    the changes arriving meanwhile coalesce into the waiting refresh. Other kinds start at once.
+    """
+    interval = float(settings.CERTLABEL_DERIVED_CALIBRATION_INTERVAL)
+    if kind != DerivedKind.CALIBRATION or interval <= 0 or state.computed_at is None:
+        return 0.0
+    since = (timezone.now() - state.computed_at).total_seconds()
+    return max(0.0, min(interval, interval - since))
+
+
+def _covered_compute(project_id: int, kind: str, compute: Compute) -> int:
+    """Recompute and, in the same transaction, delete the change rows covered; return the top."""
+    with transaction.atomic():
+        ids = list(
+            DerivedChange.objects.filter(project_id=project_id, kind=kind)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        # Read after the change rows: every change read above is visible to the computation.
+        compute(project_id)
+        top = max(ids, default=0)
+        if ids:
+            DerivedChange.objects.filter(pk__in=ids).delete()
+        DerivedResultState.objects.filter(project_id=project_id, kind=kind).update(
+            covered_generation=Greatest("covered_generation", top),
+            computed_at=timezone.now(),
+            last_error="",
+        )
+    return top
+
+
+def derived_recompute(*, project_id: int, kind: str, compute: Compute) -> str:
+    """Run one coalesced recomputation of a (project, kind); the task's body.
+
+    Claims the computation (``running_since`` set and ``queued_at`` cleared in one
+    compare-and-set update; a claim older than the running-stale delay is taken over); a task
+    that finds another one running gives its queued slot back and ends (``busy``). Then it runs
+    ``compute`` over the latest committed state, records the covered generation and releases the
+    claim. When changes arrived meanwhile and nothing is queued, schedules one more. A failure
+    of ``compute`` is logged and stored on the state (``last_error``); the change rows stay, so
+    the reconciler retries it. A database ``OperationalError`` is re-raised (the task retries).
+
+    Args:
+        project_id: the project.
+        kind: a :class:`~labeling.models.DerivedKind` value.
+        compute: the service recomputing this kind for a project id.
+
+    Returns:
+        ``"done"``, ``"failed"``, ``"busy"`` (another computation holds the claim) or
+        ``"missing"`` (no such project).
+
+    Raises:
+        OperationalError: a transient database error (the task retries).
+    """
+    from django.db import OperationalError
+
+    if not Project.objects.filter(pk=project_id).exists():
+        DerivedResultState.objects.filter(project_id=project_id, kind=kind).delete()
+        logger.warning("derived.missing_project", extra={"project_id": project_id, "kind": kind})
+        return "missing"
+    state = _state(project_id, kind)
+    started = timezone.now()
+    claimed = (
+        DerivedResultState.objects.filter(pk=state.pk)
+        .filter(
+            Q(running_since__isnull=True) | Q(running_since__lt=started - running_stale_after())
+        )
+        .update(running_since=started, queued_at=None)
+    )
+    if not claimed:
+        # Another computation runs: give the queued slot back, so that the running one schedules
+        # the next when it ends (it checks for change rows after releasing its claim). If it
+        # ended meanwhile (its schedule found our slot taken), schedule here instead: in either
+        # order one of the two sees the other's step, so no change is left unscheduled.
+        DerivedResultState.objects.filter(pk=state.pk).update(queued_at=None)
+        still_running = DerivedResultState.objects.filter(
+            pk=state.pk, running_since__isnull=False
+        ).exists()
+        waiting = DerivedChange.objects.filter(project_id=project_id, kind=kind).exists()
+        if not still_running and waiting:
+            derived_schedule(project_id=project_id, kind=kind)
+        logger.info("derived.busy", extra={"project_id": project_id, "kind": kind})
+        return "busy"
+    outcome = "done"
+    try:
+        top = _covered_compute(project_id, kind, compute)
+        logger.info(
+            "derived.recomputed",
+            extra={"project_id": project_id, "kind": kind, "covered_generation": top},
+        )
+    except OperationalError:
+        raise
+    except Exception as exc:  # the task boundary: keep the rows, record and log the error
+        outcome = "failed"
+        logger.exception("derived.failed", extra={"project_id": project_id, "kind": kind})
+        DerivedResultState.objects.filter(pk=state.pk).update(
+            last_error=f"{type(exc).__name__}: {exc}"[:2000]
+        )
+    finally:
+        DerivedResultState.objects.filter(pk=state.pk, running_since=started).update(
+            running_since=None
+        )
+    if (
+        outcome == "done"
+        and DerivedChange.objects.filter(project_id=project_id, kind=kind).exists()
+    ):
+        derived_schedule(project_id=project_id, kind=kind)
+    return outcome
+
+
+def derived_reconcile() -> list[tuple[int, str]]:
+    """Schedule every (project, kind) with changes not covered and nothing queued or running.
+
+    A state queued for longer than the queued-stale delay (a lost message) or claimed for
+    longer than the running-stale delay (a dead worker) counts as neither. The beat task runs
+    it on the ``housekeeping`` queue.
+
+    Returns:
+        The (project id, kind) pairs for which a task was enqueued.
+    """
+    now = timezone.now()
+    behind = (
+        DerivedChange.objects.values("project_id", "kind")
+        .annotate(n=Count("pk"), top=Max("pk"))
+        .order_by("project_id", "kind")
+    )
+    states = {(s.project_id, s.kind): s for s in DerivedResultState.objects.all()}
+    enqueued = []
+    for row in behind:
+        key = (row["project_id"], row["kind"])
+        state = states.get(key)
+        if state is not None and _busy(state, now):
+            continue
+        if derived_schedule(project_id=key[0], kind=key[1]):
+            enqueued.append(key)
+    if enqueued:
+        logger.info("derived.reconciled", extra={"enqueued": [f"{p}:{k}" for p, k in enqueued]})
+    return enqueued
+
+
+def _busy(state: DerivedResultState, now: datetime) -> bool:
+    running = state.running_since is not None and state.running_since >= (
+        now - running_stale_after()
+    )
+    queued = state.queued_at is not None and state.queued_at >= now - queued_stale_after()
+    return running or queued
+
+
+@transaction.atomic
+def derived_recompute_request(*, project: Project, kind: str, actor: Any) -> None:
+    """Request a recomputation of one kind of a project's derived results (managers).
+
+    Marks the kind stale (a change row, so the request survives a broker outage) and schedules
+    it after commit, through the same coalescing as every other change.
+
+    Args:
+        project: the project.
+        kind: ``agreement``, ``calibration`` or ``audit``.
+        actor: the requesting user (``None``: the command line).
+
+    Raises:
+        PermissionDenied: the actor is a member but not a manager.
+        NotFound: the actor is not a member.
+        InvalidInput: an unknown kind (field ``kind``).
+    """
+    require_role(project=project, actor=actor, roles=MANAGERS)
+    if kind not in DerivedKind.values:
+        raise InvalidInput(
+            f"unknown kind {kind!r}; one of {', '.join(DerivedKind.values)}", field="kind"
+        )
+    derived_mark(project_id=project.pk, kinds=[kind])
+    logger.info(
+        "derived.recompute_requested",
+        extra={"project_id": project.pk, "kind": kind, "actor": getattr(actor, "pk", None)},
+    )

@@ -1,0 +1,156 @@
+"""Staleness marks of derived results, and the one after-commit hand-off to their scheduler.
+
+A write that changes an input of a derived result calls :func:`derived_mark` inside its
+transaction: one :class:`~labeling.models.DerivedChange` row per kind is inserted, so the mark
+commits or rolls back with the write. After the commit, the kinds marked by the transaction are
+handed, once each, to the scheduler registered by the app that computes them
+(``certification`` registers it in its ``AppConfig.ready``; ``labeling`` never imports
+``certification``). All the marks and after-commit events of one transaction share one
+``on_commit`` callback (:class:`CommitBatch`), so a request that submits a vote and resolves an
+item hands each kind over once.
+
+The scheduler must not raise: a broker that is down is logged, the mark stays in the database
+and the reconciler picks it up. Even so, the batch runs each hand-off separately and logs a
+failure, so a committed write is never turned into an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from django.db import connection, transaction
+
+from labeling.models import DerivedChange, DerivedKind
+
+logger = logging.getLogger(__name__)
+
+ALL_KINDS: tuple[str, ...] = tuple(DerivedKind.values)
+
+Scheduler = Callable[[int, str], None]
+_schedulers: dict[str, Scheduler] = {}
+
+
+def derived_scheduler_register(name: str, scheduler: Scheduler) -> None:
+    """Register (or replace, by ``name``) a function called with (project id, kind) after commit.
+
+    Args:
+        name: a stable name; registering the same name again replaces the function.
+        scheduler: called once per (project, kind) marked by a committed transaction.
+    """
+    _schedulers[name] = scheduler
+
+
+def derived_schedulers() -> list[str]:
+    """Return the names of the registered schedulers, in registration order."""
+    return list(_schedulers)
+
+
+class CommitBatch:
+    """The after-commit callback of one atomic block: its events, then its marked kinds.
+
+    A batch opened inside an atomic block nested in one that has a batch already is that
+    batch's child: when the outer batch runs (it was registered first, so it runs first) it
+    hands over its children's kinds with its own, once each, and the children then run only
+    their events. A child whose savepoint rolled back is dropped by Django with its events; its
+    kinds may still be handed over (an extra recomputation of unchanged inputs is harmless).
+    """
+
+    def __init__(self, parent: CommitBatch | None = None) -> None:
+        """Start an empty batch, the child of ``parent`` if given."""
+        self.keys: set[tuple[int, str]] = set()
+        self.events: list[Callable[[], None]] = []
+        self.children: list[CommitBatch] = []
+        self.handed_over = False
+        if parent is not None:
+            parent.children.append(self)
+
+    def _take_keys(self) -> set[tuple[int, str]]:
+        keys = set(self.keys)
+        self.handed_over = True
+        for child in self.children:
+            keys |= child._take_keys()
+        return keys
+
+    def __call__(self) -> None:
+        """Run the events, then hand each marked (project, kind) to every scheduler once."""
+        for event in self.events:
+            try:
+                event()
+            except Exception:  # a committed write is never turned into an error
+                logger.exception("derived.event_failed")
+        if self.handed_over:
+            return
+        for project_id, kind in sorted(self._take_keys()):
+            for name, scheduler in list(_schedulers.items()):
+                try:
+                    scheduler(project_id, kind)
+                except Exception:
+                    logger.exception(
+                        "derived.schedule_failed",
+                        extra={"project_id": project_id, "kind": kind, "scheduler": name},
+                    )
+
+
+def commit_batch() -> CommitBatch:
+    """Return the current atomic block's after-commit batch, registering it on first use.
+
+    Outside a transaction (autocommit) a fresh batch is returned; the caller runs it.
+    """
+    if not connection.in_atomic_block:
+        return CommitBatch()
+    here = set(connection.savepoint_ids)
+    outer: CommitBatch | None = None
+    for entry in connection.run_on_commit:  # (savepoint ids, callback, robust)
+        sids, callback = entry[0], entry[1]
+        if isinstance(callback, CommitBatch):
+            if sids == here:
+                return callback
+            if sids <= here:
+                outer = callback
+    batch = CommitBatch(parent=outer)
+    transaction.on_commit(batch)
+    return batch
+
+
+def derived_mark(*, project_id: int, kinds: Iterable[str] = ALL_KINDS) -> None:
+    """Mark derived results of a project stale, in the current transaction.
+
+    Inserts one change row per kind (rolled back with the transaction) and, after the commit,
+    hands each kind to the registered schedulers once per transaction.
+
+    Args:
+        project_id: the project whose inputs changed.
+        kinds: the :class:`~labeling.models.DerivedKind` values affected (default all).
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    wanted = sorted(set(kinds))
+    unknown = [kind for kind in wanted if kind not in ALL_KINDS]
+    if unknown:
+        raise ValueError(f"unknown derived kinds {unknown}")
+    if not wanted:
+        return
+    DerivedChange.objects.bulk_create(
+        [DerivedChange(project_id=project_id, kind=kind) for kind in wanted]
+    )
+    atomic = connection.in_atomic_block
+    batch = commit_batch()
+    batch.keys.update((project_id, kind) for kind in wanted)
+    if not atomic:
+        batch()
+
+
+def after_commit(event: Callable[[], None]) -> None:
+    """Run ``event`` after the current transaction commits, in its batch, before the schedulers.
+
+    Args:
+        event: a function without arguments; a failure is logged, not raised.
+    """
+    if not connection.in_atomic_block:
+        batch = CommitBatch()
+        batch.events.append(event)
+        batch()
+        return
+    commit_batch().events.append(event)

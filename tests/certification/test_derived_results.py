@@ -1,0 +1,547 @@
+"""Derived results: staleness marks, coalesced recomputation, the reconciler, freshness shown.
+
+Every write that changes an input of a derived result marks it stale in its own transaction
+(``labeling.derived.derived_mark``); after the commit the mark is handed to
+``certification.services.derived.derived_schedule``, which enqueues at most one recomputation
+per (project, kind); the reconciler catches marks whose message never arrived.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import random
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from certification.models import AgreementReport, DerivedResultState
+from certification.selectors import derived_freshness
+from certification.services import (
+    agreement_recompute,
+    audit_report_configure,
+    calibration_spec_create,
+    derived_reconcile,
+    derived_schedule,
+    level_to_json,
+    votes_sha256,
+)
+from certification.services import derived as derived_service
+from certification.stats.agreement import agreement_summary
+from labeling.derived import derived_mark
+from labeling.exceptions import InvalidInput
+from labeling.importers.native import read_jsonl
+from labeling.models import DerivedChange, DerivedKind, Evaluator, Item, ItemStatus, Role
+from labeling.selectors import project_votes
+from labeling.services import (
+    adjudication_resolve,
+    annotation_submit,
+    evaluator_labels_import,
+    item_claim_next,
+    project_labelling_configure,
+    project_labelling_start,
+)
+from tests.conftest import jsonl_bytes
+from tests.factories import work_record
+from tests.labeling.api.conftest import client_for, labels_body, labels_input
+
+pytestmark = pytest.mark.django_db
+
+__all__ = ["client_for"]  # the API tests' fixture, used here too
+
+AGREEMENT, CALIBRATION, AUDIT = DerivedKind.AGREEMENT, DerivedKind.CALIBRATION, DerivedKind.AUDIT
+
+
+def marks(project) -> Counter[str]:
+    """The change rows of ``project`` still waiting, counted by kind."""
+    return Counter(DerivedChange.objects.filter(project=project).values_list("kind", flat=True))
+
+
+@pytest.fixture
+def manager(member):
+    return member(Role.MANAGER)
+
+
+@pytest.fixture
+def started(project, import_records, manager):
+    """Three questions (six items), overlap 2, labelling started; no change left waiting."""
+    import_records([work_record(f"q{i}") for i in range(1, 4)])
+    project_labelling_configure(project=project, actor=manager, overlap=2)
+    project_labelling_start(project=project, actor=manager)
+    DerivedChange.objects.filter(project=project).delete()
+    return project
+
+
+def _submit(project, user, answer):
+    assignment = item_claim_next(project=project, actor=user)
+    annotation_submit(
+        project=project,
+        assignment_id=assignment.pk,
+        actor=user,
+        data=labels_input(assignment.item, answer=answer),
+    )
+    assignment.item.refresh_from_db()
+    return assignment.item
+
+
+def _resolve(project, item, adjudicator):
+    return adjudication_resolve(
+        project=project,
+        item_id=item.pk,
+        actor=adjudicator,
+        expected_version=item.version,
+        answer_label="admissible",
+        claims=labels_input(item).claims,
+        rationale="checked against the source",
+    )
+
+
+def _clean_answer(project) -> dict[str, Any]:
+    """The answer level computed from scratch from the current votes (no stored state)."""
+    matrix = {m.level: m for m in project_votes(project=project).levels()}["answer"]
+    return level_to_json(agreement_summary(matrix.ratings, matrix.raters, confidence=0.95))
+
+
+# -- the marks: written in the writing transaction -----------------------------------------
+def test_a_vote_marks_the_agreement_in_its_transaction(started, member):
+    _submit(started, member(Role.ANNOTATOR), "admissible")
+    assert marks(started) == {AGREEMENT: 1}
+
+
+def test_a_consensus_marks_every_kind(started, member):
+    a, b = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
+    first = _submit(started, a, "admissible")
+    second = _submit(started, b, "admissible")
+    assert first == second and second.status == ItemStatus.RESOLVED
+    # two votes, and the consensus resolution marks agreement, calibration and audit
+    assert marks(started) == {AGREEMENT: 3, CALIBRATION: 1, AUDIT: 1}
+
+
+def test_a_disagreement_marks_the_votes_and_an_adjudication_every_kind(started, member):
+    a, b = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
+    _submit(started, a, "admissible")
+    item = _submit(started, b, "inadmissible")
+    assert item.status == ItemStatus.DISAGREEMENT
+    assert marks(started) == {AGREEMENT: 2}
+    _resolve(started, item, member(Role.ADJUDICATOR))
+    assert marks(started) == {AGREEMENT: 3, CALIBRATION: 1, AUDIT: 1}
+
+
+def test_an_import_marks_every_kind(project, import_records):
+    import_records([work_record("q1")])
+    assert marks(project) == {AGREEMENT: 1, CALIBRATION: 1, AUDIT: 1}
+
+
+def test_evaluator_labels_mark_calibration_and_audit(started, manager):
+    DerivedChange.objects.all().delete()
+    record = {"question": "q1", "candidate": "c0", "evaluator": "judge", "version": "v1"}
+    data = jsonl_bytes([{**record, "label": "inadmissible", "score": 0.9}])
+    result = evaluator_labels_import(
+        project=started, records=read_jsonl(io.BytesIO(data)), actor=manager, filename="e"
+    )
+    assert result.created["evaluator_labels"] == 1
+    assert marks(started) == {CALIBRATION: 1, AUDIT: 1}
+
+
+def test_a_spec_and_an_audit_declaration_mark_their_kind(started, manager):
+    from tests.factories import make_spec
+
+    make_spec(started, thresholds=[0.5])
+    assert marks(started) == {CALIBRATION: 1}
+    evaluator = Evaluator.objects.create(project=started, name="judge", version="1")
+    audit_report_configure(project=started, evaluator=evaluator, actor=manager)
+    assert marks(started) == {CALIBRATION: 1, AUDIT: 1}
+
+
+def test_a_rolled_back_write_marks_nothing(started, member):
+    user = member(Role.ANNOTATOR)
+    assignment = item_claim_next(project=started, actor=user)
+    bad = labels_input(assignment.item, answer="no-such-label")
+    with pytest.raises(InvalidInput):
+        annotation_submit(project=started, assignment_id=assignment.pk, actor=user, data=bad)
+    assert marks(started) == {}
+    # and a vote written inside a transaction that rolls back leaves no mark either
+    with pytest.raises(RuntimeError), transaction.atomic():
+        _submit(started, member(Role.ANNOTATOR), "admissible")
+        assert marks(started) == {AGREEMENT: 1}
+        raise RuntimeError("abort")
+    assert marks(started) == {}
+
+
+def test_a_spec_refused_marks_nothing(started, manager):
+    with pytest.raises(InvalidInput):
+        calibration_spec_create(project=started, actor=manager, name="", loss="x")
+    assert marks(started) == {}
+
+
+# -- coalescing -------------------------------------------------------------------------------
+@pytest.fixture
+def sent(monkeypatch):
+    """Record the enqueued (project, kind) pairs instead of sending them to a broker."""
+    calls: list[tuple[int, str]] = []
+    monkeypatch.setattr(
+        derived_service, "_enqueue", lambda project_id, kind, **kw: calls.append((project_id, kind))
+    )
+    return calls
+
+
+def test_many_marks_enqueue_one_task_until_it_starts(started, sent):
+    for _ in range(25):
+        derived_schedule(project_id=started.pk, kind=AGREEMENT)
+    assert sent == [(started.pk, AGREEMENT)]
+    # the task starts: it clears the queued slot and holds the running one
+    state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
+    assert state.queued_at is not None and state.running_since is None
+    started_at = timezone.now()
+    DerivedResultState.objects.filter(pk=state.pk).update(queued_at=None, running_since=started_at)
+    # changes during the run queue exactly one more
+    for _ in range(25):
+        derived_schedule(project_id=started.pk, kind=AGREEMENT)
+    assert sent == [(started.pk, AGREEMENT)] * 2
+
+
+def test_a_second_task_while_one_runs_is_busy_and_keeps_the_rows(started, member):
+    _submit(started, member(Role.ANNOTATOR), "admissible")
+    DerivedResultState.objects.create(project=started, kind=AGREEMENT, running_since=timezone.now())
+    outcome = derived_service.derived_recompute(
+        project_id=started.pk,
+        kind=AGREEMENT,
+        compute=lambda pid: agreement_recompute(project_id=pid),
+    )
+    assert outcome == "busy"
+    assert marks(started) == {AGREEMENT: 1}
+    assert not AgreementReport.objects.filter(project=started).exists()
+
+
+def test_a_broker_failure_is_logged_never_raised_and_the_mark_stays(
+    started, member, monkeypatch, caplog, django_capture_on_commit_callbacks
+):
+    def down(project_id, kind, **kw):
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+
+    monkeypatch.setattr(derived_service, "_enqueue", down)
+    monkeypatch.setattr(derived_service, "_broker_down_until", 0.0)  # restored afterwards
+    with django_capture_on_commit_callbacks(execute=True):
+        _submit(started, member(Role.ANNOTATOR), "admissible")
+    assert "derived.enqueue_failed" in caplog.text
+    # and for a moment this process does not try the broker again (one failure per outage)
+    caplog.clear()
+    assert derived_schedule(project_id=started.pk, kind=AGREEMENT) is False
+    assert "derived.enqueue_skipped" in caplog.text
+    assert marks(started) == {AGREEMENT: 1}
+    state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
+    assert state.queued_at is None  # free again: the reconciler may schedule it
+
+
+def test_eager_mode_runs_one_recomputation_per_kind_per_request(
+    started, member, client_for, caplog, django_capture_on_commit_callbacks
+):
+    a, b = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
+    _submit(started, a, "admissible")
+    # when the second vote is submitted through the API (one request: a vote and a consensus)
+    assignment = item_claim_next(project=started, actor=b)
+    caplog.clear()
+    with caplog.at_level(logging.INFO), django_capture_on_commit_callbacks(execute=True):
+        response = client_for(b).put(
+            f"/api/projects/study/assignments/{assignment.pk}/annotation/",
+            labels_body(assignment.item),
+            format="json",
+        )
+    assert response.status_code == 200
+    runs = Counter(r.kind for r in caplog.records if r.getMessage() == "derived.recomputed")
+    assert runs == {AGREEMENT: 1, CALIBRATION: 1, AUDIT: 1}
+    assert marks(started) == {}
+    report = AgreementReport.objects.get(project=started)
+    assert report.answer["n_votes"] == 2  # both votes, the first one never recomputed alone
+
+
+# -- the reconciler ---------------------------------------------------------------------------
+def test_the_reconciler_picks_up_a_mark_whose_task_was_lost(started, member):
+    # given votes whose after-commit enqueue never happened (the callbacks are not run)
+    a, b = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
+    _submit(started, a, "admissible")
+    _submit(started, b, "admissible")
+    top = DerivedChange.objects.filter(project=started, kind=AGREEMENT).latest("pk").pk
+    assert not AgreementReport.objects.filter(project=started).exists()
+    # when the reconciler runs (eager Celery: the recomputation runs here)
+    enqueued = derived_reconcile()
+    # then every kind was recomputed and covers the changes
+    assert sorted(enqueued) == [(started.pk, k) for k in (AGREEMENT, AUDIT, CALIBRATION)]
+    assert marks(started) == {}
+    state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
+    assert state.covered_generation == top
+    assert (state.queued_at, state.running_since) == (None, None)
+    assert AgreementReport.objects.get(project=started).answer["n_votes"] == 2
+    # and a second pass finds nothing to do
+    assert derived_reconcile() == []
+
+
+def test_the_reconciler_re_enqueues_a_state_queued_too_long(started, member, sent):
+    _submit(started, member(Role.ANNOTATOR), "admissible")
+    long_ago = timezone.now() - timedelta(minutes=10)
+    DerivedResultState.objects.create(project=started, kind=AGREEMENT, queued_at=long_ago)
+    assert derived_reconcile() == [(started.pk, AGREEMENT)]
+    assert sent == [(started.pk, AGREEMENT)]
+
+
+def test_the_reconciler_leaves_a_recently_queued_or_running_state_alone(started, member, sent):
+    _submit(started, member(Role.ANNOTATOR), "admissible")
+    DerivedResultState.objects.create(project=started, kind=AGREEMENT, queued_at=timezone.now())
+    assert derived_reconcile() == []
+    DerivedResultState.objects.filter(project=started).update(
+        queued_at=None, running_since=timezone.now()
+    )
+    assert derived_reconcile() == []
+    # a claim older than the running-stale delay is a dead worker's: scheduled again
+    DerivedResultState.objects.filter(project=started).update(
+        running_since=timezone.now() - timedelta(hours=1)
+    )
+    assert derived_reconcile() == [(started.pk, AGREEMENT)]
+    assert sent == [(started.pk, AGREEMENT)]
+
+
+def test_a_late_committed_change_with_a_smaller_id_is_not_counted_as_covered(started, member):
+    # the recomputation deletes exactly the rows it read; a row it did not see stays
+    _submit(started, member(Role.ANNOTATOR), "admissible")
+    derived_reconcile()
+    assert marks(started) == {}
+    derived_mark(project_id=started.pk, kinds=[AGREEMENT])
+    fresh = derived_freshness(project=started)[AGREEMENT]
+    assert (fresh.current, fresh.newer_changes) == (False, 1)
+
+
+# -- the reproduction: 3 consensus items, then 3 disagreeing ones --------------------------------
+def _api_vote(client, project, user, answer, on_commit):
+    next_response = client.post("/api/projects/study/assignments/next/", format="json")
+    assert next_response.status_code == 200, next_response.content
+    assignment_id = next_response.json()["assignment_id"]
+    item = Item.objects.get(assignments__pk=assignment_id)
+    with on_commit(execute=True):
+        response = client.put(
+            f"/api/projects/study/assignments/{assignment_id}/annotation/",
+            labels_body(item, answer=answer),
+            format="json",
+        )
+    assert response.status_code == 200, response.content
+    item.refresh_from_db()
+    return item
+
+
+def test_three_consensus_then_three_disagreements_show_six_units(
+    started, member, client_for, login, django_capture_on_commit_callbacks
+):
+    a, b = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
+    ca, cb = client_for(a), client_for(b)
+    statuses = []
+    for index in range(6):
+        answer_b = "admissible" if index < 3 else "inadmissible"
+        first = _api_vote(ca, started, a, "admissible", django_capture_on_commit_callbacks)
+        second = _api_vote(cb, started, b, answer_b, django_capture_on_commit_callbacks)
+        assert first == second
+        statuses.append(second.status)
+    assert statuses == [ItemStatus.RESOLVED] * 3 + [ItemStatus.DISAGREEMENT] * 3
+    # then the API shows the agreement over the six units, and says it is current
+    body = client_for(member(Role.MANAGER)).get("/api/projects/study/agreement/").json()
+    answer = body["levels"][0]
+    assert (answer["n_units"], answer["n_pairable_units"], answer["n_votes"]) == (6, 6, 12)
+    assert answer["percent_agreement"]["value"] == 0.5
+    assert answer["alpha"]["value"] != 1.0
+    clean = _clean_answer(started)
+    assert (answer["alpha"], answer["fleiss_kappa"]) == (clean["alpha"], clean["fleiss_kappa"])
+    assert body["freshness"]["current"] is True
+    assert body["freshness"]["newer_changes"] == 0
+    # and the dashboard too
+    html = login(Role.MANAGER).get("/p/study/").content.decode()
+    assert 'data-kind="agreement" data-current="yes"' in html
+    assert "Current: covers every change up to" in html
+    assert "as they are now" in html
+
+
+def test_without_a_worker_the_figures_say_they_are_stale(
+    started, member, client_for, login, django_capture_on_commit_callbacks
+):
+    a, b = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
+    # three consensus items, recomputed after each request
+    for _ in range(3):
+        _api_vote(client_for(a), started, a, "admissible", django_capture_on_commit_callbacks)
+        _api_vote(client_for(b), started, b, "admissible", django_capture_on_commit_callbacks)
+    report = AgreementReport.objects.get(project=started)
+    assert report.answer["n_units"] == 3
+    assert report.answer["percent_agreement"] == {"value": 1.0, "reason": None}
+
+    # then three disagreeing ones whose recomputation never runs (no worker, lost messages)
+    def no_commit_hooks(execute=True):
+        return transaction.atomic()
+
+    for _ in range(3):
+        _api_vote(client_for(a), started, a, "admissible", no_commit_hooks)
+        _api_vote(client_for(b), started, b, "inadmissible", no_commit_hooks)
+    body = client_for(member(Role.MANAGER)).get("/api/projects/study/agreement/").json()
+    # the stored figures still cover three units, and the answer says so
+    assert body["levels"][0]["n_units"] == 3
+    assert body["freshness"]["current"] is False
+    assert body["freshness"]["newer_changes"] == 6
+    html = login(Role.MANAGER).get("/p/study/").content.decode()
+    assert 'data-kind="agreement" data-current="no"' in html
+    assert "Stale — 6 newer changes" in html
+    assert "as they were then: newer votes are not counted yet" in html
+    assert "as they are now" not in html
+    # once the reconciler runs, the figures are current over six units
+    derived_reconcile()
+    body = client_for(member(Role.MANAGER)).get("/api/projects/study/agreement/").json()
+    assert body["levels"][0]["n_units"] == 6
+    assert body["freshness"]["current"] is True
+
+
+# -- freshness in the pages and the API, manual recomputation ----------------------------------
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("agreement", AGREEMENT),
+        ("calibration", CALIBRATION),
+        ("audits", AUDIT),
+    ],
+)
+def test_managers_request_a_recomputation_through_the_api(
+    started, api, path, kind, django_capture_on_commit_callbacks
+):
+    url = f"/api/projects/study/{path}/recompute/"
+    assert api(Role.ANNOTATOR).post(url).status_code == 403
+    assert api(Role.ADJUDICATOR).post(url).status_code == 403
+    assert marks(started) == {}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api(Role.MANAGER).post(url)
+    assert response.status_code == 202
+    body = response.json()
+    # answered before the commit: the request is recorded as one newer change
+    assert (body["kind"], body["current"], body["newer_changes"]) == (kind, False, 1)
+    # and after the commit it ran (eager Celery) and the result is current
+    assert marks(started) == {}
+    fresh = api(Role.MANAGER).get("/api/projects/study/derived/").json()
+    assert {f["kind"]: f["current"] for f in fresh} == {
+        AGREEMENT: True,
+        CALIBRATION: True,
+        AUDIT: True,
+    }
+    state = DerivedResultState.objects.get(project=started, kind=kind)
+    assert state.computed_at is not None
+
+
+def test_the_recompute_service_refuses_other_roles_and_unknown_kinds(started, member):
+    from certification.services import derived_recompute_request
+    from labeling.exceptions import PermissionDenied
+
+    for role in (Role.ANNOTATOR, Role.ADJUDICATOR):
+        with pytest.raises(PermissionDenied):
+            derived_recompute_request(project=started, kind=AGREEMENT, actor=member(role))
+    with pytest.raises(InvalidInput) as caught:
+        derived_recompute_request(project=started, kind="nonsense", actor=member(Role.MANAGER))
+    assert caught.value.field == "kind"
+    assert marks(started) == {}
+
+
+@pytest.mark.parametrize(
+    ("page", "button"),
+    [
+        ("/p/study/", "/p/study/certification/agreement/recompute/"),
+        ("/p/study/certification/", "/p/study/certification/calibration/recompute/"),
+        ("/p/study/certification/audits/", "/p/study/certification/audits/recompute/"),
+    ],
+)
+def test_pages_show_freshness_and_a_recompute_button_to_managers(
+    started, member, login, page, button, client, django_capture_on_commit_callbacks
+):
+    _submit(started, member(Role.ANNOTATOR), "admissible")
+    adjudicator_html = login(Role.ADJUDICATOR).get(page).content.decode()
+    client.logout()
+    html = login(Role.MANAGER).get(page).content.decode()
+    assert 'class="freshness"' in html and 'class="freshness"' in adjudicator_html
+    assert f'action="{button}"' in html
+    assert f'action="{button}"' not in adjudicator_html
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(button, {"next": page})
+    assert (response.status_code, response["Location"]) == (302, page)
+    html = client.get(page).content.decode()
+    assert "Recomputation of the" in html
+    assert 'data-current="yes"' in html
+
+
+def test_the_page_button_refuses_an_adjudicator(started, login):
+    response = login(Role.ADJUDICATOR).post("/p/study/certification/agreement/recompute/")
+    assert response.status_code == 403
+    assert marks(started) == {}
+
+
+# -- property: after any mix of votes, disagreements and resolutions the stored agreement equals
+# -- a clean recomputation once the queue is drained ------------------------------------------
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_the_stored_agreement_equals_a_clean_recomputation_after_any_mix(
+    seed, project, import_records, member, django_capture_on_commit_callbacks
+):
+    rng = random.Random(seed)
+    import_records([work_record(f"q{i}") for i in range(1, 5)])
+    manager = member(Role.MANAGER)
+    project_labelling_configure(project=project, actor=manager, overlap=2)
+    project_labelling_start(project=project, actor=manager)
+    annotators = [member(Role.ANNOTATOR) for _ in range(3)]
+    adjudicator = member(Role.ADJUDICATOR)
+    labels = ["admissible", "inadmissible", "abstained"]
+    for _ in range(rng.randint(6, 16)):
+        user = rng.choice(annotators)
+        deliver = rng.random() < 0.5  # half the after-commit enqueues are lost
+        action = rng.random()
+        if action < 0.8:
+            try:
+                assignment = item_claim_next(project=project, actor=user)
+            except Exception:  # no work left for this annotator
+                continue
+            if assignment is None:
+                continue
+            data = labels_input(assignment.item, answer=rng.choice(labels))
+            if deliver:
+                with django_capture_on_commit_callbacks(execute=True):
+                    annotation_submit(
+                        project=project, assignment_id=assignment.pk, actor=user, data=data
+                    )
+            else:
+                annotation_submit(
+                    project=project, assignment_id=assignment.pk, actor=user, data=data
+                )
+        else:
+            queued = Item.objects.filter(project=project, status=ItemStatus.DISAGREEMENT).first()
+            if queued is None:
+                continue
+            if deliver:
+                with django_capture_on_commit_callbacks(execute=True):
+                    _resolve(project, queued, adjudicator)
+            else:
+                _resolve(project, queued, adjudicator)
+    # when the queue is drained (the reconciler, then the tasks it enqueued, eagerly)
+    derived_reconcile()
+    # then the stored figures are those of a clean recomputation from scratch
+    assert marks(project) == {}
+    assert all(f.current for f in derived_freshness(project=project).values())
+    votes = project_votes(project=project)
+    if not any(m.ratings for m in votes.levels()):
+        return
+    report = AgreementReport.objects.get(project=project)
+    assert report.input_sha256 == votes_sha256(votes)
+    assert report.answer == _clean_answer(project)
+
+
+def test_calibration_refreshes_are_spaced_other_kinds_start_at_once(started, monkeypatch):
+    calls = []
+    monkeypatch.setattr(
+        derived_service, "_enqueue", lambda pid, kind, **options: calls.append((kind, options))
+    )
+    just_now = timezone.now()
+    for kind in (CALIBRATION, AGREEMENT):
+        DerivedResultState.objects.create(project=started, kind=kind, computed_at=just_now)
+        derived_schedule(project_id=started.pk, kind=kind)
+    (calibration, options), (agreement, other) = calls
+    assert (calibration, agreement, other) == (CALIBRATION, AGREEMENT, {"countdown": 0.0})
+    assert 4.0 < options["countdown"] <= 5.0
