@@ -44,34 +44,6 @@ RETRY_ON_DB_ERROR: RetryOptions = {
 }
 
 
-@shared_task(soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
-def agreement_recompute_task(project_id: int) -> dict[str, object] | None:
-    """Recompute a project's agreement report; returns its id and input hash, or None.
-
-    A project deleted before the task ran is logged and skipped.
-    """
-    try:
-        report = agreement_recompute(project_id=project_id)
-    except NotFound:
-        logger.warning("agreement_recompute.missing_project", extra={"project_id": project_id})
-        return None
-    return {"report_id": report.pk, "input_sha256": report.input_sha256}
-
-
-@shared_task(soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
-def calibration_runs_refresh_task(project_id: int) -> list[int] | None:
-    """Start runs for the project's specs whose inputs changed; returns the new run ids.
-
-    A project deleted before the task ran is logged and skipped.
-    """
-    try:
-        runs = calibration_runs_refresh(project_id=project_id)
-    except NotFound:
-        logger.warning("calibration_runs_refresh.missing_project", extra={"project_id": project_id})
-        return None
-    return [run.pk for run in runs]
-
-
 @shared_task(soft_time_limit=600, time_limit=660, max_retries=5, **RETRY_ON_DB_ERROR)
 def calibration_run_execute_task(run_id: int) -> dict[str, object] | None:
     """Compute a calibration run; returns its id, status and outcome, or None when it is gone.
@@ -91,20 +63,6 @@ def calibration_run_execute_task(run_id: int) -> dict[str, object] | None:
         logger.exception("calibration_run_execute.crashed", extra={"run_id": run_id})
         run = calibration_run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}")
     return {"run_id": run.pk, "status": run.status, "outcome": run.outcome}
-
-
-@shared_task(soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
-def audit_reports_refresh_task(project_id: int) -> list[dict[str, object]] | None:
-    """Recompute the project's evaluator audits; returns each report's id and input hash.
-
-    A project deleted before the task ran is logged and skipped.
-    """
-    try:
-        reports = audit_reports_refresh(project_id=project_id)
-    except NotFound:
-        logger.warning("audit_reports_refresh.missing_project", extra={"project_id": project_id})
-        return None
-    return [{"report_id": r.pk, "input_sha256": r.input_sha256} for r in reports]
 
 
 @shared_task(

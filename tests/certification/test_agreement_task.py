@@ -1,4 +1,4 @@
-"""agreement_recompute_task and its wiring: a resolution, once committed, yields a stored report."""
+"""derived_recompute_task for agreement, and its wiring: a committed resolution yields a report."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from django.apps import apps
 from django.db import transaction
 
 from certification.apps import DERIVED_SCHEDULER
-from certification.models import AgreementReport
-from certification.tasks import agreement_recompute_task
+from certification.models import AgreementReport, DerivedResultState
+from certification.tasks import derived_recompute_task
 from labeling.derived import derived_schedulers
-from labeling.models import Item, ItemStatus, ResolutionStatus, Role
+from labeling.models import DerivedChange, DerivedKind, Item, ItemStatus, ResolutionStatus, Role
 from labeling.services import (
     AnnotationInput,
     ClaimInput,
@@ -30,28 +30,58 @@ pytestmark = pytest.mark.django_db
 # -- the task ----------------------------------------------------------------------------------
 def test_task_stores_the_report(project, items, cast_vote, member):
     cast_vote(items[0], member(Role.ANNOTATOR), "admissible")
+    # given the vote marked the agreement stale (its after-commit schedule not run here)
+    marks = DerivedChange.objects.filter(project=project, kind=DerivedKind.AGREEMENT)
+    top = max(marks.values_list("pk", flat=True))
     # when (eager Celery in tests, as in development)
-    result = agreement_recompute_task.delay(project.pk).get()
+    outcome = derived_recompute_task.delay(project.pk, DerivedKind.AGREEMENT).get()
     # then
+    assert outcome == "done"
     report = AgreementReport.objects.get(project=project)
-    assert result == {"report_id": report.pk, "input_sha256": report.input_sha256}
     assert report.answer["n_votes"] == 1
+    state = DerivedResultState.objects.get(project=project, kind=DerivedKind.AGREEMENT)
+    assert state.covered_generation == top
+    assert state.running_since is None and state.queued_at is None
+    assert state.computed_at is not None and state.last_error == ""
+    assert not marks.exists()
 
 
 def test_task_logs_and_returns_for_a_missing_project(db, caplog):
-    with caplog.at_level(logging.WARNING, logger="certification.tasks"):
-        assert agreement_recompute_task.delay(424242).get() is None
-    assert [r.message for r in caplog.records] == ["agreement_recompute.missing_project"]
+    with caplog.at_level(logging.WARNING, logger="certification.services.derived"):
+        assert derived_recompute_task.delay(424242, DerivedKind.AGREEMENT).get() == "missing"
+    assert [r.message for r in caplog.records] == ["derived.missing_project"]
     assert caplog.records[0].project_id == 424242
+    assert caplog.records[0].kind == DerivedKind.AGREEMENT
     assert not AgreementReport.objects.exists()
+    assert not DerivedResultState.objects.exists()
 
 
 def test_task_is_time_limited_and_retries_only_database_errors():
-    assert agreement_recompute_task.soft_time_limit < agreement_recompute_task.time_limit
-    assert agreement_recompute_task.max_retries == 5
     from django.db import OperationalError
 
-    assert agreement_recompute_task.autoretry_for == (OperationalError,)
+    assert derived_recompute_task.soft_time_limit == 300
+    assert derived_recompute_task.time_limit == 360
+    assert derived_recompute_task.max_retries == 5
+    assert derived_recompute_task.autoretry_for == (OperationalError,)
+    assert derived_recompute_task.retry_backoff is True
+    assert derived_recompute_task.retry_backoff_max == 300
+
+
+def test_every_route_names_a_registered_task_and_recomputation_has_one():
+    from django.conf import settings
+
+    from labeling.celery import app
+
+    app.loader.import_default_modules()
+    routes = settings.CELERY_TASK_ROUTES
+    assert sorted(set(routes) - set(app.tasks)) == []
+    assert routes["certification.tasks.derived_recompute_task"] == {"queue": "recompute"}
+    for gone in (
+        "agreement_recompute_task",
+        "calibration_runs_refresh_task",
+        "audit_reports_refresh_task",
+    ):
+        assert f"certification.tasks.{gone}" not in app.tasks
 
 
 # -- the wiring --------------------------------------------------------------------------------

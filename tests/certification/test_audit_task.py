@@ -1,4 +1,4 @@
-"""audit_reports_refresh_task and its wiring: each committed resolution recomputes the audits."""
+"""derived_recompute_task for audits, and its wiring: each committed resolution recomputes them."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import pytest
 from django.apps import apps
 
 from certification.apps import DERIVED_SCHEDULER
-from certification.models import AuditReport
+from certification.models import AuditReport, DerivedResultState
 from certification.services import audit_report_configure
-from certification.tasks import audit_reports_refresh_task
+from certification.tasks import derived_recompute_task
 from labeling.derived import derived_schedulers
-from labeling.models import Role
+from labeling.models import DerivedChange, DerivedKind, Role
 from labeling.services import AnnotationInput, annotation_submit, item_claim_next
 from tests.certification.audit_helpers import audited_project
 
@@ -28,10 +28,39 @@ def test_scheduler_is_registered_once():
 
 
 def test_task_logs_and_returns_for_a_missing_project(db, caplog):
-    with caplog.at_level(logging.WARNING, logger="certification.tasks"):
-        assert audit_reports_refresh_task.delay(424242).get() is None
-    messages = [r.message for r in caplog.records if r.name == "certification.tasks"]
-    assert messages == ["audit_reports_refresh.missing_project"]
+    with caplog.at_level(logging.WARNING, logger="certification.services.derived"):
+        assert derived_recompute_task.delay(424242, DerivedKind.AUDIT).get() == "missing"
+    messages = [r.message for r in caplog.records if r.name == "certification.services.derived"]
+    assert messages == ["derived.missing_project"]
+    assert not AuditReport.objects.exists()
+
+
+def test_the_task_recomputes_the_stored_audit(project, member):
+    # given a declared audit with q3/c0 still open, then labelled, its schedule not yet run
+    project, judge, _ = audited_project(project)
+    report = audit_report_configure(project=project, evaluator=judge, actor=member(Role.MANAGER))
+    assert report.result["n_pending"] == 1
+    annotator = member(Role.ANNOTATOR)
+    assignment = item_claim_next(project=project, actor=annotator)
+    annotation_submit(
+        project=project,
+        assignment_id=assignment.pk,
+        actor=annotator,
+        data=AnnotationInput(answer_label="inadmissible", claims=()),
+    )
+    marks = DerivedChange.objects.filter(project=project, kind=DerivedKind.AUDIT)
+    assert marks.exists()
+    assert AuditReport.objects.get(pk=report.pk).input_sha256 == report.input_sha256
+    # when the recomputation runs
+    assert derived_recompute_task.delay(project.pk, DerivedKind.AUDIT).get() == "done"
+    # then the stored audit counts the label and the audit is current
+    stored = AuditReport.objects.get(pk=report.pk)
+    assert stored.input_sha256 != report.input_sha256
+    assert stored.result["n_pending"] == 0
+    assert stored.result["metrics"]["matrix"]["binary"]["tp"] == 2
+    assert not marks.exists()
+    state = DerivedResultState.objects.get(project=project, kind=DerivedKind.AUDIT)
+    assert state.last_error == "" and state.running_since is None
 
 
 def test_a_committed_resolution_recomputes_the_audit(

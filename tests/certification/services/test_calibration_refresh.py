@@ -1,5 +1,5 @@
 """End to end: a resolution, once committed, recomputes the project's calibration runs in the
-background (``items_resolved`` -> ``calibration_runs_refresh_task`` ->
+background (a derived mark -> ``derived_recompute_task`` (calibration) ->
 ``calibration_run_execute_task``).
 """
 
@@ -10,11 +10,11 @@ from django.apps import apps
 from django.db import transaction
 
 from certification.apps import DERIVED_SCHEDULER
-from certification.models import CalibrationRun, RunStatus
+from certification.models import CalibrationRun, DerivedResultState, RunStatus
 from certification.services import calibration_run_request
-from certification.tasks import calibration_runs_refresh_task
+from certification.tasks import derived_recompute_task
 from labeling.derived import derived_schedulers
-from labeling.models import Item, ItemStatus, ResolutionStatus, Role
+from labeling.models import DerivedKind, Item, ItemStatus, ResolutionStatus, Role
 from labeling.services import adjudication_resolve
 from labeling.signals import announce_resolutions
 from tests.factories import calibration_candidate as cand
@@ -123,4 +123,36 @@ def test_a_failing_refresh_does_not_break_the_resolution(
 
 
 def test_the_refresh_task_skips_a_missing_project(db):
-    assert calibration_runs_refresh_task.delay(424242).get() is None
+    assert derived_recompute_task.delay(424242, DerivedKind.CALIBRATION).get() == "missing"
+    assert not CalibrationRun.objects.exists()
+    assert not DerivedResultState.objects.exists()
+
+
+def test_the_task_requests_and_computes_a_run_for_the_changed_labels(
+    project, disputed, member, django_capture_on_commit_callbacks
+):
+    # given a spec's first run, then an adjudication whose after-commit schedule is not run
+    spec = make_spec(project, thresholds=[0.5])
+    with django_capture_on_commit_callbacks(execute=True):
+        first = CalibrationRun.objects.get(pk=_start(spec).pk)
+    adjudication_resolve(
+        project=project,
+        item_id=disputed.pk,
+        actor=member(Role.ADJUDICATOR),
+        expected_version=disputed.version,
+        answer_label="inadmissible",
+        claims=[],
+        rationale="the second vote is right",
+    )
+    assert CalibrationRun.objects.filter(spec=spec).count() == 1
+    # when the recomputation of the calibration kind runs
+    with django_capture_on_commit_callbacks(execute=True):
+        outcome = derived_recompute_task.delay(project.pk, DerivedKind.CALIBRATION).get()
+    # then it requested a run over the new labels, which was computed
+    assert outcome == "done"
+    latest = CalibrationRun.objects.filter(spec=spec).order_by("-pk").first()
+    assert latest.pk != first.pk
+    assert (latest.trigger, latest.status) == ("labels_changed", RunStatus.DONE)
+    assert latest.result["pending"]["calibration"] == 0
+    state = DerivedResultState.objects.get(project=project, kind=DerivedKind.CALIBRATION)
+    assert state.last_error == "" and state.running_since is None
