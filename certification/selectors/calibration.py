@@ -321,7 +321,7 @@ def calibration_run_report(*, run: CalibrationRun, include_inputs: bool = False)
 
     Keys: ``run`` (id, status, trigger, times, hashes, outcome, error), ``spec`` (see
     :func:`calibration_spec_json`) and ``result`` (the stored result, None until done; see
-    ``certification.services.calibration_compute``). ``inputs`` (the per-item snapshot, which
+    ``certification.certificates``). ``inputs`` (the per-item snapshot, which
     holds evaluator scores per candidate) only when ``include_inputs`` is set: the caller
     decides who may see it (managers).
     """
