@@ -31,6 +31,7 @@ from labeling.models import (
     EvidenceSpan,
     ImportBatch,
     Item,
+    Job,
     LabelPolicy,
     Membership,
     PriorAnnotation,
@@ -452,3 +453,20 @@ class DerivedChangeAdmin(ReadOnlyAdmin):
     list_display = ["id", "project", "kind", "created_at"]
     list_filter = ["kind"]
     search_fields = ["project__slug"]
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    """Background jobs (large imports, labelling starts): written by the services and workers."""
+
+    list_display = [
+        "id",
+        "project",
+        "kind",
+        "status",
+        "progress_done",
+        "progress_total",
+        "created_at",
+    ]
+    list_filter = ["kind", "status"]
+    search_fields = ["project__slug", "message"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from certification.selectors import derived_freshness
 from certification.services import derived_recompute_request
 from labeling import permissions
-from labeling.api.common import ErrorSerializer, project_and_role
+from labeling.api.common import ErrorSerializer, project_and_role, written
 
 
 class FreshnessSerializer(serializers.Serializer):
@@ -71,12 +71,15 @@ class DerivedFreshnessApi(APIView):
 
 
 class DerivedRecomputeApi(APIView):
-    """Ask for a recomputation of one kind of derived result (managers); answers 202."""
+    """Ask for a recomputation of one kind of derived result (managers); answers 202.
+
+    One subclass per kind, so that each route has its own operation in the schema.
+    """
 
     project_roles = {"POST": permissions.MANAGERS}
+    kind: str = ""
 
     @extend_schema(
-        operation_id="derived_recompute",
         request=None,
         responses={
             202: FreshnessSerializer,
@@ -84,9 +87,33 @@ class DerivedRecomputeApi(APIView):
             404: OpenApiResponse(ErrorSerializer, description="No such project (or not a member)."),
         },
     )
-    def post(self, request: Request, slug: str, kind: str) -> Response:
+    def post(self, request: Request, slug: str) -> Response:
         """Record the request and schedule the recomputation after commit."""
         project, _ = project_and_role(request, slug)
-        derived_recompute_request(project=project, kind=kind, actor=request.user)
-        freshness = derived_freshness(project=project)[kind]
-        return Response(freshness_json(freshness), status=status.HTTP_202_ACCEPTED)
+        kind = self.kind
+        body = written(
+            lambda: derived_recompute_request(project=project, kind=kind, actor=request.user),
+            lambda _: freshness_json(derived_freshness(project=project)[kind]),
+        )
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema_view(post=extend_schema(operation_id="agreement_recompute"))
+class AgreementRecomputeApi(DerivedRecomputeApi):
+    """Ask for a recomputation of the agreement figures (managers); answers 202."""
+
+    kind = "agreement"
+
+
+@extend_schema_view(post=extend_schema(operation_id="calibration_recompute"))
+class CalibrationRecomputeApi(DerivedRecomputeApi):
+    """Ask for a refresh of the calibration runs (managers); answers 202."""
+
+    kind = "calibration"
+
+
+@extend_schema_view(post=extend_schema(operation_id="audits_recompute"))
+class AuditRecomputeApi(DerivedRecomputeApi):
+    """Ask for a recomputation of the evaluator audits (managers); answers 202."""
+
+    kind = "audit"

@@ -17,20 +17,17 @@ urlpatterns = [
     ),
     path(
         "projects/<slug:slug>/agreement/recompute/",
-        derived.DerivedRecomputeApi.as_view(),
-        {"kind": "agreement"},
+        derived.AgreementRecomputeApi.as_view(),
         name="api-agreement-recompute",
     ),
     path(
         "projects/<slug:slug>/calibration/recompute/",
-        derived.DerivedRecomputeApi.as_view(),
-        {"kind": "calibration"},
+        derived.CalibrationRecomputeApi.as_view(),
         name="api-calibration-recompute",
     ),
     path(
         "projects/<slug:slug>/audits/recompute/",
-        derived.DerivedRecomputeApi.as_view(),
-        {"kind": "audit"},
+        derived.AuditRecomputeApi.as_view(),
         name="api-audit-recompute",
     ),
     path(

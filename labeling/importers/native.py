@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -54,6 +55,10 @@ def _number(literal: str) -> float | int:
     return value
 
 
+#: Extra recursion depth the JSON parser may use while parsing one value.
+PARSER_DEPTH_HEADROOM = 1000
+
+
 def loads_strict(text: str, location: str) -> Any:
     r"""Parse JSON strictly and check every string can be stored.
 
@@ -69,9 +74,18 @@ def loads_strict(text: str, location: str) -> Any:
         RecordError: an unstorable character or too deep a value, naming the field path.
         RecursionError: a value nested too deeply for the parser itself.
     """
-    value = json.loads(
-        text, parse_constant=_no_constants, parse_float=_number, object_pairs_hook=unique_keys
-    )
+    # The C parser counts each nesting level against the interpreter's recursion limit, on top
+    # of the caller's own stack (a web request's middleware, the import service): without
+    # headroom, whether a value 900 levels deep is refused by the parser ("(line)") or by
+    # check_depth (naming its field) would depend on how deep the caller is.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit + PARSER_DEPTH_HEADROOM)
+    try:
+        value = json.loads(
+            text, parse_constant=_no_constants, parse_float=_number, object_pairs_hook=unique_keys
+        )
+    finally:
+        sys.setrecursionlimit(limit)
     check_depth(value, location)
     # The walk is needed only when an escape could have produced NUL or a surrogate.
     if _UNSTORABLE_ESCAPE.search(text):

@@ -9,6 +9,8 @@ from django.urls import reverse
 
 from labeling.models import (
     Item,
+    Job,
+    JobKind,
     LabelPolicy,
     Membership,
     PriorAnnotation,
@@ -110,6 +112,7 @@ def _rows():
     import_native(project, [record, work_record("q2")])
     membership_set(project=project, user=UserFactory(), role=Role.ANNOTATOR)
     _label_and_adjudicate(project)
+    Job.objects.create(project=project, kind=JobKind.WORKLOAD_IMPORT, message="import of x.jsonl")
 
 
 def _label_and_adjudicate(project):

@@ -68,9 +68,19 @@ def test_the_api_body_adds_the_field_when_the_error_names_one():
     assert named is not None and whole is not None
     assert (named.status_code, named.data) == (
         400,
-        {"detail": "seed: not a number", "code": "invalid_input", "field": "seed", "hint": 1},
+        {
+            "detail": "seed: not a number",
+            "code": "invalid_input",
+            "errors": [{"field": "seed", "reason": "not a number"}],
+            "field": "seed",
+            "hint": 1,
+        },
     )
     assert (whole.status_code, whole.data) == (
         404,
-        {"detail": "no project 'study'", "code": "not_found"},
+        {
+            "detail": "no project 'study'",
+            "code": "not_found",
+            "errors": [{"field": None, "reason": "no project 'study'"}],
+        },
     )

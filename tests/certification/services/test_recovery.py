@@ -228,12 +228,13 @@ def test_run_now_on_a_running_run_whose_heartbeat_lapsed_replaces_it(spec):
 @pytest.mark.django_db(transaction=True)
 def test_a_long_single_step_still_heartbeats(project, settings, monkeypatch):
     settings.CERTLABEL_HEARTBEAT_SECONDS = 0.05
-    calibration_project(project, {"calibration": _questions("c", 5)})
-    spec = make_spec(project)
     from certification.services import calibration as calibration_module
 
-    # no transaction to defer to here: keep the task from running at once
+    # no transaction to defer to here: keep the task from running at once (also the run that
+    # the spec's staleness mark requests in-process when the spec is created)
     monkeypatch.setattr(calibration_module, "_enqueue_execute", lambda run_id: None)
+    calibration_project(project, {"calibration": _questions("c", 5)})
+    spec = make_spec(project)
     with transaction.atomic():  # the request runs inside its caller's transaction
         run = calibration_run_request(spec=spec, trigger="manual")
     assert CalibrationRun.objects.get(pk=run.pk).status == RunStatus.PENDING
