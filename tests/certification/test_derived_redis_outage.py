@@ -119,6 +119,10 @@ def _use_broker(broker: str) -> tuple[str, bool]:
     """Point this process's Celery app at ``broker``; returns the previous URL and eager flag."""
     previous = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
     celery_app.conf.broker_url = broker
+    # Celery fixes the write/read URLs from broker_url on first use (the set-up's enqueues):
+    # point them at the new broker too, or the messages still go to the old one.
+    celery_app.conf.broker_write_url = broker
+    celery_app.conf.broker_read_url = broker
     celery_app.conf.task_always_eager = False
     celery_app._pool = None  # built afresh for the new URL
     celery_app.amqp._producer_pool = None
@@ -186,12 +190,7 @@ def test_a_redis_outage_slows_no_request_and_the_results_catch_up(project, impor
         if os.environ.get("CERTLABEL_REQUIRE_SERVICES") == "1":
             pytest.fail(f"CERTLABEL_REQUIRE_SERVICES=1 but the outage test cannot run: {reason}")
         pytest.skip(reason)
-    manager = member(Role.MANAGER)
-    import_records([work_record(f"q{i}") for i in range(1, 9)])  # 16 items
-    project_labelling_configure(project=project, actor=manager, overlap=2)
-    project_labelling_start(project=project, actor=manager)
-    annotators = [_client(member(Role.ANNOTATOR)) for _ in range(4)]
-    adjudicator = _client(member(Role.ADJUDICATOR))
+    # the private Redis first: the set-up's own changes are enqueued there too
     tmp = Path(tempfile.mkdtemp(prefix="certlabel-outage-"))
     port = _free_port()
     broker = f"redis://127.0.0.1:{port}/0"
@@ -199,6 +198,12 @@ def test_a_redis_outage_slows_no_request_and_the_results_catch_up(project, impor
     previous = _use_broker(broker)
     worker = _start_worker(broker, tmp)
     try:
+        manager = member(Role.MANAGER)
+        import_records([work_record(f"q{i}") for i in range(1, 9)])  # 16 items
+        project_labelling_configure(project=project, actor=manager, overlap=2)
+        project_labelling_start(project=project, actor=manager)
+        annotators = [_client(member(Role.ANNOTATOR)) for _ in range(4)]
+        adjudicator = _client(member(Role.ADJUDICATOR))
         # given some labelling with Redis up, recomputed by the worker
         for i, client in enumerate(annotators):
             _vote(client, "admissible" if i % 2 else "inadmissible")
@@ -245,6 +250,7 @@ def test_a_redis_outage_slows_no_request_and_the_results_catch_up(project, impor
         )
     finally:
         celery_app.conf.broker_url, celery_app.conf.task_always_eager = previous
+        celery_app.conf.broker_write_url = celery_app.conf.broker_read_url = previous[0]
         celery_app._pool = None
         celery_app.amqp._producer_pool = None
         _stop(worker)
