@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor
+from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.models import Job
 from labeling.selectors.jobs import job_get, job_list
 
@@ -72,6 +73,7 @@ class JobListApi(APIView):
     """The project's background jobs, newest first (managers)."""
 
     project_roles = {"GET": permissions.MANAGERS}
+    pagination_class = CappedLimitOffsetPagination
 
     @extend_schema(
         operation_id="job_list",

@@ -180,3 +180,17 @@ def test_a_job_of_another_project_or_an_unknown_id_is_404_naming_the_field(api, 
     assert response.json()["field"] == "job_id"
     assert str(job.pk) in response.json()["detail"]
     assert JobStatus.PENDING == Job.objects.get(pk=job.pk).status
+
+
+def test_the_job_list_is_documented_as_the_page_it_answers():
+    # the list answers {count, next, previous, results}: its schema must say so (schemathesis
+    # found the earlier "array" answer)
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    operation = schema["paths"]["/api/projects/{slug}/jobs/"]["get"]
+    ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    assert ok["$ref"] == "#/components/schemas/PaginatedJobList"
+    page = schema["components"]["schemas"]["PaginatedJobList"]
+    assert {"count", "next", "previous", "results"} <= set(page["properties"])
+    assert {p["name"] for p in operation["parameters"]} >= {"limit", "offset"}
