@@ -137,18 +137,6 @@ def validation_body(detail: Any) -> dict[str, Any]:
     return error_body(summary, INVALID_INPUT, errors)
 
 
-def _domain_body(error: domain.LabelingError) -> dict[str, Any]:
-    """Return the body of a domain error: its field and data kept, ``errors`` from them."""
-    data = dict(error.data)
-    records = data.pop("errors", None)
-    if isinstance(records, list) and records:
-        errors: list[dict[str, Any]] = [dict(r) for r in records]
-    else:
-        errors = [{"field": error.field, "reason": error.reason}]
-    field = {"field": error.field} if error.field else {}
-    return error_body(error.message, error.code, errors, **field, **data)
-
-
 class DomainAPIException(exceptions.APIException):
     """A domain error converted for DRF, keeping its code, field and data."""
 
@@ -174,7 +162,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if response is None:
         return None
     if isinstance(exc, DomainAPIException):
-        response.data = _domain_body(exc.error)
+        response.data = exc.error.body()
     elif isinstance(exc, exceptions.ValidationError):
         response.data = validation_body(exc.detail)
     elif isinstance(exc, exceptions.APIException):

@@ -43,6 +43,22 @@ class LabelingError(Exception):
         self.message = f"{field}: {reason}" if field and prefix else reason
         super().__init__(self.message)
 
+    def body(self) -> dict[str, Any]:
+        """Return the error as the one JSON error body of the API (and of a failed job).
+
+        ``{"detail", "code", "errors": [{"field", "reason", ...}], "field"?, **data}``: the
+        ``errors`` items are ``data["errors"]`` when the error carries records (an import's,
+        each with its ``location``), else one item of ``field`` and ``reason``.
+        """
+        data = dict(self.data)
+        records = data.pop("errors", None)
+        if isinstance(records, list) and records:
+            errors: list[dict[str, Any]] = [dict(r) for r in records]
+        else:
+            errors = [{"field": self.field, "reason": self.reason}]
+        field = {"field": self.field} if self.field else {}
+        return {"detail": self.message, "code": self.code, "errors": errors, **field, **data}
+
 
 class NotFound(LabelingError):
     """The object does not exist or is not visible to the actor."""

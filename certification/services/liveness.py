@@ -1,8 +1,9 @@
 """Whether background work is alive: heartbeats written while it runs, and the lapse rule.
 
 A running calibration run or release build writes ``heartbeat_at`` every
-``CERTLABEL_HEARTBEAT_SECONDS`` from a small daemon thread (:class:`Heartbeat`), so even one long
-step of the computation keeps it alive. One rule says when its worker is gone
+``CERTLABEL_HEARTBEAT_SECONDS`` from a small daemon thread (:class:`Heartbeat`, a
+:class:`labeling.heartbeat.PeriodicWrite`), so even one long step of the computation keeps it
+alive. One rule says when its worker is gone
 (:func:`work_lapsed`): running with no heartbeat (nor start) for ``CERTLABEL_WORK_LAPSE_SECONDS``,
 or pending that long after its task was sent. The recovery service
 (``certification.services.recovery``) and the manual restarts ("Run now", Rebuild) read it.
@@ -10,17 +11,14 @@ or pending that long after its task was sent. The recovery service
 
 from __future__ import annotations
 
-import logging
-import threading
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection
 from django.db.models import Model
 from django.utils import timezone
 
-logger = logging.getLogger(__name__)
+from labeling.heartbeat import PeriodicWrite
 
 PENDING, RUNNING = "pending", "running"
 
@@ -62,13 +60,13 @@ def work_lapsed(work: Any, *, now: datetime | None = None) -> bool:
     return seen < (now or timezone.now()) - lapse()
 
 
-class Heartbeat:
+class Heartbeat(PeriodicWrite):
     """Write ``heartbeat_at`` of one row every few seconds while a block runs.
 
-    A daemon thread with its own database connection (closed when it stops) updates the row
-    only while it is still ``running`` with the same ``attempts`` (a row recovery took back is
-    left alone). A failed write is logged and retried at the next beat: a heartbeat never fails
-    the work. Use as a context manager around the work::
+    A :class:`labeling.heartbeat.PeriodicWrite` (a daemon thread with its own connection) that
+    updates the row only while it is still ``running`` with the same ``attempts`` (a row
+    recovery took back is left alone, and the beating stops). Use as a context manager around
+    the work::
 
         with Heartbeat(CalibrationRun, run.pk, attempts=run.attempts):
             compute()
@@ -77,20 +75,7 @@ class Heartbeat:
     def __init__(self, model: type[Model], pk: int, *, attempts: int) -> None:
         """Prepare the heartbeat of row ``pk`` of ``model`` claimed as attempt ``attempts``."""
         self.model, self.pk, self.attempts = model, pk, attempts
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._beat, name=f"heartbeat-{model.__name__}-{pk}", daemon=True
-        )
-
-    def __enter__(self) -> Heartbeat:
-        """Start beating."""
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        """Stop beating and wait for the thread to close its connection."""
-        self._stop.set()
-        self._thread.join(timeout=max(5.0, heartbeat_interval()))
+        super().__init__(self.beat, interval=heartbeat_interval(), name=f"{model.__name__}-{pk}")
 
     def beat(self) -> bool:
         """Write one heartbeat now; return whether the row was still this attempt's."""
@@ -98,16 +83,3 @@ class Heartbeat:
             pk=self.pk, status=RUNNING, attempts=self.attempts
         ).update(heartbeat_at=timezone.now())
         return rows == 1
-
-    def _beat(self) -> None:
-        try:
-            while not self._stop.wait(heartbeat_interval()):
-                try:
-                    if not self.beat():
-                        return  # finished, failed, or taken back by recovery
-                except DatabaseError:
-                    logger.warning(
-                        "heartbeat.failed", extra={"model": self.model.__name__, "pk": self.pk}
-                    )
-        finally:
-            connection.close()  # this thread's own connection

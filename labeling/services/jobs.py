@@ -24,10 +24,9 @@ broker restarted) is enqueued again the same way.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import IO, Any
 
@@ -39,6 +38,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from labeling.exceptions import LabelingError
+from labeling.heartbeat import PeriodicWrite
 from labeling.models import Item, Job, JobKind, JobStatus, Project
 from labeling.permissions import MANAGERS, require_role
 
@@ -277,45 +277,20 @@ class _Progress:
         job_progress(job_id=self.job_id, done=self.done, total=self.total, message=self.message)
 
 
-@contextmanager
-def _heartbeat(progress: _Progress) -> Iterator[None]:
+def _heartbeat(progress: _Progress) -> AbstractContextManager[object]:
     """Write progress and the heartbeat every JOB_HEARTBEAT_SECONDS while the body runs.
 
-    On PostgreSQL a thread with its own connection does it (autocommit, visible while the
-    body's transaction is open). SQLite allows one writer, which the body is: nothing is
-    written meanwhile.
+    On PostgreSQL a :class:`~labeling.heartbeat.PeriodicWrite` does it (its own connection:
+    visible while the body's transaction is open). SQLite allows one writer, which the body is:
+    nothing is written meanwhile.
     """
     if connection.vendor != "postgresql":
-        yield
-        return
-    stop = threading.Event()
-
-    def beat() -> None:
-        from django.db import connection as own
-
-        try:
-            while not stop.wait(float(settings.JOB_HEARTBEAT_SECONDS)):
-                progress.write()
-        except Exception:
-            logger.exception("job.heartbeat_failed", extra={"job_id": progress.job_id})
-        finally:
-            own.close()
-
-    thread = threading.Thread(target=beat, name=f"job-{progress.job_id}-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-
-
-def _error_body(exc: LabelingError) -> dict[str, Any]:
-    body: dict[str, Any] = {"detail": exc.message, "code": exc.code}
-    if exc.field:
-        body["field"] = exc.field
-    body.update(exc.data)
-    return body
+        return nullcontext()
+    return PeriodicWrite(
+        progress.write,
+        interval=float(settings.JOB_HEARTBEAT_SECONDS),
+        name=f"job-{progress.job_id}",
+    )
 
 
 def _import_result(result: Any) -> dict[str, Any]:
@@ -403,7 +378,7 @@ def job_execute(*, job_id: int) -> Job | None:
         with _heartbeat(progress):
             result = runner(job, progress)
     except LabelingError as exc:
-        job_fail(job_id=job.pk, error=_error_body(exc), message=exc.message)
+        job_fail(job_id=job.pk, error=exc.body(), message=exc.message)
         _cleanup(job)
     except Exception as exc:
         job_fail(
