@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -46,7 +45,7 @@ from labeling.services import (
     partition_freeze,
     workload_import_file,
 )
-from labeling.services.jobs import workload_import_job_start
+from labeling.services.jobs import workload_import_in_background, workload_import_job_start
 
 
 class RecordErrorSerializer(serializers.Serializer):
@@ -494,23 +493,17 @@ class ImportCreateApi(APIView):
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         upload = given.validated_data["file"]
-        if upload.size is not None and upload.size > settings.JOB_IMPORT_BYTES:
+        source = {
+            "project": project,
+            "stream": upload.file,
+            "format_name": given.validated_data["format"],
+            "filename": upload.name or "upload",
+            "actor": request_actor(request),
+        }
+        if workload_import_in_background(upload.size):
             # A large file: stored and imported by a background job (202 and the job's URL).
-            job = workload_import_job_start(
-                project=project,
-                stream=upload.file,
-                format_name=given.validated_data["format"],
-                filename=upload.name or "upload",
-                actor=request_actor(request),
-            )
-            return job_accepted(job)
-        result = workload_import_file(
-            project=project,
-            stream=upload.file,
-            format_name=given.validated_data["format"],
-            filename=upload.name or "upload",
-            actor=request_actor(request),
-        )
+            return job_accepted(workload_import_job_start(**source))
+        result = workload_import_file(**source)
         created = result.batch is not None and not result.already_imported
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(self.OutputSerializer(result).data, status=code)

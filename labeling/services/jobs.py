@@ -137,6 +137,14 @@ def workload_import_job_start(
         raise
 
 
+def workload_import_in_background(size: int | None) -> bool:
+    """Whether an upload of ``size`` bytes (None: unknown) should be imported by a job.
+
+    True above ``JOB_IMPORT_BYTES``; a smaller file is imported in the request.
+    """
+    return size is not None and size > settings.JOB_IMPORT_BYTES
+
+
 def labelling_start_in_background(project: Project) -> bool:
     """Whether starting labelling on ``project`` should run as a job.
 

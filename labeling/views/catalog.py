@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -38,7 +37,7 @@ from labeling.selectors import (
 from labeling.selectors.pages import own_progress
 from labeling.selectors.review import project_progress
 from labeling.services import partition_freeze, workload_import_file
-from labeling.services.jobs import workload_import_job_start
+from labeling.services.jobs import workload_import_in_background, workload_import_job_start
 from labeling.views.common import (
     can_adjudicate,
     can_annotate,
@@ -179,24 +178,19 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
     errors: list[Any] = []
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
-        if upload.size is not None and upload.size > settings.JOB_IMPORT_BYTES:
+        source = {
+            "project": project,
+            "stream": upload.file,
+            "format_name": form.cleaned_data["format"],
+            "filename": upload.name or "upload",
+            "actor": signed_in_user(request),
+        }
+        if workload_import_in_background(upload.size):
             # A large file is imported by a background job; its page shows the progress.
-            job = workload_import_job_start(
-                project=project,
-                stream=upload.file,
-                format_name=form.cleaned_data["format"],
-                filename=upload.name or "upload",
-                actor=signed_in_user(request),
-            )
+            job = workload_import_job_start(**source)
             return redirect("job-detail", slug=project.slug, job_id=job.pk)
         try:
-            result = workload_import_file(
-                project=project,
-                stream=upload.file,
-                format_name=form.cleaned_data["format"],
-                filename=upload.name or "upload",
-                actor=signed_in_user(request),
-            )
+            result = workload_import_file(**source)
         except WorkloadImportFailed as exc:
             errors = exc.errors
             form.add_error(
