@@ -162,32 +162,64 @@ def _invalid(field: str, reason: str) -> InvalidInput:
     return InvalidInput(reason, field=field)
 
 
+class Problems:
+    """The problems found in one submission, collected so that all are reported at once."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, str]] = []
+
+    def add(self, field: str, reason: str) -> None:
+        """Record that ``field`` (e.g. ``claims[1].evidence``) is wrong for ``reason``."""
+        self.items.append({"field": field, "reason": reason})
+
+    def raise_any(self) -> None:
+        """Raise one :class:`InvalidInput` listing every problem, if there is any.
+
+        The error's ``field`` and ``reason`` are the first problem's (its message reads as
+        before); ``data["errors"]`` lists all of them as ``{"field", "reason"}``, in input order.
+        """
+        if not self.items:
+            return
+        first = self.items[0]
+        extra = f" (and {len(self.items) - 1} more)" if len(self.items) > 1 else ""
+        raise InvalidInput(
+            first["reason"] + extra,
+            field=first["field"],
+            data={"errors": [dict(p) for p in self.items]},
+        )
+
+
 def _check_label(
     label: Any,
     reason: Any,
     allowed: Sequence[str],
     reasons: Sequence[str],
     fields: tuple[str, str],
+    problems: Problems,
     *,
     allow_cannot_decide: bool,
-) -> tuple[str, str | None]:
-    """Check one label and its reason; return (label, reason or None).
+) -> tuple[str, str | None] | None:
+    """Check one label and its reason; return (label, reason or None), or None if wrong.
 
-    ``fields`` names the label's and the reason's input fields for errors.
+    ``fields`` names the label's and the reason's input fields; problems go to ``problems``.
     """
     field, reason_field = fields
     choices = [*allowed, CANNOT_DECIDE] if allow_cannot_decide else list(allowed)
     if not isinstance(label, str) or label not in choices:
-        raise _invalid(field, f"{label!r} is not one of {choices}")
+        problems.add(field, f"{label!r} is not one of {choices}")
+        return None
     if reason == "":
         reason = None
     if label == EVIDENCE_UNAVAILABLE:
         if reason is None:
-            raise _invalid(reason_field, f"{label} needs a reason, one of {list(reasons)}")
+            problems.add(reason_field, f"{label} needs a reason, one of {list(reasons)}")
+            return None
         if not isinstance(reason, str) or reason not in reasons:
-            raise _invalid(reason_field, f"{reason!r} is not one of {list(reasons)}")
+            problems.add(reason_field, f"{reason!r} is not one of {list(reasons)}")
+            return None
     elif reason is not None:
-        raise _invalid(reason_field, f"a reason is given only with {EVIDENCE_UNAVAILABLE}")
+        problems.add(reason_field, f"a reason is given only with {EVIDENCE_UNAVAILABLE}")
+        return None
     return label, reason
 
 
@@ -209,15 +241,21 @@ def labels_check(
     passing :func:`labeling.offsets.evidence_span_check`. Identical spans cited twice for one
     claim are kept once. Reads the item's claims and the cited source versions (two queries).
 
+    Every problem of the submission is found before anything is refused, so that a person
+    can fix them all in one go.
+
     Raises:
-        InvalidInput: naming the field, e.g. ``claims[1].evidence[0].quote``.
+        InvalidInput: naming the first problem's field (e.g. ``claims[1].evidence[0].quote``);
+            ``data["errors"]`` lists every problem as ``{"field", "reason"}``.
     """
-    answer_label, answer_reason = _check_label(
+    problems = Problems()
+    answer = _check_label(
         answer_label,
         answer_reason,
         policy.answer_labels,
         policy.unavailable_reasons,
         ("answer_label", "answer_reason"),
+        problems,
         allow_cannot_decide=allow_cannot_decide,
     )
     claim_ids = dict(
@@ -240,38 +278,48 @@ def labels_check(
         ).select_related("source_version")
     }
     checked: dict[int, CheckedClaim] = {}
+    seen: set[Any] = set()
     for i, claim in enumerate(claims):
         at = f"claims[{i}]"
         if not isinstance(claim, ClaimInput):
-            raise _invalid(at, "expected a claim label")
+            problems.add(at, "expected a claim label")
+            continue
         if claim.claim_id not in claim_ids:
-            raise _invalid(
-                f"{at}.claim_id", f"claim {claim.claim_id!r} is not a claim of this item"
-            )
-        if claim.claim_id in checked:
-            raise _invalid(f"{at}.claim_id", f"claim {claim.claim_id} is labelled twice")
-        label, reason = _check_label(
+            problems.add(f"{at}.claim_id", f"claim {claim.claim_id!r} is not a claim of this item")
+            continue
+        if claim.claim_id in seen:
+            problems.add(f"{at}.claim_id", f"claim {claim.claim_id} is labelled twice")
+            continue
+        seen.add(claim.claim_id)
+        checked_label = _check_label(
             claim.label,
             claim.reason,
             policy.claim_labels,
             policy.unavailable_reasons,
             (f"{at}.label", f"{at}.reason"),
+            problems,
             allow_cannot_decide=allow_cannot_decide,
         )
+        valid = checked_label is not None
         if not isinstance(claim.boundary_error, bool):
-            raise _invalid(f"{at}.boundary_error", "expected true or false")
+            problems.add(f"{at}.boundary_error", "expected true or false")
+            valid = False
         if len(claim.evidence) > MAX_EVIDENCE_PER_CLAIM:
-            raise _invalid(f"{at}.evidence", f"at most {MAX_EVIDENCE_PER_CLAIM} spans per claim")
+            problems.add(f"{at}.evidence", f"at most {MAX_EVIDENCE_PER_CLAIM} spans per claim")
+            continue
         spans: dict[tuple[int, int, int], CheckedEvidence] = {}
+        spans_valid = True
         for j, evidence in enumerate(claim.evidence):
             where = f"{at}.evidence[{j}]"
             version = pinned.get(evidence.source_version_id)
             if version is None:
-                raise _invalid(
+                problems.add(
                     f"{where}.source_version_id",
                     f"source version {evidence.source_version_id!r} is not a pinned source of "
                     "this item's question",
                 )
+                spans_valid = False
+                continue
             try:
                 start, end = offsets.evidence_span_check(
                     text=version.text,
@@ -284,11 +332,17 @@ def labels_check(
             except InvalidInput as exc:
                 name = exc.field or "quote"
                 name = "source_version_id" if name == "source" else name
-                raise _invalid(f"{where}.{name}", exc.reason) from exc
+                problems.add(f"{where}.{name}", exc.reason)
+                spans_valid = False
+                continue
             key = (version.pk, start, end)
             spans[key] = CheckedEvidence(version.pk, start, end, evidence.quote)
+        if checked_label is None or not valid or not spans_valid:
+            continue
+        label, reason = checked_label
         if label in EVIDENCE_REQUIRED and not spans:
-            raise _invalid(f"{at}.evidence", f"{label} needs at least one evidence span")
+            problems.add(f"{at}.evidence", f"{label} needs at least one evidence span")
+            continue
         checked[claim.claim_id] = CheckedClaim(
             claim_id=claim.claim_id,
             label=label,
@@ -296,13 +350,15 @@ def labels_check(
             boundary_error=claim.boundary_error,
             evidence=tuple(spans[k] for k in sorted(spans)),
         )
-    missing = sorted(set(claim_ids) - set(checked), key=lambda pk: claim_ids[pk])
+    missing = sorted(set(claim_ids) - seen, key=lambda pk: claim_ids[pk])
     if missing:
         shown = ", ".join(f"claim {pk} (index {claim_ids[pk]})" for pk in missing[:5])
-        raise _invalid("claims", f"every claim needs a label; missing: {shown}")
+        problems.add("claims", f"every claim needs a label; missing: {shown}")
+    problems.raise_any()
+    assert answer is not None  # no problem was recorded, so the answer label passed
     return CheckedLabels(
-        answer_label=answer_label,
-        answer_reason=answer_reason,
+        answer_label=answer[0],
+        answer_reason=answer[1],
         claims=tuple(checked[pk] for pk in sorted(checked, key=lambda pk: claim_ids[pk])),
     )
 

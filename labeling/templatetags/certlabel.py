@@ -40,3 +40,11 @@ def lookup(mapping: object, key: object) -> object:
         return mapping.get(int(str(key)), "")
     except ValueError:
         return ""
+
+
+@register.filter(name="markdown")
+def markdown_filter(value: object) -> SafeString:
+    """Render ``value`` (Markdown, e.g. a policy's guideline) as sanitised HTML."""
+    from labeling.markdown import markdown_html
+
+    return markdown_html(str(value or ""))

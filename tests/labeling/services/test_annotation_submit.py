@@ -454,3 +454,29 @@ def test_two_last_votes_submitted_at_once_are_both_counted(project, import_recor
     item.refresh_from_db()
     assert item.status == ItemStatus.DISAGREEMENT
     assert item.disagreements.count() == 1
+
+
+def test_every_problem_of_a_submit_is_reported_at_once(project, item):
+    # given a submit with three problems: a reason missing, evidence missing, a label unknown
+    assignment = AssignmentFactory(item=item)
+    first, second = claim_ids(item)
+    data = agreeing(
+        item,
+        answer_label="evidence_unavailable",
+        claims=(ClaimInput(first, "supported"), ClaimInput(second, "made_up")),
+    )
+    before = row_counts()
+    # when submitted
+    with pytest.raises(InvalidInput) as exc:
+        submit(project, assignment, data)
+    # then all three are listed in input order, the first names the error, nothing is written
+    problems = exc.value.body()["errors"]
+    assert [p["field"] for p in problems] == [
+        "answer_reason",
+        "claims[0].evidence",
+        "claims[1].label",
+    ]
+    assert problems[1]["reason"] == "supported needs at least one evidence span"
+    assert exc.value.field == "answer_reason"
+    assert exc.value.message.endswith("(and 2 more)")
+    assert row_counts() == before
