@@ -364,18 +364,19 @@ def policy_update(*, project: Project, actor: Any, description: Any) -> LabelPol
     permissions.require_role(
         project=project, actor=actor, roles=permissions.MANAGERS, outsider=PermissionDenied
     )
-    checked = policy_description_check(description)
     project_label_writes_lock(project.pk)
     project_lock(project.pk)
     policy = project.policies.order_by("-version").first()
     if policy is None:
         raise InvalidTransition(f"project {project.slug!r} has no label policy")
     if policy.frozen_at is not None:
+        # Said before the description is checked: no edit of it could be accepted.
         raise InvalidTransition(
             f"label policy v{policy.version} is frozen since {policy.frozen_at:%Y-%m-%d %H:%M} "
             "UTC (labelling started): it can no longer be edited; publish a new version instead",
             code="policy_frozen",
         )
+    checked = policy_description_check(description)
     fields = checked.model_fields()
     for name, value in fields.items():
         setattr(policy, name, value)
