@@ -3,7 +3,8 @@
 Run by ``tests/schemathesis/run.sh`` with ``DATABASE_URL`` pointing at a new database (a SQLite
 file in a temporary directory, or a scratch PostgreSQL database): migrates it, creates the demo
 project through ``manage.py demo_setup`` (members, frozen partition, labelling started, two
-consensus items and two disagreements), and gives a token to its manager and to an annotator.
+consensus items and two disagreements), and gives a token to its manager (who may also create
+projects) and to an annotator.
 Prints ``{"slug": ..., "manager": <token>, "annotator": <token>}``.
 """
 
@@ -26,6 +27,7 @@ def main() -> None:
 
     django.setup()
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
 
@@ -33,6 +35,10 @@ def main() -> None:
     with open(os.devnull, "w") as quiet:
         call_command("demo_setup", password=secrets.token_urlsafe(16), stdout=quiet)
     users = get_user_model().objects
+    # The manager may create projects too, so that POST /api/projects/ is fuzzed past its 403.
+    users.get(username="manager").user_permissions.add(
+        Permission.objects.get(content_type__app_label="labeling", codename="add_project")
+    )
     tokens = {
         role: Token.objects.get_or_create(user=users.get(username=username))[0].key
         for role, username in (("manager", "manager"), ("annotator", "annotator1"))
