@@ -16,8 +16,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from certification.formatting import p_value_text
 from certification.exceptions import AuditNotConfigured
+from certification.formatting import p_value_text
 from certification.selectors import audit_report_get, evaluator_get_by_spec
 from certification.services import (
     audit_report_configure,
