@@ -89,8 +89,7 @@ class Command(BaseCommand):
             return project_create(
                 slug=slug,
                 name=options["name"] or slug,
-                guideline=fmt.policy.guideline,
-                evidence_relation=fmt.policy.evidence_relation,
+                preset=fmt.policy_preset,
             )
         except (IntegrityError, InvalidInput):
             # A concurrent run created it first (project_create's savepoint was rolled back).
