@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,8 +20,9 @@ from labeling.api.common import ErrorSerializer, paginated, project_and_role, wr
 from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.work import BAD_INPUT, FORBIDDEN, NOT_FOUND
-from labeling.models import MAX_ID, EvidenceRelation
+from labeling.models import MAX_ID, LabelPolicy
 from labeling.selectors.catalog import policy_version_list
+from labeling.selectors.policies import policy_description_data
 from labeling.services.policy_versions import (
     PolicyPublication,
     Resolved,
@@ -39,14 +40,17 @@ class PolicyVersionSerializer(serializers.Serializer):
     published_by = serializers.CharField(
         source="published_by.username", allow_null=True, help_text="Username of the publisher."
     )
-    evidence_relation = serializers.CharField()
-    answer_labels = serializers.ListField(child=serializers.CharField())
-    claim_labels = serializers.ListField(child=serializers.CharField())
-    unavailable_reasons = serializers.ListField(child=serializers.CharField())
-    guideline = serializers.CharField(trim_whitespace=False)
+    description = serializers.SerializerMethodField(
+        help_text="The full policy description (labels with display text, description, key "
+        "and evidence rule; reasons; guideline): the shape POST takes as content."
+    )
 
     class Meta:
         ref_name = "PolicyVersion"
+
+    @extend_schema_field(serializers.DictField(child=serializers.JSONField()))
+    def get_description(self, policy: LabelPolicy) -> dict[str, Any]:
+        return policy_description_data(policy)
 
 
 class PolicyChangeSerializer(serializers.Serializer):
@@ -79,26 +83,6 @@ class PolicyVersionListApi(APIView):
     project_roles = {"GET": permissions.MANAGERS, "POST": permissions.MANAGERS}
     pagination_class = CappedLimitOffsetPagination
 
-    class ContentSerializer(serializers.Serializer):
-        evidence_relation = serializers.ChoiceField(
-            choices=EvidenceRelation.choices, required=False
-        )
-        answer_labels = serializers.ListField(
-            child=StrictCharField(max_length=64), required=False, max_length=50
-        )
-        claim_labels = serializers.ListField(
-            child=StrictCharField(max_length=64), required=False, max_length=50
-        )
-        unavailable_reasons = serializers.ListField(
-            child=StrictCharField(max_length=64), required=False, max_length=50
-        )
-        guideline = StrictCharField(
-            required=False, allow_blank=True, trim_whitespace=False, max_length=100_000
-        )
-
-        class Meta:
-            ref_name = "PolicyContentInput"
-
     class InputSerializer(serializers.Serializer):
         based_on_version = serializers.IntegerField(
             min_value=1, max_value=MAX_ID, help_text="The current version the change is made on."
@@ -109,8 +93,11 @@ class PolicyVersionListApi(APIView):
             help_text="What changed and why (required, not blank).",
         )
         content = serializers.JSONField(
-            help_text="The new version's fields (evidence_relation, answer_labels, "
-            "claim_labels, unavailable_reasons, guideline); a field left out keeps its value."
+            help_text="The new version's full policy description, as a draft policy takes it: "
+            '{"evidence_relation", "guideline", "answer_labels": [{"value", "text", '
+            '"description", "key"}], "claim_labels": [{... "requires_evidence"}], '
+            '"unavailable_reasons": [{"value", "text"}]} (every key required; see a '
+            "version's description)."
         )
         resolved = serializers.ChoiceField(
             choices=[(c, c) for c in Resolved.CHOICES],
@@ -172,8 +159,6 @@ class PolicyVersionListApi(APIView):
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         fields = dict(given.validated_data)
-        content = self.ContentSerializer(data=fields.pop("content"))
-        content.is_valid(raise_exception=True)
 
         def render(result: PolicyPublication) -> Any:
             return self.OutputSerializer(
@@ -184,9 +169,7 @@ class PolicyVersionListApi(APIView):
             ).data
 
         body = written(
-            lambda: policy_version_publish(
-                project=project, actor=request.user, content=dict(content.validated_data), **fields
-            ),
+            lambda: policy_version_publish(project=project, actor=request.user, **fields),
             render,
         )
         return Response(body, status=status.HTTP_200_OK if body["dry_run"] else 201)

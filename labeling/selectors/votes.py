@@ -22,11 +22,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import F
+from django.db.models import F, Subquery
+from django.db.models.functions import Coalesce
 
 from labeling.models import (
     AnnotationRevision,
     ClaimLabel,
+    LabelPolicy,
     PriorAnnotation,
     PriorClaimLabel,
     Project,
@@ -136,7 +138,7 @@ def _matrix(level: str, votes: Iterable[tuple[int, str, str]]) -> VoteMatrix:
 def project_votes(*, project: Project) -> ProjectVotes:
     """Return the current votes of every item of ``project``, per label level and policy version.
 
-    Reads only (five queries, whatever the project's size). Items of every status count: an
+    Reads only (four queries, whatever the project's size). Items of every status count: an
     open item's single vote drops out of the agreement statistics by itself. A vote counts under
     the policy version it was made under: a revision's ``policy``, an imported prior
     annotation's recorded ``policy``, else the version labelling started under (the one prior
@@ -149,11 +151,12 @@ def project_votes(*, project: Project) -> ProjectVotes:
     Returns:
         A :class:`ProjectVotes` with deterministic ordering, so equal votes give equal data.
     """
-    # The version labelling started under; before the start, the draft's.
-    first = (
-        project.policies.order_by(F("frozen_at").asc(nulls_last=True), "version")
-        .values_list("version", flat=True)
-        .first()
+    # The version labelling started under (before the start, the draft's): the version of a
+    # prior vote that records none. A subquery of the prior votes' own queries.
+    first = Subquery(
+        LabelPolicy.objects.filter(project=project)
+        .order_by(F("frozen_at").asc(nulls_last=True), "version")
+        .values("version")[:1]
     )
     answer_votes: dict[int | None, list[tuple[int, str, str]]] = defaultdict(list)
     claim_votes: dict[int | None, list[tuple[int, str, str]]] = defaultdict(list)
@@ -172,9 +175,13 @@ def project_votes(*, project: Project) -> ProjectVotes:
     for item_id, annotator, prior_label, reason, version in PriorAnnotation.objects.filter(
         candidate__item__project=project, answer_label__isnull=False
     ).values_list(
-        "candidate__item__id", "annotator", "answer_label", "answer_reason", "policy__version"
+        "candidate__item__id",
+        "annotator",
+        "answer_label",
+        "answer_reason",
+        Coalesce("policy__version", first),
     ):
-        answer_votes[version or first].append(
+        answer_votes[version].append(
             (item_id, prior_rater(annotator), vote_value(_imported_label(prior_label), reason))
         )
     for claim_id, user_id, label, reason, version in ClaimLabel.objects.filter(
@@ -194,9 +201,9 @@ def project_votes(*, project: Project) -> ProjectVotes:
         "prior_annotation__annotator",
         "label",
         "reason",
-        "prior_annotation__policy__version",
+        Coalesce("prior_annotation__policy__version", first),
     ):
-        claim_votes[version or first].append(
+        claim_votes[version].append(
             (
                 claim_id,
                 prior_rater(annotator),

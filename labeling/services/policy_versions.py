@@ -1,9 +1,11 @@
 """New label policy versions after labelling started, and items returned for labelling.
 
 **Publishing.** A manager publishes version v+1 of the project's labelling policy (the newest
-frozen version, v): its full content, a required change note and the version it is based on.
-The content is checked by the same rules as a draft policy; the diff against v is shown before
-confirming (``dry_run``). v+1 is frozen when published: from that commit every new label
+frozen version, v): its full description (labels offered, display texts, evidence-required
+labels, reasons, guideline), a required change note and the version it is based on. The
+description is checked by the one validation of every policy
+(:func:`labeling.services.policies.policy_description_check`); the diff against v is shown
+before confirming (``dry_run``). v+1 is frozen when published: from that commit every new label
 (annotation revision, consensus or adjudicated resolution) is checked against and records v+1.
 Labels made under v keep v (nothing is rewritten).
 
@@ -57,7 +59,9 @@ from labeling.models import (
     Project,
 )
 from labeling.permissions import MANAGERS, require_role
+from labeling.selectors.policies import policy_description_data
 from labeling.selectors.review import labelling_policy_get
+from labeling.services.policies import policy_description_check
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +77,8 @@ class Resolved:
     CHOICES: tuple[str, ...] = (KEEP, REOPEN)
 
 
-# The policy fields a version consists of, in the order the diff lists them.
+# The fields of a policy description (labeling.services.policies), in the order the diff
+# lists them.
 CONTENT_FIELDS: tuple[str, ...] = (
     "evidence_relation",
     "answer_labels",
@@ -85,19 +90,20 @@ CONTENT_FIELDS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class FieldChange:
-    """One changed policy field: old and new value; for lists, what was added and removed.
+    """One changed field of a policy description, with its old and new value.
 
-    ``added``/``removed`` are the list entries (or mapping keys) only in the new / old value, in
-    the new / old order; ``changed`` the mapping keys present in both with another value. All
-    empty for a text field.
+    For a list of labels or reasons (rows keyed by ``value``): ``added`` / ``removed`` are the
+    values only in the new / old list, ``changed`` the values in both whose row differs (display
+    text, description, key, evidence rule), each in list order; a list that only changed order
+    has all three empty. All empty for a text field.
     """
 
     field: str
     old: Any
     new: Any
-    added: tuple[Any, ...] = ()
-    removed: tuple[Any, ...] = ()
-    changed: tuple[Any, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         """Return the change as JSON-able data (the API's and the page's shape)."""
@@ -112,60 +118,53 @@ class FieldChange:
 
 
 def policy_content(policy: LabelPolicy) -> dict[str, Any]:
-    """Return the content fields (:data:`CONTENT_FIELDS`) of ``policy`` as plain data."""
-    return {name: getattr(policy, name) for name in CONTENT_FIELDS}
+    """Return the full description of ``policy`` (defaults filled in), as the check returns it.
+
+    The shape of :func:`labeling.selectors.policies.policy_description_data`, normalised by
+    :func:`labeling.services.policies.policy_description_check`, so two versions compare field
+    by field whatever details they store.
+    """
+    return policy_description_check(policy_description_data(policy)).data()
 
 
-def _key(value: Any) -> Any:
-    """A hashable stand-in for a list entry (entries may be mappings)."""
-    if isinstance(value, Mapping):
-        return tuple(sorted((k, _key(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_key(v) for v in value)
-    return value
+def _rows(value: Any) -> dict[str, Any] | None:
+    """Rows of a label or reason list by value, or None when ``value`` is not such a list."""
+    if not isinstance(value, list) or not all(
+        isinstance(row, Mapping) and "value" in row for row in value
+    ):
+        return None
+    return {row["value"]: row for row in value}
 
 
 def policy_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[FieldChange, ...]:
-    """Return the fields that differ between two policy contents, in :data:`CONTENT_FIELDS` order.
+    """Return the fields that differ between two policy descriptions, in field order.
 
     Args:
-        old: the content of the current version (:func:`policy_content`).
-        new: the proposed content, same keys.
+        old: the description of the current version (:func:`policy_content`).
+        new: the proposed description, same shape.
 
     Returns:
-        One :class:`FieldChange` per differing field; empty when nothing changed. A list that
-        only changed order is a change with nothing added or removed.
+        One :class:`FieldChange` per differing field; empty when nothing changed.
     """
     changes = []
     for name in CONTENT_FIELDS:
         before, after = old.get(name), new.get(name)
         if before == after:
             continue
-        if isinstance(before, list) and isinstance(after, list):
-            old_keys = {_key(v) for v in before}
-            new_keys = {_key(v) for v in after}
-            changes.append(
-                FieldChange(
-                    name,
-                    before,
-                    after,
-                    added=tuple(v for v in after if _key(v) not in old_keys),
-                    removed=tuple(v for v in before if _key(v) not in new_keys),
-                )
-            )
-        elif isinstance(before, Mapping) and isinstance(after, Mapping):
-            changes.append(
-                FieldChange(
-                    name,
-                    before,
-                    after,
-                    added=tuple(k for k in after if k not in before),
-                    removed=tuple(k for k in before if k not in after),
-                    changed=tuple(k for k in after if k in before and after[k] != before[k]),
-                )
-            )
-        else:
+        old_rows, new_rows = _rows(before), _rows(after)
+        if old_rows is None or new_rows is None:
             changes.append(FieldChange(name, before, after))
+            continue
+        changes.append(
+            FieldChange(
+                name,
+                before,
+                after,
+                added=tuple(v for v in new_rows if v not in old_rows),
+                removed=tuple(v for v in old_rows if v not in new_rows),
+                changed=tuple(v for v in new_rows if v in old_rows and new_rows[v] != old_rows[v]),
+            )
+        )
     return tuple(changes)
 
 
@@ -262,28 +261,6 @@ def _note_check(note: Any) -> str:
     return note.strip()
 
 
-def _content_check(content: Mapping[str, Any], current: LabelPolicy) -> dict[str, Any]:
-    """Return the full content of the new version: ``content`` over ``current``'s.
-
-    Raises:
-        InvalidInput: an unknown field, or a value the policy rules refuse (names the field).
-    """
-    unknown = sorted(set(content) - set(CONTENT_FIELDS))
-    if unknown:
-        raise InvalidInput(
-            f"unknown policy fields {unknown}; the fields are {list(CONTENT_FIELDS)}",
-            field=unknown[0],
-        )
-    merged = {**policy_content(current), **dict(content)}
-    for name in ("answer_labels", "claim_labels", "unavailable_reasons"):
-        value = merged[name]
-        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-            raise InvalidInput("expected a non-empty list of labels", field=name)
-    if not isinstance(merged["guideline"], str):
-        raise InvalidInput("expected text", field="guideline")
-    return merged
-
-
 @transaction.atomic
 def policy_version_publish(
     *,
@@ -300,7 +277,8 @@ def policy_version_publish(
     Args:
         project: the project; labelling must have started.
         actor: a manager of the project.
-        content: the new version's fields (:data:`CONTENT_FIELDS`); a field left out keeps v's.
+        content: the new version's full policy description, checked by the rules of every
+            policy (:func:`labeling.services.policies.policy_description_check`).
         note: the change note (what changed and why), required.
         based_on_version: the version the manager saw (v); another current version refuses.
         resolved: ``keep`` or ``reopen``: what happens to items whose votes are complete
@@ -317,7 +295,7 @@ def policy_version_publish(
         StaleVersion: ``based_on_version`` is not the current version (someone published
             since); ``data`` carries ``based_on_version`` and ``current_policy_version``.
         InvalidInput: no change, a missing note, an unknown ``resolved`` choice or an invalid
-            field (the error names the field).
+            description (the error names the field; ``data["errors"]`` lists every problem).
 
     Concurrency: opens its own transaction; takes the project's label-write lock, the Project
     row, then every item of the project in ascending id order (the order of
@@ -329,8 +307,6 @@ def policy_version_publish(
     require_role(project=project, actor=actor, roles=MANAGERS, outsider=PermissionDenied)
     if resolved not in Resolved.CHOICES:
         raise InvalidInput(f"{resolved!r} is not one of {list(Resolved.CHOICES)}", field="resolved")
-    if not isinstance(content, Mapping):
-        raise InvalidInput("expected an object of policy fields", field="content")
     text = _note_check(note)
     if (
         isinstance(based_on_version, bool)
@@ -354,8 +330,8 @@ def policy_version_publish(
             field="based_on_version",
             data={"based_on_version": based_on_version, "current_policy_version": current.version},
         )
-    merged = _content_check(content, current)
-    diff = policy_diff(policy_content(current), merged)
+    checked = policy_description_check(content)
+    diff = policy_diff(policy_content(current), checked.data())
     if not diff:
         raise InvalidInput(
             f"the content is the same as v{current.version}: nothing to publish", field="content"
@@ -383,14 +359,15 @@ def policy_version_publish(
     complete_ids = _ids(_complete_items(project))
     reopen_ids = complete_ids if resolved == Resolved.REOPEN else []
     now = timezone.now()
+    newest = project.policies.order_by("-version").first() or current
     policy = LabelPolicy.objects.create(
         project=project,
-        version=current.version + 1,
-        previous=current,
+        version=newest.version + 1,
+        previous=newest,
         frozen_at=now,
         change_note=text,
         published_by=actor,
-        **merged,
+        **checked.model_fields(),
     )
     items_return_for_labelling(project=project, item_ids=restart_ids + reopen_ids, now=now)
     # Every derived result names the versions it includes: all are stale from this commit.

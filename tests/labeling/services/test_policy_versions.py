@@ -32,6 +32,8 @@ from labeling.models import (
     Resolution,
     Role,
 )
+from labeling.selectors.policies import policy_description_data
+from labeling.selectors.review import labelling_policy_get
 from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
 from labeling.services.assignments import item_claim_next
 from labeling.services.policy_versions import (
@@ -44,6 +46,20 @@ from tests.factories import UserFactory, start_labelling, work_record
 pytestmark = pytest.mark.django_db
 
 V2_ANSWER_LABELS = ["admissible", "inadmissible", "evidence_unavailable"]  # "abstained" dropped
+
+
+def description(project, **changes: Any) -> dict[str, Any]:
+    """The current labelling policy's full description with ``changes``."""
+    data = policy_description_data(labelling_policy_get(project=project))
+    return {**data, **changes}
+
+
+def without_abstained(project) -> dict[str, Any]:
+    data = description(project)
+    return {
+        **data,
+        "answer_labels": [r for r in data["answer_labels"] if r["value"] != "abstained"],
+    }
 
 
 @pytest.fixture
@@ -107,7 +123,7 @@ def publish(study: dict[str, Any], **overrides: Any):
     kwargs: dict[str, Any] = {
         "project": study["project"],
         "actor": study["manager"],
-        "content": {"answer_labels": V2_ANSWER_LABELS},
+        "content": without_abstained(study["project"]),
         "note": "abstained is no longer an answer label",
         "based_on_version": 1,
         "resolved": Resolved.KEEP,
@@ -127,16 +143,16 @@ def test_dry_run_shows_the_diff_and_counts_and_writes_nothing(study):
     # then the diff names the removed label, the counts what would happen; nothing is written
     assert preview.dry_run and preview.policy is None
     assert (preview.previous_version, preview.version) == (1, 2)
-    assert [c.as_json() for c in preview.diff] == [
-        {
-            "field": "answer_labels",
-            "old": ["admissible", "inadmissible", "abstained", "evidence_unavailable"],
-            "new": V2_ANSWER_LABELS,
-            "added": [],
-            "removed": ["abstained"],
-            "changed": [],
-        }
+    [change] = [c.as_json() for c in preview.diff]
+    assert change["field"] == "answer_labels"
+    assert [r["value"] for r in change["old"]] == [
+        "admissible",
+        "inadmissible",
+        "abstained",
+        "evidence_unavailable",
     ]
+    assert [r["value"] for r in change["new"]] == V2_ANSWER_LABELS
+    assert (change["added"], change["removed"], change["changed"]) == ([], ["abstained"], [])
     assert (preview.restarted, preview.reopened, preview.kept) == (1, 1, 0)
     assert (LabelPolicy.objects.count(), DerivedChange.objects.count()) == before
     assert Item.objects.get(pk=study["c0"].pk).status == ItemStatus.RESOLVED
@@ -298,10 +314,10 @@ def test_a_change_note_is_required(study, note):
 def test_publishing_on_a_stale_version_or_without_a_change_is_refused(study):
     publish(study)
     with pytest.raises(StaleVersion) as stale:
-        publish(study, content={"guideline": "new text"})
+        publish(study, content=description(study["project"], guideline="new text"))
     assert stale.value.data == {"based_on_version": 1, "current_policy_version": 2}
     with pytest.raises(InvalidInput, match="nothing to publish"):
-        publish(study, based_on_version=2)
+        publish(study, based_on_version=2, content=description(study["project"]))
 
 
 def test_publishing_before_labelling_starts_is_refused(project):
@@ -313,10 +329,41 @@ def test_publishing_before_labelling_starts_is_refused(project):
         policy_version_publish(
             project=project,
             actor=manager,
-            content={"guideline": "x"},
+            content=policy_description_data(project.policies.get()),
             note="n",
             based_on_version=1,
         )
+
+
+def test_the_description_is_checked_by_the_policy_rules(study):
+    # a label outside the schema, and a display text changed: both named, nothing written
+    data = description(study["project"])
+    data["claim_labels"] = [*data["claim_labels"], {"value": "maybe"}]
+    with pytest.raises(InvalidInput) as refused:
+        publish(study, content=data)
+    assert refused.value.field == "claim_labels[4].value"
+    assert LabelPolicy.objects.filter(project=study["project"]).count() == 1
+
+
+def test_the_diff_names_changed_display_texts_and_evidence_rules(study):
+    data = description(study["project"])
+    data["claim_labels"] = [
+        {**row, "text": "Backed by the source"} if row["value"] == "supported" else row
+        for row in data["claim_labels"]
+    ]
+    data["claim_labels"] = [
+        {**row, "requires_evidence": True} if row["value"] == "not_supported" else row
+        for row in data["claim_labels"]
+    ]
+    preview = publish(study, content=data, dry_run=True)
+    [change] = [c.as_json() for c in preview.diff]
+    assert change["field"] == "claim_labels"
+    assert (change["added"], change["removed"]) == ([], [])
+    assert change["changed"] == ["supported", "not_supported"]
+    # published, the new evidence rule applies to v2 labels
+    policy = publish(study, content=data).policy
+    assert "not_supported" in policy.evidence_labels
+    assert policy.label_details["claim"]["supported"]["text"] == "Backed by the source"
 
 
 def test_policy_diff_lists_text_and_order_changes():
