@@ -273,6 +273,8 @@ class LabelsState:
     claims: dict[int, ClaimState] = field(default_factory=dict)
     #: The revision the labels were made on, as posted ("": not said).
     revision: str = ""
+    #: The label policy version the form was loaded under, as posted ("": not said).
+    policy_version: str = ""
 
     @classmethod
     def from_post(cls, data: QueryDict, claim_ids: Sequence[int]) -> LabelsState:
@@ -313,6 +315,7 @@ class LabelsState:
             time_spent_seconds=data.get("time_spent_seconds", ""),
             claims=claims,
             revision=data.get("revision", ""),
+            policy_version=data.get("policy_version", ""),
         )
 
     def claim_inputs(self, claim_ids: Sequence[int]) -> tuple[ClaimInput, ...]:
@@ -353,7 +356,7 @@ class LabelsState:
 
         Raises:
             InvalidInput: a number is malformed (field named as in :meth:`claim_inputs`,
-                ``time_spent_seconds`` or ``revision``).
+                ``time_spent_seconds``, ``revision`` or ``policy_version``).
         """
         spent: float | None = None
         if self.time_spent_seconds.strip():
@@ -362,6 +365,7 @@ class LabelsState:
             except ValueError as exc:
                 raise InvalidInput("not a number", field="time_spent_seconds") from exc
         revision = self.revision.strip()
+        policy_version = self.policy_version.strip()
         return AnnotationInput(
             answer_label=self.answer_label,
             answer_reason=self.answer_reason or None,
@@ -369,11 +373,19 @@ class LabelsState:
             comment=self.comment,
             time_spent_seconds=spent,
             based_on_revision=_integer(revision, "revision") if revision else None,
+            policy_version=_integer(policy_version, "policy_version") if policy_version else None,
         )
 
 
 #: Fields of the labelling form besides the claims' (each takes one value).
-LABELS_FIELDS = ("answer_label", "answer_reason", "comment", "time_spent_seconds", "revision")
+LABELS_FIELDS = (
+    "answer_label",
+    "answer_reason",
+    "comment",
+    "time_spent_seconds",
+    "revision",
+    "policy_version",
+)
 #: Fields the adjudication form adds.
 DECISION_FIELDS = ("action", "expected_version", "unresolved_reason", "rationale")
 _CLAIM_FIELD = re.compile(r"^claim-(?P<claim>\d+)-(?P<field>label|reason|boundary_error)$")

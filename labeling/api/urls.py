@@ -6,7 +6,7 @@ is routed by ``certification.api.urls`` (``labeling`` never imports ``certificat
 
 from django.urls import path
 
-from labeling.api import auth, catalog, jobs, policies, work
+from labeling.api import auth, catalog, jobs, policies, policy_versions, work
 
 P = "projects/<slug:slug>/"
 
@@ -67,6 +67,11 @@ urlpatterns = [
     path(f"{P}progress/", work.ProjectProgressApi.as_view(), name="api-progress"),
     # Managers
     path(f"{P}settings/", work.ProjectSettingsApi.as_view(), name="api-settings"),
+    path(
+        f"{P}policy/versions/",
+        policy_versions.PolicyVersionListApi.as_view(),
+        name="api-policy-versions",
+    ),
     path(f"{P}labelling/start/", work.LabellingStartApi.as_view(), name="api-labelling-start"),
     path(f"{P}jobs/", jobs.JobListApi.as_view(), name="api-job-list"),
     path(f"{P}jobs/<int:job_id>/", jobs.JobDetailApi.as_view(), name="api-job-detail"),

@@ -201,8 +201,9 @@ def _prior_evidence(span: PriorSpan) -> Span | None:
 def item_votes(*, item_ids: Iterable[int]) -> dict[int, list[Vote]]:
     """Return the votes of each item: live ones by assignment slot, then prior ones by import.
 
-    A live vote is the current revision of an annotation whose assignment is submitted; a prior
-    vote is a prior annotation (human or automatic origin) with an answer label. Items without
+    A live vote is the current revision of an annotation whose assignment is submitted (not
+    retired); a prior vote is a prior annotation (human or automatic origin) with an answer
+    label, while the item counts prior votes (``Item.prior_votes`` > 0). Items without
     votes map to an empty list. Four queries, whatever the number of items.
     """
     ids = list(item_ids)
@@ -247,7 +248,11 @@ def item_votes(*, item_ids: Iterable[int]) -> dict[int, list[Vote]]:
             )
         )
     priors = (
-        PriorAnnotation.objects.filter(candidate__item__in=ids, answer_label__isnull=False)
+        # Prior votes count only while the item counts them (``Item.prior_votes``): an item
+        # returned for labelling under a new policy version collects fresh votes only.
+        PriorAnnotation.objects.filter(
+            candidate__item__in=ids, candidate__item__prior_votes__gt=0, answer_label__isnull=False
+        )
         .exclude(answer_label="")
         .annotate(item_pk=F("candidate__item__id"))
         .prefetch_related(

@@ -172,6 +172,15 @@ def _decide(
             "reload it and decide again",
             data={"expected_version": expected_version},
         )
+    # Publishing a policy version locks every item: under this item's lock (taken by the
+    # compare-and-set) the current policy is the one the decision is stored under.
+    current = labelling_policy_get(project=project)
+    if current.pk != policy.pk:
+        raise StaleVersion(
+            f"the label policy of project {project.slug!r} changed to v{current.version} while "
+            f"you decided under v{policy.version}; reload the item and decide again",
+            data={"policy_version": policy.version, "current_policy_version": current.version},
+        )
     number = (Resolution.objects.filter(item=item).aggregate(n=Max("number"))["n"] or 0) + 1
     resolution = Resolution.objects.create(
         item=item,

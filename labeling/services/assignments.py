@@ -3,8 +3,10 @@
 **Exactly N.** An item is given to ``overlap`` (N) different annotators, counting imported prior
 votes. The database holds the invariant, whatever the concurrency:
 
-- ``assignment_unique_annotator``: one assignment row per (item, annotator), so nobody labels an
-  item twice (an expired lease is revived, never duplicated);
+- ``assignment_unique_annotator``: one assignment row per (item, annotator) among the rows not
+  retired, so nobody labels an item twice under one policy version (an expired lease is
+  revived, never duplicated; a ``retired`` row is an earlier round's, kept when a new policy
+  version returns the item for labelling, see :mod:`labeling.services.policy_versions`);
 - ``assignment_unique_live_slot``: a slot (1 .. N - prior votes) is held by at most one live
   (leased or submitted) assignment;
 - ``item_assignments_within_overlap``: ``Item.assigned_count`` (the live assignments) never
@@ -528,7 +530,11 @@ def _claim_candidates(
     Annotations: ``own_row``, the actor's expired assignment of the item (to revive) or None;
     ``has_stale``, whether a lease of the item ran out (the claim releases it first).
     """
-    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=actor)
+    # Retired rows belong to an earlier labelling round (a new policy version returned the
+    # item): they neither hold the item away from the actor nor are revived.
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=actor).exclude(
+        status=AssignmentStatus.RETIRED
+    )
     stale = Assignment.objects.filter(
         item=OuterRef("pk"), status=AssignmentStatus.LEASED, lease_expires_at__lte=now
     )
@@ -536,7 +542,7 @@ def _claim_candidates(
     # it, or only an expired one (the nested OuterRef is the candidate item).
     taken_by_other = Assignment.objects.filter(
         item=OuterRef(OuterRef("pk")), annotator=OuterRef("user")
-    ).exclude(status=AssignmentStatus.EXPIRED)
+    ).exclude(status__in=[AssignmentStatus.EXPIRED, AssignmentStatus.RETIRED])
     others = (
         Membership.objects.filter(project=project, role__in=ANNOTATORS)
         .exclude(user=actor)
@@ -762,6 +768,11 @@ def assignment_skip(
         was = assignment.status
         if was == AssignmentStatus.SKIPPED:
             return assignment
+        if was == AssignmentStatus.RETIRED:
+            raise InvalidTransition(
+                "a new label policy version returned this item for labelling; this assignment "
+                "is closed (take the next item instead)"
+            )
         if was == AssignmentStatus.SUBMITTED:
             raise InvalidTransition(
                 "you already submitted this item; revise your annotation instead of skipping"

@@ -9,6 +9,7 @@ evaluator or prior label, other annotator, vote count or item status reaches the
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -42,6 +43,16 @@ CHANGED_MESSAGE = (
     "The labels saved now are shown below; your input is kept in the form. Save again to "
     "replace them."
 )
+
+
+def policy_message(data: dict[str, Any]) -> str:
+    """The form's message when a new label policy version was published since it was loaded."""
+    return (
+        f"The label policy changed from v{data['policy_version']} to "
+        f"v{data['current_policy_version']} since you opened this item: your labels were not "
+        "saved. The form now shows the current policy (check the guideline and labels); your "
+        "input is kept. Save again to label under it."
+    )
 
 
 def _next_page(
@@ -185,19 +196,23 @@ def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
             actor=request.user,
             data=state.annotation_input(claim_ids),
         )
-    except exceptions.StaleVersion:
+    except exceptions.StaleVersion as exc:
         # Another session saved a revision since this form was loaded: show it next to the
-        # kept input, and base the form on it, so a second submit replaces it knowingly.
+        # kept input, and base the form on it, so a second submit replaces it knowingly. A new
+        # policy version: the form is shown again under it, the input kept.
         fresh = labelling_form_view(project=project, assignment=assignment)
+        policy_changed = exc.field == "policy_version"
         return _form_page(
             request,
             project,
             role,
             fresh,
             state=replace(state, revision=_based_on(fresh)),
-            errors=FormErrors(general=CHANGED_MESSAGE),
+            errors=FormErrors(
+                general=policy_message(exc.data) if policy_changed else CHANGED_MESSAGE
+            ),
             status=409,
-            conflict=True,
+            conflict=not policy_changed,
         )
     except (exceptions.InvalidInput, exceptions.LeaseExpired, exceptions.InvalidTransition) as exc:
         # A bad field (400) is shown next to it, a lost lease (409) at the top; a closed item
