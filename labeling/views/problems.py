@@ -213,7 +213,11 @@ def problems_of(
     """
     listed = exc.data.get("errors")
     checked = isinstance(listed, list) and bool(listed)
-    errors = listed if checked else [{"field": exc.field or "", "reason": exc.reason}]
+    errors: list[Mapping[str, Any]] = (
+        list(listed)
+        if isinstance(listed, list) and listed
+        else [{"field": exc.field or "", "reason": exc.reason}]
+    )
     return problems_in_words(
         errors,
         as_written=not checked,
