@@ -94,3 +94,18 @@ def resolution_vote(*, resolution: Resolution | None) -> Vote | None:
         },
         comment="",
     )
+
+
+def resolution_waived_claims(*, resolution: Resolution | None) -> list[int]:
+    """Return the claim indexes (0-based, ascending) whose resolved label waived evidence.
+
+    Evidence is waived when the decision adopted the label of imported votes that cited no
+    span (``ResolvedClaimLabel.evidence_waived``). Empty for no resolution. One query.
+    """
+    if resolution is None:
+        return []
+    return list(
+        ResolvedClaimLabel.objects.filter(resolution=resolution, evidence_waived=True)
+        .order_by("claim__index")
+        .values_list("claim__index", flat=True)
+    )

@@ -4,6 +4,12 @@ Annotators appear as "Annotator 1..N" only (``adjudication_view`` carries no ide
 evaluator label is read. The decision carries the item ``version`` the page was rendered with
 (optimistic locking): if someone decided or revised meanwhile, the service raises StaleVersion
 and the page reloads the current state with a conflict message, keeping the adjudicator's input.
+
+A new decision starts from what every vote agrees on (pre-filled, marked as such). After a
+decision the next item of the queue opens (the queue's filters travel in the query string); a
+request that accepts JSON (the page script) gets ``{"message", "next_url"}`` instead of the
+redirect, and a refused decision lists every problem as ``{"field", "reason", "text"}``, where
+``text`` is the problem in the page's words.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from labeling import exceptions, permissions
@@ -27,11 +35,18 @@ from labeling.forms import (
 )
 from labeling.http_errors import http_status
 from labeling.models import Project, UnresolvedReason
-from labeling.selectors.pages import resolution_vote
-from labeling.selectors.review import AdjudicationView, adjudication_view, disagreement_queue
+from labeling.selectors.pages import resolution_vote, resolution_waived_claims
+from labeling.selectors.review import (
+    AdjudicationView,
+    ClaimRow,
+    PriorFlag,
+    adjudication_view,
+    disagreement_queue,
+    queue_next,
+)
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
 from labeling.views.common import page_context, project_for
-from labeling.views.labels import FormErrors, errors_from, form_context, state_from_vote
+from labeling.views.labels import CLAIM_FIELD, FormErrors, form_context, state_from_vote
 
 QUEUE_PAGE_SIZE = 50
 
@@ -49,15 +64,28 @@ def adjudication_queue(request: HttpRequest, slug: str) -> HttpResponse:
     items = disagreement_queue(project=project, filters=form.filters(), actor=request.user)
     page = Paginator(items, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
     waiting = disagreement_queue(project=project, actor=request.user).count()
-    context = page_context(project, role, form=form, page=page, waiting=waiting)
+    context = page_context(
+        project, role, form=form, page=page, waiting=waiting, queue_query=_queue_query(form)
+    )
     return render(request, "labeling/adjudication_queue.html", context)
 
 
+def _queue_query(form: QueueFilterForm) -> str:
+    """The queue's valid filters as a query string ("" when none), carried from item to item."""
+    return urlencode(form.filters())
+
+
+def _item_url(project: Project, item_id: int, query: str) -> str:
+    url = reverse("adjudication-item", args=[project.slug, item_id])
+    return f"{url}?{query}" if query else url
+
+
 def _columns_data(view: AdjudicationView) -> list[dict[str, Any]]:
-    """The columns' votes for the "copy" buttons (code-point offsets, as stored)."""
+    """The columns' votes for the "Use" buttons (code-point offsets, as stored)."""
     return [
         {
             "pseudonym": column.pseudonym,
+            "imported": column.imported,
             "answer_label": column.vote.answer_label,
             "answer_reason": column.vote.answer_reason,
             "claims": {
@@ -81,16 +109,129 @@ def _columns_data(view: AdjudicationView) -> list[dict[str, Any]]:
     ]
 
 
+def _flags_of(claim: ClaimRow, flags: tuple[PriorFlag, ...]) -> list[PriorFlag]:
+    """An imported vote's flagged spans that belong to ``claim`` (same rule as the importer).
+
+    A span belongs to a claim when they share a code point; an empty span belongs to the claim
+    holding its start. A claim without offsets gets none.
+    """
+    if claim.start is None or claim.end is None:
+        return []
+    start, end = claim.start, claim.end
+    return [
+        f
+        for f in flags
+        if (start <= f.start < end if f.start == f.end else max(f.start, start) < min(f.end, end))
+    ]
+
+
 def _cells(view: AdjudicationView) -> list[dict[str, Any]]:
-    """Per claim, each column's vote (or None), for the side-by-side table."""
+    """Per claim, each column's vote (or None), its flags with notes, and ``waived``.
+
+    ``waived``: a decision adopting this vote's label may go without evidence (imported votes
+    that cited no span).
+    """
+    rows = []
+    for claim in view.claims:
+        waivable = view.evidence_waivers.get(claim.id, frozenset())
+        votes = []
+        for column in view.annotators:
+            vote = column.vote.claims.get(claim.id)
+            votes.append(
+                {
+                    "vote": vote,
+                    "flags": _flags_of(claim, column.flags),
+                    "waived": vote is not None and vote.label in waivable,
+                }
+            )
+        rows.append(
+            {"claim": claim, "differs": claim.id in view.differing_claim_ids, "votes": votes}
+        )
+    return rows
+
+
+def _label_words(value: str) -> str:
+    return value.replace("_", " ")
+
+
+def problem_text(field: str, reason: str, claims: tuple[ClaimRow, ...]) -> str:
+    """Return a decision problem in the adjudication page's words.
+
+    Args:
+        field: the service's field path (``answer_label``, ``claims[2].evidence``, ``reason``
+            (the unresolved reason), ``rationale``, ...; ``claims[i]``: the i-th claim in page
+            order).
+        reason: the service's reason.
+        claims: the item's claims in page order.
+
+    Returns:
+        e.g. "Claim 3 — “supported” needs evidence: select text in a source and press c".
+    """
+    match = CLAIM_FIELD.match(field)
+    if match:
+        position = int(match.group(1))
+        name = f"Claim {claims[position].index + 1}" if position < len(claims) else "A claim"
+        rest = field[match.end() :]
+        if rest.startswith(".evidence") and "needs at least one evidence span" in reason:
+            label = reason.split(" ", 1)[0]
+            return (
+                f"{name} — “{_label_words(label)}” needs evidence: select text in a source and "
+                "press c (or use a vote that cites some)"
+            )
+        if rest == ".label":
+            return f"{name} — choose a label"
+        if rest == ".reason":
+            return f"{name} — choose why the evidence is unavailable"
+        if rest.startswith(".evidence"):
+            return f"{name} — this evidence no longer matches its source; remove it and cite again"
+        return f"{name} — {reason}"
+    if field == "claims":
+        return "Every claim needs a label: " + reason.split("missing: ", 1)[-1]
+    if field == "answer_label":
+        return "The answer as a whole — choose a label"
+    if field == "answer_reason":
+        return "The answer as a whole — choose why the evidence is unavailable"
+    if field == "reason":
+        return "Choose why it stays unresolved"
+    if field == "rationale":
+        if "give a rationale" in reason:
+            return "Write the rationale: why this decision (required to resolve, and for “other”)"
+        return f"Rationale — {reason}"
+    return reason
+
+
+def _problems(exc: exceptions.LabelingError, claims: tuple[ClaimRow, ...]) -> list[dict[str, str]]:
+    """Every problem of a refused decision as ``{"field", "reason", "text"}``, in input order."""
+    found = (exc.data or {}).get("errors") or [{"field": exc.field or "", "reason": exc.reason}]
     return [
         {
-            "claim": claim,
-            "differs": claim.id in view.differing_claim_ids,
-            "votes": [column.vote.claims.get(claim.id) for column in view.annotators],
+            "field": p.get("field") or "",
+            "reason": p["reason"],
+            "text": problem_text(p.get("field") or "", p["reason"], claims),
         }
-        for claim in view.claims
+        for p in found
     ]
+
+
+def _form_errors(problems: list[dict[str, str]]) -> FormErrors:
+    """Place each problem next to its claim or the answer; the rest go above the form."""
+    claims: dict[int, list[str]] = {}
+    answer: list[str] = []
+    for p in problems:
+        match = CLAIM_FIELD.match(p["field"])
+        if match:
+            claims.setdefault(int(match.group(1)), []).append(p["text"])
+        elif p["field"].startswith("answer_"):
+            answer.append(p["text"])
+    return FormErrors(
+        general=None,
+        answer="; ".join(answer) or None,
+        claims={k: "; ".join(v) for k, v in claims.items()},
+    )
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
 
 
 def _page(
@@ -100,13 +241,20 @@ def _page(
     view: AdjudicationView,
     *,
     state: LabelsState,
-    errors: FormErrors,
+    problems: list[dict[str, str]] | None = None,
+    prefilled: bool = False,
     unresolved_reason: str = "",
     rationale: str = "",
     conflict: str | None = None,
     status: int = 200,
 ) -> HttpResponse:
     policy = view.policy
+    problems = problems or []
+    query = _queue_query(QueueFilterForm(request.GET or None))
+    following = queue_next(project=project, actor=request.user, after=view.item.pk)
+    agreed = view.agreed
+    prefilled_answer = prefilled and agreed is not None and agreed.answer
+    prefilled_claims = agreed.claims if prefilled and agreed is not None else frozenset()
     context = page_context(
         project,
         role,
@@ -118,13 +266,27 @@ def _page(
         unresolved_reason=unresolved_reason,
         rationale=rationale,
         conflict=conflict,
+        problems=problems,
+        decision_problems=[p for p in problems if p["field"] in ("reason", "rationale")],
+        prefilled_answer=prefilled_answer,
+        prefilled_claims=prefilled_claims,
+        prefill_summary=", ".join(
+            (["the answer"] if prefilled_answer else [])
+            + [f"claim {c.index + 1}" for c in view.claims if c.id in prefilled_claims]
+        ),
+        resolution_waived=resolution_waived_claims(resolution=view.resolution),
+        waivers={cid: sorted(labels) for cid, labels in view.evidence_waivers.items()},
+        form_action=_item_url(project, view.item.pk, query),
+        next_url=_item_url(project, following, query) if following is not None else None,
+        queue_url=reverse("adjudication-queue", args=[project.slug])
+        + (f"?{query}" if query else ""),
         **form_context(
             question_text=view.question.text,
             candidate_text=view.candidate.text,
             claims=view.claims,
             sources=view.sources,
             state=state,
-            errors=errors,
+            errors=_form_errors(problems),
             answer_labels=policy.answer_labels if policy else (),
             claim_labels=policy.claim_labels if policy else (),
             reasons=policy.unavailable_reasons if policy else (),
@@ -141,8 +303,10 @@ def _page(
 def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     """GET: the side-by-side view. POST ``action=resolve`` or ``action=unresolved``.
 
-    Success goes back to the queue. A refused decision keeps the input: an invalid field is
-    shown next to it (400); a conflict (another decision or a revision since the page was
+    Success opens the next item of the queue (or the queue when it is empty); with
+    ``Accept: application/json``, ``{"message", "next_url"}`` (200). A refused decision keeps the
+    input and shows every problem at once next to its field (400; JSON: the error body with
+    ``errors`` in page words); a conflict (another decision or a revision since the page was
     loaded) reloads the current state with a message (409).
     """
     # As with the item browser: for annotators the queue does not exist.
@@ -151,15 +315,19 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
     # self-adjudication) PermissionDenied (403): pages of labeling/views/errors.py.
     view = adjudication_view(project=project, item_id=item_id, actor=request.user)
     if request.method == "GET":
-        # A correction starts from the current adjudicated labels; a new decision from nothing.
-        state = state_from_vote(resolution_vote(resolution=view.resolution))
+        # A correction starts from the current adjudicated labels; a new decision from what
+        # every vote agrees on.
+        if view.resolution is not None:
+            state = state_from_vote(resolution_vote(resolution=view.resolution))
+        else:
+            state = state_from_vote(view.agreed.vote if view.agreed else None)
         return _page(
             request,
             project,
             role,
             view,
             state=state,
-            errors=FormErrors(),
+            prefilled=view.resolution is None,
             rationale=view.resolution.rationale if view.resolution else "",
         )
     claim_ids = [c.id for c in view.claims]
@@ -195,7 +363,9 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
                 claims=state.claim_inputs(claim_ids),
                 rationale=rationale,
             )
-    except exceptions.StaleVersion:
+    except exceptions.StaleVersion as exc:
+        if _wants_json(request):
+            return JsonResponse(exc.body(), status=409)
         fresh = adjudication_view(project=project, item_id=item_id, actor=request.user)
         conflict = (
             "Someone else changed this item since you opened it (another adjudication or a "
@@ -208,26 +378,37 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
             role,
             fresh,
             state=state,
-            errors=FormErrors(),
             unresolved_reason=unresolved_reason,
             rationale=rationale,
             conflict=conflict,
             status=409,
         )
     except (exceptions.InvalidInput, exceptions.InvalidTransition) as exc:
+        problems = _problems(exc, view.claims)
+        if _wants_json(request):
+            return JsonResponse({**exc.body(), "errors": problems}, status=http_status(exc))
         return _page(
             request,
             project,
             role,
             view,
             state=state,
-            errors=errors_from(exc),
+            problems=problems,
             unresolved_reason=unresolved_reason,
             rationale=rationale,
             status=http_status(exc),
         )
-    if action == "unresolved":
-        messages.success(request, f"Item #{view.item.pk} marked unresolved.")
+    word = "marked unresolved" if action == "unresolved" else "adjudicated"
+    message = f"Item #{view.item.pk} {word}."
+    form = QueueFilterForm(request.GET or None)
+    following = queue_next(project=project, actor=request.user, filters=form.filters())
+    query = _queue_query(form)
+    if following is None:
+        message += " The queue is empty."
+        target = reverse("adjudication-queue", args=[project.slug]) + (f"?{query}" if query else "")
     else:
-        messages.success(request, f"Item #{view.item.pk} adjudicated.")
-    return redirect("adjudication-queue", slug=project.slug)
+        target = _item_url(project, following, query)
+    if _wants_json(request):
+        return JsonResponse({"message": message, "next_url": target})
+    messages.success(request, message)
+    return redirect(target)
