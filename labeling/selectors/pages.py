@@ -109,3 +109,18 @@ def resolution_waived_claims(*, resolution: Resolution | None) -> list[int]:
         .order_by("claim__index")
         .values_list("claim__index", flat=True)
     )
+
+
+def resolved_claim_labels(*, resolution: Resolution | None) -> list[ResolvedClaimLabel]:
+    """Return a resolution's claim labels in claim order, with claim and evidence loaded.
+
+    Empty for no resolution (or an unresolved one). Two queries.
+    """
+    if resolution is None:
+        return []
+    return list(
+        ResolvedClaimLabel.objects.filter(resolution=resolution)
+        .select_related("claim")
+        .prefetch_related("evidence")
+        .order_by("claim__index")
+    )

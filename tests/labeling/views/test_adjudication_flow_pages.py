@@ -236,3 +236,16 @@ def test_next_item_link_follows_the_queue_order(login, queue):
     assert f'href="{url(first)}" id="next-item"' in two  # wraps around
     queue_page = client.get(reverse("adjudication-queue", args=["study"]) + "?level=claim")
     assert f'href="{url(first, "level=claim")}"' in queue_page.content.decode()
+
+
+def test_the_item_page_shows_the_waived_evidence(login, queue):
+    client = login(Role.ADJUDICATOR)
+    first, _ = queue
+    client.post(url(first), use_all(first))
+    manager = login(Role.MANAGER)
+
+    content = manager.get(reverse("item-detail", args=["study", first.pk])).content.decode()
+
+    section = re.search(r'<section id="item-resolution">(.*?)</section>', content, re.S).group(1)
+    assert "adjudicated · answer admissible" in section
+    assert section.count("waived: imported votes without spans") == 2
