@@ -188,7 +188,8 @@ class ProjectSettingsForm(SingleValueForm):
 class SkipForm(SingleValueForm):
     """Skip an item with a reason."""
 
-    reason = forms.ChoiceField(choices=SkipReason.choices)
+    # No reason is pre-selected: the person chooses one (the empty choice is refused).
+    reason = forms.ChoiceField(choices=[("", "— choose a reason —"), *SkipReason.choices])
     note = forms.CharField(
         required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
     )

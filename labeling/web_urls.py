@@ -19,6 +19,11 @@ urlpatterns = [
         views.annotate_skip,
         name="annotate-skip",
     ),
+    path(
+        "p/<slug:slug>/annotate/<int:assignment_id>/skip/undo/",
+        views.annotate_skip_undo,
+        name="annotate-skip-undo",
+    ),
     path("p/<slug:slug>/my/", views.my_annotations, name="my-annotations"),
     # adjudicators
     path("p/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudication-queue"),

@@ -747,6 +747,8 @@ class PolicyVocabularyView:
     claim_labels: tuple[str, ...]
     unavailable_reasons: tuple[str, ...]
     cannot_decide: str = CANNOT_DECIDE
+    # The policy's definition of each label, ``{label: text}`` (empty when it gives none).
+    label_descriptions: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from labeling.services.annotations import (
 )
 from labeling.services.assignments import (
     assignment_skip,
+    assignment_skip_undo,
     assignments_release_expired,
     item_claim_next,
     items_enqueue,
@@ -39,6 +40,7 @@ __all__ = [
     "adjudication_resolve",
     "annotation_submit",
     "assignment_skip",
+    "assignment_skip_undo",
     "evaluator_labels_import",
     "evaluator_labels_import_file",
     "assignments_release_expired",

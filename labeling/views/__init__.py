@@ -12,7 +12,13 @@ and adjudication pages; ``panels`` lets other apps add dashboard panels.
 """
 
 from labeling.views.adjudicate import adjudication_item, adjudication_queue
-from labeling.views.annotate import annotate_form, annotate_next, annotate_skip, my_annotations
+from labeling.views.annotate import (
+    annotate_form,
+    annotate_next,
+    annotate_skip,
+    annotate_skip_undo,
+    my_annotations,
+)
 from labeling.views.catalog import (
     Segment,
     answer_segments,
@@ -33,6 +39,7 @@ __all__ = [
     "annotate_form",
     "annotate_next",
     "annotate_skip",
+    "annotate_skip_undo",
     "answer_segments",
     "import_create",
     "item_browse",
