@@ -8,12 +8,14 @@ and the page reloads the current state with a conflict message, keeping the adju
 A new decision starts from what every vote agrees on (pre-filled, marked as such). After a
 decision the next item of the queue opens (the queue's filters travel in the query string); a
 request that accepts JSON (the page script) gets ``{"message", "next_url"}`` instead of the
-redirect, and a refused decision lists every problem as ``{"field", "reason", "text"}``, where
-``text`` is the problem in the page's words.
+redirect, and a refused decision lists every problem in the page's words as the labelling page
+does (``{"field", "target", "claim_position", "where", "text", "message"}``). The policy's
+guideline is shown beside the task.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.contrib import messages
@@ -46,7 +48,8 @@ from labeling.selectors.review import (
 )
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
 from labeling.views.common import page_context, project_for
-from labeling.views.labels import CLAIM_FIELD, FormErrors, form_context, state_from_vote
+from labeling.views.labels import FormErrors, form_context, state_from_vote
+from labeling.views.problems import PageProblem, problems_of
 
 QUEUE_PAGE_SIZE = 50
 
@@ -150,83 +153,61 @@ def _cells(view: AdjudicationView) -> list[dict[str, Any]]:
     return rows
 
 
-def _label_words(value: str) -> str:
-    return value.replace("_", " ")
+#: The decision's own fields, as :func:`labeling.views.problems.problems_of` places them.
+DECISION_PAGE_FIELDS = {"reason": ("decision", ""), "rationale": ("decision", "Rationale")}
 
 
-def problem_text(field: str, reason: str, claims: tuple[ClaimRow, ...]) -> str:
-    """Return a decision problem in the adjudication page's words.
+def _decision_words(problem: PageProblem, unresolved_reason: str) -> PageProblem:
+    """Word a problem of the decision's own fields as the page says it (labels are worded)."""
+    if problem.field == "reason":
+        text = (
+            "Choose one of the reasons listed"
+            if unresolved_reason
+            else "Choose why it stays unresolved"
+        )
+        return replace(problem, where="", text=text)
+    if problem.field == "rationale" and problem.text == "give a rationale for the decision":
+        return replace(
+            problem, text="write why you decided this (required to resolve, and for “other”)"
+        )
+    return problem
 
-    Args:
-        field: the service's field path (``answer_label``, ``claims[2].evidence``, ``reason``
-            (the unresolved reason), ``rationale``, ...; ``claims[i]``: the i-th claim in page
-            order).
-        reason: the service's reason.
-        claims: the item's claims in page order.
 
-    Returns:
-        e.g. "Claim 3 — “supported” needs evidence: select text in a source and press c".
+def decision_problems(
+    exc: exceptions.LabelingError,
+    *,
+    state: LabelsState,
+    claims: tuple[ClaimRow, ...],
+    unresolved_reason: str,
+) -> list[PageProblem]:
+    """Return every problem of a refused decision in the adjudication page's words.
+
+    Label, reason and evidence problems are worded as on the labelling page
+    (:func:`labeling.views.problems.problems_of`); the unresolved reason and the rationale as
+    this page says them ("Choose why it stays unresolved"). Problems not tied to a field go to
+    the top (target ``general``).
     """
-    match = CLAIM_FIELD.match(field)
-    if match:
-        position = int(match.group(1))
-        name = f"Claim {claims[position].index + 1}" if position < len(claims) else "A claim"
-        rest = field[match.end() :]
-        if rest.startswith(".evidence") and "needs at least one evidence span" in reason:
-            label = reason.split(" ", 1)[0]
-            return (
-                f"{name} — “{_label_words(label)}” needs evidence: select text in a source and "
-                "press c (or use a vote that cites some)"
-            )
-        if rest == ".label":
-            return f"{name} — choose a label"
-        if rest == ".reason":
-            return f"{name} — choose why the evidence is unavailable"
-        if rest.startswith(".evidence"):
-            return f"{name} — this evidence no longer matches its source; remove it and cite again"
-        return f"{name} — {reason}"
-    if field == "claims":
-        return "Every claim needs a label: " + reason.split("missing: ", 1)[-1]
-    if field == "answer_label":
-        return "The answer as a whole — choose a label"
-    if field == "answer_reason":
-        return "The answer as a whole — choose why the evidence is unavailable"
-    if field == "reason":
-        return "Choose why it stays unresolved"
-    if field == "rationale":
-        if "give a rationale" in reason:
-            return "Write the rationale: why this decision (required to resolve, and for “other”)"
-        return f"Rationale — {reason}"
-    return reason
+    problems = problems_of(
+        exc,
+        state=state,
+        claim_ids=[c.id for c in claims],
+        claim_names=[f"Claim {c.index + 1}" for c in claims],
+        field_names=DECISION_PAGE_FIELDS,
+    )
+    return [_decision_words(p, unresolved_reason) for p in problems]
 
 
-def _problems(exc: exceptions.LabelingError, claims: tuple[ClaimRow, ...]) -> list[dict[str, str]]:
-    """Every problem of a refused decision as ``{"field", "reason", "text"}``, in input order."""
-    found = (exc.data or {}).get("errors") or [{"field": exc.field or "", "reason": exc.reason}]
-    return [
-        {
-            "field": p.get("field") or "",
-            "reason": p["reason"],
-            "text": problem_text(p.get("field") or "", p["reason"], claims),
-        }
-        for p in found
-    ]
-
-
-def _form_errors(problems: list[dict[str, str]]) -> FormErrors:
-    """Place each problem next to its claim or the answer; the rest go above the form."""
+def _form_errors(problems: list[PageProblem]) -> FormErrors:
+    """Place each problem next to its claim or the answer; all of them go in the summary."""
     claims: dict[int, list[str]] = {}
-    answer: list[str] = []
     for p in problems:
-        match = CLAIM_FIELD.match(p["field"])
-        if match:
-            claims.setdefault(int(match.group(1)), []).append(p["text"])
-        elif p["field"].startswith("answer_"):
-            answer.append(p["text"])
+        if p.target == "claim" and p.claim_position is not None:
+            claims.setdefault(p.claim_position, []).append(p.text)
     return FormErrors(
         general=None,
-        answer="; ".join(answer) or None,
-        claims={k: "; ".join(v) for k, v in claims.items()},
+        answer=" ".join(p.text for p in problems if p.target == "answer") or None,
+        claims={k: " ".join(v) for k, v in claims.items()},
+        problems=tuple(problems),
     )
 
 
@@ -241,7 +222,7 @@ def _page(
     view: AdjudicationView,
     *,
     state: LabelsState,
-    problems: list[dict[str, str]] | None = None,
+    problems: list[PageProblem] | None = None,
     prefilled: bool = False,
     unresolved_reason: str = "",
     rationale: str = "",
@@ -267,7 +248,7 @@ def _page(
         rationale=rationale,
         conflict=conflict,
         problems=problems,
-        decision_problems=[p for p in problems if p["field"] in ("reason", "rationale")],
+        decision_problems={p.field: p.text for p in problems if p.target == "decision"},
         prefilled_answer=prefilled_answer,
         prefilled_claims=prefilled_claims,
         prefill_summary=", ".join(
@@ -275,6 +256,8 @@ def _page(
             + [f"claim {c.index + 1}" for c in view.claims if c.id in prefilled_claims]
         ),
         resolution_waived=resolution_waived_claims(resolution=view.resolution),
+        guideline=policy.guideline if policy else "",
+        guideline_version=policy.version if policy else None,
         waivers={cid: sorted(labels) for cid, labels in view.evidence_waivers.items()},
         form_action=_item_url(project, view.item.pk, query),
         next_url=_item_url(project, following, query) if following is not None else None,
@@ -384,9 +367,12 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
             status=409,
         )
     except (exceptions.InvalidInput, exceptions.InvalidTransition) as exc:
-        problems = _problems(exc, view.claims)
+        problems = decision_problems(
+            exc, state=state, claims=view.claims, unresolved_reason=unresolved_reason
+        )
         if _wants_json(request):
-            return JsonResponse({**exc.body(), "errors": problems}, status=http_status(exc))
+            body = {**exc.body(), "errors": [p.as_json() for p in problems]}
+            return JsonResponse(body, status=http_status(exc))
         return _page(
             request,
             project,

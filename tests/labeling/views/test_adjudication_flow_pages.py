@@ -170,14 +170,18 @@ def test_every_problem_is_listed_at_once_in_the_pages_words(login, queue):
     content = response.content.decode()
     problems = re.findall(r'<li data-field="([^"]*)">(.*?)</li>', content)
     assert problems == [
-        ("answer_label", "The answer as a whole — choose a label"),
-        ("claims[1].reason", "Claim 2 — choose why the evidence is unavailable"),
+        ("answer_label", "The answer — choose a label"),
+        (
+            "claims[1].reason",
+            "Claim 2 — &#x27;evidence unavailable&#x27; needs a reason: choose why the evidence "
+            "is unavailable",
+        ),
         (
             "rationale",
-            "Write the rationale: why this decision (required to resolve, and for “other”)",
+            "Rationale — write why you decided this (required to resolve, and for “other”)",
         ),
     ]
-    assert "2 things" not in content and "3 things to fix before deciding" in content
+    assert "3 problems to fix:" in content
     # each also next to its field, and the input is kept
     assert 'id="rationale-error"' in content
     assert f'name="claim-{first.pk}-label" value="not_supported" checked' in content
@@ -198,9 +202,12 @@ def test_a_supported_label_nobody_gave_asks_for_evidence_in_words(login, queue):
     assert body["errors"] == [
         {
             "field": "claims[0].evidence",
-            "reason": "contradicted needs at least one evidence span",
-            "text": "Claim 1 — “contradicted” needs evidence: select text in a source and press "
-            "c (or use a vote that cites some)",
+            "target": "claim",
+            "claim_position": 0,
+            "where": "Claim 1",
+            "text": "'contradicted' needs evidence: select text in a source and press c",
+            "message": "Claim 1 — 'contradicted' needs evidence: select text in a source and "
+            "press c",
         }
     ]
 
