@@ -180,3 +180,33 @@ def resolution_vote(*, resolution: Resolution | None) -> Vote | None:
         },
         comment="",
     )
+
+
+def resolution_waived_claims(*, resolution: Resolution | None) -> list[int]:
+    """Return the claim indexes (0-based, ascending) whose resolved label waived evidence.
+
+    Evidence is waived when the decision adopted the label of imported votes that cited no
+    span (``ResolvedClaimLabel.evidence_waived``). Empty for no resolution. One query.
+    """
+    if resolution is None:
+        return []
+    return list(
+        ResolvedClaimLabel.objects.filter(resolution=resolution, evidence_waived=True)
+        .order_by("claim__index")
+        .values_list("claim__index", flat=True)
+    )
+
+
+def resolved_claim_labels(*, resolution: Resolution | None) -> list[ResolvedClaimLabel]:
+    """Return a resolution's claim labels in claim order, with claim and evidence loaded.
+
+    Empty for no resolution (or an unresolved one). Two queries.
+    """
+    if resolution is None:
+        return []
+    return list(
+        ResolvedClaimLabel.objects.filter(resolution=resolution)
+        .select_related("claim")
+        .prefetch_related("evidence")
+        .order_by("claim__index")
+    )

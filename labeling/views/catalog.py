@@ -34,7 +34,7 @@ from labeling.selectors import (
     project_list_for_user,
     project_overview,
 )
-from labeling.selectors.pages import own_progress
+from labeling.selectors.pages import own_progress, resolved_claim_labels
 from labeling.selectors.review import project_progress
 from labeling.services import partition_freeze, workload_import_file
 from labeling.services.jobs import workload_import_in_background, workload_import_job_start
@@ -152,6 +152,8 @@ def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         segments=answer_segments(candidate.text, claims),
         retrievals=list(candidate.question.retrievals.all()),
         siblings=[c for c in candidate.question.candidates.all() if c.pk != candidate.pk],
+        resolution=item.resolution,
+        resolved_labels=resolved_claim_labels(resolution=item.resolution),
         show_labels=show_labels,
         evaluator_labels=list(candidate.evaluator_labels.all()) if show_labels else [],
         prior_annotations=list(candidate.prior_annotations.all()) if show_labels else [],
