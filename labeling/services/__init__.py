@@ -28,6 +28,7 @@ from labeling.services.evaluator_labels import (
 )
 from labeling.services.imports import ImportResult, workload_import, workload_import_file
 from labeling.services.integrity import source_versions_verify
+from labeling.services.items import BulkResult, items_bulk_prioritise, items_return_to_queue
 from labeling.services.partitions import PartitionResult, partition_freeze
 from labeling.services.projects import membership_set, policy_create, project_create
 
@@ -47,6 +48,9 @@ __all__ = [
     "item_claim_next",
     "items_enqueue",
     "items_prioritise",
+    "BulkResult",
+    "items_bulk_prioritise",
+    "items_return_to_queue",
     "project_labelling_configure",
     "project_labelling_start",
     "ImportResult",
