@@ -425,3 +425,14 @@ def _integer(value: str, name: str) -> int:
         return int(value)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{value!r} is not an integer", field=name) from exc
+
+
+class ApiTokenForm(SingleValueForm):
+    """A new API token: its name and lifetime (the service checks both)."""
+
+    LIFETIMES = [(7, "7 days"), (30, "30 days"), (90, "90 days"), (365, "1 year")]
+
+    name = forms.CharField(max_length=100, help_text="What the token is for, e.g. 'CI export'.")
+    expires_in_days = forms.TypedChoiceField(
+        choices=LIFETIMES, coerce=int, initial=30, label="Expires after"
+    )

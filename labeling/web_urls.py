@@ -3,9 +3,16 @@
 from django.urls import path
 
 from labeling import views
+from labeling.views import account
 
 urlpatterns = [
     path("", views.project_list, name="project-list"),
+    path("account/", account.account, name="account"),
+    path(
+        "account/tokens/<int:token_id>/revoke/",
+        account.account_token_revoke,
+        name="account-token-revoke",
+    ),
     path("p/<slug:slug>/", views.project_detail, name="project-detail"),
     path("p/<slug:slug>/items/", views.item_browse, name="item-list"),
     path("p/<slug:slug>/items/<int:item_id>/", views.item_detail, name="item-detail"),

@@ -33,7 +33,6 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from certification.models import ReleaseBuild
 from certification.services import (
@@ -70,6 +69,7 @@ from labeling.services import (
     workload_import,
 )
 from labeling.services.imports import fingerprint
+from labeling.services.tokens import api_token_create
 from tests.conftest import jsonl_bytes
 from tests.factories import WORK_SOURCE, UserFactory
 
@@ -478,5 +478,5 @@ def url_for(route: Route, values: dict[str, Any]) -> str:
 
 
 def token_for(user: Any) -> str:
-    """Return (creating it) the API token of ``user``."""
-    return Token.objects.get_or_create(user=user)[0].key
+    """Return the secret of a new API token of ``user`` (30 days)."""
+    return api_token_create(user=user, name="test").secret

@@ -6,12 +6,18 @@ is routed by ``certification.api.urls`` (``labeling`` never imports ``certificat
 
 from django.urls import path
 
-from labeling.api import auth, catalog, jobs, policies, policy_versions, work
+from labeling.api import account, auth, catalog, jobs, policies, policy_versions, work
 
 P = "projects/<slug:slug>/"
 
 urlpatterns = [
     path("auth/token/", auth.TokenObtainApi.as_view(), name="api-token"),
+    path("account/tokens/", account.AccountTokenListApi.as_view(), name="api-account-tokens"),
+    path(
+        "account/tokens/<int:token_id>/",
+        account.AccountTokenDetailApi.as_view(),
+        name="api-account-token-detail",
+    ),
     path("projects/", catalog.ProjectListApi.as_view(), name="api-project-list"),
     path(P, catalog.ProjectDetailApi.as_view(), name="api-project-detail"),
     path(f"{P}items/", catalog.ItemListApi.as_view(), name="api-item-list"),
