@@ -34,6 +34,7 @@ from labeling.selectors import (
     project_list_for_user,
     project_overview,
 )
+from labeling.selectors.members import invitations_for_user
 from labeling.selectors.pages import own_progress
 from labeling.selectors.review import project_progress
 from labeling.services import partition_freeze, workload_import_file
@@ -85,10 +86,11 @@ def answer_segments(
 @login_required
 @require_http_methods(["GET"])
 def project_list(request: HttpRequest) -> HttpResponse:
-    """List the user's projects with their role and counts."""
+    """List the user's projects with their role and counts, and their pending invitations."""
     projects = project_list_for_user(user=request.user)
     rows = [(p, permissions.project_role(user=request.user, project=p)) for p in projects]
-    return render(request, "labeling/project_list.html", {"rows": rows})
+    invitations = invitations_for_user(user=request.user)
+    return render(request, "labeling/project_list.html", {"rows": rows, "invitations": invitations})
 
 
 @login_required
