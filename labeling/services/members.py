@@ -51,24 +51,38 @@ def _check_role(role: str) -> None:
         raise InvalidInput(f"unknown role {role!r}; one of {Role.values}", field="role")
 
 
-def _keep_a_manager(project: Project, membership: Membership) -> None:
+def membership_refusal(membership: Membership, *, role: str, is_active: bool) -> str | None:
+    """Return why ``membership`` may not become (``role``, ``is_active``), or None if it may.
+
+    The last-manager rule as a read, for forms that report it beside the field (the Django
+    admin); the services check it again under the project's lock.
+    """
+    if not (membership.is_active and membership.role == Role.MANAGER):
+        return None
+    if role == Role.MANAGER and is_active:
+        return None
+    others = Membership.objects.filter(
+        project_id=membership.project_id, role=Role.MANAGER, is_active=True
+    ).exclude(pk=membership.pk)
+    if others.exists():
+        return None
+    return (
+        "the project's last active manager cannot be demoted, deactivated or removed; "
+        "make another member a manager first"
+    )
+
+
+def _keep_a_manager(membership: Membership, *, role: str = "", is_active: bool = False) -> None:
     """Refuse to take the project's last active manager out of that role.
 
-    The caller holds the project's lock.
+    The caller holds the project's lock. The defaults describe a removal.
 
     Raises:
         InvalidTransition: ``membership`` is the project's last active manager.
     """
-    if not (membership.is_active and membership.role == Role.MANAGER):
-        return
-    others = Membership.objects.filter(project=project, role=Role.MANAGER, is_active=True).exclude(
-        pk=membership.pk
-    )
-    if not others.exists():
-        raise InvalidTransition(
-            "the project's last active manager cannot be demoted, deactivated or removed; "
-            "make another member a manager first"
-        )
+    refusal = membership_refusal(membership, role=role, is_active=is_active)
+    if refusal is not None:
+        raise InvalidTransition(refusal)
 
 
 def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
@@ -87,8 +101,7 @@ def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Me
         membership = Membership.objects.filter(project=project, user=cast(User, user)).first()
         if membership is None:
             return Membership.objects.create(project=project, user=cast(User, user), role=role)
-        if role != Role.MANAGER:
-            _keep_a_manager(project, membership)
+        _keep_a_manager(membership, role=role, is_active=True)
         membership.role, membership.is_active = role, True
         membership.save(update_fields=["role", "is_active"])
         return membership
@@ -145,7 +158,7 @@ def membership_change(*, project: Project, actor: Any, user_id: int, role: str) 
     membership = _member_for_update(project, user_id)
     if membership.role == role:
         return membership
-    _keep_a_manager(project, membership)
+    _keep_a_manager(membership, role=role, is_active=membership.is_active)
     old = membership.role
     membership.role = role
     membership.save(update_fields=["role"])
@@ -169,7 +182,7 @@ def membership_deactivate(*, project: Project, actor: Any, user_id: int) -> Memb
     membership = _member_for_update(project, user_id)
     if not membership.is_active:
         return membership
-    _keep_a_manager(project, membership)
+    _keep_a_manager(membership, role=membership.role, is_active=False)
     membership.is_active = False
     membership.save(update_fields=["is_active"])
     released = assignments_release_member(project=project, user_id=user_id)
@@ -207,7 +220,7 @@ def membership_remove(*, project: Project, actor: Any, user_id: int) -> None:
     """
     _require_manager(project, actor, "remove members")
     membership = _member_for_update(project, user_id)
-    _keep_a_manager(project, membership)
+    _keep_a_manager(membership)
     membership.delete()
     released = assignments_release_member(project=project, user_id=user_id)
     _log("membership.removed", project, actor, user_id=user_id, leases_released=released)
