@@ -131,11 +131,29 @@ class ItemFilterForm(SingleValueForm):
 
 
 class MembershipInviteForm(SingleValueForm):
-    """Invite a person: an existing username, or a new one (an account is created)."""
+    """Invite a person by username or e-mail address; they join only once they accept."""
+
+    invitee = forms.CharField(
+        max_length=254,
+        label="Username or e-mail",
+        help_text="An account's username, or the e-mail address of a new person.",
+    )
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+
+class JoinForm(SingleValueForm):
+    """Accept an e-mailed invitation: choose a username and a password."""
 
     username = forms.CharField(max_length=150)
-    email = forms.EmailField(required=False, help_text="For a new account; optional.")
-    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+    password1 = forms.CharField(label="Password", strip=False, widget=forms.PasswordInput)
+    password2 = forms.CharField(label="Password (again)", strip=False, widget=forms.PasswordInput)
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse two different passwords."""
+        data = super().clean() or {}
+        if data.get("password1") and data.get("password1") != data.get("password2"):
+            self.add_error("password2", "The two passwords differ.")
+        return data
 
 
 class MembershipChangeForm(SingleValueForm):

@@ -1,8 +1,9 @@
 """Role checks of the labelling side, shared by the HTML views and the REST API.
 
-A user's role in a project is their membership's role. Staff and superusers who are not members
-act as managers (oversight: they see every project); a staff user who *is* a member keeps the
-member's role, so a staff annotator stays blind to evaluator labels in the application.
+A user's role in a project is their active membership's role (a deactivated member has none).
+Staff and superusers who are not members act as managers (oversight: they see every project);
+a staff user who *is* a member keeps the member's role, so a staff annotator stays blind to
+evaluator labels in the application.
 
 The rules here are about *who may see or do what in a project*. Rules about objects (an item's
 state, a frozen partition) stay in the services. Every service that needs a role calls
@@ -63,7 +64,7 @@ def project_role(*, user: Any, project: Project) -> str | None:
         role = project.member_role
     else:
         role = (
-            Membership.objects.filter(project=project, user=user)
+            Membership.objects.filter(project=project, user=user, is_active=True)
             .values_list("role", flat=True)
             .first()
         )

@@ -5,6 +5,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from labeling.views.members import PasswordResetView
+
 # Swagger UI is served from this site's static files (drf-spectacular-sidecar), never a CDN; its
 # page script is served by the view itself (the split view), so no inline script runs. Swagger
 # UI sets a small <style> block of its own, so only this page's policy allows inline styles.
@@ -21,6 +23,8 @@ urlpatterns = [
     path("api/", include("certification.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
+    # "Forgot password" that says when its e-mail could not be sent (before Django's own)
+    path("accounts/password_reset/", PasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("labeling.web_urls")),
     path("", include("certification.urls")),

@@ -29,8 +29,9 @@ from labeling.services.evaluator_labels import (
 from labeling.services.imports import ImportResult, workload_import, workload_import_file
 from labeling.services.integrity import source_versions_verify
 from labeling.services.items import BulkResult, items_bulk_prioritise, items_return_to_queue
+from labeling.services.members import membership_set
 from labeling.services.partitions import PartitionResult, partition_freeze
-from labeling.services.projects import membership_set, policy_create, project_create
+from labeling.services.projects import policy_create, project_create
 
 __all__ = [
     "AnnotationInput",

@@ -519,6 +519,46 @@ def assignments_release_expired(*, now: datetime | None = None) -> int:
     return released
 
 
+def assignments_release_member(*, project: Project, user_id: int) -> int:
+    """Give back every lease ``user_id`` holds in ``project`` (live or run out); return how many.
+
+    Used when a member is deactivated or removed: they keep nothing active. Each lease becomes
+    ``expired`` with ``ended_at = now`` and frees its slot (``item.assigned_count - 1``), logged
+    as ``assignment.lease_released``. Submitted and skipped assignments are untouched (their
+    labels stay, attributed to the member).
+
+    Concurrency: the caller's transaction; locks the items in ascending id order (waiting for a
+    submit in flight, which then finds its lease gone), then flips each lease with a
+    compare-and-set on its status.
+    """
+    now = timezone.now()
+    leases = Assignment.objects.filter(
+        item__project=project, annotator_id=user_id, status=AssignmentStatus.LEASED
+    )
+    released = 0
+    for item in items_lock(leases.values_list("item_id", flat=True)):
+        for lease in leases.filter(item=item):
+            if not Assignment.objects.filter(pk=lease.pk, status=AssignmentStatus.LEASED).update(
+                status=AssignmentStatus.EXPIRED, ended_at=now
+            ):
+                continue
+            Item.objects.filter(pk=item.pk).update(
+                assigned_count=F("assigned_count") - 1, version=F("version") + 1
+            )
+            released += 1
+            logger.info(
+                "assignment.lease_released",
+                extra={
+                    "assignment_id": lease.pk,
+                    "item_id": item.pk,
+                    "project_id": project.pk,
+                    "annotator_id": user_id,
+                    "slot": lease.slot,
+                },
+            )
+    return released
+
+
 def _claim_candidates(
     *, project: Project, actor: Any, now: datetime, tried: set[int], cooldown: timedelta
 ) -> Any:
@@ -545,7 +585,7 @@ def _claim_candidates(
         item=OuterRef(OuterRef("pk")), annotator=OuterRef("user")
     ).exclude(status__in=[AssignmentStatus.EXPIRED, AssignmentStatus.RETIRED])
     others = (
-        Membership.objects.filter(project=project, role__in=ANNOTATORS)
+        Membership.objects.filter(project=project, role__in=ANNOTATORS, is_active=True)
         .exclude(user=actor)
         .exclude(Exists(taken_by_other))
     )

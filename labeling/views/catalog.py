@@ -36,6 +36,7 @@ from labeling.selectors import (
     project_overview,
 )
 from labeling.selectors.dashboard import annotator_work, progress_daily
+from labeling.selectors.members import invitations_for_user
 from labeling.selectors.pages import own_progress, resolved_claim_labels
 from labeling.selectors.review import project_progress
 from labeling.services import partition_freeze, workload_import_file
@@ -87,10 +88,11 @@ def answer_segments(
 @login_required
 @require_http_methods(["GET"])
 def project_list(request: HttpRequest) -> HttpResponse:
-    """List the user's projects with their role and counts."""
+    """List the user's projects with their role and counts, and their pending invitations."""
     projects = project_list_for_user(user=request.user)
     rows = [(p, permissions.project_role(user=request.user, project=p)) for p in projects]
-    return render(request, "labeling/project_list.html", {"rows": rows})
+    invitations = invitations_for_user(user=request.user)
+    return render(request, "labeling/project_list.html", {"rows": rows, "invitations": invitations})
 
 
 def manager_charts(*, project: Any) -> list[Chart]:
