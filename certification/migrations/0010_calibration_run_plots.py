@@ -5,24 +5,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('certification', '0009_derived_result_state'),
+        ("certification", "0009_derived_result_state"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CalibrationRunPlots',
+            name="CalibrationRunPlots",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('stats_version', models.PositiveIntegerField()),
-                ('renderer_version', models.PositiveIntegerField()),
-                ('plots', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='plot_caches', to='certification.calibrationrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("stats_version", models.PositiveIntegerField()),
+                ("renderer_version", models.PositiveIntegerField()),
+                ("plots", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="plot_caches",
+                        to="certification.calibrationrun",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('run', 'stats_version', 'renderer_version'), name='calibration_run_plots_unique_key')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("run", "stats_version", "renderer_version"),
+                        name="calibration_run_plots_unique_key",
+                    )
+                ],
             },
         ),
     ]

@@ -6,38 +6,105 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labeling', '0009_derived_change'),
+        ("labeling", "0009_derived_change"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='membership',
-            name='is_active',
+            model_name="membership",
+            name="is_active",
             field=models.BooleanField(default=True),
         ),
         migrations.CreateModel(
-            name='Invitation',
+            name="Invitation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('invitee', models.CharField(max_length=254)),
-                ('email', models.EmailField(blank=True, max_length=254)),
-                ('role', models.CharField(choices=[('annotator', 'annotator'), ('adjudicator', 'adjudicator'), ('manager', 'manager')], max_length=20)),
-                ('token_hash', models.CharField(blank=True, max_length=64)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('accepted', 'accepted'), ('declined', 'declined'), ('revoked', 'revoked')], default='pending', max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField()),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('invited_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='invitations', to='labeling.project')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='invitations', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("invitee", models.CharField(max_length=254)),
+                ("email", models.EmailField(blank=True, max_length=254)),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("annotator", "annotator"),
+                            ("adjudicator", "adjudicator"),
+                            ("manager", "manager"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("token_hash", models.CharField(blank=True, max_length=64)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("accepted", "accepted"),
+                            ("declined", "declined"),
+                            ("revoked", "revoked"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField()),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "invited_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="invitations",
+                        to="labeling.project",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="invitations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
-                'indexes': [models.Index(fields=['user', 'status'], name='invitation_user_status')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('role__in', ['annotator', 'adjudicator', 'manager'])), name='invitation_role_valid'), models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'accepted', 'declined', 'revoked'])), name='invitation_status_valid'), models.UniqueConstraint(condition=models.Q(('token_hash', ''), _negated=True), fields=('token_hash',), name='invitation_unique_token')],
+                "ordering": ["-created_at", "-pk"],
+                "indexes": [models.Index(fields=["user", "status"], name="invitation_user_status")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("role__in", ["annotator", "adjudicator", "manager"])),
+                        name="invitation_role_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("status__in", ["pending", "accepted", "declined", "revoked"])
+                        ),
+                        name="invitation_status_valid",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("token_hash", ""), _negated=True),
+                        fields=("token_hash",),
+                        name="invitation_unique_token",
+                    ),
+                ],
             },
         ),
     ]
