@@ -176,6 +176,8 @@ class Crawl:
         )
         self.problems: dict[str, list[Any]] = {}
         self.checked: list[str] = []
+        #: ``{path: {window width: document width}}``, in CSS pixels
+        self.widths: dict[str, dict[int, int]] = {}
 
     def problem(self, path: str, what: str, detail: Any) -> None:
         self.problems.setdefault(f"{self.role} {path}", []).append((what, detail))
@@ -199,8 +201,10 @@ class Crawl:
         if not response.headers.get("content-type", "").startswith("text/html"):
             return []
         self.checked.append(path)
+        widths = self.widths.setdefault(path, {})
         for name, viewport in (("1366px", WIDE), ("390px", NARROW)):
             self.resize(viewport)
+            widths[viewport["width"]] = page.evaluate("document.documentElement.scrollWidth")
             overflow = page.evaluate(OVERFLOW)
             if overflow:
                 self.problem(path, f"horizontal overflow at {name}", overflow)
@@ -288,6 +292,7 @@ def test_every_page_of_every_role_fits_narrow_and_wide_screens_and_passes_axe(
     started = time.monotonic()
     problems: dict[str, list[Any]] = {}
     checked: dict[str, list[str]] = {}
+    widths: list[str] = []
     screenshots: list[Path] = []
     for role in ("annotator", "adjudicator", "manager"):
         context = browser.new_context(locale="en-GB")
@@ -329,10 +334,15 @@ def test_every_page_of_every_role_fits_narrow_and_wide_screens_and_passes_axe(
             context.close()
         problems.update(crawl.problems)
         checked[role] = crawl.checked
+        widths += [
+            f"{role} {path}: " + ", ".join(f"{w} px wide at {v} px" for v, w in sizes.items())
+            for path, sizes in crawl.widths.items()
+        ]
     # what was checked, for the record (beside the screenshots)
     summary = [f"crawl and checks: {time.monotonic() - started:.0f} s"]
     summary += [f"{role}: {len(paths)} pages: {' '.join(paths)}" for role, paths in checked.items()]
     summary += ["screenshots: " + " ".join(p.name for p in screenshots)]
+    summary += ["document widths:", *widths]
     (OUTPUT / "crawl.txt").write_text("\n".join(summary) + "\n", encoding="utf-8")
     (OUTPUT / "problems.json").write_text(json.dumps(problems, indent=1), encoding="utf-8")
     # the crawl did reach the pages that hold the content the world built
