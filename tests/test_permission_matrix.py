@@ -108,7 +108,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     # --- HTML pages ---------------------------------------------------------------------------
     "project-list": {"GET": (200, 200, 200, 200, LOGIN)},
     "project-detail": {"GET": (200, 200, 200, 404, LOGIN)},
-    "item-list": {"GET": (404, 200, 200, 404, LOGIN)},
+    # bulk actions (prioritise, return to the queue): managers only; 302 back to the list
+    "item-list": {"GET": (404, 200, 200, 404, LOGIN), "POST": (404, 403, 302, 404, LOGIN)},
     "item-detail": {"GET": (404, 200, 200, 404, LOGIN)},
     "import-create": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     # (the refused freeze re-renders the form with the error: 400)
@@ -326,6 +327,10 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("api-member-list", "POST"): lambda w: ({"username": "newbie", "role": "annotator"}, "json"),
     ("api-member-update", "PATCH"): lambda w: ({"role": "adjudicator"}, "json"),
     ("import-create", "POST"): lambda w: ({"file": _upload(), "format": "native"}, "form"),
+    ("item-list", "POST"): lambda w: (
+        {"action": "return", "items": [w.items["resolved"].pk]},
+        "form",
+    ),
     ("partition-freeze", "POST"): lambda w: (
         {"seed": 7, "dev": 0.2, "calibration": 0.4, "test": 0.4},
         "form",
