@@ -30,6 +30,7 @@ from labeling.api.fields import StrictCharField
 from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
+from labeling.exceptions import PermissionDenied
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.models import ItemStatus, Partition
 from labeling.selectors import (
@@ -238,7 +239,10 @@ class ItemListApi(APIView):
             required=False,
             min_value=1,
             max_value=2**63 - 1,
-            help_text="A user id: items that user submitted an annotation of.",
+            help_text=(
+                "A user id: items that user submitted an annotation of. Managers only (403 for "
+                "adjudicators, who do not see who voted)."
+            ),
         )
         sort = serializers.ChoiceField(
             choices=list(ITEM_SORTS),
@@ -289,6 +293,10 @@ class ItemListApi(APIView):
         permissions.require_item_browser(role)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
+        if "annotator" in filters.validated_data and not permissions.can_manage(role):
+            raise PermissionDenied(
+                "only a project manager may filter by annotator", field="annotator"
+            )
         items = item_list(
             project=project,
             filters=filters.validated_data,

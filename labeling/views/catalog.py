@@ -188,9 +188,10 @@ def item_browse(request: HttpRequest, slug: str) -> HttpResponse:
 
     GET filters (all optional, kept by the pager): partition, generator, text search over the
     question, answer and claim texts, status, disagreement level, resolved or voted label,
-    annotator, and the sort. Managers also get a checkbox per row and the bulk actions
-    (POST, managers only: others get 403): prioritise, or return to the queue; the page then
-    redirects to the same filtered list with a message. An invalid bulk post re-renders the
+    annotator (managers only: annotators' names are not shown to adjudicators), and the sort.
+    Managers also get a checkbox per row and the bulk actions (POST, managers only: others get
+    403): prioritise, or return to the queue; the page then redirects to the same filtered list
+    with a message. An invalid bulk post re-renders the
     list with its errors and HTTP 400.
     """
     allowed = permissions.MANAGERS if request.method == "POST" else None
@@ -210,7 +211,8 @@ def item_browse(request: HttpRequest, slug: str) -> HttpResponse:
         request.GET or None,
         generators=item_generators(project=project),
         labels=item_answer_labels(project=project),
-        annotators=item_annotators(project=project),
+        # Rater identities are for managers only (adjudicators see "Rater k" elsewhere).
+        annotators=item_annotators(project=project) if permissions.can_manage(role) else [],
     )
     items = item_list(
         project=project,

@@ -53,3 +53,9 @@ def test_the_schema_documents_the_filters(client):
     schema = client.get("/api/schema/", {"format": "json"}).json()
     names = {p["name"] for p in schema["paths"]["/api/projects/{slug}/items/"]["get"]["parameters"]}
     assert {"status", "disagreement", "resolved_label", "voted_label", "annotator", "sort"} <= names
+
+
+def test_adjudicators_may_not_filter_by_annotator(api, flow):  # noqa: F811
+    response = api(Role.ADJUDICATOR).get(URL, {"annotator": flow["a"].pk})
+    assert response.status_code == 403
+    assert response.json()["code"] == "permission_denied"

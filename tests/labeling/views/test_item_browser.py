@@ -203,3 +203,10 @@ def test_an_invalid_bulk_post_is_400_with_its_error(login, flow, data):
     response = login(Role.MANAGER).post(URL, data)
     assert response.status_code == 400
     assert 'id="bulk-errors"' in response.content.decode()
+
+
+def test_adjudicators_cannot_filter_by_annotator_nor_see_the_names(login, flow):
+    response = login(Role.ADJUDICATOR).get(URL, {"annotator": str(flow["a"].pk)})
+    body = response.content.decode()
+    assert len(listed(response)) == 4  # the filter is refused and ignored
+    assert "ann_a" not in body and 'name="annotator"' not in body
