@@ -210,3 +210,16 @@ def test_adjudicators_cannot_filter_by_annotator_nor_see_the_names(login, flow):
     body = response.content.decode()
     assert len(listed(response)) == 4  # the filter is refused and ignored
     assert "ann_a" not in body and 'name="annotator"' not in body
+
+
+def test_the_page_takes_as_many_queries_for_one_item_as_for_four(login, flow):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = login(Role.MANAGER)
+    client.get(URL)  # warm the session and caches
+    with CaptureQueriesContext(connection) as four:
+        assert len(listed(client.get(URL))) == 4
+    with CaptureQueriesContext(connection) as one:
+        assert len(listed(client.get(URL, {"status": "resolved"}))) == 1
+    assert len(four) == len(one)
