@@ -116,7 +116,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "account-token-revoke": {"POST": (404, 404, 302, 404, LOGIN)},
     "project-list": {"GET": (200, 200, 200, 200, LOGIN)},
     "project-detail": {"GET": (200, 200, 200, 404, LOGIN)},
-    "item-list": {"GET": (404, 200, 200, 404, LOGIN)},
+    # bulk actions (prioritise, return to the queue): managers only; 302 back to the list
+    "item-list": {"GET": (404, 200, 200, 404, LOGIN), "POST": (404, 403, 302, 404, LOGIN)},
     "item-detail": {"GET": (404, 200, 200, 404, LOGIN)},
     "import-create": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     # (the refused freeze re-renders the form with the error: 400)
@@ -339,6 +340,10 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("api-account-tokens", "POST"): lambda w: ({"name": "matrix", "expires_in_days": 7}, "json"),
     ("account", "POST"): lambda w: ({"name": "matrix", "expires_in_days": "7"}, "form"),
     ("import-create", "POST"): lambda w: ({"file": _upload(), "format": "native"}, "form"),
+    ("item-list", "POST"): lambda w: (
+        {"action": "return", "items": [w.items["resolved"].pk]},
+        "form",
+    ),
     ("partition-freeze", "POST"): lambda w: (
         {"seed": 7, "dev": 0.2, "calibration": 0.4, "test": 0.4},
         "form",
