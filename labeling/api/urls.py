@@ -6,7 +6,7 @@ is routed by ``certification.api.urls`` (``labeling`` never imports ``certificat
 
 from django.urls import path
 
-from labeling.api import account, auth, catalog, jobs, work
+from labeling.api import account, auth, catalog, jobs, reports, work
 
 P = "projects/<slug:slug>/"
 
@@ -72,6 +72,12 @@ urlpatterns = [
     # Managers
     path(f"{P}settings/", work.ProjectSettingsApi.as_view(), name="api-settings"),
     path(f"{P}labelling/start/", work.LabellingStartApi.as_view(), name="api-labelling-start"),
+    path(f"{P}reports/work/", reports.WorkReportApi.as_view(), name="api-work-report"),
+    path(
+        f"{P}reports/work/items/",
+        reports.WorkItemTimesApi.as_view(),
+        name="api-work-report-items",
+    ),
     path(f"{P}jobs/", jobs.JobListApi.as_view(), name="api-job-list"),
     path(f"{P}jobs/<int:job_id>/", jobs.JobDetailApi.as_view(), name="api-job-detail"),
     path(f"{P}members/", work.MemberListApi.as_view(), name="api-member-list"),
