@@ -65,11 +65,15 @@ class Period:
         """Return the period; a missing ``end`` is today, a missing ``start`` 29 days before.
 
         Raises:
-            InvalidInput: ``start`` after ``end`` (``field`` "from"), or a period longer than
-                ``MAX_PERIOD_DAYS``.
+            InvalidInput: ``start`` after ``end`` (``field`` "from"), a period longer than
+                ``MAX_PERIOD_DAYS``, or an ``end`` on the last day of the calendar (``to``).
         """
         end = end or today or timezone.localdate()
-        start = start or end - timedelta(days=DEFAULT_PERIOD_DAYS - 1)
+        if end >= date.max:
+            raise InvalidInput("the period must end before 9999-12-31", field="to")
+        if start is None:
+            first = date.min + timedelta(days=DEFAULT_PERIOD_DAYS - 1)
+            start = end - timedelta(days=DEFAULT_PERIOD_DAYS - 1) if end >= first else date.min
         if start > end:
             raise InvalidInput("the period starts after it ends", field="from")
         if (end - start).days >= MAX_PERIOD_DAYS:

@@ -172,6 +172,8 @@ def test_a_period_must_be_in_order():
         Period.parse(TODAY, TODAY - timedelta(days=1))
     default = Period.parse(None, None, today=date(2026, 3, 31))
     assert (default.start, default.end) == (date(2026, 3, 2), date(2026, 3, 31))
+    # the first days of the calendar: the default start does not run off it
+    assert Period.parse(None, date(1, 1, 5)).start == date.min
 
 
 # --- API -------------------------------------------------------------------------------------
@@ -221,6 +223,8 @@ def test_the_api_scopes_an_annotator_to_themselves(started, team, client_for):
         ({"from": "20260101"}, "from"),
         ({"from": TODAY.isoformat(), "to": EARLIER.isoformat()}, "from"),
         ({"since": "2026-01-01"}, "since"),
+        ({"from": "9999-12-31", "to": "9999-12-31"}, "to"),
+        ({"from": "0001-01-01"}, "from"),
     ],
 )
 def test_the_api_refuses_a_bad_period(started, team, client_for, query, field):
