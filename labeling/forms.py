@@ -431,13 +431,9 @@ class WorkPeriodForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # "from" is a reserved word: the fields are added here rather than declared
-        self.fields["from"] = forms.DateField(
-            required=False,
-            input_formats=["%Y-%m-%d"],
-            widget=forms.DateInput(attrs={"type": "date"}),
-        )
-        self.fields["to"] = forms.DateField(
-            required=False,
-            input_formats=["%Y-%m-%d"],
-            widget=forms.DateInput(attrs={"type": "date"}),
-        )
+        for name in ("from", "to"):
+            self.fields[name] = forms.DateField(
+                required=False,
+                input_formats=["%Y-%m-%d"],
+                widget=forms.DateInput(format="%Y-%m-%d", attrs={"type": "date"}),
+            )

@@ -107,6 +107,8 @@ def work_report_page(request: HttpRequest, slug: str) -> HttpResponse:
     """Show the period's figures, plots and download links."""
     project, role = project_for(request, slug, allowed=WORK_REPORT_ROLES)
     form, period = _period(request)
+    if not form.errors:  # show the period in effect (the default one when none was given)
+        form = WorkPeriodForm(initial={"from": period.start, "to": period.end})
     report = work_report(project=project, actor=request.user, period=period)
     query = f"from={period.start.isoformat()}&to={period.end.isoformat()}"
     return render(

@@ -253,11 +253,14 @@ def test_the_page_shows_the_table_and_the_plots(started, team):
     assert f'data-annotator-id="{team["ann"].pk}"' in html
     assert "84.0" in html  # ann's p90
     assert f"annotators.csv?from={EARLIER.isoformat()}&amp;to={TODAY.isoformat()}" in html
+    assert f'name="from" value="{EARLIER.isoformat()}"' in html
 
 
 def test_the_page_of_an_annotator_holds_their_own_figures(started, team):
     html = page_client(team["ann"]).get("/p/study/reports/work/").content.decode()
     assert "My work" in html
+    # no period given: the default one is shown in the form
+    assert f'name="to" value="{TODAY.isoformat()}"' in html
     assert team["ann"].username in html
     assert team["bob"].username not in html
     assert page_client(team["adjudicator"]).get("/p/study/reports/work/").status_code == 403
