@@ -10,7 +10,8 @@ from labeling.charts import Chart, Series, bar_chart
 def agreement_chart(agreement: AgreementView | None, freshness: Freshness | None) -> Chart | None:
     """Krippendorff's alpha, Fleiss' kappa and percent agreement per level, as a bar chart.
 
-    The figures are the stored agreement report's (the panel's table); an undefined statistic
+    The figures are the stored agreement report's (the panel's table, of the newest label
+    policy version with votes); an undefined statistic
     is drawn as no bar and written as a dash in the data table. The description says whether
     newer votes are not counted yet (the panel's freshness marker says the same above it).
 
@@ -22,9 +23,16 @@ def agreement_chart(agreement: AgreementView | None, freshness: Freshness | None
     levels = agreement.levels
     stale = freshness is not None and not freshness.current
     when = f"computed {agreement.computed_at:%Y-%m-%d %H:%M} UTC"
+    # With votes under several policy versions the levels are the newest version's (versions
+    # are never pooled); the title says which.
+    version = (
+        f" (label policy v{agreement.policy_version})"
+        if agreement.policy_version is not None and len(agreement.versions) > 1
+        else ""
+    )
     return bar_chart(
         chart_id="agreement",
-        title="Agreement per level",
+        title=f"Agreement per level{version}",
         description=(
             f"Krippendorff's alpha, Fleiss' kappa and percent agreement of the answer and claim "
             f"labels, {when}"

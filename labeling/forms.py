@@ -131,11 +131,29 @@ class ItemFilterForm(SingleValueForm):
 
 
 class MembershipInviteForm(SingleValueForm):
-    """Invite a person: an existing username, or a new one (an account is created)."""
+    """Invite a person by username or e-mail address; they join only once they accept."""
+
+    invitee = forms.CharField(
+        max_length=254,
+        label="Username or e-mail",
+        help_text="An account's username, or the e-mail address of a new person.",
+    )
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+
+class JoinForm(SingleValueForm):
+    """Accept an e-mailed invitation: choose a username and a password."""
 
     username = forms.CharField(max_length=150)
-    email = forms.EmailField(required=False, help_text="For a new account; optional.")
-    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+    password1 = forms.CharField(label="Password", strip=False, widget=forms.PasswordInput)
+    password2 = forms.CharField(label="Password (again)", strip=False, widget=forms.PasswordInput)
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse two different passwords."""
+        data = super().clean() or {}
+        if data.get("password1") and data.get("password1") != data.get("password2"):
+            self.add_error("password2", "The two passwords differ.")
+        return data
 
 
 class MembershipChangeForm(SingleValueForm):
@@ -188,7 +206,8 @@ class ProjectSettingsForm(SingleValueForm):
 class SkipForm(SingleValueForm):
     """Skip an item with a reason."""
 
-    reason = forms.ChoiceField(choices=SkipReason.choices)
+    # No reason is pre-selected: the person chooses one (the empty choice is refused).
+    reason = forms.ChoiceField(choices=[("", "— choose a reason —"), *SkipReason.choices])
     note = forms.CharField(
         required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
     )
@@ -273,6 +292,8 @@ class LabelsState:
     claims: dict[int, ClaimState] = field(default_factory=dict)
     #: The revision the labels were made on, as posted ("": not said).
     revision: str = ""
+    #: The label policy version the form was loaded under, as posted ("": not said).
+    policy_version: str = ""
 
     @classmethod
     def from_post(cls, data: QueryDict, claim_ids: Sequence[int]) -> LabelsState:
@@ -313,6 +334,7 @@ class LabelsState:
             time_spent_seconds=data.get("time_spent_seconds", ""),
             claims=claims,
             revision=data.get("revision", ""),
+            policy_version=data.get("policy_version", ""),
         )
 
     def claim_inputs(self, claim_ids: Sequence[int]) -> tuple[ClaimInput, ...]:
@@ -353,7 +375,7 @@ class LabelsState:
 
         Raises:
             InvalidInput: a number is malformed (field named as in :meth:`claim_inputs`,
-                ``time_spent_seconds`` or ``revision``).
+                ``time_spent_seconds``, ``revision`` or ``policy_version``).
         """
         spent: float | None = None
         if self.time_spent_seconds.strip():
@@ -362,6 +384,7 @@ class LabelsState:
             except ValueError as exc:
                 raise InvalidInput("not a number", field="time_spent_seconds") from exc
         revision = self.revision.strip()
+        policy_version = self.policy_version.strip()
         return AnnotationInput(
             answer_label=self.answer_label,
             answer_reason=self.answer_reason or None,
@@ -369,11 +392,19 @@ class LabelsState:
             comment=self.comment,
             time_spent_seconds=spent,
             based_on_revision=_integer(revision, "revision") if revision else None,
+            policy_version=_integer(policy_version, "policy_version") if policy_version else None,
         )
 
 
 #: Fields of the labelling form besides the claims' (each takes one value).
-LABELS_FIELDS = ("answer_label", "answer_reason", "comment", "time_spent_seconds", "revision")
+LABELS_FIELDS = (
+    "answer_label",
+    "answer_reason",
+    "comment",
+    "time_spent_seconds",
+    "revision",
+    "policy_version",
+)
 #: Fields the adjudication form adds.
 DECISION_FIELDS = ("action", "expected_version", "unresolved_reason", "rationale")
 _CLAIM_FIELD = re.compile(r"^claim-(?P<claim>\d+)-(?P<field>label|reason|boundary_error)$")

@@ -1,8 +1,9 @@
 """Role checks of the labelling side, shared by the HTML views and the REST API.
 
-A user's role in a project is their membership's role. Staff and superusers who are not members
-act as managers (oversight: they see every project); a staff user who *is* a member keeps the
-member's role, so a staff annotator stays blind to evaluator labels in the application.
+A user's role in a project is their active membership's role (a deactivated member has none).
+Staff and superusers who are not members act as managers (oversight: they see every project);
+a staff user who *is* a member keeps the member's role, so a staff annotator stays blind to
+evaluator labels in the application.
 
 The rules here are about *who may see or do what in a project*. Rules about objects (an item's
 state, a frozen partition) stay in the services. Every service that needs a role calls
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
 from labeling.exceptions import LabelingError, NotFound, PermissionDenied
@@ -33,8 +35,9 @@ ITEM_BROWSER_ROLES: frozenset[str] = REVIEWERS
 # Who may see evaluator labels and imported prior annotations with their dataset annotator ids and
 # notes (never annotators, who see only their own work; adjudicators resolve human disagreements and
 # must not be anchored by a machine's verdict). Adjudicators do see imported *human* votes, but only
-# inside the side-by-side view, as pseudonymous "Annotator k" columns without notes: they are votes
-# of the comparison, and an adjudicator cannot resolve a vote they cannot see.
+# inside the side-by-side view, as pseudonymous "Annotator k" columns (no dataset annotator id)
+# with the votes' notes beside them: they are votes of the comparison, and an adjudicator cannot
+# resolve a vote they cannot see nor weigh a rationale they cannot read.
 LABEL_VIEWER_ROLES: frozenset[str] = MANAGERS
 
 _ROLE_NAMES: dict[str, str] = {
@@ -61,7 +64,7 @@ def project_role(*, user: Any, project: Project) -> str | None:
         role = project.member_role
     else:
         role = (
-            Membership.objects.filter(project=project, user=user)
+            Membership.objects.filter(project=project, user=user, is_active=True)
             .values_list("role", flat=True)
             .first()
         )
@@ -78,6 +81,20 @@ def can_browse_items(role: str | None) -> bool:
 def can_see_labels(role: str | None) -> bool:
     """Return True if ``role`` may see evaluator labels and prior annotations."""
     return role in LABEL_VIEWER_ROLES
+
+
+def can_create_projects(user: Any) -> bool:
+    """Return True if ``user`` may create projects (and so become their first manager).
+
+    Staff and superusers may; so may a user holding the ``labeling.add_project`` permission
+    (given in the Django admin, to the user or a group), and, when the setting
+    ``CERTLABEL_ANYONE_CREATES_PROJECTS`` is true, every signed-in user.
+    """
+    if user is None or isinstance(user, AnonymousUser) or not user.is_authenticated:
+        return False
+    if is_overseer(user) or bool(getattr(settings, "CERTLABEL_ANYONE_CREATES_PROJECTS", False)):
+        return True
+    return bool(user.has_perm("labeling.add_project"))
 
 
 def can_manage(role: str | None) -> bool:

@@ -26,6 +26,11 @@ urlpatterns = [
         views.annotate_skip,
         name="annotate-skip",
     ),
+    path(
+        "p/<slug:slug>/annotate/<int:assignment_id>/skip/undo/",
+        views.annotate_skip_undo,
+        name="annotate-skip-undo",
+    ),
     path("p/<slug:slug>/my/", views.my_annotations, name="my-annotations"),
     # work reports: managers (everyone), annotators (their own figures)
     path("p/<slug:slug>/reports/work/", reports.work_report_page, name="work-report"),
@@ -50,6 +55,20 @@ urlpatterns = [
         name="project-labelling-start",
     ),
     path("p/<slug:slug>/members/", views.project_members, name="project-members"),
+    # an account's own invitations (listed on the project list); the e-mailed join link
+    path(
+        "invitations/<int:invitation_id>/accept/",
+        views.invitation_respond,
+        {"answer": "accept"},
+        name="invitation-accept",
+    ),
+    path(
+        "invitations/<int:invitation_id>/decline/",
+        views.invitation_respond,
+        {"answer": "decline"},
+        name="invitation-decline",
+    ),
+    path("accounts/join/<str:token>/", views.invitation_join_view, name="invitation-join"),
     path("p/<slug:slug>/jobs/", views.job_list_view, name="job-list"),
     path("p/<slug:slug>/jobs/<int:job_id>/", views.job_detail, name="job-detail"),
 ]

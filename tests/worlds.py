@@ -429,6 +429,7 @@ SKIPPED_PREFIXES: dict[str, str] = {
 SKIPPED_NAMES: dict[str, str] = {
     "api-schema": "the OpenAPI document: public, describes the API, holds no project data",
     "api-docs": "Swagger UI over the OpenAPI document: public, holds no project data",
+    "api-redoc": "Redoc over the OpenAPI document: public, holds no project data",
 }
 
 

@@ -6,7 +6,17 @@ is routed by ``certification.api.urls`` (``labeling`` never imports ``certificat
 
 from django.urls import path
 
-from labeling.api import account, auth, catalog, jobs, reports, work
+from labeling.api import (
+    account,
+    auth,
+    catalog,
+    jobs,
+    members,
+    policies,
+    policy_versions,
+    reports,
+    work,
+)
 
 P = "projects/<slug:slug>/"
 
@@ -29,6 +39,8 @@ urlpatterns = [
         name="api-evaluator-label-import",
     ),
     path(f"{P}partition/", catalog.PartitionFreezeApi.as_view(), name="api-partition-freeze"),
+    path(f"{P}policy/", policies.ProjectPolicyApi.as_view(), name="api-policy"),
+    path(f"{P}evaluators/", policies.EvaluatorListApi.as_view(), name="api-evaluator-list"),
     # Annotators
     path(
         f"{P}assignments/next/",
@@ -71,6 +83,11 @@ urlpatterns = [
     path(f"{P}progress/", work.ProjectProgressApi.as_view(), name="api-progress"),
     # Managers
     path(f"{P}settings/", work.ProjectSettingsApi.as_view(), name="api-settings"),
+    path(
+        f"{P}policy/versions/",
+        policy_versions.PolicyVersionListApi.as_view(),
+        name="api-policy-versions",
+    ),
     path(f"{P}labelling/start/", work.LabellingStartApi.as_view(), name="api-labelling-start"),
     path(f"{P}reports/work/", reports.WorkReportApi.as_view(), name="api-work-report"),
     path(
@@ -80,10 +97,28 @@ urlpatterns = [
     ),
     path(f"{P}jobs/", jobs.JobListApi.as_view(), name="api-job-list"),
     path(f"{P}jobs/<int:job_id>/", jobs.JobDetailApi.as_view(), name="api-job-detail"),
-    path(f"{P}members/", work.MemberListApi.as_view(), name="api-member-list"),
+    path(f"{P}members/", members.MemberListApi.as_view(), name="api-member-list"),
     path(
         f"{P}members/<int:user_id>/",
-        work.MemberUpdateApi.as_view(),
+        members.MemberDetailApi.as_view(),
         name="api-member-update",
+    ),
+    path(f"{P}invitations/", members.InvitationListApi.as_view(), name="api-invitation-list"),
+    path(
+        f"{P}invitations/<int:invitation_id>/",
+        members.InvitationDetailApi.as_view(),
+        name="api-invitation-detail",
+    ),
+    # the requesting account's own invitations
+    path("invitations/", members.OwnInvitationListApi.as_view(), name="api-own-invitation-list"),
+    path(
+        "invitations/<int:invitation_id>/accept/",
+        members.OwnInvitationAcceptApi.as_view(),
+        name="api-own-invitation-accept",
+    ),
+    path(
+        "invitations/<int:invitation_id>/decline/",
+        members.OwnInvitationDeclineApi.as_view(),
+        name="api-own-invitation-decline",
     ),
 ]

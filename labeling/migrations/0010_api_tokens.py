@@ -6,31 +6,81 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labeling', '0009_derived_change'),
+        ("labeling", "0009_derived_change"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text="What the token is for, e.g. 'CI export'.", max_length=100)),
-                ('prefix', models.CharField(help_text='The first characters of the secret.', max_length=8)),
-                ('digest', models.CharField(help_text='SHA-256 of the secret, hex.', max_length=64, unique=True)),
-                ('created_at', models.DateTimeField()),
-                ('expires_at', models.DateTimeField()),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_reason', models.CharField(blank=True, choices=[('owner', 'revoked by its owner'), ('password_changed', 'the password was changed')], max_length=20)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        help_text="What the token is for, e.g. 'CI export'.", max_length=100
+                    ),
+                ),
+                (
+                    "prefix",
+                    models.CharField(help_text="The first characters of the secret.", max_length=8),
+                ),
+                (
+                    "digest",
+                    models.CharField(
+                        help_text="SHA-256 of the secret, hex.", max_length=64, unique=True
+                    ),
+                ),
+                ("created_at", models.DateTimeField()),
+                ("expires_at", models.DateTimeField()),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "revoked_reason",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("owner", "revoked by its owner"),
+                            ("password_changed", "the password was changed"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
-                'indexes': [models.Index(fields=['user', 'revoked_at'], name='api_token_user_idx')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('expires_at__gt', models.F('created_at'))), name='api_token_expiry_order'), models.CheckConstraint(condition=models.Q(models.Q(('revoked_at__isnull', True), ('revoked_reason', '')), models.Q(('revoked_at__isnull', False), ('revoked_reason__in', ['owner', 'password_changed'])), _connector='OR'), name='api_token_revocation_consistent')],
+                "ordering": ["-created_at", "-pk"],
+                "indexes": [models.Index(fields=["user", "revoked_at"], name="api_token_user_idx")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("expires_at__gt", models.F("created_at"))),
+                        name="api_token_expiry_order",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("revoked_at__isnull", True), ("revoked_reason", "")),
+                            models.Q(
+                                ("revoked_at__isnull", False),
+                                ("revoked_reason__in", ["owner", "password_changed"]),
+                            ),
+                            _connector="OR",
+                        ),
+                        name="api_token_revocation_consistent",
+                    ),
+                ],
             },
         ),
     ]

@@ -36,7 +36,8 @@ from labeling.selectors import (
     project_overview,
 )
 from labeling.selectors.dashboard import annotator_work, progress_daily
-from labeling.selectors.pages import own_progress
+from labeling.selectors.members import invitations_for_user
+from labeling.selectors.pages import own_progress, resolved_claim_labels
 from labeling.selectors.review import project_progress
 from labeling.services import partition_freeze, workload_import_file
 from labeling.services.jobs import workload_import_in_background, workload_import_job_start
@@ -87,10 +88,11 @@ def answer_segments(
 @login_required
 @require_http_methods(["GET"])
 def project_list(request: HttpRequest) -> HttpResponse:
-    """List the user's projects with their role and counts."""
+    """List the user's projects with their role and counts, and their pending invitations."""
     projects = project_list_for_user(user=request.user)
     rows = [(p, permissions.project_role(user=request.user, project=p)) for p in projects]
-    return render(request, "labeling/project_list.html", {"rows": rows})
+    invitations = invitations_for_user(user=request.user)
+    return render(request, "labeling/project_list.html", {"rows": rows, "invitations": invitations})
 
 
 def manager_charts(*, project: Any) -> list[Chart]:
@@ -211,6 +213,8 @@ def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         segments=answer_segments(candidate.text, claims),
         retrievals=list(candidate.question.retrievals.all()),
         siblings=[c for c in candidate.question.candidates.all() if c.pk != candidate.pk],
+        resolution=item.resolution,
+        resolved_labels=resolved_claim_labels(resolution=item.resolution),
         show_labels=show_labels,
         evaluator_labels=list(candidate.evaluator_labels.all()) if show_labels else [],
         prior_annotations=list(candidate.prior_annotations.all()) if show_labels else [],
