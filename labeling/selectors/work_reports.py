@@ -290,3 +290,31 @@ def work_report_projects(*, user: Any) -> QuerySet[Membership]:
         .select_related("project")
         .order_by("project__name", "project__slug")
     )
+
+
+#: Lower bounds (seconds) of the bins of :func:`work_time_histogram`; the last bin is open.
+TIME_BIN_STARTS: tuple[float, ...] = (0, 30, 60, 120, 300, 600)
+
+
+def work_time_histogram(
+    *, project: Project, actor: Any, period: Period
+) -> list[tuple[float, float | None, int]]:
+    """Return how many items took each bin of time: ``[(low, high or None, count), ...]``.
+
+    A bin holds the times ``low <= seconds < high`` (the last one has no upper bound); items
+    without a recorded time are left out. Annotators count their own items only.
+
+    Raises:
+        NotFound: the actor is not a member.
+        PermissionDenied: not a manager or an annotator.
+    """
+    times = [
+        row["seconds"]
+        for row in work_item_times(project=project, actor=actor, period=period)
+        if row["seconds"] is not None
+    ]
+    edges: list[float | None] = [*TIME_BIN_STARTS[1:], None]
+    return [
+        (low, high, sum(1 for t in times if t >= low and (high is None or t < high)))
+        for low, high in zip(TIME_BIN_STARTS, edges, strict=True)
+    ]

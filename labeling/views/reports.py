@@ -1,4 +1,4 @@
-"""Work report pages: per-annotator figures with two small plots, and their CSV downloads.
+"""Work report pages: per-annotator figures with three small plots, and their CSV downloads.
 
 ``/p/<slug>/reports/work/`` (managers: every annotator; annotators: their own figures only;
 other roles 403), ``.../annotators.csv`` (the same table) and ``.../items.csv`` (the time per
@@ -27,6 +27,7 @@ from labeling.selectors.work_reports import (
     WorkReport,
     work_item_times,
     work_report,
+    work_time_histogram,
 )
 from labeling.views.common import page_context, project_for
 
@@ -68,8 +69,21 @@ def _period(request: HttpRequest) -> tuple[WorkPeriodForm, Period]:
         return form, Period.parse(None, None)
 
 
-def work_charts(report: WorkReport) -> list[Chart]:
-    """Return the page's plots: items labelled and skipped, median and p90 time per item."""
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+def _bin_label(low: float, high: float | None) -> str:
+    return f"≥ {_duration(low)}" if high is None else f"{_duration(low)}–{_duration(high)}"
+
+
+def work_charts(
+    report: WorkReport, histogram: list[tuple[float, float | None, int]]
+) -> list[Chart]:
+    """Return the page's three plots (items, time per item, items by time spent).
+
+    ``histogram`` is :func:`labeling.selectors.work_reports.work_time_histogram`'s answer.
+    """
     names = [row.username for row in report.rows]
     return [
         bar_chart(
@@ -98,6 +112,16 @@ def work_charts(report: WorkReport) -> list[Chart]:
             x_label="annotator",
             y_label="seconds",
         ),
+        bar_chart(
+            chart_id="work-time-bins",
+            title="Items by time spent",
+            description="How many items took each span of time (items without a recorded "
+            "time are left out).",
+            categories=[_bin_label(low, high) for low, high, _ in histogram],
+            series=[Series("items", [count for _, _, count in histogram])],
+            x_label="time per item",
+            y_label="items",
+        ),
     ]
 
 
@@ -110,6 +134,7 @@ def work_report_page(request: HttpRequest, slug: str) -> HttpResponse:
     if not form.errors:  # show the period in effect (the default one when none was given)
         form = WorkPeriodForm(initial={"from": period.start, "to": period.end})
     report = work_report(project=project, actor=request.user, period=period)
+    histogram = work_time_histogram(project=project, actor=request.user, period=period)
     query = f"from={period.start.isoformat()}&to={period.end.isoformat()}"
     return render(
         request,
@@ -119,7 +144,7 @@ def work_report_page(request: HttpRequest, slug: str) -> HttpResponse:
             role,
             form=form,
             report=report,
-            charts=work_charts(report),
+            charts=work_charts(report, histogram),
             query=query,
             time_zone=timezone.get_current_timezone_name(),
         ),

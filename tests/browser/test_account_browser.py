@@ -93,7 +93,7 @@ def test_tokens_and_work_reports_in_the_browser(
     mia.wait_for_url(f"{base}/p/{project.slug}/reports/work/")
     table = mia.locator("#work-figures").inner_text()
     assert "annotator-amber" in table and "annotator-basil" in table
-    assert mia.locator("figure.chart svg").count() == 2
+    assert mia.locator("figure.chart svg").count() == 3
     screenshot(mia, "work-report")
 
     # an annotator's "My work": their own row only

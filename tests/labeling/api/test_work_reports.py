@@ -19,7 +19,13 @@ from django.utils import timezone
 
 from labeling.exceptions import InvalidInput, PermissionDenied
 from labeling.models import Project, Role
-from labeling.selectors.work_reports import Period, percentile, work_item_times, work_report
+from labeling.selectors.work_reports import (
+    Period,
+    percentile,
+    work_item_times,
+    work_report,
+    work_time_histogram,
+)
 from labeling.services import annotation_submit, assignment_skip, item_claim_next
 from tests.labeling.api.conftest import labels_input
 
@@ -152,6 +158,22 @@ def test_the_time_per_item(started, team):
     assert all(r["question"] in {"q1", "q2"} for r in rows)
 
 
+def test_the_time_histogram_counts_items_per_bin(started, team):
+    period = Period.parse(EARLIER, TODAY)
+    # times: ann 30, 90, 60; bob 10, 200 (and one without a time, left out)
+    bins = work_time_histogram(project=started, actor=team["manager"], period=period)
+    assert bins == [
+        (0, 30, 1),
+        (30, 60, 1),
+        (60, 120, 2),
+        (120, 300, 1),
+        (300, 600, 0),
+        (600, None, 0),
+    ]
+    own = work_time_histogram(project=started, actor=team["bob"], period=period)
+    assert [count for _, _, count in own] == [1, 0, 0, 1, 0, 0]
+
+
 def test_an_annotator_sees_their_own_figures_only(started, team):
     ann, bob = team["ann"], team["bob"]
     own = work_report(project=started, actor=ann, period=Period.parse(EARLIER, TODAY))
@@ -247,8 +269,9 @@ def test_the_page_shows_the_table_and_the_plots(started, team):
     response = page_client(team["manager"]).get(f"/p/study/reports/work/{query}")
     assert response.status_code == 200
     html = response.content.decode()
-    assert html.count("<svg") == 2
+    assert html.count("<svg") == 3
     assert 'id="chart-work-items"' in html and 'id="chart-work-time"' in html
+    assert 'id="chart-work-time-bins"' in html and "2 min–5 min" in html
     assert team["ann"].username in html and team["bob"].username in html
     assert f'data-annotator-id="{team["ann"].pk}"' in html
     assert "84.0" in html  # ann's p90
