@@ -525,3 +525,17 @@ class ApiTokenForm(SingleValueForm):
     expires_in_days = forms.TypedChoiceField(
         choices=LIFETIMES, coerce=int, initial=30, label="Expires after"
     )
+
+
+class WorkPeriodForm(forms.Form):
+    """The period of a work report: ``from`` and ``to`` dates (YYYY-MM-DD), both optional."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # "from" is a reserved word: the fields are added here rather than declared
+        for name in ("from", "to"):
+            self.fields[name] = forms.DateField(
+                required=False,
+                input_formats=["%Y-%m-%d"],
+                widget=forms.DateInput(format="%Y-%m-%d", attrs={"type": "date"}),
+            )

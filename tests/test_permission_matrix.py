@@ -107,6 +107,10 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-labelling-start": {"POST": (403, 403, 409, 404, 401)},
     "api-member-list": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 201, 404, 401)},
     "api-member-update": {"PATCH": (403, 403, 200, 404, 401)},
+    # work reports: managers read everyone's figures, annotators their own (scoped, not
+    # refused); adjudicators have none to read
+    "api-work-report": {"GET": (200, 403, 200, 404, 401)},
+    "api-work-report-items": {"GET": (200, 403, 200, 404, 401)},
     # background jobs (large imports, starting labelling on a large project): managers only
     "api-job-list": {"GET": (403, 403, 200, 404, 401)},
     "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
@@ -133,6 +137,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "project-labelling-start": {"POST": (403, 403, 302, 404, LOGIN)},
     "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     "job-list": {"GET": (403, 403, 200, 404, LOGIN)},
+    "work-report": {"GET": (200, 403, 200, 404, LOGIN)},
+    "work-report-csv": {"GET": (200, 403, 200, 404, LOGIN)},
+    "work-items-csv": {"GET": (200, 403, 200, 404, LOGIN)},
     "job-detail": {"GET": (403, 403, 200, 404, LOGIN)},
     # calibration pages do not exist for annotators (404); adjudicators read only (403 on writes)
     "calibration-home": {"GET": (404, 200, 200, 404, LOGIN)},
