@@ -293,9 +293,11 @@ def _after_submit_json(
     if following is not None:
         body["next"] = _workbench_json(request, project, role, following)
     else:
+        # The page goes to ``url`` with a full load: the message is shown there.
         body["url"] = reverse("my-annotations" if revised else "annotate-next", args=[project.slug])
+        messages.success(request, body["message"])
         if not revised:
-            body["message"] = f"Saved. {NO_WORK_MESSAGE}"
+            messages.info(request, NO_WORK_MESSAGE)
     return JsonResponse(body)
 
 
@@ -439,6 +441,8 @@ def _after_skip_json(
         body["next"] = _workbench_json(request, project, role, following)
     else:
         body["url"] = reverse("annotate-next", args=[project.slug])
+        messages.success(request, message)
+        messages.info(request, NO_WORK_MESSAGE)
     return JsonResponse(body)
 
 
