@@ -12,7 +12,10 @@ from labeling.models import CANNOT_DECIDE
 from labeling.selectors.review import ClaimRow, PolicyVocabularyView, SourceRow, Vote
 from labeling.views.catalog import answer_segments
 from labeling.views.problems import PROBLEM_WORDS, PageProblem, label_words, problems_of
-from labeling.vocabulary import EVIDENCE_UNAVAILABLE
+from labeling.vocabulary import EVIDENCE_REQUIRED, EVIDENCE_UNAVAILABLE
+
+# Claims are told apart by colour: rows [data-colour=N] and ev-N highlights (workbench.css).
+CLAIM_COLOURS = 6
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,11 @@ class ClaimRowContext:
     error: str | None
     differs: bool = False
     errors: tuple[str, ...] = ()
+
+    @property
+    def colour(self) -> int:
+        """The claim's colour on the page (0-5, by position): its row and its cited spans."""
+        return self.position % CLAIM_COLOURS
 
 
 @dataclass(frozen=True)
@@ -226,6 +234,10 @@ def form_context(
         "reasons": [ReasonOption(r, label_words(r)) for r in reasons],
         "evidence_unavailable": EVIDENCE_UNAVAILABLE,
         "problem_words": PROBLEM_WORDS,
+        "page_rules": {
+            "evidence_required": sorted(EVIDENCE_REQUIRED),
+            "evidence_unavailable": EVIDENCE_UNAVAILABLE,
+        },
         "label_definitions": _definitions(
             label_options(claim_labels, cannot_decide=False, descriptions=label_descriptions)
             + label_options(answer_labels, cannot_decide=False, descriptions=label_descriptions)

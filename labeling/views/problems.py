@@ -130,6 +130,7 @@ def problems_in_words(
     claim_ids: Sequence[int],
     claim_names: Sequence[str] = (),
     field_names: Mapping[str, tuple[str, str]] | None = None,
+    as_written: bool = False,
 ) -> list[PageProblem]:
     """Word and place every problem of a refused submission, in the order given.
 
@@ -147,6 +148,9 @@ def problems_in_words(
         field_names: the page's own fields besides the labels, as ``{field: (target, where)}``,
             e.g. ``{"unresolved_reason": ("general", "Decision")}``; their reason is shown as
             the service wrote it.
+        as_written: place the problems but keep the service's words, ``"<field>: <reason>"``
+            (for an error that is not a labels check, e.g. a field a browser never sends twice
+            sent twice).
 
     Returns:
         One :class:`PageProblem` per error.
@@ -166,21 +170,29 @@ def problems_in_words(
             claim = (
                 state.claims.get(claim_id, ClaimState()) if claim_id is not None else ClaimState()
             )
-            text = _claim_problem(match, claim, reason)
+            text = f"{field}: {reason}" if as_written else _claim_problem(match, claim, reason)
             problems.append(PageProblem(field, "claim", position, where, text))
         elif field in {"answer_label", "answer_reason"}:
             name = "label" if field == "answer_label" else "reason"
-            text = _label_problem(name, state.answer_label, state.answer_reason, reason)
+            text = (
+                f"{field}: {reason}"
+                if as_written
+                else _label_problem(name, state.answer_label, state.answer_reason, reason)
+            )
             problems.append(PageProblem(field, "answer", None, "The answer", text))
         elif field == "claims":
             problems.append(PageProblem(field, "general", None, "", _words("claims_missing")))
         elif field == "comment":
-            problems.append(PageProblem(field, "comment", None, "Comment", reason))
+            text = f"{field}: {reason}" if as_written else reason
+            problems.append(PageProblem(field, "comment", None, "Comment", text))
         elif field in extra:
             target, where = extra[field]
             problems.append(PageProblem(field, target, None, where, reason))
         else:
-            problems.append(PageProblem(field, "general", None, "", reason))
+            # A field the page does not name: the service's own words, naming the field.
+            problems.append(
+                PageProblem(field, "general", None, "", f"{field}: {reason}" if field else reason)
+            )
     return problems
 
 
@@ -195,14 +207,20 @@ def problems_of(
     """Return every problem of a domain error in the page's words.
 
     ``exc.data["errors"]`` (every problem, as :func:`labeling.services.annotations.labels_check`
-    lists them) when present, else the error's own field and reason; the other arguments are
+    lists them) when present, worded by the page; else the error's own field and reason,
+    placed by its field and kept as written. The other arguments are
     :func:`problems_in_words`'s.
     """
     listed = exc.data.get("errors")
-    errors = listed if isinstance(listed, list) and listed else None
-    errors = errors or [{"field": exc.field or "", "reason": exc.reason}]
+    checked = isinstance(listed, list) and bool(listed)
+    errors: list[Mapping[str, Any]] = (
+        list(listed)
+        if isinstance(listed, list) and listed
+        else [{"field": exc.field or "", "reason": exc.reason}]
+    )
     return problems_in_words(
         errors,
+        as_written=not checked,
         state=state,
         claim_ids=claim_ids,
         claim_names=claim_names,
