@@ -102,7 +102,7 @@ def test_keyboard_only_adjudication_of_imported_faithbench_votes(
     screenshot(page, "problems")
 
     # and then the rationale is written and the item resolved, keyboard only
-    press(page, "r")
+    press(page, "w")
     page.keyboard.type("Annotator 1 reads the source right.")
     press(page, "Escape", "s")
     page.wait_for_url(f"{base}{item_path(queue[1])}")
@@ -133,6 +133,15 @@ def test_keyboard_only_adjudication_of_imported_faithbench_votes(
     # and n opens the next item without deciding; back returns to the previous URL
     press(page, "n")
     page.wait_for_url(f"{base}{item_path(queue[3] if len(queue) > 3 else queue[2])}")
+    wait_for_script(page)
     screenshot(page, "next")
+
+    # and evidence is cited by keyboard: ] selects the next source sentence, c cites it
+    active = page.locator(".claim-row.active")
+    chips = active.locator(".chip").count()
+    press(page, "]", "c")
+    assert active.locator(".chip").count() == chips + 1
+    assert active.locator(".chip input[name$='-unit']").last.input_value() == "utf16"
+    screenshot(page, "cited-by-keyboard")
     assert page.js_errors == []
     assert page.csp_violations == []

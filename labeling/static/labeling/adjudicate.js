@@ -4,9 +4,11 @@
  * Progressive: without JavaScript the decision form posts and the server redirects to the next
  * item of the queue. With it:
  *   - keyboard: j/k claim, 1-9 claim label, Shift+1-9 answer label, u then k: use Annotator k's
- *     label (and evidence) for the active claim, a then k: use all of Annotator k, c cite, r
- *     rationale (Esc leaves it, Ctrl+Enter resolves), s resolve, x mark unresolved (asks for the
- *     reason first; Enter in the reason submits), n next item, g guideline, ? help;
+ *     label (and evidence) for the active claim, a then k: use all of Annotator k, ] / [ next /
+ *     previous source sentence, Shift+Arrow a word more / less, / find text, c cite (the mouse's
+ *     selection or the keyboard caret), r the active claim's reason, w the rationale (Esc
+ *     leaves it, Ctrl+Enter resolves), s resolve, x mark unresolved (asks for the reason first;
+ *     Enter in the reason submits), n next item, g guideline, ? help;
  *   - a decision is posted with fetch (Accept: application/json); on success the next item is
  *     fetched and swapped in, and the URL follows (history.pushState; back and reload load the
  *     page from the server); every refused problem is shown at once, in the server's words,
@@ -30,6 +32,7 @@
     columns: [],
     status: null,
     highlighter: null,
+    caret: null,
     pending: null, // {kind: "u" | "a", until: ms}
     busy: false,
   };
@@ -149,11 +152,14 @@
   function cite() {
     const row = page.active;
     if (!row) return say("Choose a claim first.", true);
-    const picked = W.readSelection();
+    let picked = W.readSelection();
     if (picked && picked.error) {
       return say("Select text inside one source (not across sources or outside them).", true);
     }
-    if (!picked || !picked.quote) return say("Select the evidence text in a source first.", true);
+    picked = picked || (page.caret && page.caret.picked());
+    if (!picked || !picked.quote) {
+      return say("Select the evidence text in a source first (mouse, or ] and Shift+→).", true);
+    }
     W.chips.add(row, {
       source_version_id: picked.container.dataset.sourceVersionId,
       source_label: picked.container.dataset.sourceLabel,
@@ -164,6 +170,7 @@
     });
     const selection = window.getSelection();
     if (selection) selection.removeAllRanges();
+    if (page.caret) page.caret.hide();
     highlight();
     say("Cited for " + (row.dataset.claimLabel || "the claim") + ".");
   }
@@ -335,10 +342,24 @@
       }
       return;
     }
+    if (event.shiftKey && (event.key === "ArrowRight" || event.key === "ArrowLeft")) {
+      event.preventDefault();
+      if (page.caret) page.caret.extend(event.key === "ArrowRight" ? 1 : -1);
+      return;
+    }
     if (event.shiftKey && event.key !== "?") return;
     switch (event.key) {
       case "j": move(1); break;
       case "k": move(-1); break;
+      case "]": if (page.caret) page.caret.next(); break;
+      case "[": if (page.caret) page.caret.previous(); break;
+      case "/": {
+        const field = document.getElementById("find-field");
+        if (!field) return;
+        field.hidden = false;
+        field.querySelector("input").focus();
+        break;
+      }
       case "c": cite(); break;
       case "u":
       case "a":
@@ -346,6 +367,12 @@
         say(event.key === "a" ? "Use all of which annotator? Press 1–9." : "Use which annotator's label for " + ((page.active && page.active.dataset.claimLabel) || "the claim") + "? Press 1–9.");
         break;
       case "r": {
+        const select = page.active && page.active.querySelector(".reason-field:not([hidden]) select");
+        if (!select) return say("Only “evidence unavailable” takes a reason.", true);
+        select.focus();
+        break;
+      }
+      case "w": {
         const rationale = document.getElementById("id_rationale");
         if (rationale) rationale.focus();
         break;
@@ -377,7 +404,27 @@
     page.active = null;
     page.pending = null;
     page.busy = false;
-    page.highlighter = W.Highlighter(Array.from(document.querySelectorAll(".source-text[data-source-version-id]")));
+    const sources = Array.from(document.querySelectorAll(".source-text[data-source-version-id]"));
+    page.highlighter = W.Highlighter(sources);
+    page.caret = W.Caret(sources);
+    const find = document.getElementById("find-text");
+    if (find) {
+      find.addEventListener("keydown", (event) => {
+        const field = document.getElementById("find-field");
+        if (event.key === "Enter") {
+          event.preventDefault();
+          const found = page.caret.find(find.value);
+          const status = document.getElementById("find-status");
+          if (status) status.textContent = found ? "" : "not found";
+          find.blur();
+          if (found && field) field.hidden = true;
+        } else if (event.key === "Escape") {
+          event.preventDefault();
+          find.blur();
+          if (field) field.hidden = true;
+        }
+      });
+    }
     if (!help) help = W.helpDialog(document.getElementById("shortcut-help"), {});
     const opener = document.getElementById("show-help");
     if (opener && help) opener.addEventListener("click", () => help.open());
@@ -450,6 +497,15 @@
         }
       });
     }
+    page.form.querySelectorAll(".reason-field select").forEach((select) => {
+      select.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" || event.key === "Escape") {
+          event.preventDefault();
+          select.blur();
+          if (event.key === "Enter") advance();
+        }
+      });
+    });
     const reason = document.getElementById("id_unresolved_reason");
     if (reason) {
       reason.addEventListener("keydown", (event) => {
