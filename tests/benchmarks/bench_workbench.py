@@ -173,7 +173,7 @@ def free_port() -> int:
 
 
 def wait_for(port: int, process: subprocess.Popen) -> None:
-    for _ in range(300):
+    for _ in range(1200):
         if process.poll() is not None:
             raise SystemExit(f"the server exited with code {process.returncode}")
         try:
