@@ -440,8 +440,11 @@ def line_chart(
     values = [v for s in series for v in s.values if v is not None]
     frame, y_ticks = _frame(values, y_min, y_max, legend=len(series) > 1)
     count = len(x_labels)
-    width = frame.right - frame.left
-    xs = [frame.left + (width / 2 if count == 1 else n * width / (count - 1)) for n in range(count)]
+    # The first and last positions sit inside the plot by half a label, so their labels fit.
+    longest = max((min(len(label), X_LABEL_CHARS) for label in x_labels), default=0)
+    inset = min(longest * CHAR_WIDTH / 2 + 2, (frame.right - frame.left) / 4)
+    start, width = frame.left + inset, frame.right - frame.left - 2 * inset
+    xs = [start + (width / 2 if count == 1 else n * width / (count - 1)) for n in range(count)]
     lines: list[Line] = []
     dots: list[Dot] = []
     for index, s in enumerate(series):

@@ -14,7 +14,7 @@ from django.http import QueryDict
 
 from labeling.exceptions import InvalidInput, MultipleValues
 from labeling.importers import formats
-from labeling.models import Partition, Role, ServingOrder, SkipReason
+from labeling.models import ItemStatus, Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
 from labeling.services.annotations import AnnotationInput, ClaimInput, EvidenceInput
 
@@ -101,14 +101,39 @@ class PartitionForm(SingleValueForm):
         return {p: self.cleaned_data[p] for p in Partition.values}
 
 
+ITEM_SORT_CHOICES = [
+    ("id", "id, ascending"),
+    ("-id", "id, descending"),
+    ("-updated", "last updated, newest first"),
+    ("updated", "last updated, oldest first"),
+    ("-votes", "votes, most first"),
+    ("votes", "votes, fewest first"),
+    ("status", "status (open, disagreement, resolved)"),
+    ("-status", "status (resolved, disagreement, open)"),
+]
+
+
 class ItemFilterForm(SingleValueForm):
-    """Filters of the item browser; invalid values are reported and ignored."""
+    """Filters and sort of the item browser; invalid values are reported and ignored."""
 
     partition = forms.ChoiceField(required=False)
     generator = forms.ChoiceField(required=False)
     q = forms.CharField(required=False, max_length=200, label="Search")
+    status = forms.ChoiceField(required=False)
+    disagreement = forms.ChoiceField(required=False, label="Disagreement level")
+    resolved_label = forms.ChoiceField(required=False, label="Resolved label")
+    voted_label = forms.ChoiceField(required=False, label="Voted label")
+    annotator = forms.ChoiceField(required=False, label="Labelled by")
+    sort = forms.ChoiceField(required=False, choices=ITEM_SORT_CHOICES)
 
-    def __init__(self, *args: Any, generators: list[str], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        generators: list[str],
+        labels: Sequence[str] = (),
+        annotators: Sequence[tuple[int, str]] = (),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         _choice_field(self, "partition").choices = [
             ("", "any"),
@@ -116,6 +141,20 @@ class ItemFilterForm(SingleValueForm):
             (UNASSIGNED, UNASSIGNED),
         ]
         _choice_field(self, "generator").choices = [("", "any"), *((g, g) for g in generators)]
+        _choice_field(self, "status").choices = [("", "any"), *ItemStatus.choices]
+        _choice_field(self, "disagreement").choices = [
+            ("", "any"),
+            ("answer", "the answer label differed"),
+            ("claim", "a claim label differed"),
+            ("none", "never in disagreement"),
+        ]
+        label_choices = [(label, label.replace("_", " ")) for label in labels]
+        _choice_field(self, "resolved_label").choices = [("", "any"), *label_choices]
+        _choice_field(self, "voted_label").choices = [("", "any"), *label_choices]
+        _choice_field(self, "annotator").choices = [
+            ("", "anyone"),
+            *((str(pk), name) for pk, name in annotators),
+        ]
 
     def filters(self) -> dict[str, str]:
         """Return the filters that are valid and set; invalid ones are left out (and reported)."""
@@ -123,6 +162,38 @@ class ItemFilterForm(SingleValueForm):
             return {}
         self.is_valid()
         return {k: v for k, v in self.cleaned_data.items() if v}
+
+
+class _ItemIds(forms.MultipleHiddenInput):
+    """Several item ids under one name (the checked rows)."""
+
+    allow_multiple_selected = True
+
+
+class ItemBulkForm(SingleValueForm):
+    """A bulk action of the item browser on the checked items (managers)."""
+
+    action = forms.ChoiceField(
+        choices=[("prioritise", "Prioritise"), ("return", "Return to the queue")]
+    )
+    items = forms.Field(widget=_ItemIds, required=False)
+    extra_votes = forms.IntegerField(
+        min_value=1,
+        max_value=100,
+        required=False,
+        initial=1,
+        label="More votes per item",
+        help_text="Return to the queue: how many more annotations each item collects.",
+    )
+
+    def clean_items(self) -> list[int]:
+        """Return the checked item ids (at least one), each a positive integer."""
+        values = self.data.getlist("items") if hasattr(self.data, "getlist") else []
+        if not values:
+            raise forms.ValidationError("Check at least one item.")
+        if not all(v.isdigit() and 0 < int(v) < 2**63 for v in values):
+            raise forms.ValidationError("Item ids are positive integers.")
+        return [int(v) for v in values]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,3 +525,17 @@ class ApiTokenForm(SingleValueForm):
     expires_in_days = forms.TypedChoiceField(
         choices=LIFETIMES, coerce=int, initial=30, label="Expires after"
     )
+
+
+class WorkPeriodForm(forms.Form):
+    """The period of a work report: ``from`` and ``to`` dates (YYYY-MM-DD), both optional."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # "from" is a reserved word: the fields are added here rather than declared
+        for name in ("from", "to"):
+            self.fields[name] = forms.DateField(
+                required=False,
+                input_formats=["%Y-%m-%d"],
+                widget=forms.DateInput(format="%Y-%m-%d", attrs={"type": "date"}),
+            )

@@ -3,7 +3,7 @@
 from django.urls import path
 
 from labeling import views
-from labeling.views import account
+from labeling.views import account, reports
 
 urlpatterns = [
     path("", views.project_list, name="project-list"),
@@ -34,6 +34,14 @@ urlpatterns = [
         name="annotate-skip-undo",
     ),
     path("p/<slug:slug>/my/", views.my_annotations, name="my-annotations"),
+    # work reports: managers (everyone), annotators (their own figures)
+    path("p/<slug:slug>/reports/work/", reports.work_report_page, name="work-report"),
+    path(
+        "p/<slug:slug>/reports/work/annotators.csv",
+        reports.work_report_csv,
+        name="work-report-csv",
+    ),
+    path("p/<slug:slug>/reports/work/items.csv", reports.work_items_csv, name="work-items-csv"),
     # adjudicators
     path("p/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudication-queue"),
     path(

@@ -283,6 +283,14 @@ def test_a_manager_sees_what_the_annotator_must_not(world):
     detail = body_of(api.get(f"/api/projects/study/items/{item.pk}/"))
     side_by_side = body_of(api.get(f"/api/projects/study/disagreements/{item.pk}/"))
 
+    # the work report (and its CSV) names every annotator, the other one included
+    report = body_of(api.get("/api/projects/study/reports/work/"))
+    page = Client()
+    page.force_login(manager)
+    report_csv = body_of(page.get("/p/study/reports/work/items.csv"))
+    assert any("other annotator's username" in f for f in leaks(*report))
+    assert any("other annotator's username" in f for f in leaks(*report_csv))
+
     found = leaks(*detail) + leaks(*side_by_side)
     assert any("evaluator name" in f for f in found)
     assert any("prior annotator id" in f for f in found)

@@ -111,6 +111,10 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-labelling-start": {"POST": (403, 403, 409, 404, 401)},
     "api-member-list": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 201, 404, 401)},
     "api-member-update": {"PATCH": (403, 403, 200, 404, 401)},
+    # work reports: managers read everyone's figures, annotators their own (scoped, not
+    # refused); adjudicators have none to read
+    "api-work-report": {"GET": (200, 403, 200, 404, 401)},
+    "api-work-report-items": {"GET": (200, 403, 200, 404, 401)},
     # background jobs (large imports, starting labelling on a large project): managers only
     "api-job-list": {"GET": (403, 403, 200, 404, 401)},
     "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
@@ -124,7 +128,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     # every member reads the policy; labelling has started: the manager's save is 409
     "project-policy": {"GET": (200, 200, 200, 404, LOGIN), "POST": (403, 403, 409, 404, LOGIN)},
     "project-detail": {"GET": (200, 200, 200, 404, LOGIN)},
-    "item-list": {"GET": (404, 200, 200, 404, LOGIN)},
+    # bulk actions (prioritise, return to the queue): managers only; 302 back to the list
+    "item-list": {"GET": (404, 200, 200, 404, LOGIN), "POST": (404, 403, 302, 404, LOGIN)},
     "item-detail": {"GET": (404, 200, 200, 404, LOGIN)},
     "import-create": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     # (the refused freeze re-renders the form with the error: 400)
@@ -132,6 +137,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "annotate-next": {"GET": (200, 403, 403, 404, LOGIN), "POST": (302, 403, 403, 404, LOGIN)},
     "annotate-form": {"GET": (200, 403, 403, 404, LOGIN), "POST": (302, 403, 403, 404, LOGIN)},
     "annotate-skip": {"GET": (200, 403, 403, 404, LOGIN), "POST": (302, 403, 403, 404, LOGIN)},
+    # the annotator's leased assignment is not skipped: the undo is refused (409)
+    "annotate-skip-undo": {"POST": (409, 403, 403, 404, LOGIN)},
     "my-annotations": {"GET": (200, 200, 200, 404, LOGIN)},
     # the pages hide adjudication from annotators (404); the API refuses it (403)
     "adjudication-queue": {"GET": (404, 200, 200, 404, LOGIN)},
@@ -140,6 +147,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "project-labelling-start": {"POST": (403, 403, 302, 404, LOGIN)},
     "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     "job-list": {"GET": (403, 403, 200, 404, LOGIN)},
+    "work-report": {"GET": (200, 403, 200, 404, LOGIN)},
+    "work-report-csv": {"GET": (200, 403, 200, 404, LOGIN)},
+    "work-items-csv": {"GET": (200, 403, 200, 404, LOGIN)},
     "job-detail": {"GET": (403, 403, 200, 404, LOGIN)},
     # calibration pages do not exist for annotators (404); adjudicators read only (403 on writes)
     "calibration-home": {"GET": (404, 200, 200, 404, LOGIN)},
@@ -348,6 +358,10 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("api-account-tokens", "POST"): lambda w: ({"name": "matrix", "expires_in_days": 7}, "json"),
     ("account", "POST"): lambda w: ({"name": "matrix", "expires_in_days": "7"}, "form"),
     ("import-create", "POST"): lambda w: ({"file": _upload(), "format": "native"}, "form"),
+    ("item-list", "POST"): lambda w: (
+        {"action": "return", "items": [w.items["resolved"].pk]},
+        "form",
+    ),
     ("partition-freeze", "POST"): lambda w: (
         {"seed": 7, "dev": 0.2, "calibration": 0.4, "test": 0.4},
         "form",

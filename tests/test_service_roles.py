@@ -36,6 +36,8 @@ from labeling.services import (
     assignment_skip,
     evaluator_labels_import,
     item_claim_next,
+    items_bulk_prioritise,
+    items_return_to_queue,
     partition_freeze,
     project_labelling_configure,
     project_labelling_start,
@@ -84,6 +86,16 @@ SERVICES: list[tuple[str, frozenset[str], Call]] = [
         "evaluator_labels_import",
         permissions.MANAGERS,
         lambda p, a: evaluator_labels_import(project=p, records=[], actor=a, filename="x"),
+    ),
+    (
+        "items_bulk_prioritise",
+        permissions.MANAGERS,
+        lambda p, a: items_bulk_prioritise(project=p, actor=a, item_ids=[1]),
+    ),
+    (
+        "items_return_to_queue",
+        permissions.MANAGERS,
+        lambda p, a: items_return_to_queue(project=p, actor=a, item_ids=[1]),
     ),
     (
         "partition_freeze",

@@ -32,9 +32,11 @@ from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
 from labeling.exceptions import PermissionDenied
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
-from labeling.models import Partition, Project, Role
+from labeling.models import ItemStatus, Partition, Project, Role
 from labeling.policy_presets import DEFAULT_PRESET, presets
 from labeling.selectors import (
+    DISAGREEMENT_LEVELS,
+    ITEM_SORTS,
     PARTITION_KEYS,
     UNASSIGNED,
     item_get,
@@ -273,7 +275,7 @@ class ClaimSerializer(serializers.Serializer):
 
 
 class ItemListApi(APIView):
-    """The project's items in import order, paginated; managers and adjudicators only."""
+    """The project's items, filtered and sorted, paginated; managers and adjudicators only."""
 
     # Read by drf-spectacular to document the paginated envelope; paginated does the paging.
     pagination_class = CappedLimitOffsetPagination
@@ -282,7 +284,54 @@ class ItemListApi(APIView):
         partition = serializers.ChoiceField(choices=[*Partition.values, UNASSIGNED], required=False)
         generator = StrictCharField(required=False)
         q = StrictCharField(
-            required=False, max_length=200, help_text="Substring of question external_id or text."
+            required=False,
+            max_length=200,
+            help_text=(
+                "Case-insensitive substring of the question's external_id or text, the answer "
+                "text or one of its claims' text."
+            ),
+        )
+        status = serializers.ChoiceField(
+            choices=ItemStatus.values, required=False, help_text="The item's status."
+        )
+        disagreement = serializers.ChoiceField(
+            choices=list(DISAGREEMENT_LEVELS),
+            required=False,
+            help_text=(
+                "answer / claim: the item's votes differed at that level (a disagreement, open "
+                "or closed); none: never in disagreement."
+            ),
+        )
+        resolved_label = StrictCharField(
+            required=False,
+            max_length=64,
+            help_text="The answer label of the item's current resolution (resolved items).",
+        )
+        voted_label = StrictCharField(
+            required=False,
+            max_length=64,
+            help_text=(
+                "An answer label of one of the item's votes (submitted annotations; imported "
+                "human prior votes too for managers)."
+            ),
+        )
+        annotator = serializers.IntegerField(
+            required=False,
+            min_value=1,
+            max_value=2**63 - 1,
+            help_text=(
+                "A user id: items that user submitted an annotation of. Managers only (403 for "
+                "adjudicators, who do not see who voted)."
+            ),
+        )
+        sort = serializers.ChoiceField(
+            choices=list(ITEM_SORTS),
+            required=False,
+            help_text=(
+                "Order (default id; '-' descending): id, updated (last submission, resolution "
+                "or disagreement), votes (submitted plus prior), status (open, disagreement, "
+                "resolved); ties by id."
+            ),
         )
 
         class Meta:
@@ -300,6 +349,16 @@ class ItemListApi(APIView):
         is_selected = serializers.BooleanField(source="candidate.is_selected")
         claim_count = serializers.IntegerField()
         unanchored_count = serializers.IntegerField()
+        status = serializers.CharField()
+        overlap = serializers.IntegerField(help_text="Votes the item collects (N).")
+        vote_count = serializers.IntegerField(help_text="Submitted annotations plus prior votes.")
+        resolved_label = serializers.CharField(
+            allow_null=True,
+            help_text="The current resolution's answer label; null unless resolved.",
+        )
+        updated_at = serializers.DateTimeField(
+            help_text="Latest of creation, submission, resolution and disagreement times."
+        )
 
         class Meta:
             ref_name = "ItemListItem"
@@ -314,7 +373,15 @@ class ItemListApi(APIView):
         permissions.require_item_browser(role)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        items = item_list(project=project, filters=filters.validated_data)
+        if "annotator" in filters.validated_data and not permissions.can_manage(role):
+            raise PermissionDenied(
+                "only a project manager may filter by annotator", field="annotator"
+            )
+        items = item_list(
+            project=project,
+            filters=filters.validated_data,
+            include_prior_votes=permissions.can_see_labels(role),
+        )
         return paginated(request, items, self.OutputSerializer)
 
 

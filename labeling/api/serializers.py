@@ -234,6 +234,9 @@ class ResolvedClaimLabelSerializer(serializers.Serializer):
     label = serializers.CharField()  # type: ignore[assignment]
     reason = serializers.CharField(allow_null=True)
     evidence = SpanSerializer(many=True, source="evidence.all")
+    evidence_waived = serializers.BooleanField(
+        help_text="Accepted without evidence: the label adopts imported votes that cited no span."
+    )
 
     class Meta:
         ref_name = "ResolvedClaimLabel"

@@ -6,7 +6,17 @@ is routed by ``certification.api.urls`` (``labeling`` never imports ``certificat
 
 from django.urls import path
 
-from labeling.api import account, auth, catalog, jobs, members, policies, policy_versions, work
+from labeling.api import (
+    account,
+    auth,
+    catalog,
+    jobs,
+    members,
+    policies,
+    policy_versions,
+    reports,
+    work,
+)
 
 P = "projects/<slug:slug>/"
 
@@ -79,6 +89,12 @@ urlpatterns = [
         name="api-policy-versions",
     ),
     path(f"{P}labelling/start/", work.LabellingStartApi.as_view(), name="api-labelling-start"),
+    path(f"{P}reports/work/", reports.WorkReportApi.as_view(), name="api-work-report"),
+    path(
+        f"{P}reports/work/items/",
+        reports.WorkItemTimesApi.as_view(),
+        name="api-work-report-items",
+    ),
     path(f"{P}jobs/", jobs.JobListApi.as_view(), name="api-job-list"),
     path(f"{P}jobs/<int:job_id>/", jobs.JobDetailApi.as_view(), name="api-job-detail"),
     path(f"{P}members/", members.MemberListApi.as_view(), name="api-member-list"),

@@ -497,13 +497,14 @@ class PolicySerializer(serializers.Serializer):
 
 
 class PriorFlagSerializer(serializers.Serializer):
-    """A span of the answer an imported annotator flagged (the dataset's labels, no note)."""
+    """A span of the answer an imported annotator flagged, with the dataset's labels and note."""
 
     start = serializers.IntegerField()
     end = serializers.IntegerField()
     quote = serializers.CharField(trim_whitespace=False)
     labels = serializers.ListField(child=serializers.CharField())
     evidence = SpanSerializer(allow_null=True)
+    note = serializers.CharField(trim_whitespace=False)
 
     class Meta:
         ref_name = "PriorFlag"
@@ -533,6 +534,12 @@ class DisagreementDetailApi(APIView):
             comment = serializers.CharField(source="vote.comment", trim_whitespace=False)
             claims = serializers.SerializerMethodField()
             flags = PriorFlagSerializer(many=True, help_text="Imported annotations only.")
+            note = serializers.CharField(
+                trim_whitespace=False, help_text="An imported annotation's note ('' if none)."
+            )
+            labelled_at = serializers.DateTimeField(
+                allow_null=True, help_text="When an imported label was made, if known."
+            )
 
             class Meta:
                 ref_name = "AnnotatorColumn"

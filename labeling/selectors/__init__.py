@@ -4,11 +4,15 @@
 """
 
 from labeling.selectors.catalog import (
+    DISAGREEMENT_LEVELS,
+    ITEM_SORTS,
     PARTITION_KEYS,
     UNASSIGNED,
     BatchSummary,
     PartitionCounts,
     ProjectOverview,
+    item_annotators,
+    item_answer_labels,
     item_generators,
     item_get,
     item_list,
@@ -45,6 +49,10 @@ __all__ = [
     "PartitionCounts",
     "ProjectOverview",
     "UNASSIGNED",
+    "DISAGREEMENT_LEVELS",
+    "ITEM_SORTS",
+    "item_annotators",
+    "item_answer_labels",
     "item_generators",
     "item_get",
     "item_list",

@@ -11,16 +11,36 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce, Greatest
 
 from labeling.exceptions import NotFound
 from labeling.models import (
+    Annotation,
+    AnnotationOrigin,
+    Assignment,
+    AssignmentStatus,
     CandidateAnswer,
     Claim,
+    Disagreement,
     EvaluatorLabel,
     ImportBatch,
     Item,
+    ItemStatus,
     LabelPolicy,
     Membership,
     Partition,
@@ -28,10 +48,12 @@ from labeling.models import (
     PriorClaimLabel,
     Project,
     Question,
+    Resolution,
     RetrievalLink,
     SourceVersion,
 )
 from labeling.permissions import is_overseer
+from labeling.vocabulary import CANNOT_DECIDE
 
 UNASSIGNED = "unassigned"
 # Overview rows in display order: the three partitions, then questions not yet partitioned.
@@ -262,16 +284,68 @@ def project_overview(*, project: Project, include_batches: bool) -> ProjectOverv
 # ---------------------------------------------------------------------------------------------
 
 
-def item_list(*, project: Project, filters: Mapping[str, Any] | None = None) -> QuerySet[Item]:
-    """Return the items of ``project`` in import order (item id), with question and candidate.
+#: Values of the item browser's ``disagreement`` filter.
+DISAGREEMENT_LEVELS: tuple[str, ...] = ("answer", "claim", "none")
+#: Sort keys of the item browser (``-`` first: descending), the default first.
+ITEM_SORTS: tuple[str, ...] = (
+    "id",
+    "-id",
+    "updated",
+    "-updated",
+    "votes",
+    "-votes",
+    "status",
+    "-status",
+)
+# Statuses in the order of the flow: collecting votes, in disagreement, resolved.
+_STATUS_RANK = Case(
+    When(status=ItemStatus.OPEN, then=Value(0)),
+    When(status=ItemStatus.DISAGREEMENT, then=Value(1)),
+    default=Value(2),
+    output_field=IntegerField(),
+)
+
+
+def _latest(queryset: QuerySet[Any], field: str) -> Subquery:
+    """The latest ``field`` of ``queryset`` (correlated by the caller) as a scalar subquery."""
+    return Subquery(
+        queryset.filter(**{f"{field}__isnull": False}).order_by(f"-{field}").values(field)[:1]
+    )
+
+
+def item_list(
+    *,
+    project: Project,
+    filters: Mapping[str, Any] | None = None,
+    include_prior_votes: bool = False,
+) -> QuerySet[Item]:
+    """Return the items of ``project``, filtered and sorted, with question and candidate.
 
     Args:
         project: the project (already checked visible to the actor).
-        filters: optional ``partition`` (a partition value or ``"unassigned"``), ``generator``
-            (exact) and ``q`` (case-insensitive substring of the question's external_id or text).
-            Empty values are ignored.
+        filters: optional, empty values ignored:
 
-    Annotations: ``claim_count`` and ``unanchored_count``. One query per evaluated page.
+            - ``partition``: a partition value or ``"unassigned"``;
+            - ``generator``: the candidate's generator (exact);
+            - ``q``: case-insensitive substring of the question's external_id or text, the
+              answer (candidate) text or one of its claims' text;
+            - ``status``: an item status (``open``, ``disagreement``, ``resolved``);
+            - ``disagreement``: ``answer`` / ``claim``: the item's votes differed at that level
+              (a disagreement opened on it, open or closed); ``none``: never in disagreement;
+            - ``resolved_label``: the answer label of the item's current resolution;
+            - ``voted_label``: an answer label of one of its votes (the current revision of a
+              submitted annotation; imported human prior votes too with
+              ``include_prior_votes``);
+            - ``annotator``: a user id: items that user submitted an annotation of;
+            - ``sort``: one of :data:`ITEM_SORTS` (default ``id``): item id, last update (the
+              latest of creation, submission, resolution and disagreement times), number of
+              votes (submitted annotations plus prior votes), or status in flow order (open,
+              disagreement, resolved), ties by id.
+        include_prior_votes: count imported prior votes in ``voted_label`` (managers only: prior
+            annotations are shown to managers only).
+
+    Annotations: ``claim_count``, ``unanchored_count``, ``vote_count`` and ``updated_at``,
+    ``resolved_label`` (None unless resolved). One query per evaluated page.
     """
     filters = filters or {}
     items = Item.objects.filter(project=project).select_related("candidate__question")
@@ -283,15 +357,111 @@ def item_list(*, project: Project, filters: Mapping[str, Any] | None = None) -> 
     if generator := filters.get("generator"):
         items = items.filter(candidate__generator=generator)
     if q := (filters.get("q") or "").strip():
+        claim_match = Claim.objects.filter(candidate=OuterRef("candidate"), text__icontains=q)
         items = items.filter(
             Q(candidate__question__external_id__icontains=q)
             | Q(candidate__question__text__icontains=q)
+            | Q(candidate__text__icontains=q)
+            | Exists(claim_match)
+        )
+    if status := filters.get("status"):
+        items = items.filter(status=status)
+    disagreements = Disagreement.objects.filter(item=OuterRef("pk"))
+    level = filters.get("disagreement")
+    if level == "answer":
+        items = items.filter(Exists(disagreements.filter(answer_differs=True)))
+    elif level == "claim":
+        items = items.filter(Exists(disagreements.filter(claims_differ=True)))
+    elif level == "none":
+        items = items.filter(~Exists(disagreements))
+    if resolved_label := filters.get("resolved_label"):
+        items = items.filter(status=ItemStatus.RESOLVED, resolution__answer_label=resolved_label)
+    if voted_label := filters.get("voted_label"):
+        voted = Q(
+            Exists(
+                Annotation.objects.filter(item=OuterRef("pk"), current__answer_label=voted_label)
+            )
+        )
+        if include_prior_votes:
+            voted |= Q(
+                Exists(
+                    PriorAnnotation.objects.filter(
+                        candidate=OuterRef("candidate"),
+                        origin=AnnotationOrigin.HUMAN,
+                        answer_label=voted_label,
+                    )
+                )
+            )
+        items = items.filter(voted)
+    if annotator := filters.get("annotator"):
+        items = items.filter(
+            Exists(
+                Assignment.objects.filter(
+                    item=OuterRef("pk"),
+                    annotator_id=annotator,
+                    status=AssignmentStatus.SUBMITTED,
+                )
+            )
         )
     claims = Claim.objects.filter(candidate=OuterRef("candidate"))
-    return items.annotate(
+    submitted = Assignment.objects.filter(item=OuterRef("pk"), status=AssignmentStatus.SUBMITTED)
+    created = F("created_at")
+    items = items.annotate(
         claim_count=_count_subquery(claims, "candidate"),
         unanchored_count=_count_subquery(claims.filter(unanchored=True), "candidate"),
-    ).order_by("pk")
+        vote_count=_count_subquery(submitted, "item") + F("prior_votes"),
+        updated_at=Greatest(
+            created,
+            Coalesce(_latest(submitted, "submitted_at"), created),
+            Coalesce(
+                _latest(Resolution.objects.filter(item=OuterRef("pk")), "created_at"), created
+            ),
+            Coalesce(_latest(disagreements, "opened_at"), created),
+            Coalesce(_latest(disagreements, "closed_at"), created),
+        ),
+        resolved_label=Case(
+            When(status=ItemStatus.RESOLVED, then=F("resolution__answer_label")),
+            default=Value(None),
+            output_field=CharField(),
+        ),
+    )
+    sort = filters.get("sort") or "id"
+    descending = sort.startswith("-")
+    keys: dict[str, F | Case] = {
+        "id": F("pk"),
+        "updated": F("updated_at"),
+        "votes": F("vote_count"),
+        "status": _STATUS_RANK,
+    }
+    key = keys.get(sort.lstrip("-"), F("pk"))
+    ordered = key.desc() if descending else key.asc()
+    tie = F("pk").desc() if descending else F("pk").asc()
+    return items.order_by(ordered, tie)
+
+
+def item_answer_labels(*, project: Project) -> list[str]:
+    """Return the answer labels an item's votes and resolution may carry, for the filters.
+
+    The newest policy's answer labels, then "can't decide" (a vote, never a resolution). One
+    query; empty before a policy exists.
+    """
+    policy = project.policies.order_by("-version").first()
+    if policy is None:
+        return []
+    return [*policy.answer_labels, CANNOT_DECIDE]
+
+
+def item_annotators(*, project: Project) -> list[tuple[int, str]]:
+    """Return (user id, username) of everyone who submitted an annotation in ``project``.
+
+    Sorted by username; for the managers' and adjudicators' annotator filter. One query.
+    """
+    return list(
+        Assignment.objects.filter(item__project=project, status=AssignmentStatus.SUBMITTED)
+        .order_by("annotator__username")
+        .values_list("annotator_id", "annotator__username")
+        .distinct()
+    )
 
 
 def item_generators(*, project: Project) -> list[str]:

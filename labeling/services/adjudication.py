@@ -83,6 +83,7 @@ def _resolution_json(resolution: Resolution | None) -> dict[str, Any] | None:
                 "claim_id": cl.claim_id,
                 "label": cl.label,
                 "reason": cl.reason,
+                "evidence_waived": cl.evidence_waived,
                 "evidence": [
                     {
                         "source_version_id": e.source_version_id,

@@ -48,3 +48,11 @@ def markdown_filter(value: object) -> SafeString:
     from labeling.markdown import markdown_html
 
     return markdown_html(str(value or ""))
+
+
+@register.filter(name="words")
+def words_filter(value: object) -> str:
+    """Render a label or reason token as words (``not_found`` → "not found")."""
+    from labeling.views.problems import label_words
+
+    return label_words(str(value or ""))

@@ -1,4 +1,6 @@
-"""The "My account" page: the signed-in user's API tokens (make, list, revoke) and password.
+"""The "My account" page: API tokens (make, list, revoke), password, links to one's own work.
+
+The work links lead to the user's figures in each project they label in (or manage).
 
 A new token's secret is shown once, on the page that answers its creation (never stored, never
 redirected through the session); the page is sent with ``Cache-Control: no-store``.
@@ -17,6 +19,7 @@ from django.views.decorators.http import require_http_methods
 from labeling.exceptions import LabelingError
 from labeling.forms import ApiTokenForm
 from labeling.selectors.tokens import api_token_list, api_token_state
+from labeling.selectors.work_reports import work_report_projects
 from labeling.services.tokens import CreatedToken, api_token_create, api_token_revoke
 from labeling.views.common import form_add_domain_error, signed_in_user
 
@@ -32,7 +35,12 @@ def _account_page(
     return render(
         request,
         "labeling/account.html",
-        {"form": form, "tokens": tokens, "created": created},
+        {
+            "form": form,
+            "tokens": tokens,
+            "created": created,
+            "work": work_report_projects(user=signed_in_user(request)),
+        },
     )
 
 

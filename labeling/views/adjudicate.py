@@ -256,6 +256,7 @@ def _page(
             + [f"claim {c.index + 1}" for c in view.claims if c.id in prefilled_claims]
         ),
         resolution_waived=resolution_waived_claims(resolution=view.resolution),
+        keyboard=True,  # keyboard citing (the sources' caret and find field)
         guideline=policy.guideline if policy else "",
         guideline_version=policy.version if policy else None,
         waivers={cid: sorted(labels) for cid, labels in view.evidence_waivers.items()},

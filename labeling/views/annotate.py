@@ -140,12 +140,18 @@ def _form_context(
     state: LabelsState,
     errors: FormErrors,
     conflict: bool = False,
+    previous: Assignment | None = None,
 ) -> dict[str, Any]:
-    """The labelling page's context: the form, the guideline, progress, undo and revise links."""
+    """The labelling page's context: the form, the guideline, progress, undo and revise links.
+
+    ``previous``: the assignment "Revise previous" opens when the caller just saved it (else
+    it is read).
+    """
     policy = view.policy
-    previous = own_previous_submission(
-        project=project, actor=request.user, exclude=view.assignment_id
-    )
+    if previous is None or previous.pk == view.assignment_id:
+        previous = own_previous_submission(
+            project=project, actor=request.user, exclude=view.assignment_id
+        )
     undo = own_undoable_skip(project=project, actor=request.user)
     return page_context(
         project,
@@ -193,12 +199,22 @@ def _form_page(
 
 
 def _workbench_json(
-    request: HttpRequest, project: Project, role: str | None, assignment: Assignment
+    request: HttpRequest,
+    project: Project,
+    role: str | None,
+    assignment: Assignment,
+    *,
+    previous: Assignment | None = None,
 ) -> dict[str, Any]:
-    """The next item of a JSON answer: its URL, title and the page's workbench fragment."""
+    """The next item of a JSON answer: its URL, title and the page's workbench fragment.
+
+    ``previous``: the assignment just submitted (the "Revise previous" link), if any.
+    """
     view = labelling_form_view(project=project, assignment=assignment)
     state = replace(state_from_vote(view.current), revision=_based_on(view))
-    context = _form_context(request, project, role, view, state=state, errors=FormErrors())
+    context = _form_context(
+        request, project, role, view, state=state, errors=FormErrors(), previous=previous
+    )
     return {
         "assignment_id": assignment.pk,
         "url": reverse("annotate-form", args=[project.slug, assignment.pk]),
@@ -248,7 +264,7 @@ def _own_assignment(request: HttpRequest, project: Project, assignment_id: int) 
     )
 
 
-def _saved_json(annotation: Annotation, assignment: Assignment) -> dict[str, Any]:
+def _saved_json(project: Project, annotation: Annotation, assignment: Assignment) -> dict[str, Any]:
     """What was just written, from the submit's own result (no query)."""
     current = annotation.current
     return {
@@ -256,7 +272,7 @@ def _saved_json(annotation: Annotation, assignment: Assignment) -> dict[str, Any
         "annotation_id": annotation.pk,
         "revision": current.number if current is not None else None,
         "answer_label": current.answer_label if current is not None else None,
-        "revise_url": reverse("annotate-form", args=[assignment.item.project.slug, assignment.pk]),
+        "revise_url": reverse("annotate-form", args=[project.slug, assignment.pk]),
     }
 
 
@@ -290,7 +306,7 @@ def _after_submit_json(
     page to go to.
     """
     body: dict[str, Any] = {
-        "saved": _saved_json(annotation, assignment),
+        "saved": _saved_json(project, annotation, assignment),
         "message": "Your annotation is saved (a new revision if anything changed)."
         if revised
         else "Saved.",
@@ -301,11 +317,13 @@ def _after_submit_json(
     else:
         following = _claim_quietly(request, project)
     if following is not None:
-        body["next"] = _workbench_json(request, project, role, following)
+        body["next"] = _workbench_json(request, project, role, following, previous=assignment)
     else:
+        # The page goes to ``url`` with a full load: the message is shown there.
         body["url"] = reverse("my-annotations" if revised else "annotate-next", args=[project.slug])
+        messages.success(request, body["message"])
         if not revised:
-            body["message"] = f"Saved. {NO_WORK_MESSAGE}"
+            messages.info(request, NO_WORK_MESSAGE)
     return JsonResponse(body)
 
 
@@ -452,6 +470,8 @@ def _after_skip_json(
         body["next"] = _workbench_json(request, project, role, following)
     else:
         body["url"] = reverse("annotate-next", args=[project.slug])
+        messages.success(request, message)
+        messages.info(request, NO_WORK_MESSAGE)
     return JsonResponse(body)
 
 

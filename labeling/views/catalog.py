@@ -24,11 +24,14 @@ from labeling.exceptions import (
 )
 from labeling.forms import (
     ImportForm,
+    ItemBulkForm,
     ItemFilterForm,
     PartitionForm,
     format_choices,
 )
 from labeling.selectors import (
+    item_annotators,
+    item_answer_labels,
     item_generators,
     item_get,
     item_list,
@@ -39,7 +42,12 @@ from labeling.selectors.dashboard import annotator_work, progress_daily
 from labeling.selectors.members import invitations_for_user
 from labeling.selectors.pages import own_progress, resolved_claim_labels
 from labeling.selectors.review import project_progress
-from labeling.services import partition_freeze, workload_import_file
+from labeling.services import (
+    items_bulk_prioritise,
+    items_return_to_queue,
+    partition_freeze,
+    workload_import_file,
+)
 from labeling.services.jobs import workload_import_in_background, workload_import_job_start
 from labeling.views.common import (
     can_adjudicate,
@@ -181,16 +189,69 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "POST"])
 def item_browse(request: HttpRequest, slug: str) -> HttpResponse:
-    """List a project's items, 50 a page, filtered by partition, generator and text search."""
-    project, role = project_for(request, slug, visible_to=permissions.ITEM_BROWSER_ROLES)
-    form = ItemFilterForm(request.GET or None, generators=item_generators(project=project))
-    items = item_list(project=project, filters=form.filters())
-    page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(
-        request, "labeling/item_list.html", page_context(project, role, form=form, page=page)
+    """List a project's items, 50 a page, filtered, searched and sorted; bulk actions on POST.
+
+    GET filters (all optional, kept by the pager): partition, generator, text search over the
+    question, answer and claim texts, status, disagreement level, resolved or voted label,
+    annotator (managers only: annotators' names are not shown to adjudicators), and the sort.
+    Managers also get a checkbox per row and the bulk actions (POST, managers only: others get
+    403): prioritise, or return to the queue; the page then redirects to the same filtered list
+    with a message. An invalid bulk post re-renders the
+    list with its errors and HTTP 400.
+    """
+    allowed = permissions.MANAGERS if request.method == "POST" else None
+    project, role = project_for(
+        request, slug, visible_to=permissions.ITEM_BROWSER_ROLES, allowed=allowed
     )
+    bulk = ItemBulkForm(request.POST or None)
+    if request.method == "POST" and bulk.is_valid():
+        try:
+            message = _item_bulk_run(request, project, bulk)
+        except LabelingError as exc:
+            form_add_domain_error(bulk, exc)
+        else:
+            messages.success(request, message)
+            return redirect(request.get_full_path())
+    form = ItemFilterForm(
+        request.GET or None,
+        generators=item_generators(project=project),
+        labels=item_answer_labels(project=project),
+        # Rater identities are for managers only (adjudicators see "Rater k" elsewhere).
+        annotators=item_annotators(project=project) if permissions.can_manage(role) else [],
+    )
+    items = item_list(
+        project=project,
+        filters=form.filters(),
+        include_prior_votes=permissions.can_see_labels(role),
+    )
+    page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    context = page_context(project, role, form=form, page=page, bulk=bulk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "labeling/item_list.html", context, status=status)
+
+
+def _item_bulk_run(request: HttpRequest, project: Any, bulk: ItemBulkForm) -> str:
+    """Run the bulk action of a valid ``bulk`` form; return the message for the page."""
+    ids = bulk.cleaned_data["items"]
+    actor = signed_in_user(request)
+    if bulk.cleaned_data["action"] == "prioritise":
+        result = items_bulk_prioritise(project=project, actor=actor, item_ids=ids)
+        done = f"{len(result.changed)} item(s) moved to the front of the queue"
+        why = "not open"
+    else:
+        result = items_return_to_queue(
+            project=project,
+            actor=actor,
+            item_ids=ids,
+            extra_votes=bulk.cleaned_data["extra_votes"] or 1,
+        )
+        done = f"{len(result.changed)} item(s) returned to the queue"
+        why = "neither resolved nor in disagreement"
+    if result.skipped:
+        done += f"; {len(result.skipped)} left alone ({why})"
+    return done + "."
 
 
 @login_required

@@ -347,7 +347,7 @@ def test_keyboard_shortcuts_label_cite_and_submit(
     page.click("#next-item")
     wait_for_script(page)
     first_claim, second_claim = claim_ids(page)
-    assert "j" in page.locator("#shortcuts").inner_text()
+    assert "next / previous claim" in page.locator("#help-dialog").text_content()
 
     # when the shortcuts shown on the page are pressed
     page.keyboard.press("j")  # next claim

@@ -11,8 +11,10 @@ ids or query values count as one shape, and at most :data:`PER_SHAPE` of a shape
 
 For each page: ``document.documentElement.scrollWidth <= innerWidth`` at 390 px and at 1366 px,
 and axe-core (vendored: ``tests/browser/vendor/axe.min.js``, injected by the test, never served
-by the application) reports no serious or critical violation, in the light and the dark colour
-scheme (``prefers-color-scheme``). Script errors and Content-Security-Policy reports fail too.
+by the application) reports no serious or critical violation: every rule in the light colour
+scheme at 390 px, the rules that depend on colours (:data:`COLOUR_RULES`) in the dark one
+(``prefers-color-scheme``) at 1366 px. Every form control has a label (a placeholder is none).
+Script errors and Content-Security-Policy reports fail too.
 
 Screenshots (``tests/output/layout/``, gitignored): the dashboard at 390 px, light and dark, for
 each role; the labelling page at 390 px and 1366 px.
@@ -34,7 +36,6 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.backends.db import SessionStore
 from django.urls import reverse
 
-from tests.browser.conftest import CHROMIUM_ARGS
 from tests.worlds import build_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -44,6 +45,9 @@ AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 OUTPUT = REPO_ROOT / "tests" / "output" / "layout"
 NARROW = {"width": 390, "height": 844}
 WIDE = {"width": 1366, "height": 900}
+#: The axe rules whose outcome depends on the colours (all others read the DOM alone): the dark
+#: theme is checked against these, the light theme against every rule.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 #: At most this many pages of one address shape (path with ids as N, query names) are checked.
 PER_SHAPE = 2
 #: A bound on the pages of one role, so the run time stays bounded as pages are added.
@@ -79,9 +83,12 @@ NAV_LINKS = {
 }
 ALL_NAV = set().union(*NAV_LINKS.values())
 
-# The axe-core run: every rule of the default set; only serious and critical results count.
-AXE_RUN = """async () => {
-    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+# The axe-core run: every rule of the default set, or only ``rules``; only serious and critical
+# results count.
+AXE_RUN = """async (rules) => {
+    const options = { resultTypes: ["violations"] };
+    if (rules) options.runOnly = { type: "rule", values: rules };
+    const result = await window.axe.run(document, options);
     return result.violations
         .filter((v) => v.impact === "serious" || v.impact === "critical")
         .map((v) => ({
@@ -105,6 +112,21 @@ OVERFLOW = """() => {
         }
     }
     return { scrollWidth: scroll, innerWidth: width, elements: wide.slice(0, 6) };
+}"""
+# Form controls without a label of their own (a placeholder is no label), and labels whose
+# ``for`` names no element.
+UNLABELLED = """() => {
+    const name = (el) => el.tagName.toLowerCase() + (el.name ? "[name=" + el.name + "]" : "");
+    const controls = document.querySelectorAll(
+        "input:not([type=hidden]):not([type=submit]):not([type=button]), select, textarea");
+    const bad = [...controls]
+        .filter((el) => el.labels.length === 0 && !el.getAttribute("aria-label")
+            && !el.getAttribute("aria-labelledby") && !el.title)
+        .map((el) => "no label: " + name(el));
+    for (const label of document.querySelectorAll("label[for]")) {
+        if (!document.getElementById(label.htmlFor)) bad.push("label for no id: " + label.htmlFor);
+    }
+    return bad;
 }"""
 
 
@@ -154,9 +176,18 @@ class Crawl:
         )
         self.problems: dict[str, list[Any]] = {}
         self.checked: list[str] = []
+        #: ``{path: {window width: document width}}``, in CSS pixels
+        self.widths: dict[str, dict[int, int]] = {}
 
     def problem(self, path: str, what: str, detail: Any) -> None:
         self.problems.setdefault(f"{self.role} {path}", []).append((what, detail))
+
+    def resize(self, viewport: dict[str, int]) -> None:
+        """Set the window size and wait two frames (the page's resize handlers have run)."""
+        self.page.set_viewport_size(viewport)
+        self.page.evaluate(
+            "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+        )
 
     def check(self, path: str) -> list[str]:
         """Open ``path``, check it at both widths and in both themes; return its links."""
@@ -170,16 +201,22 @@ class Crawl:
         if not response.headers.get("content-type", "").startswith("text/html"):
             return []
         self.checked.append(path)
+        widths = self.widths.setdefault(path, {})
         for name, viewport in (("1366px", WIDE), ("390px", NARROW)):
-            page.set_viewport_size(viewport)
+            self.resize(viewport)
+            widths[viewport["width"]] = page.evaluate("document.documentElement.scrollWidth")
             overflow = page.evaluate(OVERFLOW)
             if overflow:
                 self.problem(path, f"horizontal overflow at {name}", overflow)
-        # axe in the light theme at 390 px (where tables scroll), in the dark one at 1366 px
-        for scheme, viewport in (("light", NARROW), ("dark", WIDE)):
-            page.set_viewport_size(viewport)
+        unlabelled = page.evaluate(UNLABELLED)
+        if unlabelled:
+            self.problem(path, "form controls without a label", unlabelled)
+        # axe in the light theme at 390 px (where tables scroll) with every rule, in the dark
+        # one at 1366 px with the rules that depend on colours
+        for scheme, viewport, rules in (("light", NARROW, None), ("dark", WIDE, COLOUR_RULES)):
+            self.resize(viewport)
             page.emulate_media(color_scheme=scheme)
-            violations = page.evaluate(AXE_RUN)
+            violations = page.evaluate(AXE_RUN, rules)
             if violations:
                 self.problem(path, f"axe ({scheme}, {viewport['width']}px)", violations)
         if self.errors:
@@ -201,7 +238,8 @@ class Crawl:
             queue.extend(link for link in self.check(path) if link not in seen)
 
     def assert_checks_can_fail(self, path: str) -> None:
-        """On ``path`` given a too-wide element and grey-on-grey text, both checks report."""
+        """On ``path`` given a too-wide element, grey-on-grey text and an unlabelled input (with
+        a placeholder only), every check reports."""
         self.page.set_viewport_size(NARROW)
         self.page.goto(self.base + path)
         # (CSSOM assignments from a script are not inline styles: the page's policy allows them)
@@ -214,11 +252,15 @@ class Crawl:
                 pale.style.color = "#aaaaaa";
                 pale.style.background = "#bbbbbb";
                 pale.textContent = "pale text";
-                document.querySelector("main").append(wide, pale);
+                const box = document.createElement("input");
+                box.placeholder = "search";
+                document.querySelector("main").append(wide, pale, box);
             }"""
         )
         assert self.page.evaluate(OVERFLOW) is not None
-        found = {v["id"] for v in self.page.evaluate(AXE_RUN)}
+        assert self.page.evaluate(UNLABELLED) == ["no label: input"]
+        found = {v["id"] for v in self.page.evaluate(AXE_RUN, None)}
+        assert "color-contrast" in {v["id"] for v in self.page.evaluate(AXE_RUN, COLOUR_RULES)}
         assert "color-contrast" in found, found
         self.errors.clear()
 
@@ -238,34 +280,8 @@ class Crawl:
         return target
 
 
-@pytest.fixture
-def chromium(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """One headless chromium for the whole test (its roles each get their own context)."""
-    import shutil
-
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("the playwright package is not installed")
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.skip("chromium is not on PATH")
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from django.db import connections
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield launched
-        finally:
-            launched.close()
-            connections.close_all()
-
-
 def test_every_page_of_every_role_fits_narrow_and_wide_screens_and_passes_axe(
-    live_server: Any, chromium: Any
+    live_server: Any, browser: Any
 ):
     world = build_world()
     base = live_server.url
@@ -276,9 +292,10 @@ def test_every_page_of_every_role_fits_narrow_and_wide_screens_and_passes_axe(
     started = time.monotonic()
     problems: dict[str, list[Any]] = {}
     checked: dict[str, list[str]] = {}
+    widths: list[str] = []
     screenshots: list[Path] = []
     for role in ("annotator", "adjudicator", "manager"):
-        context = chromium.new_context(locale="en-GB")
+        context = browser.new_context(locale="en-GB")
         context.set_default_timeout(20_000)
         context.add_cookies(
             [
@@ -317,10 +334,15 @@ def test_every_page_of_every_role_fits_narrow_and_wide_screens_and_passes_axe(
             context.close()
         problems.update(crawl.problems)
         checked[role] = crawl.checked
+        widths += [
+            f"{role} {path}: " + ", ".join(f"{w} px wide at {v} px" for v, w in sizes.items())
+            for path, sizes in crawl.widths.items()
+        ]
     # what was checked, for the record (beside the screenshots)
     summary = [f"crawl and checks: {time.monotonic() - started:.0f} s"]
     summary += [f"{role}: {len(paths)} pages: {' '.join(paths)}" for role, paths in checked.items()]
     summary += ["screenshots: " + " ".join(p.name for p in screenshots)]
+    summary += ["document widths:", *widths]
     (OUTPUT / "crawl.txt").write_text("\n".join(summary) + "\n", encoding="utf-8")
     (OUTPUT / "problems.json").write_text(json.dumps(problems, indent=1), encoding="utf-8")
     # the crawl did reach the pages that hold the content the world built
@@ -335,3 +357,51 @@ def test_every_page_of_every_role_fits_narrow_and_wide_screens_and_passes_axe(
         assert reverse(name, args=args) in checked["manager"], name
     assert reverse("import-create", args=[slug]) in checked["manager"]
     assert problems == {}
+
+
+@pytest.mark.parametrize(
+    ("path", "rendered"),
+    [
+        # Swagger UI's title block and Redoc's heading hold the schema's title once rendered
+        ("/api/docs/", ".swagger-ui .info .title"),
+        ("/api/redoc/", "redoc h1"),
+    ],
+)
+def test_the_api_docs_render_offline_from_this_sites_files(
+    live_server: Any, browser: Any, path: str, rendered: str
+):
+    base = live_server.url
+    context = browser.new_context()
+    context.set_default_timeout(30_000)
+    elsewhere: list[str] = []
+
+    def offline(route: Any) -> None:
+        # as with no network: every request off this site fails (and is recorded)
+        if route.request.url.startswith(base + "/") or route.request.url.startswith("blob:"):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", offline)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on(
+        "console",
+        lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    try:
+        page.goto(base + path)
+        title = page.locator(rendered).first
+        title.wait_for()
+        assert settings.SPECTACULAR_SETTINGS["TITLE"] in title.inner_text()
+        OUTPUT.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(OUTPUT / f"api-docs-{path.strip('/').replace('/', '-')}.png"))
+    finally:
+        context.close()
+    assert elsewhere == []
+    # Redoc's bundle always draws its vendor's logo from the vendor's CDN; the page's policy
+    # (img-src 'self') blocks it, so nothing is fetched (the link text stays): the one report
+    # expected. Anything else (a script or style refused, a script error) fails.
+    assert [e for e in errors if "https://cdn.redoc.ly/redoc/logo-mini.svg" not in e] == []

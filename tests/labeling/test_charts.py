@@ -129,3 +129,17 @@ def test_a_chart_without_values_says_so():
     chart = line_chart(chart_id="e", title="Empty", description="Nothing.", x_labels=[], series=[])
     assert chart.empty
     assert "No data yet." in chart_render(chart)
+
+
+def test_line_chart_end_labels_fit_inside_the_chart():
+    labels = ["2026-11-02", "2026-11-03", "2026-11-04"]
+    chart = line_chart(
+        chart_id="d",
+        title="Days",
+        description="Per day.",
+        x_labels=labels,
+        series=[Series("n", (1, 2, 3))],
+    )
+    half = len(labels[0]) * 6.5 / 2
+    assert chart.x_ticks[0].position - half >= chart.left
+    assert chart.x_ticks[-1].position + half <= chart.right

@@ -81,3 +81,10 @@ def test_an_api_500_stays_json(world):
     assert response.status_code == 500
     assert response["Content-Type"].startswith("application/json")
     assert response.json()["code"] == "server_error"
+
+
+def test_a_form_without_its_csrf_token_is_the_styled_403(world):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(world.users["annotator"])
+    html = assert_styled(client.post(reverse("annotate-next", args=[world.a.slug])), 403)
+    assert "This form could not be accepted" in html

@@ -46,7 +46,7 @@ def main() -> None:
     tokens = {}
     for role, username in (("manager", "manager"), ("annotator", "annotator1")):
         created = api_token_create(user=users.get(username=username), name="schemathesis")
-        ApiToken.objects.filter(pk=created.token.pk).update(pk=10**9 + secrets.randbelow(10**9))
+        ApiToken.objects.filter(pk=created.token.pk).update(id=10**9 + secrets.randbelow(10**9))
         tokens[role] = created.secret
     print(json.dumps({"slug": "demo", **tokens}))  # noqa: T201
 

@@ -145,6 +145,8 @@
     root.querySelectorAll("mark.claim").forEach((mark) => {
       mark.classList.toggle("active", (mark.dataset.claimIds || "").split(" ").includes(id));
     });
+    const label = root.querySelector("#active-claim-label");
+    if (label) label.textContent = row.dataset.claimLabel || "";
     if (options && options.scroll) row.scrollIntoView({ block: "nearest" });
     if (options && options.suggest && !labelOf(row) && !row.querySelector(".chip")) {
       const text = row.querySelector(".claim-text");
@@ -186,7 +188,7 @@
     if (picked && picked.error) {
       return say("Select text inside one source (not across sources or outside them).", true);
     }
-    picked = picked || lastSelection;
+    picked = picked || page.caret.picked() || lastSelection;
     if (!picked || !picked.quote) {
       return say("Select the evidence text in a source first: ] selects a sentence.", true);
     }
@@ -200,6 +202,7 @@
       unit: "utf16",
     });
     lastSelection = null;
+    page.caret.hide();
     const selection = window.getSelection();
     if (selection) selection.removeAllRanges();
     say("Cited for " + (row.dataset.claimLabel || "the claim") + ".");
@@ -355,6 +358,7 @@
 
   function mount() {
     closePopover();
+    if (page) page.caret.hide();
     lastSelection = null;
     const form = root.querySelector("form.labels-form");
     const meta = root.querySelector("#item-meta");

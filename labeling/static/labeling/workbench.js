@@ -407,17 +407,20 @@
     return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) || []).filter((w) => w.length > 2);
   }
 
-  /** A keyboard caret over the sources, shown as the page's selection (so the mouse and the
-   * keyboard cite alike).
+  /** A keyboard caret over the sources: a span shown as the ev-caret highlight (CSS Custom
+   * Highlight API), or as the page's selection where that API is missing. It never takes the
+   * page's selection away from the mouse: a selection made with the mouse moves the caret there.
    *
-   * next() / previous(): select the next / previous sentence (across sources, trailing spaces
-   *   left out); extend(+1 / -1): move the selection's end by one word (punctuation and emoji
-   *   count as words; spaces and line breaks are skipped); suggest(text): select the sentence
-   *   sharing most words with `text` (e.g. the active claim's), returning whether one shares
-   *   any; find(query): select the next occurrence of `query` (case-insensitive) after the
-   *   caret, wrapping around, returning whether it was found; current(): {container, start, end}.
+   * next() / previous(): the next / previous sentence (across sources, trailing spaces left
+   *   out); extend(+1 / -1): move the end by one word (punctuation and emoji count as words;
+   *   spaces and line breaks are skipped); suggest(text): the sentence sharing most words with
+   *   `text` (e.g. the active claim's), returning whether one shares any; find(query): the next
+   *   occurrence of `query` (case-insensitive) after the caret, wrapping around, returning
+   *   whether it was found; picked(): the caret as a selection {container, start, end, quote}
+   *   while it is shown, else null; hide(): stop showing it (its place is kept).
    */
   W.Caret = function (containers) {
+    const native = Boolean(window.CSS && CSS.highlights && typeof window.Highlight === "function");
     const sources = containers.map((container) => {
       const text = container.textContent;
       return {
@@ -432,22 +435,35 @@
       };
     });
     let at = null; // {source index, start, end}
+    let shown = false;
+
+    function hide() {
+      shown = false;
+      if (native) CSS.highlights.delete("ev-caret");
+    }
 
     function show() {
       if (!at) return;
       const source = sources[at.source];
       const range = offsets.range(source.container, at.start, at.end);
       const selection = window.getSelection();
-      selection.removeAllRanges();
-      selection.addRange(range);
-      const box = range.getBoundingClientRect();
-      const panel = source.container.closest(".labelling-sources") || null;
-      if (panel && (box.top < 0 || box.bottom > window.innerHeight)) {
-        source.container.scrollIntoView({ block: "nearest" });
+      if (native) {
+        if (selection) selection.removeAllRanges();
+        CSS.highlights.set("ev-caret", new Highlight(range));
+      } else if (selection) {
+        selection.removeAllRanges();
+        selection.addRange(range);
       }
-      const element = range.startContainer.parentElement;
-      if (element && element.scrollIntoView && (box.top < 0 || box.bottom > window.innerHeight)) {
-        element.scrollIntoView({ block: "center" });
+      shown = true;
+      const box = range.getBoundingClientRect();
+      const scroller = source.container.closest(".labelling-sources");
+      if (scroller && scroller.scrollHeight > scroller.clientHeight) {
+        const outer = scroller.getBoundingClientRect();
+        if (box.top < outer.top || box.bottom > outer.bottom) {
+          scroller.scrollTop += box.top - outer.top - scroller.clientHeight / 3;
+        }
+      } else if (box.top < 0 || box.bottom > window.innerHeight) {
+        window.scrollBy(0, box.top - window.innerHeight / 3);
       }
     }
 
@@ -542,16 +558,25 @@
       return false;
     }
 
+    function picked() {
+      if (!at || !shown) return null;
+      const source = sources[at.source];
+      return {
+        container: source.container,
+        start: at.start,
+        end: at.end,
+        quote: source.text.slice(at.start, at.end),
+      };
+    }
+
     return {
       next: () => step(1),
       previous: () => step(-1),
       extend: extend,
       suggest: suggest,
       find: find,
-      current: () => (at ? { container: sources[at.source].container, start: at.start, end: at.end } : null),
-      forget: () => {
-        at = null;
-      },
+      picked: picked,
+      hide: hide,
     };
   };
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.utils.dateparse import parse_datetime
 
 from labeling.models import Item, Role
 from labeling.services import partition_freeze, project_create
@@ -82,7 +83,10 @@ def test_item_list_paginates_fifty_by_default(api, import_records):
     assert len(first["results"]) == 50
     assert first["next"] is not None
     assert len(rest["results"]) == 2
-    assert first["results"][0] == {
+    row = first["results"][0]
+    # untouched since the import: last updated when created
+    assert parse_datetime(row.pop("updated_at")) == item("q00", "c0").created_at
+    assert row == {
         "id": item("q00", "c0").pk,
         "question_id": item("q00", "c0").candidate.question_id,
         "question_external_id": "q00",
@@ -94,6 +98,10 @@ def test_item_list_paginates_fifty_by_default(api, import_records):
         "is_selected": False,
         "claim_count": 2,
         "unanchored_count": 0,
+        "status": "open",
+        "overlap": 2,
+        "vote_count": 0,
+        "resolved_label": None,
     }
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.db import DatabaseError, transaction
 
 from labeling.exceptions import InvalidInput
 from labeling.models import (
@@ -112,6 +113,21 @@ def test_adopting_imported_labels_without_evidence_is_accepted_and_recorded(
     )
     assert waived == {first: True, second: True}
     assert not ResolvedEvidence.objects.filter(claim_label__resolution=resolution).exists()
+
+
+def test_resolved_claim_labels_stay_append_only(project, imported, adjudicator):
+    # the column's migration rebuilds the table on SQLite; its update trigger must be back
+    first, second = claim_ids(imported)
+    resolution = resolve(
+        project, imported, adjudicator, {first: ("supported", ()), second: ("contradicted", ())}
+    )
+
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        ResolvedClaimLabel.objects.filter(resolution=resolution).update(evidence_waived=False)
+
+    assert (
+        ResolvedClaimLabel.objects.filter(resolution=resolution, evidence_waived=True).count() == 2
+    )
 
 
 def test_a_label_no_vote_gave_still_needs_evidence(project, imported, adjudicator):

@@ -256,3 +256,20 @@ def test_the_item_page_shows_the_waived_evidence(login, queue):
     section = re.search(r'<section id="item-resolution">(.*?)</section>', content, re.S).group(1)
     assert "adjudicated · answer admissible" in section
     assert section.count("waived: imported votes without spans") == 2
+
+
+def test_json_conflict_answers_409_with_the_current_state(login, queue):
+    client = login(Role.ADJUDICATOR)
+    first, _ = queue
+    stale = use_all(first)
+    assert client.post(url(first), use_all(first), **JSON).status_code == 200
+
+    response = client.post(url(first), stale, **JSON)
+
+    assert response.status_code == 409
+    body = response.json()
+    assert body["code"] == "stale_version"
+    first.refresh_from_db()
+    assert body["version"] == first.version
+    assert body["current"]["status"] == "adjudicated"
+    assert [c["evidence_waived"] for c in body["current"]["claims"]] == [True, True]

@@ -1,0 +1,114 @@
+"""The labelling workbench page: progress figures, the guideline (rendered, sanitised, its
+version), label definitions as hints, sources titled by URI or key, reasons in words, and the
+"Revise previous" link."""
+
+from __future__ import annotations
+
+from labeling.models import LabelPolicy
+from labeling.views.labels import label_options
+from tests.factories import start_labelling, work_record
+from tests.labeling.views.conftest import claim_next, form_url, labels_post
+
+
+def test_progress_counts_done_left_and_skipped_for_this_annotator(client, started, annotator):
+    client.force_login(annotator)
+    first = claim_next(started, annotator)
+    client.post(form_url(first), labels_post(first.item))  # done: 1; claims the next
+    second = first.__class__.objects.get(annotator=annotator, status="leased")
+    client.post(
+        f"/p/study/annotate/{second.pk}/skip/", {"reason": "other", "note": ""}
+    )  # skipped: 1; claims the third
+    third = first.__class__.objects.get(annotator=annotator, status="leased")
+
+    content = client.get(form_url(third)).content.decode()
+
+    # 4 items: 1 done, 1 skipped, the one held now and one more never taken
+    assert '<strong id="progress-done">1</strong>' in content
+    assert '<span id="progress-skipped">1</span>' in content
+    assert '<span id="progress-left">2</span>' in content
+    assert '<progress id="progress-bar" value="1" max="4"' in content
+
+
+def test_the_guideline_is_rendered_sanitised_with_its_version(
+    client, project, import_records, member
+):
+    policy = LabelPolicy.objects.get(project=project)
+    policy.guideline = (
+        "## Citing\n\n*Supported* needs a span.\n\n<script>alert(1)</script>"
+        "[x](javascript:alert(1))"
+    )
+    policy.save()
+    import_records([work_record("q1")])
+    started = start_labelling(project, overlap=2)
+    annotator = member("annotator")
+    client.force_login(annotator)
+    assignment = claim_next(started, annotator)
+
+    content = client.get(form_url(assignment)).content.decode()
+
+    panel = content[content.index('id="guideline-panel"') :]
+    panel = panel[: panel.index("</details>")]
+    version = LabelPolicy.objects.get(project=project).version
+    assert f'<span id="guideline-version">Guideline v{version}</span>' in panel
+    assert "<h2>Citing</h2>" in panel and "<em>Supported</em> needs a span." in panel
+    assert "<script>" not in panel and "javascript:" not in panel
+
+
+def test_label_definitions_become_hints_on_the_options():
+    options = label_options(
+        ["supported", "not_supported"],
+        cannot_decide=True,
+        descriptions={"supported": "A cited span says so."},
+    )
+
+    assert [(o.value, o.text, o.key, o.description) for o in options] == [
+        ("supported", "supported", 1, "A cited span says so."),
+        ("not_supported", "not supported", 2, ""),
+        ("cannot_decide", "can't decide", 3, ""),
+    ]
+    assert options[0].hint_id == "label-hint-supported"
+
+
+def test_sources_are_titled_by_uri_else_key_and_reasons_read_as_words(
+    client, project, import_records, member
+):
+    record = work_record("q1")
+    record["sources"][0]["uri"] = "https://example.org/bridge"
+    import_records([record, work_record("q2")])
+    started = start_labelling(project, overlap=2)
+    annotator = member("annotator")
+    client.force_login(annotator)
+
+    pages = []
+    for _ in range(4):
+        assignment = claim_next(started, annotator)
+        pages.append(client.get(form_url(assignment)).content.decode())
+        client.post(form_url(assignment), labels_post(assignment.item))
+    titles = {
+        page[
+            page.index('<h3 class="source-title">') : page.index(
+                "</h3>", page.index('class="source-title"')
+            )
+        ]
+        for page in pages
+    }
+
+    assert titles == {
+        '<h3 class="source-title">Source 1: <span class="source-uri">https://example.org/bridge</span>',
+        '<h3 class="source-title">Source 1: doc-q2',
+    }
+    assert '<option value="not_found">not found</option>' in pages[0]
+    assert ">not_found<" not in pages[0]
+
+
+def test_the_next_item_links_to_revise_the_previous_submission(client, started, annotator):
+    client.force_login(annotator)
+    first = claim_next(started, annotator)
+    response = client.post(form_url(first), labels_post(first.item))
+
+    content = client.get(response["Location"]).content.decode()
+
+    assert (
+        f'<a id="revise-previous" href="{form_url(first)}">Revise previous <kbd>p</kbd></a>'
+        in content
+    )
