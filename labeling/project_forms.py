@@ -117,6 +117,7 @@ class PolicyForm(SingleValueForm):
 
     evidence_relation = forms.ChoiceField(choices=EvidenceRelation.choices)
     guideline = forms.CharField(
+        label="Guideline (Markdown)",
         required=False,
         max_length=MAX_GUIDELINE_LENGTH,
         strip=False,
