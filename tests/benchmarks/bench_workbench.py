@@ -7,9 +7,13 @@ Usage (from the repository root; Debian chromium and the playwright package inst
 On the embedded defaults (SQLite, Celery eager), in a scratch folder: a database is migrated
 and loaded with ``--items`` demo-like items (one question each, a pinned source of six
 sentences with an emoji, a combining accent and CRLF line endings, an answer of two to four
-claims) through the real import service, and labelling starts with overlap 1 for one annotator.
-The Django development server then serves it (``manage.py runserver --noreload``: static files
-included) on a free port, and a headless chromium (Playwright) logs in and labels every item with
+claims) through the real import service, and labelling starts with overlap ``--overlap`` for
+one annotator (default 2: each submit is an item's first annotation; with 1 every submit also
+compares and resolves its item). Each submit still schedules the agreement recompute, run
+eagerly inside the request as the embedded defaults do.
+The Django development server then serves it (``manage.py runserver --noreload --insecure``,
+``DJANGO_DEBUG=false`` as deployed: cached templates, no query log; static files included) on a
+free port, and a headless chromium (Playwright) logs in and labels every item with
 the keyboard only: per claim ``c`` (cite the sentence the page selected for it) then ``1``
 (supported), or ``3`` (not supported) for claims with no evidence in the source; ``⇧1`` for the
 answer; ``s`` submits. The page swaps the next item in from the submit's JSON answer.
@@ -29,6 +33,7 @@ import argparse
 import http.client
 import json
 import os
+import secrets
 import shutil
 import socket
 import statistics
@@ -105,7 +110,7 @@ def plan(claims: list[str]) -> list[str]:
     return [*keys, "Shift+Digit1", "s"]
 
 
-def setup_child(items: int) -> None:
+def setup_child(items: int, overlap: int) -> None:
     """Migrate, import, create the annotator, start labelling (run in a child process)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "labeling.settings")
     sys.path.insert(0, str(REPO))
@@ -141,7 +146,7 @@ def setup_child(items: int) -> None:
                 filename=path.name,
                 file_sha256=digest,
             )
-    project_labelling_configure(project=project, actor=manager, overlap=1)
+    project_labelling_configure(project=project, actor=manager, overlap=overlap)
     project_labelling_start(project=project, actor=manager)
     annotator = users.objects.create_user(username="bench-annotator", password=PASSWORD)
     membership_set(project=project, user=annotator, role=Role.ANNOTATOR)
@@ -197,6 +202,7 @@ def label_all(base: str, items: int) -> dict:
     keystrokes: list[int] = []
     budgets: list[int] = []
     timings: list[float] = []
+    requests: list[float] = []
     started = time.perf_counter()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -231,6 +237,12 @@ def label_all(base: str, items: int) -> dict:
                     f"() => document.querySelector('#workbench').dataset.ready !== '{current}'"
                 )
                 timings.append(page.evaluate("() => window.workbenchTimings.slice(-1)[0]"))
+                requests.append(
+                    page.evaluate(
+                        "() => performance.getEntriesByType('resource')"
+                        ".filter((e) => e.initiatorType === 'fetch').slice(-1)[0].duration"
+                    )
+                )
             else:
                 # The last submit leaves the workbench (no item left): a full page load.
                 page.wait_for_url(f"{base}/p/{SLUG}/annotate/")
@@ -241,6 +253,7 @@ def label_all(base: str, items: int) -> dict:
         "keystrokes": keystrokes,
         "budgets": budgets,
         "timings": timings,
+        "requests": requests,
         "wall_s": time.perf_counter() - started,
     }
 
@@ -254,11 +267,17 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=int, default=50)
+    parser.add_argument(
+        "--overlap",
+        type=int,
+        default=2,
+        help="annotations per item (with 1, every submit also compares and resolves the item)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument("--child", choices=["setup", "check"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "setup":
-        return setup_child(args.items)
+        return setup_child(args.items, args.overlap)
     if args.child == "check":
         return check_child()
 
@@ -269,14 +288,29 @@ def main() -> None:
         DATABASE_URL=f"sqlite:///{scratch / 'bench.sqlite3'}",
         DJANGO_SETTINGS_MODULE="labeling.settings",
         DJANGO_LOG_LEVEL="WARNING",
+        # As deployed: templates cached, no query log (--insecure serves the static files).
+        DJANGO_DEBUG="false",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
     )
     me = [sys.executable, str(Path(__file__).resolve())]
     server = None
     try:
-        subprocess.run([*me, "--child", "setup", "--items", str(args.items)], env=env, check=True)
+        subprocess.run(
+            [*me, "--child", "setup", "--items", str(args.items), "--overlap", str(args.overlap)],
+            env=env,
+            check=True,
+        )
         port = free_port()
         server = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+            [
+                sys.executable,
+                "manage.py",
+                "runserver",
+                f"127.0.0.1:{port}",
+                "--noreload",
+                "--insecure",
+            ],
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -307,6 +341,11 @@ def main() -> None:
         f"submit -> next item interactive (ms, {len(timings)} swaps): "
         f"p50 {percentile(timings, 0.5):.1f}, p95 {percentile(timings, 0.95):.1f}, "
         f"max {max(timings):.1f} (target p95 < {TARGET_P95_MS})"
+    )
+    requests = result["requests"]
+    print(
+        f"  of which the submit request (server, as the browser's resource timing sees it): "
+        f"p50 {percentile(requests, 0.5):.1f}, p95 {percentile(requests, 0.95):.1f}"
     )
     print(f"evidence spans stored: {checked['spans']}, offsets exact: {checked['exact']}")
     print(f"wall clock: {result['wall_s']:.1f} s")
