@@ -35,6 +35,7 @@ urlpatterns = [
         name="project-labelling-start",
     ),
     path("p/<slug:slug>/members/", views.project_members, name="project-members"),
+    path("p/<slug:slug>/policy/versions/", views.policy_versions, name="policy-versions"),
     path("p/<slug:slug>/jobs/", views.job_list_view, name="job-list"),
     path("p/<slug:slug>/jobs/<int:job_id>/", views.job_detail, name="job-detail"),
 ]

@@ -102,6 +102,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-labelling-start": {"POST": (403, 403, 409, 404, 401)},
     "api-member-list": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 201, 404, 401)},
     "api-member-update": {"PATCH": (403, 403, 200, 404, 401)},
+    # label policy versions: managers only (the POST of the matrix is a dry run: 200)
+    "api-policy-versions": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 200, 404, 401)},
     # background jobs (large imports, starting labelling on a large project): managers only
     "api-job-list": {"GET": (403, 403, 200, 404, 401)},
     "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
@@ -123,6 +125,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "project-settings": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     "project-labelling-start": {"POST": (403, 403, 302, 404, LOGIN)},
     "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
+    # the POST previews the next version (nothing written): the page with the diff
+    "policy-versions": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 200, 404, LOGIN)},
     "job-list": {"GET": (403, 403, 200, 404, LOGIN)},
     "job-detail": {"GET": (403, 403, 200, 404, LOGIN)},
     # calibration pages do not exist for annotators (404); adjudicators read only (403 on writes)
@@ -302,6 +306,53 @@ def _labels_json(world: World, item_key: str) -> dict[str, Any]:
     }
 
 
+def _policy_preview(world: World) -> dict[str, Any]:
+    """A dry run of the next policy version of project a: the guideline changed."""
+    from labeling.selectors.policies import policy_description_data
+    from labeling.selectors.review import labelling_policy_get
+
+    current = labelling_policy_get(project=world.a)
+    return {
+        "based_on_version": current.version,
+        "note": "clearer guideline",
+        "content": {**policy_description_data(current), "guideline": "A clearer guideline."},
+        "dry_run": True,
+    }
+
+
+def _policy_preview_form(world: World) -> dict[str, str]:
+    """The policy page's preview of the same change, as form fields."""
+    body = _policy_preview(world)
+    content = body["content"]
+    form = {
+        "action": "preview",
+        "based_on_version": str(body["based_on_version"]),
+        "note": body["note"],
+        "evidence_relation": content["evidence_relation"],
+        "guideline": content["guideline"],
+        "resolved": "keep",
+    }
+    for level in ("answer", "claim"):
+        for n, row in enumerate(content[f"{level}_labels"], start=1):
+            prefix = f"{level}-{row['value']}-"
+            form |= {
+                prefix + "offered": "on",
+                prefix + "position": str(n),
+                prefix + "text": row["text"],
+                prefix + "description": row["description"],
+                prefix + "key": row["key"],
+            }
+            if row.get("requires_evidence"):
+                form[prefix + "requires_evidence"] = "on"
+    for n, row in enumerate(content["unavailable_reasons"], start=1):
+        form |= {
+            f"reason-{row['value']}-offered": "on",
+            f"reason-{row['value']}-position": str(n),
+            f"reason-{row['value']}-text": row["text"],
+        }
+    return form
+
+
 # (URL name, method) -> request body built from the world: (data, format) where format is
 # "json" or "multipart" for the API, "form" for pages.
 BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
@@ -325,6 +376,8 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("api-settings", "PATCH"): lambda w: ({"lease_minutes": 45}, "json"),
     ("api-member-list", "POST"): lambda w: ({"username": "newbie", "role": "annotator"}, "json"),
     ("api-member-update", "PATCH"): lambda w: ({"role": "adjudicator"}, "json"),
+    ("api-policy-versions", "POST"): lambda w: (_policy_preview(w), "json"),
+    ("policy-versions", "POST"): lambda w: (_policy_preview_form(w), "form"),
     ("import-create", "POST"): lambda w: ({"file": _upload(), "format": "native"}, "form"),
     ("partition-freeze", "POST"): lambda w: (
         {"seed": 7, "dev": 0.2, "calibration": 0.4, "test": 0.4},

@@ -7,8 +7,9 @@ errors on the page, with the user's input kept. Every page needs a login.
 
 Modules: ``catalog`` (project list, dashboard, item browser, import, partition), ``annotate``
 (next item, labelling form, skip, own annotations), ``adjudicate`` (queue, side-by-side),
-``manage`` (settings, start, members); ``labels`` holds the form model shared by the labelling
-and adjudication pages; ``panels`` lets other apps add dashboard panels.
+``manage`` (settings, start, members), ``policy_versions`` (publishing a label policy
+version); ``labels`` holds the form model shared by the labelling and adjudication pages;
+``panels`` lets other apps add dashboard panels.
 """
 
 from labeling.views.adjudicate import adjudication_item, adjudication_queue
@@ -25,6 +26,7 @@ from labeling.views.catalog import (
 )
 from labeling.views.jobs import job_detail, job_list_view
 from labeling.views.manage import project_labelling_start_view, project_members, project_settings
+from labeling.views.policy_versions import policy_versions
 
 __all__ = [
     "Segment",
@@ -38,6 +40,7 @@ __all__ = [
     "item_browse",
     "item_detail",
     "job_detail",
+    "policy_versions",
     "job_list_view",
     "my_annotations",
     "partition_freeze_view",
