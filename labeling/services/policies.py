@@ -119,22 +119,32 @@ class PolicyDescription:
 
 
 def _text(
-    problems: Problems, field: str, value: Any, *, limit: int, default: str, required: bool
+    problems: Problems,
+    field: str,
+    entry: Mapping[str, Any],
+    name: str,
+    *,
+    limit: int,
+    default: str,
+    required: bool,
 ) -> str:
-    """Return ``value`` stripped (``default`` when absent); record a problem when wrong."""
-    if value is None:
-        value = default
+    """Return ``entry[name]`` stripped (``default`` when absent); record a problem when wrong.
+
+    The length limit applies to the text as given (before stripping).
+    """
+    if name not in entry:
+        return default
+    value = entry[name]
     if not isinstance(value, str):
         problems.add(field, "expected text")
         return default
-    value = value.strip()
-    if required and not value:
-        problems.add(field, "must not be empty")
-    elif len(value) > limit:
+    if len(value) > limit:
         problems.add(field, f"at most {limit} characters, got {len(value)}")
+    elif required and not value.strip():
+        problems.add(field, "must not be empty")
     elif _CONTROL.search(value):
         problems.add(field, "contains a control character")
-    return value
+    return value.strip()
 
 
 def _labels(problems: Problems, level: Level, given: Any) -> tuple[LabelChoice, ...]:
@@ -178,7 +188,8 @@ def _labels(problems: Problems, level: Level, given: Any) -> tuple[LabelChoice, 
         text = _text(
             problems,
             f"{at}.text",
-            entry.get("text"),
+            entry,
+            "text",
             limit=MAX_TEXT_LENGTH,
             default=DEFAULT_TEXTS.get(value, value),
             required=True,
@@ -186,14 +197,13 @@ def _labels(problems: Problems, level: Level, given: Any) -> tuple[LabelChoice, 
         description = _text(
             problems,
             f"{at}.description",
-            entry.get("description"),
+            entry,
+            "description",
             limit=MAX_DESCRIPTION_LENGTH,
             default=DEFAULT_DESCRIPTIONS[level].get(value, ""),
             required=False,
         )
-        key = entry.get("key")
-        if key is None or key == "":
-            key = default_key(position)
+        key = entry.get("key", default_key(position))
         if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
             problems.add(f"{at}.key", f"{key!r} is not one lower-case letter or digit")
         elif key in RESERVED_KEYS:
@@ -250,7 +260,8 @@ def _reasons(problems: Problems, given: Any, needed: bool) -> tuple[ReasonChoice
         text = _text(
             problems,
             f"{at}.text",
-            entry.get("text"),
+            entry,
+            "text",
             limit=MAX_REASON_TEXT_LENGTH,
             default=DEFAULT_REASON_TEXTS[value],
             required=True,
@@ -353,18 +364,19 @@ def policy_update(*, project: Project, actor: Any, description: Any) -> LabelPol
     permissions.require_role(
         project=project, actor=actor, roles=permissions.MANAGERS, outsider=PermissionDenied
     )
-    checked = policy_description_check(description)
     project_label_writes_lock(project.pk)
     project_lock(project.pk)
     policy = project.policies.order_by("-version").first()
     if policy is None:
         raise InvalidTransition(f"project {project.slug!r} has no label policy")
     if policy.frozen_at is not None:
+        # Said before the description is checked: no edit of it could be accepted.
         raise InvalidTransition(
             f"label policy v{policy.version} is frozen since {policy.frozen_at:%Y-%m-%d %H:%M} "
             "UTC (labelling started): it can no longer be edited; publish a new version instead",
             code="policy_frozen",
         )
+    checked = policy_description_check(description)
     fields = checked.model_fields()
     for name, value in fields.items():
         setattr(policy, name, value)

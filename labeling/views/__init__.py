@@ -7,9 +7,10 @@ errors on the page, with the user's input kept. Every page needs a login.
 
 Modules: ``catalog`` (project list, dashboard, item browser, import, partition), ``annotate``
 (next item, labelling form, skip, own annotations), ``adjudicate`` (queue, side-by-side),
-``manage`` (settings, start, members), ``policy_versions`` (publishing a label policy
-version); ``labels`` holds the form model shared by the labelling and adjudication pages;
-``panels`` lets other apps add dashboard panels.
+``manage`` (settings, start, members), ``projects`` (new project, label policy),
+``policy_versions`` (publishing a label policy version after labelling started); ``labels``
+holds the form model shared by the labelling and adjudication pages; ``panels`` lets other apps
+add dashboard panels.
 """
 
 from labeling.views.adjudicate import adjudication_item, adjudication_queue
@@ -27,6 +28,7 @@ from labeling.views.catalog import (
 from labeling.views.jobs import job_detail, job_list_view
 from labeling.views.manage import project_labelling_start_view, project_members, project_settings
 from labeling.views.policy_versions import policy_versions
+from labeling.views.projects import project_create_view, project_policy
 
 __all__ = [
     "Segment",
@@ -45,8 +47,10 @@ __all__ = [
     "my_annotations",
     "partition_freeze_view",
     "project_detail",
+    "project_create_view",
     "project_labelling_start_view",
     "project_list",
     "project_members",
+    "project_policy",
     "project_settings",
 ]

@@ -88,7 +88,10 @@ def project_list(request: HttpRequest) -> HttpResponse:
     """List the user's projects with their role and counts."""
     projects = project_list_for_user(user=request.user)
     rows = [(p, permissions.project_role(user=request.user, project=p)) for p in projects]
-    return render(request, "labeling/project_list.html", {"rows": rows})
+    can_create = permissions.can_create_projects(request.user)
+    return render(
+        request, "labeling/project_list.html", {"rows": rows, "can_create_projects": can_create}
+    )
 
 
 @login_required
