@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -424,70 +424,3 @@ def _integer(value: str, name: str) -> int:
         return int(value)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{value!r} is not an integer", field=name) from exc
-
-
-# ---------------------------------------------------------------------------------------------
-# Label policy description (the publish-a-version page)
-# ---------------------------------------------------------------------------------------------
-
-
-def _position(raw: str, default: int) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        return default
-
-
-def policy_description_from_post(
-    data: QueryDict,
-    schema: Mapping[Any, Sequence[str]],
-    reasons: Sequence[str],
-) -> dict[str, Any]:
-    """Read a full policy description from the rows of the policy page's form.
-
-    Per level and schema label ``v``: ``{level}-{v}-offered`` (checkbox), ``-position``
-    (display order, a number), ``-text``, ``-description``, ``-key`` and, for claim labels,
-    ``-requires_evidence`` (checkbox); per reason ``reason-{r}-offered``, ``-position``,
-    ``-text``; and ``evidence_relation`` and ``guideline``. Parsing never fails: the values are
-    checked by ``labeling.services.policies.policy_description_check``.
-
-    Returns:
-        The description as that check takes it (labels in position order, ties in schema order).
-    """
-    checked = ("on", "true", "1")
-
-    def levels(level: str) -> list[dict[str, Any]]:
-        rows = []
-        for order, value in enumerate(schema[level]):
-            prefix = f"{level}-{value}-"
-            if data.get(prefix + "offered") not in checked:
-                continue
-            row: dict[str, Any] = {
-                "value": value,
-                "text": data.get(prefix + "text", ""),
-                "description": data.get(prefix + "description", ""),
-                "key": data.get(prefix + "key", ""),
-            }
-            if level == "claim":
-                row["requires_evidence"] = data.get(prefix + "requires_evidence") in checked
-            rows.append((_position(data.get(prefix + "position", ""), order), order, row))
-        return [row for _, _, row in sorted(rows, key=lambda r: (r[0], r[1]))]
-
-    reason_rows = []
-    for order, value in enumerate(reasons):
-        prefix = f"reason-{value}-"
-        if data.get(prefix + "offered") in checked:
-            reason_rows.append(
-                (
-                    _position(data.get(prefix + "position", ""), order),
-                    order,
-                    {"value": value, "text": data.get(prefix + "text", "")},
-                )
-            )
-    return {
-        "evidence_relation": data.get("evidence_relation", ""),
-        "guideline": data.get("guideline", ""),
-        "answer_labels": levels("answer"),
-        "claim_labels": levels("claim"),
-        "unavailable_reasons": [row for _, _, row in sorted(reason_rows, key=lambda r: r[:2])],
-    }

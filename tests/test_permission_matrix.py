@@ -352,12 +352,8 @@ def _policy_preview_form(world: World) -> dict[str, str]:
             }
             if row.get("requires_evidence"):
                 form[prefix + "requires_evidence"] = "on"
-    for n, row in enumerate(content["unavailable_reasons"], start=1):
-        form |= {
-            f"reason-{row['value']}-offered": "on",
-            f"reason-{row['value']}-position": str(n),
-            f"reason-{row['value']}-text": row["text"],
-        }
+    for row in content["unavailable_reasons"]:
+        form |= {f"reason-{row['value']}-offered": "on", f"reason-{row['value']}-text": row["text"]}
     return form
 
 

@@ -20,7 +20,8 @@ and a round collects votes under one version only. So publishing:
 - leaves open items without votes alone (their first votes record v+1);
 - for items whose votes are complete (resolved, or in the disagreement queue), does what the
   manager chose: ``keep`` leaves them as they are (a resolved item keeps its v resolution; a
-  disputed one is adjudicated under v+1, its votes keeping v), ``reopen`` returns every one of
+  disputed one is adjudicated under v+1, its votes keeping v; their ``version`` is bumped, so an
+  adjudication form opened under v is refused as stale), ``reopen`` returns every one of
   them for labelling under v+1 exactly as a restart does (open disagreements are closed without
   a decision; the item's latest resolution stays its ``resolution`` until the new round's
   consensus or adjudication supersedes it, so a release or calibration made meanwhile still
@@ -370,6 +371,11 @@ def policy_version_publish(
         **checked.model_fields(),
     )
     items_return_for_labelling(project=project, item_ids=restart_ids + reopen_ids, now=now)
+    # An adjudication form opened under v carries the item's version: bump the items kept, so a
+    # decision made on what v offered is refused as stale and made again under v+1.
+    Item.objects.filter(pk__in=[pk for pk in complete_ids if pk not in set(reopen_ids)]).update(
+        version=F("version") + 1
+    )
     # Every derived result names the versions it includes: all are stale from this commit.
     derived_mark(project_id=project.pk)
     logger.info(

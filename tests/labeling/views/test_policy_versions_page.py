@@ -44,7 +44,7 @@ def form_fields(project, *, drop: str = "abstained", **extra: str) -> dict[str, 
                 fields[prefix + "offered"] = "on"
             if row.get("requires_evidence"):
                 fields[prefix + "requires_evidence"] = "on"
-    for n, row in enumerate(content["unavailable_reasons"], start=1):
+    for row in content["unavailable_reasons"]:
         prefix = f"reason-{row['value']}-"
         fields |= {
             prefix + "offered": "on",
