@@ -14,7 +14,7 @@ from certification.selectors import agreement_report_get, release_content_build
 from certification.selectors.calibration import calibration_inputs
 from certification.services import agreement_recompute
 from certification.services.releases import release_export, release_freeze, release_rebuild
-from labeling.models import Item, ItemStatus, Role
+from labeling.models import Item, ItemStatus, PriorAnnotation, Resolution, Role
 from labeling.release_format import LABELS_JSONL, MANIFEST, verify_release
 from labeling.selectors.policies import policy_description_data
 from labeling.selectors.review import labelling_policy_get
@@ -22,6 +22,7 @@ from labeling.services import membership_set, partition_freeze
 from labeling.services.policy_versions import Resolved, policy_version_publish
 from tests.factories import UserFactory, make_spec, start_labelling, work_record
 from tests.labeling.services.test_policy_versions import vote
+from tests.labeling.test_release_import import import_release
 
 pytestmark = pytest.mark.django_db
 
@@ -115,6 +116,19 @@ def test_both_versions_are_counted_apart_everywhere(study, tmp_path):
     assert c1["resolution"]["policy_version"] == 2
     assert "v1: 3 annotations" in (directory / "README.md").read_text("utf-8")
     verify_release(directory)
+
+    # restored from the release, a person's two votes of c1 are kept, one per version
+    restored = import_release(directory)
+    priors = sorted(
+        PriorAnnotation.objects.filter(
+            candidate__question__project=restored, candidate__key="c1"
+        ).values_list("policy__version", "answer_label")
+    )
+    assert priors == [(1, "abstained"), (2, "inadmissible"), (2, "inadmissible")]
+    assert (
+        Resolution.objects.get(item__project=restored, item__candidate__key="c1").policy.version
+        == 2
+    )
 
     # a rebuild is byte-identical
     with TestCase.captureOnCommitCallbacks(execute=True):
