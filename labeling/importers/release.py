@@ -607,13 +607,18 @@ def _check_resolution(line: dict[str, Any], at: str) -> None:
     annotations = line["annotations"]
     # The votes compared are those made under the resolution's policy version: an item labelled
     # again under a new version keeps the earlier version's annotations beside them.
+    # (When none is of that version, all are compared: the versions are checked later.)
     version = resolution.get("policy_version")
-    votes = [
+    labelled = [
         (a, annotation)
         for a, annotation in enumerate(annotations)
         if annotation["answer_label"] not in (None, "")
-        and (version is None or annotation["policy_version"] in (None, version))
     ]
+    votes = [
+        (a, annotation)
+        for a, annotation in labelled
+        if version is None or annotation["policy_version"] in (None, version)
+    ] or labelled
     if not votes:
         raise RecordError(
             at,

@@ -299,7 +299,7 @@ def policy_version_publish(
             description (the error names the field; ``data["errors"]`` lists every problem).
 
     Concurrency: opens its own transaction; takes the project's label-write lock, the Project
-    row, then every item of the project in ascending id order (the order of
+    row (``FOR NO KEY UPDATE``), then every item of the project in ascending id order (the order of
     ``labeling/locks.py``), so a submit, claim or adjudication of any item either commits before
     the new version or runs after it and sees it (submits and decisions re-read the policy
     under their item's lock). Two publishes run one after the other; the second is refused as
@@ -319,7 +319,10 @@ def policy_version_publish(
             field="based_on_version",
         )
     project_label_writes_lock(project.pk)
-    if project_lock(project.pk).labelling_started_at is None:
+    # FOR NO KEY UPDATE: two publishes run one after the other, while a submit holding an item's
+    # lock may still insert rows pointing at the project (a staleness mark) and finish; FOR
+    # UPDATE would make it wait for this transaction, which waits for its item: a deadlock.
+    if project_lock(project.pk, no_key=True).labelling_started_at is None:
         raise InvalidTransition(
             f"labelling has not started in project {project.slug!r}: edit its draft policy instead"
         )

@@ -4,7 +4,9 @@ Each round, one thread publishes the next version while another submits a vote (
 policy precondition) on a leased item. Either the vote commits first — it records the old
 version and the publish, seeing it, returns the item for labelling (the assignment retired) —
 or it runs after the publish and records the new version, its assignment still a vote of the
-item. Never a vote under the old version counted in the new round. PostgreSQL runs the threads
+item, or it was checked under the old version and reached its item's lock after the publish:
+then it is refused as stale and nothing is saved. Never a vote under the old version counted in
+the new round. PostgreSQL runs the threads
 truly at once (publishing locks every item; the submit re-reads the policy under its item's
 lock); SQLite runs the same scenario with its writers serialised.
 """
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from labeling.exceptions import StaleVersion
 from labeling.models import Annotation, Assignment, AssignmentStatus, Role
 from labeling.selectors.policies import policy_description_data
 from labeling.selectors.review import labelling_policy_get
@@ -53,6 +56,8 @@ def _round(project: Any, manager: Any, annotator: Any, number: int) -> str:
         finally:
             connection.close()
 
+    refused: list[StaleVersion] = []
+
     def submit() -> None:
         try:
             barrier.wait()
@@ -62,6 +67,8 @@ def _round(project: Any, manager: Any, annotator: Any, number: int) -> str:
                 actor=annotator,
                 data=labels_input(assignment.item, answer="inadmissible"),
             )
+        except StaleVersion as exc:
+            refused.append(exc)
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             failures.append(exc)
         finally:
@@ -73,6 +80,13 @@ def _round(project: Any, manager: Any, annotator: Any, number: int) -> str:
     for thread in threads:
         thread.join()
     assert not failures, failures
+    if refused:
+        assert refused[0].data == {
+            "policy_version": current.version,
+            "current_policy_version": current.version + 1,
+        }
+        assert not Annotation.objects.filter(assignment=assignment).exists()
+        return "refused"
     annotation = Annotation.objects.select_related("current__policy").get(assignment=assignment)
     status = Assignment.objects.get(pk=assignment.pk).status
     recorded = annotation.current.policy.version
