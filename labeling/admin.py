@@ -6,14 +6,17 @@ triggers on source versions), and changes go through an import. Labelling work (
 annotations and their revisions, disagreements, resolutions) is read-only too: it changes only
 through the services, which keep slot counters, optimistic-locking versions and the append-only
 history consistent. Projects are created through ``project_create`` so they get label policy v1;
-the partition is frozen through ``partition_freeze``, never by editing fields. Memberships are the
-one thing edited freely.
+the partition is frozen through ``partition_freeze``, never by editing fields. Memberships are
+added, changed and deleted through the membership services, so the admin keeps a project's last
+active manager like every other way in; invitations are view-only (they change by being
+accepted, declined or revoked).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
@@ -30,6 +33,7 @@ from labeling.models import (
     EvaluatorLabel,
     EvidenceSpan,
     ImportBatch,
+    Invitation,
     Item,
     Job,
     LabelPolicy,
@@ -48,6 +52,13 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.services import membership_set, project_create
+from labeling.services.members import (
+    membership_change,
+    membership_deactivate,
+    membership_reactivate,
+    membership_refusal,
+    membership_remove,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -82,10 +93,11 @@ class ReadOnlyInline(admin.TabularInline):
 # ---------------------------------------------------------------------------------------------
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(ReadOnlyInline):
+    """The project's members, view-only: they change on the membership pages (the services)."""
+
     model = Membership
-    extra = 0
-    raw_id_fields = ["user"]
+    fields = readonly_fields = ("user", "role", "is_active", "created_at")
 
 
 @admin.register(Project)
@@ -155,21 +167,80 @@ class LabelPolicyAdmin(admin.ModelAdmin):
         return False
 
 
+class MembershipAdminForm(forms.ModelForm):
+    """The membership form; it keeps the project's last active manager.
+
+    A change that would leave the project without one is refused beside the role (the services
+    refuse it again under the project's lock).
+    """
+
+    class Meta:
+        model = Membership
+        fields = ["project", "user", "role", "is_active"]
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse demoting or deactivating the project's last active manager."""
+        data = super().clean() or {}
+        if self.instance.pk is not None and "role" in data:
+            refusal = membership_refusal(
+                self.instance, role=data["role"], is_active=data.get("is_active", False)
+            )
+            if refusal is not None:
+                self.add_error("role", refusal)
+        return data
+
+
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
-    list_display = ["project", "user", "role", "created_at"]
-    list_filter = ["role", "project"]
+    """Memberships, written through the membership services (the last-manager rule holds)."""
+
+    form = MembershipAdminForm
+    list_display = ["project", "user", "role", "is_active", "created_at"]
+    list_filter = ["role", "is_active", "project"]
     search_fields = ["project__slug", "user__username", "user__email"]
     raw_id_fields = ["project", "user"]
     list_select_related = ["project", "user"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # A membership is one (project, user): another pair is another membership.
+        return ["project", "user", "created_at"] if obj is not None else ["created_at"]
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        # The bulk delete would bypass the services; members are removed one at a time.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and membership_refusal(obj, role="", is_active=False) is not None:
+            return False  # the project's last active manager
+        return super().has_delete_permission(request, obj)
+
     def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
-        if change:
-            super().save_model(request, obj, form, change)
-            return
-        saved = membership_set(project=obj.project, user=obj.user, role=obj.role)
-        obj.pk = saved.pk
-        obj.created_at = saved.created_at
+        project, user_id = obj.project, obj.user_id
+        if not change:
+            saved = membership_set(project=project, user=obj.user, role=obj.role)
+        else:
+            saved = membership_change(project=project, actor=None, user_id=user_id, role=obj.role)
+        if obj.is_active != saved.is_active:
+            toggle = membership_reactivate if obj.is_active else membership_deactivate
+            saved = toggle(project=project, actor=None, user_id=user_id)
+        obj.pk, obj.created_at, obj.is_active = saved.pk, saved.created_at, saved.is_active
+
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
+        membership_remove(project=obj.project, actor=None, user_id=obj.user_id)
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ReadOnlyAdmin):
+    """Invitations, view-only (their join tokens are stored only as hashes)."""
+
+    list_display = ["project", "invitee", "role", "status", "invited_by", "expires_at"]
+    list_filter = ["status", "role", "project"]
+    search_fields = ["invitee", "project__slug"]
+    raw_id_fields = ["project", "user", "invited_by"]
+    list_select_related = ["project", "invited_by"]
+    exclude = ["token_hash"]
 
 
 @admin.register(ImportBatch)

@@ -131,11 +131,29 @@ class ItemFilterForm(SingleValueForm):
 
 
 class MembershipInviteForm(SingleValueForm):
-    """Invite a person: an existing username, or a new one (an account is created)."""
+    """Invite a person by username or e-mail address; they join only once they accept."""
+
+    invitee = forms.CharField(
+        max_length=254,
+        label="Username or e-mail",
+        help_text="An account's username, or the e-mail address of a new person.",
+    )
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+
+class JoinForm(SingleValueForm):
+    """Accept an e-mailed invitation: choose a username and a password."""
 
     username = forms.CharField(max_length=150)
-    email = forms.EmailField(required=False, help_text="For a new account; optional.")
-    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+    password1 = forms.CharField(label="Password", strip=False, widget=forms.PasswordInput)
+    password2 = forms.CharField(label="Password (again)", strip=False, widget=forms.PasswordInput)
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse two different passwords."""
+        data = super().clean() or {}
+        if data.get("password1") and data.get("password1") != data.get("password2"):
+            self.add_error("password2", "The two passwords differ.")
+        return data
 
 
 class MembershipChangeForm(SingleValueForm):
@@ -188,7 +206,8 @@ class ProjectSettingsForm(SingleValueForm):
 class SkipForm(SingleValueForm):
     """Skip an item with a reason."""
 
-    reason = forms.ChoiceField(choices=SkipReason.choices)
+    # No reason is pre-selected: the person chooses one (the empty choice is refused).
+    reason = forms.ChoiceField(choices=[("", "— choose a reason —"), *SkipReason.choices])
     note = forms.CharField(
         required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
     )
@@ -424,3 +443,14 @@ def _integer(value: str, name: str) -> int:
         return int(value)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{value!r} is not an integer", field=name) from exc
+
+
+class ApiTokenForm(SingleValueForm):
+    """A new API token: its name and lifetime (the service checks both)."""
+
+    LIFETIMES = [(7, "7 days"), (30, "30 days"), (90, "90 days"), (365, "1 year")]
+
+    name = forms.CharField(max_length=100, help_text="What the token is for, e.g. 'CI export'.")
+    expires_in_days = forms.TypedChoiceField(
+        choices=LIFETIMES, coerce=int, initial=30, label="Expires after"
+    )

@@ -87,7 +87,7 @@ def project_lock(project_id: int, *, no_key: bool = False) -> Project:
 
 
 def membership_lock(*, project_id: int, user_id: Any) -> Membership | None:
-    """Lock and return ``user``'s membership of a project (None if not a member).
+    """Lock and return ``user``'s active membership of a project (None if not an active member).
 
     Serialises one annotator's claims in one project (two browser tabs asking for "next" at the
     same moment get the same item instead of two leases). ``membership.project`` is loaded with
@@ -96,7 +96,7 @@ def membership_lock(*, project_id: int, user_id: Any) -> Membership | None:
     return (
         Membership.objects.select_for_update(of=("self",))
         .select_related("project")
-        .filter(project_id=project_id, user_id=user_id)
+        .filter(project_id=project_id, user_id=user_id, is_active=True)
         .first()
     )
 

@@ -1,8 +1,9 @@
 """Role checks of the labelling side, shared by the HTML views and the REST API.
 
-A user's role in a project is their membership's role. Staff and superusers who are not members
-act as managers (oversight: they see every project); a staff user who *is* a member keeps the
-member's role, so a staff annotator stays blind to evaluator labels in the application.
+A user's role in a project is their active membership's role (a deactivated member has none).
+Staff and superusers who are not members act as managers (oversight: they see every project);
+a staff user who *is* a member keeps the member's role, so a staff annotator stays blind to
+evaluator labels in the application.
 
 The rules here are about *who may see or do what in a project*. Rules about objects (an item's
 state, a frozen partition) stay in the services. Every service that needs a role calls
@@ -34,8 +35,9 @@ ITEM_BROWSER_ROLES: frozenset[str] = REVIEWERS
 # Who may see evaluator labels and imported prior annotations with their dataset annotator ids and
 # notes (never annotators, who see only their own work; adjudicators resolve human disagreements and
 # must not be anchored by a machine's verdict). Adjudicators do see imported *human* votes, but only
-# inside the side-by-side view, as pseudonymous "Annotator k" columns without notes: they are votes
-# of the comparison, and an adjudicator cannot resolve a vote they cannot see.
+# inside the side-by-side view, as pseudonymous "Annotator k" columns (no dataset annotator id)
+# with the votes' notes beside them: they are votes of the comparison, and an adjudicator cannot
+# resolve a vote they cannot see nor weigh a rationale they cannot read.
 LABEL_VIEWER_ROLES: frozenset[str] = MANAGERS
 
 _ROLE_NAMES: dict[str, str] = {
@@ -62,7 +64,7 @@ def project_role(*, user: Any, project: Project) -> str | None:
         role = project.member_role
     else:
         role = (
-            Membership.objects.filter(project=project, user=user)
+            Membership.objects.filter(project=project, user=user, is_active=True)
             .values_list("role", flat=True)
             .first()
         )

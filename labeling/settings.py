@@ -45,7 +45,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
@@ -151,6 +150,31 @@ STATIC_ROOT = env.path("DJANGO_STATIC_ROOT", default=BASE_DIR / "staticfiles")
 # Uploaded workloads above this size are streamed from a temporary file, never held in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+# ---------------------------------------------------------------------------------------------
+# E-mail (invitations, password resets). EMAIL_URL is django-environ's email_url:
+# smtp://user:password@host:25, smtp+tls://...:587, smtp+ssl://...:465, consolemail://, or
+# filemail:///absolute/folder. Unset, every e-mail is written as a file to MAIL_DIR (the demo's
+# "outbox"), so invitations and password resets work without a mail server.
+# ---------------------------------------------------------------------------------------------
+MAIL_DIR = env.path("CERTLABEL_MAIL_DIR", default=BASE_DIR / "var" / "mail")
+_EMAIL = env.email_url("EMAIL_URL", default="filemail://")
+EMAIL_BACKEND = _EMAIL["EMAIL_BACKEND"]
+if EMAIL_BACKEND == "django.core.mail.backends.filebased.EmailBackend":
+    # email_url drops the leading "/" of filemail:///abs/path; an empty path is MAIL_DIR.
+    EMAIL_FILE_PATH = (
+        "/" + _EMAIL["EMAIL_FILE_PATH"] if _EMAIL["EMAIL_FILE_PATH"] else str(MAIL_DIR)
+    )
+EMAIL_HOST = _EMAIL["EMAIL_HOST"] or "localhost"
+EMAIL_PORT = _EMAIL["EMAIL_PORT"] or 25
+EMAIL_HOST_USER = _EMAIL["EMAIL_HOST_USER"] or ""
+EMAIL_HOST_PASSWORD = _EMAIL["EMAIL_HOST_PASSWORD"] or ""
+EMAIL_USE_TLS = _EMAIL.get("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = _EMAIL.get("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="certlabel@localhost")
+# How long an invitation (and its one-time join link) stays valid.
+INVITATION_DAYS = env.int("CERTLABEL_INVITATION_DAYS", default=7)
 
 # ---------------------------------------------------------------------------------------------
 # Celery: https://docs.celeryq.dev/en/stable/userguide/configuration.html
@@ -296,7 +320,8 @@ if not 0 < CERTLABEL_HEARTBEAT_SECONDS < CERTLABEL_WORK_LAPSE_SECONDS:
 # ---------------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # Hashed, named, expiring tokens (labeling/models/tokens.py); header "Token <secret>".
+        "labeling.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [

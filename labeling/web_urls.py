@@ -3,10 +3,17 @@
 from django.urls import path
 
 from labeling import views
+from labeling.views import account
 
 urlpatterns = [
     path("", views.project_list, name="project-list"),
     path("projects/new/", views.project_create_view, name="project-create"),
+    path("account/", account.account, name="account"),
+    path(
+        "account/tokens/<int:token_id>/revoke/",
+        account.account_token_revoke,
+        name="account-token-revoke",
+    ),
     path("p/<slug:slug>/", views.project_detail, name="project-detail"),
     path("p/<slug:slug>/items/", views.item_browse, name="item-list"),
     path("p/<slug:slug>/items/<int:item_id>/", views.item_detail, name="item-detail"),
@@ -20,6 +27,11 @@ urlpatterns = [
         "p/<slug:slug>/annotate/<int:assignment_id>/skip/",
         views.annotate_skip,
         name="annotate-skip",
+    ),
+    path(
+        "p/<slug:slug>/annotate/<int:assignment_id>/skip/undo/",
+        views.annotate_skip_undo,
+        name="annotate-skip-undo",
     ),
     path("p/<slug:slug>/my/", views.my_annotations, name="my-annotations"),
     # adjudicators
@@ -38,6 +50,20 @@ urlpatterns = [
     ),
     path("p/<slug:slug>/members/", views.project_members, name="project-members"),
     path("p/<slug:slug>/policy/versions/", views.policy_versions, name="policy-versions"),
+    # an account's own invitations (listed on the project list); the e-mailed join link
+    path(
+        "invitations/<int:invitation_id>/accept/",
+        views.invitation_respond,
+        {"answer": "accept"},
+        name="invitation-accept",
+    ),
+    path(
+        "invitations/<int:invitation_id>/decline/",
+        views.invitation_respond,
+        {"answer": "decline"},
+        name="invitation-decline",
+    ),
+    path("accounts/join/<str:token>/", views.invitation_join_view, name="invitation-join"),
     path("p/<slug:slug>/jobs/", views.job_list_view, name="job-list"),
     path("p/<slug:slug>/jobs/<int:job_id>/", views.job_detail, name="job-detail"),
 ]

@@ -19,7 +19,7 @@ from labeling.settings import DEV_SECRET_KEY
 REPO = Path(__file__).resolve().parents[1]
 LONG_KEY = "k3y-" + "x" * 60
 # Variables the settings read; the parent's values (e.g. CI's DATABASE_URL) must not leak in.
-SETTINGS_PREFIXES = ("DJANGO_", "DATABASE_URL", "CELERY_")
+SETTINGS_PREFIXES = ("DJANGO_", "DATABASE_URL", "CELERY_", "EMAIL_", "CERTLABEL_MAIL_DIR")
 REPORT = (
     "import json, django; django.setup(); from django.conf import settings as s; "
     "print(json.dumps({'engine': s.DATABASES['default']['ENGINE'], 'debug': s.DEBUG, "
@@ -218,3 +218,48 @@ def test_throttle_rates_and_login_limit_come_from_the_environment():
     assert rates == {"anon": "7/minute", "user": "70/hour", "token": "2/minute"}
     # 0 hours: locked until an administrator unlocks
     assert (limit, cooloff) == (9, None)
+
+
+MAIL_REPORT = (
+    "import json, django; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps({'backend': s.EMAIL_BACKEND.rsplit('.', 2)[-2], "
+    "'path': getattr(s, 'EMAIL_FILE_PATH', None), 'host': s.EMAIL_HOST, 'port': s.EMAIL_PORT, "
+    "'user': s.EMAIL_HOST_USER, 'tls': s.EMAIL_USE_TLS}))"
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, {"backend": "filebased", "path": str(REPO / "var" / "mail")}),
+        ({"CERTLABEL_MAIL_DIR": "/tmp/outbox"}, {"backend": "filebased", "path": "/tmp/outbox"}),
+        ({"EMAIL_URL": "filemail:///srv/mail"}, {"backend": "filebased", "path": "/srv/mail"}),
+        ({"EMAIL_URL": "consolemail://"}, {"backend": "console"}),
+        (
+            {"EMAIL_URL": "smtp+tls://bot:secret@mail.example.org:587"},
+            {
+                "backend": "smtp",
+                "host": "mail.example.org",
+                "port": 587,
+                "user": "bot",
+                "tls": True,
+            },
+        ),
+    ],
+    ids=["default-outbox", "mail-dir", "filemail", "console", "smtp-tls"],
+)
+def test_email_url_configures_sending(env, expected):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
+    clean.update(env, DJANGO_SETTINGS_MODULE="labeling.settings")
+    result = subprocess.run(
+        [sys.executable, "-c", MAIL_REPORT],
+        cwd=REPO,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {k: got[k] for k in expected} == expected

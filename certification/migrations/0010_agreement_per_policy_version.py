@@ -4,20 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('certification', '0009_derived_result_state'),
+        ("certification", "0009_derived_result_state"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agreementreport',
-            name='policy_version',
-            field=models.PositiveIntegerField(blank=True, help_text='The policy version of answer and claim (newest voted).', null=True),
+            model_name="agreementreport",
+            name="policy_version",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="The policy version of answer and claim (newest voted).",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='agreementreport',
-            name='versions',
-            field=models.JSONField(blank=True, default=list, help_text="Each policy version's figures apart: [{policy_version, answer, claim}]."),
+            model_name="agreementreport",
+            name="versions",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Each policy version's figures apart: [{policy_version, answer, claim}].",
+            ),
         ),
     ]

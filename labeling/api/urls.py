@@ -6,12 +6,18 @@ is routed by ``certification.api.urls`` (``labeling`` never imports ``certificat
 
 from django.urls import path
 
-from labeling.api import auth, catalog, jobs, policies, policy_versions, work
+from labeling.api import account, auth, catalog, jobs, members, policies, policy_versions, work
 
 P = "projects/<slug:slug>/"
 
 urlpatterns = [
     path("auth/token/", auth.TokenObtainApi.as_view(), name="api-token"),
+    path("account/tokens/", account.AccountTokenListApi.as_view(), name="api-account-tokens"),
+    path(
+        "account/tokens/<int:token_id>/",
+        account.AccountTokenDetailApi.as_view(),
+        name="api-account-token-detail",
+    ),
     path("projects/", catalog.ProjectListApi.as_view(), name="api-project-list"),
     path(P, catalog.ProjectDetailApi.as_view(), name="api-project-detail"),
     path(f"{P}items/", catalog.ItemListApi.as_view(), name="api-item-list"),
@@ -75,10 +81,28 @@ urlpatterns = [
     path(f"{P}labelling/start/", work.LabellingStartApi.as_view(), name="api-labelling-start"),
     path(f"{P}jobs/", jobs.JobListApi.as_view(), name="api-job-list"),
     path(f"{P}jobs/<int:job_id>/", jobs.JobDetailApi.as_view(), name="api-job-detail"),
-    path(f"{P}members/", work.MemberListApi.as_view(), name="api-member-list"),
+    path(f"{P}members/", members.MemberListApi.as_view(), name="api-member-list"),
     path(
         f"{P}members/<int:user_id>/",
-        work.MemberUpdateApi.as_view(),
+        members.MemberDetailApi.as_view(),
         name="api-member-update",
+    ),
+    path(f"{P}invitations/", members.InvitationListApi.as_view(), name="api-invitation-list"),
+    path(
+        f"{P}invitations/<int:invitation_id>/",
+        members.InvitationDetailApi.as_view(),
+        name="api-invitation-detail",
+    ),
+    # the requesting account's own invitations
+    path("invitations/", members.OwnInvitationListApi.as_view(), name="api-own-invitation-list"),
+    path(
+        "invitations/<int:invitation_id>/accept/",
+        members.OwnInvitationAcceptApi.as_view(),
+        name="api-own-invitation-accept",
+    ),
+    path(
+        "invitations/<int:invitation_id>/decline/",
+        members.OwnInvitationDeclineApi.as_view(),
+        name="api-own-invitation-decline",
     ),
 ]

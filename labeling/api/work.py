@@ -50,7 +50,7 @@ from labeling.api.serializers import (
     claim_votes,
 )
 from labeling.exceptions import InvalidInput
-from labeling.models import MAX_ID, Partition, Role, ServingOrder, SkipReason, UnresolvedReason
+from labeling.models import MAX_ID, Partition, ServingOrder, SkipReason, UnresolvedReason
 from labeling.selectors import (
     UNASSIGNED,
     adjudication_view,
@@ -60,7 +60,7 @@ from labeling.selectors import (
     project_get_for_user,
     project_progress,
 )
-from labeling.selectors.pages import member_list, own_annotation_list
+from labeling.selectors.pages import own_annotation_list
 from labeling.selectors.review import MAX_QUEUE_AGE_HOURS, QUEUE_LEVELS, LabellingFormView
 from labeling.services import (
     AnnotationInput,
@@ -74,7 +74,6 @@ from labeling.services import (
 )
 from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP, MAX_SEED
 from labeling.services.jobs import labelling_start_in_background, labelling_start_job_start
-from labeling.services.projects import membership_change, membership_invite
 
 NOT_FOUND = OpenApiResponse(
     ErrorSerializer, description="No such project (or not a member), or no such object in it."
@@ -799,110 +798,5 @@ class LabellingStartApi(APIView):
         body = written(
             lambda: project_labelling_start(project=project, actor=request.user),
             lambda started: LabellingSettingsSerializer(started).data,
-        )
-        return Response(body)
-
-
-class MemberSerializer(serializers.Serializer):
-    """A member of the project and their role (managers only: identities of the annotators)."""
-
-    user_id = serializers.IntegerField()
-    username = serializers.CharField(source="user.username")
-    role = serializers.CharField()
-
-    class Meta:
-        ref_name = "Member"
-
-
-class MemberListApi(APIView):
-    """List the members (GET) or invite one (POST) (managers)."""
-
-    project_roles = {"GET": permissions.MANAGERS, "POST": permissions.MANAGERS}
-
-    pagination_class = CappedLimitOffsetPagination
-
-    class InputSerializer(serializers.Serializer):
-        username = StrictCharField(max_length=150)
-        email = StrictCharField(required=False, allow_blank=True, default="")
-        role = serializers.ChoiceField(choices=Role.choices)
-
-        class Meta:
-            ref_name = "MemberInviteInput"
-
-    class OutputSerializer(serializers.Serializer):
-        user_id = serializers.IntegerField(source="membership.user_id")
-        username = serializers.CharField(source="membership.user.username")
-        role = serializers.CharField(source="membership.role")
-        created_user = serializers.BooleanField(help_text="A new account was created.")
-        set_password_url = serializers.SerializerMethodField(
-            help_text="One-time link for the new account to set its password (shown once)."
-        )
-
-        class Meta:
-            ref_name = "MemberInvite"
-
-        @extend_schema_field(serializers.URLField(allow_null=True))
-        def get_set_password_url(self, invite: Any) -> str | None:
-            path = invite.set_password_path
-            return self.context["request"].build_absolute_uri(path) if path else None
-
-    @extend_schema(
-        operation_id="members_list",
-        responses={200: MemberSerializer(many=True), 403: FORBIDDEN, 404: NOT_FOUND},
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        """List the members by role, then username."""
-        project, _ = project_and_role(request, slug)
-        return paginated(request, member_list(project=project), MemberSerializer)
-
-    @extend_schema(
-        operation_id="members_invite",
-        request=InputSerializer,
-        responses={201: OutputSerializer, 400: BAD_INPUT, 403: FORBIDDEN, 404: NOT_FOUND},
-    )
-    def post(self, request: Request, slug: str) -> Response:
-        """Add a user by username; a new username gets an account and a set-password link."""
-        project, _ = project_and_role(request, slug)
-        given = self.InputSerializer(data=request.data)
-        given.is_valid(raise_exception=True)
-        body = written(
-            lambda: membership_invite(project=project, actor=request.user, **given.validated_data),
-            lambda invite: self.OutputSerializer(invite, context={"request": request}).data,
-        )
-        return Response(body, status=status.HTTP_201_CREATED)
-
-
-class MemberUpdateApi(APIView):
-    """Change a member's role (managers; the last manager cannot be demoted)."""
-
-    project_roles = {"PATCH": permissions.MANAGERS}
-
-    class InputSerializer(serializers.Serializer):
-        role = serializers.ChoiceField(choices=Role.choices)
-
-        class Meta:
-            ref_name = "MemberRoleInput"
-
-    @extend_schema(
-        operation_id="members_update",
-        request=InputSerializer,
-        responses={
-            200: MemberSerializer,
-            400: BAD_INPUT,
-            403: FORBIDDEN,
-            404: NOT_FOUND,
-            409: OpenApiResponse(ErrorSerializer, description="The last manager."),
-        },
-    )
-    def patch(self, request: Request, slug: str, user_id: int) -> Response:
-        """Set the member's role."""
-        project, _ = project_and_role(request, slug)
-        given = self.InputSerializer(data=request.data)
-        given.is_valid(raise_exception=True)
-        body = written(
-            lambda: membership_change(
-                project=project, actor=request.user, user_id=user_id, **given.validated_data
-            ),
-            lambda membership: MemberSerializer(membership).data,
         )
         return Response(body)

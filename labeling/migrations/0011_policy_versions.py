@@ -6,51 +6,79 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labeling', '0010_policy_label_details'),
+        ("labeling", "0010_policy_label_details"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='annotation',
-            name='annotation_unique_annotator',
+            model_name="annotation",
+            name="annotation_unique_annotator",
         ),
         migrations.RemoveConstraint(
-            model_name='assignment',
-            name='assignment_unique_annotator',
+            model_name="assignment",
+            name="assignment_unique_annotator",
         ),
         migrations.RemoveConstraint(
-            model_name='assignment',
-            name='assignment_status',
+            model_name="assignment",
+            name="assignment_status",
         ),
         migrations.RemoveConstraint(
             model_name='priorannotation',
             name='prior_annotation_unique_annotator',
         ),
         migrations.AddField(
-            model_name='labelpolicy',
-            name='change_note',
-            field=models.TextField(blank=True, help_text='What changed from the previous version and why (published versions).'),
+            model_name="labelpolicy",
+            name="change_note",
+            field=models.TextField(
+                blank=True,
+                help_text="What changed from the previous version and why (published versions).",
+            ),
         ),
         migrations.AddField(
-            model_name='labelpolicy',
-            name='published_by',
-            field=models.ForeignKey(blank=True, help_text='The manager who published this version after labelling started.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="labelpolicy",
+            name="published_by",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The manager who published this version after labelling started.",
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AlterField(
-            model_name='assignment',
-            name='status',
-            field=models.CharField(choices=[('leased', 'leased'), ('submitted', 'submitted'), ('skipped', 'skipped'), ('expired', 'lease expired'), ('retired', 'retired (the item was returned for labelling under a new policy)')], default='leased', max_length=10),
+            model_name="assignment",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("leased", "leased"),
+                    ("submitted", "submitted"),
+                    ("skipped", "skipped"),
+                    ("expired", "lease expired"),
+                    ("retired", "retired (the item was returned for labelling under a new policy)"),
+                ],
+                default="leased",
+                max_length=10,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'retired'), _negated=True), fields=('item', 'annotator'), name='assignment_unique_annotator'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "retired"), _negated=True),
+                fields=("item", "annotator"),
+                name="assignment_unique_annotator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['leased', 'submitted', 'skipped', 'expired', 'retired'])), name='assignment_status'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status__in", ["leased", "submitted", "skipped", "expired", "retired"])
+                ),
+                name="assignment_status",
+            ),
         ),
         migrations.AddConstraint(
             model_name='priorannotation',

@@ -375,7 +375,12 @@ class Resolution(models.Model):
 
 
 class ResolvedClaimLabel(models.Model):
-    """A resolution's label of one claim."""
+    """A resolution's label of one claim.
+
+    ``evidence_waived``: the label needs evidence (supported, contradicted) but has none,
+    accepted because it adopts the label of imported votes that carried no evidence span
+    (:func:`labeling.selectors.review.imported_evidence_waivers`).
+    """
 
     resolution = models.ForeignKey(
         Resolution, on_delete=models.CASCADE, related_name="claim_labels"
@@ -383,6 +388,10 @@ class ResolvedClaimLabel(models.Model):
     claim = models.ForeignKey(Claim, on_delete=models.PROTECT, related_name="+")
     label = models.CharField(max_length=64)
     reason = models.CharField(max_length=64, null=True, blank=True)
+    evidence_waived = models.BooleanField(
+        default=False,
+        help_text="Accepted without evidence: adopts imported votes that cited no span.",
+    )
 
     class Meta:
         ordering = ["resolution", "claim"]

@@ -45,7 +45,8 @@ def _count_subquery(queryset: QuerySet[Any], outer_field: str) -> Coalesce:
 
 
 def _member_role(user: Any) -> Subquery:
-    return Subquery(Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1])
+    active = Membership.objects.filter(project=OuterRef("pk"), user=user, is_active=True)
+    return Subquery(active.values("role")[:1])
 
 
 def _visible_projects(user: Any) -> QuerySet[Project]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,8 @@ class CheckedClaim:
     reason: str | None
     boundary_error: bool
     evidence: tuple[CheckedEvidence, ...]
+    #: The label needs evidence but was accepted without (``labels_check``'s ``waivers``).
+    evidence_waived: bool = False
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,7 @@ def labels_check(
     answer_reason: Any,
     claims: Sequence[ClaimInput],
     allow_cannot_decide: bool,
+    waivers: Mapping[int, Collection[str]] | None = None,
 ) -> CheckedLabels:
     """Check answer and claim labels of ``item`` against ``policy`` and the pinned sources.
 
@@ -245,7 +248,9 @@ def labels_check(
     policy's unavailable reasons iff the label is ``evidence_unavailable``; every claim of the
     candidate labelled exactly once and no other claim; the policy's evidence labels
     (``evidence_labels``, by default ``supported`` and ``contradicted``) cite at least one
-    span; every span from a source version pinned to the item's question, passing
+    span, unless ``waivers`` (claim id -> labels) waives it for that claim and label (the
+    checked claim then says ``evidence_waived``); every span from a source version pinned to
+    the item's question, passing
     :func:`labeling.offsets.evidence_span_check`. Identical spans cited twice for one claim are
     kept once. Reads the item's claims and the cited source versions (two queries).
 
@@ -349,15 +354,19 @@ def labels_check(
         if checked_label is None or not valid or not spans_valid:
             continue
         label, reason = checked_label
+        waived = False
         if label in evidence_required and not spans:
-            problems.add(f"{at}.evidence", f"{label} needs at least one evidence span")
-            continue
+            waived = label in (waivers or {}).get(claim.claim_id, ())
+            if not waived:
+                problems.add(f"{at}.evidence", f"{label} needs at least one evidence span")
+                continue
         checked[claim.claim_id] = CheckedClaim(
             claim_id=claim.claim_id,
             label=label,
             reason=reason,
             boundary_error=claim.boundary_error,
             evidence=tuple(spans[k] for k in sorted(spans)),
+            evidence_waived=waived,
         )
     missing = sorted(set(claim_ids) - seen, key=lambda pk: claim_ids[pk])
     if missing:

@@ -66,6 +66,7 @@ from labeling.locks import (
     stale_leases_lock,
 )
 from labeling.models import (
+    LIVE_ASSIGNMENT_STATUSES,
     Assignment,
     AssignmentStatus,
     Item,
@@ -518,6 +519,46 @@ def assignments_release_expired(*, now: datetime | None = None) -> int:
     return released
 
 
+def assignments_release_member(*, project: Project, user_id: int) -> int:
+    """Give back every lease ``user_id`` holds in ``project`` (live or run out); return how many.
+
+    Used when a member is deactivated or removed: they keep nothing active. Each lease becomes
+    ``expired`` with ``ended_at = now`` and frees its slot (``item.assigned_count - 1``), logged
+    as ``assignment.lease_released``. Submitted and skipped assignments are untouched (their
+    labels stay, attributed to the member).
+
+    Concurrency: the caller's transaction; locks the items in ascending id order (waiting for a
+    submit in flight, which then finds its lease gone), then flips each lease with a
+    compare-and-set on its status.
+    """
+    now = timezone.now()
+    leases = Assignment.objects.filter(
+        item__project=project, annotator_id=user_id, status=AssignmentStatus.LEASED
+    )
+    released = 0
+    for item in items_lock(leases.values_list("item_id", flat=True)):
+        for lease in leases.filter(item=item):
+            if not Assignment.objects.filter(pk=lease.pk, status=AssignmentStatus.LEASED).update(
+                status=AssignmentStatus.EXPIRED, ended_at=now
+            ):
+                continue
+            Item.objects.filter(pk=item.pk).update(
+                assigned_count=F("assigned_count") - 1, version=F("version") + 1
+            )
+            released += 1
+            logger.info(
+                "assignment.lease_released",
+                extra={
+                    "assignment_id": lease.pk,
+                    "item_id": item.pk,
+                    "project_id": project.pk,
+                    "annotator_id": user_id,
+                    "slot": lease.slot,
+                },
+            )
+    return released
+
+
 def _claim_candidates(
     *, project: Project, actor: Any, now: datetime, tried: set[int], cooldown: timedelta
 ) -> Any:
@@ -544,7 +585,7 @@ def _claim_candidates(
         item=OuterRef(OuterRef("pk")), annotator=OuterRef("user")
     ).exclude(status__in=[AssignmentStatus.EXPIRED, AssignmentStatus.RETIRED])
     others = (
-        Membership.objects.filter(project=project, role__in=ANNOTATORS)
+        Membership.objects.filter(project=project, role__in=ANNOTATORS, is_active=True)
         .exclude(user=actor)
         .exclude(Exists(taken_by_other))
     )
@@ -802,6 +843,83 @@ def assignment_skip(
             "annotator_id": actor.pk,
             "reason": reason,
             "slot_released": was == AssignmentStatus.LEASED,
+        },
+    )
+    assignment.refresh_from_db()
+    return assignment
+
+
+@transaction.atomic
+def assignment_skip_undo(*, project: Project, assignment_id: int, actor: Any) -> Assignment:
+    """Take back a skip: the skipped item is the actor's again, under the lease it had.
+
+    Rules: only the actor's own skipped assignment; only while the lease it was skipped under
+    still runs (``lease_expires_at`` in the future: the item is still theirs to finish); only
+    while the item is open and its slot is free (nobody took the freed place meanwhile). The
+    assignment becomes ``leased`` again in its slot with its lease end unchanged, the skip
+    reason and note are cleared and the item's ``assigned_count`` goes up by one. A lease the
+    actor took after the skip (the next item) is kept; the claim serves the older lease first.
+
+    Returns:
+        The assignment, leased.
+
+    Raises:
+        PermissionDenied: ``actor`` is not an annotator of the project.
+        NotFound: no such assignment of the actor in the project.
+        InvalidTransition: the assignment is not skipped, its lease ran out, the item is no
+            longer open, or its slot was taken meanwhile.
+
+    Concurrency: locks the Item row (as a claim, skip and submit do), then compare-and-sets the
+    assignment's status and the item's ``assigned_count``.
+    """
+    require_role(
+        project=project,
+        actor=actor,
+        roles=ANNOTATORS,
+        action="undo a skip",
+        outsider=PermissionDenied,
+    )
+    assignment = Assignment.objects.filter(
+        pk=assignment_id, annotator=actor, item__project=project
+    ).first()
+    if assignment is None:
+        raise NotFound(f"assignment {assignment_id} not found")
+    item = item_lock(assignment.item_id)
+    assignment.refresh_from_db()
+    now = timezone.now()
+    if assignment.status != AssignmentStatus.SKIPPED:
+        raise InvalidTransition(
+            f"assignment {assignment_id} is not skipped (it is {assignment.status})"
+        )
+    if assignment.lease_expires_at <= now:
+        raise InvalidTransition("the lease of this item ran out: it is no longer yours to undo")
+    if item.status != ItemStatus.OPEN:
+        raise InvalidTransition("this item is closed: the skip cannot be undone")
+    slot_taken = (
+        Assignment.objects.filter(
+            item_id=item.pk, slot=assignment.slot, status__in=LIVE_ASSIGNMENT_STATUSES
+        )
+        .exclude(pk=assignment.pk)
+        .exists()
+    )
+    count = item.assigned_count
+    if slot_taken or count + item.prior_votes >= item.overlap:
+        raise InvalidTransition("another annotator took this item meanwhile: the skip stays")
+    if not Item.objects.filter(pk=item.pk, assigned_count=count, status=ItemStatus.OPEN).update(
+        assigned_count=count + 1, version=F("version") + 1
+    ):
+        raise Conflict("the item changed meanwhile; reload and try again")
+    if not Assignment.objects.filter(pk=assignment.pk, status=AssignmentStatus.SKIPPED).update(
+        status=AssignmentStatus.LEASED, skip_reason="", skip_note="", ended_at=None
+    ):
+        raise Conflict("the assignment changed meanwhile; reload and try again")
+    logger.info(
+        "assignment.skip_undone",
+        extra={
+            "assignment_id": assignment.pk,
+            "item_id": item.pk,
+            "project_id": project.pk,
+            "annotator_id": actor.pk,
         },
     )
     assignment.refresh_from_db()

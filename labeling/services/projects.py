@@ -1,44 +1,36 @@
-"""Projects, label policies and memberships."""
+"""Projects and label policies (members: labeling/services/members.py)."""
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, User
-from django.contrib.auth.tokens import default_token_generator
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
-from django.db import transaction
-from django.urls import reverse
-from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_encode
+from django.db import IntegrityError, transaction
 
 from labeling import permissions
-from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
-from labeling.locks import project_label_writes_lock, project_lock
+from labeling.exceptions import InvalidInput, PermissionDenied
+from labeling.locks import project_label_writes_lock
 from labeling.models import (
     DEFAULT_ANSWER_LABELS,
     DEFAULT_CLAIM_LABELS,
     DEFAULT_UNAVAILABLE_REASONS,
-    MAX_ID,
     EvidenceRelation,
     LabelPolicy,
-    Membership,
     Project,
     Role,
 )
 from labeling.policy_presets import DEFAULT_PRESET, preset_get
 from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP, _check_int
+from labeling.services.members import membership_set
 from labeling.services.policies import PolicyDescription
 
 logger = logging.getLogger(__name__)
 
-# A project slug: what Django's SlugField accepts, lower case, starting with a letter or digit.
-SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+# A project slug: what Django's SlugField and the ``<slug:>`` URL converter accept, 64 at most.
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -54,8 +46,7 @@ def _project_fields(slug: Any, name: Any, description: Any) -> tuple[str, str, s
     """
     if not isinstance(slug, str) or not SLUG.fullmatch(slug):
         raise InvalidInput(
-            f"{slug!r} is not a slug: 1 to 64 lower-case letters, digits, '-' or '_', starting "
-            "with a letter or digit",
+            f"{slug!r} is not a slug: 1 to 64 ASCII letters, digits, '-' or '_'",
             field="slug",
         )
     if not isinstance(name, str) or not name.strip():
@@ -90,7 +81,7 @@ def project_create(
     """Create a project with label policy v1 from ``preset`` and, if given, its manager.
 
     Args:
-        slug: URL name, unique: lower-case letters, digits, ``-`` and ``_``, at most 64.
+        slug: URL name, unique: 1 to 64 ASCII letters, digits, ``-`` and ``_``.
         name: Display name, 1 to 200 characters.
         description: Free text (at most 10 000 characters).
         preset: A preset of :mod:`labeling.policy_presets` (default source-relative).
@@ -127,7 +118,11 @@ def project_create(
     except ValidationError as exc:
         field = next(iter(exc.message_dict))
         raise InvalidInput(" ".join(exc.message_dict[field]), field=field) from exc
-    project.save()
+    try:
+        with transaction.atomic():
+            project.save()
+    except IntegrityError as exc:  # another request created the slug since the check above
+        raise InvalidInput(f"a project with slug {slug!r} already exists", field="slug") from exc
     policy_create_from(project=project, description=chosen.description)
     if manager is not None:
         membership_set(project=project, user=manager, role=Role.MANAGER)
@@ -194,170 +189,3 @@ def policy_create(
             "unavailable_reasons": unavailable_reasons or list(DEFAULT_UNAVAILABLE_REASONS),
         },
     )
-
-
-@transaction.atomic
-def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
-    """Give ``user`` the ``role`` in ``project`` (one role per member; a second call changes it).
-
-    Raises:
-        InvalidInput: the role is unknown.
-    """
-    if role not in Role.values:
-        raise InvalidInput(f"unknown role {role!r}; one of {Role.values}")
-    membership, _ = Membership.objects.update_or_create(
-        project=project, user=cast(User, user), defaults={"role": role}
-    )
-    return membership
-
-
-# ---------------------------------------------------------------------------------------------
-# Members: invite and change role, managers only
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MembershipInvite:
-    """The result of :func:`membership_invite`.
-
-    ``set_password_path`` is the site-relative one-time link (Django's ``password_reset_confirm``
-    with a ``default_token_generator`` token) for an account created by the invite, else None.
-    The token is not stored anywhere: show it once. It stops working once the password is set
-    (the token hashes the password) or after ``settings.PASSWORD_RESET_TIMEOUT``.
-    """
-
-    membership: Membership
-    created_user: bool
-    set_password_path: str | None
-
-
-def _set_password_path(user: Any) -> str:
-    return reverse(
-        "password_reset_confirm",
-        kwargs={
-            "uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
-            "token": default_token_generator.make_token(user),
-        },
-    )
-
-
-@transaction.atomic
-def membership_invite(
-    *, project: Project, actor: Any, username: str, email: str = "", role: str
-) -> MembershipInvite:
-    """Add a user to ``project`` with ``role``; create the account if the username is new.
-
-    An existing user (matched by username, case-sensitively as Django does) is added as is. A new
-    username gets an account with ``email`` and an unusable password, and the result carries a
-    one-time set-password link to hand to that person.
-
-    Concurrency: opens its own transaction; the unique (project, user) constraint refuses a
-    second membership, so two managers inviting the same person at once end with one.
-
-    Raises:
-        NotFound: ``actor`` is not a member of the project.
-        PermissionDenied: ``actor`` is not a manager of the project.
-        InvalidInput: unknown role (field ``role``), invalid username (``username``) or email
-            (``email``), or the user is already a member (``username``).
-    """
-    permissions.require_role(
-        project=project, actor=actor, roles=permissions.MANAGERS, outsider=PermissionDenied
-    )
-    if role not in Role.values:
-        raise InvalidInput(f"unknown role {role!r}; one of {Role.values}", field="role")
-    username = username.strip()
-    email = email.strip()
-    if email:
-        try:
-            validate_email(email)
-        except ValidationError as exc:
-            raise InvalidInput(f"{email!r} is not a valid email address", field="email") from exc
-    user_model = get_user_model()
-    user = user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).first()
-    created = False
-    if user is None:
-        user = user_model(**{user_model.USERNAME_FIELD: username}, email=email)
-        user.set_unusable_password()
-        try:
-            user.full_clean(exclude=["password"])
-        except ValidationError as exc:
-            messages = "; ".join(
-                f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()
-            )
-            # Every field's errors, each already named: the first field places the error.
-            raise InvalidInput(messages, field=next(iter(exc.message_dict)), prefix=False) from exc
-        user.save()
-        created = True
-    elif Membership.objects.filter(project=project, user=user).exists():
-        raise InvalidInput(
-            f"{username!r} is already a member of this project; change their role instead",
-            field="username",
-        )
-    membership = Membership.objects.create(project=project, user=user, role=role)
-    logger.info(
-        "membership.invited",
-        extra={
-            "project_id": project.pk,
-            "user_id": user.pk,
-            "role": role,
-            "created_user": created,
-            "actor_id": getattr(actor, "pk", None),
-        },
-    )
-    return MembershipInvite(
-        membership=membership,
-        created_user=created,
-        set_password_path=_set_password_path(user) if created else None,
-    )
-
-
-@transaction.atomic
-def membership_change(*, project: Project, actor: Any, user_id: int, role: str) -> Membership:
-    """Change the role of the member ``user_id`` in ``project``.
-
-    Concurrency: opens its own transaction and locks the project row, so two managers demoting
-    each other at once cannot leave the project without a manager.
-
-    Raises:
-        NotFound: ``actor`` is not a member of the project.
-        PermissionDenied: ``actor`` is not a manager of the project.
-        InvalidInput: unknown role (field ``role``).
-        NotFound: ``user_id`` is not a member of the project.
-        InvalidTransition: the change would leave the project without a manager.
-    """
-    permissions.require_role(
-        project=project, actor=actor, roles=permissions.MANAGERS, outsider=PermissionDenied
-    )
-    if role not in Role.values:
-        raise InvalidInput(f"unknown role {role!r}; one of {Role.values}", field="role")
-    project_lock(project.pk)
-    membership = (
-        Membership.objects.select_related("user").filter(project=project, user_id=user_id).first()
-        if 0 < user_id <= MAX_ID
-        else None
-    )
-    if membership is None:
-        raise NotFound(f"user {user_id} is not a member of this project")
-    if membership.role == role:
-        return membership
-    if (
-        membership.role == Role.MANAGER
-        and not Membership.objects.filter(project=project, role=Role.MANAGER)
-        .exclude(pk=membership.pk)
-        .exists()
-    ):
-        raise InvalidTransition("the project's last manager cannot be demoted; add another first")
-    old = membership.role
-    membership.role = role
-    membership.save(update_fields=["role"])
-    logger.info(
-        "membership.role_changed",
-        extra={
-            "project_id": project.pk,
-            "user_id": user_id,
-            "old_role": old,
-            "role": role,
-            "actor_id": getattr(actor, "pk", None),
-        },
-    )
-    return membership

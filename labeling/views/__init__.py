@@ -7,14 +7,20 @@ errors on the page, with the user's input kept. Every page needs a login.
 
 Modules: ``catalog`` (project list, dashboard, item browser, import, partition), ``annotate``
 (next item, labelling form, skip, own annotations), ``adjudicate`` (queue, side-by-side),
-``manage`` (settings, start, members), ``projects`` (new project, label policy),
-``policy_versions`` (publishing a label policy version after labelling started); ``labels``
-holds the form model shared by the labelling and adjudication pages; ``panels`` lets other apps
-add dashboard panels.
+``manage`` (settings, start); ``members`` (members, invitations, join, password reset);
+``projects`` (new project, label policy); ``policy_versions`` (publishing a label policy version
+after labelling started); ``labels`` holds the form model shared by the labelling and
+adjudication pages; ``panels`` lets other apps add dashboard panels.
 """
 
 from labeling.views.adjudicate import adjudication_item, adjudication_queue
-from labeling.views.annotate import annotate_form, annotate_next, annotate_skip, my_annotations
+from labeling.views.annotate import (
+    annotate_form,
+    annotate_next,
+    annotate_skip,
+    annotate_skip_undo,
+    my_annotations,
+)
 from labeling.views.catalog import (
     Segment,
     answer_segments,
@@ -26,7 +32,12 @@ from labeling.views.catalog import (
     project_list,
 )
 from labeling.views.jobs import job_detail, job_list_view
-from labeling.views.manage import project_labelling_start_view, project_members, project_settings
+from labeling.views.manage import project_labelling_start_view, project_settings
+from labeling.views.members import (
+    invitation_join_view,
+    invitation_respond,
+    project_members,
+)
 from labeling.views.policy_versions import policy_versions
 from labeling.views.projects import project_create_view, project_policy
 
@@ -37,8 +48,11 @@ __all__ = [
     "annotate_form",
     "annotate_next",
     "annotate_skip",
+    "annotate_skip_undo",
     "answer_segments",
     "import_create",
+    "invitation_join_view",
+    "invitation_respond",
     "item_browse",
     "item_detail",
     "job_detail",

@@ -1,4 +1,4 @@
-"""Manager pages: labelling settings, starting labelling, members."""
+"""Manager pages: labelling settings, starting labelling (members: labeling/views/members.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,9 @@ from django.views.decorators.http import require_http_methods
 
 from labeling import permissions
 from labeling.exceptions import LabelingError
-from labeling.forms import MembershipChangeForm, MembershipInviteForm, ProjectSettingsForm
-from labeling.models import Role
-from labeling.selectors.pages import member_list
+from labeling.forms import ProjectSettingsForm
 from labeling.services.assignments import project_labelling_configure, project_labelling_start
 from labeling.services.jobs import labelling_start_in_background, labelling_start_job_start
-from labeling.services.projects import membership_change, membership_invite
 from labeling.views.common import form_add_domain_error, page_context, project_for
 
 
@@ -74,65 +71,3 @@ def project_labelling_start_view(request: HttpRequest, slug: str) -> HttpRespons
             "and serving order are now fixed.",
         )
     return redirect("project-settings", slug=project.slug)
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def project_members(request: HttpRequest, slug: str) -> HttpResponse:
-    """List members; invite people and change roles (managers only).
-
-    A new account's one-time set-password link is shown once, in a message after the redirect;
-    it is not stored.
-    """
-    project, role = project_for(request, slug, allowed=permissions.MANAGERS)
-    invite_form = MembershipInviteForm(
-        request.POST if request.POST.get("action") == "invite" else None
-    )
-    change_error = None
-    if request.method == "POST" and request.POST.get("action") == "change":
-        change_form = MembershipChangeForm(request.POST)
-        if change_form.is_valid():
-            try:
-                membership = membership_change(
-                    project=project,
-                    actor=request.user,
-                    user_id=change_form.cleaned_data["user_id"],
-                    role=change_form.cleaned_data["role"],
-                )
-            except LabelingError as exc:
-                change_error = exc.message
-            else:
-                messages.success(request, f"{membership.user} is now {membership.role}.")
-                return redirect("project-members", slug=project.slug)
-        else:
-            change_error = "Choose a valid role."
-    elif request.method == "POST" and invite_form.is_valid():
-        try:
-            invite = membership_invite(
-                project=project, actor=request.user, **invite_form.cleaned_data
-            )
-        except LabelingError as exc:
-            form_add_domain_error(invite_form, exc)
-        else:
-            user = invite.membership.user
-            if invite.set_password_path:
-                link = request.build_absolute_uri(invite.set_password_path)
-                messages.success(
-                    request,
-                    f"Account {user} created as {invite.membership.role}. Send them this one-time "
-                    f"link to set their password (shown only now): {link}",
-                    extra_tags="set-password-link",
-                )
-            else:
-                messages.success(request, f"{user} added as {invite.membership.role}.")
-            return redirect("project-members", slug=project.slug)
-    status = 400 if request.method == "POST" else 200
-    context = page_context(
-        project,
-        role,
-        members=member_list(project=project),
-        invite_form=invite_form,
-        change_error=change_error,
-        roles=Role.choices,
-    )
-    return render(request, "labeling/members.html", context, status=status)

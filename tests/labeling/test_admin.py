@@ -27,6 +27,7 @@ from labeling.services import (
     membership_set,
     project_create,
 )
+from labeling.services.members import invitation_create
 from tests.conftest import import_native, module_data, native_record
 from tests.factories import (
     WORK_SOURCE,
@@ -65,6 +66,7 @@ READ_ONLY = [
     "resolvedclaimlabel",
     "resolvedevidence",
     "derivedchange",
+    "invitation",
 ]
 
 
@@ -113,6 +115,9 @@ def _rows():
     membership_set(project=project, user=UserFactory(), role=Role.ANNOTATOR)
     _label_and_adjudicate(project)
     Job.objects.create(project=project, kind=JobKind.WORKLOAD_IMPORT, message="import of x.jsonl")
+    invitation_create(
+        project=project, actor=None, invitee="new@example.org", role=Role.ANNOTATOR, site="http://x"
+    )
 
 
 def _label_and_adjudicate(project):
@@ -243,8 +248,81 @@ def test_membership_can_be_added_in_the_admin(admin_client, project):
 
     response = admin_client.post(
         reverse("admin:labeling_membership_add"),
-        {"project": project.pk, "user": user.pk, "role": Role.ADJUDICATOR},
+        {"project": project.pk, "user": user.pk, "role": Role.ADJUDICATOR, "is_active": "on"},
     )
 
     assert response.status_code == 302
-    assert Membership.objects.get(user=user).role == Role.ADJUDICATOR
+    membership = Membership.objects.get(user=user)
+    assert (membership.role, membership.is_active) == (Role.ADJUDICATOR, True)
+
+
+def _manager_membership(project):
+    manager = UserFactory()
+    membership_set(project=project, user=manager, role=Role.MANAGER)
+    return Membership.objects.get(user=manager)
+
+
+@pytest.mark.parametrize(
+    "change", [{"role": Role.ANNOTATOR, "is_active": "on"}, {"role": Role.MANAGER}]
+)
+def test_the_admin_refuses_to_demote_or_deactivate_the_last_manager(admin_client, project, change):
+    membership = _manager_membership(project)
+
+    response = admin_client.post(
+        reverse("admin:labeling_membership_change", args=[membership.pk]), change
+    )
+
+    assert response.status_code == 200  # the form again, with the error
+    assert b"last active manager" in response.content
+    membership.refresh_from_db()
+    assert (membership.role, membership.is_active) == (Role.MANAGER, True)
+
+
+def test_the_admin_refuses_to_remove_the_last_manager(admin_client, project):
+    membership = _manager_membership(project)
+    url = reverse("admin:labeling_membership_delete", args=[membership.pk])
+
+    page = admin_client.get(url)
+    posted = admin_client.post(url, {"post": "yes"})
+    bulk = admin_client.post(
+        reverse("admin:labeling_membership_changelist"),
+        {"action": "delete_selected", "_selected_action": [membership.pk], "post": "yes"},
+    )
+
+    assert (page.status_code, posted.status_code) == (403, 403)
+    assert bulk.status_code in (200, 302)  # no such action: nothing is deleted
+    assert Membership.objects.filter(pk=membership.pk).exists()
+
+
+def test_admin_changes_go_through_the_services(admin_client, project):
+    keeper = _manager_membership(project)
+    other = _manager_membership(project)
+    annotator = UserFactory()
+    membership_set(project=project, user=annotator, role=Role.ANNOTATOR)
+    annotator_membership = Membership.objects.get(user=annotator)
+
+    demoted = admin_client.post(
+        reverse("admin:labeling_membership_change", args=[other.pk]),
+        {"role": Role.ADJUDICATOR, "is_active": "on"},
+    )
+    deactivated = admin_client.post(
+        reverse("admin:labeling_membership_change", args=[annotator_membership.pk]),
+        {"role": Role.ANNOTATOR},
+    )
+    removed = admin_client.post(
+        reverse("admin:labeling_membership_delete", args=[other.pk]), {"post": "yes"}
+    )
+
+    assert (demoted.status_code, deactivated.status_code, removed.status_code) == (302, 302, 302)
+    assert not Membership.objects.filter(pk=other.pk).exists()
+    assert Membership.objects.get(pk=annotator_membership.pk).is_active is False
+    assert Membership.objects.get(pk=keeper.pk).role == Role.MANAGER
+
+
+def test_the_project_page_shows_members_read_only(admin_client, project):
+    _manager_membership(project)
+
+    page = admin_client.get(reverse("admin:labeling_project_change", args=[project.pk]))
+
+    assert page.status_code == 200
+    assert b"memberships-0-role" not in page.content  # no editable role in the inline

@@ -959,3 +959,49 @@ def test_zip_with_the_files_in_one_directory_imports_on_the_web_page(login, proj
 
     assert response.status_code == 302
     assert Question.objects.filter(project=project).count() == 4
+
+
+# -- the restored project's manager ------------------------------------------------------------
+
+
+def test_a_staff_user_restoring_a_release_becomes_its_manager(release_dir, client):
+    staff = UserFactory(is_staff=True)
+    project = Project.objects.create(slug="restored", name="Restored")
+    LabelPolicy.objects.create(project=project, version=1, guideline="")
+    before = project.memberships.count()
+
+    workload_import_directory(
+        project=project, directory=release_dir, format_name="release", actor=staff
+    )
+
+    assert before == 0
+    assert project.memberships.get(user=staff).role == Role.MANAGER
+    # once not staff any more, the importer still reaches the project as its manager
+    staff.is_staff = False
+    staff.save()
+    client.force_login(staff)
+    assert client.get("/p/restored/members/").status_code == 200
+
+
+def test_the_command_makes_the_manager_of_the_project_it_creates(release_dir):
+    UserFactory(username="keeper")
+
+    call_command(
+        "import_workload",
+        str(release_dir),
+        "--project",
+        "restored-cli",
+        "--create",
+        "--manager",
+        "keeper",
+        "--format",
+        "release",
+        "--no-progress",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+
+    project = Project.objects.get(slug="restored-cli")
+    assert list(project.memberships.values_list("user__username", "role")) == [
+        ("keeper", Role.MANAGER)
+    ]

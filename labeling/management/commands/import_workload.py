@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError, OperationalError, transaction
 from tqdm import tqdm
@@ -39,6 +40,11 @@ class Command(BaseCommand):
             "--create", action="store_true", help="create the project if it does not exist"
         )
         parser.add_argument("--name", default="", help="project name when --create makes it")
+        parser.add_argument(
+            "--manager",
+            default="",
+            help="username made manager of the project --create makes (e.g. a restored release)",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -85,11 +91,20 @@ class Command(BaseCommand):
             return project
         if not options["create"]:
             raise CommandError(f"no project {slug!r}; pass --create to make it")
+        manager = None
+        if options["manager"]:
+            user_model = get_user_model()
+            manager = user_model.objects.filter(
+                **{user_model.USERNAME_FIELD: options["manager"]}
+            ).first()
+            if manager is None:
+                raise CommandError(f"no user {options['manager']!r} (--manager)")
         try:
             return project_create(
                 slug=slug,
                 name=options["name"] or slug,
                 preset=fmt.policy_preset,
+                manager=manager,
             )
         except (IntegrityError, InvalidInput):
             # A concurrent run created it first (project_create's savepoint was rolled back).

@@ -26,7 +26,7 @@ from labeling.importers.schema import (
 )
 from labeling.importers.validation import validated_stream
 from labeling.locks import project_label_writes_lock, project_lock
-from labeling.models import ImportBatch, Item, Project, Question
+from labeling.models import ImportBatch, Item, Project, Question, Role
 from labeling.permissions import MANAGERS, require_role
 from labeling.services.assignments import items_enqueue
 from labeling.services.imports.common import (
@@ -38,6 +38,7 @@ from labeling.services.imports.common import (
 from labeling.services.imports.policies import freeze_partition, partition_spec, restore_policies
 from labeling.services.imports.state import Chunk
 from labeling.services.imports.writer import ImportWriter
+from labeling.services.members import membership_set
 from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
@@ -291,6 +292,10 @@ def workload_import(
     restored: Counter[str] = Counter()
     if policies is not None:
         restore_policies(project, policies, not has_questions, restored)
+        if actor is not None and actor.is_authenticated:
+            # A restored project is the importer's: a staff user who is not a member yet
+            # becomes its manager, so the project does not stay without one.
+            membership_set(project=project, user=actor, role=Role.MANAGER)
     parse = _project_parser(project)
     writer = ImportWriter(
         project, _create_batch(project, format, filename, file_sha256, actor), fresh

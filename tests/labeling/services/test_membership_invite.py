@@ -1,66 +1,222 @@
-"""membership_invite: add an existing user or create an account with a one-time link."""
+"""Invitations: nobody becomes a member without accepting; the answer never tells who exists."""
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.tokens import default_token_generator
-from django.urls import resolve
+from django.core import mail
+from django.utils import timezone
 
-from labeling.exceptions import InvalidInput, PermissionDenied
-from labeling.models import Membership, Role
-from labeling.services.projects import membership_invite
+from labeling import permissions
+from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
+from labeling.models import Invitation, InvitationStatus, Membership, Role
+from labeling.selectors import project_list_for_user
+from labeling.selectors.members import invitations_for_user
+from labeling.services.members import (
+    invitation_accept,
+    invitation_create,
+    invitation_decline,
+    invitation_for_token,
+    invitation_join,
+    invitation_revoke,
+    token_hash,
+)
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
+SITE = "http://testserver/"
+PASSWORD = "a-Long-passphrase-9"
 
-def test_adds_an_existing_user_without_a_link(project, member):
+
+def invite(project, actor, invitee, role=Role.ANNOTATOR):
+    return invitation_create(project=project, actor=actor, invitee=invitee, role=role, site=SITE)
+
+
+def join_token(message) -> str:
+    return re.search(r"/accounts/join/([^/\s]+)/", message.body).group(1)
+
+
+def test_an_existing_account_is_invited_not_added(project, member):
     manager = member(Role.MANAGER)
-    existing = UserFactory(username="ada")
+    ada = UserFactory(username="ada")
 
-    invite = membership_invite(project=project, actor=manager, username="ada", role="annotator")
+    sent = invite(project, manager, "ada", Role.ADJUDICATOR)
 
-    assert invite.created_user is False
-    assert invite.set_password_path is None
-    assert Membership.objects.get(project=project, user=existing).role == Role.ANNOTATOR
-    # the existing password still works
-    assert existing.check_password("pw-secret")
+    # then: a pending invitation, and still nothing in the project for ada
+    assert sent.invitation.user == ada and sent.invitation.status == InvitationStatus.PENDING
+    assert sent.email_failed is False
+    assert not Membership.objects.filter(project=project, user=ada).exists()
+    assert permissions.project_role(user=ada, project=project) is None
+    assert list(project_list_for_user(user=ada)) == []
+    assert list(invitations_for_user(user=ada)) == [sent.invitation]
+    # and: ada is told by e-mail where to accept, with no join link
+    (message,) = mail.outbox
+    assert message.to == [ada.email]
+    assert "http://testserver/" in message.body and "/accounts/join/" not in message.body
+    assert sent.invitation.token_hash == ""
 
 
-def test_creates_an_account_with_an_unusable_password_and_a_working_one_time_link(
-    project, member, client
-):
+def test_accepting_makes_the_account_a_member_with_the_offered_role(project, member):
+    manager = member(Role.MANAGER)
+    ada = UserFactory(username="ada")
+    invitation = invite(project, manager, "ada", Role.ADJUDICATOR).invitation
+
+    membership = invitation_accept(invitation_id=invitation.pk, actor=ada)
+
+    assert membership.role == Role.ADJUDICATOR and membership.is_active
+    assert permissions.project_role(user=ada, project=project) == Role.ADJUDICATOR
+    invitation.refresh_from_db()
+    assert invitation.status == InvitationStatus.ACCEPTED and invitation.ended_at is not None
+    with pytest.raises(InvalidTransition, match="accepted"):
+        invitation_accept(invitation_id=invitation.pk, actor=ada)
+
+
+def test_declining_grants_nothing_and_cannot_be_accepted_later(project, member):
+    manager = member(Role.MANAGER)
+    ada = UserFactory(username="ada")
+    invitation = invite(project, manager, "ada").invitation
+
+    invitation_decline(invitation_id=invitation.pk, actor=ada)
+
+    assert not Membership.objects.filter(user=ada).exists()
+    with pytest.raises(InvalidTransition, match="declined"):
+        invitation_accept(invitation_id=invitation.pk, actor=ada)
+
+
+def test_only_the_invited_account_may_accept_or_decline(project, member):
+    manager = member(Role.MANAGER)
+    UserFactory(username="ada")
+    invitation = invite(project, manager, "ada").invitation
+    someone = UserFactory()
+
+    for respond in (invitation_accept, invitation_decline):
+        with pytest.raises(NotFound):
+            respond(invitation_id=invitation.pk, actor=someone)
+    with pytest.raises(NotFound):
+        invitation_accept(invitation_id=invitation.pk, actor=manager)
+    assert not Membership.objects.filter(user=someone).exists()
+
+
+def test_an_account_is_found_by_its_email_too(project, member):
+    manager = member(Role.MANAGER)
+    ada = UserFactory(username="ada", email="Ada@Example.org")
+
+    sent = invite(project, manager, "ada@example.org")
+
+    assert sent.invitation.user == ada
+    assert sent.invitation.token_hash == ""
+
+
+def test_a_new_email_gets_a_one_time_join_link_stored_hashed(project, member, client):
     manager = member(Role.MANAGER)
 
-    invite = membership_invite(
-        project=project,
-        actor=manager,
-        username="newbie",
-        email="newbie@example.org",
-        role=Role.ADJUDICATOR,
-    )
+    sent = invite(project, manager, "new@example.org", Role.ANNOTATOR)
 
+    (message,) = mail.outbox
+    token = join_token(message)
+    assert message.to == ["new@example.org"]
+    assert sent.invitation.user is None
+    assert sent.invitation.token_hash == token_hash(token) != token
+    assert token not in str(Invitation.objects.values_list().get(pk=sent.invitation.pk))
+    # when the person joins through the link
+    membership = invitation_join(token=token, username="newbie", password=PASSWORD)
+    # then the account exists with the e-mail and password, and is a member
     user = get_user_model().objects.get(username="newbie")
-    assert invite.created_user is True
-    assert user.email == "newbie@example.org"
-    assert not user.has_usable_password()
-    assert invite.membership.role == Role.ADJUDICATOR
-    match = resolve(invite.set_password_path)
-    assert match.url_name == "password_reset_confirm"
-    assert default_token_generator.check_token(user, match.kwargs["token"])
-    # when the person follows the link and sets a password
-    page = client.get(invite.set_password_path, follow=True)
-    assert page.status_code == 200
-    response = client.post(
-        page.redirect_chain[-1][0],
-        {"new_password1": "a-Long-passphrase-9", "new_password2": "a-Long-passphrase-9"},
-    )
-    # then the password is set and the link no longer works
-    assert response.status_code == 302
-    user.refresh_from_db()
-    assert user.check_password("a-Long-passphrase-9")
-    assert not default_token_generator.check_token(user, match.kwargs["token"])
+    assert membership.user == user and membership.role == Role.ANNOTATOR
+    assert user.email == "new@example.org" and user.check_password(PASSWORD)
+    # and the link is used up
+    with pytest.raises(NotFound):
+        invitation_join(token=token, username="another", password=PASSWORD)
+    assert not get_user_model().objects.filter(username="another").exists()
+
+
+@pytest.mark.parametrize(
+    ("username", "password", "field"),
+    [
+        ("bad name!", PASSWORD, "username"),
+        ("taken", PASSWORD, "username"),
+        ("ok", "123", "password"),
+    ],
+)
+def test_joining_refuses_a_bad_username_or_password_and_keeps_the_link(
+    project, member, username, password, field
+):
+    UserFactory(username="taken")
+    invite(project, member(Role.MANAGER), "new@example.org")
+    token = join_token(mail.outbox[0])
+
+    with pytest.raises(InvalidInput) as info:
+        invitation_join(token=token, username=username, password=password)
+
+    assert info.value.field == field
+    assert invitation_for_token(token).status == InvitationStatus.PENDING
+    assert invitation_join(token=token, username="fine", password=PASSWORD).role == "annotator"
+
+
+def test_an_unknown_username_answers_like_a_known_one(project, member):
+    manager = member(Role.MANAGER)
+    UserFactory(username="known")
+
+    known = invite(project, manager, "known")
+    unknown = invite(project, manager, "nobody-here")
+
+    # the results have the same shape: nothing tells whether the account exists
+    for sent in (known, unknown):
+        assert sent.invitation.status == InvitationStatus.PENDING
+        assert sent.email_failed is False
+    assert unknown.invitation.user is None and unknown.invitation.token_hash == ""
+    assert not get_user_model().objects.filter(username="nobody-here").exists()
+
+
+def test_an_expired_invitation_grants_nothing(project, member):
+    manager = member(Role.MANAGER)
+    ada = UserFactory(username="ada")
+    by_account = invite(project, manager, "ada").invitation
+    invite(project, manager, "new@example.org")
+    token = join_token(mail.outbox[-1])
+    Invitation.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    with pytest.raises(InvalidTransition, match="expired"):
+        invitation_accept(invitation_id=by_account.pk, actor=ada)
+    with pytest.raises(NotFound):
+        invitation_join(token=token, username="late", password=PASSWORD)
+    assert list(invitations_for_user(user=ada)) == []
+    by_account.refresh_from_db()
+    assert by_account.state == "expired"
+
+
+def test_a_manager_revokes_a_pending_invitation(project, member):
+    manager = member(Role.MANAGER)
+    ada = UserFactory(username="ada")
+    by_account = invite(project, manager, "ada").invitation
+    by_link = invite(project, manager, "new@example.org").invitation
+    token = join_token(mail.outbox[-1])
+
+    invitation_revoke(project=project, actor=manager, invitation_id=by_account.pk)
+    invitation_revoke(project=project, actor=manager, invitation_id=by_link.pk)
+
+    with pytest.raises(InvalidTransition, match="revoked"):
+        invitation_accept(invitation_id=by_account.pk, actor=ada)
+    with pytest.raises(NotFound):
+        invitation_join(token=token, username="x", password=PASSWORD)
+    with pytest.raises(InvalidTransition):
+        invitation_revoke(project=project, actor=manager, invitation_id=by_account.pk)
+
+
+def test_inviting_again_replaces_the_pending_invitation(project, member):
+    manager = member(Role.MANAGER)
+    ada = UserFactory(username="ada", email="ada@example.org")
+    first = invite(project, manager, "ada").invitation
+
+    second = invite(project, manager, "ada@example.org", Role.MANAGER).invitation
+
+    first.refresh_from_db()
+    assert first.status == InvitationStatus.REVOKED
+    assert [i.pk for i in invitations_for_user(user=ada)] == [second.pk]
 
 
 @pytest.mark.parametrize("role", [Role.ANNOTATOR, Role.ADJUDICATOR, "nonmember"])
@@ -68,37 +224,37 @@ def test_refuses_a_non_manager(project, member, role):
     actor = UserFactory() if role == "nonmember" else member(role)
 
     with pytest.raises(PermissionDenied):
-        membership_invite(project=project, actor=actor, username="x", role=Role.ANNOTATOR)
+        invite(project, actor, "x@example.org")
+    with pytest.raises(PermissionDenied):
+        invitation_revoke(project=project, actor=actor, invitation_id=1)
 
-    assert not get_user_model().objects.filter(username="x").exists()
+    assert not Invitation.objects.exists() and mail.outbox == []
 
 
 def test_staff_non_member_may_invite(project):
-    staff = UserFactory(is_staff=True)
+    sent = invite(project, UserFactory(is_staff=True), "x", Role.MANAGER)
 
-    invite = membership_invite(project=project, actor=staff, username="x", role=Role.MANAGER)
-
-    assert invite.membership.role == Role.MANAGER
+    assert sent.invitation.role == Role.MANAGER
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "field"),
+    ("invitee", "role", "field"),
     [
-        ({"username": "ok", "role": "boss"}, "role"),
-        ({"username": "ok", "email": "not-an-email", "role": "annotator"}, "email"),
-        ({"username": "bad name!", "role": "annotator"}, "username"),
-        ({"username": "", "role": "annotator"}, "username"),
+        ("ok", "boss", "role"),
+        ("not-an-email@", "annotator", "invitee"),
+        ("bad name!", "annotator", "invitee"),
+        ("", "annotator", "invitee"),
+        ("x" * 255, "annotator", "invitee"),
     ],
 )
-def test_refuses_bad_input_naming_the_field(project, member, kwargs, field):
+def test_refuses_bad_input_naming_the_field(project, member, invitee, role, field):
     manager = member(Role.MANAGER)
 
     with pytest.raises(InvalidInput) as info:
-        membership_invite(project=project, actor=manager, **kwargs)
+        invite(project, manager, invitee, role)
 
     assert info.value.field == field
-    assert info.value.message.startswith(f"{field}:")
-    assert Membership.objects.filter(project=project).count() == 1
+    assert not Invitation.objects.exists()
 
 
 def test_refuses_an_existing_member(project, member):
@@ -106,8 +262,27 @@ def test_refuses_an_existing_member(project, member):
     annotator = member(Role.ANNOTATOR)
 
     with pytest.raises(InvalidInput, match="already a member"):
-        membership_invite(
-            project=project, actor=manager, username=annotator.username, role=Role.MANAGER
-        )
+        invite(project, manager, annotator.username, Role.MANAGER)
 
     assert Membership.objects.get(project=project, user=annotator).role == Role.ANNOTATOR
+
+
+def test_a_failed_email_is_reported_and_the_invitation_stands(project, member, settings, caplog):
+    settings.EMAIL_BACKEND = "tests.labeling.services.test_membership_invite.FailingBackend"
+    manager = member(Role.MANAGER)
+
+    sent = invite(project, manager, "new@example.org")
+
+    assert sent.email_failed is True
+    assert Invitation.objects.get().status == InvitationStatus.PENDING
+    assert any(r.getMessage() == "mail.failed" for r in caplog.records)
+
+
+class FailingBackend:
+    """An e-mail backend whose server is down."""
+
+    def __init__(self, **kwargs):
+        pass
+
+    def send_messages(self, messages):
+        raise ConnectionRefusedError("connection refused")

@@ -9,16 +9,18 @@ import pytest
 from django.utils import timezone
 
 from labeling.exceptions import InvalidInput, InvalidTransition, PermissionDenied
+from labeling.importers import formats
 from labeling.markdown import markdown_html
-from labeling.models import LabelPolicy, Role
+from labeling.models import Claim, Item, LabelPolicy, Role
 from labeling.policy_presets import DEFAULT_PRESET, preset_get, presets
 from labeling.selectors.policies import (
     policy_description_data,
     policy_label_choices,
     policy_reason_choices,
 )
+from labeling.services.annotations import ClaimInput, labels_check
 from labeling.services.policies import policy_description_check, policy_update
-from tests.factories import UserFactory
+from tests.factories import UserFactory, work_record
 
 
 def _default() -> dict[str, Any]:
@@ -236,3 +238,43 @@ def test_only_managers_edit_and_a_frozen_policy_never_changes(project, member):
     assert caught.value.code == "policy_frozen"
     assert "publish a new version" in caught.value.reason
     assert LabelPolicy.objects.get(project=project).guideline != "changed"
+
+
+# -- the policy's evidence rule in labels_check, the formats' presets ----------------------------
+
+
+@pytest.mark.django_db
+def test_labels_check_requires_evidence_for_the_policy_evidence_labels(project, import_records):
+    import_records([work_record()])
+    item = Item.objects.get(candidate__key="c0")
+    first, second = Claim.objects.filter(candidate=item.candidate).order_by("index")
+    data = policy_description_data(LabelPolicy.objects.get(project=project))
+    for row in data["claim_labels"]:
+        row["requires_evidence"] = row["value"] == "not_supported"
+    policy = policy_update(project=project, actor=None, description=data)
+
+    def check(label: str) -> None:
+        labels_check(
+            item=item,
+            policy=policy,
+            answer_label="admissible",
+            answer_reason=None,
+            claims=[ClaimInput(first.pk, label), ClaimInput(second.pk, "contradicted")],
+            allow_cannot_decide=False,
+        )
+
+    check("supported")  # supported and contradicted no longer need a span
+    with pytest.raises(InvalidInput) as caught:
+        check("not_supported")
+    assert caught.value.field == "claims[0].evidence"
+    assert caught.value.reason == "not_supported needs at least one evidence span"
+
+
+def test_every_format_names_a_preset():
+    assert {name: f.policy_preset for name, f in formats().items()} == {
+        "native": "source_relative",
+        "faithbench": "faithbench",
+        "expertqa": "expertqa",
+        "gsm8k": "gsm8k",
+        "release": "source_relative",
+    }
