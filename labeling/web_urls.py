@@ -57,6 +57,7 @@ urlpatterns = [
         name="project-labelling-start",
     ),
     path("p/<slug:slug>/members/", views.project_members, name="project-members"),
+    path("p/<slug:slug>/policy/versions/", views.policy_versions, name="policy-versions"),
     # an account's own invitations (listed on the project list); the e-mailed join link
     path(
         "invitations/<int:invitation_id>/accept/",

@@ -115,6 +115,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     # refused); adjudicators have none to read
     "api-work-report": {"GET": (200, 403, 200, 404, 401)},
     "api-work-report-items": {"GET": (200, 403, 200, 404, 401)},
+    # label policy versions: managers only (the POST of the matrix is a dry run: 200)
+    "api-policy-versions": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 200, 404, 401)},
     # background jobs (large imports, starting labelling on a large project): managers only
     "api-job-list": {"GET": (403, 403, 200, 404, 401)},
     "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
@@ -146,6 +148,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "project-settings": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     "project-labelling-start": {"POST": (403, 403, 302, 404, LOGIN)},
     "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
+    # the POST previews the next version (nothing written): the page with the diff
+    "policy-versions": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 200, 404, LOGIN)},
     "job-list": {"GET": (403, 403, 200, 404, LOGIN)},
     "work-report": {"GET": (200, 403, 200, 404, LOGIN)},
     "work-report-csv": {"GET": (200, 403, 200, 404, LOGIN)},
@@ -331,6 +335,49 @@ def _labels_json(world: World, item_key: str) -> dict[str, Any]:
     }
 
 
+def _policy_preview(world: World) -> dict[str, Any]:
+    """A dry run of the next policy version of project a: the guideline changed."""
+    from labeling.selectors.policies import policy_description_data
+    from labeling.selectors.review import labelling_policy_get
+
+    current = labelling_policy_get(project=world.a)
+    return {
+        "based_on_version": current.version,
+        "note": "clearer guideline",
+        "content": {**policy_description_data(current), "guideline": "A clearer guideline."},
+        "dry_run": True,
+    }
+
+
+def _policy_preview_form(world: World) -> dict[str, str]:
+    """The policy page's preview of the same change, as form fields."""
+    body = _policy_preview(world)
+    content = body["content"]
+    form = {
+        "action": "preview",
+        "based_on_version": str(body["based_on_version"]),
+        "note": body["note"],
+        "evidence_relation": content["evidence_relation"],
+        "guideline": content["guideline"],
+        "resolved": "keep",
+    }
+    for level in ("answer", "claim"):
+        for n, row in enumerate(content[f"{level}_labels"], start=1):
+            prefix = f"{level}-{row['value']}-"
+            form |= {
+                prefix + "offered": "on",
+                prefix + "position": str(n),
+                prefix + "text": row["text"],
+                prefix + "description": row["description"],
+                prefix + "key": row["key"],
+            }
+            if row.get("requires_evidence"):
+                form[prefix + "requires_evidence"] = "on"
+    for row in content["unavailable_reasons"]:
+        form |= {f"reason-{row['value']}-offered": "on", f"reason-{row['value']}-text": row["text"]}
+    return form
+
+
 # (URL name, method) -> request body built from the world: (data, format) where format is
 # "json" or "multipart" for the API, "form" for pages.
 BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
@@ -355,6 +402,8 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("api-project-list", "POST"): lambda w: ({"slug": "new", "name": "New"}, "json"),
     ("api-member-list", "POST"): lambda w: ({"username": "newbie", "role": "annotator"}, "json"),
     ("api-member-update", "PATCH"): lambda w: ({"role": "adjudicator"}, "json"),
+    ("api-policy-versions", "POST"): lambda w: (_policy_preview(w), "json"),
+    ("policy-versions", "POST"): lambda w: (_policy_preview_form(w), "form"),
     ("api-account-tokens", "POST"): lambda w: ({"name": "matrix", "expires_in_days": 7}, "json"),
     ("account", "POST"): lambda w: ({"name": "matrix", "expires_in_days": "7"}, "form"),
     ("import-create", "POST"): lambda w: ({"file": _upload(), "format": "native"}, "form"),

@@ -577,9 +577,10 @@ def _check_resolution(line: dict[str, Any], at: str) -> None:
     ``consensus`` and ``adjudicated`` label every claim of the candidate (adjudication and
     comparison both do). A ``consensus`` is what ``labeling.services.comparison`` writes when
     the votes agree, so it mirrors ``votes_compare``: the votes are the annotations with an
-    answer label (at least one); each has the resolution's answer label, and the same label
-    for every claim, reasons counting only with ``evidence_unavailable``; ``cannot_decide`` and
-    a claim a vote leaves unlabelled never agree. Evidence spans are not compared.
+    answer label (at least one) made under the resolution's policy version (or under none);
+    each has the resolution's answer label, and the same label for every claim, reasons
+    counting only with ``evidence_unavailable``; ``cannot_decide`` and a claim a vote leaves
+    unlabelled never agree. Evidence spans are not compared.
 
     Raises:
         RecordError: naming the first resolution or annotation field that breaks a rule.
@@ -604,11 +605,20 @@ def _check_resolution(line: dict[str, Any], at: str) -> None:
     if status != CONSENSUS:
         return
     annotations = line["annotations"]
-    votes = [
+    # The votes compared are those made under the resolution's policy version: an item labelled
+    # again under a new version keeps the earlier version's annotations beside them.
+    # (When none is of that version, all are compared: the versions are checked later.)
+    version = resolution.get("policy_version")
+    labelled = [
         (a, annotation)
         for a, annotation in enumerate(annotations)
         if annotation["answer_label"] not in (None, "")
     ]
+    votes = [
+        (a, annotation)
+        for a, annotation in labelled
+        if version is None or annotation["policy_version"] in (None, version)
+    ] or labelled
     if not votes:
         raise RecordError(
             at,

@@ -593,14 +593,19 @@ def check_record(
                 raise RecordError(
                     location, f"{field}.label", f"{echo(ev.label)} is not one of {sorted(allowed)}"
                 )
-        annotators: set[str] = set()
+        # One annotation per annotator and policy version: an item labelled again under a new
+        # version holds one of each.
+        annotators: set[tuple[str, int | None]] = set()
         for p, prior in enumerate(candidate.prior_annotations):
             field = f"{at}.prior_annotations[{p}]"
-            if prior.annotator in annotators:
+            if (prior.annotator, prior.policy_version) in annotators:
                 raise RecordError(
-                    location, f"{field}.annotator", f"annotator {echo(prior.annotator)} repeats"
+                    location,
+                    f"{field}.annotator",
+                    f"annotator {echo(prior.annotator)} repeats"
+                    + ("" if prior.policy_version is None else " under this policy version"),
                 )
-            annotators.add(prior.annotator)
+            annotators.add((prior.annotator, prior.policy_version))
             used = policy_of(prior.policy_version, f"{field}.policy_version")
             # cannot_decide is a vote (it never agrees), as in live annotations.
             _check_label(

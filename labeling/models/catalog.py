@@ -692,8 +692,17 @@ class PriorAnnotation(models.Model):
     class Meta:
         ordering = ["candidate", "annotator"]
         constraints = [
+            # One prior annotation per (candidate, annotator) and policy version: a release
+            # of an item labelled again under a new version holds both of a person's votes.
             models.UniqueConstraint(
-                fields=["candidate", "annotator"], name="prior_annotation_unique_annotator"
+                fields=["candidate", "annotator"],
+                condition=Q(policy__isnull=True),
+                name="prior_annotation_unique_annotator",
+            ),
+            models.UniqueConstraint(
+                fields=["candidate", "annotator", "policy"],
+                condition=Q(policy__isnull=False),
+                name="prior_annotation_unique_annotator_policy",
             ),
             models.CheckConstraint(
                 condition=Q(origin__in=AnnotationOrigin.values), name="prior_annotation_origin"

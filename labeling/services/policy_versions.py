@@ -20,7 +20,8 @@ and a round collects votes under one version only. So publishing:
 - leaves open items without votes alone (their first votes record v+1);
 - for items whose votes are complete (resolved, or in the disagreement queue), does what the
   manager chose: ``keep`` leaves them as they are (a resolved item keeps its v resolution; a
-  disputed one is adjudicated under v+1, its votes keeping v), ``reopen`` returns every one of
+  disputed one is adjudicated under v+1, its votes keeping v; their ``version`` is bumped, so an
+  adjudication form opened under v is refused as stale), ``reopen`` returns every one of
   them for labelling under v+1 exactly as a restart does (open disagreements are closed without
   a decision; the item's latest resolution stays its ``resolution`` until the new round's
   consensus or adjudication supersedes it, so a release or calibration made meanwhile still
@@ -298,7 +299,7 @@ def policy_version_publish(
             description (the error names the field; ``data["errors"]`` lists every problem).
 
     Concurrency: opens its own transaction; takes the project's label-write lock, the Project
-    row, then every item of the project in ascending id order (the order of
+    row (``FOR NO KEY UPDATE``), then every item of the project in ascending id order (the order of
     ``labeling/locks.py``), so a submit, claim or adjudication of any item either commits before
     the new version or runs after it and sees it (submits and decisions re-read the policy
     under their item's lock). Two publishes run one after the other; the second is refused as
@@ -318,7 +319,10 @@ def policy_version_publish(
             field="based_on_version",
         )
     project_label_writes_lock(project.pk)
-    if project_lock(project.pk).labelling_started_at is None:
+    # FOR NO KEY UPDATE: two publishes run one after the other, while a submit holding an item's
+    # lock may still insert rows pointing at the project (a staleness mark) and finish; FOR
+    # UPDATE would make it wait for this transaction, which waits for its item: a deadlock.
+    if project_lock(project.pk, no_key=True).labelling_started_at is None:
         raise InvalidTransition(
             f"labelling has not started in project {project.slug!r}: edit its draft policy instead"
         )
@@ -370,6 +374,11 @@ def policy_version_publish(
         **checked.model_fields(),
     )
     items_return_for_labelling(project=project, item_ids=restart_ids + reopen_ids, now=now)
+    # An adjudication form opened under v carries the item's version: bump the items kept, so a
+    # decision made on what v offered is refused as stale and made again under v+1.
+    Item.objects.filter(pk__in=[pk for pk in complete_ids if pk not in set(reopen_ids)]).update(
+        version=F("version") + 1
+    )
     # Every derived result names the versions it includes: all are stale from this commit.
     derived_mark(project_id=project.pk)
     logger.info(

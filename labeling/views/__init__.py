@@ -8,8 +8,9 @@ errors on the page, with the user's input kept. Every page needs a login.
 Modules: ``catalog`` (project list, dashboard, item browser, import, partition), ``annotate``
 (next item, labelling form, skip, own annotations), ``adjudicate`` (queue, side-by-side),
 ``manage`` (settings, start); ``members`` (members, invitations, join, password reset);
-``projects`` (new project, label policy); ``labels`` holds the form model shared by the labelling
-and adjudication pages; ``panels`` lets other apps add dashboard panels.
+``projects`` (new project, label policy); ``policy_versions`` (publishing a label policy version
+after labelling started); ``labels`` holds the form model shared by the labelling and
+adjudication pages; ``panels`` lets other apps add dashboard panels.
 """
 
 from labeling.views.adjudicate import adjudication_item, adjudication_queue
@@ -37,6 +38,7 @@ from labeling.views.members import (
     invitation_respond,
     project_members,
 )
+from labeling.views.policy_versions import policy_versions
 from labeling.views.projects import project_create_view, project_policy
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "item_browse",
     "item_detail",
     "job_detail",
+    "policy_versions",
     "job_list_view",
     "my_annotations",
     "partition_freeze_view",

@@ -56,14 +56,16 @@ def _new_priors(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> list[NewPr
     """Return the chunk's prior annotations that are not stored yet.
 
     Raises:
-        RecordError: an annotator already has a different prior annotation of the candidate, or
-            labelling has started.
+        RecordError: an annotator already has a different prior annotation of the candidate
+            under the same policy version, or labelling has started.
     """
-    stored = {
-        (c, a): fp
-        for c, a, fp in PriorAnnotation.objects.filter(
+    # One prior annotation per candidate, annotator and policy version (a release of an item
+    # labelled again under a new version holds one of each version).
+    stored: dict[tuple[int, str, int | None], str] = {
+        (c, a, v): fp
+        for c, a, v, fp in PriorAnnotation.objects.filter(
             candidate__question_id__in=keys.existing_ids
-        ).values_list("candidate_id", "annotator", "fingerprint")
+        ).values_list("candidate_id", "annotator", "policy__version", "fingerprint")
     }
     new: list[NewPrior] = []
     for location, record in chunk:
@@ -73,7 +75,7 @@ def _new_priors(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> list[NewPr
             candidate_id = keys.candidates[(question_id, candidate.id)]
             for p, prior in enumerate(candidate.prior_annotations):
                 fp = prior_fingerprint(prior)
-                key = (candidate_id, prior.annotator)
+                key = (candidate_id, prior.annotator, prior.policy_version)
                 if key in stored:
                     if stored[key] == fp:
                         continue
@@ -81,7 +83,7 @@ def _new_priors(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> list[NewPr
                         location,
                         f"candidates[{c}].prior_annotations[{p}]",
                         f"annotator {echo(prior.annotator)} already has a different prior "
-                        "annotation of this candidate",
+                        "annotation of this candidate under this policy version",
                     )
                 if state.project.labelling_started_at is not None:
                     # Prior annotations are counted as votes when labelling starts; a new one

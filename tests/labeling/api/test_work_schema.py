@@ -88,6 +88,7 @@ def test_the_submission_body_documents_claims_with_evidence(schema):
         "time_spent_seconds",
         "claims",
         "revision",
+        "policy_version",
     }
     assert set(components["ClaimInput"]["properties"]) == {
         "claim_id",

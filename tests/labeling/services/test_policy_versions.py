@@ -375,3 +375,31 @@ def test_policy_diff_lists_text_and_order_changes():
         ("guideline", [], []),
     ]
     assert changes[1]["old"] == "a" and changes[1]["new"] == "b"
+
+
+def test_an_adjudication_opened_under_v1_is_refused_as_stale(study):
+    from labeling.services.adjudication import adjudication_mark_unresolved
+
+    # given c0 in the disagreement queue, opened by an adjudicator under v1
+    vote(study, 0, study["c0"], answer="admissible")
+    vote(study, 1, study["c0"], answer="inadmissible")
+    opened = Item.objects.get(pk=study["c0"].pk).version
+    publish(study)  # keep
+    # when the decision made on the v1 form arrives
+    with pytest.raises(StaleVersion):
+        adjudication_mark_unresolved(
+            project=study["project"],
+            item_id=study["c0"].pk,
+            actor=study["manager"],
+            expected_version=opened,
+            reason="ambiguous_guideline",
+        )
+    # then decided again under v2, it records v2
+    resolution = adjudication_mark_unresolved(
+        project=study["project"],
+        item_id=study["c0"].pk,
+        actor=study["manager"],
+        expected_version=Item.objects.get(pk=study["c0"].pk).version,
+        reason="ambiguous_guideline",
+    )
+    assert resolution.policy.version == 2
