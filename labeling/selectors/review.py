@@ -46,6 +46,13 @@ from labeling.models import (
 )
 from labeling.permissions import REVIEWERS, require_role
 from labeling.selectors.catalog import UNASSIGNED
+from labeling.selectors.policies import (
+    LabelChoice,
+    ReasonChoice,
+    policy_evidence_labels,
+    policy_label_choices,
+    policy_reason_choices,
+)
 from labeling.vocabulary import EVIDENCE_REQUIRED, EVIDENCE_UNAVAILABLE
 
 QUEUE_LEVELS = ("answer", "claim")
@@ -752,8 +759,12 @@ class PolicyVocabularyView:
     claim_labels: tuple[str, ...]
     unavailable_reasons: tuple[str, ...]
     cannot_decide: str = CANNOT_DECIDE
-    # The policy's definition of each label, ``{label: text}`` (empty when it gives none).
-    label_descriptions: Mapping[str, str] = field(default_factory=dict)
+    # The policy's labels with their words, keys and definitions, its reasons' words, and the
+    # claim labels that must cite evidence (labeling.selectors.policies).
+    answer_choices: tuple[LabelChoice, ...] = ()
+    claim_choices: tuple[LabelChoice, ...] = ()
+    reason_choices: tuple[ReasonChoice, ...] = ()
+    evidence_labels: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -851,6 +862,10 @@ def labelling_form_view(*, project: Project, assignment: Assignment) -> Labellin
             answer_labels=tuple(policy.answer_labels),
             claim_labels=tuple(policy.claim_labels),
             unavailable_reasons=tuple(policy.unavailable_reasons),
+            answer_choices=tuple(policy_label_choices(policy, "answer")),
+            claim_choices=tuple(policy_label_choices(policy, "claim")),
+            reason_choices=tuple(policy_reason_choices(policy)),
+            evidence_labels=policy_evidence_labels(policy),
         ),
         current=current,
         editable=editable,

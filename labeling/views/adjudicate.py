@@ -38,6 +38,11 @@ from labeling.forms import (
 from labeling.http_errors import http_status
 from labeling.models import Project, UnresolvedReason
 from labeling.selectors.pages import resolution_vote, resolution_waived_claims
+from labeling.selectors.policies import (
+    policy_evidence_labels,
+    policy_label_choices,
+    policy_reason_choices,
+)
 from labeling.selectors.review import (
     AdjudicationView,
     ClaimRow,
@@ -271,9 +276,10 @@ def _page(
             sources=view.sources,
             state=state,
             errors=_form_errors(problems),
-            answer_labels=policy.answer_labels if policy else (),
-            claim_labels=policy.claim_labels if policy else (),
-            reasons=policy.unavailable_reasons if policy else (),
+            answer_choices=policy_label_choices(policy, "answer") if policy else (),
+            claim_choices=policy_label_choices(policy, "claim") if policy else (),
+            reason_choices=policy_reason_choices(policy) if policy else (),
+            evidence_labels=policy_evidence_labels(policy) if policy else (),
             # The final label is a label: "can't decide" is what "Mark unresolved" is for.
             cannot_decide=False,
             differing_claim_ids=view.differing_claim_ids,

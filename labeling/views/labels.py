@@ -9,10 +9,11 @@ from typing import Any
 from labeling.exceptions import LabelingError
 from labeling.forms import ClaimState, EvidenceState, LabelsState
 from labeling.models import CANNOT_DECIDE
+from labeling.selectors.policies import CANNOT_DECIDE_KEY, LabelChoice, ReasonChoice
 from labeling.selectors.review import ClaimRow, PolicyVocabularyView, SourceRow, Vote
 from labeling.views.catalog import answer_segments
 from labeling.views.problems import PROBLEM_WORDS, PageProblem, label_words, problems_of
-from labeling.vocabulary import EVIDENCE_REQUIRED, EVIDENCE_UNAVAILABLE
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 # Claims are told apart by colour: rows [data-colour=N] and ev-N highlights (workbench.css).
 CLAIM_COLOURS = 6
@@ -20,15 +21,16 @@ CLAIM_COLOURS = 6
 
 @dataclass(frozen=True)
 class LabelOption:
-    """A radio button: its value, its text, its keyboard shortcut (1-based) and its definition.
+    """A radio button: its value, its words, its keyboard shortcut and its definition.
 
-    ``description`` is the policy's definition of the label ("" when it gives none); pages show
-    it as the option's hint (``title`` and ``aria-describedby`` of ``hint_id``).
+    ``key`` is the policy's one-character shortcut (digits by default; "0" for "can't
+    decide"). ``description`` is the policy's definition of the label ("" when it gives none);
+    pages show it as the option's hint (``title`` and ``aria-describedby`` of ``hint_id``).
     """
 
     value: str
     text: str
-    key: int
+    key: str
     description: str = ""
 
     @property
@@ -37,34 +39,18 @@ class LabelOption:
         return f"label-hint-{self.value}"
 
 
-def label_options(
-    labels: Iterable[str],
-    *,
-    cannot_decide: bool,
-    descriptions: Mapping[str, str] | None = None,
-) -> list[LabelOption]:
+def label_options(choices: Iterable[LabelChoice], *, cannot_decide: bool) -> list[LabelOption]:
     """Return the radio options of a label group, "can't decide" last when offered.
 
     Args:
-        labels: the policy's label values, in the policy's order.
-        cannot_decide: offer "can't decide" as the last option.
-        descriptions: the definition of each label, ``{value: text}``, when the policy gives
-            them; a label without one has no hint.
+        choices: the policy's labels at one level, in the policy's order, with their words,
+            keys and definitions (:func:`labeling.selectors.policies.policy_label_choices`).
+        cannot_decide: offer "can't decide" (key ``0``) as the last option.
     """
-    values = [*labels, *([CANNOT_DECIDE] if cannot_decide else [])]
-    given = descriptions or {}
-    return [
-        LabelOption(value, label_words(value), n, str(given.get(value) or ""))
-        for n, value in enumerate(values, start=1)
-    ]
-
-
-@dataclass(frozen=True)
-class ReasonOption:
-    """An option of a reason select: the stored value and its words."""
-
-    value: str
-    text: str
+    options = [LabelOption(c.value, c.text, c.key, c.description) for c in choices]
+    if cannot_decide:
+        options.append(LabelOption(CANNOT_DECIDE, label_words(CANNOT_DECIDE), CANNOT_DECIDE_KEY))
+    return options
 
 
 @dataclass(frozen=True)
@@ -191,16 +177,18 @@ def form_context(
     sources: Sequence[SourceRow],
     state: LabelsState,
     errors: FormErrors,
-    answer_labels: Iterable[str],
-    claim_labels: Iterable[str],
-    reasons: Iterable[str],
+    answer_choices: Sequence[LabelChoice],
+    claim_choices: Sequence[LabelChoice],
+    reason_choices: Sequence[ReasonChoice],
+    evidence_labels: Iterable[str],
     cannot_decide: bool,
     differing_claim_ids: Iterable[int] = (),
-    label_descriptions: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Return the template context shared by ``annotate.html`` and ``adjudicate.html``.
 
-    ``label_descriptions`` (``{label: definition}``) become the options' hints; sources are
+    The choices are the policy's (:mod:`labeling.selectors.policies`): the options' words,
+    keys and definitions (shown as hints), the reasons' words, and ``evidence_labels``, the
+    claim labels that must cite evidence (the page script checks them before sending); sources are
     titled by :func:`source_title`; ``problem_words`` are the sentences the page script uses
     for the problems it finds before submitting (:data:`labeling.views.problems.PROBLEM_WORDS`).
     """
@@ -225,22 +213,18 @@ def form_context(
         "source_labels": {s.id: source_title(s) for s in sources},
         "state": state,
         "errors": errors,
-        "answer_options": label_options(
-            answer_labels, cannot_decide=cannot_decide, descriptions=label_descriptions
-        ),
-        "claim_options": label_options(
-            claim_labels, cannot_decide=cannot_decide, descriptions=label_descriptions
-        ),
-        "reasons": [ReasonOption(r, label_words(r)) for r in reasons],
+        "answer_options": label_options(answer_choices, cannot_decide=cannot_decide),
+        "claim_options": label_options(claim_choices, cannot_decide=cannot_decide),
+        "reasons": list(reason_choices),
         "evidence_unavailable": EVIDENCE_UNAVAILABLE,
         "problem_words": PROBLEM_WORDS,
         "page_rules": {
-            "evidence_required": sorted(EVIDENCE_REQUIRED),
+            "evidence_required": sorted(evidence_labels),
             "evidence_unavailable": EVIDENCE_UNAVAILABLE,
         },
         "label_definitions": _definitions(
-            label_options(claim_labels, cannot_decide=False, descriptions=label_descriptions)
-            + label_options(answer_labels, cannot_decide=False, descriptions=label_descriptions)
+            label_options(claim_choices, cannot_decide=False)
+            + label_options(answer_choices, cannot_decide=False)
         ),
     }
 

@@ -304,14 +304,6 @@
     return match ? Number(match[1]) - 1 : null;
   }
 
-  function pickLabel(scope, n) {
-    const radios = scope.querySelectorAll("input[type=radio][data-role=label]");
-    if (!radios[n]) return false;
-    radios[n].checked = true;
-    radios[n].dispatchEvent(new Event("change", { bubbles: true }));
-    return true;
-  }
-
   function markUnresolved() {
     const select = document.getElementById("id_unresolved_reason");
     if (!select) return;
@@ -334,12 +326,11 @@
       event.preventDefault();
       return kind === "a" ? useAll(n) : useForActive(n);
     }
-    if (n !== null) {
-      const scope = event.shiftKey ? page.form.querySelector(".answer-row") : page.active;
-      if (scope && pickLabel(scope, n)) {
-        event.preventDefault();
-        if (!event.shiftKey) advance();
-      }
+    // A label's shortcut (the policy's keys): the active claim's, or with Shift the answer's.
+    const scope = event.shiftKey ? page.form.querySelector(".answer-row") : page.active;
+    if (W.pickLabel(scope, W.labelKey(event))) {
+      event.preventDefault();
+      if (!event.shiftKey) advance();
       return;
     }
     if (event.shiftKey && (event.key === "ArrowRight" || event.key === "ArrowLeft")) {

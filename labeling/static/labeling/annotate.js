@@ -523,19 +523,13 @@
       closePopover();
       return;
     }
-    const digit = /^(?:Digit|Numpad)([1-9])$/.exec(event.code);
-    if (digit) {
-      if (!page.editable) return;
-      const n = Number(digit[1]) - 1;
+    // A label's shortcut (the policy's keys): the active claim's, or with Shift the answer's.
+    if (page.editable) {
       const scope = event.shiftKey ? page.form.querySelector(".answer-row") : page.active;
-      if (!scope) return;
-      const radios = scope.querySelectorAll("input[type=radio][data-role=label]");
-      if (radios[n]) {
+      if (W.pickLabel(scope, W.labelKey(event))) {
         event.preventDefault();
-        radios[n].checked = true;
-        radios[n].dispatchEvent(new Event("change", { bubbles: true }));
+        return;
       }
-      return;
     }
     if (event.shiftKey && (event.key === "ArrowRight" || event.key === "ArrowLeft")) {
       event.preventDefault();

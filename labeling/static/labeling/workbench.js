@@ -40,6 +40,25 @@
     return Boolean(input && !["radio", "checkbox", "button", "submit", "reset"].includes(input.type));
   };
 
+  /** The label shortcut a key press stands for: a digit or a lower-case letter (by the key's
+   * position, so Shift+1 is "1" and Shift+D is "d"), else null. The policy chooses the keys; the
+   * page's own keys are reserved and never match a label. */
+  W.labelKey = function (event) {
+    const code = /^(?:Digit|Numpad)([0-9])$/.exec(event.code) || /^Key([A-Z])$/.exec(event.code);
+    return code ? code[1].toLowerCase() : null;
+  };
+
+  /** Check the label radio of `scope` whose shortcut is `key` (data-key); true when one was. */
+  W.pickLabel = function (scope, key) {
+    if (!scope || key === null) return false;
+    const radio = Array.from(scope.querySelectorAll("input[type=radio][data-role=label]"))
+      .find((input) => input.dataset.key === key);
+    if (!radio || radio.disabled) return false;
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+    return true;
+  };
+
   // --- help overlay ----------------------------------------------------------------------------
 
   const FOCUSABLE =

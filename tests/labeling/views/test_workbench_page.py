@@ -5,6 +5,7 @@ version), label definitions as hints, sources titled by URI or key, reasons in w
 from __future__ import annotations
 
 from labeling.models import LabelPolicy
+from labeling.selectors.policies import LabelChoice
 from labeling.views.labels import label_options
 from tests.factories import start_labelling, work_record
 from tests.labeling.views.conftest import claim_next, form_url, labels_post
@@ -55,16 +56,16 @@ def test_the_guideline_is_rendered_sanitised_with_its_version(
 
 
 def test_label_definitions_become_hints_on_the_options():
-    options = label_options(
-        ["supported", "not_supported"],
-        cannot_decide=True,
-        descriptions={"supported": "A cited span says so."},
-    )
+    choices = [
+        LabelChoice("supported", "Supported", "A cited span says so.", "d"),
+        LabelChoice("not_supported", "not supported", "", "2"),
+    ]
+    options = label_options(choices, cannot_decide=True)
 
     assert [(o.value, o.text, o.key, o.description) for o in options] == [
-        ("supported", "supported", 1, "A cited span says so."),
-        ("not_supported", "not supported", 2, ""),
-        ("cannot_decide", "can't decide", 3, ""),
+        ("supported", "Supported", "d", "A cited span says so."),
+        ("not_supported", "not supported", "2", ""),
+        ("cannot_decide", "can't decide", "0", ""),
     ]
     assert options[0].hint_id == "label-hint-supported"
 
@@ -97,7 +98,7 @@ def test_sources_are_titled_by_uri_else_key_and_reasons_read_as_words(
         '<h3 class="source-title">Source 1: <span class="source-uri">https://example.org/bridge</span>',
         '<h3 class="source-title">Source 1: doc-q2',
     }
-    assert '<option value="not_found">not found</option>' in pages[0]
+    assert '<option value="not_found">source not found</option>' in pages[0]
     assert ">not_found<" not in pages[0]
 
 
@@ -112,3 +113,37 @@ def test_the_next_item_links_to_revise_the_previous_submission(client, started, 
         f'<a id="revise-previous" href="{form_url(first)}">Revise previous <kbd>p</kbd></a>'
         in content
     )
+
+
+def test_the_policys_label_words_keys_definitions_and_evidence_rule_reach_the_form(
+    client, project, import_records, member
+):
+    # given a policy that renames "supported", keys it "d", defines it, and makes
+    # "not_supported" need evidence too
+    policy = LabelPolicy.objects.get(project=project)
+    policy.label_details = {
+        "claim": {
+            "supported": {"text": "Backed by the source", "description": "Cite it.", "key": "d"}
+        }
+    }
+    policy.evidence_labels = ["supported", "contradicted", "not_supported"]
+    policy.reason_texts = {"not_found": "nothing in the sources"}
+    policy.save()
+    import_records([work_record("q1")])
+    started = start_labelling(project, overlap=2)
+    annotator = member("annotator")
+    client.force_login(annotator)
+    assignment = claim_next(started, annotator)
+
+    content = client.get(form_url(assignment)).content.decode()
+
+    # then the options carry the policy's words, keys and hints; can't decide is key 0
+    assert 'data-key="d" name="claim-' in content
+    assert "<kbd>d</kbd> Backed by the source" in content
+    assert 'title="Cite it."' in content and 'aria-describedby="label-hint-supported"' in content
+    assert 'data-key="0" name="claim-' in content
+    assert ">nothing in the sources</option>" in content
+    # and the page script checks the policy's evidence labels before sending
+    rules = content[content.index('id="workbench-rules"') :]
+    rules = rules[: rules.index("</script>")]
+    assert '"not_supported"' in rules
