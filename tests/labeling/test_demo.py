@@ -139,3 +139,14 @@ def test_demo_opens_with_consensus_a_queue_and_agreement_figures(settings, clien
     assert page.status_code == 200
     for disagreement in queue:
         assert f"/p/demo/adjudicate/{disagreement.item_id}/".encode() in page.content
+
+
+def test_the_demo_manager_may_create_projects_and_the_annotators_may_not(settings):
+    from labeling.permissions import can_create_projects
+
+    settings.DEBUG = True
+    run_demo_setup()
+    users = get_user_model().objects
+    assert can_create_projects(users.get(username="manager"))
+    assert not can_create_projects(users.get(username="annotator1"))
+    assert not can_create_projects(users.get(username="adjudicator"))

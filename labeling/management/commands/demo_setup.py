@@ -4,7 +4,8 @@ Creates, idempotently:
 
 - project ``demo`` from ``labeling/demo/sample_workload.jsonl`` (invented questions about a
   fictional town library and a fictional company), imported through ``import_workload``;
-- users ``manager``, ``annotator1``, ``annotator2``, ``adjudicator`` with their project roles,
+- users ``manager`` (who may also create projects), ``annotator1``, ``annotator2``,
+  ``adjudicator`` with their project roles,
   and the superuser ``admin``, all with the demo password (printed);
 - the grouped dev / calibration / test partition (0.2 / 0.4 / 0.4, fixed seed);
 - labelling started (overlap 2, serving order ``partition``) and the invented labels of
@@ -24,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
@@ -119,6 +121,11 @@ class Command(BaseCommand):
             user.set_password(password)
             user.save()
             membership_set(project=project, user=user, role=role)
+        # The demo's manager may start studies of their own from the browser (New project).
+        manager = user_model.objects.get(username="manager")
+        manager.user_permissions.add(
+            Permission.objects.get(content_type__app_label="labeling", codename="add_project")
+        )
 
     def _partition(self, project: Project) -> None:
         if project.partition_frozen_at is not None:
