@@ -100,8 +100,21 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-settings": {"GET": (403, 403, 200, 404, 401), "PATCH": (403, 403, 200, 404, 401)},
     # labelling has started in the world: the manager's second start is a conflict
     "api-labelling-start": {"POST": (403, 403, 409, 404, 401)},
-    "api-member-list": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 201, 404, 401)},
-    "api-member-update": {"PATCH": (403, 403, 200, 404, 401)},
+    "api-member-list": {"GET": (403, 403, 200, 404, 401)},
+    "api-member-update": {
+        "PATCH": (403, 403, 200, 404, 401),
+        "DELETE": (403, 403, 204, 404, 401),
+    },
+    "api-invitation-list": {
+        "GET": (403, 403, 200, 404, 401),
+        "POST": (403, 403, 201, 404, 401),
+    },
+    "api-invitation-detail": {"DELETE": (403, 403, 204, 404, 401)},
+    # an account's own invitations: the world's is addressed to other_member; anyone else's
+    # answers 404 (it does not exist for them)
+    "api-own-invitation-list": {"GET": (200, 200, 200, 200, 401)},
+    "api-own-invitation-accept": {"POST": (404, 404, 404, 200, 401)},
+    "api-own-invitation-decline": {"POST": (404, 404, 404, 204, 401)},
     # background jobs (large imports, starting labelling on a large project): managers only
     "api-job-list": {"GET": (403, 403, 200, 404, 401)},
     "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
@@ -123,6 +136,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "project-settings": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     "project-labelling-start": {"POST": (403, 403, 302, 404, LOGIN)},
     "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
+    "invitation-accept": {"POST": (404, 404, 404, 302, LOGIN)},
+    "invitation-decline": {"POST": (404, 404, 404, 302, LOGIN)},
     "job-list": {"GET": (403, 403, 200, 404, LOGIN)},
     "job-detail": {"GET": (403, 403, 200, 404, LOGIN)},
     # calibration pages do not exist for annotators (404); adjudicators read only (403 on writes)
@@ -241,6 +256,8 @@ def params_for(route: Route, world: World, *, foreign: bool = False) -> dict[str
             values[name] = world.jobs["b" if foreign else "a"].pk
         elif name == "release_id":
             values[name] = world.releases["b" if foreign else "a"].pk
+        elif name == "invitation_id":
+            values[name] = world.invitations["b" if foreign else "a"].pk
         elif name == "name":  # a file of a release
             values[name] = "labels.jsonl"
         elif name != "slug":
@@ -323,7 +340,7 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
         "json",
     ),
     ("api-settings", "PATCH"): lambda w: ({"lease_minutes": 45}, "json"),
-    ("api-member-list", "POST"): lambda w: ({"username": "newbie", "role": "annotator"}, "json"),
+    ("api-invitation-list", "POST"): lambda w: ({"invitee": "newbie", "role": "annotator"}, "json"),
     ("api-member-update", "PATCH"): lambda w: ({"role": "adjudicator"}, "json"),
     ("import-create", "POST"): lambda w: ({"file": _upload(), "format": "native"}, "form"),
     ("partition-freeze", "POST"): lambda w: (
@@ -349,7 +366,7 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
         "form",
     ),
     ("project-members", "POST"): lambda w: (
-        {"action": "invite", "username": "newbie", "role": "annotator"},
+        {"action": "invite", "invitee": "newbie", "role": "annotator"},
         "form",
     ),
     ("api-calibration-spec-list", "POST"): lambda w: (
