@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
 from labeling.exceptions import LabelingError, NotFound, PermissionDenied
@@ -79,6 +80,20 @@ def can_browse_items(role: str | None) -> bool:
 def can_see_labels(role: str | None) -> bool:
     """Return True if ``role`` may see evaluator labels and prior annotations."""
     return role in LABEL_VIEWER_ROLES
+
+
+def can_create_projects(user: Any) -> bool:
+    """Return True if ``user`` may create projects (and so become their first manager).
+
+    Staff and superusers may; so may a user holding the ``labeling.add_project`` permission
+    (given in the Django admin, to the user or a group), and, when the setting
+    ``CERTLABEL_ANYONE_CREATES_PROJECTS`` is true, every signed-in user.
+    """
+    if user is None or isinstance(user, AnonymousUser) or not user.is_authenticated:
+        return False
+    if is_overseer(user) or bool(getattr(settings, "CERTLABEL_ANYONE_CREATES_PROJECTS", False)):
+        return True
+    return bool(user.has_perm("labeling.add_project"))
 
 
 def can_manage(role: str | None) -> bool:

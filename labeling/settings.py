@@ -75,6 +75,8 @@ MIDDLEWARE = [
 ]
 # The Retry-After (seconds) of a 503 answered while the database is unreachable.
 CERTLABEL_RETRY_AFTER_SECONDS = env.int("CERTLABEL_RETRY_AFTER_SECONDS", default=5)
+# Who may create projects: staff, holders of labeling.add_project, and with this on everyone.
+CERTLABEL_ANYONE_CREATES_PROJECTS = env.bool("CERTLABEL_ANYONE_CREATES_PROJECTS", default=False)
 
 ROOT_URLCONF = "labeling.urls"
 WSGI_APPLICATION = "labeling.wsgi.application"

@@ -6,11 +6,13 @@ from labeling import views
 
 urlpatterns = [
     path("", views.project_list, name="project-list"),
+    path("projects/new/", views.project_create_view, name="project-create"),
     path("p/<slug:slug>/", views.project_detail, name="project-detail"),
     path("p/<slug:slug>/items/", views.item_browse, name="item-list"),
     path("p/<slug:slug>/items/<int:item_id>/", views.item_detail, name="item-detail"),
     path("p/<slug:slug>/import/", views.import_create, name="import-create"),
     path("p/<slug:slug>/partition/", views.partition_freeze_view, name="partition-freeze"),
+    path("p/<slug:slug>/policy/", views.project_policy, name="project-policy"),
     # annotators
     path("p/<slug:slug>/annotate/", views.annotate_next, name="annotate-next"),
     path("p/<slug:slug>/annotate/<int:assignment_id>/", views.annotate_form, name="annotate-form"),

@@ -73,6 +73,9 @@ FORBIDDEN_KEYS = frozenset(
 # Labels of the world that only other people used (the annotator always says admissible /
 # not_supported): outside the policy vocabulary they can only come from someone else's vote.
 OTHERS_LABELS = frozenset({"abstained", "inadmissible", "contradicted"})
+# Keys holding the policy's label vocabulary (the labelling form's "policy", the policy endpoint's
+# label lists): they name every label, by design.
+VOCABULARY_KEYS = frozenset({"policy", "answer_labels", "claim_labels", "unavailable_reasons"})
 LABEL_WORDS = ("admissible", "inadmissible", "abstained", "contradicted", "not_supported")
 PSEUDONYMS = re.compile(r"\b(?:Annotator|Rater)\s+\d")
 VOTE_COUNT = re.compile(r"\b\d+\s+(?:votes?|annotators?)\b|\bvotes?\s*[:=]\s*\d", re.I)
@@ -87,7 +90,7 @@ def _walk_json(value: Any, path: str = "") -> Iterator[tuple[str, str | None, An
     """Yield (path, key, value) for every scalar of a JSON document; vocabulary lists skipped."""
     if isinstance(value, dict):
         for key, child in value.items():
-            if key == "policy":  # the label vocabulary: every label, by design
+            if key in VOCABULARY_KEYS:  # the label vocabulary: every label, by design
                 continue
             yield path, key, None
             yield from _walk_json(child, f"{path}.{key}")

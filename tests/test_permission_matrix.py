@@ -52,7 +52,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     # the token endpoint takes credentials in the body, not a session or token: none is 400
     "api-token": {"POST": (400, 400, 400, 400, 400)},
     # --- REST API: catalogue ------------------------------------------------------------------
-    "api-project-list": {"GET": (200, 200, 200, 200, 401)},
+    # creating a project: staff, labeling.add_project or the setting; no member of the world
+    "api-project-list": {"GET": (200, 200, 200, 200, 401), "POST": (403, 403, 403, 403, 401)},
     "api-project-detail": {"GET": (200, 200, 200, 404, 401)},
     "api-item-list": {"GET": (404, 200, 200, 404, 401)},
     "api-item-detail": {"GET": (404, 200, 200, 404, 401)},
@@ -61,6 +62,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-evaluator-label-import": {"POST": (403, 403, 201, 404, 401)},
     # labelling has started in the world: the partition can no longer be frozen (409)
     "api-partition-freeze": {"POST": (403, 403, 409, 404, 401)},
+    # every member reads the label policy; labelling has started: the manager's edit is 409
+    "api-policy": {"GET": (200, 200, 200, 404, 401), "PUT": (403, 403, 409, 404, 401)},
+    "api-evaluator-list": {"GET": (403, 200, 200, 404, 401)},
     # --- REST API: annotators -----------------------------------------------------------------
     # adjudicators and managers hold no assignment: the id is not theirs (404) or, where the
     # service checks the role first, the operation is refused (403)
@@ -120,6 +124,10 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
     # --- HTML pages ---------------------------------------------------------------------------
     "project-list": {"GET": (200, 200, 200, 200, LOGIN)},
+    # no member of the world may create projects (staff, labeling.add_project or the setting)
+    "project-create": {"GET": (403, 403, 403, 403, LOGIN), "POST": (403, 403, 403, 403, LOGIN)},
+    # every member reads the policy; labelling has started: the manager's save is 409
+    "project-policy": {"GET": (200, 200, 200, 404, LOGIN), "POST": (403, 403, 409, 404, LOGIN)},
     "project-detail": {"GET": (200, 200, 200, 404, LOGIN)},
     "item-list": {"GET": (404, 200, 200, 404, LOGIN)},
     "item-detail": {"GET": (404, 200, 200, 404, LOGIN)},
@@ -340,6 +348,7 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
         "json",
     ),
     ("api-settings", "PATCH"): lambda w: ({"lease_minutes": 45}, "json"),
+    ("api-project-list", "POST"): lambda w: ({"slug": "new", "name": "New"}, "json"),
     ("api-invitation-list", "POST"): lambda w: ({"invitee": "newbie", "role": "annotator"}, "json"),
     ("api-member-update", "PATCH"): lambda w: ({"role": "adjudicator"}, "json"),
     ("import-create", "POST"): lambda w: ({"file": _upload(), "format": "native"}, "form"),

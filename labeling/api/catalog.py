@@ -30,8 +30,10 @@ from labeling.api.fields import StrictCharField
 from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
+from labeling.exceptions import PermissionDenied
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
-from labeling.models import Partition
+from labeling.models import Partition, Project, Role
+from labeling.policy_presets import DEFAULT_PRESET, presets
 from labeling.selectors import (
     PARTITION_KEYS,
     UNASSIGNED,
@@ -45,7 +47,14 @@ from labeling.services import (
     partition_freeze,
     workload_import_file,
 )
+from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP
 from labeling.services.jobs import workload_import_in_background, workload_import_job_start
+from labeling.services.projects import (
+    MAX_NAME_LENGTH,
+    MAX_PROJECT_DESCRIPTION_LENGTH,
+    SLUG,
+    project_create,
+)
 
 
 class RecordErrorSerializer(serializers.Serializer):
@@ -102,11 +111,83 @@ class ProjectListApi(APIView):
         def get_role(self, project: Any) -> str | None:
             return permissions.project_role(user=self.context["user"], project=project)
 
+    class InputSerializer(serializers.Serializer):
+        slug = serializers.RegexField(
+            f"^{SLUG.pattern}$",
+            max_length=64,
+            help_text="URL name, unique: lower-case letters, digits, '-' and '_'.",
+        )
+        name = StrictCharField(max_length=MAX_NAME_LENGTH)
+        description = StrictCharField(
+            max_length=MAX_PROJECT_DESCRIPTION_LENGTH,
+            required=False,
+            allow_blank=True,
+            default="",
+        )
+        preset = serializers.ChoiceField(
+            choices=[],
+            default=DEFAULT_PRESET,
+            help_text="The label policy v1 starts as this preset (see docs/projects.md).",
+        )
+        overlap = serializers.IntegerField(min_value=1, max_value=MAX_OVERLAP, default=2)
+        lease_minutes = serializers.IntegerField(
+            min_value=1, max_value=MAX_LEASE_MINUTES, default=30
+        )
+
+        class Meta:
+            ref_name = "ProjectCreateInput"
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            cast(serializers.ChoiceField, self.fields["preset"]).choices = list(presets())
+
+    class CreatedSerializer(serializers.Serializer):
+        slug = serializers.SlugField()
+        name = serializers.CharField()
+        description = serializers.CharField()
+        overlap = serializers.IntegerField()
+        lease_minutes = serializers.IntegerField()
+        role = serializers.CharField(help_text="Always manager: the creator manages it.")
+        policy_version = serializers.IntegerField()
+
+        class Meta:
+            ref_name = "ProjectCreated"
+
     @extend_schema(operation_id="projects_list", responses={200: OutputSerializer(many=True)})
     def get(self, request: Request) -> Response:
         """List the user's projects."""
         projects = project_list_for_user(user=request.user)
         return paginated(request, projects, self.OutputSerializer, {"user": request.user})
+
+    @extend_schema(
+        operation_id="projects_create",
+        request=InputSerializer,
+        responses={
+            201: CreatedSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer, description="Invalid input, e.g. the slug is taken (field slug)."
+            ),
+            403: OpenApiResponse(ErrorSerializer, description="Not allowed to create projects."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Create a project; the creator becomes its manager.
+
+        Allowed to staff, to holders of the ``labeling.add_project`` permission and, with
+        ``CERTLABEL_ANYONE_CREATES_PROJECTS``, to every user (checked before the body).
+        """
+        actor = request_actor(request)
+        if not permissions.can_create_projects(actor):
+            raise PermissionDenied("you may not create projects")
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+
+        def render(project: Project) -> Any:
+            created = {**vars(project), "role": Role.MANAGER, "policy_version": 1}
+            return self.CreatedSerializer(created).data
+
+        body = written(lambda: project_create(actor=actor, **given.validated_data), render)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class PartitionCountsSerializer(serializers.Serializer):

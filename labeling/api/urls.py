@@ -6,7 +6,7 @@ is routed by ``certification.api.urls`` (``labeling`` never imports ``certificat
 
 from django.urls import path
 
-from labeling.api import auth, catalog, jobs, members, work
+from labeling.api import auth, catalog, jobs, members, policies, work
 
 P = "projects/<slug:slug>/"
 
@@ -23,6 +23,8 @@ urlpatterns = [
         name="api-evaluator-label-import",
     ),
     path(f"{P}partition/", catalog.PartitionFreezeApi.as_view(), name="api-partition-freeze"),
+    path(f"{P}policy/", policies.ProjectPolicyApi.as_view(), name="api-policy"),
+    path(f"{P}evaluators/", policies.EvaluatorListApi.as_view(), name="api-evaluator-list"),
     # Annotators
     path(
         f"{P}assignments/next/",

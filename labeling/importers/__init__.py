@@ -7,7 +7,7 @@ Each format turns a file into native records (see ``schema.py``) that one servic
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -74,37 +74,20 @@ class RecordSource:
 
 
 @dataclass(frozen=True)
-class PolicyTemplate:
-    """The label policy a project created for a format starts with."""
-
-    guideline: str
-    evidence_relation: str = "source_relative"
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class WorkloadFormat:
     """A readable input format: its name, what it reads, and the policy it implies.
 
     ``open(stream, filename)`` reads a file; ``open_directory(path)``, when set, reads a
-    directory (a release). ``policy`` is the policy a project created for the format starts
-    with; a format whose files carry their own policies sets ``RecordSource.policies``, which
-    replace it.
+    directory (a release). ``policy_preset`` names the preset (``labeling.policy_presets``) of
+    the label policy a project created for the format starts with; a format whose files carry
+    their own policies sets ``RecordSource.policies``, which replace it.
     """
 
     name: str
     description: str
     open: Callable[[IO[bytes], str], RecordSource]
-    policy: PolicyTemplate
+    policy_preset: str = "source_relative"
     open_directory: Callable[[Path], RecordSource] | None = None
-
-
-NATIVE_GUIDELINE = (
-    "Default certlabel policy. Answer: admissible, inadmissible, abstained, or "
-    "evidence_unavailable with a reason (not_found, blocked, source_changed). Claim: supported, "
-    "contradicted, not_supported, or evidence_unavailable with a reason; supported and "
-    "contradicted cite at least one evidence span in a pinned source."
-)
 
 
 def _native(stream: IO[bytes], filename: str) -> RecordSource:
@@ -120,7 +103,6 @@ def formats() -> dict[str, WorkloadFormat]:
             "native",
             "certlabel JSONL, one question per line",
             _native,
-            PolicyTemplate(NATIVE_GUIDELINE),
         ),
         "faithbench": faithbench.FORMAT,
         "expertqa": expertqa.FORMAT,

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError, echo, locate_claim
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE, NOT_SUPPORTED, SUPPORTED
@@ -61,14 +61,16 @@ CLAIM_JUDGEMENTS = (
 )
 VARIANT_KEYS = frozenset({"source_reliability", "revised_claim_string"})
 
-GUIDELINE = """ExpertQA attributed answers (source-relative faithfulness: attribution).
-
+# The dataset part of the guideline of this format's policy preset (Markdown; the rest,
+# explaining every label, is written by labeling.policy_presets).
+DATA_NOTES = """\
 Each item is one system's answer to an expert's question; its claims are the sentences the
 dataset gives. Judge each claim against the cited evidence passages only (pinned sources):
 supported when the passages fully support it. The expert's "correctness" is an external-truth
 judgement and is not used as a label.
 
 How the imported expert labels were mapped (claim level, from "support"):
+
 - Complete -> supported, citing each of the claim's evidence passages as a whole-passage span.
 - Partial, Incomplete (two versions of the annotation form, one meaning) and Missing ->
   not_supported, citing the same passages.
@@ -332,5 +334,5 @@ FORMAT = WorkloadFormat(
     "ExpertQA JSONL (data/lfqa/*.jsonl): one question per line, one system answer with claims, "
     "evidence passages as pinned sources, the expert's support judgement per claim",
     open_expertqa,
-    PolicyTemplate(GUIDELINE, "source_relative"),
+    "expertqa",
 )

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 import pysbd
 
-from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import loads_strict
 from labeling.importers.schema import RecordError, echo
 from labeling.vocabulary import ADMISSIBLE, CONTRADICTED, INADMISSIBLE, NOT_SUPPORTED, SUPPORTED
@@ -55,8 +55,9 @@ KNOWN_LABELS = UNWANTED | {"Questionable", "Benign"}
 
 FILENAME = re.compile(r"batch_(\d+)\.json")
 
-GUIDELINE = f"""FaithBench summaries (source-relative faithfulness).
-
+# The dataset part of the guideline of this format's policy preset (Markdown; the rest,
+# explaining every label, is written by labeling.policy_presets).
+DATA_NOTES = f"""\
 Task shown as the question of every item: "{TASK}" The item is a summary of the pinned source
 passage; judge each sentence (claim) of the summary against that passage only.
 
@@ -64,6 +65,7 @@ Claims are the summary's sentences, split by pysbd (machine split; flag a wrong 
 boundary_error).
 
 How the imported FaithBench flags became prior labels (per annotator, per claim):
+
 - A flagged span belongs to a claim when it overlaps it with positive length; a zero-length
   span belongs to the claim that contains its start.
 - Unwanted.Intrinsic -> contradicted. Unwanted.Extrinsic, bare Unwanted, Questionable and
@@ -588,5 +590,5 @@ FORMAT = WorkloadFormat(
     "FaithBench release batch (data_for_release/batch_N.json): one question per source passage, "
     "its summaries as candidates, sentence claims, per-annotator span flags, 8 detector outputs",
     open_batch,
-    PolicyTemplate(GUIDELINE, "source_relative"),
+    "faithbench",
 )

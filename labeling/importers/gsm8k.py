@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Iterator
 from typing import IO, Any
 
-from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError, echo
 from labeling.vocabulary import ADMISSIBLE, INADMISSIBLE
@@ -28,8 +28,9 @@ from labeling.vocabulary import ADMISSIBLE, INADMISSIBLE
 GENERATORS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
 ANNOTATOR = "gsm8k-is-correct"
 
-GUIDELINE = """GSM8K grade-school maths (external truth).
-
+# The dataset part of the guideline of this format's policy preset (Markdown; the rest,
+# explaining every label, is written by labeling.policy_presets).
+DATA_NOTES = """\
 Each item is one sampled chain-of-thought solution; judge whether its final answer is the true
 answer to the question (no sources: external truth).
 
@@ -176,5 +177,5 @@ FORMAT = WorkloadFormat(
     "GSM8K example model solutions (example_model_solutions.jsonl): one question per line, 4 "
     "sampled solutions as candidates with extracted final answers, upstream's is_correct",
     open_gsm8k,
-    PolicyTemplate(GUIDELINE, "external_truth"),
+    "gsm8k",
 )

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from labeling.exceptions import WorkloadImportFailed
-from labeling.importers import PolicyTemplate, RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.schema import RecordError, check_depth, check_storable, echo, path_key
 from labeling.importers.validation import validated_stream
 from labeling.models import CANNOT_DECIDE
@@ -84,11 +84,6 @@ from labeling.release_format import (
 from labeling.vocabulary import ADJUDICATED, CONSENSUS, EVIDENCE_UNAVAILABLE
 
 NAME = "release"
-GUIDELINE = (
-    "Restored from a certlabel release: the release's label policy versions (manifest.json "
-    "policies) replace this one."
-)
-
 # The keys of every object of labels.jsonl and sources.jsonl, as schema 1.0 defines them (the
 # exporter, certification/services/releases/records.py, writes exactly these).
 PINNED = ("uri", "published_at", "observed_at")
@@ -878,6 +873,5 @@ FORMAT = WorkloadFormat(
     NAME,
     "a certlabel release (release.zip, or its directory on the command line)",
     open_zip,
-    PolicyTemplate(GUIDELINE),
-    open_directory,
+    open_directory=open_directory,
 )

@@ -138,6 +138,11 @@ DEFAULT_CLAIM_LABELS = list(vocabulary.DEFAULT_CLAIM_LABELS)
 DEFAULT_UNAVAILABLE_REASONS = ["not_found", "blocked", "source_changed"]
 
 
+def default_evidence_labels() -> list[str]:
+    """Return the claim labels that cite evidence by default: supported and contradicted."""
+    return sorted(vocabulary.EVIDENCE_REQUIRED)
+
+
 class LabelPolicy(models.Model):
     """A versioned annotation guideline + label schema + evidence relation.
 
@@ -157,6 +162,19 @@ class LabelPolicy(models.Model):
     answer_labels = models.JSONField(default=list)
     claim_labels = models.JSONField(default=list)
     unavailable_reasons = models.JSONField(default=list)
+    label_details = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Per level and label: {"answer"|"claim": {label: {"text", "description", '
+        '"key"}}}; a missing entry takes the default (labeling.selectors.policies).',
+    )
+    evidence_labels = models.JSONField(
+        default=default_evidence_labels,
+        help_text="Claim labels that must cite at least one evidence span.",
+    )
+    reason_texts = models.JSONField(
+        default=dict, blank=True, help_text="Display text per unavailable reason: {reason: text}."
+    )
     frozen_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -61,7 +61,7 @@ from labeling.selectors.review import labelling_policy_get
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
 from labeling.services.imports import fingerprint
-from labeling.vocabulary import EVIDENCE_REQUIRED, EVIDENCE_UNAVAILABLE
+from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 logger = logging.getLogger(__name__)
 
@@ -236,10 +236,11 @@ def labels_check(
 
     Rules: labels from the policy (plus ``cannot_decide`` when allowed); a reason from the
     policy's unavailable reasons iff the label is ``evidence_unavailable``; every claim of the
-    candidate labelled exactly once and no other claim; ``supported`` and ``contradicted``
-    cite at least one span; every span from a source version pinned to the item's question,
-    passing :func:`labeling.offsets.evidence_span_check`. Identical spans cited twice for one
-    claim are kept once. Reads the item's claims and the cited source versions (two queries).
+    candidate labelled exactly once and no other claim; the policy's evidence labels
+    (``evidence_labels``, by default ``supported`` and ``contradicted``) cite at least one
+    span; every span from a source version pinned to the item's question, passing
+    :func:`labeling.offsets.evidence_span_check`. Identical spans cited twice for one claim are
+    kept once. Reads the item's claims and the cited source versions (two queries).
 
     Every problem of the submission is found before anything is refused, so that a person
     can fix them all in one go.
@@ -277,6 +278,7 @@ def labels_check(
             question_id=item.candidate.question_id, source_version_id__in=cited
         ).select_related("source_version")
     }
+    evidence_required = frozenset(policy.evidence_labels or ())
     checked: dict[int, CheckedClaim] = {}
     seen: set[Any] = set()
     for i, claim in enumerate(claims):
@@ -340,7 +342,7 @@ def labels_check(
         if checked_label is None or not valid or not spans_valid:
             continue
         label, reason = checked_label
-        if label in EVIDENCE_REQUIRED and not spans:
+        if label in evidence_required and not spans:
             problems.add(f"{at}.evidence", f"{label} needs at least one evidence span")
             continue
         checked[claim.claim_id] = CheckedClaim(

@@ -8,8 +8,8 @@ errors on the page, with the user's input kept. Every page needs a login.
 Modules: ``catalog`` (project list, dashboard, item browser, import, partition), ``annotate``
 (next item, labelling form, skip, own annotations), ``adjudicate`` (queue, side-by-side),
 ``manage`` (settings, start); ``members`` (members, invitations, join, password reset);
-``labels`` holds the form model shared by the labelling and adjudication pages; ``panels``
-lets other apps add dashboard panels.
+``projects`` (new project, label policy); ``labels`` holds the form model shared by the
+labelling and adjudication pages; ``panels`` lets other apps add dashboard panels.
 """
 
 from labeling.views.adjudicate import adjudication_item, adjudication_queue
@@ -31,6 +31,7 @@ from labeling.views.members import (
     invitation_respond,
     project_members,
 )
+from labeling.views.projects import project_create_view, project_policy
 
 __all__ = [
     "Segment",
@@ -50,8 +51,10 @@ __all__ = [
     "my_annotations",
     "partition_freeze_view",
     "project_detail",
+    "project_create_view",
     "project_labelling_start_view",
     "project_list",
     "project_members",
+    "project_policy",
     "project_settings",
 ]

@@ -89,8 +89,10 @@ def project_list(request: HttpRequest) -> HttpResponse:
     """List the user's projects with their role and counts, and their pending invitations."""
     projects = project_list_for_user(user=request.user)
     rows = [(p, permissions.project_role(user=request.user, project=p)) for p in projects]
+    can_create = permissions.can_create_projects(request.user)
     invitations = invitations_for_user(user=request.user)
-    return render(request, "labeling/project_list.html", {"rows": rows, "invitations": invitations})
+    context = {"rows": rows, "can_create_projects": can_create, "invitations": invitations}
+    return render(request, "labeling/project_list.html", context)
 
 
 @login_required

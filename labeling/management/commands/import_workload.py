@@ -103,8 +103,7 @@ class Command(BaseCommand):
             return project_create(
                 slug=slug,
                 name=options["name"] or slug,
-                guideline=fmt.policy.guideline,
-                evidence_relation=fmt.policy.evidence_relation,
+                preset=fmt.policy_preset,
                 manager=manager,
             )
         except (IntegrityError, InvalidInput):

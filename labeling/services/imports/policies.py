@@ -13,6 +13,7 @@ from labeling.importers import SourcedRecord
 from labeling.importers.schema import PartitionIn, PolicyIn, RecordError, format_validation_error
 from labeling.importers.validation import validated_stream
 from labeling.models import LabelPolicy, Partition, Project
+from labeling.models.catalog import default_evidence_labels
 from labeling.services.imports.common import differing_field
 
 POLICY_CONTENT = (
@@ -24,6 +25,11 @@ POLICY_CONTENT = (
 )
 PARTITION_ORDER: tuple[str, ...] = tuple(Partition.values)
 _ONLY_EMPTY = "policies are restored only into a project without questions"
+
+
+def _detail_defaults() -> dict[str, Any]:
+    """Return the detail fields a restored version takes: a release holds none (defaults)."""
+    return {"label_details": {}, "evidence_labels": default_evidence_labels(), "reason_texts": {}}
 
 
 def _policy_specs(given: list[SourcedRecord]) -> dict[int, tuple[str, PolicyIn]]:
@@ -103,9 +109,12 @@ def _restore_policy(
         if stored == content:
             return
         if fresh and policy.frozen_at is None:
+            # The release's own content, with the default details and evidence rule (what a
+            # release's policy means); a preset's details of the replaced draft do not stay.
+            content.update(_detail_defaults())
             for name, value in content.items():
                 setattr(policy, name, value)
-            policy.save(update_fields=list(POLICY_CONTENT))
+            policy.save(update_fields=list(content))
             created["label_policies"] += 1
             return
         name = differing_field(stored, content)

@@ -35,6 +35,7 @@ from labeling.models import (
     SourceDocument,
     SourceVersion,
 )
+from labeling.policy_presets import preset_get
 from labeling.services import workload_import
 from tests.conftest import row_counts
 
@@ -832,7 +833,7 @@ def test_command_creates_project_with_the_faithbench_policy(tmp_path):
     )
     assert "batch_9.json: batch #" in out.getvalue()
     policy = LabelPolicy.objects.get(project__slug="p")
-    assert policy.guideline == faithbench.GUIDELINE
+    assert policy.guideline == preset_get("faithbench").description.guideline
     assert policy.evidence_relation == "source_relative"
     batch = ImportBatch.objects.get()
     assert batch.format == "faithbench" and batch.report["notes"]["samples"] == 1
