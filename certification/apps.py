@@ -16,13 +16,18 @@ CALIBRATION_TEMPLATE = "certification/_calibration_panel.html"
 def agreement_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
     """Context of the dashboard's agreement panel: ``agreement`` (None before the first run).
 
-    ``agreement_freshness`` says which changes the figures cover and how many newer ones wait.
+    ``agreement_freshness`` says which changes the figures cover and how many newer ones wait;
+    ``agreement_chart`` plots the figures per level (None before the first run).
     """
+    from certification.charts import agreement_chart
     from certification.selectors import agreement_report_get, derived_freshness
 
+    agreement = agreement_report_get(project=project, actor=actor)
+    freshness = derived_freshness(project=project)["agreement"]
     return {
-        "agreement": agreement_report_get(project=project, actor=actor),
-        "agreement_freshness": derived_freshness(project=project)["agreement"],
+        "agreement": agreement,
+        "agreement_freshness": freshness,
+        "agreement_chart": agreement_chart(agreement, freshness),
     }
 
 

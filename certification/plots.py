@@ -25,6 +25,8 @@ from matplotlib.figure import Figure
 
 from certification.certificates import from_num
 
+#: The plotting code's version: bump it when a plot changes, so cached plots are re-rendered.
+PLOTS_VERSION = 1
 SVG_METADATA = {"Date": None, "Creator": None}
 WIDTH, HEIGHT = 7.2, 3.6
 

@@ -206,7 +206,8 @@ class ProjectSettingsForm(SingleValueForm):
 class SkipForm(SingleValueForm):
     """Skip an item with a reason."""
 
-    reason = forms.ChoiceField(choices=SkipReason.choices)
+    # No reason is pre-selected: the person chooses one (the empty choice is refused).
+    reason = forms.ChoiceField(choices=[("", "— choose a reason —"), *SkipReason.choices])
     note = forms.CharField(
         required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
     )
@@ -291,6 +292,8 @@ class LabelsState:
     claims: dict[int, ClaimState] = field(default_factory=dict)
     #: The revision the labels were made on, as posted ("": not said).
     revision: str = ""
+    #: The label policy version the form was loaded under, as posted ("": not said).
+    policy_version: str = ""
 
     @classmethod
     def from_post(cls, data: QueryDict, claim_ids: Sequence[int]) -> LabelsState:
@@ -331,6 +334,7 @@ class LabelsState:
             time_spent_seconds=data.get("time_spent_seconds", ""),
             claims=claims,
             revision=data.get("revision", ""),
+            policy_version=data.get("policy_version", ""),
         )
 
     def claim_inputs(self, claim_ids: Sequence[int]) -> tuple[ClaimInput, ...]:
@@ -371,7 +375,7 @@ class LabelsState:
 
         Raises:
             InvalidInput: a number is malformed (field named as in :meth:`claim_inputs`,
-                ``time_spent_seconds`` or ``revision``).
+                ``time_spent_seconds``, ``revision`` or ``policy_version``).
         """
         spent: float | None = None
         if self.time_spent_seconds.strip():
@@ -380,6 +384,7 @@ class LabelsState:
             except ValueError as exc:
                 raise InvalidInput("not a number", field="time_spent_seconds") from exc
         revision = self.revision.strip()
+        policy_version = self.policy_version.strip()
         return AnnotationInput(
             answer_label=self.answer_label,
             answer_reason=self.answer_reason or None,
@@ -387,11 +392,19 @@ class LabelsState:
             comment=self.comment,
             time_spent_seconds=spent,
             based_on_revision=_integer(revision, "revision") if revision else None,
+            policy_version=_integer(policy_version, "policy_version") if policy_version else None,
         )
 
 
 #: Fields of the labelling form besides the claims' (each takes one value).
-LABELS_FIELDS = ("answer_label", "answer_reason", "comment", "time_spent_seconds", "revision")
+LABELS_FIELDS = (
+    "answer_label",
+    "answer_reason",
+    "comment",
+    "time_spent_seconds",
+    "revision",
+    "policy_version",
+)
 #: Fields the adjudication form adds.
 DECISION_FIELDS = ("action", "expected_version", "unresolved_reason", "rationale")
 _CLAIM_FIELD = re.compile(r"^claim-(?P<claim>\d+)-(?P<field>label|reason|boundary_error)$")
@@ -430,3 +443,14 @@ def _integer(value: str, name: str) -> int:
         return int(value)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{value!r} is not an integer", field=name) from exc
+
+
+class ApiTokenForm(SingleValueForm):
+    """A new API token: its name and lifetime (the service checks both)."""
+
+    LIFETIMES = [(7, "7 days"), (30, "30 days"), (90, "90 days"), (365, "1 year")]
+
+    name = forms.CharField(max_length=100, help_text="What the token is for, e.g. 'CI export'.")
+    expires_in_days = forms.TypedChoiceField(
+        choices=LIFETIMES, coerce=int, initial=30, label="Expires after"
+    )

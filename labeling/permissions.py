@@ -35,8 +35,9 @@ ITEM_BROWSER_ROLES: frozenset[str] = REVIEWERS
 # Who may see evaluator labels and imported prior annotations with their dataset annotator ids and
 # notes (never annotators, who see only their own work; adjudicators resolve human disagreements and
 # must not be anchored by a machine's verdict). Adjudicators do see imported *human* votes, but only
-# inside the side-by-side view, as pseudonymous "Annotator k" columns without notes: they are votes
-# of the comparison, and an adjudicator cannot resolve a vote they cannot see.
+# inside the side-by-side view, as pseudonymous "Annotator k" columns (no dataset annotator id)
+# with the votes' notes beside them: they are votes of the comparison, and an adjudicator cannot
+# resolve a vote they cannot see nor weigh a rationale they cannot read.
 LABEL_VIEWER_ROLES: frozenset[str] = MANAGERS
 
 _ROLE_NAMES: dict[str, str] = {

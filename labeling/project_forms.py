@@ -53,7 +53,7 @@ class ProjectCreateForm(SingleValueForm):
     name = forms.CharField(max_length=MAX_NAME_LENGTH)
     slug = forms.CharField(
         max_length=64,
-        help_text="The project's URL name: lower-case letters, digits, '-' and '_'.",
+        help_text="The project's URL name: letters, digits, '-' and '_' (e.g. faithbench-2).",
     )
     description = forms.CharField(
         required=False,

@@ -52,7 +52,8 @@ from labeling import vocabulary
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 # 1.1: labels.csv escapes cells a spreadsheet would read as a formula (csv_cell).
-SCHEMA_VERSION = "1.1"
+# 1.2: the manifest counts labels per label policy version (counts.per_policy_version).
+SCHEMA_VERSION = "1.2"
 SCHEMA_MAJOR = 1
 FORMAT_NAME = "certlabel-release"
 
@@ -418,22 +419,101 @@ class CountBlock:
         }
 
 
-def label_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Return the manifest's ``counts`` of labels.jsonl records: overall and per partition.
+#: The ``per_policy_version`` key of labels whose policy version is not known (imported).
+UNKNOWN_POLICY_VERSION = "unknown"
 
+
+def _version_sort_key(key: str) -> tuple[int, int]:
+    return (1, 0) if key == UNKNOWN_POLICY_VERSION else (0, int(key))
+
+
+@dataclass
+class PolicyVersionCounts:
+    """Labels of a labels file per label policy version they were made under, never pooled.
+
+    Annotations (people's and imported) count under their ``policy_version``; an item's
+    resolution under its own. A label without a known version counts under ``"unknown"``.
+    """
+
+    annotations: dict[str, int]
+    resolutions: dict[str, dict[str, int]]
+    items: int = 0
+    total_annotations: int = 0
+
+    @classmethod
+    def empty(cls) -> PolicyVersionCounts:
+        """Return counts of no record."""
+        return cls(annotations={}, resolutions={})
+
+    @staticmethod
+    def key(version: Any) -> str:
+        """The ``per_policy_version`` key of a label's ``policy_version`` (None: unknown)."""
+        return UNKNOWN_POLICY_VERSION if version is None else str(version)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Count one labels.jsonl record."""
+        self.items += 1
+        for annotation in record["annotations"]:
+            key = self.key(annotation.get("policy_version"))
+            self.annotations[key] = self.annotations.get(key, 0) + 1
+            self.total_annotations += 1
+        resolution = record["resolution"]
+        if resolution is not None:
+            statuses = self.resolutions.setdefault(self.key(resolution.get("policy_version")), {})
+            statuses[resolution["status"]] = statuses.get(resolution["status"], 0) + 1
+
+    def as_json(self) -> dict[str, Any]:
+        """Return, per version key (ascending, ``unknown`` last), counts with denominators.
+
+        Each version: ``annotations`` (of all annotations), ``resolved`` (items whose current
+        resolution was made under it, of all items) and ``consensus`` / ``adjudicated`` /
+        ``unresolved`` (of the same items).
+        """
+        keys = sorted(set(self.annotations) | set(self.resolutions), key=_version_sort_key)
+
+        def share(count: int, denominator: int, of: str) -> dict[str, Any]:
+            return {"count": count, "denominator": denominator, "of": of}
+
+        out: dict[str, Any] = {}
+        for key in keys:
+            statuses = self.resolutions.get(key, {})
+            out[key] = {
+                "annotations": share(
+                    self.annotations.get(key, 0), self.total_annotations, "annotations"
+                ),
+                "resolved": share(sum(statuses.values()), self.items, "items"),
+                **{
+                    status: share(statuses.get(status, 0), self.items, "items")
+                    for status in (
+                        vocabulary.CONSENSUS,
+                        vocabulary.ADJUDICATED,
+                        vocabulary.UNRESOLVED,
+                    )
+                },
+            }
+        return out
+
+
+def label_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Return the manifest's ``counts`` of labels.jsonl records.
+
+    Overall, per partition and per label policy version (:class:`PolicyVersionCounts`).
     The partition of a question without one is ``"unpartitioned"``. Labels count as 1M at the
     scale the benchmark builds, so this streams: ``records`` may be a generator.
     """
     overall = CountBlock()
     partitions: dict[str, CountBlock] = {}
+    versions = PolicyVersionCounts.empty()
     for record in records:
         overall.add(record)
         partitions.setdefault(record["question"]["partition"] or "unpartitioned", CountBlock()).add(
             record
         )
+        versions.add(record)
     return {
         "overall": overall.as_json(),
         "per_partition": {name: block.as_json() for name, block in sorted(partitions.items())},
+        "per_policy_version": versions.as_json(),
     }
 
 
@@ -552,7 +632,11 @@ def verify_release(directory: Path) -> dict[str, Any]:
             problems.append(f"{LABELS_JSONL}: cannot be counted ({exc})")
         else:
             expected = manifest.get("counts", {})
-            for scope in ("overall", "per_partition"):
+            # Releases before schema 1.2 have no per-version counts.
+            scopes = ["overall", "per_partition"]
+            if "per_policy_version" in expected:
+                scopes.append("per_policy_version")
+            for scope in scopes:
                 if counts[scope] != expected.get(scope):
                     problems.append(
                         f"{MANIFEST}: counts.{scope} differ from those recomputed from "

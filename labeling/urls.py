@@ -3,7 +3,11 @@
 from csp.decorators import csp_update
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 
 from labeling.views.members import PasswordResetView
 
@@ -12,6 +16,12 @@ from labeling.views.members import PasswordResetView
 # UI sets a small <style> block of its own, so only this page's policy allows inline styles.
 api_docs = csp_update({"style-src": ["'unsafe-inline'"]})(
     SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+)
+# Redoc, from the sidecar's bundle too, in a page of this site's own (templates/api/redoc.html:
+# no web fonts, no inline script). Redoc injects its styles and runs its search in a worker
+# it creates from a blob: URL, so only this page allows inline styles and blob: workers.
+api_redoc = csp_update({"style-src": ["'unsafe-inline'"], "worker-src": ["'self'", "blob:"]})(
+    SpectacularRedocView.as_view(url_name="api-schema", template_name="api/redoc.html")
 )
 
 # A database outage raised outside a view is a 503 (JSON under /api/); see labeling/views/errors.py.
@@ -23,6 +33,7 @@ urlpatterns = [
     path("api/", include("certification.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
+    path("api/redoc/", api_redoc, name="api-redoc"),
     # "Forgot password" that says when its e-mail could not be sent (before Django's own)
     path("accounts/password_reset/", PasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),

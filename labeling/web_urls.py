@@ -3,10 +3,17 @@
 from django.urls import path
 
 from labeling import views
+from labeling.views import account
 
 urlpatterns = [
     path("", views.project_list, name="project-list"),
     path("projects/new/", views.project_create_view, name="project-create"),
+    path("account/", account.account, name="account"),
+    path(
+        "account/tokens/<int:token_id>/revoke/",
+        account.account_token_revoke,
+        name="account-token-revoke",
+    ),
     path("p/<slug:slug>/", views.project_detail, name="project-detail"),
     path("p/<slug:slug>/items/", views.item_browse, name="item-list"),
     path("p/<slug:slug>/items/<int:item_id>/", views.item_detail, name="item-detail"),
@@ -20,6 +27,11 @@ urlpatterns = [
         "p/<slug:slug>/annotate/<int:assignment_id>/skip/",
         views.annotate_skip,
         name="annotate-skip",
+    ),
+    path(
+        "p/<slug:slug>/annotate/<int:assignment_id>/skip/undo/",
+        views.annotate_skip_undo,
+        name="annotate-skip-undo",
     ),
     path("p/<slug:slug>/my/", views.my_annotations, name="my-annotations"),
     # adjudicators

@@ -299,14 +299,15 @@ def login(client: Any, member: Callable[[str], Any]) -> Callable[[str], Any]:
 @pytest.fixture
 def api(member: Callable[[str], Any]) -> Callable[[str], Any]:
     """An API client with a token for ``role`` (as :func:`login`): ``api("manager").get(url)``."""
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
+
+    from labeling.services.tokens import api_token_create
 
     def make(role: str) -> APIClient:
         client = APIClient()
         if role != "anonymous":
-            token = Token.objects.create(user=_user_for(role, member))
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+            secret = api_token_create(user=_user_for(role, member), name="test").secret
+            client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
         return client
 
     return make

@@ -34,8 +34,9 @@ from rest_framework.test import APIClient
 
 from certification.models import AuditReport, AuditSampleMember
 from certification.services import agreement_recompute, audit_report_recompute, audit_sample_draw
-from labeling.models import Assignment, Invitation, Item, Membership
+from labeling.models import ApiToken, Assignment, Invitation, Item, Membership
 from labeling.services import ClaimInput, adjudication_resolve
+from labeling.services.tokens import api_token_create
 from tests.worlds import (
     OTHER_QUOTE,
     QUOTE_SOURCE,
@@ -143,6 +144,7 @@ def parameter_values(world: World) -> dict[str, list[Any]]:
         "job_id": sorted(job.pk for job in world.jobs.values()),
         "invitation_id": sorted(Invitation.objects.values_list("pk", flat=True)),
         "name": ["labels.jsonl", "manifest.json", "release.zip"],
+        "token_id": sorted(ApiToken.objects.values_list("pk", flat=True)),
     }
 
 
@@ -238,6 +240,8 @@ def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
 def world(world: World) -> World:
     # the world of tests/conftest.py (built once per module, each test rolled back), plus:
     agreement_recompute(project_id=world.a.pk)  # the report names both annotators
+    # the other annotator's API token, named with a secret: never listed to the annotator
+    api_token_create(user=world.users["other_annotator"], name=SECRETS["other annotator's comment"])
     # an audit sample of every evaluator-labelled item: each member carries its stratum
     audit_sample_draw(
         project=world.a,

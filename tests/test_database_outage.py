@@ -41,13 +41,13 @@ django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0, interactive=False)
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
+from labeling.services.tokens import api_token_create
 from labeling.models import Role
 from labeling.services import membership_set, project_create
 user = get_user_model().objects.create_user("boss", password=PASSWORD)
 project = project_create(slug="study", name="Study")
 membership_set(project=project, user=user, role=Role.MANAGER)
-print(json.dumps({"token": Token.objects.create(user=user).key}))
+print(json.dumps({"token": api_token_create(user=user, name="outage").secret}))
 """
 )
 

@@ -31,6 +31,7 @@ from django.test import Client
 from django.urls import get_resolver
 from rest_framework.test import APIClient
 
+from labeling.services.tokens import api_token_create
 from tests.conftest import jsonl_bytes, native_record
 from tests.worlds import (
     Route,
@@ -51,6 +52,10 @@ LOGIN = "login"  # a 302 redirect to settings.LOGIN_URL
 EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     # the token endpoint takes credentials in the body, not a session or token: none is 400
     "api-token": {"POST": (400, 400, 400, 400, 400)},
+    # the signed-in user's own API tokens: every signed-in user lists and makes their own; the
+    # token in the URL is the manager's, so anyone else's revocation is 404 (not theirs)
+    "api-account-tokens": {"GET": (200, 200, 200, 200, 401), "POST": (201, 201, 201, 201, 401)},
+    "api-account-token-detail": {"DELETE": (404, 404, 204, 404, 401)},
     # --- REST API: catalogue ------------------------------------------------------------------
     # creating a project: staff, labeling.add_project or the setting; no member of the world
     "api-project-list": {"GET": (200, 200, 200, 200, 401), "POST": (403, 403, 403, 403, 401)},
@@ -123,6 +128,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-job-list": {"GET": (403, 403, 200, 404, 401)},
     "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
     # --- HTML pages ---------------------------------------------------------------------------
+    # "My account": the user's own tokens (a POST makes one and shows its secret on the page)
+    "account": {"GET": (200, 200, 200, 200, LOGIN), "POST": (200, 200, 200, 200, LOGIN)},
+    "account-token-revoke": {"POST": (404, 404, 302, 404, LOGIN)},
     "project-list": {"GET": (200, 200, 200, 200, LOGIN)},
     # no member of the world may create projects (staff, labeling.add_project or the setting)
     "project-create": {"GET": (403, 403, 403, 403, LOGIN), "POST": (403, 403, 403, 403, LOGIN)},
@@ -266,6 +274,9 @@ def params_for(route: Route, world: World, *, foreign: bool = False) -> dict[str
             values[name] = world.releases["b" if foreign else "a"].pk
         elif name == "invitation_id":
             values[name] = world.invitations["b" if foreign else "a"].pk
+        elif name == "token_id":  # an API token of the manager (of B's user: foreign)
+            owner = world.b_user if foreign else world.users["manager"]
+            values[name] = api_token_create(user=owner, name="matrix").token.pk
         elif name == "name":  # a file of a release
             values[name] = "labels.jsonl"
         elif name != "slug":
@@ -351,6 +362,8 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("api-project-list", "POST"): lambda w: ({"slug": "new", "name": "New"}, "json"),
     ("api-invitation-list", "POST"): lambda w: ({"invitee": "newbie", "role": "annotator"}, "json"),
     ("api-member-update", "PATCH"): lambda w: ({"role": "adjudicator"}, "json"),
+    ("api-account-tokens", "POST"): lambda w: ({"name": "matrix", "expires_in_days": 7}, "json"),
+    ("account", "POST"): lambda w: ({"name": "matrix", "expires_in_days": "7"}, "form"),
     ("import-create", "POST"): lambda w: ({"file": _upload(), "format": "native"}, "form"),
     ("partition-freeze", "POST"): lambda w: (
         {"seed": 7, "dev": 0.2, "calibration": 0.4, "test": 0.4},

@@ -33,7 +33,6 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from certification.models import ReleaseBuild
 from certification.services import (
@@ -71,6 +70,7 @@ from labeling.services import (
 )
 from labeling.services.imports import fingerprint
 from labeling.services.members import invitation_create
+from labeling.services.tokens import api_token_create
 from tests.conftest import jsonl_bytes
 from tests.factories import WORK_SOURCE, UserFactory
 
@@ -453,6 +453,7 @@ SKIPPED_PREFIXES: dict[str, str] = {
 SKIPPED_NAMES: dict[str, str] = {
     "api-schema": "the OpenAPI document: public, describes the API, holds no project data",
     "api-docs": "Swagger UI over the OpenAPI document: public, holds no project data",
+    "api-redoc": "Redoc over the OpenAPI document: public, holds no project data",
 }
 
 
@@ -502,5 +503,5 @@ def url_for(route: Route, values: dict[str, Any]) -> str:
 
 
 def token_for(user: Any) -> str:
-    """Return (creating it) the API token of ``user``."""
-    return Token.objects.get_or_create(user=user)[0].key
+    """Return the secret of a new API token of ``user`` (30 days)."""
+    return api_token_create(user=user, name="test").secret

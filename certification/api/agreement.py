@@ -84,17 +84,34 @@ class AgreementReportApi(APIView):
 
     Annotators get 403: the figures summarise other people's votes. Rater names are usernames
     for managers and "Rater k" for adjudicators. Before the first computation every field is
-    empty (``computed_at`` null, no levels). ``freshness`` says which changes the figures cover
-    and how many newer ones wait (``current`` false: the figures are being recomputed).
+    empty (``computed_at`` null, no levels). ``levels`` are the figures of the newest label
+    policy version with votes (``policy_version``); ``versions`` lists every version apart.
+    ``freshness`` says which changes the figures cover and how many newer ones wait
+    (``current`` false: the figures are being recomputed).
     """
 
     project_roles = {"GET": permissions.REVIEWERS}
 
     class OutputSerializer(serializers.Serializer):
+        class VersionSerializer(serializers.Serializer):
+            policy_version = serializers.IntegerField()
+            levels = LevelSerializer(many=True)
+
+            class Meta:
+                ref_name = "AgreementPolicyVersion"
+
         computed_at = serializers.DateTimeField(allow_null=True)
         input_sha256 = serializers.CharField(allow_null=True)
         identities_shown = serializers.BooleanField()
+        policy_version = serializers.IntegerField(
+            allow_null=True, help_text="The label policy version of levels (the newest voted)."
+        )
         levels = LevelSerializer(many=True)
+        versions = VersionSerializer(
+            many=True,
+            help_text="Each label policy version's figures apart, oldest first: votes made "
+            "under different versions are never pooled.",
+        )
 
         class Meta:
             ref_name = "AgreementReportFigures"
@@ -123,7 +140,9 @@ class AgreementReportApi(APIView):
             "computed_at": None,
             "input_sha256": None,
             "identities_shown": False,
+            "policy_version": None,
             "levels": [],
+            "versions": [],
         }
         data = dict(self.OutputSerializer(report or empty).data)
         data["freshness"] = freshness_json(derived_freshness(project=project)["agreement"])

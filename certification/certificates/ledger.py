@@ -102,18 +102,32 @@ def _joined(*parts: str | None) -> str:
 
 
 # -- the fields -------------------------------------------------------------------------------
+def policy_versions_text(inputs: Mapping[str, Any]) -> str:
+    """Return which label policy versions the calibration labels were resolved under.
+
+    One version: ``"label policy v2"``. Several (``mixed_policy_versions``): each version with
+    its count, flagged, e.g. ``"MIXED label policy versions v1 (n = 40), v2 (n = 10), counted
+    apart here and computed together"``.
+    """
+    counted = (inputs.get("policy_versions") or {}).get("calibration") or {}
+    if len(counted) <= 1:
+        version = next(iter(counted), None) or inputs.get("policy_version")
+        return f"label policy v{version}"
+    listed = ", ".join(f"v{version} (n = {n})" for version, n in counted.items())
+    return f"MIXED label policy versions {listed}, counted apart here and computed together"
+
+
 def population(facts: LedgerFacts) -> str:
     """Return the Population field: partition, project, counts used and excluded, pending."""
     contract, inputs, pending = facts.contract, facts.inputs, facts.pending
     n_questions = len(inputs["calibration"])
     frozen = inputs.get("partition_frozen_at") or "not frozen"
     seed = inputs.get("partition_seed")
-    policy_version = inputs.get("policy_version")
     text = (
         f"Eligible questions of the {contract.partition!r} partition of project "
         f"{inputs['project']!r}: {n_questions} questions (partition frozen {frozen}, seed "
-        f"{seed}, grouped by source / group key). Labels: resolved labels under label policy "
-        f"v{policy_version}."
+        f"{seed}, grouped by source / group key). Labels: resolved labels under "
+        f"{policy_versions_text(inputs)}."
     )
     if facts.selective is not None:
         counts = facts.selective["counts"]
@@ -175,8 +189,8 @@ def admission_policy(facts: LedgerFacts) -> str:
         else ""
     )
     return (
-        "Admissible = resolved answer label 'admissible' (consensus or adjudicated) under label "
-        f"policy v{facts.inputs.get('policy_version')}. Counting policy: "
+        "Admissible = resolved answer label 'admissible' (consensus or adjudicated) under "
+        f"{policy_versions_text(facts.inputs)}. Counting policy: "
         f"{_policy_text(contract)}.{claim_rule} "
         "Unavailable evidence is never turned into a correct label."
     )

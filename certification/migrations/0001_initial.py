@@ -7,27 +7,49 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('labeling', '0005_labels_append_only'),
+        ("labeling", "0005_labels_append_only"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AgreementReport',
+            name="AgreementReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('computed_at', models.DateTimeField()),
-                ('input_sha256', models.CharField(max_length=64)),
-                ('answer', models.JSONField(default=dict)),
-                ('claim', models.JSONField(default=dict)),
-                ('project', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='agreement_report', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("computed_at", models.DateTimeField()),
+                ("input_sha256", models.CharField(max_length=64)),
+                ("answer", models.JSONField(default=dict)),
+                ("claim", models.JSONField(default=dict)),
+                (
+                    "project",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="agreement_report",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('input_sha256', ''), django.db.models.lookups.Exact(django.db.models.functions.text.Length('input_sha256'), 64), _connector='OR'), name='agreement_report_sha256_hex64')],
+                "ordering": ["project"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("input_sha256", ""),
+                            django.db.models.lookups.Exact(
+                                django.db.models.functions.text.Length("input_sha256"), 64
+                            ),
+                            _connector="OR",
+                        ),
+                        name="agreement_report_sha256_hex64",
+                    )
+                ],
             },
         ),
     ]

@@ -8,123 +8,423 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('certification', '0001_initial'),
-        ('labeling', '0005_labels_append_only'),
+        ("certification", "0001_initial"),
+        ("labeling", "0005_labels_append_only"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CalibrationSpec',
+            name="CalibrationSpec",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('description', models.TextField(blank=True, help_text='Population, source snapshot and generation policy, in words.')),
-                ('method', models.CharField(choices=[('selective_risk', 'selective risk (Learn then Test)'), ('conformal_set', 'conformal prediction sets'), ('both', 'both')], max_length=20)),
-                ('loss', models.CharField(choices=[('answer_inadmissible', '1 if the resolved answer label is not admissible'), ('any_error', '1 if the answer is not admissible or any of its claims is not supported')], default='answer_inadmissible', max_length=32)),
-                ('denominator', models.CharField(choices=[('accepted_answers', 'accepted answers (selective risk)'), ('eligible_units', 'all eligible units (unconditional failure rate)')], default='accepted_answers', max_length=20)),
-                ('alpha', models.DecimalField(decimal_places=8, max_digits=10)),
-                ('delta', models.DecimalField(decimal_places=8, max_digits=10)),
-                ('thresholds', models.JSONField(blank=True, default=list)),
-                ('acceptance', models.CharField(choices=[('>=', 'score >= threshold'), ('>', 'score > threshold'), ('<=', 'score <= threshold'), ('<', 'score < threshold')], default='>=', max_length=2)),
-                ('score_field', models.CharField(blank=True, max_length=300)),
-                ('selector', models.CharField(choices=[('each_candidate', 'every candidate is an emitted answer (unit = candidate)'), ('is_selected', 'the candidate flagged is_selected (unit = question)'), ('mode', 'the most frequent canonical answer, first sample of it (unit = question)'), ('first_sample', 'the candidate with the lowest sample index (unit = question)')], max_length=20)),
-                ('utility', models.CharField(choices=[('answer_rate', 'largest answer rate'), ('lowest_upper_bound', 'lowest upper bound on the risk')], default='answer_rate', max_length=20)),
-                ('canonicaliser', models.CharField(default='exact', max_length=64)),
-                ('tie_rule', models.CharField(choices=[('canonical_ascending', 'canonical string, ascending'), ('first_seen', 'the class sampled first')], default='canonical_ascending', max_length=24)),
-                ('answer_field', models.CharField(choices=[('canonical_form', 'the imported canonical form (none = no answer)'), ('text', 'the answer text')], default='canonical_form', max_length=20)),
-                ('stopping_delta', models.DecimalField(blank=True, decimal_places=8, max_digits=10, null=True)),
-                ('multiplicity', models.CharField(choices=[('bonferroni', 'Bonferroni (delta / M)'), ('fixed_sequence', 'fixed-sequence testing in the listed order')], default='bonferroni', max_length=20)),
-                ('partition', models.CharField(choices=[('calibration', 'calibration'), ('dev', 'dev')], default='calibration', max_length=12)),
-                ('unresolved_as', models.CharField(choices=[('error', 'as an error'), ('exclude', 'excluded (reported with its count)')], default='error', max_length=8)),
-                ('evidence_unavailable_as', models.CharField(choices=[('error', 'as an error'), ('exclude', 'excluded (reported with its count)')], default='error', max_length=8)),
-                ('abstained_as', models.CharField(choices=[('error', 'as an error'), ('exclude', 'excluded (reported with its count)')], default='error', max_length=8)),
-                ('pending_as', models.CharField(choices=[('error', 'as an error'), ('exclude', 'excluded (reported with its count)')], default='exclude', max_length=8)),
-                ('report_confidence', models.DecimalField(decimal_places=8, default='0.95', max_digits=10)),
-                ('seed', models.BigIntegerField(default=0, help_text='Seed of the split simulations.')),
-                ('content_sha256', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('previous', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.RESTRICT, related_name='next_version', to='certification.calibrationspec')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='calibration_specs', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("version", models.PositiveIntegerField(default=1)),
+                (
+                    "description",
+                    models.TextField(
+                        blank=True,
+                        help_text="Population, source snapshot and generation policy, in words.",
+                    ),
+                ),
+                (
+                    "method",
+                    models.CharField(
+                        choices=[
+                            ("selective_risk", "selective risk (Learn then Test)"),
+                            ("conformal_set", "conformal prediction sets"),
+                            ("both", "both"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "loss",
+                    models.CharField(
+                        choices=[
+                            (
+                                "answer_inadmissible",
+                                "1 if the resolved answer label is not admissible",
+                            ),
+                            (
+                                "any_error",
+                                "1 if the answer is not admissible or any of its claims is not supported",
+                            ),
+                        ],
+                        default="answer_inadmissible",
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "denominator",
+                    models.CharField(
+                        choices=[
+                            ("accepted_answers", "accepted answers (selective risk)"),
+                            ("eligible_units", "all eligible units (unconditional failure rate)"),
+                        ],
+                        default="accepted_answers",
+                        max_length=20,
+                    ),
+                ),
+                ("alpha", models.DecimalField(decimal_places=8, max_digits=10)),
+                ("delta", models.DecimalField(decimal_places=8, max_digits=10)),
+                ("thresholds", models.JSONField(blank=True, default=list)),
+                (
+                    "acceptance",
+                    models.CharField(
+                        choices=[
+                            (">=", "score >= threshold"),
+                            (">", "score > threshold"),
+                            ("<=", "score <= threshold"),
+                            ("<", "score < threshold"),
+                        ],
+                        default=">=",
+                        max_length=2,
+                    ),
+                ),
+                ("score_field", models.CharField(blank=True, max_length=300)),
+                (
+                    "selector",
+                    models.CharField(
+                        choices=[
+                            (
+                                "each_candidate",
+                                "every candidate is an emitted answer (unit = candidate)",
+                            ),
+                            ("is_selected", "the candidate flagged is_selected (unit = question)"),
+                            (
+                                "mode",
+                                "the most frequent canonical answer, first sample of it (unit = question)",
+                            ),
+                            (
+                                "first_sample",
+                                "the candidate with the lowest sample index (unit = question)",
+                            ),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "utility",
+                    models.CharField(
+                        choices=[
+                            ("answer_rate", "largest answer rate"),
+                            ("lowest_upper_bound", "lowest upper bound on the risk"),
+                        ],
+                        default="answer_rate",
+                        max_length=20,
+                    ),
+                ),
+                ("canonicaliser", models.CharField(default="exact", max_length=64)),
+                (
+                    "tie_rule",
+                    models.CharField(
+                        choices=[
+                            ("canonical_ascending", "canonical string, ascending"),
+                            ("first_seen", "the class sampled first"),
+                        ],
+                        default="canonical_ascending",
+                        max_length=24,
+                    ),
+                ),
+                (
+                    "answer_field",
+                    models.CharField(
+                        choices=[
+                            ("canonical_form", "the imported canonical form (none = no answer)"),
+                            ("text", "the answer text"),
+                        ],
+                        default="canonical_form",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "stopping_delta",
+                    models.DecimalField(blank=True, decimal_places=8, max_digits=10, null=True),
+                ),
+                (
+                    "multiplicity",
+                    models.CharField(
+                        choices=[
+                            ("bonferroni", "Bonferroni (delta / M)"),
+                            ("fixed_sequence", "fixed-sequence testing in the listed order"),
+                        ],
+                        default="bonferroni",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "partition",
+                    models.CharField(
+                        choices=[("calibration", "calibration"), ("dev", "dev")],
+                        default="calibration",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "unresolved_as",
+                    models.CharField(
+                        choices=[
+                            ("error", "as an error"),
+                            ("exclude", "excluded (reported with its count)"),
+                        ],
+                        default="error",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "evidence_unavailable_as",
+                    models.CharField(
+                        choices=[
+                            ("error", "as an error"),
+                            ("exclude", "excluded (reported with its count)"),
+                        ],
+                        default="error",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "abstained_as",
+                    models.CharField(
+                        choices=[
+                            ("error", "as an error"),
+                            ("exclude", "excluded (reported with its count)"),
+                        ],
+                        default="error",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "pending_as",
+                    models.CharField(
+                        choices=[
+                            ("error", "as an error"),
+                            ("exclude", "excluded (reported with its count)"),
+                        ],
+                        default="exclude",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "report_confidence",
+                    models.DecimalField(decimal_places=8, default="0.95", max_digits=10),
+                ),
+                (
+                    "seed",
+                    models.BigIntegerField(default=0, help_text="Seed of the split simulations."),
+                ),
+                ("content_sha256", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "previous",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.RESTRICT,
+                        related_name="next_version",
+                        to="certification.calibrationspec",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="calibration_specs",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', 'name', 'version'],
+                "ordering": ["project", "name", "version"],
             },
         ),
         migrations.CreateModel(
-            name='CalibrationRun',
+            name="CalibrationRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='pending', max_length=8)),
-                ('trigger', models.CharField(choices=[('manual', 'started by a manager'), ('labels_changed', 'resolved labels changed'), ('command', 'manage.py certify')], max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('spec_sha256', models.CharField(max_length=64)),
-                ('input_sha256', models.CharField(max_length=64)),
-                ('stats_version', models.PositiveIntegerField()),
-                ('inputs', models.JSONField(default=dict)),
-                ('result', models.JSONField(blank=True, default=dict)),
-                ('outcome', models.CharField(blank=True, max_length=64)),
-                ('error', models.TextField(blank=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='calibration_runs', to='labeling.project')),
-                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('spec', models.ForeignKey(on_delete=django.db.models.deletion.RESTRICT, related_name='runs', to='certification.calibrationspec')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                        ],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "trigger",
+                    models.CharField(
+                        choices=[
+                            ("manual", "started by a manager"),
+                            ("labels_changed", "resolved labels changed"),
+                            ("command", "manage.py certify"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("spec_sha256", models.CharField(max_length=64)),
+                ("input_sha256", models.CharField(max_length=64)),
+                ("stats_version", models.PositiveIntegerField()),
+                ("inputs", models.JSONField(default=dict)),
+                ("result", models.JSONField(blank=True, default=dict)),
+                ("outcome", models.CharField(blank=True, max_length=64)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="calibration_runs",
+                        to="labeling.project",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "spec",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.RESTRICT,
+                        related_name="runs",
+                        to="certification.calibrationspec",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.AddConstraint(
-            model_name='calibrationspec',
-            constraint=models.UniqueConstraint(fields=('project', 'name', 'version'), name='calibration_spec_unique_version'),
+            model_name="calibrationspec",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name", "version"), name="calibration_spec_unique_version"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='calibrationspec',
-            constraint=models.CheckConstraint(condition=models.Q(('alpha__gt', 0), ('alpha__lt', 1), ('delta__gt', 0), ('delta__lt', 1)), name='calibration_spec_levels_open_unit'),
+            model_name="calibrationspec",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("alpha__gt", 0), ("alpha__lt", 1), ("delta__gt", 0), ("delta__lt", 1)
+                ),
+                name="calibration_spec_levels_open_unit",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='calibrationspec',
-            constraint=models.CheckConstraint(condition=models.Q(('report_confidence__gt', 0), ('report_confidence__lt', 1)), name='calibration_spec_confidence_open_unit'),
+            model_name="calibrationspec",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("report_confidence__gt", 0), ("report_confidence__lt", 1)),
+                name="calibration_spec_confidence_open_unit",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='calibrationspec',
-            constraint=models.CheckConstraint(condition=models.Q(('stopping_delta__isnull', True), models.Q(('stopping_delta__gt', 0), ('stopping_delta__lt', 1)), _connector='OR'), name='calibration_spec_stopping_delta_open_unit'),
+            model_name="calibrationspec",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("stopping_delta__isnull", True),
+                    models.Q(("stopping_delta__gt", 0), ("stopping_delta__lt", 1)),
+                    _connector="OR",
+                ),
+                name="calibration_spec_stopping_delta_open_unit",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='calibrationspec',
-            constraint=models.CheckConstraint(condition=models.Q(('method__in', ['selective_risk', 'conformal_set', 'both'])), name='calibration_spec_method'),
+            model_name="calibrationspec",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("method__in", ["selective_risk", "conformal_set", "both"])),
+                name="calibration_spec_method",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='calibrationspec',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(django.db.models.functions.text.Length('content_sha256'), 64), name='calibration_spec_sha256_hex64'),
+            model_name="calibrationspec",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.Exact(
+                    django.db.models.functions.text.Length("content_sha256"), 64
+                ),
+                name="calibration_spec_sha256_hex64",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='calibrationspec',
-            constraint=models.CheckConstraint(condition=models.Q(('version__gte', 1)), name='calibration_spec_version_positive'),
+            model_name="calibrationspec",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("version__gte", 1)), name="calibration_spec_version_positive"
+            ),
         ),
         migrations.AddIndex(
-            model_name='calibrationrun',
-            index=models.Index(fields=['spec', '-created_at'], name='calibration_run_spec_idx'),
+            model_name="calibrationrun",
+            index=models.Index(fields=["spec", "-created_at"], name="calibration_run_spec_idx"),
         ),
         migrations.AddConstraint(
-            model_name='calibrationrun',
-            constraint=models.UniqueConstraint(condition=models.Q(('status__in', ('pending', 'running', 'done'))), fields=('spec', 'input_sha256'), name='calibration_run_one_live_per_input'),
+            model_name="calibrationrun",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status__in", ("pending", "running", "done"))),
+                fields=("spec", "input_sha256"),
+                name="calibration_run_one_live_per_input",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='calibrationrun',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'running', 'done', 'failed'])), name='calibration_run_status'),
+            model_name="calibrationrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["pending", "running", "done", "failed"])),
+                name="calibration_run_status",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='calibrationrun',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'failed'), _negated=True), models.Q(('error', ''), _negated=True), _connector='OR'), name='calibration_run_failed_has_error'),
+            model_name="calibrationrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "failed"), _negated=True),
+                    models.Q(("error", ""), _negated=True),
+                    _connector="OR",
+                ),
+                name="calibration_run_failed_has_error",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='calibrationrun',
-            constraint=models.CheckConstraint(condition=models.Q(django.db.models.lookups.Exact(django.db.models.functions.text.Length('input_sha256'), 64), django.db.models.lookups.Exact(django.db.models.functions.text.Length('spec_sha256'), 64)), name='calibration_run_sha256_hex64'),
+            model_name="calibrationrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    django.db.models.lookups.Exact(
+                        django.db.models.functions.text.Length("input_sha256"), 64
+                    ),
+                    django.db.models.lookups.Exact(
+                        django.db.models.functions.text.Length("spec_sha256"), 64
+                    ),
+                ),
+                name="calibration_run_sha256_hex64",
+            ),
         ),
     ]

@@ -8,34 +8,109 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('certification', '0002_calibration'),
-        ('labeling', '0005_labels_append_only'),
+        ("certification", "0002_calibration"),
+        ("labeling", "0005_labels_append_only"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AuditReport',
+            name="AuditReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('evaluator_positive', models.JSONField(default=list, help_text='Evaluator labels counted positive (error / not supported).')),
-                ('human_positive', models.JSONField(default=list, help_text='Resolved human answer labels counted positive.')),
-                ('score_threshold', models.FloatField(blank=True, help_text='Set for a score-only evaluator: its score becomes a flag at this threshold.', null=True)),
-                ('flag_when', models.CharField(choices=[('<', 'score < threshold'), ('<=', 'score <= threshold'), ('>', 'score > threshold'), ('>=', 'score >= threshold')], default='<', max_length=2)),
-                ('confidence', models.DecimalField(decimal_places=8, default='0.95', max_digits=10)),
-                ('configured_at', models.DateTimeField(auto_now=True)),
-                ('computed_at', models.DateTimeField(blank=True, null=True)),
-                ('input_sha256', models.CharField(blank=True, max_length=64)),
-                ('result', models.JSONField(blank=True, default=dict)),
-                ('configured_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('evaluator', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='audit_report', to='labeling.evaluator')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='audit_reports', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "evaluator_positive",
+                    models.JSONField(
+                        default=list,
+                        help_text="Evaluator labels counted positive (error / not supported).",
+                    ),
+                ),
+                (
+                    "human_positive",
+                    models.JSONField(
+                        default=list, help_text="Resolved human answer labels counted positive."
+                    ),
+                ),
+                (
+                    "score_threshold",
+                    models.FloatField(
+                        blank=True,
+                        help_text="Set for a score-only evaluator: its score becomes a flag at this threshold.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "flag_when",
+                    models.CharField(
+                        choices=[
+                            ("<", "score < threshold"),
+                            ("<=", "score <= threshold"),
+                            (">", "score > threshold"),
+                            (">=", "score >= threshold"),
+                        ],
+                        default="<",
+                        max_length=2,
+                    ),
+                ),
+                (
+                    "confidence",
+                    models.DecimalField(decimal_places=8, default="0.95", max_digits=10),
+                ),
+                ("configured_at", models.DateTimeField(auto_now=True)),
+                ("computed_at", models.DateTimeField(blank=True, null=True)),
+                ("input_sha256", models.CharField(blank=True, max_length=64)),
+                ("result", models.JSONField(blank=True, default=dict)),
+                (
+                    "configured_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "evaluator",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="audit_report",
+                        to="labeling.evaluator",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="audit_reports",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', 'evaluator'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('input_sha256', ''), django.db.models.lookups.Exact(django.db.models.functions.text.Length('input_sha256'), 64), _connector='OR'), name='audit_report_sha256_hex64'), models.CheckConstraint(condition=models.Q(('confidence__gt', 0), ('confidence__lt', 1)), name='audit_report_confidence_open_unit')],
+                "ordering": ["project", "evaluator"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("input_sha256", ""),
+                            django.db.models.lookups.Exact(
+                                django.db.models.functions.text.Length("input_sha256"), 64
+                            ),
+                            _connector="OR",
+                        ),
+                        name="audit_report_sha256_hex64",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("confidence__gt", 0), ("confidence__lt", 1)),
+                        name="audit_report_confidence_open_unit",
+                    ),
+                ],
             },
         ),
     ]

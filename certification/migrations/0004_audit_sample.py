@@ -6,45 +6,101 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('certification', '0003_audit_report'),
-        ('labeling', '0005_labels_append_only'),
+        ("certification", "0003_audit_report"),
+        ("labeling", "0005_labels_append_only"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AuditSample',
+            name="AuditSample",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('size', models.PositiveIntegerField()),
-                ('seed', models.BigIntegerField()),
-                ('slice_dimension', models.CharField(blank=True, max_length=32)),
-                ('declaration', models.JSONField(default=dict)),
-                ('design', models.JSONField(default=dict)),
-                ('population', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('evaluator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='audit_samples', to='labeling.evaluator')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='audit_samples', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("size", models.PositiveIntegerField()),
+                ("seed", models.BigIntegerField()),
+                ("slice_dimension", models.CharField(blank=True, max_length=32)),
+                ("declaration", models.JSONField(default=dict)),
+                ("design", models.JSONField(default=dict)),
+                ("population", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "evaluator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="audit_samples",
+                        to="labeling.evaluator",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="audit_samples",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='AuditSampleMember',
+            name="AuditSampleMember",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('stratum', models.CharField(max_length=300)),
-                ('inclusion_probability', models.FloatField()),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='labeling.item')),
-                ('sample', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='members', to='certification.auditsample')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("stratum", models.CharField(max_length=300)),
+                ("inclusion_probability", models.FloatField()),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="labeling.item",
+                    ),
+                ),
+                (
+                    "sample",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="members",
+                        to="certification.auditsample",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['sample', 'pk'],
-                'constraints': [models.UniqueConstraint(fields=('sample', 'item'), name='audit_sample_unique_item'), models.CheckConstraint(condition=models.Q(('inclusion_probability__gt', 0), ('inclusion_probability__lte', 1)), name='audit_sample_probability_unit')],
+                "ordering": ["sample", "pk"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("sample", "item"), name="audit_sample_unique_item"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("inclusion_probability__gt", 0), ("inclusion_probability__lte", 1)
+                        ),
+                        name="audit_sample_probability_unit",
+                    ),
+                ],
             },
         ),
     ]

@@ -36,117 +36,290 @@ def _run(statements_by_vendor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('certification', '0004_audit_sample'),
-        ('labeling', '0006_release_provenance'),
+        ("certification", "0004_audit_sample"),
+        ("labeling", "0006_release_provenance"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Release',
+            name="Release",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.CharField(max_length=32)),
-                ('project_slug', models.CharField(help_text="The project's slug when the release was frozen.", max_length=64)),
-                ('project_name', models.CharField(help_text="The project's name when the release was frozen.", max_length=200)),
-                ('partition', models.JSONField(default=dict, help_text='The split as it stood when the release was frozen: frozen, seed, proportions.')),
-                ('certifies', models.JSONField(blank=True, default=list)),
-                ('cutoff', models.JSONField(default=dict)),
-                ('report', models.JSONField(default=dict)),
-                ('notes', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='certification.release')),
-                ('policy', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='labeling.labelpolicy')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='releases', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.CharField(max_length=32)),
+                (
+                    "project_slug",
+                    models.CharField(
+                        help_text="The project's slug when the release was frozen.", max_length=64
+                    ),
+                ),
+                (
+                    "project_name",
+                    models.CharField(
+                        help_text="The project's name when the release was frozen.", max_length=200
+                    ),
+                ),
+                (
+                    "partition",
+                    models.JSONField(
+                        default=dict,
+                        help_text="The split as it stood when the release was frozen: frozen, seed, proportions.",
+                    ),
+                ),
+                ("certifies", models.JSONField(blank=True, default=list)),
+                ("cutoff", models.JSONField(default=dict)),
+                ("report", models.JSONField(default=dict)),
+                ("notes", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="children",
+                        to="certification.release",
+                    ),
+                ),
+                (
+                    "policy",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="labeling.labelpolicy",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="releases",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', '-created_at', '-pk'],
+                "ordering": ["project", "-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='ReleaseBuild',
+            name="ReleaseBuild",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='pending', max_length=8)),
-                ('is_rebuild', models.BooleanField(default=False)),
-                ('storage_prefix', models.CharField(blank=True, max_length=500)),
-                ('progress_done', models.PositiveIntegerField(default=0)),
-                ('progress_total', models.PositiveIntegerField(default=0)),
-                ('files', models.JSONField(blank=True, default=list)),
-                ('manifest_sha256', models.CharField(blank=True, max_length=64)),
-                ('archive_sha256', models.CharField(blank=True, max_length=64)),
-                ('archive_size', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('matches', models.BooleanField(blank=True, null=True)),
-                ('mismatches', models.JSONField(blank=True, default=list)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('release', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='builds', to='certification.release')),
-                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                        ],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                ("is_rebuild", models.BooleanField(default=False)),
+                ("storage_prefix", models.CharField(blank=True, max_length=500)),
+                ("progress_done", models.PositiveIntegerField(default=0)),
+                ("progress_total", models.PositiveIntegerField(default=0)),
+                ("files", models.JSONField(blank=True, default=list)),
+                ("manifest_sha256", models.CharField(blank=True, max_length=64)),
+                ("archive_sha256", models.CharField(blank=True, max_length=64)),
+                ("archive_size", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("matches", models.BooleanField(blank=True, null=True)),
+                ("mismatches", models.JSONField(blank=True, default=list)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "release",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="builds",
+                        to="certification.release",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['release', 'pk'],
+                "ordering": ["release", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='ReleaseTag',
+            name="ReleaseTag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=64)),
-                ('moved_at', models.DateTimeField()),
-                ('moved_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='release_tags', to='labeling.project')),
-                ('release', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='tags', to='certification.release')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=64)),
+                ("moved_at", models.DateTimeField()),
+                (
+                    "moved_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="release_tags",
+                        to="labeling.project",
+                    ),
+                ),
+                (
+                    "release",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="tags",
+                        to="certification.release",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', 'name'],
+                "ordering": ["project", "name"],
             },
         ),
         migrations.CreateModel(
-            name='ReleaseTagMove',
+            name="ReleaseTagMove",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('moved_at', models.DateTimeField()),
-                ('moved_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('previous', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='certification.release')),
-                ('release', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='certification.release')),
-                ('tag', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='moves', to='certification.releasetag')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("moved_at", models.DateTimeField()),
+                (
+                    "moved_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "previous",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="certification.release",
+                    ),
+                ),
+                (
+                    "release",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="certification.release",
+                    ),
+                ),
+                (
+                    "tag",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="moves",
+                        to="certification.releasetag",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['tag', 'moved_at', 'pk'],
+                "ordering": ["tag", "moved_at", "pk"],
             },
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.UniqueConstraint(fields=('project', 'version'), name='release_unique_version'),
+            model_name="release",
+            constraint=models.UniqueConstraint(
+                fields=("project", "version"), name="release_unique_version"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('version__regex', '^(0|[1-9][0-9]{0,8})(\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8}))?$')), name='release_version_format'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "version__regex",
+                        "^(0|[1-9][0-9]{0,8})(\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8}))?$",
+                    )
+                ),
+                name="release_version_format",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('parent', models.F('pk')), _negated=True), name='release_not_own_parent'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("parent", models.F("pk")), _negated=True),
+                name="release_not_own_parent",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='releasebuild',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'running', 'done', 'failed'])), name='release_build_status'),
+            model_name="releasebuild",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["pending", "running", "done", "failed"])),
+                name="release_build_status",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='releasebuild',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'failed'), _negated=True), models.Q(('error', ''), _negated=True), _connector='OR'), name='release_build_failed_has_error'),
+            model_name="releasebuild",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "failed"), _negated=True),
+                    models.Q(("error", ""), _negated=True),
+                    _connector="OR",
+                ),
+                name="release_build_failed_has_error",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='releasebuild',
-            constraint=models.UniqueConstraint(condition=models.Q(('is_rebuild', False)), fields=('release',), name='release_build_one_first_build'),
+            model_name="releasebuild",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("is_rebuild", False)),
+                fields=("release",),
+                name="release_build_one_first_build",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='releasetag',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='release_tag_unique_name'),
+            model_name="releasetag",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name"), name="release_tag_unique_name"
+            ),
         ),
         migrations.RunPython(
             _run({"sqlite": SQLITE, "postgresql": POSTGRES}),

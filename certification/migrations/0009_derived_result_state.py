@@ -5,28 +5,51 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('certification', '0008_calibration_run_input_required'),
-        ('labeling', '0009_derived_change'),
+        ("certification", "0008_calibration_run_input_required"),
+        ("labeling", "0009_derived_change"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DerivedResultState',
+            name="DerivedResultState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('agreement', 'agreement statistics'), ('calibration', 'calibration runs'), ('audit', 'evaluator audits')], max_length=16)),
-                ('covered_generation', models.BigIntegerField(default=0)),
-                ('queued_at', models.DateTimeField(blank=True, null=True)),
-                ('running_since', models.DateTimeField(blank=True, null=True)),
-                ('computed_at', models.DateTimeField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True, default='')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("agreement", "agreement statistics"),
+                            ("calibration", "calibration runs"),
+                            ("audit", "evaluator audits"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("covered_generation", models.BigIntegerField(default=0)),
+                ("queued_at", models.DateTimeField(blank=True, null=True)),
+                ("running_since", models.DateTimeField(blank=True, null=True)),
+                ("computed_at", models.DateTimeField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True, default="")),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', 'kind'],
-                'constraints': [models.UniqueConstraint(fields=('project', 'kind'), name='derived_state_unique')],
+                "ordering": ["project", "kind"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("project", "kind"), name="derived_state_unique")
+                ],
             },
         ),
     ]

@@ -24,6 +24,10 @@ class AgreementReport(models.Model):
     (``user:<id>`` for an account, ``prior:<pseudonym>`` for an imported annotator), alpha,
     Fleiss' kappa, percent agreement and Cohen's kappa per rater pair; an undefined statistic is
     ``{"value": null, "reason": "..."}``. Rater ids identify people: only managers see them.
+
+    Votes made under different label policy versions are never pooled: ``versions`` holds each
+    version's ``answer`` and ``claim`` apart (oldest first); the top-level ``answer`` and
+    ``claim`` are those of ``policy_version``, the newest version with votes.
     """
 
     project = models.OneToOneField(
@@ -33,6 +37,14 @@ class AgreementReport(models.Model):
     input_sha256 = models.CharField(max_length=64)
     answer = models.JSONField(default=dict)
     claim = models.JSONField(default=dict)
+    policy_version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The policy version of answer and claim (newest voted)."
+    )
+    versions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Each policy version's figures apart: [{policy_version, answer, claim}].",
+    )
 
     class Meta:
         ordering = ["project"]

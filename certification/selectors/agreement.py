@@ -65,6 +65,14 @@ class LevelView:
 
 
 @dataclass(frozen=True)
+class VersionAgreementView:
+    """The agreement figures of the votes made under one label policy version."""
+
+    policy_version: int
+    levels: tuple[LevelView, ...]
+
+
+@dataclass(frozen=True)
 class AgreementView:
     """A project's stored agreement report, ready to render or serialise.
 
@@ -73,20 +81,24 @@ class AgreementView:
         input_sha256: hash of the votes they were computed from.
         identities_shown: True when rater names are real (the actor is a manager); otherwise
             raters are "Rater 1", "Rater 2", ... numbered in one order across both levels.
-        levels: the answer level, then the claim level.
+        levels: the answer level, then the claim level, of ``policy_version``.
+        policy_version: the newest label policy version with votes (None: no vote yet).
+        versions: every policy version's figures apart, oldest first (votes of two versions
+            are never pooled).
     """
 
     computed_at: datetime
     input_sha256: str
     identities_shown: bool
     levels: tuple[LevelView, ...]
+    policy_version: int | None = None
+    versions: tuple[VersionAgreementView, ...] = ()
 
 
 def _rater_names(report: AgreementReport, *, identities: bool) -> dict[str, str]:
-    raters = sorted(
-        {r for level in (report.answer, report.claim) for r in level.get("raters", [])},
-        key=rater_sort_key,
-    )
+    levels = [report.answer, report.claim]
+    levels += [v.get(name, {}) for v in report.versions for name in ("answer", "claim")]
+    raters = sorted({r for level in levels for r in level.get("raters", [])}, key=rater_sort_key)
     if not identities:
         return {rater: f"Rater {i}" for i, rater in enumerate(raters, start=1)}
     user_ids = [int(r.split(":", 1)[1]) for r in raters if rater_sort_key(r)[0] == 1]
@@ -164,4 +176,15 @@ def agreement_report_get(*, project: Project, actor: Any = None) -> AgreementVie
         input_sha256=report.input_sha256,
         identities_shown=identities,
         levels=(_level("answer", report.answer, names), _level("claim", report.claim, names)),
+        policy_version=report.policy_version,
+        versions=tuple(
+            VersionAgreementView(
+                policy_version=v["policy_version"],
+                levels=(
+                    _level("answer", v.get("answer", {}), names),
+                    _level("claim", v.get("claim", {}), names),
+                ),
+            )
+            for v in report.versions
+        ),
     )

@@ -39,7 +39,7 @@ PENDING = vocabulary.PENDING
 #: The outcome of an item resolved as ``unresolved``.
 UNRESOLVED = ResolutionStatus.UNRESOLVED.value
 #: Version of the inputs snapshot layout (part of the run's input hash).
-INPUTS_SCHEMA = 1
+INPUTS_SCHEMA = 2
 
 
 def parse_evaluator_field(score_field: str) -> tuple[str, str] | None:
@@ -184,10 +184,12 @@ def _score_column(spec: CalibrationSpec, candidate_ids: list[int]) -> dict[int, 
 def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
     """Return the snapshot a run of ``spec`` computes from: plain JSON data, deterministic.
 
-    Layout (``schema`` 1)::
+    Layout (``schema`` 2)::
 
-        {"schema": 1, "project": slug, "calibration_partition": "calibration" | "dev",
+        {"schema": 2, "project": slug, "calibration_partition": "calibration" | "dev",
          "score_field": ..., "answer_field": ..., "policy_version": int | None,
+         "policy_versions": {"calibration": {"1": n, ...}, "test": {...}},
+         "mixed_policy_versions": bool,
          "partition_seed": int | None, "partition_frozen_at": iso | None,
          "calibration": [question, ...], "test": [question, ...]}
 
@@ -197,7 +199,14 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
     spec's answer field (None = no answer), ``score`` the spec's score field (None = missing),
     ``R``/``C`` the retrieval score and confidence, ``outcome`` the current resolved answer
     label, ``"unresolved"`` or ``"pending"`` (item not resolved yet), ``resolution`` the id of
-    the current resolution and ``claims`` its claim-label counts (``{label: count}``).
+    the current resolution, ``policy_version`` the label policy version it was made under (None
+    while pending) and ``claims`` its claim-label counts (``{label: count}``).
+
+    ``policy_version`` is the project's current labelling policy version; ``policy_versions``
+    counts the resolved candidates of each section per version they were resolved under, and
+    ``mixed_policy_versions`` flags a section holding more than one: the runs compute over
+    them as they are, and the guarantee ledger states the versions and counts (items returned
+    for labelling under the new version when it was published are resolved under it).
 
     Only the calibration partition named by the spec and the test partition are read. Queries:
     four (questions, candidates with their items and resolutions, claim-label counts, and the
@@ -223,6 +232,7 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
         "item__resolution_id",
         "item__resolution__status",
         "item__resolution__answer_label",
+        "item__resolution__policy__version",
     ]
     answer_column = "text" if spec.answer_field == AnswerField.TEXT else "canonical_form"
     columns.append(answer_column)
@@ -255,6 +265,7 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
         else:
             score = evaluator_scores.get(c["id"])
         resolution_id = c["item__resolution_id"] if outcome != PENDING else None
+        version = c["item__resolution__policy__version"] if resolution_id else None
         by_question[c["question_id"]].append(
             {
                 "id": c["id"],
@@ -267,6 +278,7 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
                 "C": c["confidence"],
                 "outcome": outcome,
                 "resolution": resolution_id,
+                "policy_version": version,
                 "claims": dict(sorted(claim_counts.get(resolution_id, {}).items()))
                 if resolution_id
                 else {},
@@ -284,6 +296,15 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
                 "candidates": by_question.get(q["id"], []),
             }
         )
+    # Resolved labels per policy version and section: never pooled silently.
+    versions: dict[str, dict[str, int]] = {}
+    for section, entries in sections.items():
+        counted: dict[int, int] = defaultdict(int)
+        for question in entries:
+            for candidate in question["candidates"]:
+                if candidate["policy_version"] is not None:
+                    counted[candidate["policy_version"]] += 1
+        versions[section] = {str(v): counted[v] for v in sorted(counted)}
     policy = project.policies.filter(frozen_at__isnull=False).order_by("-version").first()
     return {
         "schema": INPUTS_SCHEMA,
@@ -292,6 +313,8 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
         "score_field": score_field,
         "answer_field": spec.answer_field,
         "policy_version": policy.version if policy else None,
+        "policy_versions": versions,
+        "mixed_policy_versions": any(len(counted) > 1 for counted in versions.values()),
         "partition_seed": project.partition_seed,
         "partition_frozen_at": project.partition_frozen_at.isoformat()
         if project.partition_frozen_at

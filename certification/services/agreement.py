@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 # Part of the input hash: bump it when the statistics or the stored JSON change, so that the next
 # recomputation rewrites reports computed by older code even when the votes did not change.
-AGREEMENT_STATS_VERSION = 1
+AGREEMENT_STATS_VERSION = 2
 # Two-sided level of the pairwise kappa intervals.
 AGREEMENT_CONFIDENCE = 0.95
 
@@ -33,20 +33,27 @@ AGREEMENT_CONFIDENCE = 0.95
 def votes_sha256(votes: ProjectVotes) -> str:
     """Return the sha256 of the canonical JSON of ``votes`` (and of the statistics' version).
 
-    Canonical: keys sorted, no whitespace, UTF-8; units and raters in the selector's
-    deterministic order. Equal votes give an equal hash whatever the order they were cast in.
+    Canonical: keys sorted, no whitespace, UTF-8; policy versions ascending, units and raters in
+    the selector's deterministic order. Equal votes give an equal hash whatever the order they
+    were cast in.
     """
     payload = {
         "stats_version": AGREEMENT_STATS_VERSION,
         "confidence": AGREEMENT_CONFIDENCE,
-        "levels": {
-            matrix.level: {
-                "units": list(matrix.units),
-                "raters": list(matrix.raters),
-                "ratings": [list(row) for row in matrix.ratings],
+        "versions": [
+            {
+                "policy_version": version.policy_version,
+                "levels": {
+                    matrix.level: {
+                        "units": list(matrix.units),
+                        "raters": list(matrix.raters),
+                        "ratings": [list(row) for row in matrix.ratings],
+                    }
+                    for matrix in version.levels()
+                },
             }
-            for matrix in votes.levels()
-        },
+            for version in votes.versions
+        ],
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -98,9 +105,12 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     """Recompute and store the agreement statistics of a project's current votes.
 
     Reads the votes through ``labeling.selectors.project_votes`` (current revisions of
-    submitted annotations and imported prior annotations, per label level), computes alpha,
-    Fleiss' kappa, percent agreement and pairwise Cohen's kappa for the answer and claim levels,
-    and upserts the project's one :class:`AgreementReport`. When the votes' hash equals the
+    submitted annotations and imported prior annotations, per label level and policy version),
+    computes alpha, Fleiss' kappa, percent agreement and pairwise Cohen's kappa for the answer
+    and claim levels of each policy version apart (votes of two versions are never pooled), and
+    upserts the project's one :class:`AgreementReport`: ``versions`` lists every version's
+    figures, ``answer``/``claim`` repeat those of the newest version with votes
+    (``policy_version``). When the votes' hash equals the
     stored ``input_sha256`` nothing is written (``computed_at`` stays). The result depends only
     on the votes at the time of the call, so running it twice, or two calls in either order,
     leaves the same row.
@@ -133,7 +143,22 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
         logger.info("agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest})
         return report
 
-    levels = {
+    versions = [
+        {
+            "policy_version": version.policy_version,
+            **{
+                matrix.level: level_to_json(
+                    agreement_summary(
+                        matrix.ratings, matrix.raters, confidence=AGREEMENT_CONFIDENCE
+                    )
+                )
+                for matrix in version.levels()
+            },
+        }
+        for version in votes.versions
+    ]
+    newest = versions[-1] if versions else None
+    empty = {
         matrix.level: level_to_json(
             agreement_summary(matrix.ratings, matrix.raters, confidence=AGREEMENT_CONFIDENCE)
         )
@@ -141,8 +166,10 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     }
     report.computed_at = timezone.now()
     report.input_sha256 = digest
-    report.answer = levels["answer"]
-    report.claim = levels["claim"]
+    report.policy_version = votes.policy_version
+    report.versions = versions
+    report.answer = newest["answer"] if newest else empty["answer"]
+    report.claim = newest["claim"] if newest else empty["claim"]
     report.full_clean()
     report.save()
     logger.info(

@@ -6,6 +6,8 @@ import math
 
 from django import template
 
+from certification.formatting import p_value_text
+
 register = template.Library()
 
 DASH = "—"
@@ -53,3 +55,9 @@ def get(mapping: object, key: object) -> object:
     if isinstance(mapping, dict):
         return mapping.get(key)
     return None
+
+
+@register.filter
+def pvalue(value: object) -> str:
+    """Format a p-value so that a tiny one never reads as 0.0000 (see ``p_value_text``)."""
+    return p_value_text(value)

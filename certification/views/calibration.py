@@ -2,7 +2,8 @@
 
 Managers write specs and start runs; adjudicators may read every page; annotators never see
 certification (the pages do not exist for them: 404, like the adjudication pages), and
-non-members get 404 for the whole project. Plots are rendered on the server (matplotlib SVG).
+non-members get 404 for the whole project. Plots are rendered on the server (matplotlib SVG),
+once per finished run (``certification.services.run_plots``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from django.views.decorators.http import require_http_methods
 
 from certification.forms import CalibrationSpecForm
 from certification.models import CalibrationSpec
-from certification.plots import run_plots
 from certification.selectors import (
     calibration_run_get,
     calibration_run_list,
@@ -33,6 +33,7 @@ from certification.services import (
     calibration_spec_create,
     calibration_spec_revise,
 )
+from certification.services.run_plots import run_plots_get
 from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
 from labeling.models import DerivedKind, Evaluator, Project
@@ -166,7 +167,7 @@ def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> Http
         spec=run.spec,
         report=report,
         result=result,
-        plots=run_plots(result) if result else {},
+        plots=run_plots_get(run=run),
         refresh_ms=None if run.is_finished else REFRESH_MS,
     )
     return render(request, "certification/run_detail.html", context)

@@ -1,4 +1,8 @@
-"""The API's token endpoint: a username and password in, the user's API token out.
+"""The API's token endpoint: a username and password in, a new named, expiring API token out.
+
+Each call makes a new token (``name`` defaults to "API token", ``expires_in_days`` to 30; see
+``labeling/services/tokens.py``); the signed-in user lists and revokes their tokens on the My
+account page or at ``/api/account/tokens/``.
 
 Guessing passwords here is bounded twice: the ``token`` throttle scope (``CERTLABEL_THROTTLE_
 TOKEN`` requests per client address; 429 with ``Retry-After`` beyond it) and the login lockout
@@ -11,9 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from axes.helpers import get_lockout_message
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.permissions import AllowAny
@@ -22,12 +25,34 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from labeling.api.common import ErrorSerializer
+from labeling.api.account import ApiTokenCreatedSerializer, created_token_body
+from labeling.api.common import ErrorSerializer, written
+from labeling.api.fields import StrictCharField
 from labeling.api.parsers import StrictFormParser, StrictJSONParser
+from labeling.services.tokens import (
+    TOKEN_DEFAULT_DAYS,
+    TOKEN_MAX_DAYS,
+    TOKEN_NAME_MAX,
+    api_token_create,
+)
+
+DEFAULT_TOKEN_NAME = "API token"  # noqa: S105 (a label, not a secret)
+
+
+class TokenObtainSerializer(AuthTokenSerializer):
+    """Credentials, and the new token's name and lifetime."""
+
+    name = StrictCharField(max_length=TOKEN_NAME_MAX, default=DEFAULT_TOKEN_NAME)
+    expires_in_days = serializers.IntegerField(
+        min_value=1, max_value=TOKEN_MAX_DAYS, default=TOKEN_DEFAULT_DAYS
+    )
+
+    class Meta:
+        ref_name = "TokenObtainInput"
 
 
 class TokenObtainApi(APIView):
-    """``POST /api/auth/token/``: the API token of the user whose credentials are posted."""
+    """``POST /api/auth/token/``: a new API token of the user whose credentials are posted."""
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
@@ -37,9 +62,9 @@ class TokenObtainApi(APIView):
 
     @extend_schema(
         operation_id="auth_token_obtain",
-        request=AuthTokenSerializer,
+        request=TokenObtainSerializer,
         responses={
-            200: inline_serializer("TokenOut", {"token": serializers.CharField()}),
+            200: ApiTokenCreatedSerializer,
             400: OpenApiResponse(ErrorSerializer, description="wrong username or password"),
             429: OpenApiResponse(
                 ErrorSerializer, description="too many requests, or the login is locked out"
@@ -47,7 +72,7 @@ class TokenObtainApi(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        serializer = AuthTokenSerializer(data=request.data, context={"request": request})
+        serializer = TokenObtainSerializer(data=request.data, context={"request": request})
         try:
             serializer.is_valid(raise_exception=True)
         except ValidationError:
@@ -56,5 +81,11 @@ class TokenObtainApi(APIView):
             if getattr(request, "axes_locked_out", False):
                 raise Throttled(detail=str(get_lockout_message())) from None
             raise
-        token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
-        return Response({"token": token.key})
+        given = serializer.validated_data
+        body = written(
+            lambda: api_token_create(
+                user=given["user"], name=given["name"], expires_in_days=given["expires_in_days"]
+            ),
+            created_token_body,
+        )
+        return Response(body)

@@ -115,7 +115,7 @@ class ProjectListApi(APIView):
         slug = serializers.RegexField(
             f"^{SLUG.pattern}$",
             max_length=64,
-            help_text="URL name, unique: lower-case letters, digits, '-' and '_'.",
+            help_text="URL name, unique: ASCII letters, digits, '-' and '_'.",
         )
         name = StrictCharField(max_length=MAX_NAME_LENGTH)
         description = StrictCharField(

@@ -6,12 +6,18 @@ is routed by ``certification.api.urls`` (``labeling`` never imports ``certificat
 
 from django.urls import path
 
-from labeling.api import auth, catalog, jobs, members, policies, work
+from labeling.api import account, auth, catalog, jobs, members, policies, policy_versions, work
 
 P = "projects/<slug:slug>/"
 
 urlpatterns = [
     path("auth/token/", auth.TokenObtainApi.as_view(), name="api-token"),
+    path("account/tokens/", account.AccountTokenListApi.as_view(), name="api-account-tokens"),
+    path(
+        "account/tokens/<int:token_id>/",
+        account.AccountTokenDetailApi.as_view(),
+        name="api-account-token-detail",
+    ),
     path("projects/", catalog.ProjectListApi.as_view(), name="api-project-list"),
     path(P, catalog.ProjectDetailApi.as_view(), name="api-project-detail"),
     path(f"{P}items/", catalog.ItemListApi.as_view(), name="api-item-list"),
@@ -67,6 +73,11 @@ urlpatterns = [
     path(f"{P}progress/", work.ProjectProgressApi.as_view(), name="api-progress"),
     # Managers
     path(f"{P}settings/", work.ProjectSettingsApi.as_view(), name="api-settings"),
+    path(
+        f"{P}policy/versions/",
+        policy_versions.PolicyVersionListApi.as_view(),
+        name="api-policy-versions",
+    ),
     path(f"{P}labelling/start/", work.LabellingStartApi.as_view(), name="api-labelling-start"),
     path(f"{P}jobs/", jobs.JobListApi.as_view(), name="api-job-list"),
     path(f"{P}jobs/<int:job_id>/", jobs.JobDetailApi.as_view(), name="api-job-detail"),

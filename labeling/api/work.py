@@ -233,6 +233,18 @@ class AnnotationSubmitApi(APIView):
             "made on an older revision is refused with 409 stale_version. Omitted (and no "
             "If-Match header): no check.",
         )
+        policy_version = serializers.IntegerField(
+            min_value=1,
+            max_value=MAX_ID,
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="The label policy version the form was loaded under (the form's "
+            "policy.version). After a manager published a newer version the submit is refused "
+            "with 409 stale_version (field policy_version; the body adds policy_version and "
+            "current_policy_version): reload the form. Omitted: the labels are checked against "
+            "the current version.",
+        )
 
         class Meta:
             ref_name = "AnnotationInput"
@@ -284,7 +296,8 @@ class AnnotationSubmitApi(APIView):
                 "invalid_transition: the item is resolved (no more revisions); "
                 "stale_version: another session saved a revision since the one the labels "
                 "were made on, nothing saved (the body adds based_on_revision, "
-                "current_revision and current, the current labels).",
+                "current_revision and current, the current labels); or a new label policy "
+                "version was published since the form was loaded (field policy_version).",
             ),
         },
         parameters=[

@@ -9,442 +9,823 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labeling', '0003_import_path_indexes_and_keys'),
+        ("labeling", "0003_import_path_indexes_and_keys"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Annotation',
+            name="Annotation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('revision_count', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("revision_count", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['item', 'pk'],
+                "ordering": ["item", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='AnnotationRevision',
+            name="AnnotationRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('answer_label', models.CharField(max_length=64)),
-                ('answer_reason', models.CharField(blank=True, max_length=64, null=True)),
-                ('comment', models.TextField(blank=True)),
-                ('time_spent_seconds', models.FloatField(blank=True, null=True)),
-                ('content_sha256', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField()),
+                ("answer_label", models.CharField(max_length=64)),
+                ("answer_reason", models.CharField(blank=True, max_length=64, null=True)),
+                ("comment", models.TextField(blank=True)),
+                ("time_spent_seconds", models.FloatField(blank=True, null=True)),
+                ("content_sha256", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['annotation', 'number'],
+                "ordering": ["annotation", "number"],
             },
         ),
         migrations.CreateModel(
-            name='Assignment',
+            name="Assignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slot', models.PositiveSmallIntegerField()),
-                ('status', models.CharField(choices=[('leased', 'leased'), ('submitted', 'submitted'), ('skipped', 'skipped'), ('expired', 'lease expired')], default='leased', max_length=10)),
-                ('leased_at', models.DateTimeField()),
-                ('lease_expires_at', models.DateTimeField()),
-                ('submitted_at', models.DateTimeField(blank=True, null=True)),
-                ('skip_reason', models.CharField(blank=True, choices=[('unclear_question', 'the question is unclear'), ('source_unreadable', 'a source is unreadable or missing'), ('conflict_of_interest', 'conflict of interest'), ('out_of_expertise', 'outside my expertise'), ('other', 'other')], max_length=32)),
-                ('skip_note', models.TextField(blank=True)),
-                ('ended_at', models.DateTimeField(blank=True, help_text='When the lease expired or the item was skipped.', null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slot", models.PositiveSmallIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("leased", "leased"),
+                            ("submitted", "submitted"),
+                            ("skipped", "skipped"),
+                            ("expired", "lease expired"),
+                        ],
+                        default="leased",
+                        max_length=10,
+                    ),
+                ),
+                ("leased_at", models.DateTimeField()),
+                ("lease_expires_at", models.DateTimeField()),
+                ("submitted_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "skip_reason",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("unclear_question", "the question is unclear"),
+                            ("source_unreadable", "a source is unreadable or missing"),
+                            ("conflict_of_interest", "conflict of interest"),
+                            ("out_of_expertise", "outside my expertise"),
+                            ("other", "other"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("skip_note", models.TextField(blank=True)),
+                (
+                    "ended_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="When the lease expired or the item was skipped.",
+                        null=True,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['item', 'slot'],
+                "ordering": ["item", "slot"],
             },
         ),
         migrations.CreateModel(
-            name='ClaimLabel',
+            name="ClaimLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(max_length=64)),
-                ('reason', models.CharField(blank=True, max_length=64, null=True)),
-                ('boundary_error', models.BooleanField(default=False)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(max_length=64)),
+                ("reason", models.CharField(blank=True, max_length=64, null=True)),
+                ("boundary_error", models.BooleanField(default=False)),
             ],
             options={
-                'ordering': ['revision', 'claim'],
+                "ordering": ["revision", "claim"],
             },
         ),
         migrations.CreateModel(
-            name='Disagreement',
+            name="Disagreement",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('opened_at', models.DateTimeField()),
-                ('answer_differs', models.BooleanField()),
-                ('claims_differ', models.BooleanField()),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("opened_at", models.DateTimeField()),
+                ("answer_differs", models.BooleanField()),
+                ("claims_differ", models.BooleanField()),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['opened_at', 'pk'],
+                "ordering": ["opened_at", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='EvidenceSpan',
+            name="EvidenceSpan",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('start', models.PositiveIntegerField()),
-                ('end', models.PositiveIntegerField()),
-                ('quote', models.TextField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("start", models.PositiveIntegerField()),
+                ("end", models.PositiveIntegerField()),
+                ("quote", models.TextField()),
             ],
             options={
-                'ordering': ['claim_label', 'source_version', 'start', 'end'],
+                "ordering": ["claim_label", "source_version", "start", "end"],
             },
         ),
         migrations.CreateModel(
-            name='Resolution',
+            name="Resolution",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('consensus', 'consensus'), ('adjudicated', 'adjudicated'), ('unresolved', 'unresolved')], max_length=12)),
-                ('answer_label', models.CharField(blank=True, max_length=64, null=True)),
-                ('answer_reason', models.CharField(blank=True, max_length=64, null=True)),
-                ('rationale', models.TextField(blank=True)),
-                ('unresolved_reason', models.CharField(blank=True, choices=[('ambiguous_guideline', 'ambiguous guideline'), ('insufficient_evidence', 'insufficient evidence'), ('source_problem', 'source problem'), ('other', 'other')], max_length=32, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("consensus", "consensus"),
+                            ("adjudicated", "adjudicated"),
+                            ("unresolved", "unresolved"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("answer_label", models.CharField(blank=True, max_length=64, null=True)),
+                ("answer_reason", models.CharField(blank=True, max_length=64, null=True)),
+                ("rationale", models.TextField(blank=True)),
+                (
+                    "unresolved_reason",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("ambiguous_guideline", "ambiguous guideline"),
+                            ("insufficient_evidence", "insufficient evidence"),
+                            ("source_problem", "source problem"),
+                            ("other", "other"),
+                        ],
+                        max_length=32,
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['item', 'number'],
+                "ordering": ["item", "number"],
             },
         ),
         migrations.CreateModel(
-            name='ResolvedClaimLabel',
+            name="ResolvedClaimLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(max_length=64)),
-                ('reason', models.CharField(blank=True, max_length=64, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(max_length=64)),
+                ("reason", models.CharField(blank=True, max_length=64, null=True)),
             ],
             options={
-                'ordering': ['resolution', 'claim'],
+                "ordering": ["resolution", "claim"],
             },
         ),
         migrations.CreateModel(
-            name='ResolvedEvidence',
+            name="ResolvedEvidence",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('start', models.PositiveIntegerField()),
-                ('end', models.PositiveIntegerField()),
-                ('quote', models.TextField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("start", models.PositiveIntegerField()),
+                ("end", models.PositiveIntegerField()),
+                ("quote", models.TextField()),
             ],
             options={
-                'ordering': ['claim_label', 'source_version', 'start', 'end'],
+                "ordering": ["claim_label", "source_version", "start", "end"],
             },
         ),
         migrations.AddField(
-            model_name='item',
-            name='assigned_count',
+            model_name="item",
+            name="assigned_count",
             field=models.PositiveSmallIntegerField(db_default=0),
         ),
         migrations.AddField(
-            model_name='item',
-            name='overlap',
-            field=models.PositiveSmallIntegerField(db_default=2, help_text='N for this item, copied from the project when labelling starts.'),
+            model_name="item",
+            name="overlap",
+            field=models.PositiveSmallIntegerField(
+                db_default=2,
+                help_text="N for this item, copied from the project when labelling starts.",
+            ),
         ),
         migrations.AddField(
-            model_name='item',
-            name='prior_votes',
+            model_name="item",
+            name="prior_votes",
             field=models.PositiveSmallIntegerField(db_default=0),
         ),
         migrations.AddField(
-            model_name='item',
-            name='queue_position',
+            model_name="item",
+            name="queue_position",
             field=models.BigIntegerField(db_default=0),
         ),
         migrations.AddField(
-            model_name='item',
-            name='status',
-            field=models.CharField(choices=[('open', 'open (collecting annotations)'), ('disagreement', 'in the disagreement queue'), ('resolved', 'resolved')], db_default='open', max_length=12),
+            model_name="item",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("open", "open (collecting annotations)"),
+                    ("disagreement", "in the disagreement queue"),
+                    ("resolved", "resolved"),
+                ],
+                db_default="open",
+                max_length=12,
+            ),
         ),
         migrations.AddField(
-            model_name='item',
-            name='version',
+            model_name="item",
+            name="version",
             field=models.PositiveIntegerField(db_default=0),
         ),
         migrations.AddField(
-            model_name='project',
-            name='allow_self_adjudication',
-            field=models.BooleanField(default=False, help_text='May an adjudicator resolve an item they annotated?'),
+            model_name="project",
+            name="allow_self_adjudication",
+            field=models.BooleanField(
+                default=False, help_text="May an adjudicator resolve an item they annotated?"
+            ),
         ),
         migrations.AddField(
-            model_name='project',
-            name='labelling_started_at',
-            field=models.DateTimeField(blank=True, help_text='Set when labelling starts: policy, overlap and serving order are fixed then.', null=True),
+            model_name="project",
+            name="labelling_started_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Set when labelling starts: policy, overlap and serving order are fixed then.",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='project',
-            name='serving_order',
-            field=models.CharField(choices=[('partition', 'calibration first, then test, dev; by question'), ('seeded_random', 'seeded random permutation')], default='partition', help_text="Order in which 'next item' serves items (see ServingOrder).", max_length=20),
+            model_name="project",
+            name="serving_order",
+            field=models.CharField(
+                choices=[
+                    ("partition", "calibration first, then test, dev; by question"),
+                    ("seeded_random", "seeded random permutation"),
+                ],
+                default="partition",
+                help_text="Order in which 'next item' serves items (see ServingOrder).",
+                max_length=20,
+            ),
         ),
         migrations.AddField(
-            model_name='project',
-            name='serving_seed',
-            field=models.BigIntegerField(blank=True, help_text='Seed of the seeded_random serving order.', null=True),
+            model_name="project",
+            name="serving_seed",
+            field=models.BigIntegerField(
+                blank=True, help_text="Seed of the seeded_random serving order.", null=True
+            ),
         ),
         migrations.AddConstraint(
-            model_name='project',
-            constraint=models.CheckConstraint(condition=models.Q(('serving_order__in', ['partition', 'seeded_random'])), name='project_serving_order'),
+            model_name="project",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("serving_order__in", ["partition", "seeded_random"])),
+                name="project_serving_order",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='project',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('serving_order', 'seeded_random'), _negated=True), ('serving_seed__isnull', False), _connector='OR'), name='project_random_order_has_seed'),
+            model_name="project",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("serving_order", "seeded_random"), _negated=True),
+                    ("serving_seed__isnull", False),
+                    _connector="OR",
+                ),
+                name="project_random_order_has_seed",
+            ),
         ),
         migrations.AddField(
-            model_name='annotation',
-            name='annotator',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='annotations', to=settings.AUTH_USER_MODEL),
+            model_name="annotation",
+            name="annotator",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="annotations",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='annotation',
-            name='item',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='annotations', to='labeling.item'),
+            model_name="annotation",
+            name="item",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="annotations",
+                to="labeling.item",
+            ),
         ),
         migrations.AddField(
-            model_name='annotationrevision',
-            name='annotation',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='labeling.annotation'),
+            model_name="annotationrevision",
+            name="annotation",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="revisions",
+                to="labeling.annotation",
+            ),
         ),
         migrations.AddField(
-            model_name='annotationrevision',
-            name='created_by',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="annotationrevision",
+            name="created_by",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='annotationrevision',
-            name='policy',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='labeling.labelpolicy'),
+            model_name="annotationrevision",
+            name="policy",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="labeling.labelpolicy",
+            ),
         ),
         migrations.AddField(
-            model_name='annotationrevision',
-            name='previous',
-            field=models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='next_revision', to='labeling.annotationrevision'),
+            model_name="annotationrevision",
+            name="previous",
+            field=models.OneToOneField(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="next_revision",
+                to="labeling.annotationrevision",
+            ),
         ),
         migrations.AddField(
-            model_name='annotation',
-            name='current',
-            field=models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='current_of', to='labeling.annotationrevision'),
+            model_name="annotation",
+            name="current",
+            field=models.OneToOneField(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="current_of",
+                to="labeling.annotationrevision",
+            ),
         ),
         migrations.AddField(
-            model_name='assignment',
-            name='annotator',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='assignments', to=settings.AUTH_USER_MODEL),
+            model_name="assignment",
+            name="annotator",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="assignments",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='assignment',
-            name='item',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='labeling.item'),
+            model_name="assignment",
+            name="item",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="assignments",
+                to="labeling.item",
+            ),
         ),
         migrations.AddField(
-            model_name='annotation',
-            name='assignment',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='annotation', to='labeling.assignment'),
+            model_name="annotation",
+            name="assignment",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="annotation",
+                to="labeling.assignment",
+            ),
         ),
         migrations.AddField(
-            model_name='claimlabel',
-            name='claim',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='labeling.claim'),
+            model_name="claimlabel",
+            name="claim",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="+", to="labeling.claim"
+            ),
         ),
         migrations.AddField(
-            model_name='claimlabel',
-            name='revision',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='claim_labels', to='labeling.annotationrevision'),
+            model_name="claimlabel",
+            name="revision",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="claim_labels",
+                to="labeling.annotationrevision",
+            ),
         ),
         migrations.AddField(
-            model_name='disagreement',
-            name='item',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='disagreements', to='labeling.item'),
+            model_name="disagreement",
+            name="item",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="disagreements",
+                to="labeling.item",
+            ),
         ),
         migrations.AddField(
-            model_name='evidencespan',
-            name='claim_label',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evidence', to='labeling.claimlabel'),
+            model_name="evidencespan",
+            name="claim_label",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="evidence",
+                to="labeling.claimlabel",
+            ),
         ),
         migrations.AddField(
-            model_name='evidencespan',
-            name='source_version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='labeling.sourceversion'),
+            model_name="evidencespan",
+            name="source_version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="labeling.sourceversion",
+            ),
         ),
         migrations.AddField(
-            model_name='resolution',
-            name='adjudicator',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='resolutions', to=settings.AUTH_USER_MODEL),
+            model_name="resolution",
+            name="adjudicator",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="resolutions",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='resolution',
-            name='item',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='resolutions', to='labeling.item'),
+            model_name="resolution",
+            name="item",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="resolutions",
+                to="labeling.item",
+            ),
         ),
         migrations.AddField(
-            model_name='resolution',
-            name='policy',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='labeling.labelpolicy'),
+            model_name="resolution",
+            name="policy",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="labeling.labelpolicy",
+            ),
         ),
         migrations.AddField(
-            model_name='resolution',
-            name='supersedes',
-            field=models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='superseded_by', to='labeling.resolution'),
+            model_name="resolution",
+            name="supersedes",
+            field=models.OneToOneField(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="superseded_by",
+                to="labeling.resolution",
+            ),
         ),
         migrations.AddField(
-            model_name='disagreement',
-            name='closed_by',
-            field=models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='closed_disagreement', to='labeling.resolution'),
+            model_name="disagreement",
+            name="closed_by",
+            field=models.OneToOneField(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="closed_disagreement",
+                to="labeling.resolution",
+            ),
         ),
         migrations.AddField(
-            model_name='item',
-            name='resolution',
-            field=models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='current_for', to='labeling.resolution'),
+            model_name="item",
+            name="resolution",
+            field=models.OneToOneField(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="current_for",
+                to="labeling.resolution",
+            ),
         ),
         migrations.AddIndex(
-            model_name='item',
-            index=models.Index(fields=['project', 'status', 'queue_position', 'id'], name='item_queue_idx'),
+            model_name="item",
+            index=models.Index(
+                fields=["project", "status", "queue_position", "id"], name="item_queue_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['open', 'disagreement', 'resolved'])), name='item_status'),
+            model_name="item",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["open", "disagreement", "resolved"])),
+                name="item_status",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.CheckConstraint(condition=models.Q(('overlap__gte', 1)), name='item_overlap_positive'),
+            model_name="item",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("overlap__gte", 1)), name="item_overlap_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.CheckConstraint(condition=models.Q(('assigned_count', 0), ('assigned_count__lte', django.db.models.expressions.CombinedExpression(models.F('overlap'), '-', models.F('prior_votes'))), _connector='OR'), name='item_assignments_within_overlap'),
+            model_name="item",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("assigned_count", 0),
+                    (
+                        "assigned_count__lte",
+                        django.db.models.expressions.CombinedExpression(
+                            models.F("overlap"), "-", models.F("prior_votes")
+                        ),
+                    ),
+                    _connector="OR",
+                ),
+                name="item_assignments_within_overlap",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'resolved'), _negated=True), ('resolution__isnull', False), _connector='OR'), name='item_resolved_has_resolution'),
+            model_name="item",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "resolved"), _negated=True),
+                    ("resolution__isnull", False),
+                    _connector="OR",
+                ),
+                name="item_resolved_has_resolution",
+            ),
         ),
         migrations.AddField(
-            model_name='resolvedclaimlabel',
-            name='claim',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='labeling.claim'),
+            model_name="resolvedclaimlabel",
+            name="claim",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="+", to="labeling.claim"
+            ),
         ),
         migrations.AddField(
-            model_name='resolvedclaimlabel',
-            name='resolution',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='claim_labels', to='labeling.resolution'),
+            model_name="resolvedclaimlabel",
+            name="resolution",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="claim_labels",
+                to="labeling.resolution",
+            ),
         ),
         migrations.AddField(
-            model_name='resolvedevidence',
-            name='claim_label',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evidence', to='labeling.resolvedclaimlabel'),
+            model_name="resolvedevidence",
+            name="claim_label",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="evidence",
+                to="labeling.resolvedclaimlabel",
+            ),
         ),
         migrations.AddField(
-            model_name='resolvedevidence',
-            name='source_version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='labeling.sourceversion'),
+            model_name="resolvedevidence",
+            name="source_version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="labeling.sourceversion",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotationrevision',
-            constraint=models.UniqueConstraint(fields=('annotation', 'number'), name='annotation_revision_unique_number'),
+            model_name="annotationrevision",
+            constraint=models.UniqueConstraint(
+                fields=("annotation", "number"), name="annotation_revision_unique_number"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotationrevision',
-            constraint=models.CheckConstraint(condition=models.Q(('number__gte', 1)), name='annotation_revision_number_positive'),
+            model_name="annotationrevision",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("number__gte", 1)), name="annotation_revision_number_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotationrevision',
-            constraint=models.CheckConstraint(condition=models.Q(('time_spent_seconds__isnull', True), ('time_spent_seconds__gte', 0), _connector='OR'), name='annotation_revision_time_nonnegative'),
+            model_name="annotationrevision",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("time_spent_seconds__isnull", True),
+                    ("time_spent_seconds__gte", 0),
+                    _connector="OR",
+                ),
+                name="annotation_revision_time_nonnegative",
+            ),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['status', 'lease_expires_at'], name='assignment_lease_idx'),
+            model_name="assignment",
+            index=models.Index(fields=["status", "lease_expires_at"], name="assignment_lease_idx"),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['annotator', 'status'], name='assignment_annotator_idx'),
+            model_name="assignment",
+            index=models.Index(fields=["annotator", "status"], name="assignment_annotator_idx"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(fields=('item', 'annotator'), name='assignment_unique_annotator'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                fields=("item", "annotator"), name="assignment_unique_annotator"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(condition=models.Q(('status__in', ('leased', 'submitted'))), fields=('item', 'slot'), name='assignment_unique_live_slot'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status__in", ("leased", "submitted"))),
+                fields=("item", "slot"),
+                name="assignment_unique_live_slot",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('slot__gte', 1)), name='assignment_slot_positive'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("slot__gte", 1)), name="assignment_slot_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['leased', 'submitted', 'skipped', 'expired'])), name='assignment_status'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["leased", "submitted", "skipped", "expired"])),
+                name="assignment_status",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('lease_expires_at__gt', models.F('leased_at'))), name='assignment_lease_order'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("lease_expires_at__gt", models.F("leased_at"))),
+                name="assignment_lease_order",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'submitted'), _negated=True), ('submitted_at__isnull', False), _connector='OR'), name='assignment_submitted_has_time'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "submitted"), _negated=True),
+                    ("submitted_at__isnull", False),
+                    _connector="OR",
+                ),
+                name="assignment_submitted_has_time",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'skipped'), _negated=True), models.Q(('skip_reason', ''), _negated=True), _connector='OR'), name='assignment_skip_has_reason'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "skipped"), _negated=True),
+                    models.Q(("skip_reason", ""), _negated=True),
+                    _connector="OR",
+                ),
+                name="assignment_skip_has_reason",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.UniqueConstraint(fields=('item', 'annotator'), name='annotation_unique_annotator'),
+            model_name="annotation",
+            constraint=models.UniqueConstraint(
+                fields=("item", "annotator"), name="annotation_unique_annotator"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='claimlabel',
-            constraint=models.UniqueConstraint(fields=('revision', 'claim'), name='claim_label_unique'),
+            model_name="claimlabel",
+            constraint=models.UniqueConstraint(
+                fields=("revision", "claim"), name="claim_label_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evidencespan',
-            constraint=models.CheckConstraint(condition=models.Q(('end__gt', models.F('start'))), name='evidence_span_order'),
+            model_name="evidencespan",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("end__gt", models.F("start"))), name="evidence_span_order"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evidencespan',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(django.db.models.functions.text.Length('quote'), django.db.models.expressions.CombinedExpression(models.F('end'), '-', models.F('start'))), name='evidence_span_quote_length'),
+            model_name="evidencespan",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.Exact(
+                    django.db.models.functions.text.Length("quote"),
+                    django.db.models.expressions.CombinedExpression(
+                        models.F("end"), "-", models.F("start")
+                    ),
+                ),
+                name="evidence_span_quote_length",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolution',
-            constraint=models.UniqueConstraint(fields=('item', 'number'), name='resolution_unique_number'),
+            model_name="resolution",
+            constraint=models.UniqueConstraint(
+                fields=("item", "number"), name="resolution_unique_number"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolution',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['consensus', 'adjudicated', 'unresolved'])), name='resolution_status'),
+            model_name="resolution",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["consensus", "adjudicated", "unresolved"])),
+                name="resolution_status",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolution',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('answer_label__isnull', True), ('status', 'unresolved'), ('unresolved_reason__isnull', False)), models.Q(('status__in', ['consensus', 'adjudicated']), ('answer_label__isnull', False), ('unresolved_reason__isnull', True)), _connector='OR'), name='resolution_status_fields'),
+            model_name="resolution",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("answer_label__isnull", True),
+                        ("status", "unresolved"),
+                        ("unresolved_reason__isnull", False),
+                    ),
+                    models.Q(
+                        ("status__in", ["consensus", "adjudicated"]),
+                        ("answer_label__isnull", False),
+                        ("unresolved_reason__isnull", True),
+                    ),
+                    _connector="OR",
+                ),
+                name="resolution_status_fields",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolution',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'consensus'), _negated=True), ('adjudicator__isnull', True), _connector='OR'), name='resolution_consensus_has_no_adjudicator'),
+            model_name="resolution",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "consensus"), _negated=True),
+                    ("adjudicator__isnull", True),
+                    _connector="OR",
+                ),
+                name="resolution_consensus_has_no_adjudicator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolution',
-            constraint=models.CheckConstraint(condition=models.Q(('status', 'consensus'), ('adjudicator__isnull', False), _connector='OR'), name='resolution_adjudication_has_adjudicator'),
+            model_name="resolution",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status", "consensus"), ("adjudicator__isnull", False), _connector="OR"
+                ),
+                name="resolution_adjudication_has_adjudicator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='disagreement',
-            constraint=models.UniqueConstraint(condition=models.Q(('closed_at__isnull', True)), fields=('item',), name='disagreement_one_open_per_item'),
+            model_name="disagreement",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("closed_at__isnull", True)),
+                fields=("item",),
+                name="disagreement_one_open_per_item",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='disagreement',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('closed_at__isnull', True), ('closed_by__isnull', True)), ('closed_at__isnull', False), _connector='OR'), name='disagreement_closed_consistent'),
+            model_name="disagreement",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("closed_at__isnull", True), ("closed_by__isnull", True)),
+                    ("closed_at__isnull", False),
+                    _connector="OR",
+                ),
+                name="disagreement_closed_consistent",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolvedclaimlabel',
-            constraint=models.UniqueConstraint(fields=('resolution', 'claim'), name='resolved_claim_label_unique'),
+            model_name="resolvedclaimlabel",
+            constraint=models.UniqueConstraint(
+                fields=("resolution", "claim"), name="resolved_claim_label_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolvedevidence',
-            constraint=models.UniqueConstraint(fields=('claim_label', 'source_version', 'start', 'end'), name='resolved_evidence_unique'),
+            model_name="resolvedevidence",
+            constraint=models.UniqueConstraint(
+                fields=("claim_label", "source_version", "start", "end"),
+                name="resolved_evidence_unique",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolvedevidence',
-            constraint=models.CheckConstraint(condition=models.Q(('end__gt', models.F('start'))), name='resolved_evidence_order'),
+            model_name="resolvedevidence",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("end__gt", models.F("start"))), name="resolved_evidence_order"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolvedevidence',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(django.db.models.functions.text.Length('quote'), django.db.models.expressions.CombinedExpression(models.F('end'), '-', models.F('start'))), name='resolved_evidence_quote_length'),
+            model_name="resolvedevidence",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.Exact(
+                    django.db.models.functions.text.Length("quote"),
+                    django.db.models.expressions.CombinedExpression(
+                        models.F("end"), "-", models.F("start")
+                    ),
+                ),
+                name="resolved_evidence_quote_length",
+            ),
         ),
     ]

@@ -33,63 +33,110 @@ def _restore_resolution_trigger(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labeling', '0005_labels_append_only'),
+        ("labeling", "0005_labels_append_only"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='resolution',
-            name='resolution_consensus_has_no_adjudicator',
+            model_name="resolution",
+            name="resolution_consensus_has_no_adjudicator",
         ),
         migrations.RemoveConstraint(
-            model_name='resolution',
-            name='resolution_adjudication_has_adjudicator',
+            model_name="resolution",
+            name="resolution_adjudication_has_adjudicator",
         ),
         migrations.AddField(
-            model_name='priorannotation',
-            name='labelled_at',
-            field=models.DateTimeField(blank=True, help_text='When the label was made (label creation time), if known.', null=True),
+            model_name="priorannotation",
+            name="labelled_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="When the label was made (label creation time), if known.",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='priorannotation',
-            name='policy',
-            field=models.ForeignKey(blank=True, help_text='The policy version the label was made under, if known.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='labeling.labelpolicy'),
+            model_name="priorannotation",
+            name="policy",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The policy version the label was made under, if known.",
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="labeling.labelpolicy",
+            ),
         ),
         migrations.AddField(
-            model_name='priorannotation',
-            name='time_spent_seconds',
+            model_name="priorannotation",
+            name="time_spent_seconds",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='priorclaimlabel',
-            name='boundary_error',
+            model_name="priorclaimlabel",
+            name="boundary_error",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='project',
-            name='pseudonym_key',
-            field=models.CharField(default=labeling.models.catalog.new_pseudonym_key, editable=False, help_text="Secret key of the release pseudonyms of this project's members (HMAC-SHA256).", max_length=64),
+            model_name="project",
+            name="pseudonym_key",
+            field=models.CharField(
+                default=labeling.models.catalog.new_pseudonym_key,
+                editable=False,
+                help_text="Secret key of the release pseudonyms of this project's members (HMAC-SHA256).",
+                max_length=64,
+            ),
         ),
         migrations.AddField(
-            model_name='resolution',
-            name='adjudicator_pseudonym',
-            field=models.CharField(blank=True, help_text="The adjudicator of an imported adjudication (a release's pseudonym).", max_length=64, null=True),
+            model_name="resolution",
+            name="adjudicator_pseudonym",
+            field=models.CharField(
+                blank=True,
+                help_text="The adjudicator of an imported adjudication (a release's pseudonym).",
+                max_length=64,
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='resolution',
-            name='import_batch',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='labeling.importbatch'),
+            model_name="resolution",
+            name="import_batch",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="labeling.importbatch",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolution',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'consensus'), _negated=True), models.Q(('adjudicator__isnull', True), ('adjudicator_pseudonym__isnull', True)), _connector='OR'), name='resolution_consensus_has_no_adjudicator'),
+            model_name="resolution",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "consensus"), _negated=True),
+                    models.Q(
+                        ("adjudicator__isnull", True), ("adjudicator_pseudonym__isnull", True)
+                    ),
+                    _connector="OR",
+                ),
+                name="resolution_consensus_has_no_adjudicator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='resolution',
-            constraint=models.CheckConstraint(condition=models.Q(('status', 'consensus'), models.Q(('adjudicator__isnull', False), ('adjudicator_pseudonym__isnull', True)), models.Q(('adjudicator__isnull', True), ('adjudicator_pseudonym__isnull', False)), _connector='OR'), name='resolution_adjudication_has_adjudicator'),
+            model_name="resolution",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status", "consensus"),
+                    models.Q(
+                        ("adjudicator__isnull", False), ("adjudicator_pseudonym__isnull", True)
+                    ),
+                    models.Q(
+                        ("adjudicator__isnull", True), ("adjudicator_pseudonym__isnull", False)
+                    ),
+                    _connector="OR",
+                ),
+                name="resolution_adjudication_has_adjudicator",
+            ),
         ),
         migrations.RunPython(_give_each_project_its_key, migrations.RunPython.noop),
         migrations.RunPython(_restore_resolution_trigger, migrations.RunPython.noop),

@@ -6,37 +6,129 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labeling', '0006_release_provenance'),
+        ("labeling", "0006_release_provenance"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('workload_import', 'workload import'), ('labelling_start', 'start labelling')], max_length=32)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='pending', max_length=10)),
-                ('payload', models.JSONField(blank=True, default=dict, help_text="The job's input.")),
-                ('progress_done', models.BigIntegerField(default=0)),
-                ('progress_total', models.BigIntegerField(default=0)),
-                ('message', models.CharField(blank=True, max_length=500)),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('error', models.JSONField(blank=True, help_text='detail, code, and field or errors when it failed.', null=True)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, help_text='Refreshed while the job runs (and when it is enqueued); a lapse means lost.', null=True)),
-                ('actor', models.ForeignKey(blank=True, help_text='Who asked for the job; null from the command line.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='jobs', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("workload_import", "workload import"),
+                            ("labelling_start", "start labelling"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "payload",
+                    models.JSONField(blank=True, default=dict, help_text="The job's input."),
+                ),
+                ("progress_done", models.BigIntegerField(default=0)),
+                ("progress_total", models.BigIntegerField(default=0)),
+                ("message", models.CharField(blank=True, max_length=500)),
+                ("result", models.JSONField(blank=True, null=True)),
+                (
+                    "error",
+                    models.JSONField(
+                        blank=True,
+                        help_text="detail, code, and field or errors when it failed.",
+                        null=True,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "heartbeat_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="Refreshed while the job runs (and when it is enqueued); a lapse means lost.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Who asked for the job; null from the command line.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="jobs",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
-                'indexes': [models.Index(fields=['status', 'heartbeat_at'], name='job_status_beat_idx')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'running', 'done', 'failed'])), name='job_status'), models.CheckConstraint(condition=models.Q(('kind__in', ['workload_import', 'labelling_start'])), name='job_kind'), models.CheckConstraint(condition=models.Q(('progress_done__gte', 0), ('progress_total__gte', 0)), name='job_progress_non_negative'), models.CheckConstraint(condition=models.Q(models.Q(('status__in', ('done', 'failed')), _negated=True), ('finished_at__isnull', False), _connector='OR'), name='job_finished_has_time'), models.CheckConstraint(condition=models.Q(('finished_at__isnull', True), ('finished_at__gte', models.F('created_at')), _connector='OR'), name='job_finish_after_create')],
+                "ordering": ["-created_at", "-pk"],
+                "indexes": [
+                    models.Index(fields=["status", "heartbeat_at"], name="job_status_beat_idx")
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("status__in", ["pending", "running", "done", "failed"])
+                        ),
+                        name="job_status",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("kind__in", ["workload_import", "labelling_start"])),
+                        name="job_kind",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("progress_done__gte", 0), ("progress_total__gte", 0)),
+                        name="job_progress_non_negative",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("status__in", ("done", "failed")), _negated=True),
+                            ("finished_at__isnull", False),
+                            _connector="OR",
+                        ),
+                        name="job_finished_has_time",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("finished_at__isnull", True),
+                            ("finished_at__gte", models.F("created_at")),
+                            _connector="OR",
+                        ),
+                        name="job_finish_after_create",
+                    ),
+                ],
             },
         ),
     ]

@@ -5,22 +5,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labeling', '0008_label_writes_lock'),
+        ("labeling", "0008_label_writes_lock"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DerivedChange',
+            name="DerivedChange",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('agreement', 'agreement statistics'), ('calibration', 'calibration runs'), ('audit', 'evaluator audits')], max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='labeling.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("agreement", "agreement statistics"),
+                            ("calibration", "calibration runs"),
+                            ("audit", "evaluator audits"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="labeling.project",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['project', 'kind', 'id'], name='derived_change_pk_idx')],
+                "indexes": [
+                    models.Index(fields=["project", "kind", "id"], name="derived_change_pk_idx")
+                ],
             },
         ),
     ]

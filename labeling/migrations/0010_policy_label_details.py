@@ -5,25 +5,35 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labeling', '0009_derived_change'),
+        ("labeling", "0009_derived_change"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='labelpolicy',
-            name='evidence_labels',
-            field=models.JSONField(default=labeling.models.catalog.default_evidence_labels, help_text='Claim labels that must cite at least one evidence span.'),
+            model_name="labelpolicy",
+            name="evidence_labels",
+            field=models.JSONField(
+                default=labeling.models.catalog.default_evidence_labels,
+                help_text="Claim labels that must cite at least one evidence span.",
+            ),
         ),
         migrations.AddField(
-            model_name='labelpolicy',
-            name='label_details',
-            field=models.JSONField(blank=True, default=dict, help_text='Per level and label: {"answer"|"claim": {label: {"text", "description", "key"}}}; a missing entry takes the default (labeling.selectors.policies).'),
+            model_name="labelpolicy",
+            name="label_details",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text='Per level and label: {"answer"|"claim": {label: {"text", "description", "key"}}}; a missing entry takes the default (labeling.selectors.policies).',
+            ),
         ),
         migrations.AddField(
-            model_name='labelpolicy',
-            name='reason_texts',
-            field=models.JSONField(blank=True, default=dict, help_text='Display text per unavailable reason: {reason: text}.'),
+            model_name="labelpolicy",
+            name="reason_texts",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="Display text per unavailable reason: {reason: text}.",
+            ),
         ),
     ]

@@ -39,6 +39,7 @@ from labeling.models.catalog import (
 )
 from labeling.models.derived import DerivedChange, DerivedKind
 from labeling.models.jobs import JOB_FINISHED_STATUSES, Job, JobKind, JobStatus
+from labeling.models.tokens import ApiToken, TokenRevocation
 from labeling.models.work import (
     CANNOT_DECIDE,
     LIVE_ASSIGNMENT_STATUSES,
@@ -58,6 +59,8 @@ from labeling.models.work import (
 )
 
 __all__ = [
+    "ApiToken",
+    "TokenRevocation",
     "DerivedChange",
     "DerivedKind",
     "Annotation",

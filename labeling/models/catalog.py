@@ -147,7 +147,9 @@ class LabelPolicy(models.Model):
     """A versioned annotation guideline + label schema + evidence relation.
 
     Frozen (``frozen_at`` set) once labelling starts; a change is a new version with
-    ``previous`` pointing at the old one. Every label records the version it was made under.
+    ``previous`` pointing at the old one, published frozen by a manager with a ``change_note``
+    (:mod:`labeling.services.policy_versions`). Every label records the version it was made
+    under.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="policies")
@@ -176,6 +178,17 @@ class LabelPolicy(models.Model):
         default=dict, blank=True, help_text="Display text per unavailable reason: {reason: text}."
     )
     frozen_at = models.DateTimeField(null=True, blank=True)
+    change_note = models.TextField(
+        blank=True, help_text="What changed from the previous version and why (published versions)."
+    )
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The manager who published this version after labelling started.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -33,6 +33,7 @@ class AssignmentStatus(models.TextChoices):
     SUBMITTED = "submitted", "submitted"
     SKIPPED = "skipped", "skipped"
     EXPIRED = "expired", "lease expired"
+    RETIRED = "retired", "retired (the item was returned for labelling under a new policy)"
 
 
 LIVE_ASSIGNMENT_STATUSES = (AssignmentStatus.LEASED, AssignmentStatus.SUBMITTED)
@@ -52,9 +53,13 @@ class Assignment(models.Model):
     """An item given to one annotator, holding one of its ``overlap`` slots while live.
 
     A live assignment (leased or submitted) holds ``slot``; the partial unique constraint makes
-    two live assignments of one slot impossible, and (item, annotator) is unique, so no annotator
-    labels an item twice. An expired lease gives the slot back (status ``expired``); the same
-    annotator may claim the item again later, which revives this row.
+    two live assignments of one slot impossible, and (item, annotator) is unique among the rows
+    not retired, so no annotator labels an item twice under one policy version. An expired lease
+    gives the slot back (status ``expired``); the same annotator may claim the item again later,
+    which revives this row. A ``retired`` assignment belongs to an earlier labelling round of the
+    item: publishing a new policy version returned the item for labelling
+    (:mod:`labeling.services.policy_versions`); the row and its annotation are kept, hold no
+    slot, and the annotator may label the item again in the new round.
     """
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
@@ -82,7 +87,9 @@ class Assignment(models.Model):
         ]
         constraints = [
             models.UniqueConstraint(
-                fields=["item", "annotator"], name="assignment_unique_annotator"
+                fields=["item", "annotator"],
+                condition=~Q(status="retired"),
+                name="assignment_unique_annotator",
             ),
             models.UniqueConstraint(
                 fields=["item", "slot"],
@@ -111,10 +118,12 @@ class Assignment(models.Model):
 
 
 class Annotation(models.Model):
-    """One annotator's independent judgement of an item: one per (item, annotator).
+    """One annotator's independent judgement of an item: one per assignment.
 
     The content lives in append-only ``AnnotationRevision`` rows; ``current`` points at the
-    newest. ``revision_count`` is the number of revisions.
+    newest. ``revision_count`` is the number of revisions. An annotator has one annotation of an
+    item per labelling round: the assignment is unique per (item, annotator) among the rows not
+    retired, and a round ends only when a new policy version returns the item for labelling.
     """
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="annotations")
@@ -136,11 +145,6 @@ class Annotation(models.Model):
 
     class Meta:
         ordering = ["item", "pk"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["item", "annotator"], name="annotation_unique_annotator"
-            ),
-        ]
 
     def __str__(self) -> str:
         return f"annotation {self.pk} of item {self.item_id}"
@@ -371,7 +375,12 @@ class Resolution(models.Model):
 
 
 class ResolvedClaimLabel(models.Model):
-    """A resolution's label of one claim."""
+    """A resolution's label of one claim.
+
+    ``evidence_waived``: the label needs evidence (supported, contradicted) but has none,
+    accepted because it adopts the label of imported votes that carried no evidence span
+    (:func:`labeling.selectors.review.imported_evidence_waivers`).
+    """
 
     resolution = models.ForeignKey(
         Resolution, on_delete=models.CASCADE, related_name="claim_labels"
@@ -379,6 +388,10 @@ class ResolvedClaimLabel(models.Model):
     claim = models.ForeignKey(Claim, on_delete=models.PROTECT, related_name="+")
     label = models.CharField(max_length=64)
     reason = models.CharField(max_length=64, null=True, blank=True)
+    evidence_waived = models.BooleanField(
+        default=False,
+        help_text="Accepted without evidence: adopts imported votes that cited no span.",
+    )
 
     class Meta:
         ordering = ["resolution", "claim"]

@@ -26,7 +26,7 @@ from labeling.selectors.review import (
     labelling_policy_get,
     project_progress,
 )
-from labeling.selectors.votes import ProjectVotes, VoteMatrix, project_votes
+from labeling.selectors.votes import ProjectVotes, VersionVotes, VoteMatrix, project_votes
 from labeling.selectors.work import assignment_current_for_actor, assignment_get_for_actor
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "project_list_for_user",
     "project_overview",
     "ProjectVotes",
+    "VersionVotes",
     "VoteMatrix",
     "project_votes",
 ]

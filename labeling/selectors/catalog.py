@@ -21,6 +21,7 @@ from labeling.models import (
     EvaluatorLabel,
     ImportBatch,
     Item,
+    LabelPolicy,
     Membership,
     Partition,
     PriorAnnotation,
@@ -359,3 +360,15 @@ def item_get(*, project: Project, item_id: int, with_labels: bool = False) -> It
     if item is None:
         raise NotFound(f"no item {item_id} in project {project.slug!r}")
     return item
+
+
+def policy_version_list(*, project: Project) -> QuerySet[LabelPolicy]:
+    """Return the project's label policy versions, oldest first, with previous and publisher.
+
+    The caller has checked that the actor may see them (managers). One query.
+    """
+    return (
+        LabelPolicy.objects.filter(project=project)
+        .select_related("previous", "published_by")
+        .order_by("version")
+    )

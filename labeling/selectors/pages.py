@@ -9,12 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.utils import timezone
 
 from labeling.models import (
     Annotation,
     Assignment,
     AssignmentStatus,
+    Item,
+    ItemStatus,
     Membership,
     Project,
     Resolution,
@@ -49,6 +52,89 @@ def own_progress(*, project: Project, actor: Any) -> OwnProgress:
         skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)),
     )
     return OwnProgress(submitted=counts["submitted"], skipped=counts["skipped"])
+
+
+@dataclass(frozen=True)
+class OwnQueue:
+    """An annotator's progress through the project's queue; nothing about anyone else's.
+
+    ``done``: items submitted; ``skipped``: items skipped; ``left``: items still to label by
+    this annotator (the item they hold now, and open items with a free place they never took);
+    ``total``: their sum (the bar's maximum).
+    """
+
+    done: int
+    skipped: int
+    left: int
+
+    @property
+    def total(self) -> int:
+        """``done + skipped + left``."""
+        return self.done + self.skipped + self.left
+
+    def as_json(self) -> dict[str, int]:
+        """The figures as a JSON answer carries them."""
+        return {"done": self.done, "skipped": self.skipped, "left": self.left, "total": self.total}
+
+
+def own_queue(*, project: Project, actor: Any) -> OwnQueue:
+    """Return how far ``actor`` is through the project's queue. Two queries.
+
+    ``left`` counts the actor's valid leases and the open items with a free place that the
+    actor holds no assignment of (an expired one of theirs does not count: such an item may
+    come back to them). A free place may be taken by someone else first, so ``left`` is an
+    upper bound of what the actor will still be served.
+    """
+    now = timezone.now()
+    counts = Assignment.objects.filter(item__project=project, annotator=actor).aggregate(
+        done=Count("pk", filter=Q(status=AssignmentStatus.SUBMITTED)),
+        skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)),
+        held=Count("pk", filter=Q(status=AssignmentStatus.LEASED, lease_expires_at__gt=now)),
+    )
+    taken = Assignment.objects.filter(item=OuterRef("pk"), annotator=actor).exclude(
+        status=AssignmentStatus.EXPIRED
+    )
+    free = (
+        Item.objects.filter(project=project, status=ItemStatus.OPEN)
+        .filter(assigned_count__lt=F("overlap") - F("prior_votes"))
+        .exclude(Exists(taken))
+        .count()
+    )
+    return OwnQueue(done=counts["done"], skipped=counts["skipped"], left=counts["held"] + free)
+
+
+def own_previous_submission(
+    *, project: Project, actor: Any, exclude: int | None = None
+) -> Assignment | None:
+    """Return the actor's most recently submitted assignment (not ``exclude``). One query.
+
+    The labelling page links to it ("Revise previous").
+    """
+    rows = Assignment.objects.filter(
+        item__project=project, annotator=actor, status=AssignmentStatus.SUBMITTED
+    )
+    if exclude is not None:
+        rows = rows.exclude(pk=exclude)
+    return rows.order_by("-submitted_at", "-pk").first()
+
+
+def own_undoable_skip(*, project: Project, actor: Any) -> Assignment | None:
+    """Return the actor's latest skip whose lease still runs (it can be undone). One query.
+
+    :func:`labeling.services.assignments.assignment_skip_undo` has the final say (the item's
+    place may have been taken meanwhile).
+    """
+    return (
+        Assignment.objects.filter(
+            item__project=project,
+            annotator=actor,
+            status=AssignmentStatus.SKIPPED,
+            lease_expires_at__gt=timezone.now(),
+            item__status=ItemStatus.OPEN,
+        )
+        .order_by("-ended_at", "-pk")
+        .first()
+    )
 
 
 def own_annotation_list(*, project: Project, actor: Any) -> QuerySet[Annotation]:
@@ -93,4 +179,34 @@ def resolution_vote(*, resolution: Resolution | None) -> Vote | None:
             for cl in claim_labels
         },
         comment="",
+    )
+
+
+def resolution_waived_claims(*, resolution: Resolution | None) -> list[int]:
+    """Return the claim indexes (0-based, ascending) whose resolved label waived evidence.
+
+    Evidence is waived when the decision adopted the label of imported votes that cited no
+    span (``ResolvedClaimLabel.evidence_waived``). Empty for no resolution. One query.
+    """
+    if resolution is None:
+        return []
+    return list(
+        ResolvedClaimLabel.objects.filter(resolution=resolution, evidence_waived=True)
+        .order_by("claim__index")
+        .values_list("claim__index", flat=True)
+    )
+
+
+def resolved_claim_labels(*, resolution: Resolution | None) -> list[ResolvedClaimLabel]:
+    """Return a resolution's claim labels in claim order, with claim and evidence loaded.
+
+    Empty for no resolution (or an unresolved one). Two queries.
+    """
+    if resolution is None:
+        return []
+    return list(
+        ResolvedClaimLabel.objects.filter(resolution=resolution)
+        .select_related("claim")
+        .prefetch_related("evidence")
+        .order_by("claim__index")
     )

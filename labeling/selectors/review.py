@@ -46,7 +46,7 @@ from labeling.models import (
 )
 from labeling.permissions import REVIEWERS, require_role
 from labeling.selectors.catalog import UNASSIGNED
-from labeling.vocabulary import EVIDENCE_UNAVAILABLE
+from labeling.vocabulary import EVIDENCE_REQUIRED, EVIDENCE_UNAVAILABLE
 
 QUEUE_LEVELS = ("answer", "claim")
 #: The largest ``min_age_hours`` of the disagreement queue: a century. Larger values would
@@ -175,6 +175,97 @@ def votes_compare(votes: Sequence[Vote], claim_ids: Iterable[int]) -> VoteDiff:
     return VoteDiff(answer_differs=answer_differs, claims=frozenset(differing))
 
 
+@dataclass(frozen=True)
+class AgreedLabels:
+    """What every vote of an item agrees on: the pre-fill of an adjudication.
+
+    ``vote`` holds the agreed answer label (and reason) when ``answer`` is True, and the
+    agreed label, reason and evidence of each claim in ``claims`` (claim ids); other fields
+    are empty. The evidence of an agreed claim is the union of the votes' spans, as under
+    consensus: each span was cited by an annotator who gave that label, the adjudicator removes
+    the ones they reject (an intersection of spans selected independently is nearly always
+    empty). Boundary flags are not part of a decision, so nothing is agreed about them.
+    """
+
+    vote: Vote
+    answer: bool
+    claims: frozenset[int]
+
+
+def votes_agreed(votes: Sequence[Vote], claim_ids: Iterable[int]) -> AgreedLabels:
+    """Return the labels every vote of an item agrees on (see :class:`AgreedLabels`).
+
+    A level is agreed when every vote carries the same (label, reason-if-unavailable) there and
+    that label is not ``cannot_decide`` (the same rule as :func:`votes_compare`). No vote: no
+    agreement.
+
+    Args:
+        votes: the item's votes.
+        claim_ids: the ids of every claim of the item's candidate.
+    """
+    item_id = votes[0].item_id if votes else 0
+    answers = {v.answer_key for v in votes}
+    answer: tuple[str | None, str | None] = (None, None)
+    if len(answers) == 1:
+        label, _ = next(iter(answers))
+        if label not in (None, CANNOT_DECIDE):
+            answer = (label, votes[0].answer_reason)
+    claims: dict[int, ClaimVote] = {}
+    for claim_id in claim_ids:
+        cast = [v.claims.get(claim_id, ClaimVote(label=None)) for v in votes]
+        keys = {c.key for c in cast}
+        if len(keys) != 1 or next(iter(keys))[0] in (None, CANNOT_DECIDE):
+            continue
+        spans = {(s.source_version_id, s.start, s.end): s for c in cast for s in c.evidence}
+        claims[claim_id] = ClaimVote(
+            label=cast[0].label,
+            reason=cast[0].reason,
+            evidence=tuple(spans[k] for k in sorted(spans)),
+        )
+    return AgreedLabels(
+        vote=Vote(
+            item_id=item_id,
+            live=False,
+            ref=0,
+            slot=None,
+            answer_label=answer[0],
+            answer_reason=answer[1],
+            claims=claims,
+        ),
+        answer=answer[0] is not None,
+        claims=frozenset(claims),
+    )
+
+
+def imported_evidence_waivers(votes: Sequence[Vote]) -> dict[int, frozenset[str]]:
+    """Return, per claim id, the labels a decision may give that claim without evidence.
+
+    Evidence rule for imported votes: ``supported`` and ``contradicted`` need evidence, but a
+    dataset may carry such labels without any span (FaithBench flags problems only, so its
+    "supported" sentences cite nothing). A decision that adopts, for a claim, a label that only
+    imported votes gave it, none of them with a span, is accepted without evidence; the stored
+    claim label records that its evidence was waived. A label that a live annotator gave, or
+    that some vote gave with a span, needs evidence as usual (there is evidence to copy), and
+    so does any label the adjudicator chooses by themself.
+
+    Args:
+        votes: the item's votes (:func:`item_votes`).
+
+    Returns:
+        ``{claim_id: labels}``; claims without a waivable label are left out.
+    """
+    givers: dict[tuple[int, str], list[tuple[Vote, ClaimVote]]] = defaultdict(list)
+    for vote in votes:
+        for claim_id, claim_vote in vote.claims.items():
+            if claim_vote.label in EVIDENCE_REQUIRED:
+                givers[(claim_id, claim_vote.label)].append((vote, claim_vote))
+    waivers: dict[int, set[str]] = defaultdict(set)
+    for (claim_id, label), cast in givers.items():
+        if all(not vote.live and not claim_vote.evidence for vote, claim_vote in cast):
+            waivers[claim_id].add(label)
+    return {claim_id: frozenset(labels) for claim_id, labels in waivers.items()}
+
+
 def _span(row: Any) -> Span:
     return Span(row.source_version_id, row.start, row.end, row.quote)
 
@@ -201,8 +292,9 @@ def _prior_evidence(span: PriorSpan) -> Span | None:
 def item_votes(*, item_ids: Iterable[int]) -> dict[int, list[Vote]]:
     """Return the votes of each item: live ones by assignment slot, then prior ones by import.
 
-    A live vote is the current revision of an annotation whose assignment is submitted; a prior
-    vote is a prior annotation (human or automatic origin) with an answer label. Items without
+    A live vote is the current revision of an annotation whose assignment is submitted (not
+    retired); a prior vote is a prior annotation (human or automatic origin) with an answer
+    label, while the item counts prior votes (``Item.prior_votes`` > 0). Items without
     votes map to an empty list. Four queries, whatever the number of items.
     """
     ids = list(item_ids)
@@ -247,7 +339,11 @@ def item_votes(*, item_ids: Iterable[int]) -> dict[int, list[Vote]]:
             )
         )
     priors = (
-        PriorAnnotation.objects.filter(candidate__item__in=ids, answer_label__isnull=False)
+        # Prior votes count only while the item counts them (``Item.prior_votes``): an item
+        # returned for labelling under a new policy version collects fresh votes only.
+        PriorAnnotation.objects.filter(
+            candidate__item__in=ids, candidate__item__prior_votes__gt=0, answer_label__isnull=False
+        )
         .exclude(answer_label="")
         .annotate(item_pk=F("candidate__item__id"))
         .prefetch_related(
@@ -384,22 +480,29 @@ class SourceRow:
 
 @dataclass(frozen=True)
 class PriorFlag:
-    """A span of the answer an imported annotator flagged (the dataset's labels, no note)."""
+    """A span of the answer an imported annotator flagged, with the dataset's labels and note."""
 
     start: int
     end: int
     quote: str
     labels: tuple[str, ...]
     evidence: Span | None
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class AnnotatorColumn:
-    """One column of the side-by-side view: "Annotator k" and their vote, never an identity."""
+    """One column of the side-by-side view: "Annotator k" and their vote, never an identity.
+
+    ``note`` is an imported annotation's note (a live vote's comment is ``vote.comment``);
+    ``labelled_at`` when the imported label was made, if the dataset says.
+    """
 
     pseudonym: str
     vote: Vote
     flags: tuple[PriorFlag, ...] = ()
+    note: str = ""
+    labelled_at: datetime | None = None
 
     @property
     def imported(self) -> bool:
@@ -424,6 +527,10 @@ class AdjudicationView:
     can_adjudicate: bool
     policy: LabelPolicy | None = None
     history: tuple[Resolution, ...] = field(default_factory=tuple)
+    #: What every vote agrees on (the decision's pre-fill).
+    agreed: AgreedLabels | None = None
+    #: Per claim id, the labels a decision may give without evidence (imported votes).
+    evidence_waivers: Mapping[int, frozenset[str]] = field(default_factory=dict)
 
     @property
     def differing_claim_ids(self) -> frozenset[int]:
@@ -470,8 +577,9 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
     """Return the side-by-side view of an item's votes for an adjudicator.
 
     Annotators are shown as "Annotator 1..N": live ones by assignment slot, then imported ones
-    in import order; never a username or a dataset annotator id (prior notes, which may name
-    people, are left out). Writes nothing. About ten queries, whatever the item.
+    in import order; never a username or a dataset annotator id (live comments and
+    the notes of imported annotations are shown as the dataset gave them, as on the item
+    page). Writes nothing. About ten queries, whatever the item.
 
     Raises:
         NotFound: the actor is not a member, or no such item in the project, or the item is
@@ -496,9 +604,11 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
     claims = claim_rows(candidate.claims.all())
     votes = item_votes(item_ids=[item.pk])[item.pk]
     flags: dict[int, tuple[PriorFlag, ...]] = defaultdict(tuple)
+    notes: dict[int, tuple[str, datetime | None]] = {}
     prior_ids = [v.ref for v in votes if not v.live]
     if prior_ids:
         for prior in PriorAnnotation.objects.filter(pk__in=prior_ids).prefetch_related("spans"):
+            notes[prior.pk] = (prior.note, prior.labelled_at)
             flags[prior.pk] = tuple(
                 PriorFlag(
                     start=s.start,
@@ -506,6 +616,7 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
                     quote=s.quote,
                     labels=tuple(s.labels),
                     evidence=_prior_evidence(s),
+                    note=s.note,
                 )
                 for s in prior.spans.all()
             )
@@ -514,6 +625,8 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
             pseudonym=f"Annotator {n}",
             vote=vote,
             flags=() if vote.live else flags[vote.ref],
+            note="" if vote.live else notes[vote.ref][0],
+            labelled_at=None if vote.live else notes[vote.ref][1],
         )
         for n, vote in enumerate(votes, start=1)
     )
@@ -541,7 +654,44 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
         can_adjudicate=can_adjudicate,
         policy=policy,
         history=history,
+        agreed=votes_agreed(votes, [c.id for c in claims]),
+        evidence_waivers=imported_evidence_waivers(votes),
     )
+
+
+def queue_next(
+    *,
+    project: Project,
+    actor: Any,
+    filters: Mapping[str, Any] | None = None,
+    after: int | None = None,
+) -> int | None:
+    """Return the id of the queue item an adjudicator works on next, or None (queue empty).
+
+    The queue is :func:`disagreement_queue` with ``filters`` for ``actor``; the next item is the
+    first one after item ``after`` in queue order (oldest disagreement first), wrapping around
+    to the first; ``after`` itself is never returned. Two queries at most.
+
+    Raises:
+        InvalidInput: as :func:`disagreement_queue` for invalid filters.
+    """
+    queue = disagreement_queue(project=project, filters=filters, actor=actor)
+    if after is None:
+        return queue.values_list("pk", flat=True).first()
+    others = queue.exclude(pk=after)
+    current = (
+        Disagreement.objects.filter(item_id=after, closed_at__isnull=True)
+        .values_list("opened_at", flat=True)
+        .first()
+    )
+    if current is not None:
+        later = others.filter(
+            Q(opened_at__gt=current) | Q(opened_at=current, pk__gt=after)
+        ).values_list("pk", flat=True)
+        found = later.first()
+        if found is not None:
+            return found
+    return others.values_list("pk", flat=True).first()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -602,6 +752,8 @@ class PolicyVocabularyView:
     claim_labels: tuple[str, ...]
     unavailable_reasons: tuple[str, ...]
     cannot_decide: str = CANNOT_DECIDE
+    # The policy's definition of each label, ``{label: text}`` (empty when it gives none).
+    label_descriptions: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.db.models import F, Subquery
+from django.db.models.functions import Coalesce
+
 from labeling.models import (
     AnnotationRevision,
     ClaimLabel,
+    LabelPolicy,
     PriorAnnotation,
     PriorClaimLabel,
     Project,
@@ -58,15 +62,36 @@ class VoteMatrix:
 
 
 @dataclass(frozen=True)
-class ProjectVotes:
-    """A project's vote matrices, one per label level."""
+class VersionVotes:
+    """The vote matrices of one label policy version (votes made under it)."""
 
-    project_id: int
+    policy_version: int
     answer: VoteMatrix
     claim: VoteMatrix
 
     def levels(self) -> tuple[VoteMatrix, ...]:
         """The matrices in ``LEVELS`` order."""
+        return (self.answer, self.claim)
+
+
+@dataclass(frozen=True)
+class ProjectVotes:
+    """A project's vote matrices, one per label level, per policy version.
+
+    Votes made under different policy versions are never pooled: ``versions`` holds each
+    version's matrices apart (oldest first, only versions with a vote); ``answer`` and ``claim``
+    are those of ``policy_version``, the newest version with a vote (empty matrices and None
+    when there is no vote).
+    """
+
+    project_id: int
+    answer: VoteMatrix
+    claim: VoteMatrix
+    policy_version: int | None = None
+    versions: tuple[VersionVotes, ...] = ()
+
+    def levels(self) -> tuple[VoteMatrix, ...]:
+        """The matrices of ``policy_version`` in ``LEVELS`` order."""
         return (self.answer, self.claim)
 
 
@@ -111,10 +136,14 @@ def _matrix(level: str, votes: Iterable[tuple[int, str, str]]) -> VoteMatrix:
 
 
 def project_votes(*, project: Project) -> ProjectVotes:
-    """Return the current votes of every item of ``project``, per label level.
+    """Return the current votes of every item of ``project``, per label level and policy version.
 
     Reads only (four queries, whatever the project's size). Items of every status count: an
-    open item's single vote drops out of the agreement statistics by itself.
+    open item's single vote drops out of the agreement statistics by itself. A vote counts under
+    the policy version it was made under: a revision's ``policy``, an imported prior
+    annotation's recorded ``policy``, else the version labelling started under (the one prior
+    votes are first compared under; before the start, the draft version). Votes of an earlier
+    labelling round of an item (retired by a new policy version) stay votes of their version.
 
     Args:
         project: the project.
@@ -122,34 +151,79 @@ def project_votes(*, project: Project) -> ProjectVotes:
     Returns:
         A :class:`ProjectVotes` with deterministic ordering, so equal votes give equal data.
     """
-    answer_votes = [
-        (item_id, user_rater(user_id), vote_value(label, reason))
-        for item_id, user_id, label, reason in AnnotationRevision.objects.filter(
-            current_of__item__project=project
-        ).values_list(
-            "annotation__item_id", "annotation__annotator_id", "answer_label", "answer_reason"
+    # The version labelling started under (before the start, the draft's): the version of a
+    # prior vote that records none. A subquery of the prior votes' own queries.
+    first = Subquery(
+        LabelPolicy.objects.filter(project=project)
+        .order_by(F("frozen_at").asc(nulls_last=True), "version")
+        .values("version")[:1]
+    )
+    answer_votes: dict[int | None, list[tuple[int, str, str]]] = defaultdict(list)
+    claim_votes: dict[int | None, list[tuple[int, str, str]]] = defaultdict(list)
+    for item_id, user_id, label, answer_reason, version in AnnotationRevision.objects.filter(
+        current_of__item__project=project
+    ).values_list(
+        "annotation__item_id",
+        "annotation__annotator_id",
+        "answer_label",
+        "answer_reason",
+        "policy__version",
+    ):
+        answer_votes[version].append(
+            (item_id, user_rater(user_id), vote_value(label, answer_reason))
         )
-    ]
-    answer_votes += [
-        (item_id, prior_rater(annotator), vote_value(_imported_label(label), reason))
-        for item_id, annotator, label, reason in PriorAnnotation.objects.filter(
-            candidate__item__project=project, answer_label__isnull=False
-        ).values_list("candidate__item__id", "annotator", "answer_label", "answer_reason")
-    ]
-    claim_votes = [
-        (claim_id, user_rater(user_id), vote_value(label, reason))
-        for claim_id, user_id, label, reason in ClaimLabel.objects.filter(
-            revision__current_of__item__project=project
-        ).values_list("claim_id", "revision__annotation__annotator_id", "label", "reason")
-    ]
-    claim_votes += [
-        (claim_id, prior_rater(annotator), vote_value(_imported_label(label), reason))
-        for claim_id, annotator, label, reason in PriorClaimLabel.objects.filter(
-            prior_annotation__candidate__item__project=project, label__isnull=False
-        ).values_list("claim_id", "prior_annotation__annotator", "label", "reason")
-    ]
+    for item_id, annotator, prior_label, reason, version in PriorAnnotation.objects.filter(
+        candidate__item__project=project, answer_label__isnull=False
+    ).values_list(
+        "candidate__item__id",
+        "annotator",
+        "answer_label",
+        "answer_reason",
+        Coalesce("policy__version", first),
+    ):
+        answer_votes[version].append(
+            (item_id, prior_rater(annotator), vote_value(_imported_label(prior_label), reason))
+        )
+    for claim_id, user_id, label, reason, version in ClaimLabel.objects.filter(
+        revision__current_of__item__project=project
+    ).values_list(
+        "claim_id",
+        "revision__annotation__annotator_id",
+        "label",
+        "reason",
+        "revision__policy__version",
+    ):
+        claim_votes[version].append((claim_id, user_rater(user_id), vote_value(label, reason)))
+    for claim_id, annotator, prior_claim_label, reason, version in PriorClaimLabel.objects.filter(
+        prior_annotation__candidate__item__project=project, label__isnull=False
+    ).values_list(
+        "claim_id",
+        "prior_annotation__annotator",
+        "label",
+        "reason",
+        Coalesce("prior_annotation__policy__version", first),
+    ):
+        claim_votes[version].append(
+            (
+                claim_id,
+                prior_rater(annotator),
+                vote_value(_imported_label(prior_claim_label), reason),
+            )
+        )
+    numbers = sorted(v for v in set(answer_votes) | set(claim_votes) if v is not None)
+    versions = tuple(
+        VersionVotes(
+            policy_version=v,
+            answer=_matrix(ANSWER_LEVEL, answer_votes.get(v, [])),
+            claim=_matrix(CLAIM_LEVEL, claim_votes.get(v, [])),
+        )
+        for v in numbers
+    )
+    newest = versions[-1] if versions else None
     return ProjectVotes(
         project_id=project.pk,
-        answer=_matrix(ANSWER_LEVEL, answer_votes),
-        claim=_matrix(CLAIM_LEVEL, claim_votes),
+        answer=newest.answer if newest else _matrix(ANSWER_LEVEL, []),
+        claim=newest.claim if newest else _matrix(CLAIM_LEVEL, []),
+        policy_version=newest.policy_version if newest else None,
+        versions=versions,
     )

@@ -13,6 +13,7 @@ from labeling.services.annotations import (
 )
 from labeling.services.assignments import (
     assignment_skip,
+    assignment_skip_undo,
     assignments_release_expired,
     item_claim_next,
     items_enqueue,
@@ -27,6 +28,7 @@ from labeling.services.evaluator_labels import (
 )
 from labeling.services.imports import ImportResult, workload_import, workload_import_file
 from labeling.services.integrity import source_versions_verify
+from labeling.services.items import BulkResult, items_bulk_prioritise, items_return_to_queue
 from labeling.services.members import membership_set
 from labeling.services.partitions import PartitionResult, partition_freeze
 from labeling.services.projects import policy_create, project_create
@@ -40,12 +42,16 @@ __all__ = [
     "adjudication_resolve",
     "annotation_submit",
     "assignment_skip",
+    "assignment_skip_undo",
     "evaluator_labels_import",
     "evaluator_labels_import_file",
     "assignments_release_expired",
     "item_claim_next",
     "items_enqueue",
     "items_prioritise",
+    "BulkResult",
+    "items_bulk_prioritise",
+    "items_return_to_queue",
     "project_labelling_configure",
     "project_labelling_start",
     "ImportResult",

@@ -44,8 +44,13 @@ from labeling.models import (
 )
 from labeling.offsets import UNIT_CODEPOINT
 from labeling.permissions import REVIEWERS, require_role
-from labeling.selectors.review import annotated_by, labelling_policy_get
-from labeling.services.annotations import CheckedLabels, ClaimInput, labels_check
+from labeling.selectors.review import (
+    annotated_by,
+    imported_evidence_waivers,
+    item_votes,
+    labelling_policy_get,
+)
+from labeling.services.annotations import CheckedLabels, ClaimInput, Problems, labels_check
 from labeling.services.claim_labels import claim_labels_write
 from labeling.signals import announce_resolutions
 
@@ -135,18 +140,21 @@ def _item_for_decision(
     return item
 
 
-def _check_rationale(rationale: Any, *, required: bool) -> str:
+def _check_rationale(rationale: Any, *, required: bool, problems: Problems) -> str:
+    """Return the rationale as text; a problem with it goes to ``problems``."""
     if rationale is None:
         rationale = ""
     if not isinstance(rationale, str):
-        raise _invalid("rationale", "expected text")
-    if required and not rationale.strip():
-        raise _invalid("rationale", "give a rationale for the decision")
-    if len(rationale) > MAX_RATIONALE_LENGTH:
-        raise _invalid("rationale", f"at most {MAX_RATIONALE_LENGTH} characters")
-    if "\x00" in rationale:
-        raise _invalid("rationale", "contains NUL (U+0000)")
-    return rationale
+        problems.add("rationale", "expected text")
+    elif required and not rationale.strip():
+        problems.add("rationale", "give a rationale for the decision")
+    elif len(rationale) > MAX_RATIONALE_LENGTH:
+        problems.add("rationale", f"at most {MAX_RATIONALE_LENGTH} characters")
+    elif "\x00" in rationale:
+        problems.add("rationale", "contains NUL (U+0000)")
+    else:
+        return rationale
+    return ""
 
 
 def _decide(
@@ -172,6 +180,15 @@ def _decide(
             "reload it and decide again",
             data={"expected_version": expected_version},
         )
+    # Publishing a policy version locks every item: under this item's lock (taken by the
+    # compare-and-set) the current policy is the one the decision is stored under.
+    current = labelling_policy_get(project=project)
+    if current.pk != policy.pk:
+        raise StaleVersion(
+            f"the label policy of project {project.slug!r} changed to v{current.version} while "
+            f"you decided under v{policy.version}; reload the item and decide again",
+            data={"policy_version": policy.version, "current_policy_version": current.version},
+        )
     number = (Resolution.objects.filter(item=item).aggregate(n=Max("number"))["n"] or 0) + 1
     resolution = Resolution.objects.create(
         item=item,
@@ -191,7 +208,11 @@ def _decide(
             [
                 (
                     ResolvedClaimLabel(
-                        resolution=resolution, claim_id=c.claim_id, label=c.label, reason=c.reason
+                        resolution=resolution,
+                        claim_id=c.claim_id,
+                        label=c.label,
+                        reason=c.reason,
+                        evidence_waived=c.evidence_waived,
                     ),
                     c.evidence,
                 )
@@ -232,7 +253,11 @@ def adjudication_resolve(
 
     The labels follow the annotation rules (:func:`labeling.services.annotations.labels_check`)
     without ``cannot_decide``: an adjudicator who cannot decide marks the item unresolved.
-    Evidence offsets may be ``utf16`` (a fresh selection) or ``codepoint`` (copied from an
+    Evidence rule for imported votes (:func:`labeling.selectors.review.imported_evidence_waivers`):
+    a claim label that adopts the label only imported votes without evidence gave that claim
+    is accepted without evidence and stored with ``evidence_waived``; any other ``supported``
+    or ``contradicted`` needs evidence. Every problem (labels, evidence, rationale) is reported
+    at once. Evidence offsets may be ``utf16`` (a fresh selection) or ``codepoint`` (copied from an
     annotation). On an item already adjudicated or unresolved, the decision is a correction: a
     new resolution superseding the current one.
 
@@ -249,7 +274,8 @@ def adjudication_resolve(
             an annotation was revised); nothing is written. Its ``data`` carries the item's
             ``version`` and the ``current`` resolution (None while undecided).
         InvalidInput: a label, reason, claim, evidence span or the rationale is invalid,
-            naming the field.
+            naming the first field; ``data["errors"]`` lists every problem as
+            ``{"field", "reason"}``.
 
     Concurrency: opens its own transaction; the compare-and-set on the item's version takes
     its row lock and lets exactly one of two concurrent decisions through.
@@ -258,15 +284,27 @@ def adjudication_resolve(
         project=project, item_id=item_id, actor=actor, expected_version=expected_version
     )
     policy = labelling_policy_get(project=project)
-    labels = labels_check(
-        item=item,
-        policy=policy,
-        answer_label=answer_label,
-        answer_reason=answer_reason,
-        claims=claims,
-        allow_cannot_decide=False,
-    )
-    text = _check_rationale(rationale, required=True)
+    waivers = imported_evidence_waivers(item_votes(item_ids=[item.pk])[item.pk])
+    problems = Problems()
+    labels: CheckedLabels | None = None
+    try:
+        labels = labels_check(
+            item=item,
+            policy=policy,
+            answer_label=answer_label,
+            answer_reason=answer_reason,
+            claims=claims,
+            allow_cannot_decide=False,
+            waivers=waivers,
+        )
+    except InvalidInput as exc:
+        for problem in (exc.data or {}).get("errors") or [
+            {"field": exc.field, "reason": exc.reason}
+        ]:
+            problems.add(problem["field"] or "", problem["reason"])
+    text = _check_rationale(rationale, required=True, problems=problems)
+    problems.raise_any()
+    assert labels is not None  # no problem was recorded, so the labels passed
     return _decide(
         project=project,
         item=item,
@@ -299,7 +337,7 @@ def adjudication_mark_unresolved(
         NotFound, PermissionDenied, InvalidTransition, StaleVersion: as
             :func:`adjudication_resolve`.
         InvalidInput: ``reason`` is not one of ``UnresolvedReason`` values, or the reason is
-            ``other`` without a rationale.
+            ``other`` without a rationale; ``data["errors"]`` lists every problem.
 
     Concurrency: as :func:`adjudication_resolve`.
     """
@@ -307,9 +345,11 @@ def adjudication_mark_unresolved(
         project=project, item_id=item_id, actor=actor, expected_version=expected_version
     )
     policy = labelling_policy_get(project=project)
+    problems = Problems()
     if reason not in UnresolvedReason.values:
-        raise _invalid("reason", f"{reason!r} is not one of {UnresolvedReason.values}")
-    text = _check_rationale(rationale, required=reason == UnresolvedReason.OTHER)
+        problems.add("reason", f"{reason!r} is not one of {UnresolvedReason.values}")
+    text = _check_rationale(rationale, required=reason == UnresolvedReason.OTHER, problems=problems)
+    problems.raise_any()
     return _decide(
         project=project,
         item=item,

@@ -10,9 +10,12 @@ labels, so no revision replaces another unseen. Content is compared by the sha25
 JSON (labels, reasons, boundary flags, evidence in code points, comment; not the time spent,
 which a retried request measures anew).
 
-Labels are checked against the project's frozen label policy (its answer labels, claim labels
-and unavailable reasons) plus ``cannot_decide``; evidence against the pinned source versions of
-the item's question (:mod:`labeling.offsets`). Errors name the input field, e.g.
+Labels are checked against the project's current labelling policy (its newest frozen version:
+answer labels, claim labels and unavailable reasons) plus ``cannot_decide``, and record that
+version. A submit whose form was loaded under an older version
+(``AnnotationInput.policy_version``) is refused with ``StaleVersion`` naming both versions, never
+stored under the old one. Evidence is checked against the pinned source versions of the item's
+question (:mod:`labeling.offsets`). Errors name the input field, e.g.
 ``claims[2].evidence[0].quote`` (``InvalidInput.field``).
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +110,10 @@ class AnnotationInput:
     #: based on another revision than the current one is refused (``StaleVersion``). None: no
     #: precondition (the submit replaces whatever is current).
     based_on_revision: int | None = None
+    #: The label policy version the form was loaded under; a submit made under another version
+    #: than the project's current labelling policy is refused (``StaleVersion``). None: no
+    #: precondition (the labels are checked against the current policy).
+    policy_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,8 @@ class CheckedClaim:
     reason: str | None
     boundary_error: bool
     evidence: tuple[CheckedEvidence, ...]
+    #: The label needs evidence but was accepted without (``labels_check``'s ``waivers``).
+    evidence_waived: bool = False
 
 
 @dataclass(frozen=True)
@@ -231,6 +240,7 @@ def labels_check(
     answer_reason: Any,
     claims: Sequence[ClaimInput],
     allow_cannot_decide: bool,
+    waivers: Mapping[int, Collection[str]] | None = None,
 ) -> CheckedLabels:
     """Check answer and claim labels of ``item`` against ``policy`` and the pinned sources.
 
@@ -238,7 +248,9 @@ def labels_check(
     policy's unavailable reasons iff the label is ``evidence_unavailable``; every claim of the
     candidate labelled exactly once and no other claim; the policy's evidence labels
     (``evidence_labels``, by default ``supported`` and ``contradicted``) cite at least one
-    span; every span from a source version pinned to the item's question, passing
+    span, unless ``waivers`` (claim id -> labels) waives it for that claim and label (the
+    checked claim then says ``evidence_waived``); every span from a source version pinned to
+    the item's question, passing
     :func:`labeling.offsets.evidence_span_check`. Identical spans cited twice for one claim are
     kept once. Reads the item's claims and the cited source versions (two queries).
 
@@ -342,15 +354,19 @@ def labels_check(
         if checked_label is None or not valid or not spans_valid:
             continue
         label, reason = checked_label
+        waived = False
         if label in evidence_required and not spans:
-            problems.add(f"{at}.evidence", f"{label} needs at least one evidence span")
-            continue
+            waived = label in (waivers or {}).get(claim.claim_id, ())
+            if not waived:
+                problems.add(f"{at}.evidence", f"{label} needs at least one evidence span")
+                continue
         checked[claim.claim_id] = CheckedClaim(
             claim_id=claim.claim_id,
             label=label,
             reason=reason,
             boundary_error=claim.boundary_error,
             evidence=tuple(spans[k] for k in sorted(spans)),
+            evidence_waived=waived,
         )
     missing = sorted(set(claim_ids) - seen, key=lambda pk: claim_ids[pk])
     if missing:
@@ -496,7 +512,41 @@ def _changed_elsewhere(based_on: int, current: AnnotationRevision | None) -> Sta
     )
 
 
-def _lease_over(assignment: Assignment) -> LeaseExpired:
+def _policy_changed(project: Project, given: int, current: LabelPolicy) -> StaleVersion:
+    """The refusal of a submit whose form was loaded under policy ``given`` (not current)."""
+    return StaleVersion(
+        f"the label policy of project {project.slug!r} changed: your form was loaded under "
+        f"policy v{given}, labels are now made under policy v{current.version}; nothing was "
+        "saved. Reload the form and label under the current policy",
+        field="policy_version",
+        prefix=False,
+        data={"policy_version": given, "current_policy_version": current.version},
+    )
+
+
+def _policy_check(project: Project, given: Any, current: LabelPolicy) -> None:
+    """Refuse ``given`` (the form's policy version) unless it is the current one.
+
+    Raises:
+        InvalidInput: ``given`` is not a version number (field ``policy_version``).
+        StaleVersion: ``given`` is another version than ``current``.
+    """
+    if given is None:
+        return
+    if isinstance(given, bool) or not isinstance(given, int) or not 1 <= given <= MAX_ID:
+        raise _invalid("policy_version", f"expected a policy version number, got {given!r}")
+    if given != current.version:
+        raise _policy_changed(project, given, current)
+
+
+def _lease_over(assignment: Assignment) -> LeaseExpired | InvalidTransition:
+    if assignment.status == AssignmentStatus.RETIRED:
+        return InvalidTransition(
+            "a new label policy version returned this item for labelling; your labels made "
+            "under the earlier version are kept, and nothing was saved now. Take the next item "
+            "to label it under the current policy",
+            data={"assignment_status": assignment.status},
+        )
     if assignment.status == AssignmentStatus.SKIPPED:
         return LeaseExpired(
             "you skipped this item and its slot was given back; your labels were not saved",
@@ -535,13 +585,17 @@ def annotation_submit(
         NotFound: the actor is not a member, or the assignment is not theirs in this project.
         PermissionDenied: the actor is not an annotator of the project.
         InvalidTransition: labelling has not started, or the item's votes were already
-            compared (a revision is possible only while the item is open).
+            compared (a revision is possible only while the item is open), or the assignment
+            was retired (a new policy version returned the item for labelling).
         LeaseExpired: the lease expired (or the item was skipped) and the slot was given back;
             nothing is saved.
         StaleVersion: ``data.based_on_revision`` is not the current revision (another session
             of the annotator saved one since); nothing is saved, and the error's ``data``
             carries ``current_revision`` and the ``current`` labels. The same content as the
-            current revision is not refused (a retry of a submit that was saved).
+            current revision is not refused (a retry of a submit that was saved). Also (field
+            ``policy_version``, ``data`` with ``policy_version`` and
+            ``current_policy_version``) when ``data.policy_version`` is not the current
+            labelling policy's version, or a new version was published during the submit.
         InvalidInput: a label, reason, claim, evidence span, comment, time or revision number
             is invalid; the message and ``field`` name the field.
 
@@ -561,6 +615,7 @@ def annotation_submit(
         raise NotFound(f"no assignment {assignment_id} of yours in project {project.slug!r}")
     require_role(project=project, actor=actor, roles=ANNOTATORS, action="submit annotations")
     policy = labelling_policy_get(project=project)
+    _policy_check(project, data.policy_version, policy)
     labels = labels_check(
         item=assignment.item,
         policy=policy,
@@ -587,6 +642,12 @@ def annotation_submit(
     # skip, lease release or other submit of this item runs.
     project_label_writes_lock(project.pk)
     item_lock(assignment.item_id)
+    # Publishing a policy version locks every item of the project: under the item's lock the
+    # policy read now is the one the labels are stored under. One published since the check
+    # above refuses the submit rather than store labels under the old version.
+    now_policy = labelling_policy_get(project=project)
+    if now_policy.pk != policy.pk:
+        raise _policy_changed(project, policy.version, now_policy)
     assignment.refresh_from_db(fields=["status", "submitted_at"])
     writers: dict[str, Callable[..., Annotation]] = {
         AssignmentStatus.LEASED: _first_submit,

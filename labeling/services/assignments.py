@@ -3,8 +3,10 @@
 **Exactly N.** An item is given to ``overlap`` (N) different annotators, counting imported prior
 votes. The database holds the invariant, whatever the concurrency:
 
-- ``assignment_unique_annotator``: one assignment row per (item, annotator), so nobody labels an
-  item twice (an expired lease is revived, never duplicated);
+- ``assignment_unique_annotator``: one assignment row per (item, annotator) among the rows not
+  retired, so nobody labels an item twice under one policy version (an expired lease is
+  revived, never duplicated; a ``retired`` row is an earlier round's, kept when a new policy
+  version returns the item for labelling, see :mod:`labeling.services.policy_versions`);
 - ``assignment_unique_live_slot``: a slot (1 .. N - prior votes) is held by at most one live
   (leased or submitted) assignment;
 - ``item_assignments_within_overlap``: ``Item.assigned_count`` (the live assignments) never
@@ -64,6 +66,7 @@ from labeling.locks import (
     stale_leases_lock,
 )
 from labeling.models import (
+    LIVE_ASSIGNMENT_STATUSES,
     Assignment,
     AssignmentStatus,
     Item,
@@ -568,7 +571,11 @@ def _claim_candidates(
     Annotations: ``own_row``, the actor's expired assignment of the item (to revive) or None;
     ``has_stale``, whether a lease of the item ran out (the claim releases it first).
     """
-    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=actor)
+    # Retired rows belong to an earlier labelling round (a new policy version returned the
+    # item): they neither hold the item away from the actor nor are revived.
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=actor).exclude(
+        status=AssignmentStatus.RETIRED
+    )
     stale = Assignment.objects.filter(
         item=OuterRef("pk"), status=AssignmentStatus.LEASED, lease_expires_at__lte=now
     )
@@ -576,7 +583,7 @@ def _claim_candidates(
     # it, or only an expired one (the nested OuterRef is the candidate item).
     taken_by_other = Assignment.objects.filter(
         item=OuterRef(OuterRef("pk")), annotator=OuterRef("user")
-    ).exclude(status=AssignmentStatus.EXPIRED)
+    ).exclude(status__in=[AssignmentStatus.EXPIRED, AssignmentStatus.RETIRED])
     others = (
         Membership.objects.filter(project=project, role__in=ANNOTATORS, is_active=True)
         .exclude(user=actor)
@@ -802,6 +809,11 @@ def assignment_skip(
         was = assignment.status
         if was == AssignmentStatus.SKIPPED:
             return assignment
+        if was == AssignmentStatus.RETIRED:
+            raise InvalidTransition(
+                "a new label policy version returned this item for labelling; this assignment "
+                "is closed (take the next item instead)"
+            )
         if was == AssignmentStatus.SUBMITTED:
             raise InvalidTransition(
                 "you already submitted this item; revise your annotation instead of skipping"
@@ -831,6 +843,83 @@ def assignment_skip(
             "annotator_id": actor.pk,
             "reason": reason,
             "slot_released": was == AssignmentStatus.LEASED,
+        },
+    )
+    assignment.refresh_from_db()
+    return assignment
+
+
+@transaction.atomic
+def assignment_skip_undo(*, project: Project, assignment_id: int, actor: Any) -> Assignment:
+    """Take back a skip: the skipped item is the actor's again, under the lease it had.
+
+    Rules: only the actor's own skipped assignment; only while the lease it was skipped under
+    still runs (``lease_expires_at`` in the future: the item is still theirs to finish); only
+    while the item is open and its slot is free (nobody took the freed place meanwhile). The
+    assignment becomes ``leased`` again in its slot with its lease end unchanged, the skip
+    reason and note are cleared and the item's ``assigned_count`` goes up by one. A lease the
+    actor took after the skip (the next item) is kept; the claim serves the older lease first.
+
+    Returns:
+        The assignment, leased.
+
+    Raises:
+        PermissionDenied: ``actor`` is not an annotator of the project.
+        NotFound: no such assignment of the actor in the project.
+        InvalidTransition: the assignment is not skipped, its lease ran out, the item is no
+            longer open, or its slot was taken meanwhile.
+
+    Concurrency: locks the Item row (as a claim, skip and submit do), then compare-and-sets the
+    assignment's status and the item's ``assigned_count``.
+    """
+    require_role(
+        project=project,
+        actor=actor,
+        roles=ANNOTATORS,
+        action="undo a skip",
+        outsider=PermissionDenied,
+    )
+    assignment = Assignment.objects.filter(
+        pk=assignment_id, annotator=actor, item__project=project
+    ).first()
+    if assignment is None:
+        raise NotFound(f"assignment {assignment_id} not found")
+    item = item_lock(assignment.item_id)
+    assignment.refresh_from_db()
+    now = timezone.now()
+    if assignment.status != AssignmentStatus.SKIPPED:
+        raise InvalidTransition(
+            f"assignment {assignment_id} is not skipped (it is {assignment.status})"
+        )
+    if assignment.lease_expires_at <= now:
+        raise InvalidTransition("the lease of this item ran out: it is no longer yours to undo")
+    if item.status != ItemStatus.OPEN:
+        raise InvalidTransition("this item is closed: the skip cannot be undone")
+    slot_taken = (
+        Assignment.objects.filter(
+            item_id=item.pk, slot=assignment.slot, status__in=LIVE_ASSIGNMENT_STATUSES
+        )
+        .exclude(pk=assignment.pk)
+        .exists()
+    )
+    count = item.assigned_count
+    if slot_taken or count + item.prior_votes >= item.overlap:
+        raise InvalidTransition("another annotator took this item meanwhile: the skip stays")
+    if not Item.objects.filter(pk=item.pk, assigned_count=count, status=ItemStatus.OPEN).update(
+        assigned_count=count + 1, version=F("version") + 1
+    ):
+        raise Conflict("the item changed meanwhile; reload and try again")
+    if not Assignment.objects.filter(pk=assignment.pk, status=AssignmentStatus.SKIPPED).update(
+        status=AssignmentStatus.LEASED, skip_reason="", skip_note="", ended_at=None
+    ):
+        raise Conflict("the assignment changed meanwhile; reload and try again")
+    logger.info(
+        "assignment.skip_undone",
+        extra={
+            "assignment_id": assignment.pk,
+            "item_id": item.pk,
+            "project_id": project.pk,
+            "annotator_id": actor.pk,
         },
     )
     assignment.refresh_from_db()

@@ -335,12 +335,6 @@ def policy_description_check(data: Any) -> PolicyDescription:
     )
 
 
-def policy_draft(project: Project) -> LabelPolicy | None:
-    """Return the project's newest policy version when it is a draft (not frozen), else None."""
-    policy = project.policies.order_by("-version").first()
-    return policy if policy is not None and policy.frozen_at is None else None
-
-
 @transaction.atomic
 def policy_update(*, project: Project, actor: Any, description: Any) -> LabelPolicy:
     """Replace the draft label policy of ``project`` with ``description`` (managers only).

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, PermissionDenied
@@ -29,8 +29,8 @@ from labeling.services.policies import PolicyDescription
 
 logger = logging.getLogger(__name__)
 
-# A project slug: what Django's SlugField accepts, lower case, starting with a letter or digit.
-SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+# A project slug: what Django's SlugField and the ``<slug:>`` URL converter accept, 64 at most.
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -46,8 +46,7 @@ def _project_fields(slug: Any, name: Any, description: Any) -> tuple[str, str, s
     """
     if not isinstance(slug, str) or not SLUG.fullmatch(slug):
         raise InvalidInput(
-            f"{slug!r} is not a slug: 1 to 64 lower-case letters, digits, '-' or '_', starting "
-            "with a letter or digit",
+            f"{slug!r} is not a slug: 1 to 64 ASCII letters, digits, '-' or '_'",
             field="slug",
         )
     if not isinstance(name, str) or not name.strip():
@@ -82,7 +81,7 @@ def project_create(
     """Create a project with label policy v1 from ``preset`` and, if given, its manager.
 
     Args:
-        slug: URL name, unique: lower-case letters, digits, ``-`` and ``_``, at most 64.
+        slug: URL name, unique: 1 to 64 ASCII letters, digits, ``-`` and ``_``.
         name: Display name, 1 to 200 characters.
         description: Free text (at most 10 000 characters).
         preset: A preset of :mod:`labeling.policy_presets` (default source-relative).
@@ -119,7 +118,11 @@ def project_create(
     except ValidationError as exc:
         field = next(iter(exc.message_dict))
         raise InvalidInput(" ".join(exc.message_dict[field]), field=field) from exc
-    project.save()
+    try:
+        with transaction.atomic():
+            project.save()
+    except IntegrityError as exc:  # another request created the slug since the check above
+        raise InvalidInput(f"a project with slug {slug!r} already exists", field="slug") from exc
     policy_create_from(project=project, description=chosen.description)
     if manager is not None:
         membership_set(project=project, user=manager, role=Role.MANAGER)

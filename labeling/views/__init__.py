@@ -8,12 +8,18 @@ errors on the page, with the user's input kept. Every page needs a login.
 Modules: ``catalog`` (project list, dashboard, item browser, import, partition), ``annotate``
 (next item, labelling form, skip, own annotations), ``adjudicate`` (queue, side-by-side),
 ``manage`` (settings, start); ``members`` (members, invitations, join, password reset);
-``projects`` (new project, label policy); ``labels`` holds the form model shared by the
-labelling and adjudication pages; ``panels`` lets other apps add dashboard panels.
+``projects`` (new project, label policy); ``labels`` holds the form model shared by the labelling
+and adjudication pages; ``panels`` lets other apps add dashboard panels.
 """
 
 from labeling.views.adjudicate import adjudication_item, adjudication_queue
-from labeling.views.annotate import annotate_form, annotate_next, annotate_skip, my_annotations
+from labeling.views.annotate import (
+    annotate_form,
+    annotate_next,
+    annotate_skip,
+    annotate_skip_undo,
+    my_annotations,
+)
 from labeling.views.catalog import (
     Segment,
     answer_segments,
@@ -40,6 +46,7 @@ __all__ = [
     "annotate_form",
     "annotate_next",
     "annotate_skip",
+    "annotate_skip_undo",
     "answer_segments",
     "import_create",
     "invitation_join_view",

@@ -4,17 +4,27 @@ Annotators appear as "Annotator 1..N" only (``adjudication_view`` carries no ide
 evaluator label is read. The decision carries the item ``version`` the page was rendered with
 (optimistic locking): if someone decided or revised meanwhile, the service raises StaleVersion
 and the page reloads the current state with a conflict message, keeping the adjudicator's input.
+
+A new decision starts from what every vote agrees on (pre-filled, marked as such). After a
+decision the next item of the queue opens (the queue's filters travel in the query string); a
+request that accepts JSON (the page script) gets ``{"message", "next_url"}`` instead of the
+redirect, and a refused decision lists every problem in the page's words as the labelling page
+does (``{"field", "target", "claim_position", "where", "text", "message"}``). The policy's
+guideline is shown beside the task.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from labeling import exceptions, permissions
@@ -27,11 +37,19 @@ from labeling.forms import (
 )
 from labeling.http_errors import http_status
 from labeling.models import Project, UnresolvedReason
-from labeling.selectors.pages import resolution_vote
-from labeling.selectors.review import AdjudicationView, adjudication_view, disagreement_queue
+from labeling.selectors.pages import resolution_vote, resolution_waived_claims
+from labeling.selectors.review import (
+    AdjudicationView,
+    ClaimRow,
+    PriorFlag,
+    adjudication_view,
+    disagreement_queue,
+    queue_next,
+)
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
 from labeling.views.common import page_context, project_for
-from labeling.views.labels import FormErrors, errors_from, form_context, state_from_vote
+from labeling.views.labels import FormErrors, form_context, state_from_vote
+from labeling.views.problems import PageProblem, problems_of
 
 QUEUE_PAGE_SIZE = 50
 
@@ -49,15 +67,28 @@ def adjudication_queue(request: HttpRequest, slug: str) -> HttpResponse:
     items = disagreement_queue(project=project, filters=form.filters(), actor=request.user)
     page = Paginator(items, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
     waiting = disagreement_queue(project=project, actor=request.user).count()
-    context = page_context(project, role, form=form, page=page, waiting=waiting)
+    context = page_context(
+        project, role, form=form, page=page, waiting=waiting, queue_query=_queue_query(form)
+    )
     return render(request, "labeling/adjudication_queue.html", context)
 
 
+def _queue_query(form: QueueFilterForm) -> str:
+    """The queue's valid filters as a query string ("" when none), carried from item to item."""
+    return urlencode(form.filters())
+
+
+def _item_url(project: Project, item_id: int, query: str) -> str:
+    url = reverse("adjudication-item", args=[project.slug, item_id])
+    return f"{url}?{query}" if query else url
+
+
 def _columns_data(view: AdjudicationView) -> list[dict[str, Any]]:
-    """The columns' votes for the "copy" buttons (code-point offsets, as stored)."""
+    """The columns' votes for the "Use" buttons (code-point offsets, as stored)."""
     return [
         {
             "pseudonym": column.pseudonym,
+            "imported": column.imported,
             "answer_label": column.vote.answer_label,
             "answer_reason": column.vote.answer_reason,
             "claims": {
@@ -81,16 +112,107 @@ def _columns_data(view: AdjudicationView) -> list[dict[str, Any]]:
     ]
 
 
-def _cells(view: AdjudicationView) -> list[dict[str, Any]]:
-    """Per claim, each column's vote (or None), for the side-by-side table."""
+def _flags_of(claim: ClaimRow, flags: tuple[PriorFlag, ...]) -> list[PriorFlag]:
+    """An imported vote's flagged spans that belong to ``claim`` (same rule as the importer).
+
+    A span belongs to a claim when they share a code point; an empty span belongs to the claim
+    holding its start. A claim without offsets gets none.
+    """
+    if claim.start is None or claim.end is None:
+        return []
+    start, end = claim.start, claim.end
     return [
-        {
-            "claim": claim,
-            "differs": claim.id in view.differing_claim_ids,
-            "votes": [column.vote.claims.get(claim.id) for column in view.annotators],
-        }
-        for claim in view.claims
+        f
+        for f in flags
+        if (start <= f.start < end if f.start == f.end else max(f.start, start) < min(f.end, end))
     ]
+
+
+def _cells(view: AdjudicationView) -> list[dict[str, Any]]:
+    """Per claim, each column's vote (or None), its flags with notes, and ``waived``.
+
+    ``waived``: a decision adopting this vote's label may go without evidence (imported votes
+    that cited no span).
+    """
+    rows = []
+    for claim in view.claims:
+        waivable = view.evidence_waivers.get(claim.id, frozenset())
+        votes = []
+        for column in view.annotators:
+            vote = column.vote.claims.get(claim.id)
+            votes.append(
+                {
+                    "vote": vote,
+                    "flags": _flags_of(claim, column.flags),
+                    "waived": vote is not None and vote.label in waivable,
+                }
+            )
+        rows.append(
+            {"claim": claim, "differs": claim.id in view.differing_claim_ids, "votes": votes}
+        )
+    return rows
+
+
+#: The decision's own fields, as :func:`labeling.views.problems.problems_of` places them.
+DECISION_PAGE_FIELDS = {"reason": ("decision", ""), "rationale": ("decision", "Rationale")}
+
+
+def _decision_words(problem: PageProblem, unresolved_reason: str) -> PageProblem:
+    """Word a problem of the decision's own fields as the page says it (labels are worded)."""
+    if problem.field == "reason":
+        text = (
+            "Choose one of the reasons listed"
+            if unresolved_reason
+            else "Choose why it stays unresolved"
+        )
+        return replace(problem, where="", text=text)
+    if problem.field == "rationale" and problem.text == "give a rationale for the decision":
+        return replace(
+            problem, text="write why you decided this (required to resolve, and for “other”)"
+        )
+    return problem
+
+
+def decision_problems(
+    exc: exceptions.LabelingError,
+    *,
+    state: LabelsState,
+    claims: tuple[ClaimRow, ...],
+    unresolved_reason: str,
+) -> list[PageProblem]:
+    """Return every problem of a refused decision in the adjudication page's words.
+
+    Label, reason and evidence problems are worded as on the labelling page
+    (:func:`labeling.views.problems.problems_of`); the unresolved reason and the rationale as
+    this page says them ("Choose why it stays unresolved"). Problems not tied to a field go to
+    the top (target ``general``).
+    """
+    problems = problems_of(
+        exc,
+        state=state,
+        claim_ids=[c.id for c in claims],
+        claim_names=[f"Claim {c.index + 1}" for c in claims],
+        field_names=DECISION_PAGE_FIELDS,
+    )
+    return [_decision_words(p, unresolved_reason) for p in problems]
+
+
+def _form_errors(problems: list[PageProblem]) -> FormErrors:
+    """Place each problem next to its claim or the answer; all of them go in the summary."""
+    claims: dict[int, list[str]] = {}
+    for p in problems:
+        if p.target == "claim" and p.claim_position is not None:
+            claims.setdefault(p.claim_position, []).append(p.text)
+    return FormErrors(
+        general=None,
+        answer=" ".join(p.text for p in problems if p.target == "answer") or None,
+        claims={k: " ".join(v) for k, v in claims.items()},
+        problems=tuple(problems),
+    )
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
 
 
 def _page(
@@ -100,13 +222,20 @@ def _page(
     view: AdjudicationView,
     *,
     state: LabelsState,
-    errors: FormErrors,
+    problems: list[PageProblem] | None = None,
+    prefilled: bool = False,
     unresolved_reason: str = "",
     rationale: str = "",
     conflict: str | None = None,
     status: int = 200,
 ) -> HttpResponse:
     policy = view.policy
+    problems = problems or []
+    query = _queue_query(QueueFilterForm(request.GET or None))
+    following = queue_next(project=project, actor=request.user, after=view.item.pk)
+    agreed = view.agreed
+    prefilled_answer = prefilled and agreed is not None and agreed.answer
+    prefilled_claims = agreed.claims if prefilled and agreed is not None else frozenset()
     context = page_context(
         project,
         role,
@@ -118,13 +247,29 @@ def _page(
         unresolved_reason=unresolved_reason,
         rationale=rationale,
         conflict=conflict,
+        problems=problems,
+        decision_problems={p.field: p.text for p in problems if p.target == "decision"},
+        prefilled_answer=prefilled_answer,
+        prefilled_claims=prefilled_claims,
+        prefill_summary=", ".join(
+            (["the answer"] if prefilled_answer else [])
+            + [f"claim {c.index + 1}" for c in view.claims if c.id in prefilled_claims]
+        ),
+        resolution_waived=resolution_waived_claims(resolution=view.resolution),
+        guideline=policy.guideline if policy else "",
+        guideline_version=policy.version if policy else None,
+        waivers={cid: sorted(labels) for cid, labels in view.evidence_waivers.items()},
+        form_action=_item_url(project, view.item.pk, query),
+        next_url=_item_url(project, following, query) if following is not None else None,
+        queue_url=reverse("adjudication-queue", args=[project.slug])
+        + (f"?{query}" if query else ""),
         **form_context(
             question_text=view.question.text,
             candidate_text=view.candidate.text,
             claims=view.claims,
             sources=view.sources,
             state=state,
-            errors=errors,
+            errors=_form_errors(problems),
             answer_labels=policy.answer_labels if policy else (),
             claim_labels=policy.claim_labels if policy else (),
             reasons=policy.unavailable_reasons if policy else (),
@@ -141,8 +286,10 @@ def _page(
 def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     """GET: the side-by-side view. POST ``action=resolve`` or ``action=unresolved``.
 
-    Success goes back to the queue. A refused decision keeps the input: an invalid field is
-    shown next to it (400); a conflict (another decision or a revision since the page was
+    Success opens the next item of the queue (or the queue when it is empty); with
+    ``Accept: application/json``, ``{"message", "next_url"}`` (200). A refused decision keeps the
+    input and shows every problem at once next to its field (400; JSON: the error body with
+    ``errors`` in page words); a conflict (another decision or a revision since the page was
     loaded) reloads the current state with a message (409).
     """
     # As with the item browser: for annotators the queue does not exist.
@@ -151,15 +298,19 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
     # self-adjudication) PermissionDenied (403): pages of labeling/views/errors.py.
     view = adjudication_view(project=project, item_id=item_id, actor=request.user)
     if request.method == "GET":
-        # A correction starts from the current adjudicated labels; a new decision from nothing.
-        state = state_from_vote(resolution_vote(resolution=view.resolution))
+        # A correction starts from the current adjudicated labels; a new decision from what
+        # every vote agrees on.
+        if view.resolution is not None:
+            state = state_from_vote(resolution_vote(resolution=view.resolution))
+        else:
+            state = state_from_vote(view.agreed.vote if view.agreed else None)
         return _page(
             request,
             project,
             role,
             view,
             state=state,
-            errors=FormErrors(),
+            prefilled=view.resolution is None,
             rationale=view.resolution.rationale if view.resolution else "",
         )
     claim_ids = [c.id for c in view.claims]
@@ -195,7 +346,9 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
                 claims=state.claim_inputs(claim_ids),
                 rationale=rationale,
             )
-    except exceptions.StaleVersion:
+    except exceptions.StaleVersion as exc:
+        if _wants_json(request):
+            return JsonResponse(exc.body(), status=409)
         fresh = adjudication_view(project=project, item_id=item_id, actor=request.user)
         conflict = (
             "Someone else changed this item since you opened it (another adjudication or a "
@@ -208,26 +361,40 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
             role,
             fresh,
             state=state,
-            errors=FormErrors(),
             unresolved_reason=unresolved_reason,
             rationale=rationale,
             conflict=conflict,
             status=409,
         )
     except (exceptions.InvalidInput, exceptions.InvalidTransition) as exc:
+        problems = decision_problems(
+            exc, state=state, claims=view.claims, unresolved_reason=unresolved_reason
+        )
+        if _wants_json(request):
+            body = {**exc.body(), "errors": [p.as_json() for p in problems]}
+            return JsonResponse(body, status=http_status(exc))
         return _page(
             request,
             project,
             role,
             view,
             state=state,
-            errors=errors_from(exc),
+            problems=problems,
             unresolved_reason=unresolved_reason,
             rationale=rationale,
             status=http_status(exc),
         )
-    if action == "unresolved":
-        messages.success(request, f"Item #{view.item.pk} marked unresolved.")
+    word = "marked unresolved" if action == "unresolved" else "adjudicated"
+    message = f"Item #{view.item.pk} {word}."
+    form = QueueFilterForm(request.GET or None)
+    following = queue_next(project=project, actor=request.user, filters=form.filters())
+    query = _queue_query(form)
+    if following is None:
+        message += " The queue is empty."
+        target = reverse("adjudication-queue", args=[project.slug]) + (f"?{query}" if query else "")
     else:
-        messages.success(request, f"Item #{view.item.pk} adjudicated.")
-    return redirect("adjudication-queue", slug=project.slug)
+        target = _item_url(project, following, query)
+    if _wants_json(request):
+        return JsonResponse({"message": message, "next_url": target})
+    messages.success(request, message)
+    return redirect(target)

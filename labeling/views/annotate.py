@@ -9,29 +9,46 @@ evaluator or prior label, other annotator, vote count or item status reaches the
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from labeling import exceptions, permissions
 from labeling.api_errors import DATABASE_ERRORS
 from labeling.forms import LabelsState, SkipForm, single_values_check
 from labeling.http_errors import http_status
-from labeling.models import Assignment, Project
-from labeling.selectors.pages import own_annotation_list, own_progress
+from labeling.models import Annotation, Assignment, Project
+from labeling.selectors.pages import (
+    own_annotation_list,
+    own_previous_submission,
+    own_progress,
+    own_queue,
+    own_undoable_skip,
+)
 from labeling.selectors.review import LabellingFormView, labelling_form_view
 from labeling.selectors.work import assignment_current_for_actor, assignment_get_for_actor
 from labeling.services.annotations import annotation_submit
-from labeling.services.assignments import assignment_skip, item_claim_next
+from labeling.services.assignments import assignment_skip, assignment_skip_undo, item_claim_next
 from labeling.views.common import (
     form_add_domain_error,
     page_context,
     project_for,
+    wants_json,
 )
-from labeling.views.labels import FormErrors, errors_from, form_context, state_from_vote
+from labeling.views.labels import (
+    FormErrors,
+    errors_from,
+    form_context,
+    guideline_context,
+    state_from_vote,
+)
+from labeling.views.problems import PageProblem
 
 # Shown instead of the service's message when a revision is refused: the reason (the item was
 # resolved) would tell the annotator how the other votes went.
@@ -42,6 +59,18 @@ CHANGED_MESSAGE = (
     "The labels saved now are shown below; your input is kept in the form. Save again to "
     "replace them."
 )
+NO_WORK_MESSAGE = "No items are waiting for you right now. Thank you!"
+UNDONE_MESSAGE = "The skip is undone: the item is yours again."
+
+
+def policy_message(data: dict[str, Any]) -> str:
+    """The form's message when a new label policy version was published since it was loaded."""
+    return (
+        f"The label policy changed from v{data['policy_version']} to "
+        f"v{data['current_policy_version']} since you opened this item: your labels were not "
+        "saved. The form now shows the current policy (check the guideline and labels); your "
+        "input is kept. Save again to label under it."
+    )
 
 
 def _next_page(
@@ -71,7 +100,7 @@ def _claim_and_go(request: HttpRequest, project: Project) -> HttpResponse:
         messages.warning(request, "The next item could not be claimed just now: try again.")
         return redirect("annotate-next", slug=project.slug)
     if assignment is None:
-        messages.info(request, "No items are waiting for you right now. Thank you!")
+        messages.info(request, NO_WORK_MESSAGE)
         return redirect("annotate-next", slug=project.slug)
     return redirect("annotate-form", slug=project.slug, assignment_id=assignment.pk)
 
@@ -97,7 +126,12 @@ def annotate_next(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("annotate-form", slug=project.slug, assignment_id=assignment.pk)
 
 
-def _form_page(
+def _claim_names(view: LabellingFormView) -> list[str]:
+    """The claims' names on the page, by position (as their legends say)."""
+    return [f"Claim {claim.index + 1}" for claim in view.claims]
+
+
+def _form_context(
     request: HttpRequest,
     project: Project,
     role: str | None,
@@ -105,11 +139,15 @@ def _form_page(
     *,
     state: LabelsState,
     errors: FormErrors,
-    status: int = 200,
     conflict: bool = False,
-) -> HttpResponse:
+) -> dict[str, Any]:
+    """The labelling page's context: the form, the guideline, progress, undo and revise links."""
     policy = view.policy
-    context = page_context(
+    previous = own_previous_submission(
+        project=project, actor=request.user, exclude=view.assignment_id
+    )
+    undo = own_undoable_skip(project=project, actor=request.user)
+    return page_context(
         project,
         role,
         view=view,
@@ -117,6 +155,9 @@ def _form_page(
         revising=view.current is not None,
         # After a conflict: the saved labels another session wrote, beside the kept input.
         saved=_saved_labels(view) if conflict else None,
+        queue=own_queue(project=project, actor=request.user),
+        previous=previous,
+        undo_skip=undo if undo is not None and undo.pk != view.assignment_id else None,
         **form_context(
             question_text=view.question_text,
             candidate_text=view.candidate_text,
@@ -128,9 +169,55 @@ def _form_page(
             claim_labels=policy.claim_labels,
             reasons=policy.unavailable_reasons,
             cannot_decide=True,
+            label_descriptions=policy.label_descriptions,
         ),
+        **guideline_context(policy),
+    )
+
+
+def _form_page(
+    request: HttpRequest,
+    project: Project,
+    role: str | None,
+    view: LabellingFormView,
+    *,
+    state: LabelsState,
+    errors: FormErrors,
+    status: int = 200,
+    conflict: bool = False,
+) -> HttpResponse:
+    context = _form_context(
+        request, project, role, view, state=state, errors=errors, conflict=conflict
     )
     return render(request, "labeling/annotate.html", context, status=status)
+
+
+def _workbench_json(
+    request: HttpRequest, project: Project, role: str | None, assignment: Assignment
+) -> dict[str, Any]:
+    """The next item of a JSON answer: its URL, title and the page's workbench fragment."""
+    view = labelling_form_view(project=project, assignment=assignment)
+    state = replace(state_from_vote(view.current), revision=_based_on(view))
+    context = _form_context(request, project, role, view, state=state, errors=FormErrors())
+    return {
+        "assignment_id": assignment.pk,
+        "url": reverse("annotate-form", args=[project.slug, assignment.pk]),
+        "title": f"{'Revise your annotation' if view.current else 'Label an item'}"
+        f" · {project.name} · certlabel",
+        "html": render_to_string("labeling/_workbench.html", context, request=request),
+    }
+
+
+def _problems_json(
+    problems: list[PageProblem] | tuple[PageProblem, ...], status: int
+) -> JsonResponse:
+    return JsonResponse(
+        {"problems": [p.as_json() for p in problems], "status": status}, status=status
+    )
+
+
+def _general(message: str) -> list[PageProblem]:
+    return [PageProblem("", "general", None, "", message)]
 
 
 def _based_on(view: LabellingFormView) -> str:
@@ -161,13 +248,81 @@ def _own_assignment(request: HttpRequest, project: Project, assignment_id: int) 
     )
 
 
+def _saved_json(annotation: Annotation, assignment: Assignment) -> dict[str, Any]:
+    """What was just written, from the submit's own result (no query)."""
+    current = annotation.current
+    return {
+        "assignment_id": assignment.pk,
+        "annotation_id": annotation.pk,
+        "revision": current.number if current is not None else None,
+        "answer_label": current.answer_label if current is not None else None,
+        "revise_url": reverse("annotate-form", args=[assignment.item.project.slug, assignment.pk]),
+    }
+
+
+def _claim_quietly(request: HttpRequest, project: Project) -> Assignment | None:
+    """Claim the next item after a write that committed; None when none could be claimed.
+
+    The write's success is the answer; the next-item page (where the answer sends the page
+    without a next item) says why there is none.
+    """
+    try:
+        return item_claim_next(project=project, actor=request.user)
+    except exceptions.LabelingError:
+        return None
+    except DATABASE_ERRORS:
+        return None
+
+
+def _after_submit_json(
+    request: HttpRequest,
+    project: Project,
+    role: str | None,
+    assignment: Assignment,
+    annotation: Annotation,
+    *,
+    revised: bool,
+) -> JsonResponse:
+    """The JSON answer of a saved submit: what was saved, and the next item rendered.
+
+    After a first submit the next item is claimed (as the HTML flow does); after a revision the
+    item the annotator holds now, if any, comes back. Without a next item the answer names the
+    page to go to.
+    """
+    body: dict[str, Any] = {
+        "saved": _saved_json(annotation, assignment),
+        "message": "Your annotation is saved (a new revision if anything changed)."
+        if revised
+        else "Saved.",
+        "next": None,
+    }
+    if revised:
+        following = assignment_current_for_actor(project=project, actor=request.user)
+    else:
+        following = _claim_quietly(request, project)
+    if following is not None:
+        body["next"] = _workbench_json(request, project, role, following)
+    else:
+        body["url"] = reverse("my-annotations" if revised else "annotate-next", args=[project.slug])
+        if not revised:
+            body["message"] = f"Saved. {NO_WORK_MESSAGE}"
+    return JsonResponse(body)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     """GET: the labelling form (pre-filled from the current revision when revising).
 
     POST: submit (first time) or revise; success goes to the next item (or, for a revision, back
-    to "My annotations"). A refused submit shows the error next to its field and keeps the input.
+    to the item the annotator holds, else "My annotations"). A refused submit shows every
+    problem next to its field, in the page's words, and keeps the input.
+
+    A POST that accepts ``application/json`` (the page script's) is answered in JSON: on success
+    ``{"saved", "message", "next": {"assignment_id", "url", "title", "html"} | null, "url"}``
+    (``html``: the next item's workbench, ``url`` without a next item: where to go); refused,
+    ``{"problems": [{"field", "target", "claim_position", "where", "text", "message"}],
+    "status"}`` with the HTML answer's status.
     """
     project, role = project_for(request, slug, allowed=permissions.ANNOTATORS)
     assignment = _own_assignment(request, project, assignment_id)
@@ -176,18 +331,24 @@ def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
     if request.method == "GET":
         state = replace(state_from_vote(view.current), revision=_based_on(view))
         return _form_page(request, project, role, view, state=state, errors=FormErrors())
+    json = wants_json(request)
     state = LabelsState.from_post(request.POST, claim_ids)
     try:
         single_values_check(request.POST, claim_ids)
-        annotation_submit(
+        annotation = annotation_submit(
             project=project,
             assignment_id=assignment.pk,
             actor=request.user,
             data=state.annotation_input(claim_ids),
         )
-    except exceptions.StaleVersion:
+    except exceptions.StaleVersion as exc:
         # Another session saved a revision since this form was loaded: show it next to the
-        # kept input, and base the form on it, so a second submit replaces it knowingly.
+        # kept input, and base the form on it, so a second submit replaces it knowingly. A new
+        # policy version: the form is shown again under it, the input kept.
+        policy_changed = exc.field == "policy_version"
+        message = policy_message(exc.data) if policy_changed else CHANGED_MESSAGE
+        if json:
+            return _problems_json(_general(message + " Reload the page to see them."), 409)
         fresh = labelling_form_view(project=project, assignment=assignment)
         return _form_page(
             request,
@@ -195,32 +356,62 @@ def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
             role,
             fresh,
             state=replace(state, revision=_based_on(fresh)),
-            errors=FormErrors(general=CHANGED_MESSAGE),
+            errors=FormErrors(general=message),
             status=409,
-            conflict=True,
+            conflict=not policy_changed,
         )
     except (exceptions.InvalidInput, exceptions.LeaseExpired, exceptions.InvalidTransition) as exc:
-        # A bad field (400) is shown next to it, a lost lease (409) at the top; a closed item
-        # (409) gets CLOSED_MESSAGE, never the service's reason.
+        # Every bad field (400) is shown next to it, a lost lease (409) at the top; a closed
+        # item (409) gets CLOSED_MESSAGE, never the service's reason.
         closed = isinstance(exc, exceptions.InvalidTransition)
-        errors = FormErrors(general=CLOSED_MESSAGE) if closed else errors_from(exc)
+        if closed:
+            errors = FormErrors(general=CLOSED_MESSAGE, problems=tuple(_general(CLOSED_MESSAGE)))
+        else:
+            errors = errors_from(
+                exc, state=state, claim_ids=claim_ids, claim_names=_claim_names(view)
+            )
+        if json:
+            return _problems_json(errors.problems, http_status(exc))
         return _form_page(
             request, project, role, view, state=state, errors=errors, status=http_status(exc)
         )
-    if view.current is not None:
+    revised = view.current is not None
+    if json:
+        return _after_submit_json(request, project, role, assignment, annotation, revised=revised)
+    if revised:
         messages.success(request, "Your annotation is saved (a new revision if anything changed).")
+        current = assignment_current_for_actor(project=project, actor=request.user)
+        if current is not None:
+            return redirect("annotate-form", slug=project.slug, assignment_id=current.pk)
         return redirect("my-annotations", slug=project.slug)
     messages.success(request, "Saved.")
     return _claim_and_go(request, project)
 
 
+def _skip_problems(form: SkipForm) -> list[PageProblem]:
+    """The skip form's problems in the page's words."""
+    words = {"reason": "choose why you skip this item", "note": None}
+    problems = []
+    for name, errors in form.errors.items():
+        for error in errors:
+            text = words.get(name) or str(error)
+            where = "Skip" if name == "__all__" else f"Skip {name}"
+            problems.append(PageProblem(name, "skip", None, where, text))
+    return problems
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def annotate_skip(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
-    """Skip the item of an assignment with a reason, then go to the next item."""
+    """Skip the item of an assignment with a reason (required, none pre-selected), then go on.
+
+    A JSON POST is answered ``{"skipped": {"assignment_id", "undo_url"}, "message", "next"}``
+    (``next`` as :func:`annotate_form` answers it) or ``{"problems": [...]}`` with status 400.
+    """
     project, role = project_for(request, slug, allowed=permissions.ANNOTATORS)
     assignment = _own_assignment(request, project, assignment_id)
     form = SkipForm(request.POST or None)
+    json = wants_json(request)
     if request.method == "POST" and form.is_valid():
         try:
             assignment_skip(
@@ -233,11 +424,66 @@ def annotate_skip(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
         except exceptions.LabelingError as exc:
             form_add_domain_error(form, exc)
         else:
-            messages.success(request, "Skipped; you will not get this item again.")
+            message = "Skipped; you will not get this item again unless you undo the skip."
+            if json:
+                return _after_skip_json(request, project, role, assignment, message)
+            messages.success(request, message)
             return _claim_and_go(request, project)
     status = 400 if request.method == "POST" else 200
+    if json and request.method == "POST":
+        return _problems_json(_skip_problems(form), status)
     context = page_context(project, role, form=form, assignment=assignment)
     return render(request, "labeling/skip.html", context, status=status)
+
+
+def _after_skip_json(
+    request: HttpRequest, project: Project, role: str | None, assignment: Assignment, message: str
+) -> JsonResponse:
+    body: dict[str, Any] = {
+        "skipped": {
+            "assignment_id": assignment.pk,
+            "undo_url": reverse("annotate-skip-undo", args=[project.slug, assignment.pk]),
+        },
+        "message": message,
+        "next": None,
+    }
+    following = _claim_quietly(request, project)
+    if following is not None:
+        body["next"] = _workbench_json(request, project, role, following)
+    else:
+        body["url"] = reverse("annotate-next", args=[project.slug])
+    return JsonResponse(body)
+
+
+@login_required
+@require_http_methods(["POST"])
+def annotate_skip_undo(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    """Undo a skip while the item is still the annotator's; open the item again.
+
+    Refused (the lease ran out, someone took the place, not skipped): the next-item page says
+    why (409). JSON: ``{"message", "next"}`` or ``{"problems": [...]}`` with status 409.
+    """
+    project, role = project_for(request, slug, allowed=permissions.ANNOTATORS)
+    json = wants_json(request)
+    try:
+        assignment = assignment_skip_undo(
+            project=project, assignment_id=assignment_id, actor=request.user
+        )
+    except (exceptions.InvalidTransition, exceptions.Conflict) as exc:
+        problem = f"The skip cannot be undone: {exc.reason}."
+        if json:
+            return _problems_json(_general(problem), http_status(exc))
+        messages.error(request, problem)
+        return _next_page(request, project, role, empty=False, status=http_status(exc))
+    if json:
+        return JsonResponse(
+            {
+                "message": UNDONE_MESSAGE,
+                "next": _workbench_json(request, project, role, assignment),
+            }
+        )
+    messages.success(request, UNDONE_MESSAGE)
+    return redirect("annotate-form", slug=project.slug, assignment_id=assignment.pk)
 
 
 @login_required

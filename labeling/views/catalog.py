@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from labeling import permissions
+from labeling.charts import Chart, Series, bar_chart, line_chart
 from labeling.exceptions import (
     InvalidInput,
     InvalidTransition,
@@ -34,8 +35,9 @@ from labeling.selectors import (
     project_list_for_user,
     project_overview,
 )
+from labeling.selectors.dashboard import annotator_work, progress_daily
 from labeling.selectors.members import invitations_for_user
-from labeling.selectors.pages import own_progress
+from labeling.selectors.pages import own_progress, resolved_claim_labels
 from labeling.selectors.review import project_progress
 from labeling.services import partition_freeze, workload_import_file
 from labeling.services.jobs import workload_import_in_background, workload_import_job_start
@@ -89,10 +91,68 @@ def project_list(request: HttpRequest) -> HttpResponse:
     """List the user's projects with their role and counts, and their pending invitations."""
     projects = project_list_for_user(user=request.user)
     rows = [(p, permissions.project_role(user=request.user, project=p)) for p in projects]
-    can_create = permissions.can_create_projects(request.user)
     invitations = invitations_for_user(user=request.user)
-    context = {"rows": rows, "can_create_projects": can_create, "invitations": invitations}
-    return render(request, "labeling/project_list.html", context)
+    can_create = permissions.can_create_projects(request.user)
+    return render(
+        request,
+        "labeling/project_list.html",
+        {"rows": rows, "invitations": invitations, "can_create_projects": can_create},
+    )
+
+
+def manager_charts(*, project: Any) -> list[Chart]:
+    """The managers' dashboard plots: labels per day, resolved items, work per annotator.
+
+    Three aggregate queries; the agreement plot comes with the agreement panel.
+    """
+    daily = progress_daily(project=project)
+    days = [day.isoformat() for day in daily.days]
+    work = annotator_work(project=project)
+    return [
+        bar_chart(
+            chart_id="labels-per-day",
+            title="Annotations submitted per day",
+            description=(
+                f"{sum(daily.submitted)} annotations over {len(days)} day(s), UTC days; "
+                "one bar per day."
+            ),
+            categories=days,
+            series=[Series("annotations submitted", daily.submitted)],
+            x_label="day (UTC)",
+            y_label="annotations",
+        ),
+        line_chart(
+            chart_id="resolved-cumulative",
+            title="Items resolved, cumulative",
+            description=(
+                f"{daily.resolved_cumulative[-1] if days else 0} items resolved by the last day "
+                "shown, counted on the day of their current resolution (unresolved outcomes "
+                "included: the item left the queue)."
+            ),
+            x_labels=days,
+            series=[Series("items resolved", daily.resolved_cumulative)],
+            step=True,
+            x_label="day (UTC)",
+            y_label="items",
+        ),
+        bar_chart(
+            chart_id="work-per-annotator",
+            title="Items per annotator",
+            description=(
+                f"{len(work)} annotator(s): items submitted, skipped and currently leased, "
+                "stacked; imported votes not included."
+            ),
+            categories=[w.annotator for w in work],
+            series=[
+                Series("submitted", [w.submitted for w in work]),
+                Series("skipped", [w.skipped for w in work]),
+                Series("leased", [w.leased for w in work]),
+            ],
+            stacked=True,
+            x_label="annotator",
+            y_label="items",
+        ),
+    ]
 
 
 @login_required
@@ -102,7 +162,8 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
     Managers and adjudicators see the items' progress and the contributed panels (agreement);
     an annotator sees only their own progress (how many they submitted and skipped), never a
-    count that summarises other people's votes.
+    count that summarises other people's votes. Managers also get the plots of
+    :func:`manager_charts`.
     """
     project, role = project_for(request, slug)
     overview = project_overview(project=project, include_batches=permissions.can_manage(role))
@@ -114,6 +175,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
         progress=project_progress(project=project) if sees_progress else None,
         own=own_progress(project=project, actor=request.user) if can_annotate(role) else None,
         panels=dashboard_panels_render(request=request, project=project, role=role),
+        charts=manager_charts(project=project) if permissions.can_manage(role) else [],
     )
     return render(request, "labeling/project_detail.html", context)
 
@@ -156,6 +218,8 @@ def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         segments=answer_segments(candidate.text, claims),
         retrievals=list(candidate.question.retrievals.all()),
         siblings=[c for c in candidate.question.candidates.all() if c.pk != candidate.pk],
+        resolution=item.resolution,
+        resolved_labels=resolved_claim_labels(resolution=item.resolution),
         show_labels=show_labels,
         evaluator_labels=list(candidate.evaluator_labels.all()) if show_labels else [],
         prior_annotations=list(candidate.prior_annotations.all()) if show_labels else [],

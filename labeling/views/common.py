@@ -70,6 +70,15 @@ def can_annotate(role: str | None) -> bool:
     return permissions.can_annotate(role)
 
 
+def wants_json(request: HttpRequest) -> bool:
+    """Return True if the request asks for a JSON answer (``Accept: application/json``).
+
+    Page scripts submit forms with ``fetch`` and that header; a plain form post (no script)
+    gets the HTML answer.
+    """
+    return "application/json" in request.headers.get("Accept", "")
+
+
 def page_context(project: Project, role: str | None, **extra: Any) -> dict[str, Any]:
     """Return the context every project page needs (the navigation reads the role flags)."""
     return {

@@ -2,39 +2,69 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from labeling.exceptions import LabelingError
 from labeling.forms import ClaimState, EvidenceState, LabelsState
 from labeling.models import CANNOT_DECIDE
-from labeling.selectors.review import ClaimRow, SourceRow, Vote
+from labeling.selectors.review import ClaimRow, PolicyVocabularyView, SourceRow, Vote
 from labeling.views.catalog import answer_segments
-from labeling.vocabulary import EVIDENCE_UNAVAILABLE
+from labeling.views.problems import PROBLEM_WORDS, PageProblem, label_words, problems_of
+from labeling.vocabulary import EVIDENCE_REQUIRED, EVIDENCE_UNAVAILABLE
 
-# A service names the offending input, e.g. ``claims[2].evidence[0].quote`` (``2``: the claim's
-# position in the submitted tuple, which is the page's claim order).
-CLAIM_FIELD = re.compile(r"^claims\[(\d+)\]")
+# Claims are told apart by colour: rows [data-colour=N] and ev-N highlights (workbench.css).
+CLAIM_COLOURS = 6
 
 
 @dataclass(frozen=True)
 class LabelOption:
-    """A radio button: its value, its text and its keyboard shortcut (1-based)."""
+    """A radio button: its value, its text, its keyboard shortcut (1-based) and its definition.
+
+    ``description`` is the policy's definition of the label ("" when it gives none); pages show
+    it as the option's hint (``title`` and ``aria-describedby`` of ``hint_id``).
+    """
 
     value: str
     text: str
     key: int
+    description: str = ""
+
+    @property
+    def hint_id(self) -> str:
+        """The id of the element holding the definition (one per label and page)."""
+        return f"label-hint-{self.value}"
 
 
-def label_options(labels: Iterable[str], *, cannot_decide: bool) -> list[LabelOption]:
-    """Return the radio options of a label group, "can't decide" last when offered."""
+def label_options(
+    labels: Iterable[str],
+    *,
+    cannot_decide: bool,
+    descriptions: Mapping[str, str] | None = None,
+) -> list[LabelOption]:
+    """Return the radio options of a label group, "can't decide" last when offered.
+
+    Args:
+        labels: the policy's label values, in the policy's order.
+        cannot_decide: offer "can't decide" as the last option.
+        descriptions: the definition of each label, ``{value: text}``, when the policy gives
+            them; a label without one has no hint.
+    """
     values = [*labels, *([CANNOT_DECIDE] if cannot_decide else [])]
+    given = descriptions or {}
     return [
-        LabelOption(value, "can't decide" if value == CANNOT_DECIDE else value.replace("_", " "), n)
+        LabelOption(value, label_words(value), n, str(given.get(value) or ""))
         for n, value in enumerate(values, start=1)
     ]
+
+
+@dataclass(frozen=True)
+class ReasonOption:
+    """An option of a reason select: the stored value and its words."""
+
+    value: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -46,26 +76,82 @@ class ClaimRowContext:
     state: ClaimState
     error: str | None
     differs: bool = False
+    errors: tuple[str, ...] = ()
+
+    @property
+    def colour(self) -> int:
+        """The claim's colour on the page (0-5, by position): its row and its cited spans."""
+        return self.position % CLAIM_COLOURS
 
 
 @dataclass(frozen=True)
 class FormErrors:
-    """Where a service error goes: a claim row (by position), the answer, or the top."""
+    """Where the problems of a refused submit go: claim rows (by position), the answer, the top.
+
+    ``general``, ``answer`` and ``claims`` hold the sentences shown at each place (several
+    joined by a space); ``problems`` lists every problem, in the page's words, for the summary.
+    """
 
     general: str | None = None
     answer: str | None = None
     claims: Mapping[int, str] | None = None
+    problems: tuple[PageProblem, ...] = field(default_factory=tuple)
+
+    @property
+    def summary(self) -> tuple[PageProblem, ...]:
+        """The problems to list in the summary (all of them when there are two or more)."""
+        return self.problems if len(self.problems) > 1 else ()
+
+    def claim_texts(self, position: int) -> tuple[str, ...]:
+        """The sentences shown next to the claim at ``position``."""
+        return tuple(
+            p.text for p in self.problems if p.target == "claim" and p.claim_position == position
+        )
 
 
-def errors_from(exc: LabelingError) -> FormErrors:
-    """Place a domain error next to the field it names (``exc.field``), else at the top."""
-    field = exc.field or ""
-    match = CLAIM_FIELD.match(field)
-    if match:
-        return FormErrors(claims={int(match.group(1)): exc.message})
-    if field.startswith("answer_"):
-        return FormErrors(answer=exc.message)
-    return FormErrors(general=exc.message)
+def _joined(texts: Iterable[str]) -> str | None:
+    return " ".join(texts) or None
+
+
+def errors_from(
+    exc: LabelingError,
+    *,
+    state: LabelsState | None = None,
+    claim_ids: Sequence[int] = (),
+    claim_names: Sequence[str] = (),
+    field_names: Mapping[str, tuple[str, str]] | None = None,
+) -> FormErrors:
+    """Place every problem of a domain error next to its field, in the page's words.
+
+    Args:
+        exc: the refused submit's error; ``exc.data["errors"]`` lists every problem (else the
+            error's own field and reason is the one problem).
+        state: what the form sent (the words depend on it, e.g. which label lacks evidence);
+            None words the problems as for an empty form.
+        claim_ids: the claims' ids in page order.
+        claim_names: the claims' names on the page by position (default "Claim <n>").
+        field_names: the page's other fields, ``{field: (target, where)}``
+            (see :func:`labeling.views.problems.problems_in_words`).
+    """
+    problems = tuple(
+        problems_of(
+            exc,
+            state=state or LabelsState(),
+            claim_ids=claim_ids,
+            claim_names=claim_names,
+            field_names=field_names,
+        )
+    )
+    claims: dict[int, list[str]] = {}
+    for problem in problems:
+        if problem.target == "claim" and problem.claim_position is not None:
+            claims.setdefault(problem.claim_position, []).append(problem.text)
+    return FormErrors(
+        general=_joined(p.message for p in problems if p.target in {"general", "comment"}),
+        answer=_joined(p.text for p in problems if p.target == "answer"),
+        claims={position: " ".join(texts) for position, texts in claims.items()},
+        problems=problems,
+    )
 
 
 def state_from_vote(vote: Vote | None) -> LabelsState:
@@ -110,8 +196,14 @@ def form_context(
     reasons: Iterable[str],
     cannot_decide: bool,
     differing_claim_ids: Iterable[int] = (),
+    label_descriptions: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Return the template context shared by ``annotate.html`` and ``adjudicate.html``."""
+    """Return the template context shared by ``annotate.html`` and ``adjudicate.html``.
+
+    ``label_descriptions`` (``{label: definition}``) become the options' hints; sources are
+    titled by :func:`source_title`; ``problem_words`` are the sentences the page script uses
+    for the problems it finds before submitting (:data:`labeling.views.problems.PROBLEM_WORDS`).
+    """
     differing = set(differing_claim_ids)
     claim_errors = errors.claims or {}
     return {
@@ -124,16 +216,54 @@ def form_context(
                 state=state.claims.get(claim.id, ClaimState()),
                 error=claim_errors.get(position),
                 differs=claim.id in differing,
+                errors=errors.claim_texts(position),
             )
             for position, claim in enumerate(claims)
         ],
         "unanchored": [c for c in claims if c.unanchored],
         "sources": sources,
-        "source_labels": {s.id: s.document_key for s in sources},
+        "source_labels": {s.id: source_title(s) for s in sources},
         "state": state,
         "errors": errors,
-        "answer_options": label_options(answer_labels, cannot_decide=cannot_decide),
-        "claim_options": label_options(claim_labels, cannot_decide=cannot_decide),
-        "reasons": list(reasons),
+        "answer_options": label_options(
+            answer_labels, cannot_decide=cannot_decide, descriptions=label_descriptions
+        ),
+        "claim_options": label_options(
+            claim_labels, cannot_decide=cannot_decide, descriptions=label_descriptions
+        ),
+        "reasons": [ReasonOption(r, label_words(r)) for r in reasons],
         "evidence_unavailable": EVIDENCE_UNAVAILABLE,
+        "problem_words": PROBLEM_WORDS,
+        "page_rules": {
+            "evidence_required": sorted(EVIDENCE_REQUIRED),
+            "evidence_unavailable": EVIDENCE_UNAVAILABLE,
+        },
+        "label_definitions": _definitions(
+            label_options(claim_labels, cannot_decide=False, descriptions=label_descriptions)
+            + label_options(answer_labels, cannot_decide=False, descriptions=label_descriptions)
+        ),
     }
+
+
+def _definitions(options: Iterable[LabelOption]) -> list[LabelOption]:
+    """The options that have a definition, each label once."""
+    seen: set[str] = set()
+    found = []
+    for option in options:
+        if option.description and option.value not in seen:
+            seen.add(option.value)
+            found.append(option)
+    return found
+
+
+def guideline_context(policy: PolicyVocabularyView) -> dict[str, Any]:
+    """Return the context of ``labeling/_guideline.html`` for a policy: its text and version."""
+    return {"guideline": policy.guideline, "guideline_version": policy.version}
+
+
+def source_title(source: SourceRow) -> str:
+    """Return a source's title on the page: its URI when it has one, else its document key.
+
+    Sources store no title of their own; the URI says where the text comes from.
+    """
+    return source.uri or source.document_key

@@ -116,7 +116,6 @@ def setup_child(items: int, annotators: int, overlap: int) -> None:
     django.setup()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
 
     from labeling.importers.native import file_sha256, read_jsonl
     from labeling.models import Role
@@ -127,6 +126,7 @@ def setup_child(items: int, annotators: int, overlap: int) -> None:
         project_labelling_start,
         workload_import,
     )
+    from labeling.services.tokens import api_token_create
 
     call_command("migrate", verbosity=0)
     user_model = get_user_model()
@@ -150,7 +150,7 @@ def setup_child(items: int, annotators: int, overlap: int) -> None:
     for n in range(annotators):
         user = user_model.objects.create_user(username=f"bench-annotator-{n:02d}")
         membership_set(project=project, user=user, role=Role.ANNOTATOR)
-        tokens.append(Token.objects.create(user=user).key)
+        tokens.append(api_token_create(user=user, name="benchmark").secret)
     print(json.dumps({"project_id": project.pk, "items": project.items.count(), "tokens": tokens}))
 
 

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from certification.models import AgreementReport
@@ -35,6 +34,7 @@ from labeling.celery import app as celery_app
 from labeling.models import Item, ItemStatus, Role
 from labeling.selectors import project_votes
 from labeling.services import project_labelling_configure, project_labelling_start
+from labeling.services.tokens import api_token_create
 from tests.factories import work_record
 from tests.labeling.api.conftest import claim_ids, labels_body
 from tests.labeling.test_celery_worker import REPO, _test_database_url
@@ -131,8 +131,8 @@ def _use_broker(broker: str) -> tuple[str, bool]:
 
 def _client(user) -> APIClient:
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    secret = api_token_create(user=user, name="test").secret
+    client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     return client
 
 

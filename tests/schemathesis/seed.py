@@ -3,7 +3,10 @@
 Run by ``tests/schemathesis/run.sh`` with ``DATABASE_URL`` pointing at a new database (a SQLite
 file in a temporary directory, or a scratch PostgreSQL database): migrates it, creates the demo
 project through ``manage.py demo_setup`` (members, frozen partition, labelling started, two
-consensus items and two disagreements), and gives a token to its manager and to an annotator.
+consensus items and two disagreements), and gives a token to its manager (who may also create
+projects) and to an annotator. The two tokens are moved to large random ids: the run fuzzes
+``DELETE /api/account/tokens/<id>/`` with small ids, and revoking its own token would leave the
+rest of the run unauthenticated.
 Prints ``{"slug": ..., "manager": <token>, "annotator": <token>}``.
 """
 
@@ -26,17 +29,25 @@ def main() -> None:
 
     django.setup()
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
+
+    from labeling.models import ApiToken
+    from labeling.services.tokens import api_token_create
 
     call_command("migrate", verbosity=0, interactive=False)
     with open(os.devnull, "w") as quiet:
         call_command("demo_setup", password=secrets.token_urlsafe(16), stdout=quiet)
     users = get_user_model().objects
-    tokens = {
-        role: Token.objects.get_or_create(user=users.get(username=username))[0].key
-        for role, username in (("manager", "manager"), ("annotator", "annotator1"))
-    }
+    # The manager may create projects too, so that POST /api/projects/ is fuzzed past its 403.
+    users.get(username="manager").user_permissions.add(
+        Permission.objects.get(content_type__app_label="labeling", codename="add_project")
+    )
+    tokens = {}
+    for role, username in (("manager", "manager"), ("annotator", "annotator1")):
+        created = api_token_create(user=users.get(username=username), name="schemathesis")
+        ApiToken.objects.filter(pk=created.token.pk).update(pk=10**9 + secrets.randbelow(10**9))
+        tokens[role] = created.secret
     print(json.dumps({"slug": "demo", **tokens}))  # noqa: T201
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from certification.exceptions import AuditNotConfigured
+from certification.formatting import p_value_text
 from certification.selectors import audit_report_get, evaluator_get_by_spec
 from certification.services import (
     audit_report_configure,
@@ -66,7 +67,7 @@ def render_text(report: Any) -> list[str]:
         f"[{_n(kappa['ci_low'])}, {_n(kappa['ci_high'])}]"
         + (f"  undefined ({kappa['reason']})" if kappa["kappa"] is None else "")
     )
-    lines.append(f"{'McNemar':<12} p = {_n(metrics['mcnemar']['p_value'])}")
+    lines.append(f"{'McNemar':<12} p = {p_value_text(metrics['mcnemar']['p_value'])}")
     lines.append("")
     error_rate = result["error_rate"]
     if "summaries" in error_rate:

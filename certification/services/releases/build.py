@@ -66,6 +66,7 @@ from labeling.release_format import (
     SOURCES_JSONL,
     TABLE_COLUMNS,
     CountBlock,
+    PolicyVersionCounts,
     canonical_json,
     canonical_json_bytes,
     pretty_json,
@@ -278,6 +279,7 @@ def _labels(
     ReleaseBuild.objects.filter(pk=build.pk).update(progress_total=len(ids) + 1)
     overall = CountBlock()
     partitions: dict[str, CountBlock] = {}
+    versions = PolicyVersionCounts.empty()
     provenance = ProvenanceCollector(reader)
     table = TableWriter(directory)
     questions = QuestionEncodings()
@@ -292,6 +294,7 @@ def _labels(
                 overall.add(record)
                 partition = record["question"]["partition"] or "unpartitioned"
                 partitions.setdefault(partition, CountBlock()).add(record)
+                versions.add(record)
                 provenance.add(record)
                 if done % CHUNK == 0:
                     table.flush()
@@ -301,6 +304,8 @@ def _labels(
     counts = {
         "overall": overall.as_json(),
         "per_partition": {name: block.as_json() for name, block in sorted(partitions.items())},
+        # Labels made under different policy versions are counted apart, never pooled.
+        "per_policy_version": versions.as_json(),
     }
     return counts, provenance
 

@@ -55,6 +55,17 @@ def dataset_card(release: Release, counts: dict[str, Any]) -> str:
         f"{overall['evidence_unavailable_claims']['count']} of "
         f"{overall['evidence_unavailable_claims']['denominator']} resolved claim labels.",
         f"- Source versions: {counts['sources']}.",
+        "- Per label policy version (counted apart, never pooled): "
+        + (
+            "; ".join(
+                f"{'v' + version if version.isdigit() else 'version ' + version}: "
+                f"{block['annotations']['count']} annotations, "
+                f"{block['resolved']['count']} resolved items"
+                for version, block in counts.get("per_policy_version", {}).items()
+            )
+            or "no labels"
+        )
+        + ".",
         "",
         "## Certified calibration runs",
         "",

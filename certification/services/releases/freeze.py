@@ -152,8 +152,10 @@ def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, 
         if agreement is None
         else {
             "input_sha256": agreement.input_sha256,
+            "policy_version": agreement.policy_version,
             "answer": agreement.answer,
             "claim": agreement.claim,
+            "versions": agreement.versions,
         },
         "audits": [
             {

@@ -397,8 +397,15 @@ class ReleaseReader:
                     for key, name in CANDIDATE_FIELDS
                 },
                 "claims": claims.get(candidate_id, []),
+                # One annotator may have labelled the item under several policy versions
+                # (returned for labelling): the version then orders their annotations.
                 "annotations": sorted(
-                    annotations.get(candidate_id, []), key=lambda a: a["annotator"]
+                    annotations.get(candidate_id, []),
+                    key=lambda a: (
+                        a["annotator"],
+                        a["policy_version"] or 0,
+                        a["labelled_at"] or "",
+                    ),
                 ),
                 "resolution": resolutions.get(candidate_id),
                 "evaluator_labels": evaluator_labels.get(candidate_id, []),

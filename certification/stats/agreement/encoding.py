@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -18,7 +20,9 @@ def encode_ratings(
     """Replace labels by integer codes.
 
     Args:
-        ratings: n_units × n_raters, ``None`` = missing. Every row has the same length.
+        ratings: n_units × n_raters, ``None`` = missing; a float NaN (``float("nan")``,
+            ``numpy.nan``) is missing too, as the ``krippendorff`` package reads it. Every row
+            has the same length.
         n_raters: the expected row length; needed to shape an empty matrix (0 × n_raters).
 
     Returns:
@@ -35,7 +39,7 @@ def encode_ratings(
             f"ratings must be rectangular with one entry per rater ({width}) in every unit"
         )
     try:
-        labels = {value for row in rows for value in row if value is not None}
+        labels = {value for row in rows for value in row if not _missing(value)}
     except TypeError as exc:
         raise StatsError(f"labels must be hashable: {exc}") from None
     categories = tuple(sorted(labels, key=repr))
@@ -43,9 +47,14 @@ def encode_ratings(
     codes = np.full((len(rows), width), _MISSING, dtype=np.int64)
     for u, row in enumerate(rows):
         for r, value in enumerate(row):
-            if value is not None:
+            if not _missing(value):
                 codes[u, r] = index[value]
     return EncodedRatings(codes=codes, categories=categories)
+
+
+def _missing(value: Any) -> bool:
+    """True for a missing rating: None or a float NaN (NaN never equals itself as a label)."""
+    return value is None or (isinstance(value, float | np.floating) and math.isnan(value))
 
 
 def _check_table(table: ArrayLike) -> NDArray[np.int64]:

@@ -42,10 +42,12 @@ def exact_alpha(alpha: AlphaLike) -> Fraction:
     try:
         if isinstance(alpha, bool):
             raise TypeError
-        if isinstance(alpha, float):
-            value = Fraction(repr(alpha))
-        elif isinstance(alpha, Fraction | Decimal | str | numbers.Rational):
+        if isinstance(alpha, Fraction | Decimal | str | numbers.Rational):
             value = Fraction(alpha)
+        elif isinstance(alpha, numbers.Real):
+            # Any real (float, numpy.float64, numpy.float32...) as the shortest decimal that
+            # reads back as the same double: 0.1 is 1/10, not 0.1000000000000000055...
+            value = Fraction(repr(float(alpha)))
         else:
             raise TypeError
     except (TypeError, ValueError, ZeroDivisionError):

@@ -454,3 +454,22 @@ def test_pairwise_kappa_skips_pairs_without_shared_units():
     rows = [["x", "y", None], ["y", "y", None], [None, None, "x"]]
     pairs = pairwise_cohen_kappa(rows, ["a", "b", "c"])
     assert [(p.rater_a, p.rater_b, p.result.n) for p in pairs] == [("a", "b", 2)]
+
+
+def test_nan_ratings_are_missing_as_in_the_krippendorff_package():
+    # given 3 raters × 5 units with NaN where a rater gave no rating
+    nan = float("nan")
+    rows = [["a", "a", nan], ["b", "b", "b"], ["a", "b", np.nan], ["c", "c", "c"], [nan, "a", "a"]]
+    # when alpha is computed
+    got = krippendorff_alpha_nominal(rows).value
+    # then it equals the package's value with NaN read as missing (NaN is no fourth category)
+    codes = {"a": 0.0, "b": 1.0, "c": 2.0}
+    data = np.array([[codes.get(v, np.nan) for v in row] for row in rows]).T
+    want = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+    assert got == pytest.approx(want, abs=1e-12)
+    assert got == pytest.approx(
+        krippendorff_alpha_nominal(
+            [[None if isinstance(v, float) else v for v in row] for row in rows]
+        ).value,
+        abs=1e-15,
+    )

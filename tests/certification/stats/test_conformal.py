@@ -358,3 +358,15 @@ def test_pipeline_from_samples_covers_on_average():
     coverage = np.array(coverages)
     se = coverage.std(ddof=1) / math.sqrt(runs)
     assert coverage.mean() >= 0.9 - 4 * se
+
+
+@pytest.mark.parametrize("alpha", [np.float64(0.1), np.float32(0.25), 0.1])
+def test_numpy_scalars_are_accepted_as_alpha(alpha):
+    # numpy.float64 is a float whose repr is "np.float64(0.1)"; float32 is no float at all
+    assert exact_alpha(alpha) == Fraction(repr(float(alpha)))
+
+
+@pytest.mark.parametrize("alpha", [float("nan"), float("inf"), np.float64("nan"), True, None])
+def test_non_numbers_are_refused_as_alpha(alpha):
+    with pytest.raises(StatsError):
+        exact_alpha(alpha)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -254,3 +255,62 @@ def test_the_run_pages_plots_pass_the_content_security_policy(done_run, login):
     assert inline_violations(body) == []
     assert 'stroke="#1f77b4"' in body or 'fill="#1f77b4"' in body
     assert 'stroke-linejoin="round" stroke-linecap="butt"' in body
+
+
+# -- plots rendered once per run ---------------------------------------------------------------
+def test_the_run_plots_are_rendered_once_and_read_back(done_run, login, monkeypatch):
+    from unittest import mock
+
+    from certification import plots
+    from certification.models import CalibrationRunPlots
+
+    renderer = mock.Mock(wraps=plots.run_plots)
+    monkeypatch.setattr(plots, "run_plots", renderer)
+    client = login("adjudicator")
+    first = client.get(f"{BASE}/runs/{done_run.pk}/").content.decode()
+    assert renderer.call_count == 1
+    # when
+    second = client.get(f"{BASE}/runs/{done_run.pk}/").content.decode()
+    # then: read from the cache, the same three plots
+    assert renderer.call_count == 1
+    svgs = re.compile(r"<svg.*?</svg>", re.S)
+    assert len(svgs.findall(first)) == 3
+    assert svgs.findall(second) == svgs.findall(first)
+    cache = CalibrationRunPlots.objects.get(run=done_run)
+    assert (cache.stats_version, cache.renderer_version) == (
+        done_run.stats_version,
+        plots.PLOTS_VERSION,
+    )
+    assert set(cache.plots) == {"selective_risk", "conformal_curve", "rank_histogram"}
+
+
+def test_new_plotting_code_renders_the_plots_again(done_run, login, monkeypatch):
+    from unittest import mock
+
+    from certification import plots
+    from certification.models import CalibrationRunPlots
+
+    client = login("manager")
+    client.get(f"{BASE}/runs/{done_run.pk}/")
+    renderer = mock.Mock(wraps=plots.run_plots)
+    monkeypatch.setattr(plots, "run_plots", renderer)
+    monkeypatch.setattr(plots, "PLOTS_VERSION", plots.PLOTS_VERSION + 1)
+    # when
+    client.get(f"{BASE}/runs/{done_run.pk}/")
+    # then
+    assert renderer.call_count == 1
+    assert CalibrationRunPlots.objects.filter(run=done_run).count() == 2
+
+
+def test_a_run_not_done_renders_no_plot(spec, login, monkeypatch):
+    from unittest import mock
+
+    from certification import plots
+    from certification.models import CalibrationRunPlots
+
+    renderer = mock.Mock(wraps=plots.run_plots)
+    monkeypatch.setattr(plots, "run_plots", renderer)
+    run = calibration_run_request(spec=spec, trigger="manual")
+    login("manager").get(f"{BASE}/runs/{run.pk}/")
+    assert renderer.call_count == 0
+    assert not CalibrationRunPlots.objects.exists()

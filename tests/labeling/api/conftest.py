@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from labeling.models import Claim, Item, Project, Role, SourceVersion
@@ -18,6 +17,7 @@ from labeling.services import (
     project_labelling_configure,
     project_labelling_start,
 )
+from labeling.services.tokens import api_token_create
 from tests.factories import WORK_SOURCE, utf16_span, work_record
 
 
@@ -40,8 +40,8 @@ def client_for() -> Callable[[Any], APIClient]:
 
     def make(user: Any) -> APIClient:
         client = APIClient()
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        secret = api_token_create(user=user, name="test").secret
+        client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
         return client
 
     return make

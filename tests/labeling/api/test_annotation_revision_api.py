@@ -6,7 +6,6 @@ Two API sessions (two tokens of one annotator) read the form, take its ETag, and
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from labeling.models import Annotation, AnnotationRevision, Assignment, Role
@@ -43,7 +42,6 @@ def session(user) -> APIClient:
 
 @pytest.fixture
 def sessions(client_for, annotator):
-    Token.objects.get_or_create(user=annotator)
     return client_for(annotator), session(annotator)
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Permission
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from labeling.models import Evaluator, LabelPolicy, Membership, Project, Role
 from labeling.policy_presets import preset_get
 from tests.factories import UserFactory
+from tests.worlds import token_for
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +18,7 @@ BODY = {"slug": "second", "name": "Second study", "description": "A second study
 
 def _client(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
     return client
 
 

@@ -1,4 +1,5 @@
-"""The API's token endpoint: credentials in, token out; throttled and locked out like logins."""
+"""The API's token endpoint: credentials in, a new named expiring token out; throttled and locked
+out like logins."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
+
+from labeling.models import ApiToken
+from labeling.services.tokens import token_digest
 
 PASSWORD = "Zed-long-secret-42"  # noqa: S105
 URL = "/api/auth/token/"
@@ -19,19 +22,40 @@ def zed(db: None) -> Any:
     return get_user_model().objects.create_user("zed", password=PASSWORD)
 
 
-def test_right_credentials_give_the_users_token_which_authenticates(zed):
+def test_right_credentials_give_a_new_named_expiring_token_which_authenticates(zed):
     client = APIClient()
-    response = client.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
+    body = {"username": "zed", "password": PASSWORD, "name": "nightly export"}
+    response = client.post(URL, {**body, "expires_in_days": 7}, format="json")
     assert response.status_code == 200
-    assert response.json() == {"token": Token.objects.get(user=zed).key}
-    client.credentials(HTTP_AUTHORIZATION=f"Token {response.json()['token']}")
+    out = response.json()
+    token = ApiToken.objects.get(user=zed)
+    assert (out["id"], out["name"], out["state"]) == (token.pk, "nightly export", "active")
+    # only the hash of the secret is stored, and its first 8 characters
+    assert token.digest == token_digest(out["token"]) != out["token"]
+    assert token.prefix == out["token"][:8] == out["prefix"]
+    assert (token.expires_at - token.created_at).days == 7
+    client.credentials(HTTP_AUTHORIZATION=f"Token {out['token']}")
     assert client.get("/api/projects/").status_code == 200
+    # a second call makes a second token (the default name, 30 days); the first still works
+    second = APIClient().post(URL, {"username": "zed", "password": PASSWORD}, format="json")
+    assert second.json()["name"] == "API token"
+    assert second.json()["token"] != out["token"]
+    assert ApiToken.objects.filter(user=zed).count() == 2
+    assert client.get("/api/projects/").status_code == 200
+
+
+def test_a_bad_lifetime_is_400_and_makes_no_token(zed):
+    body = {"username": "zed", "password": PASSWORD, "expires_in_days": 366}
+    response = APIClient().post(URL, body, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == "expires_in_days"
+    assert not ApiToken.objects.exists()
 
 
 def test_wrong_password_is_400(zed):
     response = APIClient().post(URL, {"username": "zed", "password": "no"}, format="json")
     assert response.status_code == 400
-    assert not Token.objects.filter(user=zed).exists()
+    assert not ApiToken.objects.filter(user=zed).exists()
 
 
 def test_token_endpoint_is_throttled_per_address_at_the_configured_rate(zed):
@@ -45,7 +69,7 @@ def test_token_endpoint_is_throttled_per_address_at_the_configured_rate(zed):
     response = client.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
     assert response.status_code == 429
     assert int(response["Retry-After"]) > 0
-    assert not Token.objects.filter(user=zed).exists()
+    assert not ApiToken.objects.filter(user=zed).exists()
     # another address has its own budget
     other = APIClient(REMOTE_ADDR="10.9.9.9")
     response = other.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
@@ -62,7 +86,7 @@ def test_wrong_passwords_lock_the_token_endpoint_out_too(zed, settings):
     response = client.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
     assert response.status_code == 429
     assert "Too many failed logins" in response.json()["detail"]
-    assert not Token.objects.filter(user=zed).exists()
+    assert not ApiToken.objects.filter(user=zed).exists()
 
 
 def test_anonymous_and_user_requests_have_general_rates(zed, monkeypatch):

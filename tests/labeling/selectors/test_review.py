@@ -221,14 +221,11 @@ def test_annotators_are_pseudonyms_by_slot_then_prior_annotators(
     assert view.diff.answer_differs and not view.diff.claims
     assert view.version == item.version and view.can_adjudicate
     assert [s.text for s in view.sources] == [SourceVersion.objects.get().text]
-    # no identity anywhere: no username, no dataset annotator id, no prior note
+    # the imported annotator's note is shown beside their vote, as the dataset gave it
+    assert columns[2].flags[0].note == "Alice says hi"
+    # no identity anywhere: no username, no dataset annotator id
     text = repr(view)
-    for secret in (
-        first.annotator.username,
-        second.annotator.username,
-        "dataset-annotator-7",
-        "Alice",
-    ):
+    for secret in (first.annotator.username, second.annotator.username, "dataset-annotator-7"):
         assert secret not in text
 
 

@@ -173,7 +173,9 @@ def test_prior_annotations_appear_as_annotators_without_their_dataset_identity(
 
     content = response.content.decode()
     assert 'Annotator 2 <span class="badge">imported</span>' in content
-    for secret in (PRIOR_ANNOTATOR, PRIOR_NOTE, EVALUATOR, "0.8125"):
+    # the imported annotator's note is shown beside the vote; the dataset's identity is not
+    assert f'<p class="note">{PRIOR_NOTE}</p>' in content
+    for secret in (PRIOR_ANNOTATOR, EVALUATOR, "0.8125"):
         assert secret not in content
 
 

@@ -145,8 +145,8 @@ def test_form_shows_question_answer_claims_sources_and_controls(client, started,
         assert f'name="answer_label" value="{label}"' in content
     for control in ('id="cite"', 'id="submit"', 'id="skip-form"', 'name="time_spent_seconds"'):
         assert control in content
-    assert 'name="comment"' in content and 'id="shortcuts"' in content
-    assert "labeling/labelling.js" in content
+    assert 'name="comment"' in content and 'id="help-dialog"' in content
+    assert "labeling/workbench.js" in content and "labeling/annotate.js" in content
     # the source in full, CR written as a character reference so the DOM keeps it
     rendered = source_div(content, version.pk)
     assert "\r" not in rendered
@@ -254,7 +254,8 @@ def test_a_mismatched_quote_is_refused_next_to_its_claim_with_the_input_kept(
     row = content[content.index(f'data-claim-id="{second.pk}"') :]
     row = row[: row.index("</fieldset>")]
     assert 'class="errorlist claim-error"' in row
-    assert "claims[1].evidence[0]" in row
+    # in the page's words, not the field path
+    assert "evidence 1 no longer matches its source text: remove it and cite the text again" in row
     # the input is kept: labels checked, evidence chips re-rendered, comment
     assert f'name="claim-{first.pk}-label" value="supported" checked' in content
     assert 'value="admissible" checked' in content
@@ -377,7 +378,9 @@ def test_my_annotations_lists_own_work_with_a_revise_link_prefilled_form(
     assert "THEIRS" not in content
 
 
-def test_revising_creates_a_new_revision_and_returns_to_my_annotations(client, started, annotator):
+def test_revising_creates_a_new_revision_and_returns_to_the_item_held_now(
+    client, started, annotator
+):
     client.force_login(annotator)
     assignment = claim_next(started, annotator)
     client.post(form_url(assignment), labels_post(assignment.item))
@@ -391,7 +394,9 @@ def test_revising_creates_a_new_revision_and_returns_to_my_annotations(client, s
 
     annotation.refresh_from_db()
     assert again.status_code == changed.status_code == 302
-    assert changed["Location"] == reverse("my-annotations", args=["study"])
+    # the first submit claimed the next item: a revision goes back to it
+    held = Assignment.objects.get(annotator=annotator, status=AssignmentStatus.LEASED)
+    assert changed["Location"] == form_url(held)
     assert annotation.revision_count == 2
     assert annotation.current.comment == "on reflection"
     assert list(annotation.revisions.values_list("number", flat=True)) == [1, 2]

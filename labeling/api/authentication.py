@@ -1,0 +1,56 @@
+"""The API's token authentication: ``Authorization: Token <secret>`` of a live ``ApiToken``.
+
+Its own module, importing no view: DRF reads ``DEFAULT_AUTHENTICATION_CLASSES`` while
+``rest_framework.views`` is being imported. An unknown, revoked or expired token is a 401 with
+the error contract's body and a stable ``code``: ``token_invalid``, ``token_revoked`` (with the
+reason) or ``token_expired`` (with the time), so a script can tell its user what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+
+from labeling.models import ApiToken
+from labeling.services.tokens import api_token_touch, token_digest
+
+
+class ApiTokenAuthentication(TokenAuthentication):
+    """DRF token authentication over hashed, expiring, revocable tokens.
+
+    The header is DRF's (``Token <secret>``); the secret is looked up by its SHA-256 digest.
+    ``request.auth`` is the ``ApiToken``. A use is recorded in ``last_used_at`` (at most once a
+    minute per token).
+    """
+
+    model = ApiToken
+
+    def authenticate_credentials(self, key: str) -> tuple[Any, ApiToken]:
+        """Return ``(user, token)`` for a live token.
+
+        Raises:
+            AuthenticationFailed: the token is unknown, revoked or expired, or its user is
+                inactive (HTTP 401).
+        """
+        token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
+        if token is None:
+            raise AuthenticationFailed("invalid token", code="token_invalid")
+        if token.revoked_at is not None:
+            raise AuthenticationFailed(
+                f"this token was revoked ({token.get_revoked_reason_display()}); "
+                "make a new one on the My account page or at POST /api/auth/token/",
+                code="token_revoked",
+            )
+        if token.expires_at <= timezone.now():
+            raise AuthenticationFailed(
+                f"this token expired at {token.expires_at.isoformat()}; "
+                "make a new one on the My account page or at POST /api/auth/token/",
+                code="token_expired",
+            )
+        if not token.user.is_active:
+            raise AuthenticationFailed("user inactive or deleted", code="token_invalid")
+        api_token_touch(token)
+        return token.user, token

@@ -1,0 +1,53 @@
+"""API tokens: named, expiring, revocable; only a hash of each secret is stored.
+
+A token's secret is shown once, when it is made; the table keeps its SHA-256 digest (the secret
+is 32 random bytes, so a fast hash is as strong as a slow one) and its first characters
+(``prefix``) so that a person can tell their tokens apart. A revoked token stays in the table
+with ``revoked_at`` and a reason (revoked by its owner, or by a password change).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class TokenRevocation(models.TextChoices):
+    """Why a token was revoked."""
+
+    OWNER = "owner", "revoked by its owner"
+    PASSWORD_CHANGED = "password_changed", "the password was changed"
+
+
+class ApiToken(models.Model):
+    """One API token of one user (``Authorization: Token <secret>``)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'CI export'.")
+    prefix = models.CharField(max_length=8, help_text="The first characters of the secret.")
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the secret, hex.")
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.CharField(max_length=20, choices=TokenRevocation.choices, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["user", "revoked_at"], name="api_token_user_idx")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=F("created_at")), name="api_token_expiry_order"
+            ),
+            models.CheckConstraint(
+                condition=Q(revoked_at__isnull=True, revoked_reason="")
+                | Q(revoked_at__isnull=False, revoked_reason__in=TokenRevocation.values),
+                name="api_token_revocation_consistent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

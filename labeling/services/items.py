@@ -1,0 +1,180 @@
+"""Managers' bulk actions on items: prioritise, and return to the queue.
+
+Both take a list of item ids chosen in the item browser (or the API) and act on those that
+qualify, leaving the others alone and saying which were changed.
+
+**Prioritise** moves open items to the front of the serving queue
+(:func:`labeling.services.assignments.items_prioritise`): they are claimed before every other
+item, in the order given. Nothing else about them changes.
+
+**Return to the queue** sends resolved items and items in the disagreement queue back to
+labelling, to collect ``extra_votes`` (default 1) more independent annotations. Exactly:
+
+- only items in status ``resolved`` or ``disagreement`` qualify; open items are left alone;
+- the item becomes ``open``, its overlap N grows by ``extra_votes`` (so N + ``extra_votes``
+  votes in total, from different annotators: nobody labels an item twice), its current
+  resolution pointer is cleared (it no longer counts as resolved for the dashboards, the
+  calibration and the audits) and it is queued after every queued item;
+- its open disagreement, if any, is closed (``closed_at``, with no resolution);
+- append-only: no vote (annotation, revision, prior annotation), resolution or disagreement is
+  deleted or changed otherwise; the earlier resolutions stay in the item's history. The earlier
+  annotators' votes count again when the new ones arrive; while the item is open they may
+  revise them, as for any open item;
+- when the N + ``extra_votes`` votes are in, the item is compared again as any item is:
+  consensus (a new resolution, numbered after the earlier ones) or a new disagreement;
+- the calibration and audit results are marked stale (their inputs lost a resolution); the
+  agreement statistics are not (no vote changed).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from labeling.derived import derived_mark
+from labeling.exceptions import InvalidInput, InvalidTransition
+from labeling.locks import items_lock, project_label_writes_lock, project_lock
+from labeling.models import DerivedKind, Disagreement, Item, ItemStatus, Project
+from labeling.permissions import MANAGERS, require_role
+from labeling.services.assignments import MAX_OVERLAP, items_prioritise
+
+logger = logging.getLogger(__name__)
+
+#: At most this many item ids in one bulk action.
+MAX_BULK_ITEMS = 1000
+#: The statuses an item may be returned to the queue from.
+RETURNABLE_STATUSES = (ItemStatus.RESOLVED, ItemStatus.DISAGREEMENT)
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    """What a bulk action did: the ids it changed and the ids it left alone (both sorted)."""
+
+    changed: tuple[int, ...]
+    skipped: tuple[int, ...]
+
+
+def _ids(item_ids: Sequence[Any]) -> list[int]:
+    """The distinct ids in the given order; refuses an empty, oversized or non-integer list."""
+    if not item_ids:
+        raise InvalidInput("choose at least one item", field="items")
+    if len(item_ids) > MAX_BULK_ITEMS:
+        raise InvalidInput(f"at most {MAX_BULK_ITEMS} items at once", field="items")
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in item_ids):
+        raise InvalidInput("item ids are positive integers", field="items")
+    return list(dict.fromkeys(item_ids))
+
+
+@transaction.atomic
+def items_bulk_prioritise(*, project: Project, actor: Any, item_ids: Sequence[int]) -> BulkResult:
+    """Move the given open items to the front of the serving queue (managers only).
+
+    Args:
+        project: the project.
+        actor: the requesting user (None: the command line).
+        item_ids: the items, in the order they should be served; ids of items that are not
+            open or not of ``project`` are left alone (in ``skipped``).
+
+    Raises:
+        NotFound: ``actor`` is not a member of the project.
+        PermissionDenied: ``actor`` is not a manager.
+        InvalidInput: no ids, more than :data:`MAX_BULK_ITEMS`, or an id that is not a positive
+            integer (``field`` "items").
+
+    Concurrency: opens its own transaction; locks the Project row (``items_prioritise``).
+    """
+    require_role(project=project, actor=actor, roles=MANAGERS, action="prioritise items")
+    ids = _ids(item_ids)
+    eligible = set(
+        Item.objects.filter(project=project, pk__in=ids, status=ItemStatus.OPEN).values_list(
+            "pk", flat=True
+        )
+    )
+    items_prioritise(project=project, item_ids=[pk for pk in ids if pk in eligible])
+    logger.info("items.prioritised", extra={"project": project.slug, "items": len(eligible)})
+    return BulkResult(changed=tuple(sorted(eligible)), skipped=tuple(sorted(set(ids) - eligible)))
+
+
+@transaction.atomic
+def items_return_to_queue(
+    *, project: Project, actor: Any, item_ids: Sequence[int], extra_votes: int = 1
+) -> BulkResult:
+    """Send resolved and disagreement items back to labelling for more votes (managers only).
+
+    The rules are in the module docstring.
+
+    Args:
+        project: the project.
+        actor: the requesting user (None: the command line).
+        item_ids: the items; open items and ids not of ``project`` are left alone.
+        extra_votes: how many more annotations each item collects (1 .. the room left under
+            the overlap bound of 100).
+
+    Returns:
+        The returned items (``changed``) and those left alone (``skipped``).
+
+    Raises:
+        NotFound: ``actor`` is not a member of the project.
+        PermissionDenied: ``actor`` is not a manager.
+        InvalidTransition: labelling has not started.
+        InvalidInput: bad ``item_ids`` (``field`` "items") or ``extra_votes`` (``field``
+            "extra_votes"), including an item whose overlap would pass 100.
+
+    Concurrency: opens its own transaction; takes the project's label-write lock (shared),
+    then the Project row, then the items in ascending id order (``labeling/locks.py``), so a
+    concurrent adjudication or submit of one of the items has finished or waits.
+    """
+    require_role(project=project, actor=actor, roles=MANAGERS, action="return items to the queue")
+    ids = _ids(item_ids)
+    if isinstance(extra_votes, bool) or not isinstance(extra_votes, int) or extra_votes < 1:
+        raise InvalidInput("extra_votes must be a positive integer", field="extra_votes")
+    project_label_writes_lock(project.pk)
+    project = project_lock(project.pk)
+    if project.labelling_started_at is None:
+        raise InvalidTransition("labelling has not started")
+    locked = [
+        item
+        for item in items_lock(ids)
+        if item.project_id == project.pk and item.status in RETURNABLE_STATUSES
+    ]
+    too_many = [item.pk for item in locked if item.overlap + extra_votes > MAX_OVERLAP]
+    if too_many:
+        raise InvalidInput(
+            f"items {too_many[:10]} would need more than {MAX_OVERLAP} votes",
+            field="extra_votes",
+        )
+    returned = sorted(item.pk for item in locked)
+    if returned:
+        now = timezone.now()
+        Disagreement.objects.filter(item_id__in=returned, closed_at__isnull=True).update(
+            closed_at=now
+        )
+        last = (
+            Item.objects.filter(project=project)
+            .order_by("-queue_position")
+            .values_list("queue_position", flat=True)
+            .first()
+        ) or 0
+        Item.objects.filter(pk__in=returned).update(
+            status=ItemStatus.OPEN,
+            resolution=None,
+            overlap=F("overlap") + extra_votes,
+            version=F("version") + 1,
+        )
+        Item.objects.bulk_update(
+            [Item(pk=pk, queue_position=last + n) for n, pk in enumerate(returned, start=1)],
+            ["queue_position"],
+            batch_size=500,
+        )
+        derived_mark(project_id=project.pk, kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT])
+        logger.info(
+            "items.returned_to_queue",
+            extra={"project": project.slug, "items": len(returned), "extra_votes": extra_votes},
+        )
+    return BulkResult(changed=tuple(returned), skipped=tuple(sorted(set(ids) - set(returned))))
