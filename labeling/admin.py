@@ -18,6 +18,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
 from labeling.models import (
@@ -58,6 +60,7 @@ from labeling.services.members import (
     membership_reactivate,
     membership_refusal,
     membership_remove,
+    projects_kept_by,
 )
 
 
@@ -229,6 +232,29 @@ class MembershipAdmin(admin.ModelAdmin):
 
     def delete_model(self, request: HttpRequest, obj: Membership) -> None:
         membership_remove(project=obj.project, actor=None, user_id=obj.user_id)
+
+
+class KeepingUserAdmin(UserAdmin):
+    """Django's user admin, refusing to delete the only active manager of a project.
+
+    Deleting an account deletes its memberships; the last-manager rule holds here too.
+    """
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        # The bulk delete would not check each account; accounts are deleted one at a time.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and projects_kept_by(obj.pk):
+            return False  # the only active manager of a project
+        return super().has_delete_permission(request, obj)
+
+
+if admin.site.is_registered(get_user_model()):
+    admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), KeepingUserAdmin)
 
 
 @admin.register(Invitation)

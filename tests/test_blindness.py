@@ -34,7 +34,7 @@ from rest_framework.test import APIClient
 
 from certification.models import AuditReport, AuditSampleMember
 from certification.services import agreement_recompute, audit_report_recompute, audit_sample_draw
-from labeling.models import ApiToken, Assignment, Item, Membership
+from labeling.models import ApiToken, Assignment, Invitation, Item, Membership
 from labeling.services import ClaimInput, adjudication_resolve
 from labeling.services.tokens import api_token_create
 from tests.worlds import (
@@ -142,6 +142,7 @@ def parameter_values(world: World) -> dict[str, list[Any]]:
         "evaluator_id": sorted(e.pk for e in world.evaluators.values()),
         "release_id": sorted(release.pk for release in world.releases.values()),
         "job_id": sorted(job.pk for job in world.jobs.values()),
+        "invitation_id": sorted(Invitation.objects.values_list("pk", flat=True)),
         "name": ["labels.jsonl", "manifest.json", "release.zip"],
         "token_id": sorted(ApiToken.objects.values_list("pk", flat=True)),
     }
@@ -271,6 +272,7 @@ def test_the_secrets_are_in_the_world(world):
     assert PriorAnnotation.objects.filter(note=SECRETS["prior annotation note"]).exists()
     assert Question.objects.filter(metadata__reference_solution__isnull=False).count() == 5
     assert Resolution.objects.filter(rationale=SECRETS["adjudication rationale"]).exists()
+    assert Invitation.objects.filter(invitee=SECRETS["another person's invitation"]).exists()
 
 
 def test_a_manager_sees_what_the_annotator_must_not(world):
@@ -291,7 +293,10 @@ def test_a_manager_sees_what_the_annotator_must_not(world):
     assert any("other annotator's username" in f for f in leaks(*report))
     assert any("other annotator's username" in f for f in leaks(*report_csv))
 
-    found = leaks(*detail) + leaks(*side_by_side)
+    invitations = body_of(api.get("/api/projects/study/invitations/"))
+
+    found = leaks(*detail) + leaks(*side_by_side) + leaks(*invitations)
+    assert any("another person's invitation" in f for f in found)
     assert any("evaluator name" in f for f in found)
     assert any("prior annotator id" in f for f in found)
     assert any("pseudonym" in f for f in found)

@@ -109,8 +109,21 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-settings": {"GET": (403, 403, 200, 404, 401), "PATCH": (403, 403, 200, 404, 401)},
     # labelling has started in the world: the manager's second start is a conflict
     "api-labelling-start": {"POST": (403, 403, 409, 404, 401)},
-    "api-member-list": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 201, 404, 401)},
-    "api-member-update": {"PATCH": (403, 403, 200, 404, 401)},
+    "api-member-list": {"GET": (403, 403, 200, 404, 401)},
+    "api-member-update": {
+        "PATCH": (403, 403, 200, 404, 401),
+        "DELETE": (403, 403, 204, 404, 401),
+    },
+    "api-invitation-list": {
+        "GET": (403, 403, 200, 404, 401),
+        "POST": (403, 403, 201, 404, 401),
+    },
+    "api-invitation-detail": {"DELETE": (403, 403, 204, 404, 401)},
+    # an account's own invitations: the world's is addressed to other_member; anyone else's
+    # answers 404 (it does not exist for them)
+    "api-own-invitation-list": {"GET": (200, 200, 200, 200, 401)},
+    "api-own-invitation-accept": {"POST": (404, 404, 404, 200, 401)},
+    "api-own-invitation-decline": {"POST": (404, 404, 404, 204, 401)},
     # work reports: managers read everyone's figures, annotators their own (scoped, not
     # refused); adjudicators have none to read
     "api-work-report": {"GET": (200, 403, 200, 404, 401)},
@@ -150,6 +163,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     # the POST previews the next version (nothing written): the page with the diff
     "policy-versions": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 200, 404, LOGIN)},
+    "invitation-accept": {"POST": (404, 404, 404, 302, LOGIN)},
+    "invitation-decline": {"POST": (404, 404, 404, 302, LOGIN)},
     "job-list": {"GET": (403, 403, 200, 404, LOGIN)},
     "work-report": {"GET": (200, 403, 200, 404, LOGIN)},
     "work-report-csv": {"GET": (200, 403, 200, 404, LOGIN)},
@@ -271,6 +286,8 @@ def params_for(route: Route, world: World, *, foreign: bool = False) -> dict[str
             values[name] = world.jobs["b" if foreign else "a"].pk
         elif name == "release_id":
             values[name] = world.releases["b" if foreign else "a"].pk
+        elif name == "invitation_id":
+            values[name] = world.invitations["b" if foreign else "a"].pk
         elif name == "token_id":  # an API token of the manager (of B's user: foreign)
             owner = world.b_user if foreign else world.users["manager"]
             values[name] = api_token_create(user=owner, name="matrix").token.pk
@@ -400,7 +417,7 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ),
     ("api-settings", "PATCH"): lambda w: ({"lease_minutes": 45}, "json"),
     ("api-project-list", "POST"): lambda w: ({"slug": "new", "name": "New"}, "json"),
-    ("api-member-list", "POST"): lambda w: ({"username": "newbie", "role": "annotator"}, "json"),
+    ("api-invitation-list", "POST"): lambda w: ({"invitee": "newbie", "role": "annotator"}, "json"),
     ("api-member-update", "PATCH"): lambda w: ({"role": "adjudicator"}, "json"),
     ("api-policy-versions", "POST"): lambda w: (_policy_preview(w), "json"),
     ("policy-versions", "POST"): lambda w: (_policy_preview_form(w), "form"),
@@ -434,7 +451,7 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
         "form",
     ),
     ("project-members", "POST"): lambda w: (
-        {"action": "invite", "username": "newbie", "role": "annotator"},
+        {"action": "invite", "invitee": "newbie", "role": "annotator"},
         "form",
     ),
     ("api-calibration-spec-list", "POST"): lambda w: (

@@ -45,7 +45,14 @@ from labeling.services import (
     workload_import_file,
 )
 from labeling.services.imports import workload_import_directory
-from labeling.services.projects import membership_change, membership_invite
+from labeling.services.members import (
+    invitation_create,
+    invitation_revoke,
+    membership_change,
+    membership_deactivate,
+    membership_reactivate,
+    membership_remove,
+)
 from tests.conftest import native_record, row_counts
 from tests.factories import UserFactory
 
@@ -113,9 +120,31 @@ SERVICES: list[tuple[str, frozenset[str], Call]] = [
         lambda p, a: project_labelling_start(project=p, actor=a),
     ),
     (
-        "membership_invite",
+        "invitation_create",
         permissions.MANAGERS,
-        lambda p, a: membership_invite(project=p, actor=a, username="new", role=Role.ANNOTATOR),
+        lambda p, a: invitation_create(
+            project=p, actor=a, invitee="new", role=Role.ANNOTATOR, site="http://testserver"
+        ),
+    ),
+    (
+        "invitation_revoke",
+        permissions.MANAGERS,
+        lambda p, a: invitation_revoke(project=p, actor=a, invitation_id=1),
+    ),
+    (
+        "membership_deactivate",
+        permissions.MANAGERS,
+        lambda p, a: membership_deactivate(project=p, actor=a, user_id=a.pk),
+    ),
+    (
+        "membership_reactivate",
+        permissions.MANAGERS,
+        lambda p, a: membership_reactivate(project=p, actor=a, user_id=a.pk),
+    ),
+    (
+        "membership_remove",
+        permissions.MANAGERS,
+        lambda p, a: membership_remove(project=p, actor=a, user_id=a.pk),
     ),
     (
         "membership_change",

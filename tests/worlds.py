@@ -69,6 +69,7 @@ from labeling.services import (
     workload_import,
 )
 from labeling.services.imports import fingerprint
+from labeling.services.members import invitation_create
 from labeling.services.tokens import api_token_create
 from tests.conftest import jsonl_bytes
 from tests.factories import WORK_SOURCE, UserFactory
@@ -78,6 +79,7 @@ OTHER_COMMENT = "ZZ-OTHER-COMMENT-7731"
 OTHER_SKIP_NOTE = "ZZ-OTHER-SKIPNOTE-1180"
 OTHER_QUOTE = "ZZ-OTHER-QUOTE-4410"
 EVALUATOR = "zz-judge-8812"
+INVITEE = "zz-invitee-6620@example.org"
 EVALUATOR_VERSION = "zz-judge-version-2093"
 EVALUATOR_RAW = "ZZ-EVAL-RAW-5093"
 EVALUATOR_SCORE = 0.123457
@@ -106,6 +108,7 @@ SECRETS: dict[str, str] = {
     "prior raw record": PRIOR_RAW,
     "question metadata (reference solution)": REFERENCE_SOLUTION,
     "adjudication rationale": RATIONALE,
+    "another person's invitation": INVITEE,
 }
 
 # A pinned source holding the other annotator's evidence quote (plain ASCII, one line, so that
@@ -251,6 +254,9 @@ class World:
     releases: dict[str, Any] = field(default_factory=dict)
     # background jobs: per project ("a", "b"), a finished workload import job
     jobs: dict[str, Any] = field(default_factory=dict)
+    # invitations, pending: "a" offers project A to users["other_member"] (a member of B only),
+    # "b" offers project B to an account that is in neither project
+    invitations: dict[str, Any] = field(default_factory=dict)
 
     def refresh(self) -> None:
         """Reload items (their versions change)."""
@@ -380,6 +386,23 @@ def build_world() -> World:
             finished_at=timezone.now(),
         )
 
+    # a pending invitation of a new person to A: only A's managers may see who is invited
+    invitation_create(
+        project=a, actor=manager, invitee=INVITEE, role=Role.ANNOTATOR, site="http://testserver"
+    )
+    invitations = {
+        "a": invitation_create(
+            project=a, actor=manager, invitee="ann-b", role=Role.ANNOTATOR, site="http://testserver"
+        ).invitation,
+        "b": invitation_create(
+            project=b,
+            actor=b.memberships.get(role=Role.MANAGER).user,
+            invitee=_user("invited-b").get_username(),
+            role=Role.ANNOTATOR,
+            site="http://testserver",
+        ).invitation,
+    }
+
     world = World(
         a=a,
         b=b,
@@ -400,6 +423,7 @@ def build_world() -> World:
         evaluators=evaluators,
         releases=releases,
         jobs=jobs,
+        invitations=invitations,
     )
     world.refresh()
     for item_state, expected in {

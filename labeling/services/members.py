@@ -85,6 +85,20 @@ def _keep_a_manager(membership: Membership, *, role: str = "", is_active: bool =
         raise InvalidTransition(refusal)
 
 
+def projects_kept_by(user_id: int) -> list[str]:
+    """Return the slugs of the projects whose only active manager is ``user_id``.
+
+    Deleting such an account would leave those projects without a manager (the Django admin's
+    user pages refuse it).
+    """
+    managed = Membership.objects.filter(user_id=user_id, role=Role.MANAGER, is_active=True)
+    slugs = []
+    for membership in managed.select_related("project"):
+        if membership_refusal(membership, role="", is_active=False) is not None:
+            slugs.append(membership.project.slug)
+    return sorted(slugs)
+
+
 def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
     """Give ``user`` the ``role`` in ``project`` (active); a second call changes it.
 

@@ -326,3 +326,16 @@ def test_the_project_page_shows_members_read_only(admin_client, project):
 
     assert page.status_code == 200
     assert b"memberships-0-role" not in page.content  # no editable role in the inline
+
+
+def test_the_admin_refuses_to_delete_the_account_of_a_projects_last_manager(admin_client, project):
+    membership = _manager_membership(project)
+    url = reverse("admin:auth_user_delete", args=[membership.user_id])
+
+    refused = admin_client.post(url, {"post": "yes"})
+    _manager_membership(project)  # a second manager: the first may go
+    allowed = admin_client.post(url, {"post": "yes"})
+
+    assert refused.status_code == 403
+    assert allowed.status_code == 302
+    assert not Membership.objects.filter(pk=membership.pk).exists()

@@ -30,6 +30,7 @@ trap cleanup EXIT
 
 export DATABASE_URL="${DATABASE_URL:-sqlite:///$work/schemathesis.sqlite3}"
 export CERTLABEL_RELEASE_ROOT="$work/releases"
+export CERTLABEL_MAIL_DIR="$work/mail"  # invitations' e-mails, written as files
 export CELERY_BROKER_URL="memory://" CELERY_TASK_ALWAYS_EAGER=true
 unset CELERY_RESULT_BACKEND
 export CERTLABEL_LOG_FORMAT=kv

@@ -59,8 +59,13 @@ def schema(_schema_once):
         (f"{P}/settings/", "patch", "LabellingSettingsInput", "200", "LabellingSettings"),
         (f"{P}/labelling/start/", "post", None, "200", "LabellingSettings"),
         (f"{P}/members/", "get", None, "200", None),
-        (f"{P}/members/", "post", "MemberInviteInput", "201", "MemberInvite"),
-        (f"{P}/members/{{user_id}}/", "patch", "MemberRoleInput", "200", "Member"),
+        (f"{P}/members/{{user_id}}/", "patch", "MemberUpdateInput", "200", "Member"),
+        (f"{P}/members/{{user_id}}/", "delete", None, "204", None),
+        (f"{P}/invitations/", "get", None, "200", "PaginatedInvitationList"),
+        (f"{P}/invitations/", "post", "InvitationInput", "201", "InvitationSent"),
+        (f"{P}/invitations/{{invitation_id}}/", "delete", None, "204", None),
+        ("/api/invitations/{invitation_id}/accept/", "post", None, "200", "Member"),
+        ("/api/invitations/{invitation_id}/decline/", "post", None, "204", None),
     ],
 )
 def test_operation_is_documented(schema, path, method, request_schema, success, response_schema):
@@ -72,6 +77,12 @@ def test_operation_is_documented(schema, path, method, request_schema, success, 
     if response_schema is not None:
         assert f"/{response_schema}" in str(response["content"])
     assert {"404"} <= set(operation["responses"])
+
+
+def test_an_accounts_own_invitations_are_documented(schema):
+    operation = schema["paths"]["/api/invitations/"]["get"]
+    assert "OwnInvitation" in str(operation["responses"]["200"]["content"])
+    assert {p["name"] for p in operation["parameters"]} >= {"limit", "offset"}
 
 
 def test_no_work_is_documented_as_204(schema):

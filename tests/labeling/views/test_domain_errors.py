@@ -100,19 +100,19 @@ def _form_errors(response: Any, form: str) -> dict[str, list[str]]:
     return {name: list(errors) for name, errors in response.context[form].errors.items()}
 
 
-def test_an_existing_member_is_shown_on_the_username_field(login, project, member):
+def test_an_existing_member_is_shown_on_the_invitee_field(login, project, member):
     annotator = member(Role.ANNOTATOR)
 
     response = login(Role.MANAGER).post(
         reverse("project-members", args=[project.slug]),
-        {"action": "invite", "username": annotator.username, "role": "manager"},
+        {"action": "invite", "invitee": annotator.username, "role": "manager"},
     )
 
     assert response.status_code == 400
     errors = _form_errors(response, "invite_form")
-    assert list(errors) == ["username"]
-    assert errors["username"] == [
-        f"username: {annotator.username!r} is already a member of this project; change their "
+    assert list(errors) == ["invitee"]
+    assert errors["invitee"] == [
+        f"invitee: {annotator.username!r} is already a member of this project; change their "
         "role instead"
     ]
 
