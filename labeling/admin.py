@@ -25,6 +25,7 @@ from django.http import HttpRequest
 from labeling.models import (
     Annotation,
     AnnotationRevision,
+    ApiToken,
     Assignment,
     CandidateAnswer,
     Claim,
@@ -267,6 +268,26 @@ class InvitationAdmin(ReadOnlyAdmin):
     raw_id_fields = ["project", "user", "invited_by"]
     list_select_related = ["project", "invited_by"]
     exclude = ["token_hash"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(ReadOnlyAdmin):
+    """API tokens, view-only: their secrets are stored only as hashes; owners revoke them."""
+
+    list_display = [
+        "user",
+        "name",
+        "prefix",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["revoked_reason"]
+    search_fields = ["user__username", "name", "prefix"]
+    raw_id_fields = ["user"]
+    list_select_related = ["user"]
+    exclude = ["digest"]
 
 
 @admin.register(ImportBatch)

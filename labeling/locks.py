@@ -43,7 +43,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from labeling.models import Assignment, AssignmentStatus, Item, Membership, Project
+from labeling.models import Assignment, AssignmentStatus, Invitation, Item, Membership, Project
 
 # The first key of the label-write advisory locks (PostgreSQL's two-key form; the second key is
 # the project id), so they share no key with any other advisory lock: "labl".
@@ -84,6 +84,16 @@ def project_lock(project_id: int, *, no_key: bool = False) -> Project:
     ``select_for_update`` is a no-op, but SQLite serialises writers anyway.
     """
     return Project.objects.select_for_update(no_key=no_key).get(pk=project_id)
+
+
+def invitation_lock(queryset: QuerySet[Invitation], invitation_id: int) -> Invitation | None:
+    """Lock and return the invitation ``invitation_id`` of ``queryset`` (None if absent).
+
+    ``queryset`` scopes the lookup (a project's invitations, or an account's own). Callers
+    lock the project first when they will write a membership (the project, then the
+    invitation, in this module's order).
+    """
+    return queryset.select_for_update().select_related("project").filter(pk=invitation_id).first()
 
 
 def membership_lock(*, project_id: int, user_id: Any) -> Membership | None:

@@ -23,7 +23,7 @@ API_CASES: list[tuple[str, dict[str, Any], str, dict[str, Any], str, int | None]
     ("api-evaluator-label-import", {}, "post", {}, Role.ANNOTATOR, 400),
     ("api-partition-freeze", {}, "post", {"seed": "x"}, Role.ADJUDICATOR, 400),
     ("api-settings", {}, "patch", {"overlap": "x"}, Role.ADJUDICATOR, 400),
-    ("api-member-list", {}, "post", {"role": "nope"}, Role.ANNOTATOR, 400),
+    ("api-invitation-list", {}, "post", {"role": "nope"}, Role.ANNOTATOR, 400),
     ("api-member-update", {"user_id": 1}, "patch", {"role": "nope"}, Role.ADJUDICATOR, 400),
     ("api-adjudication-resolve", {"item_id": 1}, "post", {}, Role.ANNOTATOR, 400),
     ("api-adjudication-unresolved", {"item_id": 1}, "post", {}, Role.ANNOTATOR, 400),

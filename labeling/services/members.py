@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
-from labeling.locks import project_lock
+from labeling.locks import invitation_lock, project_lock
 from labeling.mail import mail_send
 from labeling.models import MAX_ID, Invitation, InvitationStatus, Membership, Project, Role
 from labeling.services.assignments import assignments_release_member
@@ -388,18 +388,14 @@ def _pending_for_update(queryset: Any, invitation_id: int, what: str) -> Invitat
         NotFound: no such invitation in ``queryset``.
         InvalidTransition: it is no longer pending, or it expired.
     """
-    invitation = (
-        queryset.select_for_update().select_related("project").filter(pk=invitation_id).first()
-        if 0 < invitation_id <= MAX_ID
-        else None
-    )
+    invitation = invitation_lock(queryset, invitation_id) if 0 < invitation_id <= MAX_ID else None
     if invitation is None:
         raise NotFound(f"invitation {invitation_id} not found")
     if invitation.status != InvitationStatus.PENDING:
         raise InvalidTransition(f"this invitation was {invitation.status}; it cannot be {what}")
     if invitation.expires_at <= timezone.now():
         raise InvalidTransition(f"this invitation expired; it cannot be {what}")
-    return cast(Invitation, invitation)
+    return invitation
 
 
 def _join(invitation: Invitation, user: Any) -> Membership:

@@ -28,6 +28,7 @@ from labeling.services import (
     project_create,
 )
 from labeling.services.members import invitation_create
+from labeling.services.tokens import api_token_create
 from tests.conftest import import_native, module_data, native_record
 from tests.factories import (
     WORK_SOURCE,
@@ -118,6 +119,7 @@ def _rows():
     invitation_create(
         project=project, actor=None, invitee="new@example.org", role=Role.ANNOTATOR, site="http://x"
     )
+    api_token_create(user=UserFactory(), name="admin page")
 
 
 def _label_and_adjudicate(project):

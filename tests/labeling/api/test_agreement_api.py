@@ -34,6 +34,8 @@ def test_before_any_computation_the_report_is_empty(api, started):
         "input_sha256": None,
         "identities_shown": False,
         "levels": [],
+        "policy_version": None,
+        "versions": [],
     }
     # and it says so: never computed, the import waiting as one newer change
     assert (freshness["current"], freshness["covered_generation"]) == (False, 0)

@@ -112,11 +112,11 @@ def test_a_policy_may_leave_labels_out_and_rename_them():
     data = _default()
     data["answer_labels"] = [
         {"value": "admissible", "text": "Faithful", "key": "f"},
-        {"value": "inadmissible", "text": "Unfaithful", "key": "u"},
+        {"value": "inadmissible", "text": "Unfaithful", "key": "i"},
     ]
     data["claim_labels"] = [
         {"value": "supported", "requires_evidence": False},
-        {"value": "not_supported", "requires_evidence": True, "key": "n"},
+        {"value": "not_supported", "requires_evidence": True, "key": "m"},
     ]
     data["unavailable_reasons"] = []
 

@@ -45,8 +45,17 @@ def web_routes() -> list[tuple[str, str]]:
 
 
 def kwargs_for(pattern: str, *, item_id: int, assignment_id: int) -> dict[str, object]:
-    # a job page is refused to annotators whatever the id (managers only)
-    values = {"slug": "study", "item_id": item_id, "assignment_id": assignment_id, "job_id": 1}
+    # a job page is refused to annotators whatever the id (managers only); a token, an
+    # invitation or a join link that is not the annotator's is not found
+    values = {
+        "slug": "study",
+        "item_id": item_id,
+        "assignment_id": assignment_id,
+        "job_id": 1,
+        "token_id": 1,
+        "invitation_id": 1,
+        "token": "not-a-join-token",
+    }
     return {name: values[name] for name in re.findall(r"<(?:\w+:)?(\w+)>", pattern)}
 
 

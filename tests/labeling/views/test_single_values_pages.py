@@ -116,7 +116,9 @@ def test_a_decision_with_a_field_posted_twice_is_400_and_nothing_is_resolved(
     response = client.post(item_url(item), data)
 
     assert response.status_code == 400
-    assert f"{key}: 2 values given; this field takes exactly one" in response.content.decode()
+    # the page names the field in its own words (the rationale's is "Rationale")
+    where = "Rationale — " if key == "rationale" else f"{key}: "
+    assert f"{where}2 values given; this field takes exactly one" in response.content.decode()
     assert not Resolution.objects.filter(item=item).exists()
     assert Item.objects.get(pk=item.pk).status == ItemStatus.DISAGREEMENT
 
