@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("labeling", "0009_derived_change"),
+        ("labeling", "0012_resolved_evidence_waived"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("certification", "0009_derived_result_state"),
+        ("certification", "0010_agreement_per_policy_version"),
     ]
 
     operations = [

@@ -18,7 +18,7 @@ def _trigger_again(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("labeling", "0009_derived_change"),
+        ("labeling", "0011_policy_versions"),
     ]
 
     operations = [
