@@ -8,6 +8,8 @@ trusted. The result is safe to insert into a page as is.
 
 from __future__ import annotations
 
+import re
+
 import markdown as md
 import nh3
 from django.utils.safestring import SafeString, mark_safe
@@ -30,13 +32,17 @@ ALLOWED_ATTRIBUTES = {
 }
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 EXTENSIONS = ["tables", "fenced_code", "def_list", "sane_lists"]
+HEADING = re.compile(r"<(/?)h([1-6])>")
 
 
-def markdown_html(text: str) -> SafeString:
+def markdown_html(text: str, *, heading_offset: int = 0) -> SafeString:
     """Return ``text`` (Markdown) as sanitised HTML, safe to insert into a page.
 
     Args:
         text: Markdown source, any length; an empty string gives an empty result.
+        heading_offset: levels added to every heading (at most h6), so that a text shown
+            inside a page section keeps the page's outline: with 2, ``# Title`` becomes
+            ``<h3>``.
 
     Returns:
         HTML marked safe for Django templates; every tag and attribute outside the allow-list
@@ -52,4 +58,8 @@ def markdown_html(text: str) -> SafeString:
         url_schemes=set(URL_SCHEMES),
         link_rel="noopener noreferrer",
     )
+    if heading_offset:
+        clean = HEADING.sub(
+            lambda m: f"<{m.group(1)}h{min(6, int(m.group(2)) + heading_offset)}>", clean
+        )
     return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above

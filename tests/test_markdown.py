@@ -36,3 +36,10 @@ def test_empty_text_renders_nothing():
 def test_template_filter():
     out = Template("{% load certlabel %}{{ text|markdown }}").render(Context({"text": "**b** <i>"}))
     assert "<strong>b</strong>" in out
+
+
+def test_headings_are_shifted_into_the_pages_outline():
+    html = markdown_html("# Title\n\n## Part\n\n###### Deep", heading_offset=2)
+    assert "<h3>Title</h3>" in html and "<h4>Part</h4>" in html and "<h6>Deep</h6>" in html
+    out = Template("{% load certlabel %}{{ text|markdown:2 }}").render(Context({"text": "# T"}))
+    assert out.strip() == "<h3>T</h3>"

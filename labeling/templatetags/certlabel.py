@@ -43,11 +43,15 @@ def lookup(mapping: object, key: object) -> object:
 
 
 @register.filter(name="markdown")
-def markdown_filter(value: object) -> SafeString:
-    """Render ``value`` (Markdown, e.g. a policy's guideline) as sanitised HTML."""
+def markdown_filter(value: object, heading_offset: int = 0) -> SafeString:
+    """Render ``value`` (Markdown, e.g. a policy's guideline) as sanitised HTML.
+
+    ``{{ text|markdown:2 }}`` shifts its headings two levels down (``#`` becomes ``<h3>``), for
+    a text shown inside a section of a page.
+    """
     from labeling.markdown import markdown_html
 
-    return markdown_html(str(value or ""))
+    return markdown_html(str(value or ""), heading_offset=int(heading_offset))
 
 
 @register.filter(name="words")

@@ -54,7 +54,7 @@ PER_SHAPE = 2
 MAX_PAGES = 80
 #: Addresses the crawl does not open: not pages of the site's layout, or not idempotent to open.
 SKIP = re.compile(
-    r"^/(admin|api|static|media|accounts/logout)/|\.(csv|json|jsonl|zip|txt)$|/files/"
+    r"^/(admin|api|static|media|accounts/logout)/|\.(csv|json|jsonl|zip|txt)(\?|$)|/files/"
 )
 #: The navigation links (ids in templates/base.html) each role has, and those it must not.
 NAV_LINKS = {

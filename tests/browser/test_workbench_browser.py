@@ -51,7 +51,8 @@ def record(external_id: str, question: str, claims: list[str]) -> dict[str, Any]
 
 # Per question: the claims, then the keys pressed (each a keystroke) and the expected labels and
 # quotes per claim. ``c`` cites the selection (the sentence closest to the claim is selected when
-# the claim becomes active), ``]`` moves to the next sentence, Shift+ArrowRight extends by a word.
+# the claim becomes active), ``]`` moves to the next sentence, Shift+ArrowRight extends by a word;
+# digits are the default policy's label keys (``0`` is "can't decide").
 PLANS: dict[str, dict[str, Any]] = {
     "When did the bridge open?": {
         "claims": ["The bridge opened in 1932."],
@@ -107,7 +108,7 @@ PLANS: dict[str, dict[str, Any]] = {
             "1",
             "c",
             "2",
-            "5",
+            "0",
             "3",
             "Shift+Digit2",
             "s",

@@ -101,7 +101,7 @@ def test_an_annotator_reads_the_policy_without_a_form(login, project):
     assert page.status_code == 200
     assert page.context["form"] is None
     html = page.content.decode()
-    assert 'id="guideline"' in html and "<h1>Source-relative faithfulness</h1>" in html
+    assert 'id="guideline"' in html and "<h3>Source-relative faithfulness</h3>" in html
     assert "policy-form" not in html
 
 
@@ -172,7 +172,7 @@ def test_preview_renders_sanitised_markdown_and_saves_nothing(login, project):
     preview = re.search(r'<div class="guideline" id="preview-guideline">(.*?)</div>', html, re.S)
     assert preview is not None
     shown = preview.group(1)
-    assert "<h1>Heading</h1>" in shown and "<strong>bold</strong>" in shown
+    assert "<h3>Heading</h3>" in shown and "<strong>bold</strong>" in shown
     assert "<script" not in shown and "onerror" not in shown and "javascript:" not in shown
     assert "<strong>OK</strong>" in html  # the label table shows the posted text
     # the form keeps what was typed, and nothing was saved
