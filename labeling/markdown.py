@@ -14,11 +14,13 @@ import markdown as md
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 
-# What a guideline may contain once rendered: text structure, tables, code, links, images.
+# What a guideline may contain once rendered: text structure, tables, code and links. No
+# images: a guideline is read on every labelling page, and an image from elsewhere would be a
+# request to another site (which the pages' security policy refuses anyway).
 ALLOWED_TAGS = frozenset(
     {
         "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em",
-        "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "mark", "ol", "p",
+        "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "kbd", "li", "mark", "ol", "p",
         "pre", "s", "span", "strong", "sub", "sup", "table", "tbody", "td", "th", "thead", "tr",
         "u", "ul",
     }
@@ -26,7 +28,6 @@ ALLOWED_TAGS = frozenset(
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
     "abbr": {"title"},
-    "img": {"src", "alt", "title"},
     "td": {"align"},
     "th": {"align"},
 }
@@ -46,7 +47,8 @@ def markdown_html(text: str, *, heading_offset: int = 0) -> SafeString:
 
     Returns:
         HTML marked safe for Django templates; every tag and attribute outside the allow-list
-        above is removed (its text kept), and URLs other than http, https and mailto dropped.
+        above is removed (its text kept), images included, and URLs other than http, https
+        and mailto dropped.
     """
     if not text.strip():
         return mark_safe("")  # noqa: S308 - empty

@@ -15,7 +15,8 @@ from labeling.views.members import PasswordResetView
 # page script is served by the view itself (the split view), so no inline script runs. Swagger
 # UI sets a small <style> block of its own, so only this page's policy allows inline styles.
 api_docs = csp_update({"style-src": ["'unsafe-inline'"]})(
-    SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+    # GET only: the split view has no OPTIONS page of its own (it answered 500).
+    SpectacularSwaggerSplitView.as_view(url_name="api-schema", http_method_names=["get", "head"])
 )
 # Redoc, from the sidecar's bundle too, in a page of this site's own (templates/api/redoc.html:
 # no web fonts, no inline script). Redoc injects its styles and runs its search in a worker

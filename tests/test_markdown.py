@@ -43,3 +43,8 @@ def test_headings_are_shifted_into_the_pages_outline():
     assert "<h3>Title</h3>" in html and "<h4>Part</h4>" in html and "<h6>Deep</h6>" in html
     out = Template("{% load certlabel %}{{ text|markdown:2 }}").render(Context({"text": "# T"}))
     assert out.strip() == "<h3>T</h3>"
+
+
+def test_images_are_not_rendered():
+    html = markdown_html('![x](https://elsewhere.example/t.png) <img src="https://e.example/x">')
+    assert "<img" not in html

@@ -51,7 +51,7 @@ class AnswerLabelSerializer(serializers.Serializer):
     key = serializers.RegexField(
         "^[a-z0-9]$",
         required=False,
-        help_text="Shortcut key, unique in the level; not 0, j, k, c, b or s. Default: the "
+        help_text="Shortcut key, unique in the level; not 0 or one of a b c g j k n p r s u w x. Default: the "
         "1-based position.",
     )
 

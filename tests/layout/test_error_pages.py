@@ -88,3 +88,12 @@ def test_a_form_without_its_csrf_token_is_the_styled_403(world):
     client.force_login(world.users["annotator"])
     html = assert_styled(client.post(reverse("annotate-next", args=[world.a.slug])), 403)
     assert "This form could not be accepted" in html
+
+
+@pytest.mark.parametrize("path", ["/api/docs/", "/api/redoc/", "/api/schema/"])
+def test_the_api_docs_answer_every_method_without_a_server_error(client, path):
+    # the Swagger page had no OPTIONS answer of its own: a 500 for anyone
+    for method in ("get", "head", "options", "post", "delete"):
+        status = getattr(client, method)(path).status_code
+        assert status in {200, 405}, (method, status)
+    assert client.get(path).status_code == 200

@@ -261,6 +261,12 @@
         headers: { Accept: "application/json" },
         credentials: "same-origin",
       });
+      if (response.status === 409 && form.id === "labelling-form") {
+        // Saved elsewhere or a new policy version since this form was loaded: post the form
+        // as a page, whose answer shows the current state beside the input kept.
+        form.submit();
+        return null;
+      }
       let body = null;
       try {
         body = await response.json();

@@ -51,7 +51,7 @@ def test_the_guideline_is_rendered_sanitised_with_its_version(
     panel = panel[: panel.index("</details>")]
     version = LabelPolicy.objects.get(project=project).version
     assert f'<span id="guideline-version">Guideline v{version}</span>' in panel
-    assert "<h2>Citing</h2>" in panel and "<em>Supported</em> needs a span." in panel
+    assert "<h4>Citing</h4>" in panel and "<em>Supported</em> needs a span." in panel
     assert "<script>" not in panel and "javascript:" not in panel
 
 
