@@ -51,8 +51,8 @@ class AnswerLabelSerializer(serializers.Serializer):
     key = serializers.RegexField(
         "^[a-z0-9]$",
         required=False,
-        help_text="Shortcut key, unique in the level; not 0 or one of a b c g j k n p r s u w x. Default: the "
-        "1-based position.",
+        help_text="Shortcut key, unique in the level; not 0 or one of a b c g j k n p r s u w x "
+        "(the pages' own keys). Default: the 1-based position.",
     )
 
     class Meta:
