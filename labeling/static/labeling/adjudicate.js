@@ -503,6 +503,10 @@
         if (event.key === "Enter" && reason.value) {
           event.preventDefault();
           page.form.requestSubmit(document.getElementById("mark-unresolved"));
+        } else if (event.key === "Enter") {
+          // No reason yet: keep the select as it is (Enter would open its list) and say so.
+          event.preventDefault();
+          say("Choose why it stays unresolved (arrow keys), then press Enter.", true);
         } else if (event.key === "Escape") {
           reason.blur();
         }
