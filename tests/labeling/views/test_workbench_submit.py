@@ -113,6 +113,8 @@ def test_the_html_fallback_shows_every_problem_next_to_its_field_and_in_a_summar
 # savepoints); the next item's form view; its progress and undoable skip. The answer's "saved"
 # part and the "Revise previous" link come from the submit's result, without a query.
 BUDGET = 44
+# PostgreSQL adds one: the shared advisory lock a label write takes against a release freeze.
+FREEZE_LOCK = {"postgresql": 1}
 
 
 def test_a_json_submit_stays_within_its_query_budget(
@@ -125,7 +127,9 @@ def test_a_json_submit_stays_within_its_query_budget(
 
     # the submit (validate, lock, write, compare check), the next claim, and the next item's
     # page (its form view, progress, previous and undoable-skip reads)
-    with django_assert_num_queries(BUDGET):
+    from django.db import connection
+
+    with django_assert_num_queries(BUDGET + FREEZE_LOCK.get(connection.vendor, 0)):
         response = client.post(form_url(assignment), data, **JSON)
     assert response.status_code == 200 and response.json()["next"] is not None
 
