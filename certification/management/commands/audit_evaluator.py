@@ -66,6 +66,7 @@ def render_text(report: Any) -> list[str]:
         f"{'kappa':<12} {_n(kappa['kappa'])}  SE {_n(kappa['se'])}  "
         f"[{_n(kappa['ci_low'])}, {_n(kappa['ci_high'])}]"
         + (f"  undefined ({kappa['reason']})" if kappa["kappa"] is None else "")
+        + (f"  interval {kappa['interval_reason']}" if kappa.get("interval_reason") else "")
     )
     lines.append(f"{'McNemar':<12} p = {p_value_text(metrics['mcnemar']['p_value'])}")
     lines.append("")
