@@ -71,7 +71,8 @@ def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
     ``label_counts`` (votes per value), ``alpha`` / ``fleiss_kappa`` / ``percent_agreement``
     (``{"value": float | null, "reason": str | null}``), ``confidence`` and ``pairs`` (per
     rater pair sharing a unit: ``rater_a``, ``rater_b``, ``n``, ``kappa``, ``se``, ``ci_low``,
-    ``ci_high``, ``observed_agreement``, ``reason``, ``interval_reason``). Proportions are in [0, 1].
+    ``ci_high``, ``observed_agreement``, ``reason``, ``interval_reason``). Proportions are in
+    [0, 1].
     """
     return {
         "n_units": summary.n_units,

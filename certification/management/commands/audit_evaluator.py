@@ -75,9 +75,10 @@ def render_text(report: Any) -> list[str]:
         lines.append("Error rate of the workload:")
         for s in error_rate["summaries"]:
             lines.append(
-                f"  {s['method']:<12} estimate {_n(s['estimate'])}  "
+                f"  {s['method']:<20} estimate {_n(s['estimate'])}  "
                 f"[{_n(s['lower'])}, {_n(s['upper'])}]  upper bound {_n(s['upper_bound'])}  "
-                f"({s['assumption']}{'; ' + s['reason'] if s['reason'] else ''})"
+                f"({s['assumption']}{'; ' + s['reason'] if s['reason'] else ''}"
+                f"{'; ' + s['note'] if s.get('note') else ''})"
             )
     else:
         lines.append(f"Error rate: undefined ({error_rate.get('reason')})")

@@ -98,11 +98,13 @@ def test_three_coders_interval_alpha_of_the_package():
         # two units, k = 2: the large-sample interval needs about 2k² = 8
         (
             [[1, 0], [0, 1]],
-            "not meaningful on 2 shared units: the large-sample interval needs about 2k² = 8 for k = 2 labels",
+            "not meaningful on 2 shared units: the large-sample interval needs about 2k² = 8 "
+            "for k = 2 labels",
         ),
         (
             [[3, 1, 0], [0, 4, 1], [1, 0, 5]],
-            "not meaningful on 15 shared units: the large-sample interval needs about 2k² = 18 for k = 3 labels",
+            "not meaningful on 15 shared units: the large-sample interval needs about 2k² = 18 "
+            "for k = 3 labels",
         ),
         # enough units, but every one agreed: se 0, an interval of no width
         (
