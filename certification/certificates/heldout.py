@@ -151,6 +151,11 @@ def _report(report: HeldoutReport, *, sets: bool) -> dict[str, Any]:
     }
 
 
+def _unit(contract: Contract) -> str:
+    """The sampling unit of the metrics over every unit: a candidate or a question."""
+    return "eligible candidate" if contract.selector == "each_candidate" else "eligible question"
+
+
 def _slice_value(value: Any) -> str:
     return value if isinstance(value, str) else repr(value)
 
@@ -190,7 +195,10 @@ def _slices(
             out[key] = {"reason": f"more than {MAX_SLICE_VALUES} values: not broken down"}
             continue
         out[key] = {
-            value: _report(heldout_report(group, confidence=confidence), sets=contract.conformal)
+            value: _report(
+                heldout_report(group, confidence=confidence, unit=_unit(contract)),
+                sets=contract.conformal,
+            )
             for value, group in sorted(groups.items())
         }
     return out
@@ -226,7 +234,9 @@ def heldout_section(
         "excluded": excluded,
         **extra,
         "report": _report(
-            heldout_report([r.record for r in records], confidence=confidence),
+            heldout_report(
+                [r.record for r in records], confidence=confidence, unit=_unit(contract)
+            ),
             sets=contract.conformal,
         ),
         "slices": _slices(records, contract, confidence),
