@@ -52,7 +52,7 @@ def _evaluators(project: Project) -> list[tuple[str, str]]:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's calibration specs (every version) with their latest run."""
     project, role = certification_project(request, slug)
@@ -64,7 +64,7 @@ def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
     """Write a new calibration spec (managers)."""
     project, role = certification_project(request, slug, manager_only=True)
@@ -88,7 +88,7 @@ def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Revise a spec (managers): the new version links to this one, which stays frozen."""
     project, role = certification_project(request, slug, manager_only=True)
@@ -113,7 +113,7 @@ def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) 
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def calibration_spec_detail(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Show a spec's contract, its versions and its runs."""
     project, role = certification_project(request, slug)
@@ -153,7 +153,7 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report."""
     project, role = certification_project(request, slug)
