@@ -108,3 +108,12 @@ urlpatterns += [
         name="audit-recompute",
     ),
 ]
+
+# The coverage calculator (no project data: every signed-in user).
+urlpatterns += [
+    path(
+        "certification/coverage-calculator/",
+        views.coverage_calculator_view,
+        name="coverage-calculator",
+    ),
+]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from certification.api import agreement, audit, calibration, derived, releases
+from certification.api import agreement, audit, calibration, coverage, derived, releases
 
 urlpatterns = [
     path(
@@ -96,5 +96,10 @@ urlpatterns += [
         "projects/<slug:slug>/release-tags/",
         releases.ReleaseTagListApi.as_view(),
         name="api-release-tag-list",
+    ),
+    path(
+        "coverage-calculator/",
+        coverage.CoverageCalculatorApi.as_view(),
+        name="api-coverage-calculator",
     ),
 ]

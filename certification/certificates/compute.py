@@ -28,7 +28,7 @@ from certification.stats.selective_risk import NO_CERTIFIED_OPERATING_POINT
 #: Bump when the result's layout or any computation changes: it is part of the input hash, so
 #: the next refresh recomputes runs made by older code. 2: the ledger's composition boundary
 #: states its rule without pointing at a document.
-STATS_VERSION = 2
+STATS_VERSION = 3
 CERTIFIED = "certified"
 
 

@@ -25,6 +25,7 @@ from certification.views.calibration import (
     calibration_spec_new,
     calibration_spec_revise_view,
 )
+from certification.views.coverage import coverage_calculator_view
 from certification.views.derived import derived_recompute_view
 from certification.views.releases import (
     release_detail,
@@ -35,6 +36,7 @@ from certification.views.releases import (
 )
 
 __all__ = [
+    "coverage_calculator_view",
     "derived_recompute_view",
     "audit_detail",
     "audit_disagreements_csv",
