@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,11 +27,30 @@ class CoverageCalculatorApi(APIView):
     """The Beta, Beta-Binomial and design-effect spreads of conformal coverage."""
 
     class InputSerializer(serializers.Serializer):
-        n = serializers.IntegerField(min_value=1, max_value=MAX_SIZE)
-        alpha = serializers.DecimalField(max_digits=20, decimal_places=18)
-        n_test = serializers.IntegerField(min_value=1, max_value=MAX_SIZE, required=False)
-        group_size = serializers.IntegerField(min_value=1, max_value=MAX_GROUP_SIZE, required=False)
-        icc = serializers.FloatField(min_value=-1, max_value=1, required=False)
+        n = serializers.IntegerField(
+            min_value=1, max_value=MAX_SIZE, help_text="Calibration points n (>= 1)."
+        )
+        alpha = serializers.DecimalField(
+            max_digits=20, decimal_places=18, help_text="Miscoverage level in (0, 1)."
+        )
+        n_test = serializers.IntegerField(
+            min_value=1,
+            max_value=MAX_SIZE,
+            required=False,
+            help_text="Test points: adds the test binomial term.",
+        )
+        group_size = serializers.IntegerField(
+            min_value=1,
+            max_value=MAX_GROUP_SIZE,
+            required=False,
+            help_text="Rows per group m, with icc.",
+        )
+        icc = serializers.FloatField(
+            min_value=-1,
+            max_value=1,
+            required=False,
+            help_text="Within-group correlation rho of the coverage indicator, with group_size.",
+        )
 
         def validate_alpha(self, value: Decimal) -> Decimal:
             if not 0 < value < 1:
@@ -45,22 +64,65 @@ class CoverageCalculatorApi(APIView):
             return attrs
 
     class OutputSerializer(serializers.Serializer):
-        inputs = serializers.DictField(help_text="The inputs as read (alpha as typed and exact).")
+        class InputsSerializer(serializers.Serializer):
+            n = serializers.IntegerField()
+            alpha = serializers.CharField(help_text="As typed.")
+            alpha_exact = serializers.CharField(help_text="As an exact fraction.")
+            n_test = serializers.IntegerField(allow_null=True)
+            group_size = serializers.IntegerField(allow_null=True)
+            icc = serializers.FloatField(allow_null=True)
+
+            class Meta:
+                ref_name = "CoverageCalculatorInputs"
+
+        class BetaSerializer(serializers.Serializer):
+            a = serializers.IntegerField(allow_null=True, help_text="n+1-l.")
+            b = serializers.IntegerField(allow_null=True, help_text="l.")
+            mean = serializers.FloatField(allow_null=True)
+            variance = serializers.FloatField(allow_null=True)
+            sd = serializers.FloatField(allow_null=True)
+            reason = serializers.CharField(allow_null=True, help_text="Why values are null.")
+
+            class Meta:
+                ref_name = "CoverageCalculatorBeta"
+
+        class RealisedSerializer(serializers.Serializer):
+            mean = serializers.FloatField(allow_null=True)
+            variance = serializers.FloatField(allow_null=True)
+            sd = serializers.FloatField(allow_null=True)
+            beta_variance = serializers.FloatField(allow_null=True)
+            approximate_variance = serializers.FloatField(
+                help_text="alpha(1-alpha)/(n+2) + alpha(1-alpha)/n_test."
+            )
+            reason = serializers.CharField(allow_null=True)
+
+            class Meta:
+                ref_name = "CoverageCalculatorRealised"
+
+        class GroupingSerializer(serializers.Serializer):
+            design_effect = serializers.FloatField(help_text="1 + (m-1) rho.")
+            predicted_excess = serializers.FloatField(help_text="sqrt(design effect).")
+            grouped_beta_sd = serializers.FloatField(allow_null=True)
+            grouped_realised_sd = serializers.FloatField(allow_null=True)
+            effective_n_calibration = serializers.FloatField()
+            effective_n_test = serializers.FloatField(allow_null=True)
+
+            class Meta:
+                ref_name = "CoverageCalculatorGrouping"
+
+        inputs = InputsSerializer()
         l = serializers.IntegerField(  # noqa: E741 - the symbol of Vovk (2012)
             help_text="floor((n+1) alpha); 0 means the threshold is infinite."
         )
         k = serializers.IntegerField(help_text="ceil((n+1)(1-alpha)) = n+1-l.")
-        beta = serializers.DictField(
-            help_text="Beta(n+1-l, l) of the delivered coverage: a, b, mean, variance, sd, reason."
-        )
-        realised = serializers.DictField(
+        beta = BetaSerializer(help_text="Beta(n+1-l, l): the delivered coverage.")
+        realised = RealisedSerializer(
             allow_null=True,
             help_text="With n_test: Beta-Binomial spread of the covered fraction (both terms).",
         )
-        grouping = serializers.DictField(
+        grouping = GroupingSerializer(
             allow_null=True,
-            help_text="With group_size and icc: design effect, sqrt(deff), inflated sds, "
-            "effective sizes.",
+            help_text="With group_size and icc: the design effect and the inflated spreads.",
         )
         assumptions = serializers.CharField()
 
@@ -69,15 +131,7 @@ class CoverageCalculatorApi(APIView):
 
     @extend_schema(
         operation_id="coverage_calculator",
-        parameters=[
-            OpenApiParameter("n", int, required=True, description="Calibration points (>= 1)."),
-            OpenApiParameter("alpha", float, required=True, description="Miscoverage in (0, 1)."),
-            OpenApiParameter("n_test", int, required=False, description="Test points (>= 1)."),
-            OpenApiParameter("group_size", int, required=False, description="Rows per group m."),
-            OpenApiParameter(
-                "icc", float, required=False, description="Within-group correlation in [-1, 1]."
-            ),
-        ],
+        parameters=[InputSerializer],
         responses={
             200: OutputSerializer,
             400: OpenApiResponse(ErrorSerializer, description="An input is invalid; named."),

@@ -75,7 +75,7 @@ def coverage_calculator_report(
     return {
         "inputs": {
             "n": calc.n_calibration,
-            "alpha": str(alpha),
+            "alpha": format(alpha.normalize(), "f"),
             "alpha_exact": fraction_text(calc.alpha),
             "n_test": calc.n_test,
             "group_size": calc.group_size,
