@@ -318,8 +318,8 @@ class DependenceReport:
         predicted_excess: sqrt(design effect), or None.
         effective_n: N / design effect, or None.
         ties: how tied the pooled scores are.
-        predicted_reason: why ``predicted_excess`` is None although a design effect exists
-            (tied scores), or None.
+        predicted_reason: why ``predicted_excess`` is withheld for tied scores, or None (for
+            tie-free scores a None prediction means the design effect is undefined).
     """
 
     row: SplitSpread
@@ -384,7 +384,7 @@ def split_dependence_report(
         except StatsError:
             deff = None
     ties = tie_summary(pool)
-    predicted_reason = TIED_PREDICTION_REASON if ties.has_ties and deff else None
+    predicted_reason = TIED_PREDICTION_REASON if ties.has_ties else None
     return DependenceReport(
         row=split_spread(pool, alpha=exact, draws=draws, seed=seed, split="row"),
         group=split_spread(pool, ids, alpha=exact, draws=draws, seed=seed + 1, split="group"),
