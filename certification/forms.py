@@ -31,7 +31,7 @@ from certification.models import (
     Utility,
     release_version_key,
 )
-from certification.selectors import CANDIDATE_SCORE_FIELDS
+from certification.selectors import CANDIDATE_SCORE_FIELDS, RCCS_PARTITIONS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
 from labeling.forms import SingleValueForm
@@ -269,3 +269,11 @@ class CoverageCalculatorForm(SingleValueForm):
             for field, messages in coverage_inputs_check(cleaned).items():
                 self.add_error(field, messages)
         return cleaned
+
+
+class RCCSPartitionForm(SingleValueForm):
+    """The RCCS page's partition filter (read by GET)."""
+
+    partition = forms.ChoiceField(
+        choices=[("", "every partition"), *_choices(RCCS_PARTITIONS)], required=False
+    )

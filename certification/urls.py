@@ -117,3 +117,8 @@ urlpatterns += [
         name="coverage-calculator",
     ),
 ]
+
+# RCCS as a report of its own (computed on request).
+urlpatterns += [
+    path("p/<slug:slug>/certification/rccs/", views.rccs_report_view, name="rccs-report"),
+]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from certification.api import agreement, audit, calibration, coverage, derived, releases
+from certification.api import agreement, audit, calibration, coverage, derived, rccs, releases
 
 urlpatterns = [
     path(
@@ -102,4 +102,5 @@ urlpatterns += [
         coverage.CoverageCalculatorApi.as_view(),
         name="api-coverage-calculator",
     ),
+    path("projects/<slug:slug>/rccs/", rccs.RCCSReportApi.as_view(), name="api-rccs"),
 ]
