@@ -162,3 +162,8 @@ def test_grouped_tied_workload_row_and_grouped_excess_differ_and_prediction_is_w
     assert report.design_effect is not None and report.design_effect.value > 1
     assert report.predicted_excess is None
     assert report.predicted_reason == TIED_PREDICTION_REASON
+    # and: the figures docs/certification.md quotes (seeded, so exact)
+    assert report.row.excess == pytest.approx(0.8701, abs=5e-5)
+    assert report.group.excess == pytest.approx(3.7827, abs=5e-5)
+    assert (report.control.low, report.control.high) == pytest.approx((0.4572, 1.2999), abs=5e-5)
+    assert report.design_effect.value == pytest.approx(3.1969, abs=5e-5)
