@@ -107,3 +107,17 @@ def test_the_run_page_shows_the_ties_and_the_curve_caveat(run, login):
         body
     )
     assert 'href="/certification/coverage-calculator/"' in body
+
+
+def test_the_certify_command_prints_the_tie_note(run):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("certify", "--project", "study", "--run", str(run.pk), stdout=out)
+    text = out.getvalue()
+    assert "Coverage spread: tied scores (60 of 60 share a value, 3 distinct)" in text
+    law = tied_split_coverage([1.0] * 45 + [2.0] * 9 + [INF] * 6, 40, "0.1")
+    assert f"tie-aware (exact random-split law): mean {law.mean:.4g}, sd {law.sd:.4g}" in text
+    assert "predicted excess: not applicable to tied scores" in text
