@@ -77,3 +77,9 @@ class ReleaseFileNotFound(NotFound):
     """The release has no finished build, or its build lists no file of that name."""
 
     code = "release_file_not_found"
+
+
+class RCCSNotAvailable(NotFound):
+    """The project holds no candidate answer with both a retrieval score and a confidence."""
+
+    code = "rccs_not_available"

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any, cast
 
 from django import forms
 
+from certification.certificates.calculator import (
+    MAX_GROUP_SIZE,
+    MAX_SIZE,
+    coverage_inputs_check,
+)
 from certification.contract import spec_content
 from certification.models import (
     Acceptance,
@@ -25,7 +31,7 @@ from certification.models import (
     Utility,
     release_version_key,
 )
-from certification.selectors import CANDIDATE_SCORE_FIELDS
+from certification.selectors import CANDIDATE_SCORE_FIELDS, RCCS_PARTITIONS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
 from labeling.forms import SingleValueForm
@@ -216,3 +222,58 @@ class ReleaseTagForm(SingleValueForm):
     """Point a tag (new or existing) at a release."""
 
     name = forms.CharField(max_length=64, help_text="e.g. latest, paper-v1")
+
+
+class CoverageCalculatorForm(SingleValueForm):
+    """The coverage calculator's inputs (read by GET; every error names its field)."""
+
+    n = forms.IntegerField(
+        min_value=1, max_value=MAX_SIZE, label="Calibration size n", initial=12288
+    )
+    alpha = forms.DecimalField(
+        max_digits=20, decimal_places=18, label="Miscoverage alpha", initial=Decimal("0.1")
+    )
+    n_test = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_SIZE,
+        required=False,
+        label="Test size",
+        help_text="Adds the test binomial term (optional).",
+    )
+    group_size = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_GROUP_SIZE,
+        required=False,
+        label="Group size m",
+        help_text="Rows per group (document, entity), with the correlation below.",
+    )
+    icc = forms.FloatField(
+        min_value=-1,
+        max_value=1,
+        required=False,
+        label="Within-group correlation rho",
+        help_text="ICC of the coverage indicator within a group, in [-1, 1].",
+    )
+
+    def clean_alpha(self) -> Decimal:
+        """Alpha lies strictly between 0 and 1."""
+        value = cast(Decimal, self.cleaned_data["alpha"])
+        if not 0 < value < 1:
+            raise forms.ValidationError("alpha must lie strictly between 0 and 1")
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        """Group size and correlation go together and give a positive design effect."""
+        cleaned = super().clean()
+        if not self.has_error("icc") and not self.has_error("group_size"):
+            for field, messages in coverage_inputs_check(cleaned).items():
+                self.add_error(field, messages)
+        return cleaned
+
+
+class RCCSPartitionForm(SingleValueForm):
+    """The RCCS page's partition filter (read by GET)."""
+
+    partition = forms.ChoiceField(
+        choices=[("", "every partition"), *_choices(RCCS_PARTITIONS)], required=False
+    )

@@ -224,6 +224,14 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
         "GET": (403, 200, 200, 404, 401),
         "POST": (403, 403, 200, 404, 401),
     },
+    # the coverage calculator reads no project data: every signed-in user; without its
+    # required query parameters (n, alpha) the API answers 400
+    "coverage-calculator": {"GET": (200, 200, 200, 200, LOGIN)},
+    "api-coverage-calculator": {"GET": (400, 400, 400, 400, 401)},
+    # RCCS of a project's answers: reviewers read; the world's candidates carry no retrieval
+    # score or confidence, so the API refuses with 404 (rccs_not_available) and the page says why
+    "rccs-report": {"GET": (404, 200, 200, 404, LOGIN)},
+    "api-rccs": {"GET": (403, 404, 404, 404, 401)},
 }
 
 

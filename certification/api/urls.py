@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from certification.api import agreement, audit, calibration, derived, releases
+from certification.api import agreement, audit, calibration, coverage, derived, rccs, releases
 
 urlpatterns = [
     path(
@@ -97,4 +97,10 @@ urlpatterns += [
         releases.ReleaseTagListApi.as_view(),
         name="api-release-tag-list",
     ),
+    path(
+        "coverage-calculator/",
+        coverage.CoverageCalculatorApi.as_view(),
+        name="api-coverage-calculator",
+    ),
+    path("projects/<slug:slug>/rccs/", rccs.RCCSReportApi.as_view(), name="api-rccs"),
 ]

@@ -27,8 +27,10 @@ from certification.stats.selective_risk import NO_CERTIFIED_OPERATING_POINT
 
 #: Bump when the result's layout or any computation changes: it is part of the input hash, so
 #: the next refresh recomputes runs made by older code. 2: the ledger's composition boundary
-#: states its rule without pointing at a document.
-STATS_VERSION = 2
+#: states its rule without pointing at a document. 3: coverage variability is tie-aware (ties,
+#: tied_split, the simulation's reference and predicted_reason) and the conformal curve marks
+#: infinite M* (infinite, covered_unsolvable, curve_infinite).
+STATS_VERSION = 3
 CERTIFIED = "certified"
 
 

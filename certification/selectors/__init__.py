@@ -41,6 +41,7 @@ from certification.selectors.calibration import (
     parse_evaluator_field,
 )
 from certification.selectors.derived import Freshness, derived_freshness
+from certification.selectors.rccs import RCCS_PARTITIONS, rccs_report_get
 from certification.selectors.releases import (
     FREEZE_FORM_RUNS,
     RELEASE_STORAGE,
@@ -67,6 +68,8 @@ from certification.selectors.releases import (
 )
 
 __all__ = [
+    "RCCS_PARTITIONS",
+    "rccs_report_get",
     "Freshness",
     "derived_freshness",
     "AgreementView",

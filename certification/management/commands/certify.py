@@ -197,10 +197,30 @@ def report_lines(report: Mapping[str, Any]) -> Iterator[str]:
             f"of {grouping.get('n')}"
             + (f" ({grouping['reason']})" if grouping.get("reason") else "")
         )
+    yield from _ties_lines(result.get("dependence") or {})
     yield ""
     yield "Guarantee ledger"
     for row in result["ledger"]:
         yield f"  {row['title']}: {row['value']}"
+
+
+def _ties_lines(dependence: dict[str, Any]) -> Iterator[str]:
+    """The coverage section's tie note: which spreads apply when the scores are tied."""
+    ties = dependence.get("ties") or {}
+    if not ties.get("tied"):
+        return
+    yield (
+        f"Coverage spread: tied scores ({ties['tied_rows']} of {ties['n']} share a value, "
+        f"{ties['distinct']} distinct): the Beta and Beta-Binomial spreads do not apply"
+    )
+    split = dependence.get("tied_split") or {}
+    if split and not split.get("reason"):
+        yield (
+            f"  tie-aware (exact random-split law): mean {_n(split['mean'])}, sd {_n(split['sd'])}"
+        )
+    reason = (dependence.get("simulation") or {}).get("predicted_reason")
+    if reason:
+        yield f"  predicted excess: {reason}"
 
 
 class Command(BaseCommand):
