@@ -14,6 +14,7 @@ from django.http import QueryDict
 
 from labeling.exceptions import InvalidInput, MultipleValues
 from labeling.importers import formats
+from labeling.importers.claims import CLAIM_MODES
 from labeling.models import ItemStatus, Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
 from labeling.services.annotations import AnnotationInput, ClaimInput, EvidenceInput
@@ -70,6 +71,12 @@ class ImportForm(SingleValueForm):
 
     file = forms.FileField(help_text="A workload file; native is JSONL, one question per line.")
     format = forms.ChoiceField(initial="native")
+    claims = forms.ChoiceField(
+        required=False,
+        choices=[("", "the format's default: sentences"), *CLAIM_MODES.items()],
+        help_text="For formats whose answers come without claims (e.g. otel): how each answer "
+        "is split into claims. Formats that give their claims take the default.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

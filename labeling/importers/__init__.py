@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from labeling.importers.claims import ClaimSplitter
 from labeling.importers.native import read_jsonl
 from labeling.importers.schema import RecordError
 
@@ -78,9 +79,13 @@ class WorkloadFormat:
     """A readable input format: its name, what it reads, and the policy it implies.
 
     ``open(stream, filename)`` reads a file; ``open_directory(path)``, when set, reads a
-    directory (a release). ``policy_preset`` names the preset (``labeling.policy_presets``) of
-    the label policy a project created for the format starts with; a format whose files carry
-    their own policies sets ``RecordSource.policies``, which replace it.
+    directory (a release). A format whose answers come without claims sets
+    ``open_with_claims(stream, filename, splitter)``: the import reads it with the claim
+    splitting it chose (:class:`~labeling.importers.claims.ClaimSplitter`), and ``open`` reads
+    it with the default (sentences). ``policy_preset`` names the preset
+    (``labeling.policy_presets``) of the label policy a project created for the format starts
+    with; a format whose files carry their own policies sets ``RecordSource.policies``, which
+    replace it.
     """
 
     name: str
@@ -88,6 +93,7 @@ class WorkloadFormat:
     open: Callable[[IO[bytes], str], RecordSource]
     policy_preset: str = "source_relative"
     open_directory: Callable[[Path], RecordSource] | None = None
+    open_with_claims: Callable[[IO[bytes], str, ClaimSplitter], RecordSource] | None = None
 
 
 def _native(stream: IO[bytes], filename: str) -> RecordSource:
