@@ -102,7 +102,7 @@ def _native(stream: IO[bytes], filename: str) -> RecordSource:
 
 def formats() -> dict[str, WorkloadFormat]:
     """Return every known format by name."""
-    from labeling.importers import expertqa, faithbench, gsm8k, release
+    from labeling.importers import expertqa, faithbench, gsm8k, otel, release
 
     return {
         "native": WorkloadFormat(
@@ -113,5 +113,6 @@ def formats() -> dict[str, WorkloadFormat]:
         "faithbench": faithbench.FORMAT,
         "expertqa": expertqa.FORMAT,
         "gsm8k": gsm8k.FORMAT,
+        "otel": otel.FORMAT,
         "release": release.FORMAT,
     }
