@@ -26,6 +26,8 @@ from labeling.models import (
     CandidateAnswer,
     Claim,
     ImportBatch,
+    Job,
+    JobStatus,
     Project,
     Question,
     Role,
@@ -408,3 +410,22 @@ def test_the_command_refuses_a_bad_file_naming_file_line_and_field(tmp_path):
         )  # fmt: skip
     # one line that is not JSON by itself is read as one document: still its line
     assert err.getvalue().startswith("cut.jsonl: line 1: field (document): invalid JSON")
+
+
+def test_a_background_import_keeps_the_claims_choice(
+    login, project, settings, django_capture_on_commit_callbacks
+):
+    settings.JOB_IMPORT_BYTES = 10
+    client = login(Role.MANAGER)
+    upload = SimpleUploadedFile("traces.jsonl", GENAI.read_bytes())
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/p/study/import/", {"file": upload, "format": "otel", "claims": "whole"}
+        )
+    job = Job.objects.get()
+    assert response["Location"] == f"/p/study/jobs/{job.pk}/"
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    assert job.payload["claims"] == "whole"
+    assert job.result["notes"]["claim_splitting"]["mode"] == "whole"
+    assert Claim.objects.count() == 3
