@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from labeling.importers.claims import ClaimSplitter
+from labeling.importers.claims import CLAIM_MODES, ClaimSplitter
 from labeling.importers.native import read_jsonl
 from labeling.importers.schema import RecordError
 
@@ -94,6 +94,26 @@ class WorkloadFormat:
     policy_preset: str = "source_relative"
     open_directory: Callable[[Path], RecordSource] | None = None
     open_with_claims: Callable[[IO[bytes], str, ClaimSplitter], RecordSource] | None = None
+
+
+def claims_choice_error(format_name: str, claims: str | None) -> str | None:
+    """Return why ``claims`` cannot be the claim splitting of an import in ``format_name``.
+
+    None when it can: no choice (None), or a known choice for a format whose answers come
+    without claims (``open_with_claims`` set). An unknown format is left to the caller.
+    """
+    if claims is None:
+        return None
+    if claims not in CLAIM_MODES:
+        return f"unknown claim splitting {claims[:40]!r}; one of {list(CLAIM_MODES)}"
+    known = formats()
+    if format_name in known and known[format_name].open_with_claims is None:
+        splitting = sorted(name for name, f in known.items() if f.open_with_claims)
+        return (
+            f"the {format_name} format gives its own claims; claim splitting applies to the "
+            f"formats whose answers come without claims ({', '.join(splitting)})"
+        )
+    return None
 
 
 def _native(stream: IO[bytes], filename: str) -> RecordSource:

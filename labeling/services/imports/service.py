@@ -14,8 +14,14 @@ from django.db import connection, reset_queries, transaction
 
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
-from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat, formats
-from labeling.importers.claims import CLAIM_MODES, ClaimSplitter
+from labeling.importers import (
+    RecordSource,
+    SourcedRecord,
+    WorkloadFormat,
+    claims_choice_error,
+    formats,
+)
+from labeling.importers.claims import ClaimSplitter
 from labeling.importers.native import file_sha256 as stream_sha256
 from labeling.importers.schema import (
     PolicyVocabulary,
@@ -416,20 +422,10 @@ def _claim_splitter(fmt: WorkloadFormat, claims: str | None) -> ClaimSplitter | 
     Raises:
         InvalidInput: an unknown choice, or a choice for a format that gives its own claims.
     """
-    if claims is None:
-        return None
-    if claims not in CLAIM_MODES:
-        raise InvalidInput(
-            f"unknown claim splitting {echo(claims)}; one of {list(CLAIM_MODES)}", field="claims"
-        )
-    if fmt.open_with_claims is None:
-        splitting = sorted(name for name, f in formats().items() if f.open_with_claims)
-        raise InvalidInput(
-            f"the {fmt.name} format gives its own claims; claim splitting applies to the "
-            f"formats whose answers come without claims ({', '.join(splitting)})",
-            field="claims",
-        )
-    return ClaimSplitter(claims)
+    refused = claims_choice_error(fmt.name, claims)
+    if refused is not None:
+        raise InvalidInput(refused, field="claims")
+    return None if claims is None else ClaimSplitter(claims)
 
 
 def workload_import_directory(
