@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from labeling.importers.claims import CLAIM_MODES, ClaimSplitter
 from labeling.importers.native import read_jsonl
 from labeling.importers.schema import RecordError
 
@@ -78,9 +79,13 @@ class WorkloadFormat:
     """A readable input format: its name, what it reads, and the policy it implies.
 
     ``open(stream, filename)`` reads a file; ``open_directory(path)``, when set, reads a
-    directory (a release). ``policy_preset`` names the preset (``labeling.policy_presets``) of
-    the label policy a project created for the format starts with; a format whose files carry
-    their own policies sets ``RecordSource.policies``, which replace it.
+    directory (a release). A format whose answers come without claims sets
+    ``open_with_claims(stream, filename, splitter)``: the import reads it with the claim
+    splitting it chose (:class:`~labeling.importers.claims.ClaimSplitter`), and ``open`` reads
+    it with the default (sentences). ``policy_preset`` names the preset
+    (``labeling.policy_presets``) of the label policy a project created for the format starts
+    with; a format whose files carry their own policies sets ``RecordSource.policies``, which
+    replace it.
     """
 
     name: str
@@ -88,6 +93,27 @@ class WorkloadFormat:
     open: Callable[[IO[bytes], str], RecordSource]
     policy_preset: str = "source_relative"
     open_directory: Callable[[Path], RecordSource] | None = None
+    open_with_claims: Callable[[IO[bytes], str, ClaimSplitter], RecordSource] | None = None
+
+
+def claims_choice_error(format_name: str, claims: str | None) -> str | None:
+    """Return why ``claims`` cannot be the claim splitting of an import in ``format_name``.
+
+    None when it can: no choice (None), or a known choice for a format whose answers come
+    without claims (``open_with_claims`` set). An unknown format is left to the caller.
+    """
+    if claims is None:
+        return None
+    if claims not in CLAIM_MODES:
+        return f"unknown claim splitting {claims[:40]!r}; one of {list(CLAIM_MODES)}"
+    known = formats()
+    if format_name in known and known[format_name].open_with_claims is None:
+        splitting = sorted(name for name, f in known.items() if f.open_with_claims)
+        return (
+            f"the {format_name} format gives its own claims; claim splitting applies to the "
+            f"formats whose answers come without claims ({', '.join(splitting)})"
+        )
+    return None
 
 
 def _native(stream: IO[bytes], filename: str) -> RecordSource:
@@ -96,7 +122,7 @@ def _native(stream: IO[bytes], filename: str) -> RecordSource:
 
 def formats() -> dict[str, WorkloadFormat]:
     """Return every known format by name."""
-    from labeling.importers import expertqa, faithbench, gsm8k, release
+    from labeling.importers import expertqa, faithbench, gsm8k, otel, release
 
     return {
         "native": WorkloadFormat(
@@ -107,5 +133,6 @@ def formats() -> dict[str, WorkloadFormat]:
         "faithbench": faithbench.FORMAT,
         "expertqa": expertqa.FORMAT,
         "gsm8k": gsm8k.FORMAT,
+        "otel": otel.FORMAT,
         "release": release.FORMAT,
     }

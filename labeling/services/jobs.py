@@ -106,9 +106,17 @@ def job_start(
 
 
 def workload_import_job_start(
-    *, project: Project, stream: IO[bytes], format_name: str, filename: str, actor: Any
+    *,
+    project: Project,
+    stream: IO[bytes],
+    format_name: str,
+    filename: str,
+    actor: Any,
+    claims: str | None = None,
 ) -> Job:
     """Store an uploaded workload file and create the job that imports it.
+
+    ``claims`` is the import's claim splitting, passed on to ``workload_import_file``.
 
     The file is kept in the ``jobs`` storage until the job finishes; the import itself runs in
     the job, as one transaction, with the same checks and results as a synchronous import.
@@ -128,7 +136,12 @@ def workload_import_job_start(
             project=project,
             kind=JobKind.WORKLOAD_IMPORT,
             actor=actor,
-            payload={"format": format_name, "filename": filename, "upload": name},
+            payload={
+                "format": format_name,
+                "filename": filename,
+                "upload": name,
+                "claims": claims,
+            },
             total=size,
             message=f"import of {filename}",
         )
@@ -324,6 +337,7 @@ def _run_import(job: Job, progress: _Progress) -> dict[str, Any]:
             filename=payload["filename"],
             actor=job.actor,
             progress=progress.add,
+            claims=payload.get("claims"),
         )
     return _import_result(result)
 

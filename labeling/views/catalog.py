@@ -313,6 +313,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
             "format_name": form.cleaned_data["format"],
             "filename": upload.name or "upload",
             "actor": signed_in_user(request),
+            "claims": form.cleaned_data["claims"] or None,
         }
         if workload_import_in_background(upload.size):
             # A large file is imported by a background job; its page shows the progress.

@@ -14,7 +14,14 @@ from django.db import connection, reset_queries, transaction
 
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
-from labeling.importers import RecordSource, SourcedRecord, formats
+from labeling.importers import (
+    RecordSource,
+    SourcedRecord,
+    WorkloadFormat,
+    claims_choice_error,
+    formats,
+)
+from labeling.importers.claims import ClaimSplitter
 from labeling.importers.native import file_sha256 as stream_sha256
 from labeling.importers.schema import (
     PolicyVocabulary,
@@ -374,15 +381,21 @@ def workload_import_file(
     filename: str,
     actor: AbstractBaseUser | None = None,
     progress: Callable[[int], object] | None = None,
+    claims: str | None = None,
 ) -> ImportResult:
     """Read a seekable binary file in ``format_name`` and import it with :func:`workload_import`.
 
     The one entry point of the command, the upload page and the API. ``progress`` (optional) is
-    called with the number of bytes read so far in each step, e.g. ``tqdm.update``.
+    called with the number of bytes read so far in each step, e.g. ``tqdm.update``. ``claims``
+    is the claim splitting (a key of :data:`~labeling.importers.claims.CLAIM_MODES`) of a format
+    whose answers come without claims; None takes the default (sentences). The batch report
+    records it (``notes.claim_splitting``).
 
     Raises:
         NotFound, PermissionDenied: as :func:`workload_import` (before the file is read).
-        InvalidInput: ``format_name`` is not a known format, or the project has no policy.
+        InvalidInput: ``format_name`` is not a known format, ``claims`` is unknown or given for
+            a format that carries its own claims (field ``claims``), or the project has no
+            policy.
         WorkloadImportFailed: invalid records; nothing was written.
     """
     require_role(
@@ -392,11 +405,27 @@ def workload_import_file(
     if format_name not in known:
         raise InvalidInput(f"unknown format {echo(format_name)}; one of {sorted(known)}")
     fmt = known[format_name]
+    splitter = _claim_splitter(fmt, claims)
     digest = stream_sha256(stream)
     # The counting wrapper reads like the stream it wraps (the readers use only these methods).
     counted = stream if progress is None else cast(IO[bytes], _CountingStream(stream, progress))
-    source = fmt.open(counted, filename)
+    if fmt.open_with_claims is not None:
+        source = fmt.open_with_claims(counted, filename, splitter or ClaimSplitter())
+    else:
+        source = fmt.open(counted, filename)
     return _import_source(project, source, fmt.name, filename, source.digest or digest, actor)
+
+
+def _claim_splitter(fmt: WorkloadFormat, claims: str | None) -> ClaimSplitter | None:
+    """Return the splitter of the import's ``claims`` choice (None when not chosen).
+
+    Raises:
+        InvalidInput: an unknown choice, or a choice for a format that gives its own claims.
+    """
+    refused = claims_choice_error(fmt.name, claims)
+    if refused is not None:
+        raise InvalidInput(refused, field="claims")
+    return None if claims is None else ClaimSplitter(claims)
 
 
 def workload_import_directory(

@@ -276,5 +276,6 @@ def test_every_format_names_a_preset():
         "faithbench": "faithbench",
         "expertqa": "expertqa",
         "gsm8k": "gsm8k",
+        "otel": "source_relative",
         "release": "source_relative",
     }
