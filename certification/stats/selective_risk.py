@@ -158,7 +158,8 @@ def _check_losses(losses: ArrayLike, n: int, bounded: bool) -> NDArray[Any]:
         bad = np.flatnonzero(~((values >= 0) & (values <= 1)))
         if bad.size:
             raise StatsError(
-                f"losses[{int(bad[0])}]={float(values[bad[0]])!r} is outside [0, 1] (a bounded loss)"
+                f"losses[{int(bad[0])}]={float(values[bad[0]])!r} is outside [0, 1] "
+                "(a bounded loss)"
             )
         return values
     if not np.all((array == 0) | (array == 1)):
