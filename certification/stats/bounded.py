@@ -70,7 +70,7 @@ def _check_totals(
 
 
 def _log_p(
-    sums: NDArray[np.float64], counts: NDArray[np.int64], alpha: float
+    sums: NDArray[np.float64], counts: NDArray[np.int64], alpha: float | NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """The log of p_HB elementwise for n >= 1 (see the module docstring); alpha may be an array."""
     risk = sums / counts
@@ -80,7 +80,8 @@ def _log_p(
     log_hoeffding = -counts * h1
     errors = np.ceil(sums)
     log_bentkus = 1.0 + _st.binom.logcdf(errors, counts, alpha)
-    return np.minimum(np.minimum(log_hoeffding, log_bentkus), 0.0)
+    log_p: NDArray[np.float64] = np.minimum(np.minimum(log_hoeffding, log_bentkus), 0.0)
+    return log_p
 
 
 def hoeffding_bentkus_p_values(
