@@ -204,18 +204,20 @@ def _loss(value: Any, method: str) -> tuple[str, str]:
     field = value.get("field")
     if source != Loss.CANDIDATE_FIELD:
         if field is not None:
-            raise InvalidSpec("loss.field", f"is only for the candidate_field source ({source})")
+            raise InvalidSpec(
+                "loss.field", f"a candidate field is only for the candidate_field source ({source})"
+            )
         return source, ""
     text = field.strip() if isinstance(field, str) else ""
     key = text[len(LOSS_METADATA_PREFIX) :] if text.startswith(LOSS_METADATA_PREFIX) else ""
     if not (text in LOSS_CANDIDATE_FIELDS or key.strip()):
         raise InvalidSpec(
             "loss.field",
-            f"must be one of {', '.join(LOSS_CANDIDATE_FIELDS)} or 'metadata.<key>' (a number "
-            f"in [0, 1] of each candidate), got {field!r}",
+            f"the candidate field must be one of {', '.join(LOSS_CANDIDATE_FIELDS)} or "
+            f"'metadata.<key>' (a number in [0, 1] of each candidate), got {field!r}",
         )
     if len(text) > MAX_LOSS_FIELD:
-        raise InvalidSpec("loss.field", f"at most {MAX_LOSS_FIELD} characters")
+        raise InvalidSpec("loss.field", f"the candidate field: at most {MAX_LOSS_FIELD} characters")
     return source, text
 
 
