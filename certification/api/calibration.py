@@ -89,7 +89,8 @@ class LossField(serializers.Field):
     """
 
     default_error_messages = {
-        "invalid": 'Must be a loss name or an object {"kind": "bounded", "source": ...}.'
+        # (braces doubled: DRF formats the message)
+        "invalid": 'Must be a loss name or an object {{"kind": "bounded", "source": ...}}.'
     }
 
     def to_internal_value(self, data: Any) -> Any:

@@ -345,8 +345,10 @@ def assumptions(facts: LedgerFacts) -> str:
         )
     if facts.conformal is not None:
         assumed.append("exchangeable calibration and test questions (conformal sets)")
+    joined = "; ".join(assumed)
+    # upper-case the first letter only: the names in the sentence keep their capitals
     text = (
-        "; ".join(assumed).capitalize() + "; resolved labels taken as correct. The partition is "
+        joined[:1].upper() + joined[1:] + "; resolved labels taken as correct. The partition is "
         "grouped by shared sources / group keys (a leakage discipline, not a proof of "
         "independence)."
     )
