@@ -8,12 +8,14 @@ Hoeffding–Bentkus formula written out in tests/certification/stats/test_bounde
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import random
 import re
 
 import pytest
+from django.core.management import call_command
 
 from certification.contract import SPEC_FIELDS, decimal_text
 from certification.exceptions import InvalidSpec
@@ -437,3 +439,22 @@ def test_the_spec_form_shows_loss_errors(claims_project, login, change, text):
     assert response.status_code == 400
     assert text in response.content.decode()
     assert not CalibrationSpec.objects.exists()
+
+
+def test_the_certify_command_prints_the_loss_totals(project):
+    rows = [(1.0, "admissible", ("supported", "not_supported"))] * 30 + [
+        (1.0, "admissible", ("supported",))
+    ] * 30
+    calibration_project(project, {"calibration": records("c", rows)})
+    spec = make_spec(project, loss=SHARE, thresholds=[1.0], alpha="0.5")
+    out = io.StringIO()
+    call_command("certify", "--project", "study", "--spec", str(spec.pk), stdout=out)
+    lines = out.getvalue().splitlines()
+    assert (
+        "  loss bounded in [0, 1]: unsupported_claim_share; Hoeffding–Bentkus p-values and "
+        "bounds; total loss of used answers 15"
+    ) in lines
+    header = next(line for line in lines if line.strip().startswith("#"))
+    assert header.split()[:4] == ["#", "threshold", "m", "loss"]
+    row = lines[lines.index(next(line for line in lines if line.strip().startswith("#"))) + 2]
+    assert row.split()[:5] == ["0", "1.0", "60", "15", "60"]
