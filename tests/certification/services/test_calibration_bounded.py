@@ -458,3 +458,20 @@ def test_the_certify_command_prints_the_loss_totals(project):
     assert header.split()[:4] == ["#", "threshold", "m", "loss"]
     row = lines[lines.index(next(line for line in lines if line.strip().startswith("#"))) + 2]
     assert row.split()[:5] == ["0", "1.0", "60", "15", "60"]
+
+
+def test_the_revise_form_starts_from_a_candidate_field_loss(project, login):
+    client = login("manager")
+    spec = make_spec(
+        project, loss={"kind": "bounded", "source": "candidate_field", "field": "metadata.loss"}
+    )
+    page = client.get(f"{PAGES}/specs/{spec.pk}/revise/").content.decode()
+    assert '<option value="candidate_field" selected>' in page
+    assert 'value="metadata.loss"' in page
+    response = client.post(
+        f"{PAGES}/specs/{spec.pk}/revise/",
+        {**FORM, "name": spec.name, "loss": "candidate_field", "loss_field": "metadata.other"},
+    )
+    assert response.status_code == 302
+    new = CalibrationSpec.objects.get(previous=spec)
+    assert (new.loss, new.loss_field) == ("candidate_field", "metadata.other")
