@@ -13,6 +13,7 @@ from certification.certificates.calculator import (
     MAX_SIZE,
     coverage_inputs_check,
 )
+from certification.certificates.contract import BOUNDED_LOSS_SOURCES
 from certification.contract import spec_content
 from certification.models import (
     Acceptance,
@@ -57,7 +58,18 @@ class CalibrationSpecForm(SingleValueForm):
         help_text="Population, source snapshot, generation policy: what the ledger should say.",
     )
     method = forms.ChoiceField(choices=CalibrationMethod.choices)
-    loss = forms.ChoiceField(choices=Loss.choices, initial=Loss.ANSWER_INADMISSIBLE)
+    loss = forms.ChoiceField(
+        choices=Loss.choices,
+        initial=Loss.ANSWER_INADMISSIBLE,
+        help_text="0/1 losses use the exact binomial test; bounded losses in [0, 1] (selective "
+        "risk only) the Hoeffding–Bentkus test.",
+    )
+    loss_field = forms.CharField(
+        required=False,
+        max_length=300,
+        help_text="For the candidate_field loss only: acceptance_score, confidence, "
+        "retrieval_score or metadata.<key>, a number in [0, 1] of each candidate.",
+    )
     denominator = forms.ChoiceField(
         choices=Denominator.choices, initial=Denominator.ACCEPTED_ANSWERS
     )
@@ -122,14 +134,31 @@ class CalibrationSpecForm(SingleValueForm):
     def initial_from(cls, spec: CalibrationSpec) -> dict[str, Any]:
         """Initial values that reproduce ``spec`` (for a revision)."""
         content = spec_content(spec)
+        content["loss"], content["loss_field"] = spec.loss, spec.loss_field
         content["thresholds"] = ", ".join(repr(t) for t in content["thresholds"])
         content["stopping_delta"] = content["stopping_delta"] or ""
         return {"name": spec.name, **content}
 
+    def clean(self) -> dict[str, Any]:
+        """Refuse a candidate field given with a loss that reads none."""
+        cleaned = super().clean()
+        if cleaned.get("loss_field") and cleaned.get("loss") not in BOUNDED_LOSS_SOURCES:
+            self.add_error("loss_field", "only a bounded loss (candidate_field) reads a field")
+        return cleaned
+
     def contract(self) -> dict[str, Any]:
-        """The cleaned values as the services take them (``name`` left out)."""
+        """The cleaned values as the services take them (``name`` left out).
+
+        A bounded loss becomes its object ``{"kind": "bounded", "source": ..., "field": ...}``
+        (``field`` when one was typed).
+        """
         data = dict(self.cleaned_data)
         data.pop("name", None)
+        field = data.pop("loss_field", "")
+        if data["loss"] in BOUNDED_LOSS_SOURCES:
+            data["loss"] = {"kind": "bounded", "source": data["loss"]}
+            if field:
+                data["loss"]["field"] = field
         return data
 
 

@@ -98,13 +98,16 @@ def selective_risk_svg(result: Mapping[str, Any]) -> str | None:
     alpha = float(section["alpha"])
     figure = Figure(figsize=(WIDTH, HEIGHT))
     ax = figure.subplots()
-    ax.plot(x, risk, marker="o", markersize=3, label="empirical risk k/denominator")
+    bounded = section.get("p_value_test") == "hoeffding_bentkus"
+    risk_label = "mean loss: loss total/denominator" if bounded else "empirical risk k/denominator"
+    ax.plot(x, risk, marker="o", markersize=3, label=risk_label)
     ax.plot(
         x,
         bound,
         marker="^",
         markersize=3,
-        label=f"upper bound ({float(section['bound_confidence']):.4g} one-sided)",
+        label=f"{'Hoeffding–Bentkus ' if bounded else ''}upper bound "
+        f"({float(section['bound_confidence']):.4g} one-sided)",
     )
     ax.axhline(alpha, color="black", linestyle="--", linewidth=1, label=f"alpha = {alpha:g}")
     certified = [r for r in rows if r["certified"]]

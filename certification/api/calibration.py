@@ -12,6 +12,7 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
+    extend_schema_field,
 )
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -51,12 +52,66 @@ FROZEN = OpenApiResponse(
 )
 
 
+#: The schema of a spec's ``loss``: a 0/1 loss's name or a bounded loss's object.
+LOSS_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "string",
+            "enum": ["answer_inadmissible", "any_error"],
+            "description": "A 0/1 loss (exact binomial test).",
+        },
+        {
+            "type": "object",
+            "description": "A loss bounded in [0, 1] (Hoeffding–Bentkus test; selective risk "
+            "only). field: acceptance_score, confidence, retrieval_score or metadata.<key>, "
+            "for the candidate_field source only.",
+            "properties": {
+                "kind": {"type": "string", "enum": ["bounded"]},
+                "source": {
+                    "type": "string",
+                    "enum": ["unsupported_claim_share", "candidate_field"],
+                },
+                "field": {"type": "string"},
+            },
+            "required": ["kind", "source"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
+@extend_schema_field(LOSS_SCHEMA)
+class LossField(serializers.Field):
+    """A spec's ``loss``: a string (0/1 loss) or a JSON object (bounded loss), passed through.
+
+    Anything else is a 400 naming ``loss``; what the string or object must say is the
+    service's rule (``spec_clean``), which names ``loss``, ``loss.source`` or ``loss.field``.
+    """
+
+    default_error_messages = {
+        # (braces doubled: DRF formats the message)
+        "invalid": 'Must be a loss name or an object {{"kind": "bounded", "source": ...}}.'
+    }
+
+    def to_internal_value(self, data: Any) -> Any:
+        """Accept a ``str`` or a ``dict`` of strings; refuse anything else."""
+        if isinstance(data, str):
+            return data
+        if isinstance(data, dict) and all(isinstance(v, str) for v in data.values()):
+            return dict(data)
+        self.fail("invalid")
+
+    def to_representation(self, value: Any) -> Any:
+        """The contract's value as it is (a string or an object)."""
+        return value
+
+
 class SpecInputSerializer(serializers.Serializer):
     """The contract; every field optional here (defaults, and the rules, are the service's)."""
 
     description = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     method = StrictCharField(required=False)
-    loss = StrictCharField(required=False)
+    loss = LossField(required=False)
     denominator = StrictCharField(required=False)
     alpha = StrictCharField(required=False, help_text='A decimal in (0, 1), e.g. "0.1".')
     delta = StrictCharField(required=False)
@@ -116,7 +171,7 @@ class SpecOutputSerializer(serializers.Serializer):
     created_by = serializers.CharField(allow_null=True)
     description = serializers.CharField()
     method = serializers.CharField()
-    loss = serializers.CharField()
+    loss = LossField()
     denominator = serializers.CharField()
     alpha = serializers.CharField()
     delta = serializers.CharField()

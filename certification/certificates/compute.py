@@ -69,7 +69,8 @@ def _dependence(
     if terms.conformal:
         return coverage_variability(cal.prepared, test.prepared, m_star, terms)
     used = [u for u in cal.units if u.excluded is None and u.candidate is not None]
-    return {"grouping": design_effect([float(u.loss or 0) for u in used], [u.group for u in used])}
+    losses = [float((u.bounded_loss if terms.bounded else u.loss) or 0) for u in used]
+    return {"grouping": design_effect(losses, [u.group for u in used])}
 
 
 def calibration_result_compute(

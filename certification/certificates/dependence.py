@@ -37,10 +37,10 @@ SIMULATION_POOLS = 20
 
 
 def design_effect(values: Sequence[float], groups: Sequence[str]) -> dict[str, Any]:
-    """Return ICC(1) of a 0/1 indicator within groups, the design effect and the effective n.
+    """Return ICC(1) of a per-unit value within groups, the design effect and the effective n.
 
     Args:
-        values: shape (n,), the indicator (0.0 or 1.0) per unit.
+        values: shape (n,), the indicator (0.0 or 1.0) or the bounded loss in [0, 1] per unit.
         groups: shape (n,), the unit's group key.
 
     Returns:

@@ -28,6 +28,8 @@ from certification.selectors.audit import (
 from certification.selectors.calibration import (
     CANDIDATE_SCORE_FIELDS,
     EVALUATOR_PREFIX,
+    LOSS_CANDIDATE_FIELDS,
+    LOSS_METADATA_PREFIX,
     calibration_inputs,
     calibration_run_get,
     calibration_run_latest,
@@ -77,6 +79,8 @@ __all__ = [
     "AuditView",
     "CANDIDATE_SCORE_FIELDS",
     "EVALUATOR_PREFIX",
+    "LOSS_CANDIDATE_FIELDS",
+    "LOSS_METADATA_PREFIX",
     "FREEZE_FORM_RUNS",
     "LevelView",
     "PairView",

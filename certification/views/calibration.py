@@ -133,6 +133,12 @@ def calibration_spec_detail(request: HttpRequest, slug: str, spec_id: int) -> Ht
 def _contract_rows(spec: CalibrationSpec) -> list[tuple[str, Any]]:
     """The spec's contract as (field, value) rows for the page."""
     data = calibration_spec_json(spec)
+    loss = data["loss"]
+    if isinstance(loss, dict):
+        field = f" ({loss['field']})" if "field" in loss else ""
+        data["loss"] = f"bounded in [0, 1]: {loss['source']}{field} · Hoeffding–Bentkus test"
+    else:
+        data["loss"] = f"{loss} (0/1) · exact binomial test"
     hidden = {"id", "name", "version", "previous", "created_at", "created_by"}
     return [(key, value) for key, value in data.items() if key not in hidden]
 

@@ -95,6 +95,14 @@ def report_lines(report: Mapping[str, Any]) -> Iterator[str]:
             yield f"  no certified operating point: {s['reason']}"
         counts = s["counts"]
         excluded = ", ".join(f"{k} {v}" for k, v in counts["excluded"].items()) or "none"
+        bounded = s.get("p_value_test") == "hoeffding_bentkus"
+        if bounded:
+            loss = s["loss"]
+            field = f" ({loss['field']})" if "field" in loss else ""
+            yield (
+                f"  loss bounded in [0, 1]: {loss['source']}{field}; Hoeffding–Bentkus p-values "
+                f"and bounds; total loss of used answers {_n(counts['loss_sum'])}"
+            )
         yield (
             f"  alpha {s['alpha']}  delta {s['delta']}  {s['multiplicity']}  per-test level "
             f"{_n(s['test_level'], 6)}  bound confidence {_n(s['bound_confidence'], 6)}"
@@ -108,7 +116,7 @@ def report_lines(report: Mapping[str, Any]) -> Iterator[str]:
                 str(r["index"]),
                 str(r["threshold"]),
                 str(r["accepted"]),
-                str(r["errors"]),
+                _n(r["loss_sum"]) if bounded else str(r["errors"]),
                 str(r["denominator"]),
                 _n(r["risk"]),
                 _n(r["p_value"], 6),
@@ -122,7 +130,9 @@ def report_lines(report: Mapping[str, Any]) -> Iterator[str]:
             for r in s["rows"]
         ]
         for line in _table(
-            ["#", "threshold", "m", "k", "denom", "risk", "p-value", "upper", "decision"], rows
+            ["#", "threshold", "m", "loss" if bounded else "k", "denom", "risk", "p-value"]
+            + ["upper", "decision"],
+            rows,
         ):
             yield "  " + line
     c = result.get("conformal")
