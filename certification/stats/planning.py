@@ -1,0 +1,613 @@
+"""Label budget planning: how many more calibration labels a spec needs if its observed rates held.
+
+A plan is not a certificate. It assumes that the rates observed on the resolved calibration
+labels (answer rate, error rate, share of unsolvable questions) hold for the labels still to
+come; the certificate is computed only from real labels, and a plan's figures are what a team
+uses to size a labelling budget before spending it.
+
+**Selective risk** (Learn then Test, Angelopoulos, Bates, Candès, Jordan and Lei 2021,
+arXiv:2110.01052, sections 3–4: the binomial p-value p = P[Binomial(m, alpha) <= k] of
+H: risk > alpha, tested at delta / M with Bonferroni or at delta in a fixed sequence). For
+threshold j the certificate tests k_j errors out of a denominator d_j (the accepted answers, or
+every eligible unit) among n calibration units. With N more units:
+
+- *the observed rates held*: the denominator becomes d_j + floor(N d_j / n) and the errors
+  ceil(k_j d' / d_j) (the error rate k_j / d_j held, rounded up: a planned error is never
+  dropped). The plan is the smallest N at which the certificate's own test certifies j (for
+  fixed-sequence testing, every threshold before j as well), found by an exact search over the
+  test's inverse (the smallest denominator that passes with e errors, per e).
+- *the chance of certifying*: each new unit is, independently, in the denominator with
+  probability d_j / n and an error with probability k_j / n. With A ~ Binomial(N, d_j / n) new
+  denominator units and E | A ~ Binomial(A, k_j / d_j) new errors,
+  P(certify) = sum_A P(A) P(k_j + E <= e_max(d_j + A)), e_max(D) the most errors that pass
+  with denominator D. Exact for Bonferroni; for fixed-sequence testing (where j needs every
+  earlier threshold to pass too) the figure is an upper bound, the chance that j's own test
+  passes.
+- A threshold whose observed rate is at least alpha never certifies at that rate when the test
+  level is below 1/2: a median of Binomial(m, alpha) is at most ceil(m alpha), so
+  p >= 1/2 whenever k >= ceil(m alpha) (and any more conservative p-value, e.g.
+  Hoeffding–Bentkus, is larger still).
+
+**Conformal sets** (split conformal, Vovk, Gammerman and Shafer 2005; Angelopoulos and Bates
+2021, "A gentle introduction to conformal prediction", arXiv:2107.07511, section 1): with n
+calibration scores M* is the k-th smallest, k = ceil((n+1)(1-alpha)), infinite when k > n and
+also when fewer than k scores are finite (unsolvable questions score infinity). The smallest n
+with k <= n is ceil(1/alpha) - 1, whatever the scores; if the observed share of solvable
+questions f / n held, M* is finite from the smallest n + N with f + floor(N f / n) >= k(n + N),
+and never when the unsolvable share is at least alpha. The reliability level
+#{s_i <= 1} / (n+1) (Mouzouni 2026, Definition 2.4) has expectation c (n+N) / (n (n+N+1)) at
+n + N questions if the observed share c / n of admissible modes held.
+
+The p-value is a parameter (``p_values``, default
+:func:`~certification.stats.selective_risk.binomial_p_values`) so a certificate with another
+p-value for the same hypotheses is planned with the same search; it must be non-decreasing in
+the errors and non-increasing in the denominator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats as _st
+
+from certification.stats.conformal.scores import AlphaLike
+from certification.stats.conformal.threshold import conformal_index, exact_alpha
+from certification.stats.errors import StatsError
+from certification.stats.intervals import check_count, check_open_unit
+from certification.stats.selective_risk import Method, binomial_p_values
+
+__all__ = [
+    "MAX_ADDITIONAL",
+    "ConformalPlan",
+    "PValues",
+    "SelectivePlan",
+    "ThresholdPlan",
+    "conformal_plan",
+    "expected_reliability",
+    "selective_plan",
+]
+
+#: p-values of H: risk > alpha for (errors, denominators, alpha) arrays, as
+#: :func:`~certification.stats.selective_risk.binomial_p_values`.
+PValues = Callable[[ArrayLike, ArrayLike, float], NDArray[np.float64]]
+
+#: The largest number of additional calibration units a plan searches: a threshold that needs
+#: more is reported as not certifiable within this budget (a search bound, not a statistic).
+MAX_ADDITIONAL = 100_000
+
+
+# -- the test, inverted -----------------------------------------------------------------------
+class _Test:
+    """The certificate's p-value test at one level, with its two inverses (cached).
+
+    ``min_denominator(e)``: the smallest d with p(e, d) <= level; ``max_errors(d)``: the most
+    errors e with p(e, d) <= level (-1 when none). Both rely on p being non-decreasing in e and
+    non-increasing in d.
+    """
+
+    def __init__(self, alpha: float, level: float, p_values: PValues) -> None:
+        self.alpha, self.level, self.p_values = alpha, level, p_values
+        self._min: dict[int, int] = {}
+
+    def passes(
+        self, errors: NDArray[np.int64], denominators: NDArray[np.int64]
+    ) -> NDArray[np.bool_]:
+        return np.asarray(self.p_values(errors, denominators, self.alpha) <= self.level)
+
+    def min_denominator(self, errors: NDArray[np.int64]) -> NDArray[np.int64]:
+        missing = np.array(sorted({int(e) for e in errors} - set(self._min)), dtype=np.int64)
+        if missing.size:
+            for e, d in zip(
+                missing.tolist(), self._bisect_denominator(missing).tolist(), strict=True
+            ):
+                self._min[e] = d
+        return np.array([self._min[int(e)] for e in errors], dtype=np.int64)
+
+    def _bisect_denominator(self, errors: NDArray[np.int64]) -> NDArray[np.int64]:
+        # Start above Hoeffding's bound exp(-2 (alpha d - e)^2 / d) <= level, which every
+        # binomial (and Hoeffding–Bentkus) p-value is below; double where it does not pass yet.
+        half_log = math.log(1.0 / self.level) / 2.0
+        root = (math.sqrt(half_log) + np.sqrt(half_log + 4.0 * self.alpha * errors)) / (
+            2.0 * self.alpha
+        )
+        high = np.maximum(errors, np.ceil(root**2).astype(np.int64)) + 1
+        for _ in range(64):
+            failing = ~self.passes(errors, high)
+            if not failing.any():
+                break
+            high = np.where(failing, high * 2, high)
+        else:  # pragma: no cover - a p-value that never falls below the level
+            raise StatsError("the p-value never falls below the test level")
+        low = errors - 1  # d < e is impossible, so d = e - 1 counts as failing
+        while True:
+            active = high - low > 1
+            if not active.any():
+                return high
+            mid = (low + high) // 2
+            ok = self.passes(errors[active], mid[active])
+            high[active] = np.where(ok, mid[active], high[active])
+            low[active] = np.where(ok, low[active], mid[active])
+
+    def _max_errors_at(self, denominator: int) -> int:
+        low, high = -1, denominator + 1  # -1 always "passes", d + 1 errors never exist
+        while high - low > 1:
+            mid = (low + high) // 2
+            if self.passes(np.array([mid]), np.array([denominator]))[0]:
+                low = mid
+            else:
+                high = mid
+        return low
+
+    def max_errors(self, first: int, last: int) -> NDArray[np.int64]:
+        """e_max(d) for every d in [first, last] (non-decreasing in d)."""
+        low, high = self._max_errors_at(first), self._max_errors_at(last)
+        start = max(low, 0)
+        table = self.min_denominator(np.arange(start, high + 2, dtype=np.int64))
+        d = np.arange(first, last + 1, dtype=np.int64)
+        return start - 1 + np.searchsorted(table, d, side="right").astype(np.int64)
+
+
+# -- one threshold under the observed rates ---------------------------------------------------
+@dataclass(frozen=True)
+class _Rates:
+    n: int
+    d: int
+    k: int
+
+    def denominator(self, more: int) -> int:
+        return self.d + (more * self.d) // self.n
+
+    def errors(self, denominator: int) -> int:
+        return -((-self.k * denominator) // self.d) if self.d else 0
+
+    def first_more(self, denominator: int) -> int:
+        """The smallest N with d + floor(N d / n) >= denominator (d > 0)."""
+        return max(0, -((-(denominator - self.d) * self.n) // self.d))
+
+
+def _first_passing_denominator(test: _Test, rates: _Rates, start: int, cap: int) -> int | None:
+    """The smallest D in [start, cap] that passes with ceil(k D / d) errors, or None.
+
+    The errors are constant, equal to e, on D in ((e-1) d / k, e d / k]; there D passes iff
+    D >= min_denominator(e). Error counts are scanned in doubling blocks.
+    """
+    d, k = rates.d, rates.k
+    if k == 0:
+        found = max(start, int(test.min_denominator(np.array([0]))[0]))
+        return found if found <= cap else None
+    first, last = rates.errors(start), rates.errors(cap)
+    size = 64
+    while first <= last:
+        e = np.arange(first, min(first + size, last + 1), dtype=np.int64)
+        low = np.maximum(start, (e - 1) * d // k + 1)
+        high = np.minimum(cap, e * d // k)
+        candidate = np.maximum(low, test.min_denominator(e))
+        hits = np.flatnonzero(candidate <= high)
+        if hits.size:
+            return int(candidate[hits[0]])
+        first, size = int(e[-1]) + 1, size * 2
+    return None
+
+
+def _never_reason(rates: _Rates, alpha: float, level: float) -> str | None:
+    if rates.n == 0:
+        return "no calibration unit is resolved yet: there is no observed rate to plan from"
+    if rates.d == 0:
+        return (
+            "accepts no calibration answer: at the observed answer rate (0) more units never "
+            "reach it"
+        )
+    if level < 0.5 and rates.k >= alpha * rates.d:
+        return (
+            f"observed error rate {rates.k}/{rates.d} = {rates.k / rates.d:.4g} is at least "
+            f"alpha = {alpha:g}: at that rate no number of labels certifies it"
+        )
+    return None
+
+
+def _next_more(
+    test: _Test, rates: _Rates, more: int, budget: int, alpha: float
+) -> tuple[int | None, str | None]:
+    """The smallest N' >= more at which this threshold's own test passes, or (None, reason)."""
+    reason = _never_reason(rates, alpha, test.level)
+    if reason is not None:
+        return None, reason
+    found = _first_passing_denominator(
+        test, rates, rates.denominator(more), rates.denominator(budget)
+    )
+    if found is None:
+        return None, f"not certifiable within {budget:,} more units at the observed rates"
+    return max(more, rates.first_more(found)), None
+
+
+def _probability(test: _Test, rates: _Rates, more: int) -> float:
+    """P(this threshold's own test passes with ``more`` units), under the observed rates."""
+    n, d, k = rates.n, rates.d, rates.k
+    if d == 0:
+        return float(test.passes(np.array([k]), np.array([d]))[0])
+    added = np.arange(more + 1, dtype=np.int64)
+    weights = _st.binom.pmf(added, more, d / n)
+    kept = np.flatnonzero(weights > 0)  # the rest underflow to exactly 0
+    added, weights = added[kept[0] : kept[-1] + 1], weights[kept[0] : kept[-1] + 1]
+    allowed = test.max_errors(d + int(added[0]), d + int(added[-1])) - k
+    inside = _st.binom.cdf(allowed, added, k / d)
+    return float(min(1.0, max(0.0, float(np.dot(weights, inside)))))
+
+
+# -- selective risk ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ThresholdPlan:
+    """One threshold's plan.
+
+    Attributes:
+        index: position in the prespecified family (0-based).
+        denominator: d_j, the certificate's denominator now (accepted answers or units).
+        errors: k_j, errors now.
+        rate: k_j / d_j in [0, 1], None when d_j = 0.
+        certified_now: whether the certificate certifies it on the current labels.
+        additional: the smallest number of additional calibration units that certifies it if the
+            observed rates held (0 when certified now), or None (see ``reason``).
+        planned_denominator: d at ``additional`` more units, or None.
+        planned_errors: errors at ``additional`` more units, or None.
+        probability_at_plan: P(certify) with ``additional`` more units, in [0, 1], or None.
+        probability_at_n_more: P(certify) with the plan's ``n_more`` units, or None.
+        reason: why ``additional`` is None, or None.
+    """
+
+    index: int
+    denominator: int
+    errors: int
+    rate: float | None
+    certified_now: bool
+    additional: int | None
+    planned_denominator: int | None
+    planned_errors: int | None
+    probability_at_plan: float | None
+    probability_at_n_more: float | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class SelectivePlan:
+    """The label budget plan of a selective-risk certificate.
+
+    Attributes:
+        alpha: target selective risk in (0, 1).
+        delta: family-wise failure probability in (0, 1).
+        method: ``"bonferroni"`` or ``"fixed_sequence"``.
+        n: calibration units now.
+        n_thresholds: M.
+        test_level: delta / M (Bonferroni) or delta (fixed sequence).
+        zero_error_minimum: the smallest denominator that certifies with zero errors (the
+            certificate's "needs at least ... accepted answers").
+        n_more: the budget the ``probability_at_n_more`` column is for, or None.
+        budget: the largest number of additional units searched.
+        probability_is_bound: True for fixed-sequence testing, where the probabilities are upper
+            bounds (at the plan: the chance that the threshold's own test passes; at ``n_more``:
+            the smallest such chance over it and the thresholds before it).
+        rows: one :class:`ThresholdPlan` per threshold, in family order.
+    """
+
+    alpha: float
+    delta: float
+    method: Method
+    n: int
+    n_thresholds: int
+    test_level: float
+    zero_error_minimum: int
+    n_more: int | None
+    budget: int
+    probability_is_bound: bool
+    rows: tuple[ThresholdPlan, ...]
+
+
+def _check_n_more(n_more: int | None, budget: int) -> int | None:
+    if n_more is None:
+        return None
+    more = check_count(n_more, name="n_more")
+    if more > budget:
+        raise StatsError(f"n_more must be at most {budget:,}, got {more:,}")
+    return more
+
+
+def _fixed_sequence_plans(
+    test: _Test, rates: Sequence[_Rates], budget: int, alpha: float
+) -> list[tuple[int | None, str | None]]:
+    """Per threshold: the smallest N at which it and every earlier one pass together."""
+    plans: list[tuple[int | None, str | None]] = []
+    more = 0
+    for j in range(len(rates)):
+        if plans and plans[-1][0] is None:
+            plans.append((None, f"fixed-sequence testing stops before it: {plans[-1][1]}"))
+            continue
+        while True:
+            prefix = rates[: j + 1]
+            denominators = np.array([r.denominator(more) for r in prefix], dtype=np.int64)
+            errors = np.array(
+                [r.errors(int(dd)) for r, dd in zip(prefix, denominators, strict=True)],
+                dtype=np.int64,
+            )
+            failing = np.flatnonzero(~test.passes(errors, denominators))
+            if not failing.size:
+                plans.append((more, None))
+                break
+            steps = [(i, *_next_more(test, prefix[i], more, budget, alpha)) for i in failing]
+            blocked = [(i, reason) for i, step, reason in steps if step is None]
+            if blocked:
+                i, reason = blocked[0]
+                plans.append((None, reason if i == j else f"threshold {i} before it: {reason}"))
+                break
+            more = max(step for _, step, _ in steps if step is not None)
+    return plans
+
+
+def selective_plan(
+    *,
+    n: int,
+    denominators: Sequence[int],
+    errors: Sequence[int],
+    alpha: float,
+    delta: float,
+    method: Method = "bonferroni",
+    n_more: int | None = None,
+    p_values: PValues = binomial_p_values,
+    budget: int = MAX_ADDITIONAL,
+) -> SelectivePlan:
+    """Plan the labels a selective-risk certificate needs, per threshold, if the rates held.
+
+    Args:
+        n: calibration units the certificate counts now (after exclusions), integer >= 0.
+        denominators: shape (M,), d_j in [0, n]: the accepted answers at threshold j, or n
+            under the eligible-units denominator.
+        errors: shape (M,), k_j in [0, d_j].
+        alpha: target selective risk in (0, 1).
+        delta: family-wise failure probability in (0, 1).
+        method: ``"bonferroni"`` or ``"fixed_sequence"`` (as the certificate).
+        n_more: a number of additional units to give the chance of certifying for, or None.
+        p_values: the certificate's p-value function (see the module docstring).
+        budget: the largest number of additional units to search, integer >= 0.
+
+    Returns:
+        A :class:`SelectivePlan` (see the module docstring for the rules).
+
+    Raises:
+        StatsError: on mismatched or inconsistent counts, a level outside (0, 1), an unknown
+            method, or ``n_more`` above ``budget``.
+
+    Source: Angelopoulos et al. (2021), "Learn then Test", arXiv:2110.01052, sections 3–4
+    (the binomial p-value and family-wise error control the certificate uses). Check: alpha
+    0.10, delta 0.05, M 5 and no error give the zero-error minimum 44.
+    """
+    a = check_open_unit(alpha, name="alpha")
+    dl = check_open_unit(delta, name="delta")
+    if method not in ("bonferroni", "fixed_sequence"):
+        raise StatsError(f"method must be 'bonferroni' or 'fixed_sequence', got {method!r}")
+    size = len(denominators)
+    if size == 0 or len(errors) != size:
+        raise StatsError(
+            f"denominators and errors must be non-empty and of the same length, got {size} "
+            f"and {len(errors)}"
+        )
+    units = check_count(n, name="n")
+    cap = check_count(budget, name="budget")
+    more = _check_n_more(n_more, cap)
+    rates = []
+    for j, (d, k) in enumerate(zip(denominators, errors, strict=True)):
+        d, k = check_count(d, name=f"denominators[{j}]"), check_count(k, name=f"errors[{j}]")
+        if k > d or d > units:
+            raise StatsError(
+                f"threshold {j}: need errors <= denominator <= n, got {k}, {d}, {units}"
+            )
+        rates.append(_Rates(n=units, d=d, k=k))
+    level = dl / size if method == "bonferroni" else dl
+    test = _Test(a, level, p_values)
+
+    if method == "bonferroni":
+        plans = [_next_more(test, r, 0, cap, a) for r in rates]
+    else:
+        plans = _fixed_sequence_plans(test, rates, cap, a)
+    at_more: list[float | None] = [None] * size
+    if more is not None and units:
+        cached: dict[tuple[int, int], float] = {}
+        for j, r in enumerate(rates):
+            at_more[j] = cached.setdefault((r.d, r.k), _probability(test, r, more))
+        if method == "fixed_sequence":
+            at_more = list(np.minimum.accumulate(np.array(at_more, dtype=np.float64)).tolist())
+    rows = []
+    for j, (r, (planned, reason)) in enumerate(zip(rates, plans, strict=True)):
+        planned_d = None if planned is None else r.denominator(planned)
+        rows.append(
+            ThresholdPlan(
+                index=j,
+                denominator=r.d,
+                errors=r.k,
+                rate=r.k / r.d if r.d else None,
+                certified_now=planned == 0,
+                additional=planned,
+                planned_denominator=planned_d,
+                planned_errors=None if planned_d is None else r.errors(planned_d),
+                probability_at_plan=None if planned is None else _probability(test, r, planned),
+                probability_at_n_more=at_more[j],
+                reason=reason,
+            )
+        )
+    return SelectivePlan(
+        alpha=a,
+        delta=dl,
+        method=method,
+        n=units,
+        n_thresholds=size,
+        test_level=level,
+        zero_error_minimum=int(test.min_denominator(np.array([0]))[0]),
+        n_more=more,
+        budget=cap,
+        probability_is_bound=method == "fixed_sequence",
+        rows=tuple(rows),
+    )
+
+
+# -- conformal sets ---------------------------------------------------------------------------
+def expected_reliability(n: int, n_mode_admissible: int, more: int) -> Fraction | None:
+    """E[#{s_i <= 1} / (n' + 1)] at n' = n + more questions if the share c / n held.
+
+    Args:
+        n: calibration questions now, integer >= 0.
+        n_mode_admissible: c, questions whose mode is admissible (score 1), in [0, n].
+        more: additional questions, integer >= 0.
+
+    Returns:
+        c (n + more) / (n (n + more + 1)) exactly (c / (n+1) at more = 0, the reliability level
+        itself), or None when n = 0 or c = 0 (the level is undefined: M* = 1 at no alpha).
+
+    Source: the reliability level of Mouzouni (2026), Definition 2.4, with
+    E[Binomial(more, c/n)] = more c / n new admissible modes.
+    """
+    size = check_count(n, name="n")
+    c = check_count(n_mode_admissible, name="n_mode_admissible")
+    extra = check_count(more, name="more")
+    if c > size:
+        raise StatsError(f"n_mode_admissible={c} exceeds n={size}")
+    if size == 0 or c == 0:
+        return None
+    return Fraction(c * (size + extra), size * (size + extra + 1))
+
+
+@dataclass(frozen=True)
+class ConformalPlan:
+    """The label budget plan of a conformal threshold M*.
+
+    Attributes:
+        alpha: the miscoverage level, exact.
+        n: calibration questions now (after exclusions).
+        n_finite: of them, questions with a finite score (an admissible answer was sampled).
+        n_mode_admissible: of them, questions whose mode is admissible (score 1).
+        k: ceil((n+1)(1-alpha)) now.
+        finite_now: whether M* is finite now (k <= n_finite).
+        minimum_n: the smallest n with k <= n, ceil(1/alpha) - 1: M* is infinite below it
+            whatever the scores.
+        additional: the smallest number of additional questions after which M* is finite if the
+            observed share of solvable questions held (0 when finite now), or None (``reason``).
+        planned_n: n + ``additional``, or None.
+        probability_at_plan: P(M* finite) with ``additional`` more questions, or None.
+        probability_at_n_more: P(M* finite) with ``n_more`` more questions, or None.
+        n_more: the budget of ``probability_at_n_more``, or None.
+        reliability_now: the reliability level c / (n+1), or None when undefined.
+        expected_reliability_at_plan: its expectation at ``planned_n``, or None.
+        expected_reliability_at_n_more: its expectation at n + ``n_more``, or None.
+        reason: why ``additional`` is None, or None.
+    """
+
+    alpha: Fraction
+    n: int
+    n_finite: int
+    n_mode_admissible: int
+    k: int
+    finite_now: bool
+    minimum_n: int
+    additional: int | None
+    planned_n: int | None
+    probability_at_plan: float | None
+    probability_at_n_more: float | None
+    n_more: int | None
+    reliability_now: Fraction | None
+    expected_reliability_at_plan: Fraction | None
+    expected_reliability_at_n_more: Fraction | None
+    reason: str | None
+
+
+def _finite_probability(n: int, f: int, alpha: Fraction, more: int) -> float:
+    """P(f + Binomial(more, f/n) >= k(n + more))."""
+    needed = conformal_index(n + more, alpha) - f
+    if needed <= 0:
+        return 1.0
+    return float(_st.binom.sf(needed - 1, more, f / n))
+
+
+def _first_finite(n: int, f: int, alpha: Fraction, budget: int) -> tuple[int | None, str | None]:
+    if n == 0:
+        return None, "no calibration question is resolved yet: there is no observed rate"
+    share = Fraction(f, n)
+    if share <= 1 - alpha:
+        return None, (
+            f"{n - f} of {n} calibration questions are unsolvable (no admissible answer "
+            f"sampled), at least alpha = {alpha}: at that share M* stays infinite at any size"
+        )
+    # f + N f / n >= (n + N + 1)(1 - alpha) is necessary, so start the exact scan there.
+    start = max(0, math.ceil(((n + 1) * (1 - alpha) - f) / (share - (1 - alpha))))
+    for more in range(start, budget + 1):
+        if f + (more * f) // n >= conformal_index(n + more, alpha):
+            return more, None
+    return None, f"M* is not finite within {budget:,} more questions at the observed share"
+
+
+def conformal_plan(
+    *,
+    n: int,
+    n_finite: int,
+    n_mode_admissible: int,
+    alpha: AlphaLike,
+    n_more: int | None = None,
+    budget: int = MAX_ADDITIONAL,
+) -> ConformalPlan:
+    """Plan the calibration questions a finite M* needs, and the reliability level to expect.
+
+    Args:
+        n: calibration questions used now, integer >= 0.
+        n_finite: of them, questions with a finite score, in [0, n].
+        n_mode_admissible: of them, questions with score 1, in [0, n_finite].
+        alpha: miscoverage level in (0, 1), read exactly (``exact_alpha``).
+        n_more: a number of additional questions to give the figures for, or None.
+        budget: the largest number of additional questions to search, integer >= 0.
+
+    Returns:
+        A :class:`ConformalPlan` (see the module docstring for the rules).
+
+    Raises:
+        StatsError: on inconsistent counts, alpha outside (0, 1), or ``n_more`` above
+            ``budget``.
+
+    Source: Vovk, Gammerman and Shafer (2005); Angelopoulos and Bates (2021),
+    arXiv:2107.07511, section 1 (k = ceil((n+1)(1-alpha)), infinite when k > n). Check:
+    alpha 0.1 gives a minimum of 9 calibration questions (k = 9 at n = 9, 9 > 8 at n = 8).
+    """
+    exact = exact_alpha(alpha)
+    size = check_count(n, name="n")
+    f = check_count(n_finite, name="n_finite")
+    c = check_count(n_mode_admissible, name="n_mode_admissible")
+    if not c <= f <= size:
+        raise StatsError(f"need n_mode_admissible <= n_finite <= n, got {c}, {f}, {size}")
+    cap = check_count(budget, name="budget")
+    more = _check_n_more(n_more, cap)
+    k = conformal_index(size, exact)
+    additional, reason = _first_finite(size, f, exact, cap)
+    return ConformalPlan(
+        alpha=exact,
+        n=size,
+        n_finite=f,
+        n_mode_admissible=c,
+        k=k,
+        finite_now=k <= f,
+        minimum_n=math.ceil(1 / exact) - 1,
+        additional=additional,
+        planned_n=None if additional is None else size + additional,
+        probability_at_plan=None
+        if additional is None
+        else _finite_probability(size, f, exact, additional),
+        probability_at_n_more=None
+        if more is None or size == 0
+        else _finite_probability(size, f, exact, more),
+        n_more=more,
+        reliability_now=expected_reliability(size, c, 0),
+        expected_reliability_at_plan=None
+        if additional is None
+        else expected_reliability(size, c, additional),
+        expected_reliability_at_n_more=None
+        if more is None
+        else expected_reliability(size, c, more),
+        reason=reason,
+    )
