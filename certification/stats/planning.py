@@ -79,34 +79,38 @@ PValues = Callable[[ArrayLike, ArrayLike, float], NDArray[np.float64]]
 #: The largest number of additional calibration units a plan searches: a threshold that needs
 #: more is reported as not certifiable within this budget (a search bound, not a statistic).
 MAX_ADDITIONAL = 100_000
+#: Relative weight below which a term of the chance of certifying is dropped (see _probability).
+NEGLIGIBLE = 1e-21
 
 
 # -- the test, inverted -----------------------------------------------------------------------
 class _Test:
-    """The certificate's p-value test at one level, with its two inverses (cached).
+    """The certificate's p-value test at one level, with its two inverses.
 
     ``min_denominator(e)``: the smallest d with p(e, d) <= level; ``max_errors(d)``: the most
     errors e with p(e, d) <= level (-1 when none). Both rely on p being non-decreasing in e and
-    non-increasing in d.
+    non-increasing in d, so ``min_denominator`` is non-decreasing in e; it is kept as a table
+    over e = 0, 1, ..., grown by doubling.
     """
 
     def __init__(self, alpha: float, level: float, p_values: PValues) -> None:
         self.alpha, self.level, self.p_values = alpha, level, p_values
-        self._min: dict[int, int] = {}
+        self._table = np.zeros(0, dtype=np.int64)
 
     def passes(
         self, errors: NDArray[np.int64], denominators: NDArray[np.int64]
     ) -> NDArray[np.bool_]:
         return np.asarray(self.p_values(errors, denominators, self.alpha) <= self.level)
 
+    def _grow(self, size: int) -> None:
+        if size > self._table.size:
+            size = max(size, 2 * self._table.size, 64)
+            errors = np.arange(self._table.size, size, dtype=np.int64)
+            self._table = np.concatenate((self._table, self._bisect_denominator(errors)))
+
     def min_denominator(self, errors: NDArray[np.int64]) -> NDArray[np.int64]:
-        missing = np.array(sorted({int(e) for e in errors} - set(self._min)), dtype=np.int64)
-        if missing.size:
-            for e, d in zip(
-                missing.tolist(), self._bisect_denominator(missing).tolist(), strict=True
-            ):
-                self._min[e] = d
-        return np.array([self._min[int(e)] for e in errors], dtype=np.int64)
+        self._grow(int(errors.max()) + 1 if errors.size else 0)
+        return self._table[errors]
 
     def _bisect_denominator(self, errors: NDArray[np.int64]) -> NDArray[np.int64]:
         # Start above Hoeffding's bound exp(-2 (alpha d - e)^2 / d) <= level, which every
@@ -133,23 +137,12 @@ class _Test:
             high[active] = np.where(ok, mid[active], high[active])
             low[active] = np.where(ok, low[active], mid[active])
 
-    def _max_errors_at(self, denominator: int) -> int:
-        low, high = -1, denominator + 1  # -1 always "passes", d + 1 errors never exist
-        while high - low > 1:
-            mid = (low + high) // 2
-            if self.passes(np.array([mid]), np.array([denominator]))[0]:
-                low = mid
-            else:
-                high = mid
-        return low
-
-    def max_errors(self, first: int, last: int) -> NDArray[np.int64]:
-        """e_max(d) for every d in [first, last] (non-decreasing in d)."""
-        low, high = self._max_errors_at(first), self._max_errors_at(last)
-        start = max(low, 0)
-        table = self.min_denominator(np.arange(start, high + 2, dtype=np.int64))
-        d = np.arange(first, last + 1, dtype=np.int64)
-        return start - 1 + np.searchsorted(table, d, side="right").astype(np.int64)
+    def max_errors(self, denominators: NDArray[np.int64]) -> NDArray[np.int64]:
+        """e_max(d) for every d given: the number of e with min_denominator(e) <= d, minus 1."""
+        largest = int(denominators.max())
+        while not self._table.size or self._table[-1] <= largest:
+            self._grow(self._table.size + 1)
+        return np.searchsorted(self._table, denominators, side="right").astype(np.int64) - 1
 
 
 # -- one threshold under the observed rates ---------------------------------------------------
@@ -232,9 +225,11 @@ def _probability(test: _Test, rates: _Rates, more: int) -> float:
         return float(test.passes(np.array([k]), np.array([d]))[0])
     added = np.arange(more + 1, dtype=np.int64)
     weights = _st.binom.pmf(added, more, d / n)
-    kept = np.flatnonzero(weights > 0)  # the rest underflow to exactly 0
+    # Terms below NEGLIGIBLE times the largest are dropped: at most MAX_ADDITIONAL + 1 of them,
+    # so they weigh less than 1e-15 in all. The weights are unimodal: the rest is contiguous.
+    kept = np.flatnonzero(weights >= NEGLIGIBLE * weights.max())
     added, weights = added[kept[0] : kept[-1] + 1], weights[kept[0] : kept[-1] + 1]
-    allowed = test.max_errors(d + int(added[0]), d + int(added[-1])) - k
+    allowed = test.max_errors(d + added) - k
     inside = _st.binom.cdf(allowed, added, k / d)
     return float(min(1.0, max(0.0, float(np.dot(weights, inside)))))
 
@@ -408,14 +403,25 @@ def selective_plan(
     test = _Test(a, level, p_values)
 
     if method == "bonferroni":
-        plans = [_next_more(test, r, 0, cap, a) for r in rates]
+        # each threshold on its own: equal counts plan alike
+        by_counts: dict[tuple[int, int], tuple[int | None, str | None]] = {}
+        for r in rates:
+            if (r.d, r.k) not in by_counts:
+                by_counts[r.d, r.k] = _next_more(test, r, 0, cap, a)
+        plans = [by_counts[r.d, r.k] for r in rates]
     else:
         plans = _fixed_sequence_plans(test, rates, cap, a)
+    chances: dict[tuple[int, int, int], float] = {}
+
+    def chance(rates: _Rates, more: int) -> float:
+        key = (rates.d, rates.k, more)
+        if key not in chances:
+            chances[key] = _probability(test, rates, more)
+        return chances[key]
+
     at_more: list[float | None] = [None] * size
     if more is not None and units:
-        cached: dict[tuple[int, int], float] = {}
-        for j, r in enumerate(rates):
-            at_more[j] = cached.setdefault((r.d, r.k), _probability(test, r, more))
+        at_more = [chance(r, more) for r in rates]
         if method == "fixed_sequence":
             at_more = list(np.minimum.accumulate(np.array(at_more, dtype=np.float64)).tolist())
     rows = []
@@ -431,7 +437,7 @@ def selective_plan(
                 additional=planned,
                 planned_denominator=planned_d,
                 planned_errors=None if planned_d is None else r.errors(planned_d),
-                probability_at_plan=None if planned is None else _probability(test, r, planned),
+                probability_at_plan=None if planned is None else chance(r, planned),
                 probability_at_n_more=at_more[j],
                 reason=reason,
             )
