@@ -203,19 +203,29 @@ def _never_reason(rates: _Rates, alpha: float, level: float) -> str | None:
     return None
 
 
-def _next_more(
-    test: _Test, rates: _Rates, more: int, budget: int, alpha: float
-) -> tuple[int | None, str | None]:
-    """The smallest N' >= more at which this threshold's own test passes, or (None, reason)."""
+@dataclass(frozen=True)
+class _Step:
+    """A threshold's plan: the additional units, or None with the reason.
+
+    ``never`` tells an impossibility at the observed rates from a need beyond the budget.
+    """
+
+    more: int | None
+    reason: str | None = None
+    never: bool = False
+
+
+def _next_more(test: _Test, rates: _Rates, more: int, budget: int, alpha: float) -> _Step:
+    """The smallest N' >= more at which this threshold's own test passes."""
     reason = _never_reason(rates, alpha, test.level)
     if reason is not None:
-        return None, reason
+        return _Step(None, reason, never=rates.n > 0)
     found = _first_passing_denominator(
         test, rates, rates.denominator(more), rates.denominator(budget)
     )
     if found is None:
-        return None, f"not certifiable within {budget:,} more units at the observed rates"
-    return max(more, rates.first_more(found)), None
+        return _Step(None, f"not certifiable within {budget:,} more units at the observed rates")
+    return _Step(max(more, rates.first_more(found)))
 
 
 def _probability(test: _Test, rates: _Rates, more: int) -> float:
@@ -251,6 +261,9 @@ class ThresholdPlan:
         planned_errors: errors at ``additional`` more units, or None.
         probability_at_plan: P(certify) with ``additional`` more units, in [0, 1], or None.
         probability_at_n_more: P(certify) with the plan's ``n_more`` units, or None.
+        never: True when no number of labels certifies it at the observed rates (it accepts
+            nothing, its rate is at least alpha, or, in a fixed sequence, such a threshold
+            comes first); False when it merely needs more than the budget.
         reason: why ``additional`` is None, or None.
     """
 
@@ -264,6 +277,7 @@ class ThresholdPlan:
     planned_errors: int | None
     probability_at_plan: float | None
     probability_at_n_more: float | None
+    never: bool
     reason: str | None
 
 
@@ -312,13 +326,18 @@ def _check_n_more(n_more: int | None, budget: int) -> int | None:
 
 def _fixed_sequence_plans(
     test: _Test, rates: Sequence[_Rates], budget: int, alpha: float
-) -> list[tuple[int | None, str | None]]:
-    """Per threshold: the smallest N at which it and every earlier one pass together."""
-    plans: list[tuple[int | None, str | None]] = []
+) -> list[_Step]:
+    """Per threshold: the smallest N at which it and every earlier one pass together.
+
+    That N never decreases along the sequence, so each threshold's search starts at the
+    previous one's; a threshold that cannot be certified stops every later one too.
+    """
+    plans: list[_Step] = []
     more = 0
+    stopped: _Step | None = None
     for j in range(len(rates)):
-        if plans and plans[-1][0] is None:
-            plans.append((None, f"fixed-sequence testing stops before it: {plans[-1][1]}"))
+        if stopped is not None:
+            plans.append(stopped)
             continue
         while True:
             prefix = rates[: j + 1]
@@ -329,15 +348,16 @@ def _fixed_sequence_plans(
             )
             failing = np.flatnonzero(~test.passes(errors, denominators))
             if not failing.size:
-                plans.append((more, None))
+                plans.append(_Step(more))
                 break
-            steps = [(i, *_next_more(test, prefix[i], more, budget, alpha)) for i in failing]
-            blocked = [(i, reason) for i, step, reason in steps if step is None]
+            steps = {int(i): _next_more(test, prefix[i], more, budget, alpha) for i in failing}
+            blocked = [(i, step) for i, step in steps.items() if step.more is None]
             if blocked:
-                i, reason = blocked[0]
-                plans.append((None, reason if i == j else f"threshold {i} before it: {reason}"))
+                i, step = blocked[0]
+                stopped = _Step(None, f"fixed sequence, threshold {i}: {step.reason}", step.never)
+                plans.append(step if i == j else stopped)
                 break
-            more = max(step for _, step, _ in steps if step is not None)
+            more = max(step.more for step in steps.values() if step.more is not None)
     return plans
 
 
@@ -404,7 +424,7 @@ def selective_plan(
 
     if method == "bonferroni":
         # each threshold on its own: equal counts plan alike
-        by_counts: dict[tuple[int, int], tuple[int | None, str | None]] = {}
+        by_counts: dict[tuple[int, int], _Step] = {}
         for r in rates:
             if (r.d, r.k) not in by_counts:
                 by_counts[r.d, r.k] = _next_more(test, r, 0, cap, a)
@@ -425,7 +445,8 @@ def selective_plan(
         if method == "fixed_sequence":
             at_more = list(np.minimum.accumulate(np.array(at_more, dtype=np.float64)).tolist())
     rows = []
-    for j, (r, (planned, reason)) in enumerate(zip(rates, plans, strict=True)):
+    for j, (r, step) in enumerate(zip(rates, plans, strict=True)):
+        planned = step.more
         planned_d = None if planned is None else r.denominator(planned)
         rows.append(
             ThresholdPlan(
@@ -439,7 +460,8 @@ def selective_plan(
                 planned_errors=None if planned_d is None else r.errors(planned_d),
                 probability_at_plan=None if planned is None else chance(r, planned),
                 probability_at_n_more=at_more[j],
-                reason=reason,
+                never=step.never,
+                reason=step.reason,
             )
         )
     return SelectivePlan(
@@ -505,6 +527,7 @@ class ConformalPlan:
         reliability_now: the reliability level c / (n+1), or None when undefined.
         expected_reliability_at_plan: its expectation at ``planned_n``, or None.
         expected_reliability_at_n_more: its expectation at n + ``n_more``, or None.
+        never: True when the unsolvable share is at least alpha (M* stays infinite at any size).
         reason: why ``additional`` is None, or None.
     """
 
@@ -523,6 +546,7 @@ class ConformalPlan:
     reliability_now: Fraction | None
     expected_reliability_at_plan: Fraction | None
     expected_reliability_at_n_more: Fraction | None
+    never: bool
     reason: str | None
 
 
@@ -615,5 +639,6 @@ def conformal_plan(
         expected_reliability_at_n_more=None
         if more is None
         else expected_reliability(size, c, more),
+        never=size > 0 and Fraction(f, size) <= 1 - exact,
         reason=reason,
     )

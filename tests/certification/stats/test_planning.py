@@ -336,3 +336,21 @@ def test_conformal_bad_input_is_refused():
         conformal_plan(n=5, n_finite=6, n_mode_admissible=0, alpha="0.1")
     with pytest.raises(StatsError, match="alpha"):
         conformal_plan(n=5, n_finite=5, n_mode_admissible=0, alpha="1.2")
+
+
+def test_never_tells_impossible_from_beyond_the_budget():
+    plan = selective_plan(
+        n=200,
+        denominators=[200, 200, 0],
+        errors=[19, 30, 0],
+        alpha=0.1,
+        delta=0.05,
+        budget=1000,
+    )
+    assert [r.never for r in plan.rows] == [False, True, True]
+    fixed = selective_plan(
+        n=40, denominators=[40, 40], errors=[8, 0], alpha=0.1, delta=0.05, method="fixed_sequence"
+    )
+    assert fixed.rows[1].never and fixed.rows[1].reason.startswith("fixed sequence, threshold 0")
+    conformal = conformal_plan(n=20, n_finite=17, n_mode_admissible=10, alpha="0.1")
+    assert conformal.never and conformal.additional is None
