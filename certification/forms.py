@@ -28,6 +28,7 @@ from certification.models import (
 from certification.selectors import CANDIDATE_SCORE_FIELDS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
+from certification.stats.planning import MAX_ADDITIONAL
 from labeling.forms import SingleValueForm
 from labeling.vocabulary import INADMISSIBLE
 
@@ -216,3 +217,15 @@ class ReleaseTagForm(SingleValueForm):
     """Point a tag (new or existing) at a release."""
 
     name = forms.CharField(max_length=64, help_text="e.g. latest, paper-v1")
+
+
+class PlanForm(SingleValueForm):
+    """The spec page's label budget planner: a number of additional calibration units."""
+
+    n_more = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_ADDITIONAL,
+        label="More calibration units",
+        help_text="The chance of certifying is shown for this many more resolved units.",
+    )

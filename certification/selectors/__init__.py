@@ -41,6 +41,7 @@ from certification.selectors.calibration import (
     parse_evaluator_field,
 )
 from certification.selectors.derived import Freshness, derived_freshness
+from certification.selectors.planning import calibration_spec_plan
 from certification.selectors.releases import (
     FREEZE_FORM_RUNS,
     RELEASE_STORAGE,
@@ -102,6 +103,7 @@ __all__ = [
     "items_closed_to_people",
     "manifest_count_rows",
     "parse_evaluator_field",
+    "calibration_spec_plan",
     "release_by_version",
     "release_children",
     "release_content_build",
