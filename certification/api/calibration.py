@@ -1,4 +1,4 @@
-"""REST API of calibration specs and runs: one ``APIView`` per operation.
+"""REST API of calibration specs, their label budget plans and runs: one ``APIView`` per operation.
 
 Adjudicators and managers read; managers write specs and start runs; annotators get 403
 (calibration summarises other people's labels); non-members and other projects' ids get 404.
@@ -366,7 +366,7 @@ class PlanRowSerializer(serializers.Serializer):
     index = serializers.IntegerField()
     threshold = serializers.FloatField()
     denominator = serializers.IntegerField(help_text="The certificate's denominator now.")
-    errors = serializers.IntegerField()
+    errors = serializers.IntegerField()  # type: ignore[assignment]
     rate = serializers.FloatField(allow_null=True, help_text="errors / denominator.")
     p_value = serializers.FloatField()
     certified_now = serializers.BooleanField()

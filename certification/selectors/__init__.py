@@ -1,7 +1,8 @@
 """Selectors of the certification side: read stored results, shaped for pages and the API.
 
 ``agreement`` reads a project's agreement report; ``calibration`` specs, runs, their reports and
-the inputs snapshot a run computes from; ``audit`` evaluators, their audit reports and samples;
+the inputs snapshot a run computes from; ``planning`` a spec's label budget plan on its current
+labels; ``audit`` evaluators, their audit reports and samples;
 ``releases`` releases, their builds, files and tags. Selectors write nothing.
 """
 
@@ -97,13 +98,13 @@ __all__ = [
     "calibration_spec_json",
     "calibration_spec_latest_list",
     "calibration_spec_list",
+    "calibration_spec_plan",
     "evaluator_audit_list",
     "evaluator_get",
     "evaluator_get_by_spec",
     "items_closed_to_people",
     "manifest_count_rows",
     "parse_evaluator_field",
-    "calibration_spec_plan",
     "release_by_version",
     "release_children",
     "release_content_build",

@@ -131,7 +131,7 @@ class _Test:
         while True:
             active = high - low > 1
             if not active.any():
-                return high
+                return np.asarray(high, dtype=np.int64)
             mid = (low + high) // 2
             ok = self.passes(errors[active], mid[active])
             high[active] = np.where(ok, mid[active], high[active])
@@ -350,7 +350,7 @@ def _fixed_sequence_plans(
             if not failing.size:
                 plans.append(_Step(more))
                 break
-            steps = {int(i): _next_more(test, prefix[i], more, budget, alpha) for i in failing}
+            steps = {i: _next_more(test, prefix[i], more, budget, alpha) for i in failing.tolist()}
             blocked = [(i, step) for i, step in steps.items() if step.more is None]
             if blocked:
                 i, step = blocked[0]

@@ -354,3 +354,20 @@ def test_never_tells_impossible_from_beyond_the_budget():
     assert fixed.rows[1].never and fixed.rows[1].reason.startswith("fixed sequence, threshold 0")
     conformal = conformal_plan(n=20, n_finite=17, n_mode_admissible=10, alpha="0.1")
     assert conformal.never and conformal.additional is None
+
+
+def test_the_documented_example():
+    # docs/certification.md, "Planning a label budget": 20 questions, 1 wrong, M = 3
+    plan = selective_plan(
+        n=20, denominators=[20, 20, 0], errors=[1, 1, 0], alpha=0.1, delta=0.05, n_more=60
+    )
+    row = plan.rows[0]
+    assert (row.additional, row.planned_denominator, row.planned_errors) == (154, 174, 9)
+    e_max = max(e for e in range(175) if binom.cdf(e, 174, 0.1) <= 0.05 / 3)
+    assert row.probability_at_plan == pytest.approx(binom.cdf(e_max - 1, 154, 0.05), rel=1e-12)
+    assert round(row.probability_at_plan, 3) == 0.635
+    assert round(row.probability_at_n_more, 3) == 0.192
+    assert plan.rows[2].never and plan.zero_error_minimum == 39
+    c = conformal_plan(n=20, n_finite=19, n_mode_admissible=19, alpha="0.1", n_more=60)
+    assert c.finite_now and c.reliability_now == Fraction(19, 21)
+    assert c.expected_reliability_at_n_more == Fraction(76, 81)
