@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
 import pytest
 from scipy.stats import binom
 
@@ -161,3 +162,15 @@ def test_the_schema_documents_the_plan(client):
     (n_more,) = [p for p in operation["parameters"] if p["name"] == "n_more"]
     assert (n_more["schema"]["minimum"], n_more["schema"]["maximum"]) == (0, 100_000)
     assert "CalibrationPlan" in schema["components"]["schemas"]
+
+
+def test_the_largest_budget_is_answered(spec, api):
+    # n_more at its maximum: the exact sum still runs (each new question is accepted here)
+    body = api("manager").get(f"{BASE}/specs/{spec.pk}/plan/", {"n_more": 100_000}).json()
+    total = 24 + 100_000
+    cdf = binom.cdf(np.arange(total + 1), total, 0.1)
+    e_max = int(np.flatnonzero(cdf <= 0.025)[-1])
+    expected = binom.cdf(e_max - 2, 100_000, 2 / 24)
+    assert body["selective_risk"]["rows"][0]["probability_at_n_more"] == pytest.approx(
+        expected, rel=1e-9, abs=1e-12
+    )
