@@ -79,8 +79,9 @@ PValues = Callable[[ArrayLike, ArrayLike, float], NDArray[np.float64]]
 #: The largest number of additional calibration units a plan searches: a threshold that needs
 #: more is reported as not certifiable within this budget (a search bound, not a statistic).
 MAX_ADDITIONAL = 100_000
-#: Relative weight below which a term of the chance of certifying is dropped (see _probability).
-NEGLIGIBLE = 1e-21
+#: Tail probability of the new denominator count left out of the chance of certifying on each
+#: side (see _probability): far below any printed digit.
+TAIL = 1e-30
 
 
 # -- the test, inverted -----------------------------------------------------------------------
@@ -233,12 +234,16 @@ def _probability(test: _Test, rates: _Rates, more: int) -> float:
     n, d, k = rates.n, rates.d, rates.k
     if d == 0:
         return float(test.passes(np.array([k]), np.array([d]))[0])
-    added = np.arange(more + 1, dtype=np.int64)
-    weights = _st.binom.pmf(added, more, d / n)
-    # Terms below NEGLIGIBLE times the largest are dropped: at most MAX_ADDITIONAL + 1 of them,
-    # so they weigh less than 1e-15 in all. The weights are unimodal: the rest is contiguous.
-    kept = np.flatnonzero(weights >= NEGLIGIBLE * weights.max())
-    added, weights = added[kept[0] : kept[-1] + 1], weights[kept[0] : kept[-1] + 1]
+    # A ~ Binomial(more, d/n) new denominator units. By Bernstein's inequality
+    # P(|A - more p| >= t) <= 2 exp(-t^2 / (2 (more p (1-p) + t/3))) = 2 TAIL at the t below,
+    # so leaving the outcomes beyond it out misses less than 2 TAIL of probability.
+    rate = d / n
+    log_term = math.log(1.0 / TAIL)
+    reach = log_term / 3 + math.sqrt(log_term**2 / 9 + 2 * log_term * more * rate * (1 - rate))
+    low = max(0, math.floor(more * rate - reach))
+    high = min(more, math.ceil(more * rate + reach))
+    added = np.arange(low, high + 1, dtype=np.int64)
+    weights = _st.binom.pmf(added, more, rate)
     allowed = test.max_errors(d + added) - k
     inside = _st.binom.cdf(allowed, added, k / d)
     return float(min(1.0, max(0.0, float(np.dot(weights, inside)))))
@@ -335,22 +340,24 @@ def _fixed_sequence_plans(
     plans: list[_Step] = []
     more = 0
     stopped: _Step | None = None
+    n = rates[0].n
+    d = np.array([r.d for r in rates], dtype=np.int64)
+    k = np.array([r.k for r in rates], dtype=np.int64)
     for j in range(len(rates)):
         if stopped is not None:
             plans.append(stopped)
             continue
         while True:
-            prefix = rates[: j + 1]
-            denominators = np.array([r.denominator(more) for r in prefix], dtype=np.int64)
-            errors = np.array(
-                [r.errors(int(dd)) for r, dd in zip(prefix, denominators, strict=True)],
-                dtype=np.int64,
-            )
-            failing = np.flatnonzero(~test.passes(errors, denominators))
+            # the prefix's projected counts at ``more``; D passes with K errors iff
+            # D >= min_denominator(K), p being non-increasing in D
+            denominators = d[: j + 1] + (more * d[: j + 1]) // max(n, 1)
+            errors = -((-k[: j + 1] * denominators) // np.maximum(d[: j + 1], 1))
+            passing = (d[: j + 1] > 0) & (denominators >= test.min_denominator(errors))
+            failing = np.flatnonzero(~passing)
             if not failing.size:
                 plans.append(_Step(more))
                 break
-            steps = {i: _next_more(test, prefix[i], more, budget, alpha) for i in failing.tolist()}
+            steps = {i: _next_more(test, rates[i], more, budget, alpha) for i in failing.tolist()}
             blocked = [(i, step) for i, step in steps.items() if step.more is None]
             if blocked:
                 i, step = blocked[0]
