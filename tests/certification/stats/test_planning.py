@@ -371,3 +371,16 @@ def test_the_documented_example():
     c = conformal_plan(n=20, n_finite=19, n_mode_admissible=19, alpha="0.1", n_more=60)
     assert c.finite_now and c.reliability_now == Fraction(19, 21)
     assert c.expected_reliability_at_n_more == Fraction(76, 81)
+
+
+def test_the_chance_over_a_large_budget_equals_the_full_sum():
+    # N = 600: the planner sums only the outcomes within Bernstein's bound; the full sum over
+    # every A = 0..600 (e_max found by scanning every error count) agrees
+    n, d, k, more, alpha, level = 30, 12, 1, 600, 0.1, 0.05
+    plan = selective_plan(n=n, denominators=[d], errors=[k], alpha=alpha, delta=level, n_more=more)
+    added = np.arange(more + 1)
+    e_max = np.array(
+        [(binom.cdf(np.arange(d + a + 1), d + a, alpha) <= level).sum() - 1 for a in added]
+    )
+    full = np.dot(binom.pmf(added, more, d / n), binom.cdf(e_max - k, added, k / d))
+    assert plan.rows[0].probability_at_n_more == pytest.approx(full, rel=1e-12)
