@@ -1,47 +1,7 @@
-"""Label budget planning: how many more calibration labels a spec needs if its observed rates held.
+"""The selective-risk plan: per threshold, the additional units that certify it, and the chance.
 
-A plan is not a certificate. It assumes that the rates observed on the resolved calibration
-labels (answer rate, error rate, share of unsolvable questions) hold for the labels still to
-come; the certificate is computed only from real labels, and a plan's figures are what a team
-uses to size a labelling budget before spending it.
-
-**Selective risk** (Learn then Test, Angelopoulos, Bates, Candès, Jordan and Lei 2021,
-arXiv:2110.01052, sections 3–4: the binomial p-value p = P[Binomial(m, alpha) <= k] of
-H: risk > alpha, tested at delta / M with Bonferroni or at delta in a fixed sequence). For
-threshold j the certificate tests k_j errors out of a denominator d_j (the accepted answers, or
-every eligible unit) among n calibration units. With N more units:
-
-- *the observed rates held*: the denominator becomes d_j + floor(N d_j / n) and the errors
-  ceil(k_j d' / d_j) (the error rate k_j / d_j held, rounded up: a planned error is never
-  dropped). The plan is the smallest N at which the certificate's own test certifies j (for
-  fixed-sequence testing, every threshold before j as well), found by an exact search over the
-  test's inverse (the smallest denominator that passes with e errors, per e).
-- *the chance of certifying*: each new unit is, independently, in the denominator with
-  probability d_j / n and an error with probability k_j / n. With A ~ Binomial(N, d_j / n) new
-  denominator units and E | A ~ Binomial(A, k_j / d_j) new errors,
-  P(certify) = sum_A P(A) P(k_j + E <= e_max(d_j + A)), e_max(D) the most errors that pass
-  with denominator D. Exact for Bonferroni; for fixed-sequence testing (where j needs every
-  earlier threshold to pass too) the figure is an upper bound, the chance that j's own test
-  passes.
-- A threshold whose observed rate is at least alpha never certifies at that rate when the test
-  level is below 1/2: a median of Binomial(m, alpha) is at most ceil(m alpha), so
-  p >= 1/2 whenever k >= ceil(m alpha) (and any more conservative p-value, e.g.
-  Hoeffding–Bentkus, is larger still).
-
-**Conformal sets** (split conformal, Vovk, Gammerman and Shafer 2005; Angelopoulos and Bates
-2021, "A gentle introduction to conformal prediction", arXiv:2107.07511, section 1): with n
-calibration scores M* is the k-th smallest, k = ceil((n+1)(1-alpha)), infinite when k > n and
-also when fewer than k scores are finite (unsolvable questions score infinity). The smallest n
-with k <= n is ceil(1/alpha) - 1, whatever the scores; if the observed share of solvable
-questions f / n held, M* is finite from the smallest n + N with f + floor(N f / n) >= k(n + N),
-and never when the unsolvable share is at least alpha. The reliability level
-#{s_i <= 1} / (n+1) (Mouzouni 2026, Definition 2.4) has expectation c (n+N) / (n (n+N+1)) at
-n + N questions if the observed share c / n of admissible modes held.
-
-The p-value is a parameter (``p_values``, default
-:func:`~certification.stats.selective_risk.binomial_p_values`) so a certificate with another
-p-value for the same hypotheses is planned with the same search; it must be non-decreasing in
-the errors and non-increasing in the denominator.
+See :mod:`certification.stats.planning` for the rules and sources (Angelopoulos et al. 2021,
+"Learn then Test", arXiv:2110.01052, sections 3–4).
 """
 
 from __future__ import annotations
@@ -49,36 +9,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats as _st
 
-from certification.stats.conformal.scores import AlphaLike
-from certification.stats.conformal.threshold import conformal_index, exact_alpha
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_count, check_open_unit
+from certification.stats.planning.common import MAX_ADDITIONAL, check_n_more
 from certification.stats.selective_risk import Method, binomial_p_values
-
-__all__ = [
-    "MAX_ADDITIONAL",
-    "ConformalPlan",
-    "PValues",
-    "SelectivePlan",
-    "ThresholdPlan",
-    "conformal_plan",
-    "expected_reliability",
-    "selective_plan",
-]
 
 #: p-values of H: risk > alpha for (errors, denominators, alpha) arrays, as
 #: :func:`~certification.stats.selective_risk.binomial_p_values`.
 PValues = Callable[[ArrayLike, ArrayLike, float], NDArray[np.float64]]
 
-#: The largest number of additional calibration units a plan searches: a threshold that needs
-#: more is reported as not certifiable within this budget (a search bound, not a statistic).
-MAX_ADDITIONAL = 100_000
 #: Tail probability of the new denominator count left out of the chance of certifying on each
 #: side (see _probability): far below any printed digit.
 TAIL = 1e-30
@@ -320,15 +264,6 @@ class SelectivePlan:
     rows: tuple[ThresholdPlan, ...]
 
 
-def _check_n_more(n_more: int | None, budget: int) -> int | None:
-    if n_more is None:
-        return None
-    more = check_count(n_more, name="n_more")
-    if more > budget:
-        raise StatsError(f"n_more must be at most {budget:,}, got {more:,}")
-    return more
-
-
 def _fixed_sequence_plans(
     test: _Test, rates: Sequence[_Rates], budget: int, alpha: float
 ) -> list[_Step]:
@@ -417,7 +352,7 @@ def selective_plan(
         )
     units = check_count(n, name="n")
     cap = check_count(budget, name="budget")
-    more = _check_n_more(n_more, cap)
+    more = check_n_more(n_more, cap)
     rates = []
     for j, (d, k) in enumerate(zip(denominators, errors, strict=True)):
         d, k = check_count(d, name=f"denominators[{j}]"), check_count(k, name=f"errors[{j}]")
@@ -483,169 +418,4 @@ def selective_plan(
         budget=cap,
         probability_is_bound=method == "fixed_sequence",
         rows=tuple(rows),
-    )
-
-
-# -- conformal sets ---------------------------------------------------------------------------
-def expected_reliability(n: int, n_mode_admissible: int, more: int) -> Fraction | None:
-    """E[#{s_i <= 1} / (n' + 1)] at n' = n + more questions if the share c / n held.
-
-    Args:
-        n: calibration questions now, integer >= 0.
-        n_mode_admissible: c, questions whose mode is admissible (score 1), in [0, n].
-        more: additional questions, integer >= 0.
-
-    Returns:
-        c (n + more) / (n (n + more + 1)) exactly (c / (n+1) at more = 0, the reliability level
-        itself), or None when n = 0 or c = 0 (the level is undefined: M* = 1 at no alpha).
-
-    Source: the reliability level of Mouzouni (2026), Definition 2.4, with
-    E[Binomial(more, c/n)] = more c / n new admissible modes.
-    """
-    size = check_count(n, name="n")
-    c = check_count(n_mode_admissible, name="n_mode_admissible")
-    extra = check_count(more, name="more")
-    if c > size:
-        raise StatsError(f"n_mode_admissible={c} exceeds n={size}")
-    if size == 0 or c == 0:
-        return None
-    return Fraction(c * (size + extra), size * (size + extra + 1))
-
-
-@dataclass(frozen=True)
-class ConformalPlan:
-    """The label budget plan of a conformal threshold M*.
-
-    Attributes:
-        alpha: the miscoverage level, exact.
-        n: calibration questions now (after exclusions).
-        n_finite: of them, questions with a finite score (an admissible answer was sampled).
-        n_mode_admissible: of them, questions whose mode is admissible (score 1).
-        k: ceil((n+1)(1-alpha)) now.
-        finite_now: whether M* is finite now (k <= n_finite).
-        minimum_n: the smallest n with k <= n, ceil(1/alpha) - 1: M* is infinite below it
-            whatever the scores.
-        additional: the smallest number of additional questions after which M* is finite if the
-            observed share of solvable questions held (0 when finite now), or None (``reason``).
-        planned_n: n + ``additional``, or None.
-        probability_at_plan: P(M* finite) with ``additional`` more questions, or None.
-        probability_at_n_more: P(M* finite) with ``n_more`` more questions, or None.
-        n_more: the budget of ``probability_at_n_more``, or None.
-        reliability_now: the reliability level c / (n+1), or None when undefined.
-        expected_reliability_at_plan: its expectation at ``planned_n``, or None.
-        expected_reliability_at_n_more: its expectation at n + ``n_more``, or None.
-        never: True when the unsolvable share is at least alpha (M* stays infinite at any size).
-        reason: why ``additional`` is None, or None.
-    """
-
-    alpha: Fraction
-    n: int
-    n_finite: int
-    n_mode_admissible: int
-    k: int
-    finite_now: bool
-    minimum_n: int
-    additional: int | None
-    planned_n: int | None
-    probability_at_plan: float | None
-    probability_at_n_more: float | None
-    n_more: int | None
-    reliability_now: Fraction | None
-    expected_reliability_at_plan: Fraction | None
-    expected_reliability_at_n_more: Fraction | None
-    never: bool
-    reason: str | None
-
-
-def _finite_probability(n: int, f: int, alpha: Fraction, more: int) -> float:
-    """P(f + Binomial(more, f/n) >= k(n + more))."""
-    needed = conformal_index(n + more, alpha) - f
-    if needed <= 0:
-        return 1.0
-    return float(_st.binom.sf(needed - 1, more, f / n))
-
-
-def _first_finite(n: int, f: int, alpha: Fraction, budget: int) -> tuple[int | None, str | None]:
-    if n == 0:
-        return None, "no calibration question is resolved yet: there is no observed rate"
-    share = Fraction(f, n)
-    if share <= 1 - alpha:
-        return None, (
-            f"{n - f} of {n} calibration questions are unsolvable (no admissible answer "
-            f"sampled), at least alpha = {alpha}: at that share M* stays infinite at any size"
-        )
-    # f + N f / n >= (n + N + 1)(1 - alpha) is necessary, so start the exact scan there.
-    start = max(0, math.ceil(((n + 1) * (1 - alpha) - f) / (share - (1 - alpha))))
-    for more in range(start, budget + 1):
-        if f + (more * f) // n >= conformal_index(n + more, alpha):
-            return more, None
-    return None, f"M* is not finite within {budget:,} more questions at the observed share"
-
-
-def conformal_plan(
-    *,
-    n: int,
-    n_finite: int,
-    n_mode_admissible: int,
-    alpha: AlphaLike,
-    n_more: int | None = None,
-    budget: int = MAX_ADDITIONAL,
-) -> ConformalPlan:
-    """Plan the calibration questions a finite M* needs, and the reliability level to expect.
-
-    Args:
-        n: calibration questions used now, integer >= 0.
-        n_finite: of them, questions with a finite score, in [0, n].
-        n_mode_admissible: of them, questions with score 1, in [0, n_finite].
-        alpha: miscoverage level in (0, 1), read exactly (``exact_alpha``).
-        n_more: a number of additional questions to give the figures for, or None.
-        budget: the largest number of additional questions to search, integer >= 0.
-
-    Returns:
-        A :class:`ConformalPlan` (see the module docstring for the rules).
-
-    Raises:
-        StatsError: on inconsistent counts, alpha outside (0, 1), or ``n_more`` above
-            ``budget``.
-
-    Source: Vovk, Gammerman and Shafer (2005); Angelopoulos and Bates (2021),
-    arXiv:2107.07511, section 1 (k = ceil((n+1)(1-alpha)), infinite when k > n). Check:
-    alpha 0.1 gives a minimum of 9 calibration questions (k = 9 at n = 9, 9 > 8 at n = 8).
-    """
-    exact = exact_alpha(alpha)
-    size = check_count(n, name="n")
-    f = check_count(n_finite, name="n_finite")
-    c = check_count(n_mode_admissible, name="n_mode_admissible")
-    if not c <= f <= size:
-        raise StatsError(f"need n_mode_admissible <= n_finite <= n, got {c}, {f}, {size}")
-    cap = check_count(budget, name="budget")
-    more = _check_n_more(n_more, cap)
-    k = conformal_index(size, exact)
-    additional, reason = _first_finite(size, f, exact, cap)
-    return ConformalPlan(
-        alpha=exact,
-        n=size,
-        n_finite=f,
-        n_mode_admissible=c,
-        k=k,
-        finite_now=k <= f,
-        minimum_n=math.ceil(1 / exact) - 1,
-        additional=additional,
-        planned_n=None if additional is None else size + additional,
-        probability_at_plan=None
-        if additional is None
-        else _finite_probability(size, f, exact, additional),
-        probability_at_n_more=None
-        if more is None or size == 0
-        else _finite_probability(size, f, exact, more),
-        n_more=more,
-        reliability_now=expected_reliability(size, c, 0),
-        expected_reliability_at_plan=None
-        if additional is None
-        else expected_reliability(size, c, additional),
-        expected_reliability_at_n_more=None
-        if more is None
-        else expected_reliability(size, c, more),
-        never=size > 0 and Fraction(f, size) <= 1 - exact,
-        reason=reason,
     )
