@@ -492,7 +492,15 @@ class CalibrationSpecPlanApi(APIView):
     @extend_schema(
         operation_id="calibration_specs_plan",
         parameters=[QuerySerializer],
-        responses={200: PlanSerializer, 400: INVALID, 403: FORBIDDEN, 404: NOT_FOUND},
+        responses={
+            200: PlanSerializer,
+            400: INVALID,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(
+                ErrorSerializer, description="A statistic cannot be computed on the inputs."
+            ),
+        },
     )
     def get(self, request: Request, slug: str, spec_id: int) -> Response:
         """Return the spec's label budget plan."""

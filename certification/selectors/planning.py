@@ -6,8 +6,10 @@ from typing import Any
 
 from certification.certificates.plan import plan_compute
 from certification.contract import spec_content
+from certification.exceptions import PlanUnavailable
 from certification.models import CalibrationSpec
 from certification.selectors.calibration import calibration_inputs
+from certification.stats.errors import StatsError
 
 
 def calibration_spec_plan(*, spec: CalibrationSpec, n_more: int | None = None) -> dict[str, Any]:
@@ -24,10 +26,17 @@ def calibration_spec_plan(*, spec: CalibrationSpec, n_more: int | None = None) -
 
     Returns:
         ``spec`` (id, name, version, content_sha256) and the plan's keys (see ``plan_compute``).
+
+    Raises:
+        PlanUnavailable: when a statistic cannot be computed on the inputs (a run of them
+            would fail the same way).
     """
-    plan = plan_compute(
-        contract=spec_content(spec), inputs=calibration_inputs(spec=spec), n_more=n_more
-    )
+    try:
+        plan = plan_compute(
+            contract=spec_content(spec), inputs=calibration_inputs(spec=spec), n_more=n_more
+        )
+    except StatsError as exc:
+        raise PlanUnavailable(f"the current labels cannot be planned: {exc}") from exc
     return {
         "spec": {
             "id": spec.pk,

@@ -125,12 +125,18 @@ def calibration_spec_detail(request: HttpRequest, slug: str, spec_id: int) -> Ht
     spec = calibration_spec_get(project=project, spec_id=spec_id)
     plan_form = PlanForm(request.GET or None)
     n_more = plan_form.cleaned_data["n_more"] if plan_form.is_valid() else None
+    try:
+        plan: dict[str, Any] | None = calibration_spec_plan(spec=spec, n_more=n_more)
+        plan_error = None
+    except LabelingError as exc:
+        plan, plan_error = None, exc.message
     context = page_context(
         project,
         role,
         spec=spec,
         contract=_contract_rows(spec),
-        plan=calibration_spec_plan(spec=spec, n_more=n_more),
+        plan=plan,
+        plan_error=plan_error,
         plan_form=plan_form,
         history=calibration_spec_history(spec=spec),
         runs=calibration_run_list(project=project, filters={"spec": spec}),

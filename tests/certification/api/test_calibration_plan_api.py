@@ -10,6 +10,7 @@ import pytest
 from scipy.stats import binom
 
 from certification.stats.conformal import conformal_index
+from certification.stats.errors import StatsError
 from labeling.services import project_create
 from tests.conftest import module_data
 from tests.factories import calibration_candidate as cand
@@ -174,3 +175,16 @@ def test_the_largest_budget_is_answered(spec, api):
     assert body["selective_risk"]["rows"][0]["probability_at_n_more"] == pytest.approx(
         expected, rel=1e-9, abs=1e-12
     )
+
+
+def test_a_statistics_error_on_the_inputs_is_a_409_not_a_500(spec, api, monkeypatch):
+    # the inputs are validated when imported; a statistic failing on them anyway (as it would
+    # fail a run) is reported, not raised
+    def failing(**kwargs):
+        raise StatsError("scores must not contain NaN")
+
+    monkeypatch.setattr("certification.selectors.planning.plan_compute", failing)
+    response = api("manager").get(f"{BASE}/specs/{spec.pk}/plan/")
+    assert response.status_code == 409
+    assert response.json()["code"] == "plan_unavailable"
+    assert "scores must not contain NaN" in response.json()["detail"]

@@ -9,6 +9,7 @@ import re
 import pytest
 from scipy.stats import binom
 
+from certification.stats.errors import StatsError
 from labeling.services import project_create
 from tests.conftest import module_data
 from tests.factories import calibration_candidate as cand
@@ -109,3 +110,15 @@ def test_a_bad_number_is_a_400_with_the_form_error(project, login, value):
 def test_annotators_do_not_see_the_plan(project, login):
     spec = make_spec(project, selector="mode")
     assert login("annotator").get(f"{BASE}/specs/{spec.pk}/").status_code == 404
+
+
+def test_a_statistics_error_shows_on_the_page(project, login, monkeypatch):
+    spec = make_spec(project, selector="mode")
+
+    def failing(**kwargs):
+        raise StatsError("scores must not contain NaN")
+
+    monkeypatch.setattr("certification.selectors.planning.plan_compute", failing)
+    response = login("manager").get(f"{BASE}/specs/{spec.pk}/")
+    assert response.status_code == 200
+    assert "the current labels cannot be planned: scores must not contain NaN" in text(response)
