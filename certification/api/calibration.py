@@ -433,7 +433,6 @@ class ConformalPlanSerializer(serializers.Serializer):
     reliability_now_value = serializers.FloatField(allow_null=True)
     expected_reliability_at_plan = serializers.FloatField(allow_null=True)
     expected_reliability_at_n_more = serializers.FloatField(allow_null=True)
-    candidates_per_question = serializers.FloatField(allow_null=True)
     never = serializers.BooleanField()
     reason = serializers.CharField(allow_null=True)
 
@@ -462,6 +461,10 @@ class PlanSerializer(serializers.Serializer):
     n_more = serializers.IntegerField(allow_null=True)
     budget = serializers.IntegerField(help_text="The most additional units a plan searches.")
     pending = serializers.IntegerField(help_text="Calibration candidates not resolved yet.")
+    questions = serializers.IntegerField(help_text="Questions of the calibration partition.")
+    candidates_per_question = serializers.FloatField(
+        allow_null=True, help_text="Their mean number of candidates (each an item to label)."
+    )
     selective_risk = SelectivePlanSerializer(allow_null=True)
     conformal = ConformalPlanSerializer(allow_null=True)
 

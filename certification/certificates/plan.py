@@ -103,7 +103,6 @@ def _conformal(
         alpha=terms.alpha,
         n_more=n_more,
     )
-    candidates = sum(len(p.question["candidates"]) for p in prepared)
     return {
         "alpha": str(terms.alpha),
         "n": plan.n,
@@ -123,7 +122,6 @@ def _conformal(
         "reliability_now_value": num(plan.reliability_now),
         "expected_reliability_at_plan": num(plan.expected_reliability_at_plan),
         "expected_reliability_at_n_more": num(plan.expected_reliability_at_n_more),
-        "candidates_per_question": num(candidates / len(prepared)) if prepared else None,
         "never": plan.never,
         "reason": plan.reason,
     }
@@ -142,7 +140,8 @@ def plan_compute(
 
     Returns:
         ``notice`` (:data:`NOT_A_CERTIFICATE`), ``is_certificate`` (False), ``n_more``,
-        ``budget``, ``pending`` (calibration candidates not resolved yet), and the
+        ``budget``, ``pending`` (calibration candidates not resolved yet), ``questions`` and
+        ``candidates_per_question`` (the calibration partition's), and the
         ``selective_risk`` and ``conformal`` plans (None for a method the spec does not use).
 
     Raises:
@@ -151,15 +150,17 @@ def plan_compute(
     terms = Contract.of(contract)
     canon = get_canonicaliser(terms.canonicaliser)
     prepared = [prepare_question(q, terms, canon) for q in inputs["calibration"]]
-    pending = sum(
-        1 for q in inputs["calibration"] for c in q["candidates"] if c["outcome"] == "pending"
-    )
+    calibration = inputs["calibration"]
+    pending = sum(1 for q in calibration for c in q["candidates"] if c["outcome"] == "pending")
+    candidates = sum(len(q["candidates"]) for q in calibration)
     return {
         "notice": NOT_A_CERTIFICATE,
         "is_certificate": False,
         "n_more": n_more,
         "budget": MAX_ADDITIONAL,
         "pending": pending,
+        "questions": len(calibration),
+        "candidates_per_question": num(candidates / len(calibration)) if calibration else None,
         "selective_risk": _selective(prepared, terms, n_more) if terms.selective else None,
         "conformal": _conformal(prepared, terms, n_more) if terms.conformal else None,
     }

@@ -78,6 +78,7 @@ def test_a_spec_that_certifies_nothing_reads_how_many_more_labels_it_needs(spec,
         "content_sha256": spec.content_sha256,
     }
     assert (body["pending"], body["n_more"], body["budget"]) == (3, None, 100_000)
+    assert (body["questions"], body["candidates_per_question"]) == (27, 1)
     s = body["selective_risk"]
     # both thresholds accept all 24 resolved questions, 2 of them wrong (rate 1/12 < 0.1)
     assert [(r["denominator"], r["errors"], r["certified_now"]) for r in s["rows"]] == [
