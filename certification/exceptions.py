@@ -46,6 +46,12 @@ class SpecFrozen(InvalidTransition):
     code = "spec_frozen"
 
 
+class PlanUnavailable(InvalidTransition):
+    """The spec's current labels cannot be planned (a statistics error on its inputs)."""
+
+    code = "plan_unavailable"
+
+
 class EvaluatorNotFound(NotFound):
     """No evaluator with this id (or name@version) in the project."""
 

@@ -35,6 +35,7 @@ from certification.models import (
 from certification.selectors import CANDIDATE_SCORE_FIELDS, RCCS_PARTITIONS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
+from certification.stats.planning import MAX_ADDITIONAL
 from labeling.forms import SingleValueForm
 from labeling.vocabulary import INADMISSIBLE
 
@@ -305,4 +306,16 @@ class RCCSPartitionForm(SingleValueForm):
 
     partition = forms.ChoiceField(
         choices=[("", "every partition"), *_choices(RCCS_PARTITIONS)], required=False
+    )
+
+
+class PlanForm(SingleValueForm):
+    """The spec page's label budget planner: a number of additional calibration units."""
+
+    n_more = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_ADDITIONAL,
+        label="More calibration units",
+        help_text="The chance of certifying is shown for this many more resolved units.",
     )

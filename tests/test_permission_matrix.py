@@ -101,6 +101,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
         "PATCH": (403, 403, 409, 404, 401),
     },
     "api-calibration-spec-revise": {"POST": (403, 403, 201, 404, 401)},
+    # the label budget plan is read like the spec: reviewers and managers
+    "api-calibration-spec-plan": {"GET": (403, 200, 200, 404, 401)},
     "api-calibration-run-list": {
         "GET": (403, 200, 200, 404, 401),
         "POST": (403, 403, 202, 404, 401),

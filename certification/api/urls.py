@@ -46,6 +46,11 @@ urlpatterns = [
         name="api-calibration-spec-revise",
     ),
     path(
+        "projects/<slug:slug>/calibration/specs/<int:spec_id>/plan/",
+        calibration.CalibrationSpecPlanApi.as_view(),
+        name="api-calibration-spec-plan",
+    ),
+    path(
         "projects/<slug:slug>/calibration/specs/<int:spec_id>/runs/",
         calibration.CalibrationRunListApi.as_view(),
         name="api-calibration-run-list",

@@ -1,7 +1,8 @@
 """Selectors of the certification side: read stored results, shaped for pages and the API.
 
 ``agreement`` reads a project's agreement report; ``calibration`` specs, runs, their reports and
-the inputs snapshot a run computes from; ``audit`` evaluators, their audit reports and samples;
+the inputs snapshot a run computes from; ``planning`` a spec's label budget plan on its current
+labels; ``audit`` evaluators, their audit reports and samples;
 ``releases`` releases, their builds, files and tags. Selectors write nothing.
 """
 
@@ -43,6 +44,7 @@ from certification.selectors.calibration import (
     parse_evaluator_field,
 )
 from certification.selectors.derived import Freshness, derived_freshness
+from certification.selectors.planning import calibration_spec_plan
 from certification.selectors.rccs import RCCS_PARTITIONS, rccs_report_get
 from certification.selectors.releases import (
     FREEZE_FORM_RUNS,
@@ -103,6 +105,7 @@ __all__ = [
     "calibration_spec_json",
     "calibration_spec_latest_list",
     "calibration_spec_list",
+    "calibration_spec_plan",
     "evaluator_audit_list",
     "evaluator_get",
     "evaluator_get_by_spec",
