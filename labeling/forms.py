@@ -77,6 +77,12 @@ class ImportForm(SingleValueForm):
         help_text="For formats whose answers come without claims (e.g. otel): how each answer "
         "is split into claims. Formats that give their claims take the default.",
     )
+    evaluator_version = forms.CharField(
+        required=False,
+        max_length=255,
+        help_text="For formats with evaluator score columns (ragas): the version of the "
+        "evaluator that computed them, e.g. ragas-0.2.6.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

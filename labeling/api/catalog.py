@@ -601,6 +601,13 @@ class ImportCreateApi(APIView):
             help_text="Claim splitting for a format whose answers come without claims (default "
             "sentences); refused for a format that gives its own claims.",
         )
+        evaluator_version = serializers.CharField(
+            required=False,
+            min_length=1,
+            max_length=255,
+            help_text="The version of the evaluator whose scores the file carries (ragas: its "
+            "score columns), e.g. ragas-0.2.6; refused for a format without evaluator scores.",
+        )
 
         class Meta:
             ref_name = "ImportInput"
@@ -655,6 +662,7 @@ class ImportCreateApi(APIView):
             "filename": upload.name or "upload",
             "actor": request_actor(request),
             "claims": given.validated_data.get("claims"),
+            "evaluator_version": given.validated_data.get("evaluator_version"),
         }
         if workload_import_in_background(upload.size):
             # A large file: stored and imported by a background job (202 and the job's URL).

@@ -7,7 +7,7 @@ Each format turns a file into native records (see ``schema.py``) that one servic
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -75,6 +75,19 @@ class RecordSource:
 
 
 @dataclass(frozen=True)
+class ImportOptions:
+    """What one import chose for a format that reads with options (``open_with_options``).
+
+    ``splitter``: the claim splitting of answers that come without claims. ``evaluator_version``:
+    the version of the evaluator whose scores the file carries (a RAGAS table's score columns),
+    or None when not declared.
+    """
+
+    splitter: ClaimSplitter = field(default_factory=ClaimSplitter)
+    evaluator_version: str | None = None
+
+
+@dataclass(frozen=True)
 class WorkloadFormat:
     """A readable input format: its name, what it reads, and the policy it implies.
 
@@ -82,7 +95,11 @@ class WorkloadFormat:
     directory (a release). A format whose answers come without claims sets
     ``open_with_claims(stream, filename, splitter)``: the import reads it with the claim
     splitting it chose (:class:`~labeling.importers.claims.ClaimSplitter`), and ``open`` reads
-    it with the default (sentences). ``policy_preset`` names the preset
+    it with the default (sentences). A format that also takes other choices of the import sets
+    ``open_with_options(stream, filename, options)`` and, for a directory,
+    ``open_directory_with_options(path, options)`` (:class:`ImportOptions`);
+    ``evaluator_scores`` says that its files carry evaluator scores whose version the import
+    declares. ``policy_preset`` names the preset
     (``labeling.policy_presets``) of the label policy a project created for the format starts
     with; a format whose files carry their own policies sets ``RecordSource.policies``, which
     replace it.
@@ -94,6 +111,19 @@ class WorkloadFormat:
     policy_preset: str = "source_relative"
     open_directory: Callable[[Path], RecordSource] | None = None
     open_with_claims: Callable[[IO[bytes], str, ClaimSplitter], RecordSource] | None = None
+    open_with_options: Callable[[IO[bytes], str, ImportOptions], RecordSource] | None = None
+    open_directory_with_options: Callable[[Path, ImportOptions], RecordSource] | None = None
+    evaluator_scores: bool = False
+
+    @property
+    def splits_claims(self) -> bool:
+        """Whether the format's answers come without claims (the import chooses the splitting)."""
+        return self.open_with_claims is not None or self.open_with_options is not None
+
+    @property
+    def reads_directories(self) -> bool:
+        """Whether the format reads a directory (a release, a datasets folder)."""
+        return self.open_directory is not None or self.open_directory_with_options is not None
 
 
 def _native(stream: IO[bytes], filename: str) -> RecordSource:
@@ -102,7 +132,7 @@ def _native(stream: IO[bytes], filename: str) -> RecordSource:
 
 def formats() -> dict[str, WorkloadFormat]:
     """Return every known format by name."""
-    from labeling.importers import expertqa, faithbench, gsm8k, release
+    from labeling.importers import expertqa, faithbench, gsm8k, ragas, ragtruth, release
 
     return {
         "native": WorkloadFormat(
@@ -113,5 +143,7 @@ def formats() -> dict[str, WorkloadFormat]:
         "faithbench": faithbench.FORMAT,
         "expertqa": expertqa.FORMAT,
         "gsm8k": gsm8k.FORMAT,
+        "ragas": ragas.FORMAT,
+        "ragtruth": ragtruth.FORMAT,
         "release": release.FORMAT,
     }
