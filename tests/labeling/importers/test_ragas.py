@@ -397,3 +397,35 @@ def test_the_upload_page_imports_a_csv_with_its_evaluator_version(login, project
         ("row 1", "faithfulness")
     ]
     assert row_counts() == before
+
+
+def test_the_api_takes_the_evaluator_version_and_refuses_it_for_native(api, project):
+    client = api(Role.MANAGER)
+    url = f"/api/projects/{project.slug}/imports/"
+    upload = SimpleUploadedFile("eval.jsonl", JSONL.read_bytes())
+    response = client.post(
+        url, {"file": upload, "format": "ragas", "evaluator_version": VERSION}, format="multipart"
+    )
+    assert response.status_code == 201, response.json()
+    assert response.json()["created"]["evaluator_labels"] == 6
+    upload = SimpleUploadedFile("n.jsonl", jsonl_bytes([native_record("q9")]))
+    response = client.post(
+        url, {"file": upload, "format": "native", "evaluator_version": VERSION}, format="multipart"
+    )
+    assert response.status_code == 400
+    assert response.json()["field"] == "evaluator_version"
+
+
+def test_a_large_upload_is_imported_by_a_job_with_its_evaluator_version(
+    login, project, settings, django_capture_on_commit_callbacks
+):
+    settings.JOB_IMPORT_BYTES = 10
+    client = login(Role.MANAGER)
+    upload = SimpleUploadedFile("eval.jsonl", JSONL.read_bytes())
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/p/{project.slug}/import/",
+            {"file": upload, "format": "ragas", "evaluator_version": VERSION},
+        )
+    assert response.status_code == 302 and "/jobs/" in response["Location"]
+    assert set(EvaluatorLabel.objects.values_list("evaluator__version", flat=True)) == {VERSION}

@@ -276,5 +276,7 @@ def test_every_format_names_a_preset():
         "faithbench": "faithbench",
         "expertqa": "expertqa",
         "gsm8k": "gsm8k",
+        "ragas": "source_relative",
+        "ragtruth": "ragtruth",
         "release": "source_relative",
     }
