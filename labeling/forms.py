@@ -13,7 +13,7 @@ from django import forms
 from django.http import QueryDict
 
 from labeling.exceptions import InvalidInput, MultipleValues
-from labeling.importers import formats
+from labeling.importers import claims_choice_error, formats
 from labeling.importers.claims import CLAIM_MODES
 from labeling.models import ItemStatus, Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
@@ -88,6 +88,13 @@ class ImportForm(SingleValueForm):
         super().__init__(*args, **kwargs)
         # Formats are read at request time: adapters register in labeling.importers.formats().
         _choice_field(self, "format").choices = format_choices()
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        refused = claims_choice_error(cleaned.get("format", ""), cleaned.get("claims") or None)
+        if refused is not None:
+            self.add_error("claims", refused)
+        return cleaned
 
 
 class PartitionForm(SingleValueForm):

@@ -32,6 +32,7 @@ from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
 from labeling.exceptions import PermissionDenied
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
+from labeling.importers import claims_choice_error
 from labeling.importers.claims import CLAIM_MODES
 from labeling.models import ItemStatus, Partition, Project, Role
 from labeling.policy_presets import DEFAULT_PRESET, presets
@@ -616,6 +617,12 @@ class ImportCreateApi(APIView):
             super().__init__(*args, **kwargs)
             # Read at request time: adapters register in labeling.importers.formats().
             cast(serializers.ChoiceField, self.fields["format"]).choices = format_choices()
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            refused = claims_choice_error(attrs["format"], attrs.get("claims"))
+            if refused is not None:
+                raise serializers.ValidationError({"claims": refused})
+            return attrs
 
     class OutputSerializer(serializers.Serializer):
         batch = serializers.IntegerField(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from labeling.importers.claims import ClaimSplitter
+from labeling.importers.claims import CLAIM_MODES, ClaimSplitter
 from labeling.importers.native import read_jsonl
 from labeling.importers.schema import RecordError
 
@@ -126,13 +126,34 @@ class WorkloadFormat:
         return self.open_directory is not None or self.open_directory_with_options is not None
 
 
+def claims_choice_error(format_name: str, claims: str | None) -> str | None:
+    """Return why ``claims`` cannot be the claim splitting of an import in ``format_name``.
+
+    None when it can: no choice (None), or a known choice for a format whose answers come
+    without claims (:attr:`WorkloadFormat.splits_claims`). An unknown format is left to the
+    caller.
+    """
+    if claims is None:
+        return None
+    if claims not in CLAIM_MODES:
+        return f"unknown claim splitting {claims[:40]!r}; one of {list(CLAIM_MODES)}"
+    known = formats()
+    if format_name in known and not known[format_name].splits_claims:
+        splitting = sorted(name for name, f in known.items() if f.splits_claims)
+        return (
+            f"the {format_name} format gives its own claims; claim splitting applies to the "
+            f"formats whose answers come without claims ({', '.join(splitting)})"
+        )
+    return None
+
+
 def _native(stream: IO[bytes], filename: str) -> RecordSource:
     return RecordSource(read_jsonl(stream))
 
 
 def formats() -> dict[str, WorkloadFormat]:
     """Return every known format by name."""
-    from labeling.importers import expertqa, faithbench, gsm8k, ragas, ragtruth, release
+    from labeling.importers import expertqa, faithbench, gsm8k, otel, ragas, ragtruth, release
 
     return {
         "native": WorkloadFormat(
@@ -143,6 +164,7 @@ def formats() -> dict[str, WorkloadFormat]:
         "faithbench": faithbench.FORMAT,
         "expertqa": expertqa.FORMAT,
         "gsm8k": gsm8k.FORMAT,
+        "otel": otel.FORMAT,
         "ragas": ragas.FORMAT,
         "ragtruth": ragtruth.FORMAT,
         "release": release.FORMAT,

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from labeling.exceptions import InvalidInput, LabelingError, WorkloadImportFailed
-from labeling.importers import formats
+from labeling.importers import claims_choice_error, formats
 from labeling.importers.claims import CLAIM_MODES
 from labeling.models import Project
 from labeling.services import project_create, workload_import_file
@@ -66,11 +66,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         fmt = formats()[options["format"]]
-        if options["claims"] is not None and not fmt.splits_claims:
-            raise CommandError(
-                f"--claims: the {fmt.name} format gives its own claims; claim splitting applies "
-                "to the formats whose answers come without claims"
-            )
+        refused = claims_choice_error(fmt.name, options["claims"])
+        if refused is not None:
+            raise CommandError(f"--claims: {refused}")
         for path in options["paths"]:
             if not path.exists():
                 raise CommandError(f"{path}: no such file")

@@ -19,9 +19,10 @@ from labeling.importers import (
     RecordSource,
     SourcedRecord,
     WorkloadFormat,
+    claims_choice_error,
     formats,
 )
-from labeling.importers.claims import CLAIM_MODES, ClaimSplitter
+from labeling.importers.claims import ClaimSplitter
 from labeling.importers.native import file_sha256 as stream_sha256
 from labeling.importers.schema import (
     PolicyVocabulary,
@@ -449,19 +450,11 @@ def _import_options(
             f"version applies to {', '.join(scored)}",
             field="evaluator_version",
         )
+    refused = claims_choice_error(fmt.name, claims)
+    if refused is not None:
+        raise InvalidInput(refused, field="claims")
     if claims is None:
         return ImportOptions(evaluator_version=evaluator_version)
-    if claims not in CLAIM_MODES:
-        raise InvalidInput(
-            f"unknown claim splitting {echo(claims)}; one of {list(CLAIM_MODES)}", field="claims"
-        )
-    if not fmt.splits_claims:
-        splitting = sorted(name for name, f in formats().items() if f.splits_claims)
-        raise InvalidInput(
-            f"the {fmt.name} format gives its own claims; claim splitting applies to the "
-            f"formats whose answers come without claims ({', '.join(splitting)})",
-            field="claims",
-        )
     return ImportOptions(ClaimSplitter(claims), evaluator_version)
 
 
