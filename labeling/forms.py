@@ -13,7 +13,7 @@ from django import forms
 from django.http import QueryDict
 
 from labeling.exceptions import InvalidInput, MultipleValues
-from labeling.importers import claims_choice_error, formats
+from labeling.importers import claims_choice_error, evaluator_version_error, formats
 from labeling.importers.claims import CLAIM_MODES
 from labeling.models import ItemStatus, Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
@@ -94,6 +94,11 @@ class ImportForm(SingleValueForm):
         refused = claims_choice_error(cleaned.get("format", ""), cleaned.get("claims") or None)
         if refused is not None:
             self.add_error("claims", refused)
+        version = evaluator_version_error(
+            cleaned.get("format", ""), cleaned.get("evaluator_version") or None
+        )
+        if version is not None:
+            self.add_error("evaluator_version", version)
         return cleaned
 
 

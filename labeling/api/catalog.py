@@ -32,7 +32,7 @@ from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
 from labeling.exceptions import PermissionDenied
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
-from labeling.importers import claims_choice_error
+from labeling.importers import claims_choice_error, evaluator_version_error
 from labeling.importers.claims import CLAIM_MODES
 from labeling.models import ItemStatus, Partition, Project, Role
 from labeling.policy_presets import DEFAULT_PRESET, presets
@@ -622,6 +622,9 @@ class ImportCreateApi(APIView):
             refused = claims_choice_error(attrs["format"], attrs.get("claims"))
             if refused is not None:
                 raise serializers.ValidationError({"claims": refused})
+            version = evaluator_version_error(attrs["format"], attrs.get("evaluator_version"))
+            if version is not None:
+                raise serializers.ValidationError({"evaluator_version": version})
             return attrs
 
     class OutputSerializer(serializers.Serializer):

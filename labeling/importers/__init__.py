@@ -147,6 +147,27 @@ def claims_choice_error(format_name: str, claims: str | None) -> str | None:
     return None
 
 
+def evaluator_version_error(format_name: str, version: str | None) -> str | None:
+    """Return why ``version`` cannot be the declared evaluator version of an import.
+
+    None when it can: none declared, or 1 to 255 characters for a format whose files carry
+    evaluator scores (:attr:`WorkloadFormat.evaluator_scores`). An unknown format is left to
+    the caller.
+    """
+    if version is None:
+        return None
+    if not 0 < len(version) <= 255:
+        return "give 1 to 255 characters"
+    known = formats()
+    if format_name in known and not known[format_name].evaluator_scores:
+        scored = sorted(name for name, f in known.items() if f.evaluator_scores)
+        return (
+            f"the {format_name} format carries no evaluator scores to version; the evaluator "
+            f"version applies to {', '.join(scored)}"
+        )
+    return None
+
+
 def _native(stream: IO[bytes], filename: str) -> RecordSource:
     return RecordSource(read_jsonl(stream))
 

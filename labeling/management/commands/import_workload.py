@@ -18,7 +18,7 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from labeling.exceptions import InvalidInput, LabelingError, WorkloadImportFailed
-from labeling.importers import claims_choice_error, formats
+from labeling.importers import claims_choice_error, evaluator_version_error, formats
 from labeling.importers.claims import CLAIM_MODES
 from labeling.models import Project
 from labeling.services import project_create, workload_import_file
@@ -69,6 +69,9 @@ class Command(BaseCommand):
         refused = claims_choice_error(fmt.name, options["claims"])
         if refused is not None:
             raise CommandError(f"--claims: {refused}")
+        refused = evaluator_version_error(fmt.name, options["evaluator_version"])
+        if refused is not None:
+            raise CommandError(f"--evaluator-version: {refused}")
         for path in options["paths"]:
             if not path.exists():
                 raise CommandError(f"{path}: no such file")

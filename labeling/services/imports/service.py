@@ -20,6 +20,7 @@ from labeling.importers import (
     SourcedRecord,
     WorkloadFormat,
     claims_choice_error,
+    evaluator_version_error,
     formats,
 )
 from labeling.importers.claims import ClaimSplitter
@@ -441,15 +442,9 @@ def _import_options(
             claims (field ``claims``), or an evaluator version for a format without evaluator
             scores (field ``evaluator_version``).
     """
-    if evaluator_version is not None and not 0 < len(evaluator_version) <= 255:
-        raise InvalidInput("give 1 to 255 characters", field="evaluator_version")
-    if evaluator_version is not None and not fmt.evaluator_scores:
-        scored = sorted(name for name, f in formats().items() if f.evaluator_scores)
-        raise InvalidInput(
-            f"the {fmt.name} format carries no evaluator scores to version; the evaluator "
-            f"version applies to {', '.join(scored)}",
-            field="evaluator_version",
-        )
+    wrong_version = evaluator_version_error(fmt.name, evaluator_version)
+    if wrong_version is not None:
+        raise InvalidInput(wrong_version, field="evaluator_version")
     refused = claims_choice_error(fmt.name, claims)
     if refused is not None:
         raise InvalidInput(refused, field="claims")

@@ -413,7 +413,8 @@ def test_the_api_takes_the_evaluator_version_and_refuses_it_for_native(api, proj
         url, {"file": upload, "format": "native", "evaluator_version": VERSION}, format="multipart"
     )
     assert response.status_code == 400
-    assert response.json()["field"] == "evaluator_version"
+    body = response.json()
+    assert [e["field"] for e in body["errors"]] == ["evaluator_version"], body
 
 
 def test_a_large_upload_is_imported_by_a_job_with_its_evaluator_version(
@@ -429,3 +430,14 @@ def test_a_large_upload_is_imported_by_a_job_with_its_evaluator_version(
         )
     assert response.status_code == 302 and "/jobs/" in response["Location"]
     assert set(EvaluatorLabel.objects.values_list("evaluator__version", flat=True)) == {VERSION}
+
+
+def test_the_upload_page_refuses_an_evaluator_version_for_native_on_its_field(login, project):
+    upload = SimpleUploadedFile("n.jsonl", jsonl_bytes([native_record("q1")]))
+    response = login(Role.MANAGER).post(
+        f"/p/{project.slug}/import/",
+        {"file": upload, "format": "native", "evaluator_version": VERSION},
+    )
+    assert response.status_code == 400
+    assert "carries no evaluator scores" in response.context["form"].errors["evaluator_version"][0]
+    assert not Question.objects.exists()
