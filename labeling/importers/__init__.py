@@ -93,13 +93,12 @@ class WorkloadFormat:
 
     ``open(stream, filename)`` reads a file; ``open_directory(path)``, when set, reads a
     directory (a release). A format whose answers come without claims sets
-    ``open_with_claims(stream, filename, splitter)``: the import reads it with the claim
-    splitting it chose (:class:`~labeling.importers.claims.ClaimSplitter`), and ``open`` reads
-    it with the default (sentences). A format that also takes other choices of the import sets
-    ``open_with_options(stream, filename, options)`` and, for a directory,
-    ``open_directory_with_options(path, options)`` (:class:`ImportOptions`);
-    ``evaluator_scores`` says that its files carry evaluator scores whose version the import
-    declares. ``policy_preset`` names the preset
+    ``open_with_options(stream, filename, options)`` and, if it reads directories,
+    ``open_directory_with_options(path, options)``: the import reads it with the choices it
+    made (:class:`ImportOptions`: the claim splitting, the evaluator version), and ``open``
+    reads it with the defaults (sentences, no version). ``evaluator_scores`` says that its
+    files carry evaluator scores whose version the import declares. ``policy_preset`` names
+    the preset
     (``labeling.policy_presets``) of the label policy a project created for the format starts
     with; a format whose files carry their own policies sets ``RecordSource.policies``, which
     replace it.
@@ -110,7 +109,6 @@ class WorkloadFormat:
     open: Callable[[IO[bytes], str], RecordSource]
     policy_preset: str = "source_relative"
     open_directory: Callable[[Path], RecordSource] | None = None
-    open_with_claims: Callable[[IO[bytes], str, ClaimSplitter], RecordSource] | None = None
     open_with_options: Callable[[IO[bytes], str, ImportOptions], RecordSource] | None = None
     open_directory_with_options: Callable[[Path, ImportOptions], RecordSource] | None = None
     evaluator_scores: bool = False
@@ -118,7 +116,7 @@ class WorkloadFormat:
     @property
     def splits_claims(self) -> bool:
         """Whether the format's answers come without claims (the import chooses the splitting)."""
-        return self.open_with_claims is not None or self.open_with_options is not None
+        return self.open_with_options is not None
 
     @property
     def reads_directories(self) -> bool:

@@ -413,8 +413,6 @@ def workload_import_file(
     counted = stream if progress is None else cast(IO[bytes], _CountingStream(stream, progress))
     if fmt.open_with_options is not None:
         source = fmt.open_with_options(counted, filename, options)
-    elif fmt.open_with_claims is not None:
-        source = fmt.open_with_claims(counted, filename, options.splitter)
     else:
         source = fmt.open(counted, filename)
     return _import_source(project, source, fmt.name, filename, source.digest or digest, actor)
