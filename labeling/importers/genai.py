@@ -347,7 +347,10 @@ def generator_of(span: Span, counters: dict[str, Any]) -> tuple[str, dict[str, A
 
 
 def documents_of(span: Span, counters: dict[str, Any]) -> list[dict[str, Any]]:
-    """Return the documents of a retrieval span: ``{"id", "text", "score"?, "uri"?}``.
+    """Return the documents of a retrieval span.
+
+    Each is ``{"id", "text", "score"?, "uri"?, "generated_id", "field"}``: ``generated_id`` when
+    the id was made from the text, ``field`` the attribute naming its id (for errors).
 
     Raises:
         RecordError: a document without text (naming its attribute, e.g.
@@ -411,7 +414,12 @@ def _document(
         generated = False
     else:
         raise RecordError(span.where, f"{field}.id", f"expected a string id, got {echo(doc_id)}")
-    document: dict[str, Any] = {"id": doc_id, "text": content, "generated_id": generated}
+    document: dict[str, Any] = {
+        "id": doc_id,
+        "text": content,
+        "generated_id": generated,
+        "field": f"{field}.id",
+    }
     if score is not None:
         if isinstance(score, bool) or not isinstance(score, int | float):
             raise RecordError(span.where, f"{field}.score", f"expected a number, got {echo(score)}")

@@ -89,13 +89,14 @@ def _sources(
         for document in documents:
             counters["documents"] += 1
             counters["documents_without_id"] += document.pop("generated_id")
+            field = document.pop("field")
             counters["documents_without_score"] += "score" not in document
             if document["id"] in seen:
                 text, first = seen[document["id"]]
                 if text != document["text"]:
                     raise RecordError(
                         span.where,
-                        "document.id",
+                        field,
                         f"document {echo(document['id'])} repeats with another text (first in "
                         f"span {first.span_id})",
                     )

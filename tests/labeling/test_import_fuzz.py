@@ -1,6 +1,7 @@
 """Import fuzz test: seeded mutations of valid files in every format, through the upload API.
 
-For each format (native, FaithBench, ExpertQA, GSM8K, a release zip, an evaluator-label file)
+For each format (native, FaithBench, ExpertQA, GSM8K, OTel traces (JSON lines and one
+document), a release zip, an evaluator-label file)
 a valid seed file is mutated by a seeded mutator: JSON values replaced by hostile ones (integers
 beyond 64 bits, huge or NUL-holding strings, lone surrogates, deep nesting, wrong types), keys
 dropped, added or repeated, and bytes truncated, flipped, inserted, lines doubled or swapped.
@@ -184,6 +185,18 @@ def gsm8k_seed() -> list[dict[str, Any]]:
     ]
 
 
+OTEL_FIXTURES = Path(__file__).parent / "importers" / "otel"
+
+
+def otel_seed() -> list[dict[str, Any]]:
+    text = (OTEL_FIXTURES / "genai_traces.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def otel_document_seed() -> dict[str, Any]:
+    return json.loads((OTEL_FIXTURES / "phoenix_trace.json").read_text(encoding="utf-8"))
+
+
 def labels_seed() -> list[dict[str, Any]]:
     return [
         {"question": "q1", "candidate": "c0", "evaluator": "hhem", "version": "2.1", "score": 0.31},
@@ -349,7 +362,7 @@ def _release_seed(tmp_path: Path) -> tuple[Any, Any]:
     return full_records(), (write_release, zip_release)
 
 
-FORMATS = ["native", "faithbench", "expertqa", "gsm8k", "release", "evaluator_labels"]
+FORMATS = ["native", "faithbench", "expertqa", "gsm8k", "otel", "release", "evaluator_labels"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -374,6 +387,10 @@ def test_fuzzed_imports_are_refused_cleanly(api, project, import_records, tmp_pa
             data = mutated_jsonl(rng, expertqa_seed())
         elif fmt == "gsm8k":
             data = mutated_jsonl(rng, gsm8k_seed())
+        elif fmt == "otel" and case % 2:
+            data = mutated_json(rng, otel_document_seed())
+        elif fmt == "otel":
+            data = mutated_jsonl(rng, otel_seed())
         elif fmt == "evaluator_labels":
             data = mutated_jsonl(rng, labels_seed())
         else:

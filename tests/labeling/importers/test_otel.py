@@ -429,3 +429,22 @@ def test_a_background_import_keeps_the_claims_choice(
     assert job.payload["claims"] == "whole"
     assert job.result["notes"]["claim_splitting"]["mode"] == "whole"
     assert Claim.objects.count() == 3
+
+
+def test_a_document_id_repeated_with_another_text_in_one_trace_is_refused(project):
+    requests = lines()
+    retrieval = spans_of(requests[0])[0]
+    documents = attribute(retrieval, "gen_ai.retrieval.documents")["value"]["arrayValue"]
+    again = copy.deepcopy(documents["values"][0])
+    again["kvlistValue"]["values"][2]["value"] = {"stringValue": "Another text."}
+    documents["values"].append(again)
+    [error] = refusals(dump(requests), project)
+    assert error.location == f"line 1 trace {TRACE_A} span eee19b7ec3c1b174"
+    assert error.field == "gen_ai.retrieval.documents[2].id"
+    assert error.reason.startswith("document 'doc-eiffel' repeats with another text")
+    # the same id and text twice is one source, counted
+    again["kvlistValue"]["values"][2]["value"] = documents["values"][0]["kvlistValue"]["values"][2][
+        "value"
+    ]
+    result = run_import(dump(requests), project)
+    assert result.notes["repeated_documents"] == 1 and result.created["source_versions"] == 3
