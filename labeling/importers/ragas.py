@@ -235,10 +235,11 @@ class _Rows:
     def _score(self, name: str, value: Any, where: str) -> dict[str, Any]:
         """Map one score cell to an evaluator label (unavailable for null / NaN / empty)."""
         version = self.options.evaluator_version
+        field = path_key(name)
         if not version:
             raise _FileError(
                 where,
-                name,
+                field,
                 f"column {echo(name)} is read as an evaluator score (every column besides the "
                 "question, contexts, answer, reference and id is); declare the version of the "
                 "evaluator that computed the scores (evaluator_version, e.g. ragas-0.2.6)",
@@ -253,7 +254,7 @@ class _Rows:
                 try:
                     value = float(value)
                 except ValueError:
-                    raise RecordError(where, name, f"score {echo(raw)} is not a number") from None
+                    raise RecordError(where, field, f"score {echo(raw)} is not a number") from None
                 if value.is_integer() and abs(value) < 2**53:
                     value = int(value)
         if isinstance(value, float) and math.isnan(value):
@@ -263,9 +264,9 @@ class _Rows:
             self.counters["scores_unavailable"] += 1
             return {**label, "available": False, "raw": raw}
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise RecordError(where, name, f"score {echo(value)} is not a number")
+            raise RecordError(where, field, f"score {echo(value)} is not a number")
         if not math.isfinite(value):
-            raise RecordError(where, name, f"score {echo(raw)} is not a finite number")
+            raise RecordError(where, field, f"score {echo(raw)} is not a finite number")
         self.counters["score_columns"][name] += 1
         return {**label, "score": value, "raw": raw}
 
