@@ -374,6 +374,14 @@ class _CountingStream:
     def seekable(self) -> bool:
         return True
 
+    def readable(self) -> bool:
+        return True
+
+    @property
+    def closed(self) -> bool:
+        # pyarrow's file wrapper (Parquet) checks it before reading.
+        return self.stream.closed
+
 
 def workload_import_file(
     *,

@@ -51,6 +51,7 @@ def rows() -> list[dict[str, Any]]:
 
 
 def command(path: Path, slug: str = "rg", *extra: str) -> str:
+    """Run the command; the progress bar (on stderr) stays on, as a user runs it."""
     out = io.StringIO()
     call_command(
         "import_workload",
@@ -62,9 +63,9 @@ def command(path: Path, slug: str = "rg", *extra: str) -> str:
         "ragas",
         "--evaluator-version",
         VERSION,
-        "--no-progress",
         *extra,
         stdout=out,
+        stderr=io.StringIO(),
     )
     return out.getvalue()
 
@@ -441,3 +442,15 @@ def test_the_upload_page_refuses_an_evaluator_version_for_native_on_its_field(lo
     assert response.status_code == 400
     assert "carries no evaluator scores" in response.context["form"].errors["evaluator_version"][0]
     assert not Question.objects.exists()
+
+
+def test_the_command_reads_parquet_and_a_zipped_folder_through_its_progress_bar(tmp_path):
+    # the command wraps the file to count the bytes read: pyarrow and zipfile read through it
+    pq.write_table(table(), tmp_path / "eval.parquet")
+    assert "3 records" in command(tmp_path / "eval.parquet", "pq")
+    folder = write_dataset(tmp_path / "eval_dataset")
+    with zipfile.ZipFile(tmp_path / "eval_dataset.zip", "w") as archive:
+        for path in sorted(folder.iterdir()):
+            archive.write(path, path.name)
+    assert "3 records" in command(tmp_path / "eval_dataset.zip", "zipped")
+    assert Question.objects.filter(project__slug="zipped").count() == 3

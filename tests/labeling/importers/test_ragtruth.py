@@ -70,9 +70,9 @@ def command(path: Path, slug: str = "rt", *extra: str) -> str:
         "--create",
         "--format",
         "ragtruth",
-        "--no-progress",
         *extra,
         stdout=out,
+        stderr=io.StringIO(),
     )
     return out.getvalue()
 
@@ -297,3 +297,9 @@ def test_the_upload_page_imports_the_zip(login, project):
     assert [(e.location, e.field) for e in response.context["errors"]] == [
         ("response.jsonl line 2", "labels[1].end")
     ]
+
+
+def test_the_command_reads_the_zip_through_its_progress_bar(tmp_path):
+    (tmp_path / "ragtruth.zip").write_bytes(zipped(folder="RAGTruth/"))
+    assert "3 records" in command(tmp_path / "ragtruth.zip")
+    assert CandidateAnswer.objects.count() == 6
