@@ -149,6 +149,7 @@ def _new_counters(options: ImportOptions) -> dict[str, Any]:
         "qa_passages_unsplit": 0,
         "prompts_without_the_task": 0,
         "empty_responses": 0,
+        "sources_without_responses": 0,
         "partition": {},
         "claim_splitting": options.splitter.counts,
     }
@@ -249,6 +250,7 @@ class _Reader:
                 self._error(exc)
         if given == {True, False}:
             self._error(RecordError(RESPONSES, "split", "give split on every response or on none"))
+        self.counters["sources_without_responses"] = len(self.source_lines.keys() - self.groups)
 
     def partition(self) -> SourcedRecord | None:
         """The partition spec: the split's shares of the prompts (None without splits)."""

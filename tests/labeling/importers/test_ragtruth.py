@@ -303,3 +303,17 @@ def test_the_command_reads_the_zip_through_its_progress_bar(tmp_path):
     (tmp_path / "ragtruth.zip").write_bytes(zipped(folder="RAGTruth/"))
     assert "3 records" in command(tmp_path / "ragtruth.zip")
     assert CandidateAnswer.objects.count() == 6
+
+
+def test_the_test_split_alone_imports_its_prompts_and_counts_the_others(project):
+    lines = [r for r in responses() if r["split"] == "test"]
+    result = workload_import_file(
+        project=project,
+        stream=io.BytesIO(zipped(lines)),
+        format_name="ragtruth",
+        filename="test-split.zip",
+    )
+    assert result.records == 1 and result.created["candidates"] == 3
+    assert result.notes["sources_without_responses"] == 2
+    project.refresh_from_db()
+    assert project.partition_proportions == {"dev": 0.0, "calibration": 0.0, "test": 1.0}
