@@ -73,7 +73,10 @@ class ImportForm(SingleValueForm):
     format = forms.ChoiceField(initial="native")
     claims = forms.ChoiceField(
         required=False,
-        choices=[("", "the format's default: sentences"), *CLAIM_MODES.items()],
+        choices=[
+            ("", "default: the format's own claims, else one per sentence"),
+            *CLAIM_MODES.items(),
+        ],
         help_text="For formats whose answers come without claims (e.g. otel): how each answer "
         "is split into claims. Formats that give their claims take the default.",
     )

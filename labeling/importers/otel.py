@@ -31,6 +31,7 @@ an LLM span without a question or a completion; an attribute of the wrong OTLP t
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
 from labeling.importers import ImportOptions, RecordSource, SourcedRecord, WorkloadFormat
@@ -76,17 +77,87 @@ def _tally(counters: dict[str, Any], key: str, name: str) -> None:
     counters[key][name] = counters[key].get(name, 0) + 1
 
 
+@dataclass
+class _SpanRead:
+    """What is kept of one GenAI span once read (the span's JSON itself is dropped).
+
+    ``fields`` holds the values read (an LLM span: ``question``, ``question_from``,
+    ``completions``, ``completions_from``, ``model``, ``settings``, ``conversation``,
+    ``service``; a retrieval span: ``documents``, ``query``), ``counts`` the counters reading
+    them moved (added to the import's when the span is used) and ``error`` what refused them: it
+    refuses the trace only if the span is used (an ignored LLM span's does not).
+    """
+
+    role: str
+    span_id: str
+    where: str
+    location: str
+    start: int
+    end: int
+    fields: dict[str, Any]
+    counts: dict[str, Any]
+    error: RecordError | None
+
+
+def _span_counts() -> dict[str, Any]:
+    return {
+        "json_string_attributes": 0,
+        "llm_spans_without_model": 0,
+        "documents_from": {"gen_ai.retrieval.documents": 0, "retrieval.documents.N.document.*": 0},
+    }
+
+
+def read_span(span: Span, role: str) -> _SpanRead:
+    """Read what the mapping needs from a GenAI span of ``role`` (see :class:`_SpanRead`)."""
+    counts = _span_counts()
+    fields: dict[str, Any] = {}
+    error = None
+    try:
+        if role == LLM:
+            fields["question"], fields["question_from"] = question_of(span, counts)
+            fields["completions"], fields["completions_from"] = completions_of(span, counts)
+            fields["model"], fields["settings"] = generator_of(span, counts)
+            fields["conversation"] = (
+                attribute_text(span, "gen_ai.conversation.id")
+                or attribute_text(span, "session.id")
+                or ""
+            )
+            fields["service"] = attribute_text(span, "service.name", span.resource)
+        else:
+            fields["documents"] = documents_of(span, counts)
+            fields["query"] = attribute_text(span, "gen_ai.retrieval.query.text") or (
+                attribute_text(span, "input.value")
+            )
+    except RecordError as exc:
+        error = exc
+    return _SpanRead(
+        role, span.span_id, span.where, span.location, span.start, span.end, fields, counts, error
+    )
+
+
+def _use(read: _SpanRead, counters: dict[str, Any]) -> dict[str, Any]:
+    """Return a used span's fields (raising its error) and add its counts to ``counters``."""
+    if read.error is not None:
+        raise read.error
+    counters["json_string_attributes"] += read.counts["json_string_attributes"]
+    counters["llm_spans_without_model"] += read.counts["llm_spans_without_model"]
+    for name, n in read.counts["documents_from"].items():
+        counters["documents_from"][name] += n
+    return read.fields
+
+
 def _sources(
-    trace_id: str, retrievals: list[Span], location: str, counters: dict[str, Any]
+    retrievals: list[_SpanRead], location: str, counters: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """The documents of a trace's retrieval spans, ranked in span start order then as listed."""
     sources: list[dict[str, Any]] = []
-    seen: dict[str, tuple[str, Span]] = {}
-    for span in retrievals:
-        documents = documents_of(span, counters)
+    seen: dict[str, tuple[str, str]] = {}
+    for read in retrievals:
+        documents = _use(read, counters)["documents"]
         if not documents:
             counters["retrieval_spans_without_documents"] += 1
         for document in documents:
+            document = dict(document)
             counters["documents"] += 1
             counters["documents_without_id"] += document.pop("generated_id")
             field = document.pop("field")
@@ -95,14 +166,14 @@ def _sources(
                 text, first = seen[document["id"]]
                 if text != document["text"]:
                     raise RecordError(
-                        span.where,
+                        read.where,
                         field,
                         f"document {echo(document['id'])} repeats with another text (first in "
-                        f"span {first.span_id})",
+                        f"span {first})",
                     )
                 counters["repeated_documents"] += 1
                 continue
-            seen[document["id"]] = (document["text"], span)
+            seen[document["id"]] = (document["text"], read.span_id)
             sources.append({**document, "rank": len(sources) + 1})
     if not sources:
         raise RecordError(
@@ -116,21 +187,19 @@ def _sources(
 
 def trace_record(
     trace_id: str,
-    spans: list[tuple[str, Span]],
+    spans: list[_SpanRead],
     splitter: ClaimSplitter,
     counters: dict[str, Any],
 ) -> dict[str, Any]:
-    """Map the GenAI spans of one trace (``(role, span)`` in file order) to a native record.
+    """Map the GenAI spans read of one trace (in file order) to a native record.
 
     Raises:
         RecordError: the trace cannot be mapped (see the module docstring), naming the span and
             attribute (or the trace, for a span that is missing).
     """
-    location = f"{spans[0][1].location} trace {trace_id}"
-    llms = [span for role, span in spans if role == LLM]
-    retrievals = sorted(
-        (span for role, span in spans if role == RETRIEVAL), key=lambda span: span.start
-    )
+    location = f"{spans[0].location} trace {trace_id}"
+    llms = [read for read in spans if read.role == LLM]
+    retrievals = sorted((read for read in spans if read.role == RETRIEVAL), key=lambda r: r.start)
     if not llms:
         raise RecordError(
             location,
@@ -145,49 +214,39 @@ def trace_record(
             "no retrieval span (gen_ai.operation.name retrieval, or openinference.span.kind "
             "RETRIEVER): nothing gives the sources",
         )
-    counters["retrieval_spans"] += len(retrievals)
     # The answer is the generation that ends last (earlier ones rewrite the query, plan, ...).
-    llm = max(reversed(llms), key=lambda span: span.end)
+    llm = max(reversed(llms), key=lambda read: read.end)
+    answer = _use(llm, counters)
+    sources = _sources(retrievals, location, counters)
+    counters["retrieval_spans"] += len(retrievals)
     counters["llm_spans_ignored"] += len(llms) - 1
-    question, question_from = question_of(llm, counters)
-    completions, completions_from = completions_of(llm, counters)
-    model, settings = generator_of(llm, counters)
-    sources = _sources(trace_id, retrievals, location, counters)
-    _tally(counters, "question_from", question_from)
-    _tally(counters, "completions_from", completions_from)
-    counters["completions"] += len(completions)
+    _tally(counters, "question_from", answer["question_from"])
+    _tally(counters, "completions_from", answer["completions_from"])
+    counters["completions"] += len(answer["completions"])
     counters["traces"] += 1
     metadata: dict[str, Any] = {
         "format": "otel",
         "trace_id": trace_id,
         "llm_span_id": llm.span_id,
-        "retrieval_span_ids": [span.span_id for span in retrievals],
+        "retrieval_span_ids": [read.span_id for read in retrievals],
     }
-    service = attribute_text(llm, "service.name", llm.resource)
-    if service is not None:
-        metadata["service_name"] = service
-    for span in retrievals:
-        query = attribute_text(span, "gen_ai.retrieval.query.text") or attribute_text(
-            span, "input.value"
-        )
-        if query is not None:
-            metadata["retrieval_query"] = query
-            break
-    conversation = (
-        attribute_text(llm, "gen_ai.conversation.id") or attribute_text(llm, "session.id") or ""
-    )
+    if answer["service"] is not None:
+        metadata["service_name"] = answer["service"]
+    queries = [read.fields["query"] for read in retrievals if read.fields["query"] is not None]
+    if queries:
+        metadata["retrieval_query"] = queries[0]
     return {
         "external_id": f"otel:{trace_id}",
-        "text": question,
-        "group_key": conversation,
+        "text": answer["question"],
+        "group_key": answer["conversation"],
         "metadata": metadata,
         "sources": sources,
         "candidates": [
             {
                 "id": f"{llm.span_id}:{n}",
                 "text": completion["text"],
-                "generator": model,
-                "generator_settings": settings,
+                "generator": answer["model"],
+                "generator_settings": answer["settings"],
                 "sample_index": n,
                 "metadata": (
                     {"finish_reason": completion["finish_reason"]}
@@ -196,7 +255,7 @@ def trace_record(
                 ),
                 "claims": splitter.claims(completion["text"]),
             }
-            for n, completion in enumerate(completions)
+            for n, completion in enumerate(answer["completions"])
         ],
     }
 
@@ -207,8 +266,9 @@ def read_otel(
     """Yield one native record per GenAI trace of an OTLP JSON file, in order of first span.
 
     A trace's spans may be spread over the file (the exporter writes spans in batches as they
-    end), so the GenAI spans (retrieval and LLM; other spans are dropped as they are read) are
-    held until the file is read; the records are then written in chunks like any import's.
+    end), so what the mapping needs of each GenAI span (its texts, ids and settings:
+    :func:`read_span`) is kept until the file is read; the spans' JSON and every other span are
+    dropped as they are read. The records are then written in chunks like any import's.
 
     Yields:
         ``(location, record)`` located ``"line 3 trace <traceId>"`` (the line of the trace's
@@ -216,7 +276,7 @@ def read_otel(
         JSON, a field in the wrong shape), and when every line was read, one per trace that
         cannot be mapped.
     """
-    traces: dict[str, list[tuple[str, Span]]] = {}
+    traces: dict[str, list[_SpanRead]] = {}
     seen_spans: set[tuple[str, str]] = set()
     other_traces: set[str] = set()
     failed = False
@@ -237,18 +297,18 @@ def read_otel(
                 if role is None:
                     other_traces.add(span.trace_id)
                 else:
-                    traces.setdefault(span.trace_id, []).append((role, span))
+                    traces.setdefault(span.trace_id, []).append(read_span(span, role))
         except RecordError as exc:
             failed = True
             yield location, exc
     if failed:
         return  # a trace may lack the spans of a line that failed: mapping it would mislead
     counters["traces_without_genai_spans"] += len(other_traces - traces.keys())
-    for trace_id, roles in traces.items():
+    for trace_id, reads in traces.items():
         try:
             yield (
-                f"{roles[0][1].location} trace {trace_id}",
-                trace_record(trace_id, roles, splitter, counters),
+                f"{reads[0].location} trace {trace_id}",
+                trace_record(trace_id, reads, splitter, counters),
             )
         except RecordError as exc:
             yield exc.location, exc
