@@ -90,18 +90,22 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _column(row: dict[str, Any], names: tuple[str, ...], where: str, required: bool) -> str | None:
+def _column(row: dict[str, Any], names: tuple[str, ...], where: str) -> str | None:
     """Return the one column of ``names`` the row has, or None when neither is there."""
     given = [name for name in names if name in row]
     if len(given) > 1:
         raise _FileError(where, given[1], f"both {given[0]} and {given[1]} are given; keep one")
-    if not given:
-        if required:
-            raise _FileError(
-                where, names[0], f"missing column: give {names[0]} (or {names[1]}, RAGAS 0.1)"
-            )
-        return None
-    return given[0]
+    return given[0] if given else None
+
+
+def _required(row: dict[str, Any], names: tuple[str, ...], where: str) -> str:
+    """Return the one column of ``names`` the row has; refuse the table without either."""
+    column = _column(row, names, where)
+    if column is None:
+        raise _FileError(
+            where, names[0], f"missing column: give {names[0]} (or {names[1]}, RAGAS 0.1)"
+        )
+    return column
 
 
 def _json_value(value: Any, where: str, field: str) -> Any:
@@ -132,11 +136,10 @@ class _Rows:
 
     def record(self, row: dict[str, Any], where: str) -> dict[str, Any]:
         """Map one row (column -> value); raises RecordError naming the column."""
-        q_col = _column(row, QUESTION, where, True)
-        c_col = _column(row, CONTEXTS, where, True)
-        a_col = _column(row, ANSWER, where, True)
-        r_col = _column(row, REFERENCE, where, False)
-        assert q_col is not None and c_col is not None and a_col is not None
+        q_col = _required(row, QUESTION, where)
+        c_col = _required(row, CONTEXTS, where)
+        a_col = _required(row, ANSWER, where)
+        r_col = _column(row, REFERENCE, where)
         self.counters["rows_with_0_1_names"] += q_col != QUESTION[0]
         question = row[q_col]
         if not isinstance(question, str) or not question.strip():
@@ -208,6 +211,8 @@ class _Rows:
             return value
         try:
             return loads_strict(value, where)
+        except RecordError as exc:
+            raise RecordError(where, field, exc.reason) from None
         except (ValueError, RecursionError):
             raise RecordError(where, field, "expected a JSON-encoded value") from None
 
@@ -215,6 +220,8 @@ class _Rows:
         if self.csv_cells and isinstance(value, str):
             try:
                 value = loads_strict(value, where)
+            except RecordError as exc:
+                raise RecordError(where, field, exc.reason) from None
             except (ValueError, RecursionError):
                 raise RecordError(
                     where,
