@@ -21,12 +21,12 @@ later), to which an evaluation adds one numeric column per metric (``faithfulnes
   version, score = the value; null, an empty CSV cell or NaN is "unavailable" (never a verdict).
 
 File kinds (:func:`open_ragas` tells them apart by their first bytes): Parquet (``PAR1``), an
-Arrow IPC stream (one ``data-*.arrow`` file), a zip of a Hugging Face ``datasets`` folder
-written by ``Dataset.save_to_disk`` (``state.json``, ``dataset_info.json``, ``data-*.arrow``),
-JSONL (first character ``{``) and otherwise CSV, UTF-8 with a header row, whose list cells
-(``contexts``) are JSON-encoded (``["first context", "second"]``). The folder itself is read
-by :func:`open_ragas_directory`. Arrow and Parquet are read with pyarrow, a batch at a time;
-the ``datasets`` package is not needed.
+Arrow IPC stream (one ``data-*.arrow`` file) or file (``ARROW1``, ``.feather``), a zip of a
+Hugging Face ``datasets`` folder written by ``Dataset.save_to_disk`` (``state.json``,
+``dataset_info.json``, ``data-*.arrow``), JSONL (first character ``{``) and otherwise CSV,
+UTF-8 with a header row, whose list cells (``contexts``) are JSON-encoded (``["first context",
+"second"]``). The folder itself is read by :func:`open_ragas_directory`. Arrow and Parquet
+are read with pyarrow, a batch at a time; the ``datasets`` package is not needed.
 
 Refused, naming the row and the column: a missing question, context or answer column, contexts
 that are not a list of strings, an empty answer, a score that is not a number, and score
@@ -351,6 +351,15 @@ def _arrow_rows(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]:
         yield where, RecordError(where, "(file)", f"not a readable Arrow IPC stream ({exc})")
 
 
+def _arrow_file_rows(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]:
+    """Yield the rows of an Arrow IPC file (``ARROW1``, random access), a batch at a time."""
+    try:
+        reader = ipc.open_file(stream)
+        yield from _batches_rows(reader.get_batch(i) for i in range(reader.num_record_batches))
+    except (pa.ArrowException, OSError) as exc:
+        yield where, RecordError(where, "(file)", f"not a readable Arrow IPC file ({exc})")
+
+
 def _parquet_rows(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]:
     try:
         yield from _batches_rows(pq.ParquetFile(stream).iter_batches(batch_size=BATCH_ROWS))
@@ -460,6 +469,8 @@ def open_ragas(stream: IO[bytes], filename: str, options: ImportOptions) -> Reco
         csv_cells = False
     elif head.startswith(b"\xff\xff\xff\xff"):
         rows, csv_cells = _arrow_rows(stream, filename), False
+    elif head.startswith(b"ARROW1"):
+        rows, csv_cells = _arrow_file_rows(stream, filename), False
     elif head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
         rows, csv_cells = read_jsonl(stream), False
     else:

@@ -267,6 +267,10 @@ def test_parquet_arrow_and_datasets_folder_give_the_rows_of_the_jsonl(tmp_path, 
     folder = write_dataset(tmp_path / "eval_dataset")
     arrow = (folder / "data-00000-of-00001.arrow").read_bytes()
     assert import_bytes(project, arrow, "data.arrow").records == 3
+    buffer = io.BytesIO()
+    with ipc.new_file(buffer, table().schema) as writer:
+        writer.write_table(table())
+    assert import_bytes(project, buffer.getvalue(), "eval.feather").records == 3
     result = workload_import_directory(
         project=project, directory=folder, format_name="ragas", evaluator_version=VERSION
     )
