@@ -13,7 +13,7 @@ from django import forms
 from django.http import QueryDict
 
 from labeling.exceptions import InvalidInput, MultipleValues
-from labeling.importers import claims_choice_error, formats
+from labeling.importers import claims_choice_error, evaluator_version_error, formats
 from labeling.importers.claims import CLAIM_MODES
 from labeling.models import ItemStatus, Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
@@ -80,6 +80,12 @@ class ImportForm(SingleValueForm):
         help_text="For formats whose answers come without claims (e.g. otel): how each answer "
         "is split into claims. Formats that give their claims take the default.",
     )
+    evaluator_version = forms.CharField(
+        required=False,
+        max_length=255,
+        help_text="For formats with evaluator score columns (ragas): the version of the "
+        "evaluator that computed them, e.g. ragas-0.2.6.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -91,6 +97,11 @@ class ImportForm(SingleValueForm):
         refused = claims_choice_error(cleaned.get("format", ""), cleaned.get("claims") or None)
         if refused is not None:
             self.add_error("claims", refused)
+        version = evaluator_version_error(
+            cleaned.get("format", ""), cleaned.get("evaluator_version") or None
+        )
+        if version is not None:
+            self.add_error("evaluator_version", version)
         return cleaned
 
 

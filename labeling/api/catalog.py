@@ -32,7 +32,7 @@ from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
 from labeling.exceptions import PermissionDenied
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
-from labeling.importers import claims_choice_error
+from labeling.importers import claims_choice_error, evaluator_version_error
 from labeling.importers.claims import CLAIM_MODES
 from labeling.models import ItemStatus, Partition, Project, Role
 from labeling.policy_presets import DEFAULT_PRESET, presets
@@ -602,6 +602,13 @@ class ImportCreateApi(APIView):
             help_text="Claim splitting for a format whose answers come without claims (default "
             "sentences); refused for a format that gives its own claims.",
         )
+        evaluator_version = serializers.CharField(
+            required=False,
+            min_length=1,
+            max_length=255,
+            help_text="The version of the evaluator whose scores the file carries (ragas: its "
+            "score columns), e.g. ragas-0.2.6; refused for a format without evaluator scores.",
+        )
 
         class Meta:
             ref_name = "ImportInput"
@@ -615,6 +622,9 @@ class ImportCreateApi(APIView):
             refused = claims_choice_error(attrs["format"], attrs.get("claims"))
             if refused is not None:
                 raise serializers.ValidationError({"claims": refused})
+            version = evaluator_version_error(attrs["format"], attrs.get("evaluator_version"))
+            if version is not None:
+                raise serializers.ValidationError({"evaluator_version": version})
             return attrs
 
     class OutputSerializer(serializers.Serializer):
@@ -662,6 +672,7 @@ class ImportCreateApi(APIView):
             "filename": upload.name or "upload",
             "actor": request_actor(request),
             "claims": given.validated_data.get("claims"),
+            "evaluator_version": given.validated_data.get("evaluator_version"),
         }
         if workload_import_in_background(upload.size):
             # A large file: stored and imported by a background job (202 and the job's URL).

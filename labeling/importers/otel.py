@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers import ImportOptions, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.claims import ClaimSplitter
 from labeling.importers.genai import (
     LLM,
@@ -314,17 +314,20 @@ def read_otel(
             yield exc.location, exc
 
 
-def open_otel_with_claims(
-    stream: IO[bytes], filename: str, splitter: ClaimSplitter
+def open_otel_with_options(
+    stream: IO[bytes], filename: str, options: ImportOptions
 ) -> RecordSource:
-    """Open an OTLP JSON trace file for :func:`labeling.services.workload_import` (lazily)."""
-    counters = _new_counters(splitter)
-    return RecordSource(read_otel(stream, splitter, counters), counters)
+    """Open an OTLP JSON trace file for :func:`labeling.services.workload_import` (lazily).
+
+    ``options.splitter`` splits the completions into claims.
+    """
+    counters = _new_counters(options.splitter)
+    return RecordSource(read_otel(stream, options.splitter, counters), counters)
 
 
 def open_otel(stream: IO[bytes], filename: str) -> RecordSource:
     """Open an OTLP JSON trace file with the default claim splitting (sentences)."""
-    return open_otel_with_claims(stream, filename, ClaimSplitter())
+    return open_otel_with_options(stream, filename, ImportOptions())
 
 
 FORMAT = WorkloadFormat(
@@ -332,5 +335,5 @@ FORMAT = WorkloadFormat(
     "OpenTelemetry GenAI traces (OTLP JSON, the collector's file exporter): one question per "
     "trace, retrieval documents as sources, the LLM's completions as candidates",
     open_otel,
-    open_with_claims=open_otel_with_claims,
+    open_with_options=open_otel_with_options,
 )

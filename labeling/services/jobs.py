@@ -113,10 +113,12 @@ def workload_import_job_start(
     filename: str,
     actor: Any,
     claims: str | None = None,
+    evaluator_version: str | None = None,
 ) -> Job:
     """Store an uploaded workload file and create the job that imports it.
 
-    ``claims`` is the import's claim splitting, passed on to ``workload_import_file``.
+    ``claims`` (the import's claim splitting) and ``evaluator_version`` are passed on to
+    ``workload_import_file``.
 
     The file is kept in the ``jobs`` storage until the job finishes; the import itself runs in
     the job, as one transaction, with the same checks and results as a synchronous import.
@@ -141,6 +143,7 @@ def workload_import_job_start(
                 "filename": filename,
                 "upload": name,
                 "claims": claims,
+                "evaluator_version": evaluator_version,
             },
             total=size,
             message=f"import of {filename}",
@@ -338,6 +341,7 @@ def _run_import(job: Job, progress: _Progress) -> dict[str, Any]:
             actor=job.actor,
             progress=progress.add,
             claims=payload.get("claims"),
+            evaluator_version=payload.get("evaluator_version"),
         )
     return _import_result(result)
 

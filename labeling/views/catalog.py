@@ -314,6 +314,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
             "filename": upload.name or "upload",
             "actor": signed_in_user(request),
             "claims": form.cleaned_data["claims"] or None,
+            "evaluator_version": form.cleaned_data["evaluator_version"] or None,
         }
         if workload_import_in_background(upload.size):
             # A large file is imported by a background job; its page shows the progress.

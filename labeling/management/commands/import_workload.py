@@ -18,7 +18,7 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from labeling.exceptions import InvalidInput, LabelingError, WorkloadImportFailed
-from labeling.importers import claims_choice_error, formats
+from labeling.importers import claims_choice_error, evaluator_version_error, formats
 from labeling.importers.claims import CLAIM_MODES
 from labeling.models import Project
 from labeling.services import project_create, workload_import_file
@@ -48,6 +48,12 @@ class Command(BaseCommand):
             + " (default sentences)",
         )
         parser.add_argument(
+            "--evaluator-version",
+            default=None,
+            help="the version of the evaluator whose scores the file carries (ragas: the score "
+            "columns), e.g. ragas-0.2.6",
+        )
+        parser.add_argument(
             "--create", action="store_true", help="create the project if it does not exist"
         )
         parser.add_argument("--name", default="", help="project name when --create makes it")
@@ -63,10 +69,13 @@ class Command(BaseCommand):
         refused = claims_choice_error(fmt.name, options["claims"])
         if refused is not None:
             raise CommandError(f"--claims: {refused}")
+        refused = evaluator_version_error(fmt.name, options["evaluator_version"])
+        if refused is not None:
+            raise CommandError(f"--evaluator-version: {refused}")
         for path in options["paths"]:
             if not path.exists():
                 raise CommandError(f"{path}: no such file")
-            if path.is_dir() and fmt.open_directory is not None:
+            if path.is_dir() and fmt.reads_directories:
                 continue
             if not path.is_file():
                 raise CommandError(f"{path}: not a regular file")
@@ -130,12 +139,15 @@ class Command(BaseCommand):
     def _import_one(self, project: Project, fmt: Any, path: Path, options: dict[str, Any]) -> str:
         if path.is_dir():
             result = workload_import_directory(
-                project=project, directory=path, format_name=fmt.name, actor=None
+                project=project,
+                directory=path,
+                format_name=fmt.name,
+                actor=None,
+                claims=options["claims"],
+                evaluator_version=options["evaluator_version"],
             )
         else:
-            result = self._import_file(
-                project, fmt, path, options["no_progress"], options["claims"]
-            )
+            result = self._import_file(project, fmt, path, options)
         if result.batch is None:
             return f"{path.name}: {result.records} records, nothing new; nothing changed"
         if result.already_imported:
@@ -144,7 +156,7 @@ class Command(BaseCommand):
         return f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}"
 
     def _import_file(
-        self, project: Project, fmt: Any, path: Path, quiet: bool, claims: str | None
+        self, project: Project, fmt: Any, path: Path, options: dict[str, Any]
     ) -> ImportResult:
         with (
             path.open("rb") as stream,
@@ -153,7 +165,7 @@ class Command(BaseCommand):
                 unit="B",
                 unit_scale=True,
                 desc=path.name,
-                disable=quiet,
+                disable=options["no_progress"],
                 file=self.stderr._out,
             ) as bar,
         ):
@@ -164,6 +176,7 @@ class Command(BaseCommand):
                 filename=path.name,
                 actor=None,
                 progress=bar.update,
-                claims=claims,
+                claims=options["claims"],
+                evaluator_version=options["evaluator_version"],
             )
         return result

@@ -19,8 +19,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from labeling.exceptions import WorkloadImportFailed
-from labeling.importers import otel
-from labeling.importers.claims import WHOLE, ClaimSplitter
+from labeling.importers import ImportOptions, otel
+from labeling.importers.claims import WHOLE
 from labeling.importers.schema import RecordError
 from labeling.models import (
     CandidateAnswer,
@@ -339,7 +339,7 @@ def test_the_last_ending_llm_span_is_the_answer():
     rewrite["endTimeUnixNano"] = "1735689600050000000"
     attribute(rewrite, "gen_ai.output.messages")["value"] = {"stringValue": "[]"}
     spans_of(requests[1]).append(rewrite)
-    source = otel.open_otel_with_claims(io.BytesIO(dump(requests)), "t.jsonl", ClaimSplitter())
+    source = otel.open_otel_with_options(io.BytesIO(dump(requests)), "t.jsonl", ImportOptions())
     [first, _] = [record for _, record in source]
     assert first["metadata"]["llm_span_id"] == "eee19b7ec3c1b175"
     assert source.notes()["llm_spans_ignored"] == 1

@@ -277,5 +277,7 @@ def test_every_format_names_a_preset():
         "expertqa": "expertqa",
         "gsm8k": "gsm8k",
         "otel": "source_relative",
+        "ragas": "source_relative",
+        "ragtruth": "ragtruth",
         "release": "source_relative",
     }
