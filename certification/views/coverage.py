@@ -9,14 +9,14 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from certification.certificates.calculator import coverage_calculator_report
 from certification.forms import CoverageCalculatorForm
 
 
 @login_required
-@require_GET
+@require_safe
 def coverage_calculator_view(request: HttpRequest) -> HttpResponse:
     """Show the calculator form and, for valid input, its figures."""
     form = CoverageCalculatorForm(request.GET or None)

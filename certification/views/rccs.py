@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from certification.exceptions import RCCSNotAvailable
 from certification.forms import RCCSPartitionForm
@@ -19,7 +19,7 @@ from labeling.views.common import page_context
 
 
 @login_required
-@require_GET
+@require_safe
 def rccs_report_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Show RCCS with its inputs and counts, or why there is none."""
     project, role = certification_project(request, slug)
