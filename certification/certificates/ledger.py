@@ -8,12 +8,14 @@ any change to it is a change of the result (bump ``STATS_VERSION``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from certification.certificates.contract import Contract
 from certification.certificates.jsonnum import from_num
+from certification.contract import canonical_json
 
 #: The ledger's fields, in display order: (key, title).
 LEDGER_FIELDS = (
@@ -420,3 +422,19 @@ def ledger(
         {"field": key, "title": title, "value": FIELD_FUNCTIONS[key](facts)}
         for key, title in LEDGER_FIELDS
     ]
+
+
+def ledger_sha256(entries: Sequence[Mapping[str, str]]) -> str:
+    """Return the ledger reference: the sha256 of the canonical JSON of a stored ledger.
+
+    Every decision made under a certificate carries it, so a decision can be matched with the
+    exact twelve sentences that state what its guarantee covers (the run page, the API's run
+    report and a release's ``ledger.json`` hold the same list).
+
+    Args:
+        entries: the run's ledger, as stored (``result["ledger"]``).
+
+    Returns:
+        64 lowercase hex digits.
+    """
+    return hashlib.sha256(canonical_json(list(entries)).encode("utf-8")).hexdigest()
