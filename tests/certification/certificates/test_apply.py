@@ -39,7 +39,8 @@ def _world(seed: int, n_calibration: int = 600, n_test: int = 300) -> dict[str, 
     """Questions with 1-6 samples from a small answer pool, random labels and scores.
 
     Each answer class has its own admissibility per question; 3% of candidates are pending,
-    4% have no score, 5% of later samples no answer, and two questions in three flag a selected candidate.
+    4% have no score, 5% of later samples no answer, and two questions in three flag a
+    selected candidate.
     """
     rng = random.Random(seed)
     cid = 0
@@ -174,7 +175,8 @@ CASES = [
     {"method": "selective_risk", "selector": "is_selected", "thresholds": [0.5, 0.75, 0.8]},
     {"method": "selective_risk", "selector": "first_sample", "acceptance": "<", "alpha": "0.7",
      "thresholds": [0.9, 0.7]},
-    {"method": "selective_risk", "selector": "each_candidate", "alpha": "0.6", "thresholds": [0.3, 0.6]},
+    {"method": "selective_risk", "selector": "each_candidate", "alpha": "0.6",
+     "thresholds": [0.3, 0.6]},
     {"method": "selective_risk", "selector": "mode", "acceptance": ">", "alpha": "0.5",
      "multiplicity": "fixed_sequence", "thresholds": [0.7, 0.4, 0.1]},
     {"method": "conformal_set", "selector": "mode", "alpha": "0.5"},
@@ -251,9 +253,8 @@ def test_an_infinite_m_star_says_the_set_is_the_whole_answer_space():
     result = calibration_result_compute(contract=terms, inputs=world)
     assert result["conformal"]["threshold"]["value"] == "inf"
     certificate = _certificate(terms, result)
-    record = certificate_apply(
-        certificate, [question_parse({"id": 1, "candidates": [{"answer": "b"}, {"answer": "a"}, {"answer": "b"}]}, certificate.contract)]
-    )[0]  # fmt: skip
+    question = {"id": 1, "candidates": [{"answer": "b"}, {"answer": "a"}, {"answer": "b"}]}
+    record = certificate_apply(certificate, [question_parse(question, certificate.contract)])[0]
     assert record["prediction_set"] == {
         "m_star": "inf",
         "whole_answer_space": True,
@@ -272,10 +273,8 @@ def test_a_finite_m_star_keeps_the_top_classes_by_frequency_with_the_tie_rule():
     certificate = _certificate(terms, result)
     m_star = int(certificate.m_star)
     answers = ["c", "a", "c", "b", "a", "d", "c"]  # c x3, a x2, then b and d tied at 1
-    record = certificate_apply(
-        certificate,
-        [question_parse({"id": "x", "candidates": [{"answer": a} for a in answers]}, certificate.contract)],
-    )[0]  # fmt: skip
+    question = {"id": "x", "candidates": [{"answer": a} for a in answers]}
+    record = certificate_apply(certificate, [question_parse(question, certificate.contract)])[0]
     assert record["prediction_set"]["classes"] == ["c", "a", "b", "d"][:m_star]
     assert record["prediction_set"]["size"] == min(m_star, 4)
 
