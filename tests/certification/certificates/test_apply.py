@@ -294,7 +294,8 @@ def test_decisions_follow_the_threshold_and_say_why_they_abstain():
     records = certificate_apply(
         certificate, [question_parse(q, certificate.contract) for q in questions]
     )
-    decided = [(r["selective_risk"]["decisions"][0]["decision"], r["selective_risk"]["decisions"][0]["reason"]) for r in records]  # fmt: skip
+    first = [r["selective_risk"]["decisions"][0] for r in records]
+    decided = [(d["decision"], d["reason"]) for d in first]
     assert decided == [
         ("accept", None),
         ("abstain", "score_fails_threshold"),
