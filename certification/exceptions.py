@@ -77,3 +77,13 @@ class ReleaseFileNotFound(NotFound):
     """The release has no finished build, or its build lists no file of that name."""
 
     code = "release_file_not_found"
+
+
+class RunNotApplicable(InvalidTransition):
+    """A calibration run's certificate cannot be applied (``reason`` says why).
+
+    The run is not done, was computed by another statistics version, or certifies no
+    operating point.
+    """
+
+    code = "run_not_applicable"

@@ -100,6 +100,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
         "PATCH": (403, 403, 409, 404, 401),
     },
     "api-calibration-spec-revise": {"POST": (403, 403, 201, 404, 401)},
+    # applying a done run's certificate writes nothing: reviewers, as they read the run; the
+    # world's run has no conformal threshold (no resolved calibration question): 409
+    "api-calibration-run-apply": {"POST": (403, 409, 409, 404, 401)},
     "api-calibration-run-list": {
         "GET": (403, 200, 200, 404, 401),
         "POST": (403, 403, 202, 404, 401),
@@ -466,6 +469,10 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ),
     ("api-calibration-spec-detail", "PATCH"): lambda w: ({"alpha": "0.2"}, "json"),
     ("api-calibration-spec-revise", "POST"): lambda w: ({"alpha": "0.2"}, "json"),
+    ("api-calibration-run-apply", "POST"): lambda w: (
+        {"questions": [{"id": "q", "candidates": [{"answer": "x"}]}]},
+        "json",
+    ),
     ("calibration-spec-new", "POST"): lambda w: (_spec_form("new"), "form"),
     ("audit-detail", "POST"): lambda w: (
         {"human_positive": "inadmissible", "evaluator_positive": "inadmissible"}

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from certification.api import agreement, audit, calibration, derived, releases
+from certification.api import agreement, apply, audit, calibration, derived, releases
 
 urlpatterns = [
     path(
@@ -54,6 +54,11 @@ urlpatterns = [
         "projects/<slug:slug>/calibration/runs/<int:run_id>/",
         calibration.CalibrationRunDetailApi.as_view(),
         name="api-calibration-run-detail",
+    ),
+    path(
+        "projects/<slug:slug>/calibration/runs/<int:run_id>/apply/",
+        apply.CalibrationRunApplyApi.as_view(),
+        name="api-calibration-run-apply",
     ),
 ]
 
