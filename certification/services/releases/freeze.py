@@ -15,6 +15,12 @@ from django.db import transaction
 from django.db.models import Max, Model
 from django.utils import timezone
 
+from certification.certificates.apply import (
+    certificate_freeze,
+    certificate_status,
+    heldout_decisions,
+)
+from certification.contract import spec_content
 from certification.locks import release_freeze_lock
 from certification.models import (
     RELEASE_VERSION_PATTERN,
@@ -107,9 +113,16 @@ def _certified_runs(project: Project, run_ids: list[int] | None) -> list[Calibra
 
 
 def certifies_json(run: CalibrationRun) -> dict[str, Any]:
-    """What a release records of a certified run: spec and run identity and hashes."""
+    """What a release records of a run it names: spec and run identity, hashes and verdict.
+
+    ``certified`` says whether the run certifies (each method of its spec found its operating
+    point); when not, ``reason`` says why (e.g. "no certified operating point: ...").
+    """
     spec = run.spec
+    reason = certificate_status(run.result)
     return {
+        "certified": reason is None,
+        "reason": reason,
         "spec": {
             "id": spec.pk,
             "name": spec.name,
@@ -124,6 +137,22 @@ def certifies_json(run: CalibrationRun) -> dict[str, Any]:
             "outcome": run.outcome,
         },
     }
+
+
+def _test_decisions(run: CalibrationRun) -> list[dict[str, Any]]:
+    """The run's frozen policy applied to each test question, with its resolved outcome.
+
+    A run that certifies nothing abstains everywhere (fail closed), as its held-out report
+    counts it.
+    """
+    certificate = certificate_freeze(
+        run_id=run.pk,
+        spec_sha256=run.spec_sha256,
+        input_sha256=run.input_sha256,
+        contract=spec_content(run.spec),
+        result=run.result,
+    )
+    return heldout_decisions(certificate, run.inputs)
 
 
 def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, Any]:
@@ -145,6 +174,7 @@ def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, 
                 "heldout": run.result.get("heldout"),
                 "ledger": run.result.get("ledger"),
                 "outcome": run.result.get("outcome"),
+                "decisions": _test_decisions(run),
             }
             for run in runs
         ],

@@ -19,42 +19,19 @@ from certification.certificates.ledger import ledger_sha256
 from certification.models import CalibrationRun
 from certification.services import calibration_run_execute, calibration_run_request
 from labeling.services import project_create
+from tests.certification.apply_world import apply_project, traffic
 from tests.conftest import module_data
-from tests.factories import calibration_candidate as cand
-from tests.factories import calibration_project, make_spec
-from tests.factories import calibration_record as rec
+from tests.factories import make_spec
 
 pytestmark = pytest.mark.django_db
 
 BASE = "/api/projects/study/calibration/runs"
 
 
-def _record(key: str, wrong: bool) -> dict:
-    return rec(
-        key,
-        [
-            cand(
-                "a",
-                answer="x",
-                label="inadmissible" if wrong else "admissible",
-                score=0.6 if wrong else 0.95,
-                selected=True,
-            ),
-            cand("b", answer="y", label="inadmissible", score=0.3),
-        ],
-    )
-
-
-def _data(project):
-    calibration = [_record(f"c{i}", i % 6 == 0) for i in range(60)]
-    test = [_record(f"t{i}", i % 6 == 0) for i in range(30)]
-    return calibration_project(project, {"calibration": calibration, "test": test})
-
-
 @pytest.fixture(scope="module")
 def _data_once(django_db_setup, django_db_blocker, tmp_path_factory):
     with module_data(django_db_blocker, tmp_path_factory.mktemp("releases")) as write:
-        yield write(lambda: _data(project_create(slug="study", name="Study")))
+        yield write(lambda: apply_project(project_create(slug="study", name="Study")))
 
 
 @pytest.fixture
@@ -78,20 +55,6 @@ def run(data):
     return _run(data)
 
 
-def _traffic(run) -> list[dict]:
-    """The run's test questions as a client sends them (no label)."""
-    return [
-        {
-            "id": q["external_id"],
-            "candidates": [
-                {"answer": c["answer"], "score": c["score"], "selected": c["selected"]}
-                for c in q["candidates"]
-            ],
-        }
-        for q in run.inputs["test"]
-    ]
-
-
 def _metric(run, name):
     return next(m for m in run.result["heldout"]["report"]["metrics"] if m["name"] == name)
 
@@ -102,7 +65,7 @@ def test_applying_to_the_test_questions_reproduces_the_heldout_figures(run, api)
     assert run.result["conformal"]["threshold"]["value"] == 1
     # when its test questions are sent as new traffic
     response = api("adjudicator").post(
-        f"{BASE}/{run.pk}/apply/", {"questions": _traffic(run)}, format="json"
+        f"{BASE}/{run.pk}/apply/", {"questions": traffic(run)}, format="json"
     )
     assert response.status_code == 200, response.json()
     body = response.json()
@@ -234,9 +197,9 @@ def test_the_schema_documents_the_endpoint(api):
 
 # -- the command -------------------------------------------------------------------------------
 def test_the_command_writes_the_same_decisions_as_the_api(run, api, tmp_path):
-    traffic = _traffic(run)
+    questions = traffic(run)
     source = tmp_path / "questions.jsonl"
-    source.write_text("\n".join(json.dumps(q) for q in traffic) + "\n\n", encoding="utf-8")
+    source.write_text("\n".join(json.dumps(q) for q in questions) + "\n\n", encoding="utf-8")
     target = tmp_path / "decisions.jsonl"
     call_command(
         "apply_certificate",
@@ -251,7 +214,9 @@ def test_the_command_writes_the_same_decisions_as_the_api(run, api, tmp_path):
         stderr=io.StringIO(),
     )
     written = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
-    response = api("manager").post(f"{BASE}/{run.pk}/apply/", {"questions": traffic}, format="json")
+    response = api("manager").post(
+        f"{BASE}/{run.pk}/apply/", {"questions": questions}, format="json"
+    )
     assert written == response.json()["decisions"]
     assert len(written) == 30
 
