@@ -186,6 +186,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     },
     "calibration-run-start": {"POST": (404, 403, 302, 404, LOGIN)},
     "calibration-run-detail": {"GET": (404, 200, 200, 404, LOGIN)},
+    "calibration-run-decisions-csv": {"GET": (404, 200, 200, 404, LOGIN)},
+    "calibration-run-decisions-json": {"GET": (404, 200, 200, 404, LOGIN)},
     # a recomputation requested from a page: managers only, then back to the page (302)
     "agreement-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
     "calibration-recompute": {"POST": (404, 403, 302, 404, LOGIN)},

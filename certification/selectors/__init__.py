@@ -40,6 +40,11 @@ from certification.selectors.calibration import (
     calibration_spec_list,
     parse_evaluator_field,
 )
+from certification.selectors.decisions import (
+    DECISION_COLUMNS,
+    calibration_run_test_decisions,
+    decision_rows,
+)
 from certification.selectors.derived import Freshness, derived_freshness
 from certification.selectors.releases import (
     FREEZE_FORM_RUNS,
@@ -67,6 +72,9 @@ from certification.selectors.releases import (
 )
 
 __all__ = [
+    "DECISION_COLUMNS",
+    "calibration_run_test_decisions",
+    "decision_rows",
     "Freshness",
     "derived_freshness",
     "AgreementView",

@@ -33,8 +33,14 @@ from certification.views.releases import (
     release_rebuild_view,
     release_tag_move_view,
 )
+from certification.views.run_decisions import (
+    calibration_run_decisions_csv,
+    calibration_run_decisions_json,
+)
 
 __all__ = [
+    "calibration_run_decisions_csv",
+    "calibration_run_decisions_json",
     "derived_recompute_view",
     "audit_detail",
     "audit_disagreements_csv",

@@ -15,12 +15,7 @@ from django.db import transaction
 from django.db.models import Max, Model
 from django.utils import timezone
 
-from certification.certificates.apply import (
-    certificate_freeze,
-    certificate_status,
-    heldout_decisions,
-)
-from certification.contract import spec_content
+from certification.certificates.apply import certificate_status
 from certification.locks import release_freeze_lock
 from certification.models import (
     RELEASE_VERSION_PATTERN,
@@ -35,7 +30,7 @@ from certification.models import (
     RunStatus,
     release_version_key,
 )
-from certification.selectors import release_default_run_ids
+from certification.selectors import calibration_run_test_decisions, release_default_run_ids
 from certification.services.liveness import work_lapsed
 from labeling.exceptions import Conflict, InvalidInput
 from labeling.locks import project_lock
@@ -139,22 +134,6 @@ def certifies_json(run: CalibrationRun) -> dict[str, Any]:
     }
 
 
-def _test_decisions(run: CalibrationRun) -> list[dict[str, Any]]:
-    """The run's frozen policy applied to each test question, with its resolved outcome.
-
-    A run that certifies nothing abstains everywhere (fail closed), as its held-out report
-    counts it.
-    """
-    certificate = certificate_freeze(
-        run_id=run.pk,
-        spec_sha256=run.spec_sha256,
-        input_sha256=run.input_sha256,
-        contract=spec_content(run.spec),
-        result=run.result,
-    )
-    return heldout_decisions(certificate, run.inputs)
-
-
 def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, Any]:
     """Return the figures report.json shows, as they stand now.
 
@@ -174,7 +153,7 @@ def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, 
                 "heldout": run.result.get("heldout"),
                 "ledger": run.result.get("ledger"),
                 "outcome": run.result.get("outcome"),
-                "decisions": _test_decisions(run),
+                "decisions": calibration_run_test_decisions(run=run),
             }
             for run in runs
         ],
