@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from certification.certificates.contract import Contract
-from certification.certificates.jsonnum import from_num, num
+from certification.certificates.jsonnum import from_num
 from certification.certificates.ledger import ledger_sha256
 from certification.certificates.thresholds import accepts
 from certification.certificates.units import (
@@ -343,7 +343,7 @@ def _prediction_set(prepared: PreparedQuestion, m_star: float) -> dict[str, Any]
     whole = math.isinf(m_star)
     members = classes if whole else classes[: int(m_star)]
     return {
-        "m_star": num(m_star),
+        "m_star": "inf" if whole else int(m_star),
         "whole_answer_space": whole,
         "classes": members,
         "size": len(members),
