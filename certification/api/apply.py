@@ -52,7 +52,9 @@ class QuestionDocSerializer(serializers.Serializer):
     """One question of new traffic: an id and its candidates (no labels)."""
 
     id = serializers.JSONField(help_text=ID_HELP + " Distinct within a request.")
-    candidates = CandidateDocSerializer(many=True, min_length=1, max_length=MAX_CANDIDATES)
+    candidates = serializers.ListField(
+        child=CandidateDocSerializer(), min_length=1, max_length=MAX_CANDIDATES
+    )
 
     class Meta:
         ref_name = "CertificateApplyQuestion"
@@ -61,7 +63,9 @@ class QuestionDocSerializer(serializers.Serializer):
 class ApplyInputDocSerializer(serializers.Serializer):
     """The request: the questions to decide."""
 
-    questions = QuestionDocSerializer(many=True, min_length=1, max_length=MAX_QUESTIONS)
+    questions = serializers.ListField(
+        child=QuestionDocSerializer(), min_length=1, max_length=MAX_QUESTIONS
+    )
 
     class Meta:
         ref_name = "CertificateApplyInput"
