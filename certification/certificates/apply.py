@@ -218,6 +218,10 @@ def _candidate(raw: Any, field: str, contract: Contract, position: int) -> dict[
     if score is not None:
         if isinstance(score, bool) or not isinstance(score, int | float):
             raise InvalidQuestion(f"{field}.score", "must be a number or null")
+        try:
+            score = float(score)
+        except OverflowError:  # an integer beyond the float range
+            raise InvalidQuestion(f"{field}.score", "must be finite") from None
         if not math.isfinite(score):
             raise InvalidQuestion(f"{field}.score", "must be finite")
     selected = raw.get("selected", False)
@@ -229,7 +233,7 @@ def _candidate(raw: Any, field: str, contract: Contract, position: int) -> dict[
         "sample": position,
         "answer": answer,
         "selected": selected,
-        "score": None if score is None else float(score),
+        "score": score,
     }
 
 

@@ -333,6 +333,7 @@ def test_a_run_without_a_certified_operating_point_is_refused_with_its_reason():
         ({"id": 1, "candidates": [{"answer": "a", "score": "0.5"}]}, "candidates[0].score"),
         ({"id": 1, "candidates": [{"answer": "a", "score": math.inf}]}, "candidates[0].score"),
         ({"id": 1, "candidates": [{"answer": "a", "score": True}]}, "candidates[0].score"),
+        ({"id": 1, "candidates": [{"answer": "a", "score": 10**400}]}, "candidates[0].score"),
         ({"id": 1, "candidates": [{"answer": "a", "selected": 1}]}, "candidates[0].selected"),
         ({"id": 1, "candidates": [{"answer": "a", "label": "admissible"}]}, "candidates[0].label"),
     ],
