@@ -16,6 +16,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from certification.certificates import calibration_result_compute
 from certification.certificates.apply import (
@@ -350,3 +352,30 @@ def test_an_answer_is_optional_when_the_spec_reads_only_scores():
     assert parsed["candidates"] == [
         {"id": None, "sample": 0, "answer": None, "selected": True, "score": 1.0}
     ]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+CANDIDATE = st.fixed_dictionaries(
+    {}, optional={"answer": JSON, "score": JSON, "selected": JSON, "id": JSON, "x": JSON}
+)
+QUESTION = st.fixed_dictionaries(
+    {}, optional={"id": JSON, "candidates": st.lists(CANDIDATE, max_size=3) | JSON}
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(question=QUESTION | JSON)
+def test_question_parse_refuses_any_malformed_json_with_invalid_question_only(question):
+    terms = Contract.of(contract(method="both", selector="mode"))
+    try:
+        parsed = question_parse(question, terms)
+    except InvalidQuestion as refused:
+        assert refused.reason
+    else:
+        assert all(isinstance(c["score"], float | None) for c in parsed["candidates"])
