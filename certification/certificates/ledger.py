@@ -9,13 +9,13 @@ any change to it is a change of the result (bump ``STATS_VERSION``).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from certification.certificates.contract import Contract
 from certification.certificates.jsonnum import from_num
-from certification.contract import canonical_json
 
 #: The ledger's fields, in display order: (key, title).
 LEDGER_FIELDS = (
@@ -437,4 +437,9 @@ def ledger_sha256(entries: Sequence[Mapping[str, str]]) -> str:
     Returns:
         64 lowercase hex digits.
     """
-    return hashlib.sha256(canonical_json(list(entries)).encode("utf-8")).hexdigest()
+    # canonical JSON as the spec hash writes it (sorted keys, no whitespace, UTF-8 kept); this
+    # package imports nothing of the web side, so the encoder is spelt out here
+    text = json.dumps(
+        list(entries), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -9,6 +9,7 @@ them, set coverage and the set-size distribution must equal the run's own report
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -31,6 +32,7 @@ from certification.certificates.apply import (
 )
 from certification.certificates.contract import Contract
 from certification.certificates.ledger import ledger_sha256
+from certification.contract import canonical_json
 
 from .worlds import contract
 
@@ -379,3 +381,9 @@ def test_question_parse_refuses_any_malformed_json_with_invalid_question_only(qu
         assert refused.reason
     else:
         assert all(isinstance(c["score"], float | None) for c in parsed["candidates"])
+
+
+def test_the_ledger_reference_is_the_sha256_of_the_canonical_ledger():
+    result = calibration_result_compute(contract=contract(), inputs=_world(1, 50, 10))
+    expected = hashlib.sha256(canonical_json(result["ledger"]).encode("utf-8")).hexdigest()
+    assert ledger_sha256(result["ledger"]) == expected
