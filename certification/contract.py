@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from certification.certificates.contract import loss_content
+
 #: The contract's fields, in the order forms and the API list them (name and version aside).
 SPEC_FIELDS = (
     "description",
@@ -49,11 +51,14 @@ def spec_content(spec: Any) -> dict[str, Any]:
     """Return a spec's contract (a model instance or a mapping) as canonical JSON primitives.
 
     Decimals are written as their shortest plain decimal string (``"0.1"``), thresholds as
-    floats in the declared order. The name, version, links and authorship are not included.
+    floats in the declared order, the loss as :func:`loss_content`. The name, version, links
+    and authorship are not included.
     """
     content: dict[str, Any] = {}
     for key in SPEC_FIELDS:
         value = spec[key] if isinstance(spec, Mapping) else getattr(spec, key)
+        if key == "loss" and not isinstance(spec, Mapping):
+            value = loss_content(spec.loss, spec.loss_field)
         if isinstance(value, Decimal):
             value = decimal_text(value)
         elif key == "thresholds":

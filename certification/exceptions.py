@@ -46,6 +46,12 @@ class SpecFrozen(InvalidTransition):
     code = "spec_frozen"
 
 
+class PlanUnavailable(InvalidTransition):
+    """The spec's current labels cannot be planned (a statistics error on its inputs)."""
+
+    code = "plan_unavailable"
+
+
 class EvaluatorNotFound(NotFound):
     """No evaluator with this id (or name@version) in the project."""
 
@@ -87,3 +93,9 @@ class RunNotApplicable(InvalidTransition):
     """
 
     code = "run_not_applicable"
+
+
+class RCCSNotAvailable(NotFound):
+    """The project holds no candidate answer with both a retrieval score and a confidence."""
+
+    code = "rccs_not_available"

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any, cast
 
 from django import forms
 
+from certification.certificates.calculator import (
+    MAX_GROUP_SIZE,
+    MAX_SIZE,
+    coverage_inputs_check,
+)
+from certification.certificates.contract import BOUNDED_LOSS_SOURCES
 from certification.contract import spec_content
 from certification.models import (
     Acceptance,
@@ -25,9 +32,10 @@ from certification.models import (
     Utility,
     release_version_key,
 )
-from certification.selectors import CANDIDATE_SCORE_FIELDS
+from certification.selectors import CANDIDATE_SCORE_FIELDS, RCCS_PARTITIONS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
+from certification.stats.planning import MAX_ADDITIONAL
 from labeling.forms import SingleValueForm
 from labeling.vocabulary import INADMISSIBLE
 
@@ -51,7 +59,18 @@ class CalibrationSpecForm(SingleValueForm):
         help_text="Population, source snapshot, generation policy: what the ledger should say.",
     )
     method = forms.ChoiceField(choices=CalibrationMethod.choices)
-    loss = forms.ChoiceField(choices=Loss.choices, initial=Loss.ANSWER_INADMISSIBLE)
+    loss = forms.ChoiceField(
+        choices=Loss.choices,
+        initial=Loss.ANSWER_INADMISSIBLE,
+        help_text="0/1 losses use the exact binomial test; bounded losses in [0, 1] (selective "
+        "risk only) the Hoeffding–Bentkus test.",
+    )
+    loss_field = forms.CharField(
+        required=False,
+        max_length=300,
+        help_text="For the candidate_field loss only: acceptance_score, confidence, "
+        "retrieval_score or metadata.<key>, a number in [0, 1] of each candidate.",
+    )
     denominator = forms.ChoiceField(
         choices=Denominator.choices, initial=Denominator.ACCEPTED_ANSWERS
     )
@@ -116,14 +135,31 @@ class CalibrationSpecForm(SingleValueForm):
     def initial_from(cls, spec: CalibrationSpec) -> dict[str, Any]:
         """Initial values that reproduce ``spec`` (for a revision)."""
         content = spec_content(spec)
+        content["loss"], content["loss_field"] = spec.loss, spec.loss_field
         content["thresholds"] = ", ".join(repr(t) for t in content["thresholds"])
         content["stopping_delta"] = content["stopping_delta"] or ""
         return {"name": spec.name, **content}
 
+    def clean(self) -> dict[str, Any]:
+        """Refuse a candidate field given with a loss that reads none."""
+        cleaned = super().clean()
+        if cleaned.get("loss_field") and cleaned.get("loss") not in BOUNDED_LOSS_SOURCES:
+            self.add_error("loss_field", "only a bounded loss (candidate_field) reads a field")
+        return cleaned
+
     def contract(self) -> dict[str, Any]:
-        """The cleaned values as the services take them (``name`` left out)."""
+        """The cleaned values as the services take them (``name`` left out).
+
+        A bounded loss becomes its object ``{"kind": "bounded", "source": ..., "field": ...}``
+        (``field`` when one was typed).
+        """
         data = dict(self.cleaned_data)
         data.pop("name", None)
+        field = data.pop("loss_field", "")
+        if data["loss"] in BOUNDED_LOSS_SOURCES:
+            data["loss"] = {"kind": "bounded", "source": data["loss"]}
+            if field:
+                data["loss"]["field"] = field
         return data
 
 
@@ -216,3 +252,70 @@ class ReleaseTagForm(SingleValueForm):
     """Point a tag (new or existing) at a release."""
 
     name = forms.CharField(max_length=64, help_text="e.g. latest, paper-v1")
+
+
+class CoverageCalculatorForm(SingleValueForm):
+    """The coverage calculator's inputs (read by GET; every error names its field)."""
+
+    n = forms.IntegerField(
+        min_value=1, max_value=MAX_SIZE, label="Calibration size n", initial=12288
+    )
+    alpha = forms.DecimalField(
+        max_digits=20, decimal_places=18, label="Miscoverage alpha", initial=Decimal("0.1")
+    )
+    n_test = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_SIZE,
+        required=False,
+        label="Test size",
+        help_text="Adds the test binomial term (optional).",
+    )
+    group_size = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_GROUP_SIZE,
+        required=False,
+        label="Group size m",
+        help_text="Rows per group (document, entity), with the correlation below.",
+    )
+    icc = forms.FloatField(
+        min_value=-1,
+        max_value=1,
+        required=False,
+        label="Within-group correlation rho",
+        help_text="ICC of the coverage indicator within a group, in [-1, 1].",
+    )
+
+    def clean_alpha(self) -> Decimal:
+        """Alpha lies strictly between 0 and 1."""
+        value = cast(Decimal, self.cleaned_data["alpha"])
+        if not 0 < value < 1:
+            raise forms.ValidationError("alpha must lie strictly between 0 and 1")
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        """Group size and correlation go together and give a positive design effect."""
+        cleaned = super().clean()
+        if not self.has_error("icc") and not self.has_error("group_size"):
+            for field, messages in coverage_inputs_check(cleaned).items():
+                self.add_error(field, messages)
+        return cleaned
+
+
+class RCCSPartitionForm(SingleValueForm):
+    """The RCCS page's partition filter (read by GET)."""
+
+    partition = forms.ChoiceField(
+        choices=[("", "every partition"), *_choices(RCCS_PARTITIONS)], required=False
+    )
+
+
+class PlanForm(SingleValueForm):
+    """The spec page's label budget planner: a number of additional calibration units."""
+
+    n_more = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_ADDITIONAL,
+        label="More calibration units",
+        help_text="The chance of certifying is shown for this many more resolved units.",
+    )

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from certification.certificates import from_num
 
 #: The plotting code's version: bump it when a plot changes, so cached plots are re-rendered.
-PLOTS_VERSION = 1
+PLOTS_VERSION = 2
 SVG_METADATA = {"Date": None, "Creator": None}
 WIDTH, HEIGHT = 7.2, 3.6
 
@@ -98,13 +98,16 @@ def selective_risk_svg(result: Mapping[str, Any]) -> str | None:
     alpha = float(section["alpha"])
     figure = Figure(figsize=(WIDTH, HEIGHT))
     ax = figure.subplots()
-    ax.plot(x, risk, marker="o", markersize=3, label="empirical risk k/denominator")
+    bounded = section.get("p_value_test") == "hoeffding_bentkus"
+    risk_label = "mean loss: loss total/denominator" if bounded else "empirical risk k/denominator"
+    ax.plot(x, risk, marker="o", markersize=3, label=risk_label)
     ax.plot(
         x,
         bound,
         marker="^",
         markersize=3,
-        label=f"upper bound ({float(section['bound_confidence']):.4g} one-sided)",
+        label=f"{'Hoeffding–Bentkus ' if bounded else ''}upper bound "
+        f"({float(section['bound_confidence']):.4g} one-sided)",
     )
     ax.axhline(alpha, color="black", linestyle="--", linewidth=1, label=f"alpha = {alpha:g}")
     certified = [r for r in rows if r["certified"]]
@@ -133,7 +136,12 @@ def selective_risk_svg(result: Mapping[str, Any]) -> str | None:
 
 @_plain_text
 def conformal_curve_svg(result: Mapping[str, Any]) -> str | None:
-    """Conformal coverage and mean set size vs alpha, with the 1 - alpha target."""
+    """Conformal coverage and mean set size vs alpha, with the 1 - alpha target.
+
+    Points where M* is infinite are marked: there every set is the whole answer space and
+    every question counts as covered by convention (unsolvable ones included), so their
+    coverage of 1 says nothing about the sets.
+    """
     section = result.get("conformal")
     if not section or not section.get("curve"):
         return None
@@ -144,6 +152,22 @@ def conformal_curve_svg(result: Mapping[str, Any]) -> str | None:
     figure = Figure(figsize=(WIDTH, HEIGHT))
     ax = figure.subplots()
     ax.plot(alphas, coverage, marker="o", markersize=3, color="tab:blue", label="coverage")
+    infinite = [
+        (a, c) for a, c, p in zip(alphas, coverage, curve, strict=True) if p["threshold"] == "inf"
+    ]
+    if infinite:
+        # M* = inf: every set is the whole answer space, covering by convention (caveat).
+        unsolvable = (section.get("curve_infinite") or {}).get("covered_unsolvable")
+        extra = f", {unsolvable} unsolvable counted covered" if unsolvable else ""
+        ax.scatter(
+            [a for a, _ in infinite],
+            [c for _, c in infinite],
+            marker="x",
+            s=40,
+            color="tab:red",
+            zorder=4,
+            label=f"M* = ∞: whole answer space, covered by convention{extra}",
+        )
     ax.plot(
         alphas,
         [1 - a for a in alphas],

@@ -118,3 +118,17 @@ urlpatterns += [
         name="audit-recompute",
     ),
 ]
+
+# The coverage calculator (no project data: every signed-in user).
+urlpatterns += [
+    path(
+        "certification/coverage-calculator/",
+        views.coverage_calculator_view,
+        name="coverage-calculator",
+    ),
+]
+
+# RCCS as a report of its own (computed on request).
+urlpatterns += [
+    path("p/<slug:slug>/certification/rccs/", views.rccs_report_view, name="rccs-report"),
+]

@@ -13,7 +13,8 @@ from django import forms
 from django.http import QueryDict
 
 from labeling.exceptions import InvalidInput, MultipleValues
-from labeling.importers import formats
+from labeling.importers import claims_choice_error, evaluator_version_error, formats
+from labeling.importers.claims import CLAIM_MODES
 from labeling.models import ItemStatus, Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
 from labeling.services.annotations import AnnotationInput, ClaimInput, EvidenceInput
@@ -70,11 +71,38 @@ class ImportForm(SingleValueForm):
 
     file = forms.FileField(help_text="A workload file; native is JSONL, one question per line.")
     format = forms.ChoiceField(initial="native")
+    claims = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "default: the format's own claims, else one per sentence"),
+            *CLAIM_MODES.items(),
+        ],
+        help_text="For formats whose answers come without claims (e.g. otel): how each answer "
+        "is split into claims. Formats that give their claims take the default.",
+    )
+    evaluator_version = forms.CharField(
+        required=False,
+        max_length=255,
+        help_text="For formats with evaluator score columns (ragas): the version of the "
+        "evaluator that computed them, e.g. ragas-0.2.6.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Formats are read at request time: adapters register in labeling.importers.formats().
         _choice_field(self, "format").choices = format_choices()
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        refused = claims_choice_error(cleaned.get("format", ""), cleaned.get("claims") or None)
+        if refused is not None:
+            self.add_error("claims", refused)
+        version = evaluator_version_error(
+            cleaned.get("format", ""), cleaned.get("evaluator_version") or None
+        )
+        if version is not None:
+            self.add_error("evaluator_version", version)
+        return cleaned
 
 
 class PartitionForm(SingleValueForm):

@@ -7,9 +7,9 @@ self-contained Markdown explaining every label, when evidence is required and th
 ``evidence_unavailable``. The dataset presets add what their importer maps (the adapter's
 ``DATA_NOTES``).
 
-Presets: ``source_relative`` (the default), ``external_truth``, ``faithbench``, ``expertqa``
-and ``gsm8k``. A preset only fills the project's first policy version; the manager edits it
-freely while it is a draft.
+Presets: ``source_relative`` (the default), ``external_truth``, ``faithbench``, ``expertqa``,
+``gsm8k`` and ``ragtruth``. A preset only fills the project's first policy version; the manager
+edits it freely while it is a draft.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from labeling import vocabulary as v
 from labeling.exceptions import InvalidInput
-from labeling.importers import expertqa, faithbench, gsm8k
+from labeling.importers import expertqa, faithbench, gsm8k, ragtruth
 from labeling.selectors.policies import (
     CANNOT_DECIDE_KEY,
     DEFAULT_DESCRIPTIONS,
@@ -273,6 +273,14 @@ def presets() -> dict[str, PolicyPreset]:
             "external_truth",
             _external_truth(_GSM8K_ANSWERS),
             gsm8k.DATA_NOTES,
+        ),
+        _preset(
+            "ragtruth",
+            "RAGTruth responses (source-relative faithfulness)",
+            "RAGTruth: is each sentence of the response supported by the prompt's sources?",
+            "source_relative",
+            _source_relative(),
+            ragtruth.DATA_NOTES,
         ),
     ]
     return {preset.name: preset for preset in made}

@@ -9,8 +9,9 @@ must equal the one in ``EXPECTED``, an explicit table keyed by URL name. A URL n
 the table fails ("new endpoint not covered"), so a new endpoint cannot go untested.
 
 Also, for every URL with an object id: the id of the same kind of object in *another* project
-answers 404 to every role that may use the endpoint; and every method the table does not list
-answers 405 to a manager.
+answers 404 to every role that may use the endpoint; HEAD answers a manager and an anonymous
+visitor as GET does, with no body; and every method the table does not list answers 405 to a
+manager.
 
 Each request runs in a savepoint that is rolled back, so the roles see the same world. The world
 is built once per module (fixture ``world`` of tests/conftest.py); each test runs in a savepoint
@@ -103,6 +104,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     # applying a done run's certificate writes nothing: reviewers, as they read the run; the
     # world's run has no conformal threshold (no resolved calibration question): 409
     "api-calibration-run-apply": {"POST": (403, 409, 409, 404, 401)},
+    # the label budget plan is read like the spec: reviewers and managers
+    "api-calibration-spec-plan": {"GET": (403, 200, 200, 404, 401)},
     "api-calibration-run-list": {
         "GET": (403, 200, 200, 404, 401),
         "POST": (403, 403, 202, 404, 401),
@@ -228,6 +231,14 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
         "GET": (403, 200, 200, 404, 401),
         "POST": (403, 403, 200, 404, 401),
     },
+    # the coverage calculator reads no project data: every signed-in user; without its
+    # required query parameters (n, alpha) the API answers 400
+    "coverage-calculator": {"GET": (200, 200, 200, 200, LOGIN)},
+    "api-coverage-calculator": {"GET": (400, 400, 400, 400, 401)},
+    # RCCS of a project's answers: reviewers read; the world's candidates carry no retrieval
+    # score or confidence, so the API refuses with 404 (rccs_not_available) and the page says why
+    "rccs-report": {"GET": (404, 200, 200, 404, LOGIN)},
+    "api-rccs": {"GET": (403, 404, 404, 404, 401)},
 }
 
 
@@ -527,7 +538,7 @@ def request(
         if route.api:
             kwargs = {"format": fmt} if data is not None else {}
             response = getattr(api, method.lower())(url, data, **kwargs)
-        elif method in ("GET", "DELETE"):
+        elif method in ("GET", "HEAD", "DELETE"):
             response = getattr(page, method.lower())(url)
         else:
             response = getattr(page, method.lower())(url, data or {})
@@ -567,6 +578,14 @@ def test_permission_matrix(route, world):
                     request(route, method, url, by_role[role], world)
                 )
                 want[(method, role, "foreign")] = 404 if expected in SUCCESS else expected
+    # and: HEAD answers as GET does, with no body
+    if "GET" in EXPECTED[route.name]:
+        url = url_for(route, params_for(route, world))
+        for role in ("manager", "anonymous"):
+            response = request(route, "HEAD", url, by_role[role], world)
+            body = b"".join(response.streaming_content) if response.streaming else response.content
+            got[("HEAD", role, "own")] = (outcome(response), body)
+            want[("HEAD", role, "own")] = (EXPECTED[route.name]["GET"][ROLES.index(role)], b"")
     # and: methods the table does not list are refused
     for method in sorted(set(METHODS) - set(EXPECTED[route.name])):
         url = url_for(route, params_for(route, world))

@@ -50,6 +50,11 @@ class PairSerializer(serializers.Serializer):
     ci_high = serializers.FloatField(allow_null=True)
     observed_agreement = serializers.FloatField(allow_null=True)
     reason = serializers.CharField(allow_null=True)
+    interval_reason = serializers.CharField(
+        allow_null=True,
+        help_text="Why se and the interval, though given, are not meaningful (too few shared "
+        "units for the large-sample formula, or a standard error of 0); null when they are.",
+    )
 
     class Meta:
         ref_name = "AgreementPair"

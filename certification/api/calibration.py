@@ -1,4 +1,4 @@
-"""REST API of calibration specs and runs: one ``APIView`` per operation.
+"""REST API of calibration specs, their label budget plans and runs: one ``APIView`` per operation.
 
 Adjudicators and managers read; managers write specs and start runs; annotators get 403
 (calibration summarises other people's labels); non-members and other projects' ids get 404.
@@ -12,6 +12,7 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
+    extend_schema_field,
 )
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -26,6 +27,7 @@ from certification.selectors import (
     calibration_spec_get,
     calibration_spec_json,
     calibration_spec_list,
+    calibration_spec_plan,
 )
 from certification.services import (
     calibration_run_start,
@@ -33,6 +35,7 @@ from certification.services import (
     calibration_spec_revise,
     calibration_spec_update,
 )
+from certification.stats.planning import MAX_ADDITIONAL
 from labeling.api.common import ErrorSerializer, paginated, written
 from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
@@ -51,12 +54,66 @@ FROZEN = OpenApiResponse(
 )
 
 
+#: The schema of a spec's ``loss``: a 0/1 loss's name or a bounded loss's object.
+LOSS_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "string",
+            "enum": ["answer_inadmissible", "any_error"],
+            "description": "A 0/1 loss (exact binomial test).",
+        },
+        {
+            "type": "object",
+            "description": "A loss bounded in [0, 1] (Hoeffding–Bentkus test; selective risk "
+            "only). field: acceptance_score, confidence, retrieval_score or metadata.<key>, "
+            "for the candidate_field source only.",
+            "properties": {
+                "kind": {"type": "string", "enum": ["bounded"]},
+                "source": {
+                    "type": "string",
+                    "enum": ["unsupported_claim_share", "candidate_field"],
+                },
+                "field": {"type": "string"},
+            },
+            "required": ["kind", "source"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
+@extend_schema_field(LOSS_SCHEMA)
+class LossField(serializers.Field):
+    """A spec's ``loss``: a string (0/1 loss) or a JSON object (bounded loss), passed through.
+
+    Anything else is a 400 naming ``loss``; what the string or object must say is the
+    service's rule (``spec_clean``), which names ``loss``, ``loss.source`` or ``loss.field``.
+    """
+
+    default_error_messages = {
+        # (braces doubled: DRF formats the message)
+        "invalid": 'Must be a loss name or an object {{"kind": "bounded", "source": ...}}.'
+    }
+
+    def to_internal_value(self, data: Any) -> Any:
+        """Accept a ``str`` or a ``dict`` of strings; refuse anything else."""
+        if isinstance(data, str):
+            return data
+        if isinstance(data, dict) and all(isinstance(v, str) for v in data.values()):
+            return dict(data)
+        self.fail("invalid")
+
+    def to_representation(self, value: Any) -> Any:
+        """The contract's value as it is (a string or an object)."""
+        return value
+
+
 class SpecInputSerializer(serializers.Serializer):
     """The contract; every field optional here (defaults, and the rules, are the service's)."""
 
     description = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     method = StrictCharField(required=False)
-    loss = StrictCharField(required=False)
+    loss = LossField(required=False)
     denominator = StrictCharField(required=False)
     alpha = StrictCharField(required=False, help_text='A decimal in (0, 1), e.g. "0.1".')
     delta = StrictCharField(required=False)
@@ -116,7 +173,7 @@ class SpecOutputSerializer(serializers.Serializer):
     created_by = serializers.CharField(allow_null=True)
     description = serializers.CharField()
     method = serializers.CharField()
-    loss = serializers.CharField()
+    loss = LossField()
     denominator = serializers.CharField()
     alpha = serializers.CharField()
     delta = serializers.CharField()
@@ -356,3 +413,158 @@ class CalibrationRunDetailApi(APIView):
         if include and not can_manage(role):
             raise PermissionDenied("only a manager may read a run's inputs snapshot")
         return Response(calibration_run_report(run=run, include_inputs=include))
+
+
+class PlanRowSerializer(serializers.Serializer):
+    """One threshold's plan (``additional`` is null when it cannot be planned: ``reason``)."""
+
+    index = serializers.IntegerField()
+    threshold = serializers.FloatField()
+    denominator = serializers.IntegerField(help_text="The certificate's denominator now.")
+    errors = serializers.IntegerField()  # type: ignore[assignment]
+    rate = serializers.FloatField(allow_null=True, help_text="errors / denominator.")
+    p_value = serializers.FloatField()
+    certified_now = serializers.BooleanField()
+    additional = serializers.IntegerField(
+        allow_null=True,
+        help_text="The fewest additional calibration units that certify it if the observed "
+        "rates held.",
+    )
+    planned_denominator = serializers.IntegerField(allow_null=True)
+    planned_errors = serializers.IntegerField(allow_null=True)
+    probability_at_plan = serializers.FloatField(allow_null=True)
+    probability_at_n_more = serializers.FloatField(allow_null=True)
+    never = serializers.BooleanField(
+        help_text="No number of labels certifies it at the observed rates."
+    )
+    reason = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "CalibrationPlanRow"
+
+
+class SelectivePlanSerializer(serializers.Serializer):
+    """The selective-risk plan, one row per threshold in family order."""
+
+    alpha = serializers.CharField()
+    delta = serializers.CharField()
+    multiplicity = serializers.CharField()
+    denominator = serializers.CharField()
+    unit = serializers.CharField(help_text="question, or candidate (each_candidate selector).")
+    n = serializers.IntegerField()
+    n_thresholds = serializers.IntegerField()
+    test_level = serializers.FloatField()
+    zero_error_minimum = serializers.IntegerField()
+    zero_error_text = serializers.CharField()
+    probability_is_bound = serializers.BooleanField(
+        help_text="Fixed sequence: the probabilities are upper bounds."
+    )
+    certified_now = serializers.IntegerField(help_text="Thresholds certified on the labels now.")
+    fewest_index = serializers.IntegerField(
+        allow_null=True, help_text="The threshold needing the fewest additional units."
+    )
+    fewest_additional = serializers.IntegerField(allow_null=True)
+    rows = PlanRowSerializer(many=True)
+
+    class Meta:
+        ref_name = "CalibrationSelectivePlan"
+
+
+class ConformalPlanSerializer(serializers.Serializer):
+    """The conformal plan: when M* becomes finite, and the reliability level to expect."""
+
+    alpha = serializers.CharField()
+    n = serializers.IntegerField()
+    n_finite = serializers.IntegerField()
+    n_mode_admissible = serializers.IntegerField()
+    k = serializers.IntegerField()
+    finite_now = serializers.BooleanField()
+    minimum_n = serializers.IntegerField()
+    additional = serializers.IntegerField(allow_null=True)
+    planned_n = serializers.IntegerField(allow_null=True)
+    probability_at_plan = serializers.FloatField(allow_null=True)
+    probability_at_n_more = serializers.FloatField(allow_null=True)
+    reliability_now = serializers.CharField(allow_null=True, help_text="c/(n+1), unreduced.")
+    reliability_now_value = serializers.FloatField(allow_null=True)
+    expected_reliability_at_plan = serializers.FloatField(allow_null=True)
+    expected_reliability_at_n_more = serializers.FloatField(allow_null=True)
+    never = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "CalibrationConformalPlan"
+
+
+class PlanSpecSerializer(serializers.Serializer):
+    """The planned spec."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+    content_sha256 = serializers.CharField()
+
+    class Meta:
+        ref_name = "CalibrationPlanSpec"
+
+
+class PlanSerializer(serializers.Serializer):
+    """A label budget plan (``calibration_spec_plan``); not a certificate."""
+
+    spec = PlanSpecSerializer()
+    notice = serializers.CharField()
+    is_certificate = serializers.BooleanField(help_text="Always false.")
+    n_more = serializers.IntegerField(allow_null=True)
+    budget = serializers.IntegerField(help_text="The most additional units a plan searches.")
+    pending = serializers.IntegerField(help_text="Calibration candidates not resolved yet.")
+    questions = serializers.IntegerField(help_text="Questions of the calibration partition.")
+    candidates_per_question = serializers.FloatField(
+        allow_null=True, help_text="Their mean number of candidates (each an item to label)."
+    )
+    selective_risk = SelectivePlanSerializer(allow_null=True)
+    conformal = ConformalPlanSerializer(allow_null=True)
+
+    class Meta:
+        ref_name = "CalibrationPlan"
+
+
+class CalibrationSpecPlanApi(APIView):
+    """How many more calibration labels the spec needs, if the observed rates held.
+
+    Computed now from the labels resolved so far (nothing is stored); adjudicators and
+    managers read it, like the spec. A plan is not a certificate.
+    """
+
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
+
+    class QuerySerializer(serializers.Serializer):
+        n_more = serializers.IntegerField(
+            required=False,
+            min_value=0,
+            max_value=MAX_ADDITIONAL,
+            help_text="Additional calibration units to give the chance of certifying for.",
+        )
+
+        class Meta:
+            ref_name = "CalibrationPlanQuery"
+
+    @extend_schema(
+        operation_id="calibration_specs_plan",
+        parameters=[QuerySerializer],
+        responses={
+            200: PlanSerializer,
+            400: INVALID,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(
+                ErrorSerializer, description="A statistic cannot be computed on the inputs."
+            ),
+        },
+    )
+    def get(self, request: Request, slug: str, spec_id: int) -> Response:
+        """Return the spec's label budget plan."""
+        project, _ = viewer(request, slug)
+        spec = calibration_spec_get(project=project, spec_id=spec_id)
+        query = self.QuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        plan = calibration_spec_plan(spec=spec, n_more=query.validated_data.get("n_more"))
+        return Response(PlanSerializer(plan).data)

@@ -2,7 +2,16 @@
 
 from django.urls import path
 
-from certification.api import agreement, apply, audit, calibration, derived, releases
+from certification.api import (
+    agreement,
+    apply,
+    audit,
+    calibration,
+    coverage,
+    derived,
+    rccs,
+    releases,
+)
 
 urlpatterns = [
     path(
@@ -44,6 +53,11 @@ urlpatterns = [
         "projects/<slug:slug>/calibration/specs/<int:spec_id>/revise/",
         calibration.CalibrationSpecReviseApi.as_view(),
         name="api-calibration-spec-revise",
+    ),
+    path(
+        "projects/<slug:slug>/calibration/specs/<int:spec_id>/plan/",
+        calibration.CalibrationSpecPlanApi.as_view(),
+        name="api-calibration-spec-plan",
     ),
     path(
         "projects/<slug:slug>/calibration/specs/<int:spec_id>/runs/",
@@ -102,4 +116,10 @@ urlpatterns += [
         releases.ReleaseTagListApi.as_view(),
         name="api-release-tag-list",
     ),
+    path(
+        "coverage-calculator/",
+        coverage.CoverageCalculatorApi.as_view(),
+        name="api-coverage-calculator",
+    ),
+    path("projects/<slug:slug>/rccs/", rccs.RCCSReportApi.as_view(), name="api-rccs"),
 ]

@@ -406,8 +406,8 @@ def heldout_decisions(
     how each decision fared, as the held-out report counts it: per selective decision
     ``excluded`` (why the unit is left out of the held-out figures under the counting policy,
     or None) and ``loss`` (the emitted unit's 0/1 loss, None when excluded or without an
-    answer); per prediction set ``excluded`` and ``set_covers`` (whether an admissible class is
-    in the set).
+    answer), with a bounded loss also ``bounded_loss`` (in [0, 1]); per prediction set
+    ``excluded`` and ``set_covers`` (whether an admissible class is in the set).
 
     Args:
         certificate: the run's :class:`FrozenCertificate`.
@@ -432,6 +432,8 @@ def heldout_decisions(
             for unit, reason, decision in zip(units, reasons, decisions, strict=True):
                 decision["excluded"] = reason
                 decision["loss"] = None if reason is not None else unit.loss
+                if contract.bounded:
+                    decision["bounded_loss"] = None if reason is not None else unit.bounded_loss
         if record.get("prediction_set") is not None and certificate.m_star is not None:
             record["prediction_set"]["excluded"] = reasons[0]
             record["prediction_set"]["set_covers"] = labelled.score <= certificate.m_star

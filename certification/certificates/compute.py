@@ -27,8 +27,10 @@ from certification.stats.selective_risk import NO_CERTIFIED_OPERATING_POINT
 
 #: Bump when the result's layout or any computation changes: it is part of the input hash, so
 #: the next refresh recomputes runs made by older code. 2: the ledger's composition boundary
-#: states its rule without pointing at a document.
-STATS_VERSION = 2
+#: states its rule without pointing at a document. 3: coverage variability is tie-aware (ties,
+#: tied_split, the simulation's reference and predicted_reason) and the conformal curve marks
+#: infinite M* (infinite, covered_unsolvable, curve_infinite).
+STATS_VERSION = 3
 CERTIFIED = "certified"
 
 
@@ -67,7 +69,8 @@ def _dependence(
     if terms.conformal:
         return coverage_variability(cal.prepared, test.prepared, m_star, terms)
     used = [u for u in cal.units if u.excluded is None and u.candidate is not None]
-    return {"grouping": design_effect([float(u.loss or 0) for u in used], [u.group for u in used])}
+    losses = [float((u.bounded_loss if terms.bounded else u.loss) or 0) for u in used]
+    return {"grouping": design_effect(losses, [u.group for u in used])}
 
 
 def calibration_result_compute(

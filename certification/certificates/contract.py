@@ -7,6 +7,30 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+#: The losses bounded in [0, 1] (the others are 0/1). The spec's ``loss`` column holds the
+#: source; the contract states the object ``{"kind": "bounded", "source": ..., "field": ...}``.
+BOUNDED_LOSS_SOURCES = ("unsupported_claim_share", "candidate_field")
+
+
+def loss_content(loss: str, loss_field: str) -> str | dict[str, str]:
+    """The contract's ``loss``: a 0/1 loss's name, or a bounded loss's object.
+
+    Args:
+        loss: the spec's ``loss`` column (a name of ``certification.models.Loss``).
+        loss_field: the candidate field of a ``candidate_field`` loss ("" otherwise).
+
+    Returns:
+        ``loss`` itself for a 0/1 loss (so the hash of every binary spec is unchanged);
+        ``{"kind": "bounded", "source": loss}`` plus ``"field"`` for a candidate field.
+    """
+    if loss not in BOUNDED_LOSS_SOURCES:
+        return loss
+    content = {"kind": "bounded", "source": loss}
+    if loss == "candidate_field":
+        content["field"] = loss_field
+    return content
+
+
 #: The outcomes that the spec's counting policy decides (field of the contract per outcome).
 POLICY_FIELDS = {
     "pending": "pending_as",
@@ -22,7 +46,9 @@ class Contract:
 
     Attributes:
         method: ``"selective_risk"``, ``"conformal_set"`` or ``"both"``.
-        loss: ``"answer_inadmissible"`` or ``"any_error"``.
+        loss: ``"answer_inadmissible"`` or ``"any_error"`` (0/1), or the source of a bounded
+            loss, ``"unsupported_claim_share"`` or ``"candidate_field"``.
+        loss_field: the candidate field of a ``candidate_field`` loss ("" otherwise).
         denominator: ``"accepted_answers"`` (selective risk) or ``"eligible_units"``.
         alpha: target risk (selective risk) and miscoverage (conformal), in (0, 1).
         delta: the selective-risk certificate's failure probability, in (0, 1).
@@ -45,6 +71,7 @@ class Contract:
 
     method: str
     loss: str
+    loss_field: str
     denominator: str
     alpha: Decimal
     delta: Decimal
@@ -79,9 +106,12 @@ class Contract:
             decimal.InvalidOperation: if a decimal field is not a number.
         """
         stopping = content.get("stopping_delta")
+        loss = content["loss"]
+        bounded = isinstance(loss, Mapping)
         return cls(
             method=content["method"],
-            loss=content["loss"],
+            loss=loss["source"] if bounded else loss,
+            loss_field=loss.get("field", "") if bounded else "",
             denominator=content["denominator"],
             alpha=Decimal(content["alpha"]),
             delta=Decimal(content["delta"]),
@@ -106,6 +136,11 @@ class Contract:
     def selective(self) -> bool:
         """Whether selective-risk certification is part of the contract."""
         return self.method in ("selective_risk", "both")
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the loss is bounded in [0, 1] rather than 0/1 (Hoeffding–Bentkus test)."""
+        return self.loss in BOUNDED_LOSS_SOURCES
 
     @property
     def conformal(self) -> bool:

@@ -23,6 +23,8 @@ from certification.stats.coverage import (
     icc_oneway,
     realised_coverage_spread,
     split_dependence_report,
+    tie_summary,
+    tied_split_coverage,
 )
 from certification.stats.errors import StatsError
 
@@ -35,10 +37,10 @@ SIMULATION_POOLS = 20
 
 
 def design_effect(values: Sequence[float], groups: Sequence[str]) -> dict[str, Any]:
-    """Return ICC(1) of a 0/1 indicator within groups, the design effect and the effective n.
+    """Return ICC(1) of a per-unit value within groups, the design effect and the effective n.
 
     Args:
-        values: shape (n,), the indicator (0.0 or 1.0) per unit.
+        values: shape (n,), the indicator (0.0 or 1.0) or the bounded loss in [0, 1] per unit.
         groups: shape (n,), the unit's group key.
 
     Returns:
@@ -80,6 +82,48 @@ def design_effect(values: Sequence[float], groups: Sequence[str]) -> dict[str, A
     out["cluster_size"] = num(deff.cluster_size)
     out["effective_n"] = num(effective_sample_size(len(values), deff))
     return out
+
+
+#: What the Beta and Beta-Binomial figures mean when the scores are tied.
+TIED_BETA_NOTE = (
+    "the scores are tied, so these laws do not describe the spread: with ties M* can only take "
+    "the score values, and coverage jumps between a few levels at or above 1 - alpha. "
+    "Beta(k, n+1-k) remains a lower bound on the delivered coverage (in distribution); the "
+    "tie-aware spread is the exact law of a random split of the pooled questions below"
+)
+
+
+def ties_section(scores: Sequence[float]) -> dict[str, Any]:
+    """Return how tied the scores are.
+
+    Returns:
+        ``n``, ``distinct``, ``tied_rows``, ``largest_tie`` (counts) and ``tied`` (bool).
+    """
+    ties = tie_summary(scores)
+    return {
+        "n": ties.n,
+        "distinct": ties.distinct,
+        "tied_rows": ties.tied_rows,
+        "largest_tie": ties.largest_tie,
+        "tied": ties.has_ties,
+    }
+
+
+def _tied_split(pooled: Sequence[float], n_calibration: int, contract: Contract) -> dict[str, Any]:
+    """The exact law of realised coverage under a random split of the pooled scores."""
+    try:
+        law = tied_split_coverage(pooled, n_calibration, contract.alpha)
+    except StatsError as exc:
+        return {"reason": str(exc)}
+    return {
+        "n_pool": law.n_pool,
+        "n_calibration": law.n_calibration,
+        "n_test": law.n_test,
+        "mean": num(law.mean),
+        "sd": num(law.sd),
+        "threshold_law": [[num(value), num(p)] for value, p in law.threshold_law],
+        "reason": law.reason,
+    }
 
 
 def _beta(n_calibration: int, contract: Contract) -> dict[str, Any]:
@@ -139,8 +183,10 @@ def _simulation(pooled: Sequence[PreparedQuestion], contract: Contract) -> dict[
             "mean": num(report.group.mean),
         },
         "iid_band": [num(report.control.low), num(report.control.high)],
+        "reference": report.row.reference,
         "design_effect": num(report.design_effect.value) if report.design_effect else None,
         "predicted_excess": num(report.predicted_excess),
+        "predicted_reason": report.predicted_reason,
         "effective_n": num(report.effective_n),
         "lag_reason": report.lags.reason,
         "reason": None,
@@ -163,8 +209,12 @@ def coverage_variability(
 
     Returns:
         ``n_calibration``, ``n_test``, and unless calibration is empty (then ``reason``):
-        ``beta`` (the coverage's Beta distribution), ``realised`` (with a test partition),
-        ``grouping`` (:func:`design_effect` of coverage) and ``simulation``.
+        ``ties`` (:func:`ties_section` of the pooled calibration and test scores), ``beta``
+        (the coverage's Beta distribution; with ``note`` when the scores are tied),
+        ``realised`` (with a test partition), ``tied_split`` (with a test partition and tied
+        scores: the exact law of a random split of the pooled questions at these sizes),
+        ``grouping``
+        (:func:`design_effect` of coverage) and ``simulation``.
 
     Raises:
         AssertionError: if calibration questions are used but ``threshold`` is None.
@@ -175,9 +225,15 @@ def coverage_variability(
     if not cal:
         out["reason"] = "no calibration question"
         return out
+    pooled = [p.score for p in [*cal, *tst]]
+    out["ties"] = ties_section(pooled)
     out["beta"] = _beta(len(cal), contract)
+    if out["ties"]["tied"]:
+        out["beta"]["note"] = TIED_BETA_NOTE
     if tst:
         out["realised"] = _realised(len(cal), len(tst), contract)
+        if out["ties"]["tied"]:
+            out["tied_split"] = _tied_split(pooled, len(cal), contract)
     assert threshold is not None
     covered = [1.0 if p.score <= threshold else 0.0 for p in cal]
     out["grouping"] = design_effect(covered, [p.group for p in cal])

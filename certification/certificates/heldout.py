@@ -1,7 +1,9 @@
 """The held-out section: the frozen policy applied once to each test unit, overall and by slice.
 
 Source: the held-out report of :func:`certification.stats.heldout.heldout_report` (proportions
-with exact Clopper–Pearson intervals, Clopper and Pearson (1934)).
+with exact Clopper–Pearson intervals, Clopper and Pearson (1934)). A bounded loss adds its mean
+over the emitted answers with a two-sided Hoeffding–Bentkus interval (Bates et al. 2021, RCPS,
+Proposition 3; each side at (1 + confidence)/2).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from certification.certificates.contract import Contract
 from certification.certificates.jsonnum import num
 from certification.certificates.thresholds import accepts
 from certification.certificates.units import Unit, claim_counts, exclusions
+from certification.stats.bounded import hoeffding_bentkus_upper_bounds
 from certification.stats.heldout import (
     HeldoutQuestion,
     HeldoutReport,
@@ -151,6 +154,11 @@ def _report(report: HeldoutReport, *, sets: bool) -> dict[str, Any]:
     }
 
 
+def _unit(contract: Contract) -> str:
+    """The sampling unit of the metrics over every unit: a candidate or a question."""
+    return "eligible candidate" if contract.selector == "each_candidate" else "eligible question"
+
+
 def _slice_value(value: Any) -> str:
     return value if isinstance(value, str) else repr(value)
 
@@ -190,10 +198,52 @@ def _slices(
             out[key] = {"reason": f"more than {MAX_SLICE_VALUES} values: not broken down"}
             continue
         out[key] = {
-            value: _report(heldout_report(group, confidence=confidence), sets=contract.conformal)
+            value: _report(
+                heldout_report(group, confidence=confidence, unit=_unit(contract)),
+                sets=contract.conformal,
+            )
             for value, group in sorted(groups.items())
         }
     return out
+
+
+def bounded_loss_report(
+    units: Sequence[Unit], contract: Contract, chosen_threshold: float | None
+) -> dict[str, Any]:
+    """The mean bounded loss of the emitted test answers, with a two-sided HB interval.
+
+    Args:
+        units: the test partition's units (excluded ones are left out).
+        contract: the typed contract (a bounded loss; report confidence).
+        chosen_threshold: the certified operating point (score units), or None (nothing
+            emitted).
+
+    Returns:
+        ``emitted`` (m), ``loss_sum``, ``value`` (the mean, None when m = 0), ``lower`` and
+        ``upper`` (the Hoeffding–Bentkus bounds of the mean at (1 + confidence)/2 each:
+        lower = 1 - upper bound of the mean of 1 - loss), ``confidence``, ``method``, ``unit``.
+    """
+    losses = [
+        u.bounded_loss or 0.0
+        for u in units
+        if u.excluded is None and _emitted(u, contract, chosen_threshold)
+    ]
+    m = len(losses)
+    total = min(math.fsum(losses), float(m))
+    confidence = float(contract.report_confidence)
+    side = (1.0 + confidence) / 2.0
+    upper, complement = hoeffding_bentkus_upper_bounds([total, m - total], [m, m], confidence=side)
+    return {
+        "name": "mean_bounded_loss",
+        "emitted": m,
+        "loss_sum": num(total),
+        "value": num(total / m) if m else None,
+        "lower": num(1.0 - complement) if m else None,
+        "upper": num(upper) if m else None,
+        "confidence": confidence,
+        "method": "hoeffding_bentkus",
+        "unit": "emitted answer",
+    }
 
 
 def heldout_section(
@@ -212,22 +262,28 @@ def heldout_section(
 
     Returns:
         ``partition``, ``policy`` (in words), ``units``, ``excluded``, ``claims_excluded``,
-        ``report`` (overall) and ``slices`` (per slice attribute and value), JSON primitives.
+        ``report`` (overall) and ``slices`` (per slice attribute and value), JSON primitives;
+        with a bounded loss also ``bounded_loss`` (:func:`bounded_loss_report`).
 
     Raises:
         StatsError: on a malformed report confidence (from ``certification.stats.heldout``).
     """
     records, excluded, extra = heldout_units(units, contract, chosen_threshold, m_star)
     confidence = float(contract.report_confidence)
-    return {
+    section: dict[str, Any] = {
         "partition": "test",
         "policy": _policy(contract, chosen_threshold, m_star),
         "units": len(units),
         "excluded": excluded,
         **extra,
         "report": _report(
-            heldout_report([r.record for r in records], confidence=confidence),
+            heldout_report(
+                [r.record for r in records], confidence=confidence, unit=_unit(contract)
+            ),
             sets=contract.conformal,
         ),
         "slices": _slices(records, contract, confidence),
     }
+    if contract.bounded:
+        section["bounded_loss"] = bounded_loss_report(units, contract, chosen_threshold)
+    return section

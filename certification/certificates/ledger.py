@@ -46,6 +46,14 @@ LOSS_TEXT = {
         "labels is not supported, else 0"
     ),
 }
+#: Bounded losses, by source (``loss_field`` fills ``{field}``).
+BOUNDED_LOSS_TEXT = {
+    "unsupported_claim_share": (
+        "the share of the emitted answer's assessed claims whose resolved label is not "
+        "supported (an answer with no assessed claim: 0 if admissible, else 1)"
+    ),
+    "candidate_field": "the candidate field {field} of the emitted answer, as imported",
+}
 RANDOMNESS_TEXT = (
     "The draw of calibration and test questions (assumed i.i.d. from the workload); "
     "generation and evaluator variability are not modelled: answers and scores are "
@@ -185,11 +193,11 @@ def output_object(facts: LedgerFacts) -> str:
 def admission_policy(facts: LedgerFacts) -> str:
     """Return the Admission policy field: what counts as admissible, and the counting policy."""
     contract = facts.contract
-    claim_rule = (
-        " Claims: a claim that is not 'supported' makes the answer an error."
-        if contract.loss == "any_error"
-        else ""
-    )
+    claim_rule = ""
+    if contract.loss == "any_error":
+        claim_rule = " Claims: a claim that is not 'supported' makes the answer an error."
+    elif contract.loss == "unsupported_claim_share":
+        claim_rule = " Claims: each claim that is not 'supported' adds to the answer's loss."
     return (
         "Admissible = resolved answer label 'admissible' (consensus or adjudicated) under "
         f"{policy_versions_text(facts.inputs)}. Counting policy: "
@@ -208,7 +216,11 @@ def loss(facts: LedgerFacts) -> str:
             if contract.selector == "each_candidate"
             else "question (its emitted answer)"
         )
-        selective = f"{LOSS_TEXT[contract.loss]}; range {{0, 1}}; unit: {unit}"
+        if contract.bounded:
+            text = BOUNDED_LOSS_TEXT[contract.loss].format(field=contract.loss_field)
+            selective = f"bounded: {text}; range [0, 1]; unit: {unit}"
+        else:
+            selective = f"{LOSS_TEXT[contract.loss]}; range {{0, 1}}; unit: {unit}"
     if facts.conformal is not None:
         conformal = (
             "set miscoverage: 1 if no admissible answer class is in the prediction set, else 0 "
@@ -222,7 +234,11 @@ def numerator(facts: LedgerFacts) -> str:
     """Return the Numerator field: what the certified rates count."""
     selective = conformal = None
     if facts.selective is not None:
-        selective = "accepted answers with loss 1 (k_j, per threshold)"
+        selective = (
+            "the total loss of the accepted answers (per threshold)"
+            if facts.contract.bounded
+            else "accepted answers with loss 1 (k_j, per threshold)"
+        )
     if facts.conformal is not None:
         conformal = (
             "calibration questions whose best-ranked admissible class ranks above M* "
@@ -322,13 +338,19 @@ def assumptions(facts: LedgerFacts) -> str:
     assumed = []
     if facts.selective is not None:
         assumed.append(
-            "independent, identically distributed units with a binary loss (the exact binomial "
-            "test of selective risk)"
+            "independent, identically distributed units with a loss bounded in [0, 1] (the "
+            "Hoeffding–Bentkus test of selective risk, Learn then Test section 3: valid for any "
+            "loss distribution on [0, 1])"
+            if facts.contract.bounded
+            else "independent, identically distributed units with a binary loss (the exact "
+            "binomial test of selective risk)"
         )
     if facts.conformal is not None:
         assumed.append("exchangeable calibration and test questions (conformal sets)")
+    joined = "; ".join(assumed)
+    # upper-case the first letter only: the names in the sentence keep their capitals
     text = (
-        "; ".join(assumed).capitalize() + "; resolved labels taken as correct. The partition is "
+        joined[:1].upper() + joined[1:] + "; resolved labels taken as correct. The partition is "
         "grouped by shared sources / group keys (a leakage discipline, not a proof of "
         "independence)."
     )

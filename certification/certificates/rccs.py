@@ -1,18 +1,25 @@
-"""The RCCS section: retrieval-conditioned confidence of the calibration units.
+"""RCCS: retrieval-conditioned confidence of a run's calibration units, or of a project's answers.
 
 Source: :func:`certification.stats.rccs.rccs` (retrieval score R, confidence C and correctness
-of each unit).
+of each unit). :func:`rccs_section` is the section of a calibration run; :func:`rccs_report` is
+the report of its own over every candidate answer with a resolved label.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from certification.certificates.jsonnum import num
 from certification.certificates.units import Unit
 from certification.stats.errors import StatsError
 from certification.stats.rccs import rccs
+
+# Copies of labeling.vocabulary's names: this package loads no part of labeling (the
+# labeling package starts the Celery app; tests/test_architecture.py).
+ADMISSIBLE = "admissible"
+INADMISSIBLE = "inadmissible"
 
 
 def rccs_section(units: Sequence[Unit]) -> dict[str, Any]:
@@ -44,4 +51,62 @@ def rccs_section(units: Sequence[Unit]) -> dict[str, Any]:
         "n": result.n,
         "n_dropped": result.n_dropped,
         "reason": None,
+    }
+
+
+#: The correctness A of a resolved answer label; every other outcome (pending, unresolved,
+#: abstained, evidence unavailable, a project's own labels) has none and is counted apart.
+CORRECTNESS = {ADMISSIBLE: 1, INADMISSIBLE: 0}
+
+
+def rccs_report(candidates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Return RCCS over candidate answers with their current resolved labels, and its counts.
+
+    Args:
+        candidates: one mapping per candidate answer with ``R`` (retrieval score in [0, 1] or
+            None), ``C`` (confidence in [0, 1] or None) and ``outcome`` (the resolved answer
+            label, ``"unresolved"`` or ``"pending"``).
+
+    Returns:
+        ``counts`` (``candidates``; ``with_retrieval``, ``with_confidence`` and ``with_both``;
+        ``outcomes``: candidates per outcome; ``with_correctness``: admissible or inadmissible)
+        and ``rccs`` (as :func:`rccs_section`: the statistic over the candidates with a
+        correctness, complete cases only), plus ``correctness`` (the rule, in words).
+    """
+    outcomes = Counter(c["outcome"] for c in candidates)
+    rows = [c for c in candidates if c["outcome"] in CORRECTNESS]
+    counts = {
+        "candidates": len(candidates),
+        "with_retrieval": sum(c["R"] is not None for c in candidates),
+        "with_confidence": sum(c["C"] is not None for c in candidates),
+        "with_both": sum(c["R"] is not None and c["C"] is not None for c in candidates),
+        "outcomes": dict(sorted(outcomes.items())),
+        "with_correctness": len(rows),
+    }
+    try:
+        result = rccs(
+            [c["R"] for c in rows],
+            [c["C"] for c in rows],
+            [CORRECTNESS[c["outcome"]] for c in rows],
+        )
+    except StatsError as exc:
+        section: dict[str, Any] = {"n": 0, "n_dropped": len(rows), "reason": str(exc)}
+    else:
+        section = {
+            "rccs_correlation": num(result.rccs_correlation),
+            "correlation_reason": result.correlation_reason,
+            "confidence_calibration_error": num(result.confidence_calibration_error),
+            "mean_rc": num(result.mean_rc),
+            "n": result.n,
+            "n_dropped": result.n_dropped,
+            "reason": None,
+        }
+    return {
+        "counts": counts,
+        "rccs": section,
+        "correctness": (
+            f"A = 1 for {ADMISSIBLE}, 0 for {INADMISSIBLE}; every other outcome has no "
+            "correctness and is left out (counted under outcomes); a missing R or C drops "
+            "the row (n_dropped)"
+        ),
     }

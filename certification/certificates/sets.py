@@ -113,9 +113,35 @@ def _curve(
                 "covered": evaluation.covered,
                 "n": evaluation.n,
                 "mean_set_size": num(evaluation.mean_set_size),
+                # M* = inf: every set is the whole answer space, so every question counts as
+                # covered by convention, the unsolvable ones (no admissible sample) included.
+                "infinite": at.is_infinite,
+                "covered_unsolvable": evaluation.covered - evaluation.covered_solvable,
             }
         )
     return curve
+
+
+def _curve_infinite(curve: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Return where the coverage curve's M* is infinite, or None when it never is.
+
+    Args:
+        curve: the section's ``curve`` points.
+
+    Returns:
+        ``alphas`` (the miscoverage levels with M* = inf, as text), ``n`` (questions evaluated
+        at each point: all of them get the whole answer space) and ``covered_unsolvable`` (how
+        many of them count as covered only by that convention: no admissible answer was
+        sampled), or None.
+    """
+    points = [p for p in curve if p.get("threshold") == "inf"]
+    if not points:
+        return None
+    return {
+        "alphas": [p["alpha"] for p in points],
+        "n": points[0]["n"],
+        "covered_unsolvable": points[0]["covered_unsolvable"],
+    }
 
 
 def _reliability(calibration_result: ConformalCalibration) -> dict[str, Any]:
@@ -170,6 +196,7 @@ def conformal_section(
             calibration_sets=None,
             test_sets=None,
             curve=[],
+            curve_infinite=None,
             reason="no calibration question: the conformal threshold is undefined",
         )
         return section, None
@@ -182,13 +209,15 @@ def conformal_section(
     curve_scores, curve_classes, curve_on = (
         (test_scores, test_classes, "test") if tst else (scores, n_classes, "calibration")
     )
+    curve = _curve(scores, curve_scores, curve_classes, contract)
     section.update(
         threshold=_threshold(threshold),
         reliability=_reliability(calibration_result),
         score_counts=[[num(score), count] for score, count in calibration_result.score_counts],
         calibration_sets=_evaluation(evaluate_sets(scores, n_classes, threshold)),
         test_sets=_evaluation(evaluate_sets(test_scores, test_classes, threshold)) if tst else None,
-        curve=_curve(scores, curve_scores, curve_classes, contract),
+        curve=curve,
+        curve_infinite=_curve_infinite(curve),
         curve_partition=curve_on,
         reason=None,
     )

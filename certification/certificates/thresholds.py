@@ -3,15 +3,19 @@
 Source: the selective-risk certificate of :mod:`certification.stats.selective_risk`
 (Learn-then-Test, Angelopoulos, Bates, Candès, Jordan and Lei (2021), "Learn then Test:
 Calibrating predictive algorithms to achieve risk control", arXiv:2110.01052, with exact binomial
-p-values and Bonferroni or fixed-sequence multiplicity control).
+p-values and Bonferroni or fixed-sequence multiplicity control). A bounded loss in [0, 1] is tested
+with the Hoeffding–Bentkus p-value instead (the same paper, section 3); its section says so
+(``p_value_test``) and its rows carry the accepted loss totals. The section of a 0/1 loss is as
+it always was, key for key.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from certification.certificates.contract import Contract
+from certification.certificates.contract import Contract, loss_content
 from certification.certificates.jsonnum import num
 from certification.certificates.units import Unit, exclusions
 from certification.stats.selective_risk import (
@@ -44,6 +48,7 @@ def _tested_counts(counts: ThresholdCounts, contract: Contract) -> tuple[Thresho
         errors=counts.errors,
         n=n,
         accept=counts.accept,
+        loss_sums=counts.loss_sums,
     )
     utility: Any = (
         _utility_by_accepted(counts.accepted)
@@ -65,34 +70,45 @@ def _rows(
     for j, row in enumerate(certificate.results):
         m_j = counts.accepted[j]
         denominator = tested.accepted[j]
-        rows.append(
-            {
-                "index": j,
-                "threshold": contract.thresholds[j],
-                "accepted": m_j,
-                "errors": counts.errors[j],
-                "denominator": denominator,
-                "answer_rate": num(m_j / n) if n else None,
-                "risk": num(counts.errors[j] / denominator) if denominator else None,
-                "p_value": num(row.p_value),
-                "upper_bound": num(row.upper_bound),
-                "tested": row.tested,
-                "certified": row.certified,
-                "note": row.note,
-            }
-        )
+        total = counts.errors[j] if counts.loss_sums is None else counts.loss_sums[j]
+        out = {
+            "index": j,
+            "threshold": contract.thresholds[j],
+            "accepted": m_j,
+            "errors": counts.errors[j],
+            "denominator": denominator,
+            "answer_rate": num(m_j / n) if n else None,
+            "risk": num(total / denominator) if denominator else None,
+            "p_value": num(row.p_value),
+            "upper_bound": num(row.upper_bound),
+            "tested": row.tested,
+            "certified": row.certified,
+            "note": row.note,
+        }
+        if counts.loss_sums is not None:
+            out["loss_sum"] = num(total)
+        rows.append(out)
     return rows
 
 
-def _unit_counts(units: Sequence[Unit], used: Sequence[Unit], n: int) -> dict[str, Any]:
-    return {
+def _unit_counts(
+    units: Sequence[Unit], used: Sequence[Unit], n: int, contract: Contract
+) -> dict[str, Any]:
+    """Unit counts; ``errors`` counts losses of 1 (bounded losses: above 0, with their total)."""
+    answered = [u for u in used if u.candidate is not None]
+    counts: dict[str, Any] = {
         "units": len(units),
         "excluded": exclusions([u.excluded for u in units]),
         "used": n,
-        "no_answer": sum(1 for u in used if u.candidate is None),
+        "no_answer": len(used) - len(answered),
         "missing_score": sum(1 for u in used if u.missing_score),
-        "errors": sum(1 for u in used if u.candidate is not None and u.loss == 1),
     }
+    if contract.bounded:
+        counts["errors"] = sum(1 for u in answered if (u.bounded_loss or 0.0) > 0)
+        counts["loss_sum"] = num(math.fsum(u.bounded_loss or 0.0 for u in answered))
+    else:
+        counts["errors"] = sum(1 for u in answered if u.loss == 1)
+    return counts
 
 
 def selective_section(
@@ -112,11 +128,15 @@ def selective_section(
         StatsError: on malformed thresholds, alpha or delta (from ``certification.stats``).
     """
     used = [u for u in units if u.excluded is None]
-    losses = [u.loss if u.loss is not None else 0 for u in used]
+    losses: list[float] | list[int] = (
+        [u.bounded_loss if u.bounded_loss is not None else 0.0 for u in used]
+        if contract.bounded
+        else [u.loss if u.loss is not None else 0 for u in used]
+    )
     scores = [u.score for u in used]
     thresholds = [contract.sign * t for t in contract.thresholds]
     accept = cast(Acceptance, contract.stats_accept)
-    counts = threshold_counts(scores, losses, thresholds, accept=accept)
+    counts = threshold_counts(scores, losses, thresholds, accept=accept, bounded=contract.bounded)
     n = counts.n
     alpha, delta = float(contract.alpha), float(contract.delta)
     # the spec's multiplicity is validated when the spec is written (``spec_clean``)
@@ -148,8 +168,11 @@ def selective_section(
         "outcome": certificate.outcome,
         "reason": certificate.reason,
         "smallest_certifiable_count_zero_errors": needed,
-        "counts": _unit_counts(units, used, n),
+        "counts": _unit_counts(units, used, n, contract),
     }
+    if contract.bounded:
+        section["p_value_test"] = certificate.test
+        section["loss"] = loss_content(contract.loss, contract.loss_field)
     return section, certificate
 
 

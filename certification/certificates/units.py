@@ -6,7 +6,9 @@ every question. Its 0/1 loss comes from the candidate's resolved label under the
 counting policy: ``unresolved``, ``evidence_unavailable``, ``abstained`` and not-yet-resolved
 (``pending``) outcomes count as errors or are excluded, as the spec says; exclusions are counted
 and reported, never silent. A unit without an answer (no sample, nothing selected) is never
-accepted. A missing score is never accepted either (counted as ``missing_score``).
+accepted. A missing score is never accepted either (counted as ``missing_score``). With a
+bounded loss (selective risk only) each unit also carries that loss in [0, 1]
+(:func:`candidate_bounded_loss`), under the same counting policy.
 
 A question is *prepared* for conformal sets: its answers (in sample order, cut by the declared
 Hoeffding stopping rule when there is one) are canonicalised and ranked by frequency with the
@@ -75,6 +77,59 @@ def candidate_loss(
                 continue
             return 1, None
     return 0, None
+
+
+def _field_loss(candidate: Mapping[str, Any], field: str) -> float:
+    """The ``candidate_field`` loss of a candidate, refused unless a number in [0, 1]."""
+    value = candidate.get("loss_value")
+    where = f"candidate {candidate['id']} (item {candidate['item']}): loss field {field!r}"
+    if value is None:
+        raise StatsError(f"{where} is missing (a bounded loss needs a number in [0, 1])")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StatsError(f"{where} must be a number in [0, 1], got {value!r}")
+    number = float(value)
+    if not (math.isfinite(number) and 0.0 <= number <= 1.0):
+        raise StatsError(f"{where} = {value!r} is outside [0, 1]")
+    return number
+
+
+def candidate_bounded_loss(
+    candidate: Mapping[str, Any], contract: Contract
+) -> tuple[float | None, str | None]:
+    """Return the bounded loss in [0, 1] of one candidate, or (None, reason) when excluded.
+
+    ``pending``, ``unresolved``, ``evidence_unavailable`` and ``abstained`` outcomes follow the
+    declared policy, as for 0/1 losses (error = loss 1, exclude = reason). A resolved answer
+    (any other label) takes:
+
+    * ``unsupported_claim_share``: the share of its assessed claims whose resolved label is not
+      ``supported`` (:func:`claim_counts`; claims labelled ``evidence_unavailable`` are left out
+      when that outcome is excluded); with no assessed claim, its answer label decides: 0 if
+      admissible, else 1;
+    * ``candidate_field``: the declared candidate field's value.
+
+    Args:
+        candidate: one candidate of the snapshot (``outcome``, ``claims``, ``loss_value``).
+        contract: the typed contract (a bounded loss).
+
+    Returns:
+        ``(loss, None)`` with loss in [0, 1], or ``(None, outcome)`` when the outcome is excluded.
+
+    Raises:
+        StatsError: a ``candidate_field`` value is missing, not a number or outside [0, 1]; the
+            message names the candidate, its item and the field.
+    """
+    outcome = candidate["outcome"]
+    if outcome in POLICY_FIELDS:
+        if contract.policies[POLICY_FIELDS[outcome]] == "exclude":
+            return None, outcome
+        return 1.0, None
+    if contract.loss == "candidate_field":
+        return _field_loss(candidate, contract.loss_field), None
+    assessed, unsupported, _ = claim_counts(candidate, contract)
+    if assessed == 0:
+        return (0.0 if outcome == ADMISSIBLE else 1.0), None
+    return unsupported / assessed, None
 
 
 def claim_counts(candidate: Mapping[str, Any], contract: Contract) -> tuple[int, int, int]:
@@ -258,6 +313,8 @@ class Unit:
         excluded: the exclusion reason, or None.
         score: the candidate's score times the contract's sign (-inf when missing).
         missing_score: whether the candidate has no score.
+        bounded_loss: the contract's bounded loss in [0, 1], or None (a 0/1 loss, excluded, or
+            without a candidate).
     """
 
     prepared: PreparedQuestion
@@ -266,6 +323,7 @@ class Unit:
     excluded: str | None = None
     score: float = -math.inf
     missing_score: bool = False
+    bounded_loss: float | None = None
 
     @property
     def group(self) -> str:
@@ -312,7 +370,8 @@ def make_units(prepared: Sequence[PreparedQuestion], contract: Contract) -> list
         The units, question by question in input order.
 
     Raises:
-        StatsError: on an unknown selector.
+        StatsError: on an unknown selector, or a bounded candidate-field loss that is not a
+            number in [0, 1].
     """
     units = []
     for question in prepared:
@@ -320,6 +379,8 @@ def make_units(prepared: Sequence[PreparedQuestion], contract: Contract) -> list
             unit = Unit(prepared=question, candidate=candidate)
             if candidate is not None:
                 unit.loss, unit.excluded = candidate_loss(candidate, contract)
+                if contract.bounded:
+                    unit.bounded_loss, _ = candidate_bounded_loss(candidate, contract)
                 raw = candidate.get("score")
                 if raw is None or (isinstance(raw, float) and math.isnan(raw)):
                     unit.missing_score = True

@@ -25,13 +25,23 @@ class CalibrationMethod(models.TextChoices):
 
 
 class Loss(models.TextChoices):
-    """The 0/1 loss of one emitted answer (the unit of the selective-risk certificate)."""
+    """The loss of one emitted answer (the unit of the selective-risk certificate).
+
+    The first two are 0/1 losses (exact binomial test); the others are bounded in [0, 1]
+    (Hoeffding–Bentkus test) and appear in the contract as ``{"kind": "bounded", "source": ...}``
+    (``certification.contract.loss_content``).
+    """
 
     ANSWER_INADMISSIBLE = "answer_inadmissible", "1 if the resolved answer label is not admissible"
     ANY_ERROR = (
         "any_error",
         "1 if the answer is not admissible or any of its claims is not supported",
     )
+    UNSUPPORTED_CLAIM_SHARE = (
+        "unsupported_claim_share",
+        "bounded: the share of the answer's assessed claims that are not supported",
+    )
+    CANDIDATE_FIELD = "candidate_field", "bounded: a numeric candidate field in [0, 1]"
 
 
 class Denominator(models.TextChoices):
@@ -127,6 +137,11 @@ class CalibrationSpec(models.Model):
     )
     method = models.CharField(max_length=20, choices=CalibrationMethod.choices)
     loss = models.CharField(max_length=32, choices=Loss.choices, default=Loss.ANSWER_INADMISSIBLE)
+    loss_field = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="The candidate field of a candidate_field loss (empty for the others).",
+    )
     denominator = models.CharField(
         max_length=20, choices=Denominator.choices, default=Denominator.ACCEPTED_ANSWERS
     )
@@ -195,6 +210,11 @@ class CalibrationSpec(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(version__gte=1), name="calibration_spec_version_positive"
+            ),
+            models.CheckConstraint(
+                condition=(Q(loss=Loss.CANDIDATE_FIELD) & ~Q(loss_field=""))
+                | (~Q(loss=Loss.CANDIDATE_FIELD) & Q(loss_field="")),
+                name="calibration_spec_loss_field_iff_candidate_field",
             ),
         ]
 

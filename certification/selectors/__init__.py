@@ -1,7 +1,8 @@
 """Selectors of the certification side: read stored results, shaped for pages and the API.
 
 ``agreement`` reads a project's agreement report; ``calibration`` specs, runs, their reports and
-the inputs snapshot a run computes from; ``audit`` evaluators, their audit reports and samples;
+the inputs snapshot a run computes from; ``planning`` a spec's label budget plan on its current
+labels; ``audit`` evaluators, their audit reports and samples;
 ``releases`` releases, their builds, files and tags. Selectors write nothing.
 """
 
@@ -28,6 +29,8 @@ from certification.selectors.audit import (
 from certification.selectors.calibration import (
     CANDIDATE_SCORE_FIELDS,
     EVALUATOR_PREFIX,
+    LOSS_CANDIDATE_FIELDS,
+    LOSS_METADATA_PREFIX,
     calibration_inputs,
     calibration_run_get,
     calibration_run_latest,
@@ -46,6 +49,8 @@ from certification.selectors.decisions import (
     decision_rows,
 )
 from certification.selectors.derived import Freshness, derived_freshness
+from certification.selectors.planning import calibration_spec_plan
+from certification.selectors.rccs import RCCS_PARTITIONS, rccs_report_get
 from certification.selectors.releases import (
     FREEZE_FORM_RUNS,
     RELEASE_STORAGE,
@@ -75,6 +80,8 @@ __all__ = [
     "DECISION_COLUMNS",
     "calibration_run_test_decisions",
     "decision_rows",
+    "RCCS_PARTITIONS",
+    "rccs_report_get",
     "Freshness",
     "derived_freshness",
     "AgreementView",
@@ -82,6 +89,8 @@ __all__ = [
     "AuditView",
     "CANDIDATE_SCORE_FIELDS",
     "EVALUATOR_PREFIX",
+    "LOSS_CANDIDATE_FIELDS",
+    "LOSS_METADATA_PREFIX",
     "FREEZE_FORM_RUNS",
     "LevelView",
     "PairView",
@@ -104,6 +113,7 @@ __all__ = [
     "calibration_spec_json",
     "calibration_spec_latest_list",
     "calibration_spec_list",
+    "calibration_spec_plan",
     "evaluator_audit_list",
     "evaluator_get",
     "evaluator_get_by_spec",

@@ -41,6 +41,7 @@ class PairView:
     ci_high: float | None
     observed_agreement: float | None
     reason: str | None
+    interval_reason: str | None
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,8 @@ def _level(level: str, data: dict[str, Any], names: dict[str, str]) -> LevelView
                 ci_high=pair["ci_high"],
                 observed_agreement=pair["observed_agreement"],
                 reason=pair["reason"],
+                # Results stored before the flag existed carry no such key.
+                interval_reason=pair.get("interval_reason"),
             )
             for pair in data.get("pairs", [])
         ),

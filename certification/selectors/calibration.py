@@ -17,6 +17,7 @@ from certification.models import (
     AnswerField,
     CalibrationRun,
     CalibrationSpec,
+    Loss,
 )
 from labeling import vocabulary
 from labeling.models import (
@@ -32,6 +33,10 @@ from labeling.models import (
 
 #: Candidate fields a spec may name as its acceptance score.
 CANDIDATE_SCORE_FIELDS = ("acceptance_score", "confidence", "retrieval_score", "frequency_rank")
+#: Float candidate fields a ``candidate_field`` loss may name, besides ``metadata.<key>``.
+LOSS_CANDIDATE_FIELDS = ("acceptance_score", "confidence", "retrieval_score")
+#: Prefix of a ``candidate_field`` loss read from the candidate's imported metadata.
+LOSS_METADATA_PREFIX = "metadata."
 #: Prefix of an evaluator score field: ``evaluator:<name>@<version>``.
 EVALUATOR_PREFIX = "evaluator:"
 #: The outcome of a candidate whose item is not resolved yet.
@@ -162,6 +167,21 @@ def _outcome(status: str, resolution_status: str | None, answer_label: str | Non
     return answer_label or UNRESOLVED
 
 
+def _loss_column(spec: CalibrationSpec) -> str | None:
+    """The candidate column a ``candidate_field`` loss reads, or None for the other losses."""
+    if spec.loss != Loss.CANDIDATE_FIELD:
+        return None
+    return "metadata" if spec.loss_field.startswith(LOSS_METADATA_PREFIX) else spec.loss_field
+
+
+def _loss_value(field: str, raw: Any) -> Any:
+    """The loss field's raw value (a metadata key's value, None when absent), unchecked."""
+    if field.startswith(LOSS_METADATA_PREFIX):
+        metadata = raw if isinstance(raw, dict) else {}
+        return metadata.get(field[len(LOSS_METADATA_PREFIX) :])
+    return raw
+
+
 def _score_column(spec: CalibrationSpec, candidate_ids: list[int]) -> dict[int, float | None]:
     """The spec's score per candidate id (None when missing or the evaluator was unavailable)."""
     evaluator = parse_evaluator_field(spec.score_field)
@@ -200,7 +220,10 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
     ``R``/``C`` the retrieval score and confidence, ``outcome`` the current resolved answer
     label, ``"unresolved"`` or ``"pending"`` (item not resolved yet), ``resolution`` the id of
     the current resolution, ``policy_version`` the label policy version it was made under (None
-    while pending) and ``claims`` its claim-label counts (``{label: count}``).
+    while pending) and ``claims`` its claim-label counts (``{label: count}``). A spec whose loss
+    is a candidate field (``loss: {"kind": "bounded", "source": "candidate_field", ...}``) adds
+    ``loss_value`` to each candidate: that field's value as imported (None when absent), checked
+    to be a number in [0, 1] when the run computes.
 
     ``policy_version`` is the project's current labelling policy version; ``policy_versions``
     counts the resolved candidates of each section per version they were resolved under, and
@@ -238,6 +261,9 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
     columns.append(answer_column)
     if score_field in CANDIDATE_SCORE_FIELDS and score_field not in columns:
         columns.append(score_field)
+    loss_column = _loss_column(spec)
+    if loss_column is not None and loss_column not in columns:
+        columns.append(loss_column)
     candidates = list(
         CandidateAnswer.objects.filter(
             question__project=project, question__partition__in=partitions
@@ -266,24 +292,25 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
             score = evaluator_scores.get(c["id"])
         resolution_id = c["item__resolution_id"] if outcome != PENDING else None
         version = c["item__resolution__policy__version"] if resolution_id else None
-        by_question[c["question_id"]].append(
-            {
-                "id": c["id"],
-                "item": c["item__id"],
-                "sample": c["sample_index"],
-                "answer": c[answer_column],
-                "selected": c["is_selected"],
-                "score": score,
-                "R": c["retrieval_score"],
-                "C": c["confidence"],
-                "outcome": outcome,
-                "resolution": resolution_id,
-                "policy_version": version,
-                "claims": dict(sorted(claim_counts.get(resolution_id, {}).items()))
-                if resolution_id
-                else {},
-            }
-        )
+        entry: dict[str, Any] = {
+            "id": c["id"],
+            "item": c["item__id"],
+            "sample": c["sample_index"],
+            "answer": c[answer_column],
+            "selected": c["is_selected"],
+            "score": score,
+            "R": c["retrieval_score"],
+            "C": c["confidence"],
+            "outcome": outcome,
+            "resolution": resolution_id,
+            "policy_version": version,
+            "claims": dict(sorted(claim_counts.get(resolution_id, {}).items()))
+            if resolution_id
+            else {},
+        }
+        if loss_column is not None:
+            entry["loss_value"] = _loss_value(spec.loss_field, c[loss_column])
+        by_question[c["question_id"]].append(entry)
     sections: dict[str, list[dict[str, Any]]] = {"calibration": [], "test": []}
     for q in questions:
         key = "test" if q["partition"] == Partition.TEST else "calibration"

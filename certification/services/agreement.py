@@ -71,7 +71,8 @@ def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
     ``label_counts`` (votes per value), ``alpha`` / ``fleiss_kappa`` / ``percent_agreement``
     (``{"value": float | null, "reason": str | null}``), ``confidence`` and ``pairs`` (per
     rater pair sharing a unit: ``rater_a``, ``rater_b``, ``n``, ``kappa``, ``se``, ``ci_low``,
-    ``ci_high``, ``observed_agreement``, ``reason``). Proportions are in [0, 1].
+    ``ci_high``, ``observed_agreement``, ``reason``, ``interval_reason``). Proportions are in
+    [0, 1].
     """
     return {
         "n_units": summary.n_units,
@@ -94,6 +95,7 @@ def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
                 "ci_high": pair.result.ci_high,
                 "observed_agreement": pair.result.observed_agreement,
                 "reason": pair.result.reason,
+                "interval_reason": pair.result.interval_reason,
             }
             for pair in summary.pairs
         ],

@@ -27,6 +27,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from certification.certificates import STATS_VERSION, calibration_result_compute
+from certification.certificates.contract import BOUNDED_LOSS_SOURCES
 from certification.contract import SPEC_FIELDS, canonical_json, spec_content, spec_sha256
 from certification.exceptions import CertificationError, InvalidSpec, RunNotFound, SpecFrozen
 from certification.locks import calibration_spec_lock
@@ -52,6 +53,8 @@ from certification.models import (
 from certification.selectors import (
     CANDIDATE_SCORE_FIELDS,
     EVALUATOR_PREFIX,
+    LOSS_CANDIDATE_FIELDS,
+    LOSS_METADATA_PREFIX,
     calibration_inputs,
     calibration_run_latest,
     calibration_spec_latest_list,
@@ -89,9 +92,10 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "report_confidence": Decimal("0.95"),
     "seed": 0,
 }
+#: The 0/1 losses, named by a string in the contract (bounded losses are objects).
+BINARY_LOSSES = (Loss.ANSWER_INADMISSIBLE.value, Loss.ANY_ERROR.value)
 CHOICES: dict[str, tuple[str, ...]] = {
     "method": tuple(CalibrationMethod.values),
-    "loss": tuple(Loss.values),
     "denominator": tuple(Denominator.values),
     "acceptance": tuple(Acceptance.values),
     "selector": tuple(Selector.values),
@@ -108,6 +112,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
 #: The largest threshold family a spec may declare.
 MAX_THRESHOLDS = 10_000
 MAX_NAME = 200
+MAX_LOSS_FIELD = 300
 MAX_DESCRIPTION = 10_000
 #: Decimal places of alpha, delta, stopping delta and report confidence (the model's fields).
 DECIMAL_PLACES = 8
@@ -170,6 +175,52 @@ def _thresholds(value: Any) -> list[float]:
     return family
 
 
+def _loss(value: Any, method: str) -> tuple[str, str]:
+    """The ``loss`` and ``loss_field`` columns of a contract's ``loss`` (a name or an object)."""
+    if isinstance(value, str) and value in BINARY_LOSSES:
+        return value, ""
+    if not isinstance(value, Mapping):
+        raise InvalidSpec(
+            "loss",
+            f"must be one of {', '.join(BINARY_LOSSES)} (0/1 losses) or a bounded loss "
+            '{"kind": "bounded", "source": ...}, got ' + repr(value),
+        )
+    unknown = sorted(set(value) - {"kind", "source", "field"}, key=str)
+    if unknown:
+        raise InvalidSpec(f"loss.{unknown[0]}", "is not a field of a bounded loss")
+    if value.get("kind") != "bounded":
+        raise InvalidSpec("loss.kind", f"must be 'bounded', got {value.get('kind')!r}")
+    source = value.get("source")
+    if source not in BOUNDED_LOSS_SOURCES:
+        raise InvalidSpec(
+            "loss.source", f"must be one of {', '.join(BOUNDED_LOSS_SOURCES)}, got {source!r}"
+        )
+    if method != CalibrationMethod.SELECTIVE_RISK:
+        raise InvalidSpec(
+            "loss",
+            "a bounded loss is certified by selective risk only (method selective_risk): "
+            "conformal sets need an admissible/inadmissible answer",
+        )
+    field = value.get("field")
+    if source != Loss.CANDIDATE_FIELD:
+        if field is not None:
+            raise InvalidSpec(
+                "loss.field", f"a candidate field is only for the candidate_field source ({source})"
+            )
+        return source, ""
+    text = field.strip() if isinstance(field, str) else ""
+    key = text[len(LOSS_METADATA_PREFIX) :] if text.startswith(LOSS_METADATA_PREFIX) else ""
+    if not (text in LOSS_CANDIDATE_FIELDS or key.strip()):
+        raise InvalidSpec(
+            "loss.field",
+            f"the candidate field must be one of {', '.join(LOSS_CANDIDATE_FIELDS)} or "
+            f"'metadata.<key>' (a number in [0, 1] of each candidate), got {field!r}",
+        )
+    if len(text) > MAX_LOSS_FIELD:
+        raise InvalidSpec("loss.field", f"the candidate field: at most {MAX_LOSS_FIELD} characters")
+    return source, text
+
+
 def _score_field(project: Project, value: Any) -> str:
     text = "" if value is None else str(value).strip()
     if text in CANDIDATE_SCORE_FIELDS:
@@ -191,15 +242,22 @@ def spec_clean(*, project: Project, data: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a spec's fields; return them cleaned (defaults filled in).
 
     Rules: ``method`` and ``selector`` are required; every choice field takes one of its
-    values; ``alpha``, ``delta``, ``report_confidence`` and ``stopping_delta`` (optional) lie
-    strictly between 0 and 1 with at most 8 decimal places; selective risk needs a non-empty
-    family of distinct finite thresholds (at most 10,000) and a known score field (a candidate
-    field, or ``evaluator:<name>@<version>`` of an evaluator of the project); a conformal set is
-    per question, so it refuses the ``each_candidate`` selector; the canonicaliser is a
-    registered name. Unknown keys are refused.
+    values; ``loss`` is ``answer_inadmissible`` or ``any_error`` (0/1) or, for selective risk
+    only, a bounded loss ``{"kind": "bounded", "source": "unsupported_claim_share"}`` or
+    ``{"kind": "bounded", "source": "candidate_field", "field": <a float candidate field or
+    metadata.<key>>}``; ``alpha``, ``delta``, ``report_confidence`` and ``stopping_delta``
+    (optional) lie strictly between 0 and 1 with at most 8 decimal places; selective risk
+    needs a non-empty family of distinct finite thresholds (at most 10,000) and a known score
+    field (a candidate field, or ``evaluator:<name>@<version>`` of an evaluator of the
+    project); a conformal set is per question, so it refuses the ``each_candidate`` selector;
+    the canonicaliser is a registered name. Unknown keys are refused.
+
+    Returns:
+        The model's field values: the loss as its ``loss`` and ``loss_field`` columns.
 
     Raises:
-        InvalidSpec: naming the first invalid field (``field``).
+        InvalidSpec: naming the first invalid field (``field``; ``loss.source``, ``loss.field``
+            inside a bounded loss).
     """
     unknown = sorted(set(data) - set(SPEC_FIELDS))
     if unknown:
@@ -212,6 +270,7 @@ def spec_clean(*, project: Project, data: Mapping[str, Any]) -> dict[str, Any]:
         if field == "selector" and merged.get("selector") in (None, ""):
             raise InvalidSpec("selector", "is required")
         clean[field] = _choice(field, merged[field])
+    clean["loss"], clean["loss_field"] = _loss(merged["loss"], clean["method"])
     clean["alpha"] = _level("alpha", merged.get("alpha"))
     clean["delta"] = _level("delta", merged.get("delta"))
     clean["report_confidence"] = _level("report_confidence", merged["report_confidence"])
@@ -254,7 +313,7 @@ def spec_clean(*, project: Project, data: Mapping[str, Any]) -> dict[str, Any]:
             "selector",
             "a conformal prediction set is per question: choose mode, is_selected or first_sample",
         )
-    return {key: clean[key] for key in SPEC_FIELDS}
+    return {**{key: clean[key] for key in SPEC_FIELDS}, "loss_field": clean["loss_field"]}
 
 
 def _clean_name(name: Any) -> str:

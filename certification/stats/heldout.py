@@ -233,7 +233,10 @@ class HeldoutReport:
 
 
 def heldout_report(
-    questions: Sequence[HeldoutQuestion], *, confidence: float = 0.95
+    questions: Sequence[HeldoutQuestion],
+    *,
+    confidence: float = 0.95,
+    unit: str = "eligible question",
 ) -> HeldoutReport:
     """Compute every held-out metric from per-question outcomes of the frozen policy.
 
@@ -241,6 +244,9 @@ def heldout_report(
         questions: one :class:`HeldoutQuestion` per eligible test question (abstentions
             included: the answer rate and the all-eligible set coverage need them).
         confidence: two-sided level of the Clopper–Pearson intervals, in (0, 1).
+        unit: what one element of ``questions`` is, in words, for the metrics whose
+            denominator is all of them: ``"eligible question"``, or ``"eligible candidate"``
+            when every candidate answer is its own unit.
 
     Returns:
         A :class:`HeldoutReport`.
@@ -268,12 +274,12 @@ def heldout_report(
     return HeldoutReport(
         n_eligible=eligible,
         confidence=float(confidence),
-        answer_rate=metric("answer_rate", len(emitted), eligible, "eligible question"),
+        answer_rate=metric("answer_rate", len(emitted), eligible, unit),
         emitted_answer_risk=metric(
             "emitted_answer_risk", inadmissible, len(emitted), "emitted answer"
         ),
         unconditional_failure_rate=metric(
-            "unconditional_failure_rate", inadmissible, eligible, "eligible question"
+            "unconditional_failure_rate", inadmissible, eligible, unit
         ),
         unsupported_claim_risk=metric(
             "unsupported_claim_risk", unsupported, claims, "assessed claim", CLAIM_NOTE
@@ -282,9 +288,7 @@ def heldout_report(
             "any_error_answer_rate", any_error, len(assessed), "emitted answer with assessed claims"
         ),
         set_coverage=metric("set_coverage", covered, len(with_set), "question returning a set"),
-        set_coverage_all_eligible=metric(
-            "set_coverage_all_eligible", covered, eligible, "eligible question"
-        ),
+        set_coverage_all_eligible=metric("set_coverage_all_eligible", covered, eligible, unit),
         set_sizes=SetSizeDistribution(
             counts=tuple(sorted(sizes.items())),
             n_sets=len(with_set),

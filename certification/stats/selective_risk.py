@@ -17,21 +17,29 @@ Bonferroni and fixed-sequence family-wise error control); Clopper and Pearson (1
 bound. Check: alpha 0.10, delta 0.05, M 5 make the cutoff 0.01, and zero errors pass only from
 m = 44 (0.9^44 = 0.0097).
 
-The exact binomial p-value is valid only for 0/1 losses (a bounded non-binary loss needs
-Hoeffding–Bentkus or another bound for bounded losses), so other losses are
-refused rather than silently thresholded.
+The exact binomial p-value is valid only for 0/1 losses, so other losses are refused rather than
+silently thresholded. A loss bounded in [0, 1] is declared as such (``threshold_counts(...,
+bounded=True)``): each threshold then carries its accepted loss total and is tested with the
+Hoeffding–Bentkus p-value and bound of :mod:`certification.stats.bounded` (Learn then Test,
+section 3), which are valid for any loss in [0, 1]; with zero loss it equals the exact binomial
+p-value of zero errors, (1 - alpha)^m.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats as _st
 
+from certification.stats.bounded import (
+    hoeffding_bentkus_p_values,
+    hoeffding_bentkus_upper_bounds,
+)
 from certification.stats.errors import StatsError
 from certification.stats.intervals import (
     check_count,
@@ -44,6 +52,7 @@ __all__ = [
     "NO_CERTIFIED_OPERATING_POINT",
     "UTILITIES",
     "Certificate",
+    "PValueTest",
     "ThresholdCounts",
     "ThresholdResult",
     "binomial_p_value",
@@ -56,6 +65,8 @@ __all__ = [
 
 Acceptance = Literal[">=", ">"]
 Method = Literal["bonferroni", "fixed_sequence"]
+#: The p-value a certificate used: exact binomial (0/1 losses) or Hoeffding–Bentkus (bounded).
+PValueTest = Literal["binomial", "hoeffding_bentkus"]
 
 #: The fail-closed outcome text: when no threshold passes, there is no certificate.
 NO_CERTIFIED_OPERATING_POINT = "no certified operating point"
@@ -71,14 +82,18 @@ class ThresholdCounts:
         thresholds: the M thresholds in the order the spec lists them (that order is the testing
             order of fixed-sequence testing).
         accepted: m_j, answers accepted at threshold j, integers in [0, n].
-        errors: k_j, accepted answers with loss 1, integers in [0, m_j].
+        errors: k_j, accepted answers with loss 1 (with bounded losses: with a loss > 0),
+            integers in [0, m_j].
         n: calibration answers (the denominator of the answer rate), integer >= 0.
         accept: the acceptance inequality, ``">="`` (accept iff score >= t) or ``">"``.
+        loss_sums: None for 0/1 losses; for losses bounded in [0, 1], the total loss of the
+            accepted answers of each threshold, floats in [0, m_j] (tested with
+            Hoeffding–Bentkus).
 
     Raises:
         StatsError: on construction, if the lengths differ, the family is empty, a count is not
-            an integer, the counts are inconsistent (k_j > m_j or m_j > n), or ``accept`` is
-            unknown.
+            an integer, the counts are inconsistent (k_j > m_j or m_j > n, a loss total outside
+            [0, m_j]), or ``accept`` is unknown.
     """
 
     thresholds: tuple[float, ...]
@@ -86,6 +101,7 @@ class ThresholdCounts:
     errors: tuple[int, ...]
     n: int
     accept: Acceptance = ">="
+    loss_sums: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         """Validate the counts (see the class docstring)."""
@@ -106,6 +122,17 @@ class ThresholdCounts:
                 raise StatsError(f"errors[{j}]={k} exceeds accepted[{j}]={m}")
             if m > n:
                 raise StatsError(f"accepted[{j}]={m} exceeds n={n}")
+        if self.loss_sums is not None:
+            if len(self.loss_sums) != size:
+                raise StatsError(f"loss_sums must have length {size}, got {len(self.loss_sums)}")
+            for j, (m, total) in enumerate(zip(self.accepted, self.loss_sums, strict=True)):
+                if not (math.isfinite(total) and 0.0 <= total <= m):
+                    raise StatsError(f"loss_sums[{j}]={total!r} is outside [0, accepted[{j}]={m}]")
+
+    @property
+    def test(self) -> PValueTest:
+        """The p-value these counts are tested with."""
+        return "binomial" if self.loss_sums is None else "hoeffding_bentkus"
 
     @property
     def size(self) -> int:
@@ -118,14 +145,23 @@ def _check_accept(accept: object) -> None:
         raise StatsError(f"accept must be '>=' or '>', got {accept!r}")
 
 
-def _check_losses(losses: ArrayLike, n: int) -> NDArray[np.int64]:
+def _check_losses(losses: ArrayLike, n: int, bounded: bool) -> NDArray[Any]:
     array = np.asarray(losses)
     if array.ndim != 1 or array.shape[0] != n:
         raise StatsError(f"losses must have shape ({n},) like scores, got {array.shape}")
     if array.dtype == np.bool_:
-        return array.astype(np.int64)
+        return array.astype(np.float64 if bounded else np.int64)
     if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
         raise StatsError(f"losses must be 0/1 numbers or booleans, got dtype {array.dtype}")
+    if bounded:
+        values = array.astype(np.float64)
+        bad = np.flatnonzero(~((values >= 0) & (values <= 1)))
+        if bad.size:
+            raise StatsError(
+                f"losses[{int(bad[0])}]={float(values[bad[0]])!r} is outside [0, 1] "
+                "(a bounded loss)"
+            )
+        return values
     if not np.all((array == 0) | (array == 1)):
         raise StatsError(
             "losses must be 0/1: the exact binomial p-value is valid only for binary losses "
@@ -140,8 +176,9 @@ def threshold_counts(
     thresholds: Sequence[float] | ArrayLike,
     *,
     accept: Acceptance = ">=",
+    bounded: bool = False,
 ) -> ThresholdCounts:
-    """Count accepted answers and accepted errors at every threshold of the family.
+    """Count accepted answers and accepted errors (or loss totals) at every threshold.
 
     Sorts the scores once and locates every threshold with ``np.searchsorted``, so the cost is
     O((n + M) log n): M = 1,000 thresholds on n = 200,000 answers take a few milliseconds.
@@ -150,17 +187,19 @@ def threshold_counts(
         scores: shape (n,), the acceptance score of each calibration answer (higher = more
             confident); finite or +-inf, never NaN.
         losses: shape (n,), 0/1 loss of each answer (1 = inadmissible); booleans, integers or
-            floats equal to exactly 0 or 1.
+            floats equal to exactly 0 or 1; with ``bounded``, any number in [0, 1].
         thresholds: shape (M,), the prespecified family in spec order; +-inf allowed, NaN refused.
         accept: ``">="`` accepts an answer iff score >= t; ``">"`` iff score > t. The spec declares
             it and calibration and test must use the same one.
+        bounded: the losses are bounded in [0, 1] rather than 0/1: the counts then carry the
+            accepted loss totals (``loss_sums``) and k_j counts the accepted losses above 0.
 
     Returns:
         :class:`ThresholdCounts` with m_j and k_j as Python ints.
 
     Raises:
-        StatsError: if shapes disagree, a score or threshold is NaN, a loss is not 0/1, the
-            family is empty, or ``accept`` is unknown.
+        StatsError: if shapes disagree, a score or threshold is NaN, a loss is not 0/1 (with
+            ``bounded``: not in [0, 1]), the family is empty, or ``accept`` is unknown.
     """
     _check_accept(accept)
     score_arr = np.asarray(scores, dtype=np.float64)
@@ -169,7 +208,7 @@ def threshold_counts(
     if np.isnan(score_arr).any():
         raise StatsError("scores must not contain NaN (a missing score has no acceptance decision)")
     n = int(score_arr.shape[0])
-    loss_arr = _check_losses(losses, n)
+    loss_arr = _check_losses(losses, n, bounded)
     family = np.asarray(thresholds, dtype=np.float64)
     if family.ndim != 1 or family.size == 0:
         raise StatsError(f"thresholds must be a non-empty 1-D list, got shape {family.shape}")
@@ -179,17 +218,25 @@ def threshold_counts(
     order = np.argsort(score_arr, kind="stable")
     sorted_scores = score_arr[order]
     # cumulative[i] = errors among the i lowest scores, so errors above position i = total - it.
-    cumulative = np.concatenate(([0], np.cumsum(loss_arr[order])))
+    cumulative = np.concatenate(([0], np.cumsum(loss_arr[order] > 0)))
     side: Literal["left", "right"] = "left" if accept == ">=" else "right"
     first_accepted = np.searchsorted(sorted_scores, family, side=side)
     accepted = n - first_accepted
     errors = cumulative[-1] - cumulative[first_accepted]
+    loss_sums = None
+    if bounded:
+        # top[i] = total loss of the i highest scores, summed from the top (never a difference
+        # of large sums), clipped to [0, i] against rounding.
+        top = np.concatenate(([0.0], np.cumsum(loss_arr[order][::-1])))
+        totals = np.minimum(top[accepted], accepted)
+        loss_sums = tuple(float(t) for t in totals.tolist())
     return ThresholdCounts(
         thresholds=tuple(family.tolist()),
         accepted=tuple(int(m) for m in accepted.tolist()),
         errors=tuple(int(k) for k in errors.tolist()),
         n=n,
         accept=accept,
+        loss_sums=loss_sums,
     )
 
 
@@ -296,15 +343,18 @@ class ThresholdResult:
         index: position in the prespecified family (0-based).
         threshold: the threshold value.
         accepted: m_j (integer).
-        errors: k_j (integer).
+        errors: k_j (integer; with bounded losses, the accepted losses above 0).
         answer_rate: m_j / n in [0, 1]; None when n = 0 (see ``note``).
-        empirical_risk: k_j / m_j in [0, 1]; None when m_j = 0 (selective risk undefined).
-        p_value: P[Binom(m_j, alpha) <= k_j] in [0, 1]; 1 when m_j = 0.
-        upper_bound: one-sided Clopper–Pearson upper bound on the selective risk at the
-            certificate's ``bound_confidence``; 1 when m_j = 0.
+        empirical_risk: k_j / m_j (bounded losses: loss_sum / m_j) in [0, 1]; None when
+            m_j = 0 (selective risk undefined).
+        p_value: P[Binom(m_j, alpha) <= k_j] (bounded losses: the Hoeffding–Bentkus p-value) in
+            [0, 1]; 1 when m_j = 0.
+        upper_bound: one-sided Clopper–Pearson (bounded losses: Hoeffding–Bentkus) upper bound
+            on the selective risk at the certificate's ``bound_confidence``; 1 when m_j = 0.
         tested: False only for thresholds after the first failure in fixed-sequence testing.
         certified: whether H_j: risk > alpha was rejected.
         note: why a value is undefined, or None.
+        loss_sum: the accepted loss total (bounded losses), or None for 0/1 losses.
     """
 
     index: int
@@ -318,6 +368,7 @@ class ThresholdResult:
     tested: bool
     certified: bool
     note: str | None
+    loss_sum: float | None = None
 
 
 #: Declared utilities for choosing among certified thresholds. Each maps a row to a key that is
@@ -352,6 +403,7 @@ class Certificate:
         chosen_index: the chosen operating point, or None (fail closed).
         outcome: ``"certified"`` or ``"no certified operating point"``.
         reason: why nothing was certified, or None.
+        test: the p-value used, ``"binomial"`` (0/1 losses) or ``"hoeffding_bentkus"``.
     """
 
     alpha: float
@@ -368,6 +420,7 @@ class Certificate:
     chosen_index: int | None
     outcome: str
     reason: str | None
+    test: PValueTest = "binomial"
 
     @property
     def chosen(self) -> ThresholdResult | None:
@@ -410,7 +463,9 @@ def certify(
         StatsError: if alpha or delta is outside (0, 1), or the method or utility is unknown.
 
     Bonferroni divides delta by M, the size of the whole family, including thresholds that
-    accept nothing (p = 1).
+    accept nothing (p = 1). Counts of 0/1 losses are tested with the exact binomial p-value and
+    Clopper–Pearson bound; counts of bounded losses (``counts.loss_sums``) with the
+    Hoeffding–Bentkus p-value and bound (:mod:`certification.stats.bounded`).
 
     Source: Learn then Test (Angelopoulos et al. 2021, arXiv:2110.01052), sections 2–3.
     """
@@ -431,8 +486,12 @@ def certify(
     m = np.asarray(counts.accepted, dtype=np.int64)
     k = np.asarray(counts.errors, dtype=np.int64)
     test_level = d / size if method == "bonferroni" else d
-    p_values = binomial_p_values(k, m, a)
-    bounds = clopper_pearson_upper_array(k, m, confidence=1.0 - test_level)
+    if counts.loss_sums is None:
+        p_values = binomial_p_values(k, m, a)
+        bounds = clopper_pearson_upper_array(k, m, confidence=1.0 - test_level)
+    else:
+        p_values = hoeffding_bentkus_p_values(counts.loss_sums, m, a)
+        bounds = hoeffding_bentkus_upper_bounds(counts.loss_sums, m, confidence=1.0 - test_level)
     passes = p_values <= test_level
     if method == "bonferroni":
         tested = np.ones(size, dtype=bool)
@@ -447,6 +506,7 @@ def certify(
     rows = []
     for j in range(size):
         m_j, k_j = counts.accepted[j], counts.errors[j]
+        total = None if counts.loss_sums is None else counts.loss_sums[j]
         note = None
         if m_j == 0:
             note = "accepts nothing: selective risk undefined; p-value 1 and bound 1"
@@ -461,12 +521,13 @@ def certify(
                 accepted=m_j,
                 errors=k_j,
                 answer_rate=m_j / n if n else None,
-                empirical_risk=k_j / m_j if m_j else None,
+                empirical_risk=(k_j if total is None else total) / m_j if m_j else None,
                 p_value=float(p_values[j]),
                 upper_bound=float(bounds[j]),
                 tested=bool(tested[j]),
                 certified=bool(certified[j]),
                 note=note,
+                loss_sum=total,
             )
         )
 
@@ -480,6 +541,8 @@ def certify(
         needed = smallest_certifiable_count(
             alpha=a, delta=d, n_thresholds=size if method == "bonferroni" else 1
         )
+        # With zero loss the Hoeffding–Bentkus p-value is (1 - alpha)^m too, so the count holds
+        # for bounded losses.
         reason = (
             f"no threshold has p <= {test_level:.6g}; even with zero errors a threshold needs "
             f"at least {needed} accepted answers"
@@ -499,6 +562,7 @@ def certify(
         chosen_index=chosen_index,
         outcome=CERTIFIED if certified_indices else NO_CERTIFIED_OPERATING_POINT,
         reason=reason,
+        test=counts.test,
     )
 
 
@@ -512,18 +576,20 @@ def certify_scores(
     delta: float,
     method: Method = "bonferroni",
     utility: str | Callable[[ThresholdResult], float] = "answer_rate",
+    bounded: bool = False,
 ) -> Certificate:
     """Count (:func:`threshold_counts`) and certify (:func:`certify`) in one call.
 
     Args:
         scores: shape (n,), acceptance scores.
-        losses: shape (n,), 0/1 losses.
+        losses: shape (n,), 0/1 losses (with ``bounded``: losses in [0, 1]).
         thresholds: shape (M,), the prespecified family.
         accept: ``">="`` or ``">"``.
         alpha: target selective risk in (0, 1).
         delta: family-wise failure probability in (0, 1).
         method: ``"bonferroni"`` or ``"fixed_sequence"``.
         utility: see :func:`certify`.
+        bounded: the losses are bounded in [0, 1] (tested with Hoeffding–Bentkus).
 
     Returns:
         A :class:`Certificate`.
@@ -531,5 +597,5 @@ def certify_scores(
     Raises:
         StatsError: as :func:`threshold_counts` and :func:`certify`.
     """
-    counts = threshold_counts(scores, losses, thresholds, accept=accept)
+    counts = threshold_counts(scores, losses, thresholds, accept=accept, bounded=bounded)
     return certify(counts, alpha=alpha, delta=delta, method=method, utility=utility)

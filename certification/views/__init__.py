@@ -25,7 +25,9 @@ from certification.views.calibration import (
     calibration_spec_new,
     calibration_spec_revise_view,
 )
+from certification.views.coverage import coverage_calculator_view
 from certification.views.derived import derived_recompute_view
+from certification.views.rccs import rccs_report_view
 from certification.views.releases import (
     release_detail,
     release_file_download,
@@ -41,6 +43,8 @@ from certification.views.run_decisions import (
 __all__ = [
     "calibration_run_decisions_csv",
     "calibration_run_decisions_json",
+    "rccs_report_view",
+    "coverage_calculator_view",
     "derived_recompute_view",
     "audit_detail",
     "audit_disagreements_csv",

@@ -74,7 +74,7 @@ def _metric_rows(metrics: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's evaluator versions with their audit's headline figures."""
     project, role = certification_project(request, slug)
@@ -88,7 +88,7 @@ def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
     """Show an evaluator's audit; a manager's POST (re)declares it and recomputes."""
     project, role = certification_project(request, slug)
@@ -137,7 +137,7 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def audit_disagreements_csv(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
     """Download the disagreement list (item, evaluator label, human label, kind, rationale).
 

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from certification.forms import CalibrationSpecForm
+from certification.forms import CalibrationSpecForm, PlanForm
 from certification.models import CalibrationSpec
 from certification.selectors import (
     calibration_run_get,
@@ -26,6 +26,7 @@ from certification.selectors import (
     calibration_spec_history,
     calibration_spec_json,
     calibration_spec_list,
+    calibration_spec_plan,
     derived_freshness,
 )
 from certification.services import (
@@ -52,7 +53,7 @@ def _evaluators(project: Project) -> list[tuple[str, str]]:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's calibration specs (every version) with their latest run."""
     project, role = certification_project(request, slug)
@@ -64,7 +65,7 @@ def calibration_home(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
     """Write a new calibration spec (managers)."""
     project, role = certification_project(request, slug, manager_only=True)
@@ -88,7 +89,7 @@ def calibration_spec_new(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
     """Revise a spec (managers): the new version links to this one, which stays frozen."""
     project, role = certification_project(request, slug, manager_only=True)
@@ -113,26 +114,47 @@ def calibration_spec_revise_view(request: HttpRequest, slug: str, spec_id: int) 
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def calibration_spec_detail(request: HttpRequest, slug: str, spec_id: int) -> HttpResponse:
-    """Show a spec's contract, its versions and its runs."""
+    """Show a spec's contract, its label budget plan, its versions and its runs.
+
+    ``?n_more=`` asks the plan for the chance of certifying with that many more calibration
+    units; a malformed value is shown on the form (400) and the plan is given without it.
+    """
     project, role = certification_project(request, slug)
     spec = calibration_spec_get(project=project, spec_id=spec_id)
+    plan_form = PlanForm(request.GET or None)
+    n_more = plan_form.cleaned_data["n_more"] if plan_form.is_valid() else None
+    try:
+        plan: dict[str, Any] | None = calibration_spec_plan(spec=spec, n_more=n_more)
+        plan_error = None
+    except LabelingError as exc:
+        plan, plan_error = None, exc.message
     context = page_context(
         project,
         role,
         spec=spec,
         contract=_contract_rows(spec),
+        plan=plan,
+        plan_error=plan_error,
+        plan_form=plan_form,
         history=calibration_spec_history(spec=spec),
         runs=calibration_run_list(project=project, filters={"spec": spec}),
         has_next=CalibrationSpec.objects.filter(previous=spec).first(),
     )
-    return render(request, "certification/spec_detail.html", context)
+    status = 400 if plan_form.errors else 200
+    return render(request, "certification/spec_detail.html", context, status=status)
 
 
 def _contract_rows(spec: CalibrationSpec) -> list[tuple[str, Any]]:
     """The spec's contract as (field, value) rows for the page."""
     data = calibration_spec_json(spec)
+    loss = data["loss"]
+    if isinstance(loss, dict):
+        field = f" ({loss['field']})" if "field" in loss else ""
+        data["loss"] = f"bounded in [0, 1]: {loss['source']}{field} · Hoeffding–Bentkus test"
+    else:
+        data["loss"] = f"{loss} (0/1) · exact binomial test"
     hidden = {"id", "name", "version", "previous", "created_at", "created_by"}
     return [(key, value) for key, value in data.items() if key not in hidden]
 
@@ -153,7 +175,7 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report."""
     project, role = certification_project(request, slug)

@@ -69,7 +69,7 @@ def _freeze_form(project: Project, releases: list[Release], data: Any) -> Releas
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
     """List the project's releases with their build progress and tags.
 
@@ -111,7 +111,7 @@ def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
     """Show a release: files with hashes, counts, what it certifies, tags, rebuilds, family."""
     project, role = certification_project(request, slug)
@@ -136,7 +136,7 @@ def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResp
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def release_file_download(
     request: HttpRequest, slug: str, release_id: int, name: str
 ) -> FileResponse:

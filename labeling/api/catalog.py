@@ -32,6 +32,8 @@ from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
 from labeling.exceptions import PermissionDenied
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
+from labeling.importers import claims_choice_error, evaluator_version_error
+from labeling.importers.claims import CLAIM_MODES
 from labeling.models import ItemStatus, Partition, Project, Role
 from labeling.policy_presets import DEFAULT_PRESET, presets
 from labeling.selectors import (
@@ -594,6 +596,19 @@ class ImportCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField()
         format = serializers.ChoiceField(choices=[], default="native")
+        claims = serializers.ChoiceField(
+            choices=list(CLAIM_MODES.items()),
+            required=False,
+            help_text="Claim splitting for a format whose answers come without claims (default "
+            "sentences); refused for a format that gives its own claims.",
+        )
+        evaluator_version = serializers.CharField(
+            required=False,
+            min_length=1,
+            max_length=255,
+            help_text="The version of the evaluator whose scores the file carries (ragas: its "
+            "score columns), e.g. ragas-0.2.6; refused for a format without evaluator scores.",
+        )
 
         class Meta:
             ref_name = "ImportInput"
@@ -602,6 +617,15 @@ class ImportCreateApi(APIView):
             super().__init__(*args, **kwargs)
             # Read at request time: adapters register in labeling.importers.formats().
             cast(serializers.ChoiceField, self.fields["format"]).choices = format_choices()
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            refused = claims_choice_error(attrs["format"], attrs.get("claims"))
+            if refused is not None:
+                raise serializers.ValidationError({"claims": refused})
+            version = evaluator_version_error(attrs["format"], attrs.get("evaluator_version"))
+            if version is not None:
+                raise serializers.ValidationError({"evaluator_version": version})
+            return attrs
 
     class OutputSerializer(serializers.Serializer):
         batch = serializers.IntegerField(
@@ -647,6 +671,8 @@ class ImportCreateApi(APIView):
             "format_name": given.validated_data["format"],
             "filename": upload.name or "upload",
             "actor": request_actor(request),
+            "claims": given.validated_data.get("claims"),
+            "evaluator_version": given.validated_data.get("evaluator_version"),
         }
         if workload_import_in_background(upload.size):
             # A large file: stored and imported by a background job (202 and the job's URL).

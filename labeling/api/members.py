@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor, written
-from labeling.api.fields import StrictCharField
+from labeling.api.fields import StrictBooleanField, StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.models import Role
 from labeling.selectors.members import invitation_list, invitations_for_user
@@ -58,7 +58,7 @@ class MemberSerializer(serializers.Serializer):
     user_id = serializers.IntegerField()
     username = serializers.CharField(source="user.username")
     role = serializers.CharField()
-    is_active = serializers.BooleanField(
+    is_active = StrictBooleanField(
         help_text="False for a deactivated member: no role in the project, no lease."
     )
 
@@ -140,7 +140,7 @@ class MemberDetailApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         role = serializers.ChoiceField(choices=Role.choices, required=False)
-        is_active = serializers.BooleanField(
+        is_active = StrictBooleanField(
             required=False,
             help_text="false deactivates (leases given back), true reactivates.",
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import threading
 from typing import TYPE_CHECKING, Any
 
 from rest_framework.exceptions import NotFound, ValidationError
@@ -36,9 +37,25 @@ _NUMBER = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _BOOLEANS = ("true", "false")
 
 
-@functools.cache
+# Building the schema is not thread-safe: drf-spectacular loads its extensions' classes on
+# first use by rewriting class attributes, and two threads of a gthread worker building it at
+# once have seen each other's half-loaded state (an AttributeError, so a 500, on the first
+# requests after a worker starts). One thread builds it; the others wait for the result.
+_TABLE_LOCK = threading.Lock()
+
+
 def parameter_table() -> dict[tuple[type, str], dict[str, dict[str, Any]]]:
-    """Return ``{(view class, method): {(in, name): schema}}`` from the generated schema."""
+    """Return ``{(view class, method): {(in, name): schema}}`` from the generated schema.
+
+    Built once per process, by one thread at a time (see ``_TABLE_LOCK``); the WSGI entry
+    point builds it before the first request.
+    """
+    with _TABLE_LOCK:
+        return _parameter_table()
+
+
+@functools.cache
+def _parameter_table() -> dict[tuple[type, str], dict[str, dict[str, Any]]]:
     from drf_spectacular.generators import SchemaGenerator
 
     generator = SchemaGenerator()

@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, written
+from labeling.api.fields import StrictBooleanField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.parsers import StrictJSONParser
 from labeling.exceptions import InvalidTransition
@@ -63,7 +64,7 @@ class ClaimLabelSerializer(AnswerLabelSerializer):
     """One claim label a policy offers, with what people see of it and its evidence rule."""
 
     value = serializers.ChoiceField(choices=list(SCHEMA["claim"]))
-    requires_evidence = serializers.BooleanField(
+    requires_evidence = StrictBooleanField(
         required=False,
         help_text="Must cite at least one evidence span; supported, contradicted or "
         "not_supported only. Default false.",
@@ -105,7 +106,7 @@ class PolicySerializer(PolicyDescriptionSerializer):
     frozen_at = serializers.DateTimeField(
         allow_null=True, help_text="Set when labelling started; a frozen version never changes."
     )
-    editable = serializers.BooleanField(help_text="A draft: managers may still edit it.")
+    editable = StrictBooleanField(help_text="A draft: managers may still edit it.")
     guideline_html = serializers.CharField(help_text="The guideline rendered, sanitised.")
 
     class Meta:

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, written
-from labeling.api.fields import StrictCharField
+from labeling.api.fields import StrictBooleanField, StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.work import BAD_INPUT, FORBIDDEN, NOT_FOUND
 from labeling.models import MAX_ID, LabelPolicy
@@ -105,7 +105,7 @@ class PolicyVersionListApi(APIView):
             help_text="keep: resolved and disputed items stay as they are; reopen: they are "
             "returned for labelling under the new version (their votes are kept).",
         )
-        dry_run = serializers.BooleanField(
+        dry_run = StrictBooleanField(
             default=False, help_text="Answer the diff and counts only; write nothing."
         )
 
@@ -113,7 +113,7 @@ class PolicyVersionListApi(APIView):
             ref_name = "PolicyPublishInput"
 
     class OutputSerializer(serializers.Serializer):
-        dry_run = serializers.BooleanField()
+        dry_run = StrictBooleanField()
         previous_version = serializers.IntegerField()
         version = serializers.IntegerField()
         resolved = serializers.CharField()

@@ -19,7 +19,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from labeling.api.fields import StrictCharField
+from labeling.api.fields import StrictBooleanField, StrictCharField
 from labeling.models import ServingOrder
 from labeling.offsets import UNIT_CODEPOINT, UNIT_UTF16, UNITS
 from labeling.services.annotations import ClaimInput, EvidenceInput
@@ -61,7 +61,7 @@ class ClaimInputSerializer(serializers.Serializer):
         default=None,
         help_text="Required iff label is evidence_unavailable; one of the policy's reasons.",
     )
-    boundary_error = serializers.BooleanField(
+    boundary_error = StrictBooleanField(
         default=False, help_text="The claim's boundaries in the answer are wrong."
     )
     evidence = EvidenceInputSerializer(
@@ -99,7 +99,7 @@ class ClaimRowSerializer(serializers.Serializer):
     text = serializers.CharField(trim_whitespace=False)
     start = serializers.IntegerField(allow_null=True, help_text="Code points, 0-based.")
     end = serializers.IntegerField(allow_null=True, help_text="Code points, end-exclusive.")
-    unanchored = serializers.BooleanField(help_text="The claim's text is not in the answer.")
+    unanchored = StrictBooleanField(help_text="The claim's text is not in the answer.")
 
     class Meta:
         ref_name = "LabellingClaim"
@@ -157,7 +157,7 @@ class ClaimVoteSerializer(serializers.Serializer):
     claim_id = serializers.IntegerField()
     label = serializers.CharField(allow_null=True)  # type: ignore[assignment]
     reason = serializers.CharField(allow_null=True)
-    boundary_error = serializers.BooleanField()
+    boundary_error = StrictBooleanField()
     evidence = SpanSerializer(many=True)
 
     class Meta:
@@ -234,7 +234,7 @@ class ResolvedClaimLabelSerializer(serializers.Serializer):
     label = serializers.CharField()  # type: ignore[assignment]
     reason = serializers.CharField(allow_null=True)
     evidence = SpanSerializer(many=True, source="evidence.all")
-    evidence_waived = serializers.BooleanField(
+    evidence_waived = StrictBooleanField(
         help_text="Accepted without evidence: the label adopts imported votes that cited no span."
     )
 
@@ -276,7 +276,7 @@ class LabellingSettingsSerializer(serializers.Serializer):
     lease_minutes = serializers.IntegerField()
     serving_order = serializers.ChoiceField(choices=ServingOrder.choices)
     serving_seed = serializers.IntegerField(allow_null=True)
-    allow_self_adjudication = serializers.BooleanField()
+    allow_self_adjudication = StrictBooleanField()
     labelling_started_at = serializers.DateTimeField(allow_null=True)
 
     class Meta:

@@ -34,7 +34,7 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, written
-from labeling.api.fields import StrictCharField
+from labeling.api.fields import StrictBooleanField, StrictCharField
 from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.serializers import (
@@ -254,7 +254,7 @@ class AnnotationSubmitApi(APIView):
             claim_id = serializers.IntegerField()
             label = serializers.CharField()  # type: ignore[assignment]
             reason = serializers.CharField(allow_null=True)
-            boundary_error = serializers.BooleanField()
+            boundary_error = StrictBooleanField()
             evidence = SpanSerializer(many=True, source="evidence.all")
 
             class Meta:
@@ -456,8 +456,8 @@ class DisagreementListApi(APIView):
         partition = serializers.CharField(source="candidate.question.partition", allow_null=True)
         candidate_key = serializers.CharField(source="candidate.key")
         opened_at = serializers.DateTimeField()
-        answer_differs = serializers.BooleanField()
-        claims_differ = serializers.BooleanField()
+        answer_differs = StrictBooleanField()
+        claims_differ = StrictBooleanField()
 
         class Meta:
             ref_name = "DisagreementListItem"
@@ -525,8 +525,8 @@ class DisagreementDetailApi(APIView):
 
         class ColumnSerializer(serializers.Serializer):
             annotator = serializers.CharField(source="pseudonym", help_text='"Annotator k".')
-            imported = serializers.BooleanField(help_text="An imported prior annotation.")
-            automatic = serializers.BooleanField(source="vote.automatic")
+            imported = StrictBooleanField(help_text="An imported prior annotation.")
+            automatic = StrictBooleanField(source="vote.automatic")
             revision = serializers.IntegerField(source="vote.revision", allow_null=True)
             submitted_at = serializers.DateTimeField(source="vote.submitted_at", allow_null=True)
             answer_label = serializers.CharField(source="vote.answer_label", allow_null=True)
@@ -549,7 +549,7 @@ class DisagreementDetailApi(APIView):
                 return claim_votes(column.vote.claims)
 
         class DiffSerializer(serializers.Serializer):
-            answer_differs = serializers.BooleanField()
+            answer_differs = StrictBooleanField()
             claim_ids = serializers.SerializerMethodField(help_text="Claims that differ.")
 
             class Meta:
@@ -562,7 +562,7 @@ class DisagreementDetailApi(APIView):
         item_id = serializers.IntegerField(source="item.pk")
         version = serializers.IntegerField(help_text="Send back as expected_version.")
         status = serializers.CharField(help_text="disagreement or resolved.")
-        can_adjudicate = serializers.BooleanField()
+        can_adjudicate = StrictBooleanField()
         question = QuestionSerializer()
         candidate_text = serializers.CharField(source="candidate.text", trim_whitespace=False)
         claims = ClaimRowSerializer(many=True)
@@ -740,7 +740,7 @@ class ProjectSettingsApi(APIView):
             max_value=MAX_SEED,
             help_text="Required when serving_order is seeded_random (unless already set).",
         )
-        allow_self_adjudication = serializers.BooleanField(required=False)
+        allow_self_adjudication = StrictBooleanField(required=False)
 
         class Meta:
             ref_name = "LabellingSettingsInput"

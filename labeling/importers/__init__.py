@@ -7,10 +7,11 @@ Each format turns a file into native records (see ``schema.py``) that one servic
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from labeling.importers.claims import CLAIM_MODES, ClaimSplitter
 from labeling.importers.native import read_jsonl
 from labeling.importers.schema import RecordError
 
@@ -74,13 +75,33 @@ class RecordSource:
 
 
 @dataclass(frozen=True)
+class ImportOptions:
+    """What one import chose for a format that reads with options (``open_with_options``).
+
+    ``splitter``: the claim splitting of answers that come without claims. ``evaluator_version``:
+    the version of the evaluator whose scores the file carries (a RAGAS table's score columns),
+    or None when not declared.
+    """
+
+    splitter: ClaimSplitter = field(default_factory=ClaimSplitter)
+    evaluator_version: str | None = None
+
+
+@dataclass(frozen=True)
 class WorkloadFormat:
     """A readable input format: its name, what it reads, and the policy it implies.
 
     ``open(stream, filename)`` reads a file; ``open_directory(path)``, when set, reads a
-    directory (a release). ``policy_preset`` names the preset (``labeling.policy_presets``) of
-    the label policy a project created for the format starts with; a format whose files carry
-    their own policies sets ``RecordSource.policies``, which replace it.
+    directory (a release). A format whose answers come without claims sets
+    ``open_with_options(stream, filename, options)`` and, if it reads directories,
+    ``open_directory_with_options(path, options)``: the import reads it with the choices it
+    made (:class:`ImportOptions`: the claim splitting, the evaluator version), and ``open``
+    reads it with the defaults (sentences, no version). ``evaluator_scores`` says that its
+    files carry evaluator scores whose version the import declares. ``policy_preset`` names
+    the preset
+    (``labeling.policy_presets``) of the label policy a project created for the format starts
+    with; a format whose files carry their own policies sets ``RecordSource.policies``, which
+    replace it.
     """
 
     name: str
@@ -88,6 +109,61 @@ class WorkloadFormat:
     open: Callable[[IO[bytes], str], RecordSource]
     policy_preset: str = "source_relative"
     open_directory: Callable[[Path], RecordSource] | None = None
+    open_with_options: Callable[[IO[bytes], str, ImportOptions], RecordSource] | None = None
+    open_directory_with_options: Callable[[Path, ImportOptions], RecordSource] | None = None
+    evaluator_scores: bool = False
+
+    @property
+    def splits_claims(self) -> bool:
+        """Whether the format's answers come without claims (the import chooses the splitting)."""
+        return self.open_with_options is not None
+
+    @property
+    def reads_directories(self) -> bool:
+        """Whether the format reads a directory (a release, a datasets folder)."""
+        return self.open_directory is not None or self.open_directory_with_options is not None
+
+
+def claims_choice_error(format_name: str, claims: str | None) -> str | None:
+    """Return why ``claims`` cannot be the claim splitting of an import in ``format_name``.
+
+    None when it can: no choice (None), or a known choice for a format whose answers come
+    without claims (:attr:`WorkloadFormat.splits_claims`). An unknown format is left to the
+    caller.
+    """
+    if claims is None:
+        return None
+    if claims not in CLAIM_MODES:
+        return f"unknown claim splitting {claims[:40]!r}; one of {list(CLAIM_MODES)}"
+    known = formats()
+    if format_name in known and not known[format_name].splits_claims:
+        splitting = sorted(name for name, f in known.items() if f.splits_claims)
+        return (
+            f"the {format_name} format gives its own claims; claim splitting applies to the "
+            f"formats whose answers come without claims ({', '.join(splitting)})"
+        )
+    return None
+
+
+def evaluator_version_error(format_name: str, version: str | None) -> str | None:
+    """Return why ``version`` cannot be the declared evaluator version of an import.
+
+    None when it can: none declared, or 1 to 255 characters for a format whose files carry
+    evaluator scores (:attr:`WorkloadFormat.evaluator_scores`). An unknown format is left to
+    the caller.
+    """
+    if version is None:
+        return None
+    if not 0 < len(version) <= 255:
+        return "give 1 to 255 characters"
+    known = formats()
+    if format_name in known and not known[format_name].evaluator_scores:
+        scored = sorted(name for name, f in known.items() if f.evaluator_scores)
+        return (
+            f"the {format_name} format carries no evaluator scores to version; the evaluator "
+            f"version applies to {', '.join(scored)}"
+        )
+    return None
 
 
 def _native(stream: IO[bytes], filename: str) -> RecordSource:
@@ -96,7 +172,7 @@ def _native(stream: IO[bytes], filename: str) -> RecordSource:
 
 def formats() -> dict[str, WorkloadFormat]:
     """Return every known format by name."""
-    from labeling.importers import expertqa, faithbench, gsm8k, release
+    from labeling.importers import expertqa, faithbench, gsm8k, otel, ragas, ragtruth, release
 
     return {
         "native": WorkloadFormat(
@@ -107,5 +183,8 @@ def formats() -> dict[str, WorkloadFormat]:
         "faithbench": faithbench.FORMAT,
         "expertqa": expertqa.FORMAT,
         "gsm8k": gsm8k.FORMAT,
+        "otel": otel.FORMAT,
+        "ragas": ragas.FORMAT,
+        "ragtruth": ragtruth.FORMAT,
         "release": release.FORMAT,
     }

@@ -13,8 +13,9 @@ eight detectors / LLM judges. This module maps one file to native records (``sch
 - **candidate**: each summary, id ``b{batch}-s{sample_id}`` (``sample_id`` is unique only within
   one batch), generator ``metadata.summarizer``, sample index = position within its source's
   group in file order, metadata ``{"batch", "sample_id", "raw_sample_id"}``.
-- **claims**: the summary's sentences from pysbd (:func:`split_sentences`), machine split, with
-  explicit code-point offsets.
+- **claims**: the summary's sentences from pysbd (:func:`labeling.importers.claims.
+  split_sentences`, shared with the formats that split claims at import), machine split, with
+  explicit code-point offsets. FaithBench always splits sentences: its policy's guideline says so.
 - **prior annotations**: one per (sample, batch annotator), see :func:`claim_label` and
   :func:`answer_label` for the declared mapping; flagged spans are kept as prior spans.
 - **evaluator labels**: see :data:`BINARY_JUDGES` and :data:`SCORE_DETECTORS`.
@@ -35,6 +36,7 @@ from typing import IO, Any
 import pysbd
 
 from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.claims import split_sentences
 from labeling.importers.native import loads_strict
 from labeling.importers.schema import RecordError, echo
 from labeling.vocabulary import ADMISSIBLE, CONTRADICTED, INADMISSIBLE, NOT_SUPPORTED, SUPPORTED
@@ -94,53 +96,6 @@ def pseudonym(annotator_id: str) -> str:
 def text_key(text: str) -> str:
     """Return the first 16 hex digits of the sha256 of ``text`` (UTF-8): question and source key."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def split_sentences(text: str, segmenter: pysbd.Segmenter) -> tuple[list[tuple[int, int]], int]:
-    """Split ``text`` into sentence spans without altering it.
-
-    Args:
-        text: the summary, exactly as given.
-        segmenter: ``pysbd.Segmenter(language="en", clean=False, char_span=True)``; not
-            thread-safe, so one per file.
-
-    Returns:
-        ``(spans, filled)``: spans are ``(start, end)`` code-point offsets, ordered and
-        disjoint, each trimmed of surrounding whitespace by moving its offsets (the text is
-        never changed); whitespace-only segments are skipped. pysbd's spans are used only when
-        ``text[start:end]`` equals the sentence it returned and they do not overlap; any
-        non-whitespace text they leave uncovered becomes a span of its own, and ``filled``
-        counts those (0 on the FaithBench release files).
-    """
-    spans: list[tuple[int, int]] = []
-    position = 0
-    for segment in segmenter.segment(text):
-        if segment.start < position or text[segment.start : segment.end] != segment.sent:
-            continue
-        spans.append((segment.start, segment.end))
-        position = segment.end
-    covered: list[tuple[int, int]] = []
-    filled = 0
-    position = 0
-    for start, end in [*spans, (len(text), len(text))]:
-        if start > position:
-            gap = _trim(text, position, start)
-            if gap is not None:
-                covered.append(gap)
-                filled += 1
-        trimmed = _trim(text, start, end)
-        if trimmed is not None:
-            covered.append(trimmed)
-        position = end
-    return covered, filled
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if end > start else None
 
 
 def overlaps(span: tuple[int, int], claim: tuple[int, int]) -> bool:

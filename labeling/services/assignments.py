@@ -49,6 +49,7 @@ from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subque
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from labeling.bulk import update_rows
 from labeling.exceptions import (
     Conflict,
     InvalidInput,
@@ -220,11 +221,10 @@ def _enqueue(
         )
     ]
     ordered = queue_order(rows, serving_order=project.serving_order, seed=project.serving_seed)
-    positioned = [Item(pk=pk, queue_position=first_position + n) for n, pk in enumerate(ordered)]
+    positioned = [(pk, first_position + n) for n, pk in enumerate(ordered)]
     done = 0
     for chunk in _chunks(positioned, QUEUE_UPDATE_CHUNK):
-        Item.objects.bulk_update(chunk, ["queue_position"])
-        done += len(chunk)
+        done += update_rows(Item, ["queue_position"], chunk)
         if progress is not None:
             progress(done, len(positioned))
     return len(ordered)
@@ -439,9 +439,7 @@ def items_prioritise(*, project: Project, item_ids: Sequence[int]) -> int:
         .first()
     )
     start = (first or 0) - len(ordered)
-    moved = [Item(pk=pk, queue_position=start + n) for n, pk in enumerate(ordered)]
-    for chunk in _chunks(moved, 1000):
-        Item.objects.bulk_update(chunk, ["queue_position"])
+    update_rows(Item, ["queue_position"], [(pk, start + n) for n, pk in enumerate(ordered)])
     return len(ordered)
 
 

@@ -37,6 +37,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from labeling.bulk import update_rows
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, InvalidTransition
 from labeling.locks import items_lock, project_label_writes_lock, project_lock
@@ -167,10 +168,10 @@ def items_return_to_queue(
             overlap=F("overlap") + extra_votes,
             version=F("version") + 1,
         )
-        Item.objects.bulk_update(
-            [Item(pk=pk, queue_position=last + n) for n, pk in enumerate(returned, start=1)],
+        update_rows(
+            Item,
             ["queue_position"],
-            batch_size=500,
+            [(pk, last + n) for n, pk in enumerate(returned, start=1)],
         )
         derived_mark(project_id=project.pk, kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT])
         logger.info(

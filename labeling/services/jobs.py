@@ -106,9 +106,19 @@ def job_start(
 
 
 def workload_import_job_start(
-    *, project: Project, stream: IO[bytes], format_name: str, filename: str, actor: Any
+    *,
+    project: Project,
+    stream: IO[bytes],
+    format_name: str,
+    filename: str,
+    actor: Any,
+    claims: str | None = None,
+    evaluator_version: str | None = None,
 ) -> Job:
     """Store an uploaded workload file and create the job that imports it.
+
+    ``claims`` (the import's claim splitting) and ``evaluator_version`` are passed on to
+    ``workload_import_file``.
 
     The file is kept in the ``jobs`` storage until the job finishes; the import itself runs in
     the job, as one transaction, with the same checks and results as a synchronous import.
@@ -128,7 +138,13 @@ def workload_import_job_start(
             project=project,
             kind=JobKind.WORKLOAD_IMPORT,
             actor=actor,
-            payload={"format": format_name, "filename": filename, "upload": name},
+            payload={
+                "format": format_name,
+                "filename": filename,
+                "upload": name,
+                "claims": claims,
+                "evaluator_version": evaluator_version,
+            },
             total=size,
             message=f"import of {filename}",
         )
@@ -324,6 +340,8 @@ def _run_import(job: Job, progress: _Progress) -> dict[str, Any]:
             filename=payload["filename"],
             actor=job.actor,
             progress=progress.add,
+            claims=payload.get("claims"),
+            evaluator_version=payload.get("evaluator_version"),
         )
     return _import_result(result)
 

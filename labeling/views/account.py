@@ -46,7 +46,7 @@ def _account_page(
 
 @never_cache
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def account(request: HttpRequest) -> HttpResponse:
     """Show the user's tokens; a POST makes one and shows its secret once."""
     if request.method != "POST":

@@ -60,7 +60,7 @@ QUEUE_PAGE_SIZE = 50
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def adjudication_queue(request: HttpRequest, slug: str) -> HttpResponse:
     """List the items waiting for adjudication, oldest first, filtered, 50 a page.
 
@@ -289,7 +289,7 @@ def _page(
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     """GET: the side-by-side view. POST ``action=resolve`` or ``action=unresolved``.
 
@@ -304,7 +304,7 @@ def adjudication_item(request: HttpRequest, slug: str, item_id: int) -> HttpResp
     # An item not in the queue is NotFound (404), one the adjudicator annotated (without
     # self-adjudication) PermissionDenied (403): pages of labeling/views/errors.py.
     view = adjudication_view(project=project, item_id=item_id, actor=request.user)
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):
         # A correction starts from the current adjudicated labels; a new decision from what
         # every vote agrees on.
         if view.resolution is not None:

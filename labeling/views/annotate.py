@@ -106,14 +106,14 @@ def _claim_and_go(request: HttpRequest, project: Project) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def annotate_next(request: HttpRequest, slug: str) -> HttpResponse:
     """GET: the annotator's start page. POST: claim the next item and open its form.
 
     Claiming writes a lease, so it is a POST; an empty queue is a friendly page (200).
     """
     project, role = project_for(request, slug, allowed=permissions.ANNOTATORS)
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):
         return _next_page(request, project, role, empty=False)
     try:
         assignment = item_claim_next(project=project, actor=request.user)
@@ -328,7 +328,7 @@ def _after_submit_json(
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     """GET: the labelling form (pre-filled from the current revision when revising).
 
@@ -346,7 +346,7 @@ def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
     assignment = _own_assignment(request, project, assignment_id)
     view = labelling_form_view(project=project, assignment=assignment)
     claim_ids = [c.id for c in view.claims]
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):
         state = replace(state_from_vote(view.current), revision=_based_on(view))
         return _form_page(request, project, role, view, state=state, errors=FormErrors())
     json = wants_json(request)
@@ -419,7 +419,7 @@ def _skip_problems(form: SkipForm) -> list[PageProblem]:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def annotate_skip(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     """Skip the item of an assignment with a reason (required, none pre-selected), then go on.
 
@@ -507,7 +507,7 @@ def annotate_skip_undo(request: HttpRequest, slug: str, assignment_id: int) -> H
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def my_annotations(request: HttpRequest, slug: str) -> HttpResponse:
     """List the actor's own annotations with a link to revise each (any member; own rows only)."""
     project, role = project_for(request, slug)

@@ -94,7 +94,7 @@ def answer_segments(
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def project_list(request: HttpRequest) -> HttpResponse:
     """List the user's projects with their role and counts, and their pending invitations."""
     projects = project_list_for_user(user=request.user)
@@ -164,7 +164,7 @@ def manager_charts(*, project: Any) -> list[Chart]:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """The project dashboard: counts per partition, policy, split, labelling progress, panels.
 
@@ -189,7 +189,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def item_browse(request: HttpRequest, slug: str) -> HttpResponse:
     """List a project's items, 50 a page, filtered, searched and sorted; bulk actions on POST.
 
@@ -255,7 +255,7 @@ def _item_bulk_run(request: HttpRequest, project: Any, bulk: ItemBulkForm) -> st
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     """Show one item: question, answer with highlighted claims, sources, sibling candidates.
 
@@ -293,7 +293,7 @@ def _created_summary(created: dict[str, int]) -> str:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def import_create(request: HttpRequest, slug: str) -> HttpResponse:
     """Upload a workload file and import it (managers only).
 
@@ -313,6 +313,8 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
             "format_name": form.cleaned_data["format"],
             "filename": upload.name or "upload",
             "actor": signed_in_user(request),
+            "claims": form.cleaned_data["claims"] or None,
+            "evaluator_version": form.cleaned_data["evaluator_version"] or None,
         }
         if workload_import_in_background(upload.size):
             # A large file is imported by a background job; its page shows the progress.
@@ -351,7 +353,7 @@ def import_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def partition_freeze_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Freeze the grouped dev/calibration/test split with a seed (managers only)."""
     project, role = project_for(request, slug, allowed=permissions.MANAGERS)

@@ -18,7 +18,7 @@ JOB_LIST_LENGTH = 50
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def job_detail(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     """A job's progress bar (refreshing until it ends), then its result or its errors."""
     project, role = project_for(request, slug, allowed=permissions.MANAGERS)
@@ -36,7 +36,7 @@ def job_detail(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def job_list_view(request: HttpRequest, slug: str) -> HttpResponse:
     """The project's latest background jobs."""
     project, role = project_for(request, slug, allowed=permissions.MANAGERS)

@@ -17,7 +17,7 @@ from labeling.views.common import form_add_domain_error, page_context, project_f
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     """Show and change the labelling settings; overlap and serving order lock at the start."""
     project, role = project_for(request, slug, allowed=permissions.MANAGERS)

@@ -111,7 +111,7 @@ def _post_member_action(request: HttpRequest, project: Project, action: str) -> 
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def project_members(request: HttpRequest, slug: str) -> HttpResponse:
     """Members and invitations (managers): invite, change role, deactivate, remove, revoke.
 
@@ -182,7 +182,7 @@ def invitation_respond(request: HttpRequest, invitation_id: int, answer: str) ->
     return redirect("project-list")
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def invitation_join_view(request: HttpRequest, token: str) -> HttpResponse:
     """The one-time join page of an e-mailed invitation: choose a username and a password.
 

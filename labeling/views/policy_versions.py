@@ -25,7 +25,7 @@ from labeling.views.common import page_context, project_for
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def policy_versions(request: HttpRequest, slug: str) -> HttpResponse:
     """GET: the versions and the form of the next one. POST: preview, or publish (managers)."""
     project, role = project_for(request, slug, allowed=permissions.MANAGERS)

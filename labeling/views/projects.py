@@ -18,7 +18,7 @@ from labeling.views.common import form_add_domain_error, page_context, project_f
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def project_create_view(request: HttpRequest) -> HttpResponse:
     """The "New project" form; the creator becomes the project's manager.
 
@@ -47,7 +47,7 @@ def project_create_view(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def project_policy(request: HttpRequest, slug: str) -> HttpResponse:
     """Read the label policy (members); preview or save the draft's description (managers).
 

@@ -126,7 +126,7 @@ def work_charts(
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def work_report_page(request: HttpRequest, slug: str) -> HttpResponse:
     """Show the period's figures, plots and download links."""
     project, role = project_for(request, slug, allowed=WORK_REPORT_ROLES)
@@ -168,7 +168,7 @@ def _csv_period(request: HttpRequest) -> Period:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def work_report_csv(request: HttpRequest, slug: str) -> HttpResponse:
     """Download the annotator table of the period (one row per annotator; empty cell: none).
 
@@ -187,7 +187,7 @@ def work_report_csv(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def work_items_csv(request: HttpRequest, slug: str) -> HttpResponse:
     """Download the time per item of the period (oldest first; empty seconds: none recorded).
 

@@ -8,7 +8,8 @@ conformal threshold M* and the reliability level.
 FaithBench (vectara/FaithBench batches 1-8, 400 summaries of 40 passages): the batch
 annotators' flags are imported as prior labels; unanimous items resolve as consensus, and the
 disagreements are adjudicated here with a declared rule (the worst label wins, as upstream's
-``worst-label``). A selective-risk spec accepts a summary iff its HHEM-2.1 score is at least t.
+``worst-label``). A selective-risk spec accepts a summary iff its HHEM-2.1 score is at least t;
+a second one certifies the bounded loss "share of unsupported claims" with Hoeffding–Bentkus.
 
 Both projects are partitioned by the real ``partition_freeze`` (seed 2026, grouped by source).
 Every figure asserted here is quoted in the README.
@@ -17,6 +18,7 @@ Every figure asserted here is quoted in the README.
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 
 import pytest
@@ -29,11 +31,15 @@ from certification.services import (
     calibration_run_request,
 )
 from labeling.models import (
+    CandidateAnswer,
     Claim,
+    EvaluatorLabel,
     Item,
     ItemStatus,
+    Partition,
     PriorAnnotation,
     Project,
+    ResolvedClaimLabel,
     RetrievalLink,
     Role,
 )
@@ -45,6 +51,7 @@ from labeling.services import (
     membership_set,
     partition_freeze,
 )
+from tests.certification.stats.test_bounded import reference_p
 from tests.factories import UserFactory, make_spec, start_labelling
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
@@ -303,4 +310,72 @@ def test_faithbench_selective_risk_with_hhem_as_acceptance_score(shared_data):
     ledger = {row["field"]: row["value"] for row in run.result["ledger"]}
     assert "design effect 2.67" in ledger["assumptions"]
     assert run.result["rccs"]["reason"].startswith("no complete row")  # no R or C in FaithBench
+    assert calibration_run_rebuild(run=run)
+
+
+def test_faithbench_unsupported_claim_share_with_hoeffding_bentkus(shared_data):
+    # given the same resolved FaithBench project and a bounded loss: each summary's share of
+    # claims (sentences) whose resolved label is not supported
+    project, _ = _faithbench(shared_data)
+    spec = make_spec(
+        project,
+        name="faithbench-claims",
+        method="selective_risk",
+        selector="each_candidate",
+        score_field=HHEM,
+        thresholds=FAITHBENCH_THRESHOLDS,
+        alpha="0.2",
+        delta="0.05",
+        loss={"kind": "bounded", "source": "unsupported_claim_share"},
+    )
+    # when
+    run = _run(spec)
+    # then: the loss totals and p-values, recomputed from the database rows
+    assert run.status == RunStatus.DONE, run.error
+    section = run.result["selective_risk"]
+    assert section["p_value_test"] == "hoeffding_bentkus"
+    candidates = CandidateAnswer.objects.filter(
+        question__project=project, question__partition=Partition.CALIBRATION
+    ).select_related("item__resolution")
+    scores = dict(
+        EvaluatorLabel.objects.filter(
+            evaluator__name="hhem-2.1",
+            evaluator__version="faithbench-cf89797",
+            candidate__in=candidates,
+            claim__isnull=True,
+            available=True,
+        ).values_list("candidate_id", "score")
+    )
+    losses = {}
+    for candidate in candidates:
+        resolution = candidate.item.resolution
+        labels = list(
+            ResolvedClaimLabel.objects.filter(resolution=resolution).values_list("label", flat=True)
+        )
+        if labels:
+            losses[candidate.pk] = sum(1 for x in labels if x != "supported") / len(labels)
+        else:
+            losses[candidate.pk] = 0.0 if resolution.answer_label == "admissible" else 1.0
+    assert len(losses) == 200
+    for row, t in zip(section["rows"], FAITHBENCH_THRESHOLDS, strict=True):
+        accepted = [losses[c] for c, s in scores.items() if s is not None and s >= t]
+        total = math.fsum(accepted)
+        assert (row["accepted"], row["loss_sum"]) == (len(accepted), pytest.approx(total))
+        p = reference_p(total, len(accepted), 0.2)
+        assert row["p_value"] == pytest.approx(p, rel=1e-9)
+        assert row["certified"] == (p <= 0.05 / 6)
+    # the figures quoted in docs/certification.md: mean shares 0.27-0.34 stay above alpha 0.2
+    # (p = 1 at every threshold), so there is no certified operating point
+    assert [(r["accepted"], round(r["loss_sum"], 4)) for r in section["rows"]] == [
+        (178, 60.6452),
+        (169, 55.4119),
+        (158, 48.8619),
+        (135, 38.031),
+        (104, 29.431),
+        (46, 12.2548),
+    ]
+    assert [r["p_value"] for r in section["rows"]] == [1.0] * 6
+    assert section["rows"][3]["upper_bound"] == pytest.approx(0.4064478, abs=1e-6)
+    assert section["outcome"] == "no certified operating point"
+    assert run.result["heldout"]["bounded_loss"]["emitted"] == 0
     assert calibration_run_rebuild(run=run)

@@ -1,6 +1,7 @@
 """Import fuzz test: seeded mutations of valid files in every format, through the upload API.
 
-For each format (native, FaithBench, ExpertQA, GSM8K, a release zip, an evaluator-label file)
+For each format (native, FaithBench, ExpertQA, GSM8K, OTel traces (JSON lines and one
+document), RAGAS tables (JSONL and CSV), RAGTruth zips, a release zip, an evaluator-label file)
 a valid seed file is mutated by a seeded mutator: JSON values replaced by hostile ones (integers
 beyond 64 bits, huge or NUL-holding strings, lone surrogates, deep nesting, wrong types), keys
 dropped, added or repeated, and bytes truncated, flipped, inserted, lines doubled or swapped.
@@ -19,6 +20,7 @@ Every case is uploaded through ``POST /api/projects/<slug>/imports/`` (or
 from __future__ import annotations
 
 import copy
+import csv
 import io
 import json
 import os
@@ -182,6 +184,65 @@ def gsm8k_seed() -> list[dict[str, Any]]:
             "175b_verification": sample("A: 2.0", False),
         }
     ]
+
+
+OTEL_FIXTURES = Path(__file__).parent / "importers" / "otel"
+
+
+def otel_seed() -> list[dict[str, Any]]:
+    text = (OTEL_FIXTURES / "genai_traces.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def otel_document_seed() -> dict[str, Any]:
+    return json.loads((OTEL_FIXTURES / "phoenix_trace.json").read_text(encoding="utf-8"))
+
+
+RAGAS_ROWS = Path(__file__).parent / "importers" / "fixtures" / "ragas_eval.jsonl"
+RAGTRUTH = Path(__file__).parent / "importers" / "fixtures" / "ragtruth"
+
+
+def ragas_seed() -> list[dict[str, Any]]:
+    """The RAGAS fixture's rows without their score columns (no evaluator version needed)."""
+    rows = [json.loads(line) for line in RAGAS_ROWS.read_text(encoding="utf-8").splitlines()]
+    return [
+        {k: v for k, v in row.items() if k not in ("faithfulness", "answer_relevancy")}
+        for row in rows
+    ]
+
+
+def ragas_csv_seed() -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["question", "contexts", "answer", "ground_truth"])
+    for row in ragas_seed():
+        writer.writerow(
+            [
+                row["user_input"],
+                json.dumps(row["retrieved_contexts"]),
+                row["response"],
+                row.get("reference", ""),
+            ]
+        )
+    return out.getvalue().encode()
+
+
+def ragtruth_seed(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (RAGTRUTH / name).read_text(encoding="utf-8").splitlines()]
+
+
+def ragtruth_zip(rng: random.Random) -> bytes:
+    """A RAGTruth zip with one of its two files mutated."""
+    names = ["response.jsonl", "source_info.jsonl"]
+    mutated_name = rng.choice(names)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in names:
+            data = (RAGTRUTH / name).read_bytes()
+            if name == mutated_name:
+                data = mutated_jsonl(rng, ragtruth_seed(name))
+            archive.writestr(name, data)
+    return buffer.getvalue()
 
 
 def labels_seed() -> list[dict[str, Any]]:
@@ -349,7 +410,17 @@ def _release_seed(tmp_path: Path) -> tuple[Any, Any]:
     return full_records(), (write_release, zip_release)
 
 
-FORMATS = ["native", "faithbench", "expertqa", "gsm8k", "release", "evaluator_labels"]
+FORMATS = [
+    "native",
+    "faithbench",
+    "expertqa",
+    "gsm8k",
+    "otel",
+    "ragas",
+    "ragtruth",
+    "release",
+    "evaluator_labels",
+]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -374,6 +445,17 @@ def test_fuzzed_imports_are_refused_cleanly(api, project, import_records, tmp_pa
             data = mutated_jsonl(rng, expertqa_seed())
         elif fmt == "gsm8k":
             data = mutated_jsonl(rng, gsm8k_seed())
+        elif fmt == "otel" and case % 2:
+            data = mutated_json(rng, otel_document_seed())
+        elif fmt == "otel":
+            data = mutated_jsonl(rng, otel_seed())
+        elif fmt == "ragas" and case % 2:
+            # an empty upload is the upload serializer's refusal (no record to name): not fuzzed
+            data, name = mutate_bytes(rng, ragas_csv_seed()) or b"\xff", "eval.csv"
+        elif fmt == "ragas":
+            data, name = mutated_jsonl(rng, ragas_seed()), "eval.jsonl"
+        elif fmt == "ragtruth":
+            data, name = ragtruth_zip(rng), "ragtruth.zip"
         elif fmt == "evaluator_labels":
             data = mutated_jsonl(rng, labels_seed())
         else:

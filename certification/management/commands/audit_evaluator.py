@@ -66,6 +66,7 @@ def render_text(report: Any) -> list[str]:
         f"{'kappa':<12} {_n(kappa['kappa'])}  SE {_n(kappa['se'])}  "
         f"[{_n(kappa['ci_low'])}, {_n(kappa['ci_high'])}]"
         + (f"  undefined ({kappa['reason']})" if kappa["kappa"] is None else "")
+        + (f"  interval {kappa['interval_reason']}" if kappa.get("interval_reason") else "")
     )
     lines.append(f"{'McNemar':<12} p = {p_value_text(metrics['mcnemar']['p_value'])}")
     lines.append("")
@@ -74,9 +75,10 @@ def render_text(report: Any) -> list[str]:
         lines.append("Error rate of the workload:")
         for s in error_rate["summaries"]:
             lines.append(
-                f"  {s['method']:<12} estimate {_n(s['estimate'])}  "
+                f"  {s['method']:<20} estimate {_n(s['estimate'])}  "
                 f"[{_n(s['lower'])}, {_n(s['upper'])}]  upper bound {_n(s['upper_bound'])}  "
-                f"({s['assumption']}{'; ' + s['reason'] if s['reason'] else ''})"
+                f"({s['assumption']}{'; ' + s['reason'] if s['reason'] else ''}"
+                f"{'; ' + s['note'] if s.get('note') else ''})"
             )
     else:
         lines.append(f"Error rate: undefined ({error_rate.get('reason')})")

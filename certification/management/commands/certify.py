@@ -95,6 +95,14 @@ def report_lines(report: Mapping[str, Any]) -> Iterator[str]:
             yield f"  no certified operating point: {s['reason']}"
         counts = s["counts"]
         excluded = ", ".join(f"{k} {v}" for k, v in counts["excluded"].items()) or "none"
+        bounded = s.get("p_value_test") == "hoeffding_bentkus"
+        if bounded:
+            loss = s["loss"]
+            field = f" ({loss['field']})" if "field" in loss else ""
+            yield (
+                f"  loss bounded in [0, 1]: {loss['source']}{field}; Hoeffding–Bentkus p-values "
+                f"and bounds; total loss of used answers {_n(counts['loss_sum'])}"
+            )
         yield (
             f"  alpha {s['alpha']}  delta {s['delta']}  {s['multiplicity']}  per-test level "
             f"{_n(s['test_level'], 6)}  bound confidence {_n(s['bound_confidence'], 6)}"
@@ -108,7 +116,7 @@ def report_lines(report: Mapping[str, Any]) -> Iterator[str]:
                 str(r["index"]),
                 str(r["threshold"]),
                 str(r["accepted"]),
-                str(r["errors"]),
+                _n(r["loss_sum"]) if bounded else str(r["errors"]),
                 str(r["denominator"]),
                 _n(r["risk"]),
                 _n(r["p_value"], 6),
@@ -122,7 +130,9 @@ def report_lines(report: Mapping[str, Any]) -> Iterator[str]:
             for r in s["rows"]
         ]
         for line in _table(
-            ["#", "threshold", "m", "k", "denom", "risk", "p-value", "upper", "decision"], rows
+            ["#", "threshold", "m", "loss" if bounded else "k", "denom", "risk", "p-value"]
+            + ["upper", "decision"],
+            rows,
         ):
             yield "  " + line
     c = result.get("conformal")
@@ -197,10 +207,30 @@ def report_lines(report: Mapping[str, Any]) -> Iterator[str]:
             f"of {grouping.get('n')}"
             + (f" ({grouping['reason']})" if grouping.get("reason") else "")
         )
+    yield from _ties_lines(result.get("dependence") or {})
     yield ""
     yield "Guarantee ledger"
     for row in result["ledger"]:
         yield f"  {row['title']}: {row['value']}"
+
+
+def _ties_lines(dependence: dict[str, Any]) -> Iterator[str]:
+    """The coverage section's tie note: which spreads apply when the scores are tied."""
+    ties = dependence.get("ties") or {}
+    if not ties.get("tied"):
+        return
+    yield (
+        f"Coverage spread: tied scores ({ties['tied_rows']} of {ties['n']} share a value, "
+        f"{ties['distinct']} distinct): the Beta and Beta-Binomial spreads do not apply"
+    )
+    split = dependence.get("tied_split") or {}
+    if split and not split.get("reason"):
+        yield (
+            f"  tie-aware (exact random-split law): mean {_n(split['mean'])}, sd {_n(split['sd'])}"
+        )
+    reason = (dependence.get("simulation") or {}).get("predicted_reason")
+    if reason:
+        yield f"  predicted excess: {reason}"
 
 
 class Command(BaseCommand):

@@ -49,6 +49,12 @@ def cohen_kappa(table: ArrayLike, *, confidence: float = 0.95) -> CohenKappa:
     var = [sum_i p_ii (1 - (p_i. + p_.i)(1 - k))^2 + (1 - k)^2 sum_{i != j} p_ij (p_.i + p_j.)^2
     - (k - p_e (1 - k))^2] / ((1 - p_e)^2 n). The interval is kappa ± z·se, clipped to [-1, 1]
     (the range of kappa); unclipped it equals statsmodels' ``kappa_low``/``kappa_upp``.
+
+    The standard error is a large-sample one: with k categories, Cicchetti and Fleiss (1977),
+    "Comparison of the null distributions of weighted kappa and the C ordinal statistic", Applied
+    Psychological Measurement 1(2), 195–201, found it adequate from about n = 2k² units. Below
+    that, or when the standard error is 0 (every unit agreed: the interval has no width), the
+    figures are still returned, and ``interval_reason`` says why they are not to be read.
     Check: [[20, 5], [10, 15]] gives kappa 0.4, se 0.126996, 95% CI
     (0.151092, 0.648908).
     """
@@ -93,7 +99,20 @@ def cohen_kappa(table: ArrayLike, *, confidence: float = 0.95) -> CohenKappa:
         ci_high=min(1.0, kappa + half),
         confidence=level,
         reason=None,
+        interval_reason=_interval_reason(n, counts.shape[0], se),
     )
+
+
+def _interval_reason(n: int, k: int, se: float) -> str | None:
+    """Why a kappa's large-sample standard error and interval are not meaningful, or None."""
+    if n < 2 * k * k:
+        return (
+            f"not meaningful on {n} shared units: the large-sample interval needs about "
+            f"2k² = {2 * k * k} for k = {k} labels"
+        )
+    if se == 0.0:
+        return "not meaningful: the standard error is 0 when every shared unit agrees"
+    return None
 
 
 def contingency_table(

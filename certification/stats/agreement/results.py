@@ -71,6 +71,9 @@ class CohenKappa:
         ci_high: upper limit kappa + z * se, clipped at 1; None when kappa is.
         confidence: two-sided level of the interval, in (0, 1).
         reason: why kappa is undefined, or None.
+        interval_reason: why the standard error and interval, though computed, say nothing
+            useful (too few shared units for the large-sample formula, or a standard error of 0),
+            or None when they can be read. Shown in place of the interval.
     """
 
     n: int
@@ -82,6 +85,7 @@ class CohenKappa:
     ci_high: float | None
     confidence: float
     reason: str | None
+    interval_reason: str | None = None
 
     @property
     def defined(self) -> bool:

@@ -26,8 +26,14 @@ with unequal group sizes.
 
 Modules: :mod:`~certification.stats.coverage.beta` (Beta and Beta-Binomial spreads),
 :mod:`~certification.stats.coverage.design_effect` (design effects, effective sample size),
-:mod:`~certification.stats.coverage.correlation` (ICC(1), lag correlations) and
+:mod:`~certification.stats.coverage.correlation` (ICC(1), lag correlations),
+:mod:`~certification.stats.coverage.calculator` (the spreads for sizes a user enters),
+:mod:`~certification.stats.coverage.ties` (tie detection and the exact tie-aware split law) and
 :mod:`~certification.stats.coverage.splits` (seeded split simulations and the dependence report).
+
+Ties: the Beta and Beta-Binomial laws assume tie-free scores. Frequency-rank scores are heavily
+tied, so split simulations of tied pools compare against the exact law of a random split of the
+pool instead, and the sqrt(design effect) prediction is withheld for them.
 Every public name is importable from ``certification.stats.coverage``.
 """
 
@@ -37,6 +43,7 @@ from certification.stats.coverage.beta import (
     beta_coverage,
     realised_coverage_spread,
 )
+from certification.stats.coverage.calculator import CoverageCalculation, coverage_calculator
 from certification.stats.coverage.correlation import (
     CONSTANT_TOLERANCE,
     ICCResult,
@@ -54,14 +61,23 @@ from certification.stats.coverage.design_effect import (
 from certification.stats.coverage.splits import (
     DependenceReport,
     IIDControl,
+    Reference,
     SplitKind,
     SplitSpread,
     iid_control,
     split_dependence_report,
     split_spread,
 )
+from certification.stats.coverage.ties import (
+    TIED_PREDICTION_REASON,
+    TiedSplitCoverage,
+    TieSummary,
+    tie_summary,
+    tied_split_coverage,
+)
 
 __all__ = [
+    "CoverageCalculation",
     "CoverageSpread",
     "DependenceReport",
     "DesignEffect",
@@ -70,7 +86,10 @@ __all__ = [
     "LagCorrelations",
     "RealisedCoverageSpread",
     "SplitSpread",
+    "TieSummary",
+    "TiedSplitCoverage",
     "beta_coverage",
+    "coverage_calculator",
     "design_effect",
     "design_effect_from_lags",
     "design_effect_unequal",
@@ -81,6 +100,10 @@ __all__ = [
     "realised_coverage_spread",
     "split_dependence_report",
     "split_spread",
+    "tie_summary",
+    "tied_split_coverage",
     "CONSTANT_TOLERANCE",
+    "Reference",
     "SplitKind",
+    "TIED_PREDICTION_REASON",
 ]

@@ -21,10 +21,18 @@ from certification.stats.conformal import AlphaLike, conformal_index, exact_alph
 from certification.stats.coverage.beta import realised_coverage_spread
 from certification.stats.coverage.correlation import LagCorrelations, lag_correlations
 from certification.stats.coverage.design_effect import DesignEffect, design_effect_from_lags
+from certification.stats.coverage.ties import (
+    TIED_PREDICTION_REASON,
+    TieSummary,
+    tie_summary,
+    tied_split_coverage,
+)
 from certification.stats.errors import InsufficientDataError, StatsError
 from certification.stats.intervals import check_count
 
 SplitKind = Literal["row", "group"]
+#: How the exchangeable reference SD of an excess was computed.
+Reference = Literal["beta-binomial", "exact tied split"]
 
 
 @dataclass(frozen=True)
@@ -39,10 +47,16 @@ class SplitSpread:
         sd: standard deviation of realised coverage over draws (ddof = 1).
         n_calibration: mean calibration size over draws.
         n_test: mean test size over draws.
-        beta_sd: the Beta (calibration-only) SD for ``n_calibration``, or None when undefined.
-        exchangeable_sd: the SD with both terms (Beta-Binomial), or None when undefined.
+        beta_sd: the Beta (calibration-only) SD for ``n_calibration``, or None when undefined
+            or when the reference is tie-aware (the Beta law assumes tie-free scores).
+        exchangeable_sd: the SD a random row split gives (the exchangeable reference), or None
+            when undefined (infinite threshold).
         sd_ratio: sd / beta_sd (the comparison episode 5 shows to be short a term), or None.
         excess: sd / exchangeable_sd (1 = what exchangeable rows give), or None.
+        reference: how ``exchangeable_sd`` was computed: ``"beta-binomial"`` (tie-free scores,
+            Angelopoulos and Bates 2021 section 3.1) or ``"exact tied split"`` (the exact law
+            of a random row split of the pool,
+            :func:`~certification.stats.coverage.tied_split_coverage`).
     """
 
     split: SplitKind
@@ -56,6 +70,7 @@ class SplitSpread:
     exchangeable_sd: float | None
     sd_ratio: float | None
     excess: float | None
+    reference: Reference
 
 
 def _coverage_once(
@@ -104,12 +119,16 @@ def split_spread(
     seed: int = 0,
     split: SplitKind = "row",
     calibration_fraction: float = 0.5,
+    tie_aware: bool | None = None,
 ) -> SplitSpread:
     """Simulate split conformal on random calibration/test splits of a fixed pool.
 
     Each draw splits the pool (rows independently, or whole groups), takes the conformal
     threshold of the calibration part (k-th smallest, k = ceil((n+1)(1-alpha))) and records the
-    fraction of test scores at or below it.
+    fraction of test scores at or below it. The excess divides the measured SD by the SD a
+    random row split of the same pool gives: the Beta-Binomial one for tie-free scores, and for
+    tied scores (where the Beta-Binomial law does not hold) the exact law of a random split of
+    the pool (:func:`~certification.stats.coverage.tied_split_coverage`), at the mean sizes.
 
     Args:
         scores: shape (N,), nonconformity scores (lower = more conforming; ``inf`` allowed).
@@ -119,6 +138,8 @@ def split_spread(
         seed: seed of ``numpy.random.default_rng``; the same seed gives the same report.
         split: ``"row"`` or ``"group"``.
         calibration_fraction: share of rows (or groups) sent to calibration, in (0, 1).
+        tie_aware: use the exact tied reference (True), the Beta-Binomial one (False), or decide
+            by whether the pool holds tied scores (None).
 
     Returns:
         A :class:`SplitSpread`.
@@ -167,9 +188,19 @@ def split_spread(
         )
     n_cal = float(cal_sizes.mean())
     n_test = float(test_sizes.mean())
-    spread = realised_coverage_spread(max(round(n_cal), 1), max(round(n_test), 1), exact)
-    beta_sd = math.sqrt(spread.beta_variance) if spread.beta_variance is not None else None
     sd = float(coverages.std(ddof=1))
+    tied = tie_summary(pool).has_ties if tie_aware is None else tie_aware
+    reference: Reference
+    if tied:
+        reference = "exact tied split"
+        size = min(max(round(n_cal), 1), n - 1)
+        exchangeable_sd = tied_split_coverage(pool, size, exact).sd
+        beta_sd = None
+    else:
+        reference = "beta-binomial"
+        spread = realised_coverage_spread(max(round(n_cal), 1), max(round(n_test), 1), exact)
+        exchangeable_sd = spread.sd
+        beta_sd = math.sqrt(spread.beta_variance) if spread.beta_variance is not None else None
     return SplitSpread(
         split=split,
         draws=rounds,
@@ -179,9 +210,10 @@ def split_spread(
         n_calibration=n_cal,
         n_test=n_test,
         beta_sd=beta_sd,
-        exchangeable_sd=spread.sd,
+        exchangeable_sd=exchangeable_sd,
         sd_ratio=sd / beta_sd if beta_sd else None,
-        excess=sd / spread.sd if spread.sd else None,
+        excess=sd / exchangeable_sd if exchangeable_sd else None,
+        reference=reference,
     )
 
 
@@ -219,6 +251,10 @@ def iid_control(
 ) -> IIDControl:
     """Resample the scores with replacement into i.i.d. pools and measure their row-split excess.
 
+    Each pool's excess uses the reference of the pool it imitates: the exact tied reference
+    when the original scores are tied, else the Beta-Binomial one (the duplicates resampling
+    creates in a tie-free pool are an artefact of the bootstrap, not ties of the scores).
+
     Args:
         scores: shape (N,), the pool's nonconformity scores.
         alpha: miscoverage level in (0, 1).
@@ -240,6 +276,7 @@ def iid_control(
     count = check_count(pools, name="pools")
     if count < 1:
         raise StatsError("pools must be >= 1")
+    tied = tie_summary(pool).has_ties
     rng = np.random.default_rng(seed)
     excess = []
     for _ in range(count):
@@ -252,6 +289,7 @@ def iid_control(
             seed=child,
             split="row",
             calibration_fraction=calibration_fraction,
+            tie_aware=tied,
         )
         if result.excess is None:
             raise StatsError("the exchangeable spread is undefined (calibration too small)")
@@ -279,6 +317,9 @@ class DependenceReport:
         design_effect: the design effect from those correlations, or None when undefined.
         predicted_excess: sqrt(design effect), or None.
         effective_n: N / design effect, or None.
+        ties: how tied the pooled scores are.
+        predicted_reason: why ``predicted_excess`` is withheld for tied scores, or None (for
+            tie-free scores a None prediction means the design effect is undefined).
     """
 
     row: SplitSpread
@@ -288,6 +329,8 @@ class DependenceReport:
     design_effect: DesignEffect | None
     predicted_excess: float | None
     effective_n: float | None
+    ties: TieSummary
+    predicted_reason: str | None
 
 
 def split_dependence_report(
@@ -304,7 +347,9 @@ def split_dependence_report(
 
     Each row is marked covered at the pooled threshold (the conformal threshold of all N rows);
     the lag correlations of that mark inside each group (rows in the order given) give the design
-    effect, whose square root predicts the grouped split's excess before it is run.
+    effect, whose square root predicts the grouped split's excess before it is run. That
+    prediction assumes tie-free scores: for tied scores it is withheld (None, with
+    ``predicted_reason``), while the design effect and effective n are still reported.
 
     Args:
         scores: shape (N,), nonconformity scores, rows of a group in their sequence order.
@@ -338,12 +383,16 @@ def split_dependence_report(
             deff = design_effect_from_lags(lags.values, [s.size for s in sequences])
         except StatsError:
             deff = None
+    ties = tie_summary(pool)
+    predicted_reason = TIED_PREDICTION_REASON if ties.has_ties else None
     return DependenceReport(
         row=split_spread(pool, alpha=exact, draws=draws, seed=seed, split="row"),
         group=split_spread(pool, ids, alpha=exact, draws=draws, seed=seed + 1, split="group"),
         control=iid_control(pool, alpha=exact, pools=pools, draws=draws, seed=seed + 2),
         lags=lags,
         design_effect=deff,
-        predicted_excess=deff.predicted_excess if deff else None,
+        predicted_excess=deff.predicted_excess if deff and not ties.has_ties else None,
         effective_n=pool.size / deff.value if deff else None,
+        ties=ties,
+        predicted_reason=predicted_reason,
     )

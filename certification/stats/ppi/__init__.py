@@ -34,7 +34,9 @@ question under different assumptions, which each result records:
    no flag) from the audited judge-negatives, each Clopper–Pearson at 1 - delta/2; the sum holds
    with probability >= 1 - delta. It is valid for any mix of strata inside the judge-negatives (it
    takes their maximum), and uses only judge-negatives' labels: cheap to audit, loose when the
-   judge flags a lot.
+   judge flags a lot. Its joint form (:func:`union_bound_joint`) bounds P(no flag, error) from
+   every audited item instead: never looser in the population, and the natural one for a simple
+   random audit of the whole workload, to which alone it applies.
 
 :func:`estimate_error_rate` computes all of them from the population's judge labels, the audit
 sample and the design's strata.
@@ -76,12 +78,13 @@ from certification.stats.ppi.results import (
     ErrorRateComparison,
     EstimateSummary,
     HumanOnlyBound,
+    JointUnionBound,
     PPIEstimate,
     StratumBound,
     UnionBound,
     UnresolvedPolicy,
 )
-from certification.stats.ppi.union import union_bound
+from certification.stats.ppi.union import union_bound, union_bound_joint
 
 __all__ = [
     "ASYMPTOTIC",
@@ -97,6 +100,7 @@ __all__ = [
     "ErrorRateComparison",
     "EstimateSummary",
     "HumanOnlyBound",
+    "JointUnionBound",
     "PPIEstimate",
     "StratumBound",
     "UnionBound",
@@ -106,4 +110,5 @@ __all__ = [
     "ppi_mean",
     "ppi_plus_plus_mean",
     "union_bound",
+    "union_bound_joint",
 ]

@@ -26,11 +26,12 @@ from certification.stats.ppi.results import (
     UNSAMPLED_STRATUM,
     ErrorRateComparison,
     HumanOnlyBound,
+    JointUnionBound,
     PPIEstimate,
     UnionBound,
     UnresolvedPolicy,
 )
-from certification.stats.ppi.union import union_bound
+from certification.stats.ppi.union import union_bound, union_bound_joint
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,22 @@ def _union(design: _Design, judge_codes: NDArray[np.int64], delta: float) -> Uni
     )
 
 
+def _union_joint(
+    design: _Design, judge_codes: NDArray[np.int64], delta: float, *, stratified: bool
+) -> JointUnionBound:
+    """Joint union bound: flags over all items; unflagged errors among all used audited items."""
+    unflagged = judge_codes[design.used_index] == NEGATIVE
+    return union_bound_joint(
+        int(judge_codes.size - (judge_codes == NEGATIVE).sum()),
+        int(judge_codes.size),
+        int((unflagged & (design.y == POSITIVE)).sum()),
+        int(design.used_index.size),
+        delta=delta,
+        stratified=stratified,
+        unresolved_note=design.note or None,
+    )
+
+
 def estimate_error_rate(
     judge: ArrayLike,
     audited: ArrayLike,
@@ -284,6 +301,7 @@ def estimate_error_rate(
         ppi=ppi,
         ppi_plus_plus=ppi_pp,
         union=_union(design, judge_codes, g),
+        union_joint=_union_joint(design, judge_codes, g, stratified=strata is not None),
         delta=g,
         n_population=int(judge_codes.size),
         n_audited=int(index.size),

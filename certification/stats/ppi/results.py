@@ -47,6 +47,7 @@ class EstimateSummary:
         confidence: 1 - delta.
         assumption: :data:`EXACT` or :data:`ASYMPTOTIC`.
         reason: why the result is undefined, or None.
+        note: what was done to the figures for display (PPI's clipping to [0, 1]), or None.
     """
 
     method: str
@@ -57,6 +58,7 @@ class EstimateSummary:
     confidence: float
     assumption: Assumption
     reason: str | None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,16 +117,34 @@ class PPIEstimate:
         return max(0.0, self.lower), min(1.0, self.upper)
 
     def summary(self) -> EstimateSummary:
-        """Return the shared fields."""
+        """Return the shared fields, with the estimate, interval and bound clipped to [0, 1].
+
+        An error rate lies in [0, 1], so clipping loses no coverage; when it changed a figure,
+        ``note`` gives the unclipped ones (which stay in this result's own fields).
+        """
+        if self.estimate is None or self.lower is None or self.upper is None:
+            return EstimateSummary(
+                self.method, None, None, None, None, self.confidence, self.assumption, self.reason
+            )
+        raw = (self.estimate, self.lower, self.upper, self.upper_bound)
+        estimate, lower, upper = (min(1.0, max(0.0, v)) for v in raw[:3])
+        bound = None if self.upper_bound is None else min(1.0, max(0.0, self.upper_bound))
+        note = None
+        if (estimate, lower, upper, bound) != raw:
+            note = (
+                f"clipped to [0, 1], the range of a rate; unclipped: estimate "
+                f"{self.estimate:.4f}, interval [{self.lower:.4f}, {self.upper:.4f}]"
+            )
         return EstimateSummary(
             self.method,
-            self.estimate,
-            self.lower,
-            self.upper,
-            self.upper_bound,
+            estimate,
+            lower,
+            upper,
+            bound,
             self.confidence,
             self.assumption,
             self.reason,
+            note,
         )
 
 
@@ -255,6 +275,56 @@ class UnionBound:
 
 
 @dataclass(frozen=True)
+class JointUnionBound:
+    """The union bound in its joint form: flag-rate bound plus P(not flagged and error) bound.
+
+    Attributes:
+        method: ``"union bound (joint)"``.
+        upper_bound: min(1, flag_rate_upper + joint_miss_rate_upper), or None when not
+            applicable (see ``reason``).
+        confidence: 1 - delta (each part at 1 - delta/2).
+        n_population: judged items N.
+        n_flagged: items the judge flagged or could not label.
+        flag_rate_upper: one-sided Clopper–Pearson bound on the flag rate at 1 - delta/2.
+        n_audited: audited items with a usable human label (every judge verdict).
+        n_joint_missed: those the judge did not flag and people found in error.
+        joint_miss_rate: n_joint_missed / n_audited, or None when none is audited.
+        joint_miss_rate_upper: one-sided Clopper–Pearson bound on P(not flagged, error) at
+            1 - delta/2, or None when not applicable.
+        assumption: always :data:`EXACT`.
+        assumptions: the conditions, in words.
+        reason: why it does not apply to this audit, or None.
+    """
+
+    method: str
+    upper_bound: float | None
+    confidence: float
+    n_population: int
+    n_flagged: int
+    flag_rate_upper: float
+    n_audited: int
+    n_joint_missed: int
+    joint_miss_rate: float | None
+    joint_miss_rate_upper: float | None
+    assumption: Assumption
+    assumptions: tuple[str, ...]
+    reason: str | None
+
+    def summary(self) -> EstimateSummary:
+        """Return the shared fields (a bound only)."""
+        return EstimateSummary(
+            self.method,
+            None,
+            None,
+            None,
+            self.upper_bound,
+            self.confidence,
+            self.assumption,
+            self.reason,
+        )
+
+
+@dataclass(frozen=True)
 class ErrorRateComparison:
     """The population error rate estimated three ways (four results), side by side.
 
@@ -262,7 +332,9 @@ class ErrorRateComparison:
         human_only: :func:`human_only_bound` of the audit sample.
         ppi: :func:`ppi_mean` (lam = 1).
         ppi_plus_plus: :func:`ppi_plus_plus_mean` (lam tuned).
-        union: :func:`union_bound`.
+        union: :func:`union_bound` (conditional form: misses among audited judge-negatives).
+        union_joint: :func:`union_bound_joint` (joint form: unflagged errors among all audited
+            items), which applies to a simple random audit of the workload only.
         delta: miscoverage of every result, in (0, 1).
         n_population: judged items N.
         n_audited: audited items n (resolved or not).
@@ -280,6 +352,7 @@ class ErrorRateComparison:
     ppi: PPIEstimate
     ppi_plus_plus: PPIEstimate
     union: UnionBound
+    union_joint: JointUnionBound
     delta: float
     n_population: int
     n_audited: int
@@ -289,10 +362,11 @@ class ErrorRateComparison:
     unavailable_prediction: float
 
     def summaries(self) -> tuple[EstimateSummary, ...]:
-        """Return the four results' shared fields, in display order."""
+        """Return the five results' shared fields, in display order."""
         return (
             self.human_only.summary(),
             self.ppi.summary(),
             self.ppi_plus_plus.summary(),
             self.union.summary(),
+            self.union_joint.summary(),
         )

@@ -24,7 +24,19 @@ from certification.stats.intervals import (
     clopper_pearson_upper_array,
 )
 from certification.stats.ppi.checks import stratum_arrays, stratum_keys
-from certification.stats.ppi.results import EXACT, UNSAMPLED_STRATUM, StratumBound, UnionBound
+from certification.stats.ppi.results import (
+    EXACT,
+    UNSAMPLED_STRATUM,
+    JointUnionBound,
+    StratumBound,
+    UnionBound,
+)
+
+STRATIFIED_AUDIT = (
+    "the audit was stratified: the joint form needs a simple random audit of the whole workload "
+    "(the conditional form applies)"
+)
+NO_AUDITED_ITEM = "no audited item with a usable human label"
 
 
 def union_bound(
@@ -131,4 +143,87 @@ def union_bound(
         assumption=EXACT,
         assumptions=tuple(assumptions),
         notes=tuple(notes),
+    )
+
+
+def union_bound_joint(
+    n_flagged: int,
+    n_population: int,
+    joint_missed: int,
+    n_audited: int,
+    *,
+    delta: float = 0.05,
+    stratified: bool = False,
+    unresolved_note: str | None = None,
+) -> JointUnionBound:
+    """Finite-sample union bound, joint form: flag-rate bound + P(not flagged, error) bound.
+
+    error rate = P(flag, error) + P(no flag, error) <= P(flag) + P(no flag, error)
+    <= U_flag + U_joint, with U_flag the one-sided Clopper–Pearson bound on n_flagged / N and
+    U_joint the one on joint_missed / n_audited, each at 1 - delta/2. Since P(no flag, error) =
+    P(no flag) P(error | no flag) <= P(error | no flag), the joint form is never looser in the
+    population than the conditional one (:func:`union_bound`), and it uses every audited item's
+    label; but it reads the audit as a simple random sample of the whole workload, so it does not
+    apply to an audit stratified by the judge's verdict or by slice.
+
+    Args:
+        n_flagged: integer items the judge flagged, unavailable ones included, 0..N.
+        n_population: integer judged items N >= 1.
+        joint_missed: integer audited items the judge did not flag and people found in error.
+        n_audited: integer audited items with a usable human label, >= joint_missed.
+        delta: miscoverage in (0, 1).
+        stratified: whether the audit was drawn in strata (then the result is not applicable:
+            ``upper_bound`` None with ``reason``).
+        unresolved_note: how unresolved audited items were treated, added to the assumptions.
+
+    Returns:
+        A :class:`JointUnionBound` (``assumption`` :data:`EXACT`).
+
+    Raises:
+        InsufficientDataError: if N = 0.
+        StatsError: on non-integer or inconsistent counts, or delta outside (0, 1).
+
+    Source: Clopper and Pearson (1934), Biometrika 26(4), 404–413; Boole's inequality.
+    """
+    g = check_open_unit(delta, name="delta")
+    flagged = check_count(n_flagged, name="n_flagged")
+    big_n = check_count(n_population, name="n_population")
+    missed = check_count(joint_missed, name="joint_missed")
+    audited = check_count(n_audited, name="n_audited")
+    if big_n == 0:
+        raise InsufficientDataError("the union bound needs at least one judged item")
+    if flagged > big_n:
+        raise StatsError(f"n_flagged must be <= n_population, got {flagged} > {big_n}")
+    if missed > audited or audited > big_n:
+        raise StatsError(
+            f"need joint_missed <= n_audited <= n_population, got {missed}, {audited}, {big_n}"
+        )
+    flag_upper = clopper_pearson_upper(flagged, big_n, confidence=1.0 - g / 2.0)
+    assumptions = [
+        "finite-sample exact: two Clopper-Pearson bounds at 1 - delta/2 joined by the union bound",
+        "the judged items are i.i.d. draws from the population of interest (flag-rate bound)",
+        "the audited items are a simple random sample of the judged items, chosen without "
+        "looking at the human labels (bound on unflagged errors)",
+        "unavailable judge labels count as flags",
+    ]
+    if unresolved_note:
+        assumptions.append(unresolved_note)
+    reason = STRATIFIED_AUDIT if stratified else (NO_AUDITED_ITEM if audited == 0 else None)
+    joint_upper = None
+    if reason is None:
+        joint_upper = clopper_pearson_upper(missed, audited, confidence=1.0 - g / 2.0)
+    return JointUnionBound(
+        method="union bound (joint)",
+        upper_bound=None if joint_upper is None else min(1.0, flag_upper + joint_upper),
+        confidence=1.0 - g,
+        n_population=big_n,
+        n_flagged=flagged,
+        flag_rate_upper=flag_upper,
+        n_audited=audited,
+        n_joint_missed=missed,
+        joint_miss_rate=missed / audited if audited else None,
+        joint_miss_rate_upper=joint_upper,
+        assumption=EXACT,
+        assumptions=tuple(assumptions),
+        reason=reason,
     )

@@ -1,6 +1,8 @@
-"""``manage.py import_workload PATH [PATH ...] --project SLUG [--format F]``.
+"""``manage.py import_workload PATH [PATH ...] --project SLUG [--format F] [--claims C]``.
 
 A format that reads directories (``release``) takes a directory as PATH as well as a file.
+``--claims sentences|whole`` chooses the claim splitting of a format whose answers come without
+claims (see ``labeling.importers.claims``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from labeling.exceptions import InvalidInput, LabelingError, WorkloadImportFailed
-from labeling.importers import formats
+from labeling.importers import claims_choice_error, evaluator_version_error, formats
+from labeling.importers.claims import CLAIM_MODES
 from labeling.models import Project
 from labeling.services import project_create, workload_import_file
 from labeling.services.imports import MAX_ERRORS, ImportResult, workload_import_directory
@@ -37,6 +40,20 @@ class Command(BaseCommand):
             "--format", default="native", choices=sorted(formats()), help="input format"
         )
         parser.add_argument(
+            "--claims",
+            choices=list(CLAIM_MODES),
+            default=None,
+            help="claim splitting for formats whose answers come without claims: "
+            + "; ".join(f"{name}: {what}" for name, what in CLAIM_MODES.items())
+            + " (default sentences)",
+        )
+        parser.add_argument(
+            "--evaluator-version",
+            default=None,
+            help="the version of the evaluator whose scores the file carries (ragas: the score "
+            "columns), e.g. ragas-0.2.6",
+        )
+        parser.add_argument(
             "--create", action="store_true", help="create the project if it does not exist"
         )
         parser.add_argument("--name", default="", help="project name when --create makes it")
@@ -49,10 +66,16 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         fmt = formats()[options["format"]]
+        refused = claims_choice_error(fmt.name, options["claims"])
+        if refused is not None:
+            raise CommandError(f"--claims: {refused}")
+        refused = evaluator_version_error(fmt.name, options["evaluator_version"])
+        if refused is not None:
+            raise CommandError(f"--evaluator-version: {refused}")
         for path in options["paths"]:
             if not path.exists():
                 raise CommandError(f"{path}: no such file")
-            if path.is_dir() and fmt.open_directory is not None:
+            if path.is_dir() and fmt.reads_directories:
                 continue
             if not path.is_file():
                 raise CommandError(f"{path}: not a regular file")
@@ -63,7 +86,7 @@ class Command(BaseCommand):
             with logging_redirect_tqdm(), transaction.atomic():
                 project = self._project(options, fmt)
                 for current in options["paths"]:
-                    reports.append(self._import_one(project, fmt, current, options["no_progress"]))
+                    reports.append(self._import_one(project, fmt, current, options))
         except WorkloadImportFailed as exc:
             for error in exc.errors:
                 self.stderr.write(f"{current.name}: {error}")
@@ -113,13 +136,18 @@ class Command(BaseCommand):
                 raise
             return project
 
-    def _import_one(self, project: Project, fmt: Any, path: Path, quiet: bool) -> str:
+    def _import_one(self, project: Project, fmt: Any, path: Path, options: dict[str, Any]) -> str:
         if path.is_dir():
             result = workload_import_directory(
-                project=project, directory=path, format_name=fmt.name, actor=None
+                project=project,
+                directory=path,
+                format_name=fmt.name,
+                actor=None,
+                claims=options["claims"],
+                evaluator_version=options["evaluator_version"],
             )
         else:
-            result = self._import_file(project, fmt, path, quiet)
+            result = self._import_file(project, fmt, path, options)
         if result.batch is None:
             return f"{path.name}: {result.records} records, nothing new; nothing changed"
         if result.already_imported:
@@ -127,7 +155,9 @@ class Command(BaseCommand):
         summary = json.dumps({"created": result.created, "notes": result.notes}, ensure_ascii=False)
         return f"{path.name}: batch #{result.batch.pk}, {result.records} records {summary}"
 
-    def _import_file(self, project: Project, fmt: Any, path: Path, quiet: bool) -> ImportResult:
+    def _import_file(
+        self, project: Project, fmt: Any, path: Path, options: dict[str, Any]
+    ) -> ImportResult:
         with (
             path.open("rb") as stream,
             tqdm(
@@ -135,7 +165,7 @@ class Command(BaseCommand):
                 unit="B",
                 unit_scale=True,
                 desc=path.name,
-                disable=quiet,
+                disable=options["no_progress"],
                 file=self.stderr._out,
             ) as bar,
         ):
@@ -146,5 +176,7 @@ class Command(BaseCommand):
                 filename=path.name,
                 actor=None,
                 progress=bar.update,
+                claims=options["claims"],
+                evaluator_version=options["evaluator_version"],
             )
         return result

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from labeling.bulk import insert_rows
+from labeling.bulk import insert_rows, update_rows
 from labeling.importers.schema import RecordError, ResolutionIn, ResolvedClaimLabelIn
 from labeling.models import Item, ItemStatus, Resolution, ResolvedClaimLabel, ResolvedEvidence
 from labeling.services.claim_labels import Evidence, claim_labels_write
@@ -221,7 +221,11 @@ def _insert(
         ],
         batch_size=BULK_BATCH,
     )
-    Item.objects.bulk_update(updates, ["status", "resolution", "version"], batch_size=BULK_BATCH)
+    update_rows(
+        Item,
+        ["status", "resolution_id", "version"],
+        [(item.pk, item.status, item.resolution_id, item.version) for item in updates],
+    )
     state.created["resolutions"] += len(rows)
     state.created["resolved_claim_labels"] += len(label_rows)
     state.created["resolved_evidence"] += len(evidence)

@@ -14,7 +14,16 @@ from django.db import connection, reset_queries, transaction
 
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
-from labeling.importers import RecordSource, SourcedRecord, formats
+from labeling.importers import (
+    ImportOptions,
+    RecordSource,
+    SourcedRecord,
+    WorkloadFormat,
+    claims_choice_error,
+    evaluator_version_error,
+    formats,
+)
+from labeling.importers.claims import ClaimSplitter
 from labeling.importers.native import file_sha256 as stream_sha256
 from labeling.importers.schema import (
     PolicyVocabulary,
@@ -365,6 +374,14 @@ class _CountingStream:
     def seekable(self) -> bool:
         return True
 
+    def readable(self) -> bool:
+        return True
+
+    @property
+    def closed(self) -> bool:
+        # pyarrow's file wrapper (Parquet) checks it before reading.
+        return self.stream.closed
+
 
 def workload_import_file(
     *,
@@ -374,29 +391,72 @@ def workload_import_file(
     filename: str,
     actor: AbstractBaseUser | None = None,
     progress: Callable[[int], object] | None = None,
+    claims: str | None = None,
+    evaluator_version: str | None = None,
 ) -> ImportResult:
     """Read a seekable binary file in ``format_name`` and import it with :func:`workload_import`.
 
     The one entry point of the command, the upload page and the API. ``progress`` (optional) is
-    called with the number of bytes read so far in each step, e.g. ``tqdm.update``.
+    called with the number of bytes read so far in each step, e.g. ``tqdm.update``. ``claims``
+    is the claim splitting (a key of :data:`~labeling.importers.claims.CLAIM_MODES`) of a format
+    whose answers come without claims; None takes the default (sentences). The batch report
+    records it (``notes.claim_splitting``). ``evaluator_version`` declares the version of the
+    evaluator whose scores the file carries (a format with ``evaluator_scores``: RAGAS).
 
     Raises:
         NotFound, PermissionDenied: as :func:`workload_import` (before the file is read).
-        InvalidInput: ``format_name`` is not a known format, or the project has no policy.
+        InvalidInput: ``format_name`` is not a known format, ``claims`` is unknown or given for
+            a format that carries its own claims (field ``claims``), ``evaluator_version`` is
+            given for a format without evaluator scores (field ``evaluator_version``), or the
+            project has no policy.
         WorkloadImportFailed: invalid records; nothing was written.
     """
     require_role(
         project=project, actor=actor, roles=MANAGERS, action="import", outsider=PermissionDenied
     )
-    known = formats()
-    if format_name not in known:
-        raise InvalidInput(f"unknown format {echo(format_name)}; one of {sorted(known)}")
-    fmt = known[format_name]
+    fmt = _format(format_name)
+    options = _import_options(fmt, claims, evaluator_version)
     digest = stream_sha256(stream)
     # The counting wrapper reads like the stream it wraps (the readers use only these methods).
     counted = stream if progress is None else cast(IO[bytes], _CountingStream(stream, progress))
-    source = fmt.open(counted, filename)
+    if fmt.open_with_options is not None:
+        source = fmt.open_with_options(counted, filename, options)
+    else:
+        source = fmt.open(counted, filename)
     return _import_source(project, source, fmt.name, filename, source.digest or digest, actor)
+
+
+def _format(format_name: str) -> WorkloadFormat:
+    """Return the format ``format_name``.
+
+    Raises:
+        InvalidInput: no such format.
+    """
+    known = formats()
+    if format_name not in known:
+        raise InvalidInput(f"unknown format {echo(format_name)}; one of {sorted(known)}")
+    return known[format_name]
+
+
+def _import_options(
+    fmt: WorkloadFormat, claims: str | None, evaluator_version: str | None
+) -> ImportOptions:
+    """Return the import's choices for ``fmt`` (the default splitting when none is chosen).
+
+    Raises:
+        InvalidInput: an unknown claim splitting, a splitting for a format that gives its own
+            claims (field ``claims``), or an evaluator version for a format without evaluator
+            scores (field ``evaluator_version``).
+    """
+    wrong_version = evaluator_version_error(fmt.name, evaluator_version)
+    if wrong_version is not None:
+        raise InvalidInput(wrong_version, field="evaluator_version")
+    refused = claims_choice_error(fmt.name, claims)
+    if refused is not None:
+        raise InvalidInput(refused, field="claims")
+    if claims is None:
+        return ImportOptions(evaluator_version=evaluator_version)
+    return ImportOptions(ClaimSplitter(claims), evaluator_version)
 
 
 def workload_import_directory(
@@ -405,26 +465,31 @@ def workload_import_directory(
     directory: Path,
     format_name: str,
     actor: AbstractBaseUser | None = None,
+    claims: str | None = None,
+    evaluator_version: str | None = None,
 ) -> ImportResult:
-    """Import a directory in ``format_name`` (a format with ``open_directory``: a release).
+    """Import a directory in ``format_name`` (a release, a datasets folder, RAGTruth's files).
 
     The batch is identified by the digest the format gives (a release: its manifest's sha256).
+    ``claims`` and ``evaluator_version`` as in :func:`workload_import_file`.
 
     Raises:
         NotFound, PermissionDenied: as :func:`workload_import` (before the directory is read).
-        InvalidInput: the format is unknown or reads files only, or the project has no policy.
+        InvalidInput: the format is unknown or reads files only, an option as in
+            :func:`workload_import_file`, or the project has no policy.
         WorkloadImportFailed: the input does not verify, or invalid records; nothing written.
     """
     require_role(
         project=project, actor=actor, roles=MANAGERS, action="import", outsider=PermissionDenied
     )
-    known = formats()
-    if format_name not in known:
-        raise InvalidInput(f"unknown format {echo(format_name)}; one of {sorted(known)}")
-    fmt = known[format_name]
-    if fmt.open_directory is None:
+    fmt = _format(format_name)
+    options = _import_options(fmt, claims, evaluator_version)
+    if fmt.open_directory_with_options is not None:
+        source = fmt.open_directory_with_options(directory, options)
+    elif fmt.open_directory is not None:
+        source = fmt.open_directory(directory)
+    else:
         raise InvalidInput(f"format {echo(fmt.name)} reads a file, not a directory")
-    source = fmt.open_directory(directory)
     if source.digest is None:
         source.close()
         raise InvalidInput(

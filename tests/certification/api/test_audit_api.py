@@ -54,6 +54,7 @@ def test_the_report_as_json(audited, api):
         "ppi",
         "ppi++",
         "union bound",
+        "union bound (joint)",
     ]
     assert len(result["disagreements"]) == 2
 

@@ -387,3 +387,24 @@ def test_the_ledger_reference_is_the_sha256_of_the_canonical_ledger():
     result = calibration_result_compute(contract=contract(), inputs=_world(1, 50, 10))
     expected = hashlib.sha256(canonical_json(result["ledger"]).encode("utf-8")).hexdigest()
     assert ledger_sha256(result["ledger"]) == expected
+
+
+def test_heldout_decisions_carry_the_bounded_loss_the_report_averages():
+    world = _world(5)
+    for question in world["test"] + world["calibration"]:
+        for c in question["candidates"]:
+            # one claim in three unsupported on inadmissible answers, none on admissible ones
+            bad = c["outcome"] == "inadmissible"
+            c["claims"] = {"supported": 2, "not_supported": 1} if bad else {"supported": 3}
+    loss = {"kind": "bounded", "source": "unsupported_claim_share"}
+    terms = contract(method="selective_risk", selector="mode", loss=loss, alpha="0.3",
+                     thresholds=[0.7, 0.4])  # fmt: skip
+    result = calibration_result_compute(contract=terms, inputs=world)
+    certificate = _certificate(terms, result)
+    assert certificate.refusal is None
+    decisions = [r["selective_risk"]["decisions"][0] for r in heldout_decisions(certificate, world)]
+    accepted = [d for d in decisions if d["decision"] == "accept" and d["excluded"] is None]
+    bounded = result["heldout"]["bounded_loss"]
+    assert len(accepted) == bounded["emitted"] > 0
+    assert math.isclose(sum(d["bounded_loss"] for d in accepted), bounded["loss_sum"])
+    assert {d["bounded_loss"] for d in accepted} <= {0.0, 1 / 3}

@@ -60,7 +60,19 @@ def test_stores_both_levels_with_rater_ids(project, voted):
     assert pair["rater_b"] == f"user:{bob.pk}"
     assert pair["n"] == 4
     assert pair["observed_agreement"] == 0.75
+    # four shared units over three labels: kappa is given, its interval flagged as not meaningful
+    assert pair["kappa"] is not None
+    assert pair["interval_reason"] == (
+        "not meaningful on 4 shared units: the large-sample interval needs about 2k² = 18 "
+        "for k = 3 labels"
+    )
     assert report.computed_at.tzinfo is not None
+
+
+def test_the_project_page_shows_the_flag_in_place_of_the_interval(project, voted, login):
+    agreement_recompute(project_id=project.pk)
+    page = login("manager").get(f"/p/{project.slug}/").content.decode()
+    assert "not meaningful on 4 shared units" in page
 
 
 def test_json_holds_no_nan(project, voted):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from scipy.stats import beta
 
 from certification.exceptions import InvalidAudit
 from certification.models import AuditReport
@@ -115,7 +116,7 @@ def test_error_rate_three_ways_with_assumptions(audited, manager):
     report = audit_report_configure(project=project, evaluator=judge, actor=manager)
     error_rate = report.result["error_rate"]
     methods = [s["method"] for s in error_rate["summaries"]]
-    assert methods == ["human-only", "ppi", "ppi++", "union bound"]
+    assert methods == ["human-only", "ppi", "ppi++", "union bound", "union bound (joint)"]
     assumptions = {s["method"]: s["assumption"] for s in error_rate["summaries"]}
     assert assumptions["human-only"] == "finite-sample exact"
     assert assumptions["ppi"] == "asymptotic (CLT)"
@@ -125,6 +126,15 @@ def test_error_rate_three_ways_with_assumptions(audited, manager):
     assert error_rate["human_only"]["n_errors"] == 2
     assert error_rate["human_only"]["estimate"] == pytest.approx(2 / 5)
     assert "simple random sample" in error_rate["sample_assumption"]
+    # the joint form: 4 of 6 flagged (inadmissible or unavailable), as in the conditional
+    # form; 1 unflagged error among the 5 audited; each Clopper-Pearson upper at 1 - 0.05/2,
+    # beta.ppf(0.975, k + 1, n - k)
+    joint = error_rate["union_joint"]
+    assert (joint["n_flagged"], joint["n_audited"], joint["n_joint_missed"]) == (4, 5, 1)
+    assert error_rate["union"]["n_flagged"] == 4
+    expected = beta.ppf(0.975, 4 + 1, 6 - 4) + beta.ppf(0.975, 1 + 1, 5 - 1)
+    assert joint["upper_bound"] == pytest.approx(min(1.0, expected), abs=1e-12)
+    assert joint["reason"] is None
 
 
 def test_recompute_is_idempotent(audited, manager):

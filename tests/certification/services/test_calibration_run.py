@@ -419,6 +419,27 @@ def test_the_selector_decides_the_emitted_answer(project, selector, units, error
     assert (counts["units"], counts["errors"]) == (units, errors)
 
 
+@pytest.mark.parametrize(
+    ("selector", "unit"), [("each_candidate", "eligible candidate"), ("mode", "eligible question")]
+)
+def test_the_heldout_units_follow_the_selector(project, selector, unit):
+    # given a test question with three candidate answers
+    record = rec(
+        "t1",
+        [cand("a", score=0.9, selected=True), cand("b", score=0.9), cand("c", score=0.9)],
+    )
+    calibration_project(
+        project, {"calibration": questions("c", [(1.0, "admissible")] * 50), "test": [record]}
+    )
+    spec = make_spec(project, thresholds=[0.5], selector=selector)
+    report = run_of(spec).result["heldout"]["report"]
+    # then the rows over every unit name a candidate when each candidate is its own unit
+    units = {m["name"]: (m["unit"], m["denominator"]) for m in report["metrics"]}
+    n = 3 if selector == "each_candidate" else 1
+    assert units["answer_rate"] == (unit, n)
+    assert units["unconditional_failure_rate"] == (unit, n)
+
+
 def test_slices_break_the_heldout_report_down(project):
     calibration = questions("c", [(1.0, "admissible")] * 50)
     test = [

@@ -92,6 +92,38 @@ def test_three_coders_interval_alpha_of_the_package():
     ) == pytest.approx(0.8108448928, abs=1e-9)
 
 
+@pytest.mark.parametrize(
+    ("table", "reason"),
+    [
+        # two units, k = 2: the large-sample interval needs about 2k² = 8
+        (
+            [[1, 0], [0, 1]],
+            "not meaningful on 2 shared units: the large-sample interval needs about 2k² = 8 "
+            "for k = 2 labels",
+        ),
+        (
+            [[3, 1, 0], [0, 4, 1], [1, 0, 5]],
+            "not meaningful on 15 shared units: the large-sample interval needs about 2k² = 18 "
+            "for k = 3 labels",
+        ),
+        # enough units, but every one agreed: se 0, an interval of no width
+        (
+            [[12, 0], [0, 9]],
+            "not meaningful: the standard error is 0 when every shared unit agrees",
+        ),
+        ([[20, 5], [10, 15]], None),
+        ([[4, 1], [1, 2]], None),  # n = 8 = 2k²: readable
+    ],
+)
+def test_cohen_says_when_its_interval_is_not_meaningful(table, reason):
+    result = cohen_kappa(table)
+    assert result.kappa is not None
+    assert result.interval_reason == reason
+    # the figures are still the formula's, equal to statsmodels'
+    theirs = inter_rater.cohens_kappa(np.asarray(table))
+    assert result.se == pytest.approx(theirs.std_kappa, abs=1e-12)
+
+
 def test_cohen_two_by_two_kappa_se_and_ci():
     result = cohen_kappa([[20, 5], [10, 15]])
     assert result.kappa == pytest.approx(0.4, abs=1e-12)

@@ -421,9 +421,17 @@ def test_three_estimates_side_by_side():
         data["judge"], data["audited"], data["human"], strata=data["strata"], delta=0.05
     )
     rows = result.summaries()
-    assert [row.method for row in rows] == ["human-only", "ppi", "ppi++", "union bound"]
-    assert [row.assumption for row in rows] == [EXACT, ASYMPTOTIC, ASYMPTOTIC, EXACT]
-    assert all(row.upper_bound is not None for row in rows)
+    assert [row.method for row in rows] == [
+        "human-only",
+        "ppi",
+        "ppi++",
+        "union bound",
+        "union bound (joint)",
+    ]
+    assert [row.assumption for row in rows] == [EXACT, ASYMPTOTIC, ASYMPTOTIC, EXACT, EXACT]
+    # a stratified audit: the joint form does not apply, the other four have their bound
+    assert all(row.upper_bound is not None for row in rows[:4])
+    assert rows[4].upper_bound is None and rows[4].reason.startswith("the audit was stratified")
     assert result.n_population == 20_000 and result.n_audited == 400
     assert result.n_unavailable == int((data["judge"] == -1).sum())
     # the union bound: flagged or unavailable over all items; misses among audited negatives

@@ -59,4 +59,6 @@ def test_managers_see_rater_names_adjudicators_see_pseudonyms(api, started, disp
     assert {answer["pairs"][0]["rater_a"], answer["pairs"][0]["rater_b"]} == usernames
     pair = as_adjudicator.json()["levels"][0]["pairs"][0]
     assert {pair["rater_a"], pair["rater_b"]} == {"Rater 1", "Rater 2"}
+    # one shared unit: kappa undefined, so no interval to flag
+    assert (pair["kappa"], pair["interval_reason"]) == (None, None)
     assert not any(name in as_adjudicator.content.decode() for name in usernames)

@@ -96,3 +96,31 @@ def test_only_managers_start_labelling(api, project, role, status):
     assert api(role).post(START).status_code == status
     project.refresh_from_db()
     assert project.labelling_started_at is None
+
+
+@pytest.mark.parametrize(
+    ("body", "fmt", "stored"),
+    [
+        ({"allow_self_adjudication": True}, "json", True),
+        ({"allow_self_adjudication": "true"}, "multipart", True),
+        ({"allow_self_adjudication": "false"}, "multipart", False),
+        ({"allow_self_adjudication": 1}, "json", None),
+        ({"allow_self_adjudication": "true"}, "json", None),
+        ({"allow_self_adjudication": 0}, "json", None),
+        ({"allow_self_adjudication": "0"}, "multipart", None),
+        ({"allow_self_adjudication": "yes"}, "multipart", None),
+        ({"allow_self_adjudication": "True"}, "multipart", None),
+    ],
+)
+def test_a_boolean_is_true_or_false_and_nothing_else(api, project, body, fmt, stored):
+    response = api(Role.MANAGER).patch(URL, body, format=fmt)
+    project.refresh_from_db()
+    if stored is None:
+        assert response.status_code == 400
+        assert response.json()["errors"] == [
+            {"field": "allow_self_adjudication", "reason": "Must be true or false."}
+        ]
+        assert project.allow_self_adjudication is False
+    else:
+        assert response.status_code == 200, response.content
+        assert project.allow_self_adjudication is stored

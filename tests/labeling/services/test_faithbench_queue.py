@@ -10,7 +10,7 @@ import pysbd
 import pytest
 from django.core.management import call_command
 
-from labeling.importers.faithbench import split_sentences
+from labeling.importers.claims import split_sentences
 from labeling.models import Project
 from labeling.selectors.review import disagreement_queue, project_progress
 from tests.factories import start_labelling

@@ -276,5 +276,8 @@ def test_every_format_names_a_preset():
         "faithbench": "faithbench",
         "expertqa": "expertqa",
         "gsm8k": "gsm8k",
+        "otel": "source_relative",
+        "ragas": "source_relative",
+        "ragtruth": "ragtruth",
         "release": "source_relative",
     }
