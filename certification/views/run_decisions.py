@@ -30,7 +30,7 @@ def _attachment(content_type: str, name: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def calibration_run_decisions_json(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """Download the test decisions as JSON (``heldout_decisions``' records); 404 until done."""
     project, _ = certification_project(request, slug)
@@ -42,7 +42,7 @@ def calibration_run_decisions_json(request: HttpRequest, slug: str, run_id: int)
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def calibration_run_decisions_csv(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """Download the test decisions as CSV, one row per held-out unit; 404 until done.
 
