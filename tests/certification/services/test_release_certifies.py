@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.test import TestCase
 
+from certification.certificates.ledger import ledger_sha256
 from certification.models import BuildStatus
 from certification.services.releases import release_export, release_freeze, release_rebuild
 from labeling.models import Role
@@ -66,7 +67,7 @@ def test_report_holds_the_test_decisions_matching_the_heldout_report(world, tmp_
     report = json.loads((directory / "report.json").read_text("utf-8"))
     by_run = {entry["run"]["id"]: entry for entry in report["heldout"]}
     entry = by_run[world["certified"].pk]
-    decisions = entry["decisions"]
+    decisions = entry["decisions"]["records"]
     assert len(decisions) == 30
     accepted = [
         d
@@ -80,9 +81,12 @@ def test_report_holds_the_test_decisions_matching_the_heldout_report(world, tmp_
     covers = [r["prediction_set"]["set_covers"] for r in decisions]
     assert sum(covers) == metrics["set_coverage"]["numerator"] == 25
     assert {r["prediction_set"]["size"] for r in decisions} == {1}
-    assert decisions[0]["certificate"]["run"] == world["certified"].pk
+    reference = entry["decisions"]["certificate"]
+    assert reference["run"] == world["certified"].pk
+    assert reference["ledger_sha256"] == ledger_sha256(world["certified"].result["ledger"])
+    assert "certificate" not in decisions[0]
     # the run without an operating point abstains everywhere (fail closed)
-    closed = by_run[world["nothing"].pk]["decisions"]
+    closed = by_run[world["nothing"].pk]["decisions"]["records"]
     assert {d["reason"] for r in closed for d in r["selective_risk"]["decisions"]} == {
         "no_certified_operating_point"
     }
