@@ -30,7 +30,6 @@ from certification.services.calibration import (
 from certification.services.calibration_apply import (
     calibration_run_apply,
     calibration_run_certificate,
-    questions_parse,
 )
 from certification.services.derived import (
     derived_recompute,
@@ -69,7 +68,6 @@ __all__ = [
     "calibration_spec_update",
     "inputs_sha256",
     "level_to_json",
-    "questions_parse",
     "spec_clean",
     "spec_content",
     "spec_sha256",

@@ -62,14 +62,13 @@ def calibration_run_certificate(*, run: CalibrationRun) -> FrozenCertificate:
 
 
 def questions_parse(
-    certificate: FrozenCertificate, questions: Sequence[Any], *, where: str = "questions"
+    certificate: FrozenCertificate, questions: Sequence[Any]
 ) -> list[dict[str, Any]]:
     """Validate every question (at most :data:`MAX_QUESTIONS`, ids distinct).
 
     Args:
         certificate: the run's certificate (its contract says which fields are required).
-        questions: the questions as decoded JSON.
-        where: how the caller names the list, for ``field`` (``questions[3].candidates[0]``).
+        questions: the questions as decoded JSON (the request's ``questions``).
 
     Returns:
         The parsed questions (``certification.certificates.apply.question_parse``).
@@ -79,10 +78,11 @@ def questions_parse(
             message names the question's id when it has one.
     """
     if not questions:
-        raise InvalidInput("at least one question is required", field=where)
+        raise InvalidInput("at least one question is required", field="questions")
     if len(questions) > MAX_QUESTIONS:
         raise InvalidInput(
-            f"at most {MAX_QUESTIONS} questions per request, got {len(questions)}", field=where
+            f"at most {MAX_QUESTIONS} questions per request, got {len(questions)}",
+            field="questions",
         )
     parsed: list[dict[str, Any]] = []
     seen: dict[Any, int] = {}
@@ -90,7 +90,7 @@ def questions_parse(
         try:
             question = question_parse(raw, certificate.contract)
         except InvalidQuestion as refused:
-            field = f"{where}[{index}]" + (f".{refused.field}" if refused.field else "")
+            field = f"questions[{index}]" + (f".{refused.field}" if refused.field else "")
             named = raw.get("id") if isinstance(raw, dict) else None
             about = f"question {named!r}: " if isinstance(named, str | int) else ""
             raise InvalidInput(about + refused.reason, field=field) from None
@@ -98,7 +98,7 @@ def questions_parse(
         if key in seen:
             raise InvalidInput(
                 f"question id {question['id']!r} is also question {seen[key]}",
-                field=f"{where}[{index}].id",
+                field=f"questions[{index}].id",
             )
         seen[key] = index
         parsed.append(question)
