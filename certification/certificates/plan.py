@@ -18,6 +18,7 @@ from certification.certificates.jsonnum import num
 from certification.certificates.thresholds import selective_section
 from certification.certificates.units import PreparedQuestion, make_units, prepare_question
 from certification.stats.canonical import get_canonicaliser
+from certification.stats.errors import StatsError
 from certification.stats.planning import (
     MAX_ADDITIONAL,
     ConformalPlan,
@@ -35,9 +36,19 @@ NOT_A_CERTIFICATE = (
 )
 
 
+#: Why a bounded loss gets no selective-risk plan.
+BOUNDED_NOT_PLANNED = (
+    "the planner covers 0/1 losses, whose certificate is the exact binomial test; this spec's "
+    "loss is bounded in [0, 1] and certified with the Hoeffding-Bentkus p-value, which it does "
+    "not plan"
+)
+
+
 def _selective(
     prepared: Sequence[PreparedQuestion], terms: Contract, n_more: int | None
 ) -> dict[str, Any]:
+    if terms.bounded:
+        raise StatsError(BOUNDED_NOT_PLANNED)
     section, _ = selective_section(make_units(prepared, terms), terms)
     rows = section["rows"]
     plan: SelectivePlan = selective_plan(

@@ -189,3 +189,18 @@ def test_a_statistics_error_on_the_inputs_is_a_409_not_a_500(spec, api, monkeypa
     assert response.status_code == 409
     assert response.json()["code"] == "plan_unavailable"
     assert "scores must not contain NaN" in response.json()["detail"]
+
+
+def test_a_bounded_loss_spec_says_it_is_not_planned(project, api):
+    # a bounded loss is certified with the Hoeffding-Bentkus p-value, which the planner (exact
+    # binomial) does not cover: a 409 saying so, and the page says the same
+    bounded = make_spec(
+        project,
+        name="bounded",
+        loss={"kind": "bounded", "source": "unsupported_claim_share"},
+        thresholds=[0.5],
+    )
+    response = api("manager").get(f"{BASE}/specs/{bounded.pk}/plan/")
+    assert response.status_code == 409, response.content
+    assert response.json()["code"] == "plan_unavailable"
+    assert "Hoeffding-Bentkus" in response.json()["detail"]

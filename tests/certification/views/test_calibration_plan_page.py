@@ -122,3 +122,15 @@ def test_a_statistics_error_shows_on_the_page(project, login, monkeypatch):
     response = login("manager").get(f"{BASE}/specs/{spec.pk}/")
     assert response.status_code == 200
     assert "the current labels cannot be planned: scores must not contain NaN" in text(response)
+
+
+def test_a_bounded_loss_spec_page_says_it_is_not_planned(project, login):
+    spec = make_spec(
+        project,
+        name="bounded",
+        loss={"kind": "bounded", "source": "unsupported_claim_share"},
+        thresholds=[0.5],
+    )
+    response = login("manager").get(f"{BASE}/specs/{spec.pk}/")
+    assert response.status_code == 200
+    assert "the planner covers 0/1 losses" in text(response)
