@@ -85,6 +85,16 @@ class ReleaseFileNotFound(NotFound):
     code = "release_file_not_found"
 
 
+class RunNotApplicable(InvalidTransition):
+    """A calibration run's certificate cannot be applied (``reason`` says why).
+
+    The run is not done, was computed by another statistics version, or certifies no
+    operating point.
+    """
+
+    code = "run_not_applicable"
+
+
 class RCCSNotAvailable(NotFound):
     """The project holds no candidate answer with both a retrieval score and a confidence."""
 

@@ -39,6 +39,16 @@ urlpatterns = [
         views.calibration_run_detail,
         name="calibration-run-detail",
     ),
+    path(
+        "p/<slug:slug>/certification/runs/<int:run_id>/test-decisions.csv",
+        views.calibration_run_decisions_csv,
+        name="calibration-run-decisions-csv",
+    ),
+    path(
+        "p/<slug:slug>/certification/runs/<int:run_id>/test-decisions.json",
+        views.calibration_run_decisions_json,
+        name="calibration-run-decisions-json",
+    ),
 ]
 
 # Evaluator audits.

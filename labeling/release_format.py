@@ -20,7 +20,8 @@ read it. A release is a directory (or a zip of it) with these files:
 ``sources.jsonl``
     Every pinned source version of the project's documents, ordered by id and version.
 ``ledger.json`` / ``report.json``
-    The guarantee ledgers of the certified calibration runs; the held-out report, agreement and
+    The guarantee ledgers of the certified calibration runs; the held-out report (from schema
+    1.3 with each test question's decisions under the run's certificate), agreement and
     evaluator audits as they stood when the release was frozen.
 ``provenance.jsonld``
     W3C PROV-O (JSON-LD): the release, its parent, the source versions and the label activities.
@@ -53,7 +54,9 @@ from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 # 1.1: labels.csv escapes cells a spreadsheet would read as a formula (csv_cell).
 # 1.2: the manifest counts labels per label policy version (counts.per_policy_version).
-SCHEMA_VERSION = "1.2"
+# 1.3: each run of the manifest's certifies says whether it certifies (certified, reason), and
+#      report.json holds each run's per-question decisions on its test partition (decisions).
+SCHEMA_VERSION = "1.3"
 SCHEMA_MAJOR = 1
 FORMAT_NAME = "certlabel-release"
 

@@ -101,6 +101,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
         "PATCH": (403, 403, 409, 404, 401),
     },
     "api-calibration-spec-revise": {"POST": (403, 403, 201, 404, 401)},
+    # applying a done run's certificate writes nothing: reviewers, as they read the run; the
+    # world's run has no conformal threshold (no resolved calibration question): 409
+    "api-calibration-run-apply": {"POST": (403, 409, 409, 404, 401)},
     # the label budget plan is read like the spec: reviewers and managers
     "api-calibration-spec-plan": {"GET": (403, 200, 200, 404, 401)},
     "api-calibration-run-list": {
@@ -186,6 +189,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     },
     "calibration-run-start": {"POST": (404, 403, 302, 404, LOGIN)},
     "calibration-run-detail": {"GET": (404, 200, 200, 404, LOGIN)},
+    "calibration-run-decisions-csv": {"GET": (404, 200, 200, 404, LOGIN)},
+    "calibration-run-decisions-json": {"GET": (404, 200, 200, 404, LOGIN)},
     # a recomputation requested from a page: managers only, then back to the page (302)
     "agreement-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
     "calibration-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
@@ -477,6 +482,10 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ),
     ("api-calibration-spec-detail", "PATCH"): lambda w: ({"alpha": "0.2"}, "json"),
     ("api-calibration-spec-revise", "POST"): lambda w: ({"alpha": "0.2"}, "json"),
+    ("api-calibration-run-apply", "POST"): lambda w: (
+        {"questions": [{"id": "q", "candidates": [{"answer": "x"}]}]},
+        "json",
+    ),
     ("calibration-spec-new", "POST"): lambda w: (_spec_form("new"), "form"),
     ("audit-detail", "POST"): lambda w: (
         {"human_positive": "inadmissible", "evaluator_positive": "inadmissible"}

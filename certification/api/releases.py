@@ -123,7 +123,10 @@ class ReleaseSerializer(serializers.Serializer):
     parent = serializers.IntegerField(source="parent_id", allow_null=True)  # type: ignore[assignment]
     parent_version = serializers.CharField(source="parent.version", allow_null=True)
     policy_version = serializers.IntegerField(source="policy.version")
-    certifies = serializers.JSONField(help_text="Each certified spec and run with its hashes.")
+    certifies = serializers.JSONField(
+        help_text="Each named spec and run with its hashes and, from schema 1.3, whether it "
+        "certifies (certified; reason when it certifies nothing)."
+    )
     notes = serializers.CharField()
     created_by = serializers.CharField(source="created_by.username")
     created_at = serializers.DateTimeField()

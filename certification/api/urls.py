@@ -2,7 +2,16 @@
 
 from django.urls import path
 
-from certification.api import agreement, audit, calibration, coverage, derived, rccs, releases
+from certification.api import (
+    agreement,
+    apply,
+    audit,
+    calibration,
+    coverage,
+    derived,
+    rccs,
+    releases,
+)
 
 urlpatterns = [
     path(
@@ -59,6 +68,11 @@ urlpatterns = [
         "projects/<slug:slug>/calibration/runs/<int:run_id>/",
         calibration.CalibrationRunDetailApi.as_view(),
         name="api-calibration-run-detail",
+    ),
+    path(
+        "projects/<slug:slug>/calibration/runs/<int:run_id>/apply/",
+        apply.CalibrationRunApplyApi.as_view(),
+        name="api-calibration-run-apply",
     ),
 ]
 

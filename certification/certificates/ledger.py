@@ -8,7 +8,9 @@ any change to it is a change of the result (bump ``STATS_VERSION``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -442,3 +444,24 @@ def ledger(
         {"field": key, "title": title, "value": FIELD_FUNCTIONS[key](facts)}
         for key, title in LEDGER_FIELDS
     ]
+
+
+def ledger_sha256(entries: Sequence[Mapping[str, str]]) -> str:
+    """Return the ledger reference: the sha256 of the canonical JSON of a stored ledger.
+
+    Every decision made under a certificate carries it, so a decision can be matched with the
+    exact twelve sentences that state what its guarantee covers (the run page, the API's run
+    report and a release's ``ledger.json`` hold the same list).
+
+    Args:
+        entries: the run's ledger, as stored (``result["ledger"]``).
+
+    Returns:
+        64 lowercase hex digits.
+    """
+    # canonical JSON as the spec hash writes it (sorted keys, no whitespace, UTF-8 kept); this
+    # package imports nothing of the web side, so the encoder is spelt out here
+    text = json.dumps(
+        list(entries), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -25,7 +25,13 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from certification.certificates.contract import POLICY_FIELDS, Contract
-from certification.stats.conformal import TieRule, frequency_profile, rank_score, sequential_stop
+from certification.stats.conformal import (
+    FrequencyProfile,
+    TieRule,
+    frequency_profile,
+    rank_score,
+    sequential_stop,
+)
 from certification.stats.errors import StatsError
 
 # Copies of labeling.vocabulary's names: this package loads no part of labeling (the
@@ -215,6 +221,55 @@ def _admissible_classes(
     return {form for form, ok in admissible.items() if ok}
 
 
+@dataclass(frozen=True)
+class RankedAnswers:
+    """One question's answered samples, cut by the stopping rule and ranked by frequency.
+
+    Attributes:
+        samples_available: samples with an answer (before the stopping rule).
+        kept: the answered candidates the stopping rule keeps, in sample order.
+        forms: their canonical forms, aligned with ``kept``.
+        profile: the canonical classes ranked by frequency under the declared tie rule.
+    """
+
+    samples_available: int
+    kept: tuple[Mapping[str, Any], ...]
+    forms: tuple[str, ...]
+    profile: FrequencyProfile
+
+
+def rank_answers(
+    candidates: Sequence[Mapping[str, Any]], contract: Contract, canon: Callable[[str], str]
+) -> RankedAnswers:
+    """Canonicalise, stop and rank one question's answers (labels are not read).
+
+    Args:
+        candidates: the question's candidates in sample order (``answer``: text or None).
+        contract: the typed contract (stopping rule, tie rule).
+        canon: the canonicaliser, answer text -> canonical form.
+
+    Returns:
+        The :class:`RankedAnswers`.
+
+    Raises:
+        StatsError: from the stopping rule or the frequency profile on malformed answers.
+    """
+    answered = [c for c in candidates if c["answer"] is not None]
+    answers = [c["answer"] for c in answered]
+    used = len(answers)
+    if contract.stopping_delta is not None and answers:
+        used = sequential_stop(
+            answers, delta=float(contract.stopping_delta), canonicaliser=canon
+        ).samples_used
+    forms = tuple(canon(answer) for answer in answers[:used])
+    # the spec's tie rule is validated when the spec is written (``spec_clean``)
+    tie_rule = cast(TieRule, contract.tie_rule)
+    profile = frequency_profile(forms, canonicaliser="exact", tie_rule=tie_rule)
+    return RankedAnswers(
+        samples_available=len(answers), kept=tuple(answered[:used]), forms=forms, profile=profile
+    )
+
+
 def prepare_question(
     question: Mapping[str, Any], contract: Contract, canon: Callable[[str], str]
 ) -> PreparedQuestion:
@@ -232,20 +287,11 @@ def prepare_question(
         StatsError: from the stopping rule or the frequency profile on malformed answers.
     """
     prepared = PreparedQuestion(question=question)
-    answered = [c for c in question["candidates"] if c["answer"] is not None]
-    prepared.no_answer_samples = len(question["candidates"]) - len(answered)
-    answers = [c["answer"] for c in answered]
-    used = len(answers)
-    if contract.stopping_delta is not None and answers:
-        used = sequential_stop(
-            answers, delta=float(contract.stopping_delta), canonicaliser=canon
-        ).samples_used
-    prepared.samples_available, prepared.samples_used = len(answers), used
-    kept = answered[:used]
-    forms = [canon(answer) for answer in answers[:used]]
-    # the spec's tie rule is validated when the spec is written (``spec_clean``)
-    tie_rule = cast(TieRule, contract.tie_rule)
-    profile = frequency_profile(forms, canonicaliser="exact", tie_rule=tie_rule)
+    ranked = rank_answers(question["candidates"], contract, canon)
+    kept, forms, profile = ranked.kept, ranked.forms, ranked.profile
+    prepared.no_answer_samples = len(question["candidates"]) - ranked.samples_available
+    prepared.samples_available = ranked.samples_available
+    prepared.samples_used = len(kept)
     prepared.classes = profile.classes
     if profile.mode is not None:
         prepared.mode_candidate = next(

@@ -43,6 +43,11 @@ from certification.selectors.calibration import (
     calibration_spec_list,
     parse_evaluator_field,
 )
+from certification.selectors.decisions import (
+    DECISION_COLUMNS,
+    calibration_run_test_decisions,
+    decision_rows,
+)
 from certification.selectors.derived import Freshness, derived_freshness
 from certification.selectors.planning import calibration_spec_plan
 from certification.selectors.rccs import RCCS_PARTITIONS, rccs_report_get
@@ -72,6 +77,9 @@ from certification.selectors.releases import (
 )
 
 __all__ = [
+    "DECISION_COLUMNS",
+    "calibration_run_test_decisions",
+    "decision_rows",
     "RCCS_PARTITIONS",
     "rccs_report_get",
     "Freshness",

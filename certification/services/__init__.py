@@ -27,6 +27,10 @@ from certification.services.calibration import (
     spec_content,
     spec_sha256,
 )
+from certification.services.calibration_apply import (
+    calibration_run_apply,
+    calibration_run_certificate,
+)
 from certification.services.derived import (
     derived_recompute,
     derived_recompute_request,
@@ -51,6 +55,8 @@ __all__ = [
     "STATS_VERSION",
     "agreement_recompute",
     "calibration_result_compute",
+    "calibration_run_apply",
+    "calibration_run_certificate",
     "calibration_run_execute",
     "calibration_run_fail",
     "calibration_run_rebuild",

@@ -35,8 +35,14 @@ from certification.views.releases import (
     release_rebuild_view,
     release_tag_move_view,
 )
+from certification.views.run_decisions import (
+    calibration_run_decisions_csv,
+    calibration_run_decisions_json,
+)
 
 __all__ = [
+    "calibration_run_decisions_csv",
+    "calibration_run_decisions_json",
     "rccs_report_view",
     "coverage_calculator_view",
     "derived_recompute_view",

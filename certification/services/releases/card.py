@@ -22,6 +22,13 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def verdict_text(entry: dict[str, Any]) -> str:
+    """Whether a named run certifies, for the card (empty for releases before schema 1.3)."""
+    if "certified" not in entry:
+        return ""
+    return ": certifies" if entry["certified"] else f": certifies nothing ({entry['reason']})"
+
+
 def dataset_card(release: Release, counts: dict[str, Any]) -> str:
     """Return the dataset card of ``release`` (Markdown with a YAML front matter)."""
     overall = counts["overall"]
@@ -75,7 +82,9 @@ def dataset_card(release: Release, counts: dict[str, Any]) -> str:
             spec, run = entry["spec"], entry["run"]
             lines.append(
                 f"- {spec['name']} v{spec['version']} (spec sha256 `{spec['content_sha256']}`): "
-                f"run input sha256 `{run['input_sha256']}`, outcome {run['outcome'] or 'n/a'}."
+                f"run input sha256 `{run['input_sha256']}`, outcome {run['outcome'] or 'n/a'}"
+                + verdict_text(entry)
+                + "."
             )
     else:
         lines.append("None: this release certifies no calibration run.")

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Max, Model
 from django.utils import timezone
 
+from certification.certificates.apply import certificate_status
 from certification.locks import release_freeze_lock
 from certification.models import (
     RELEASE_VERSION_PATTERN,
@@ -29,7 +30,7 @@ from certification.models import (
     RunStatus,
     release_version_key,
 )
-from certification.selectors import release_default_run_ids
+from certification.selectors import calibration_run_test_decisions, release_default_run_ids
 from certification.services.liveness import work_lapsed
 from labeling.exceptions import Conflict, InvalidInput
 from labeling.locks import project_lock
@@ -107,9 +108,16 @@ def _certified_runs(project: Project, run_ids: list[int] | None) -> list[Calibra
 
 
 def certifies_json(run: CalibrationRun) -> dict[str, Any]:
-    """What a release records of a certified run: spec and run identity and hashes."""
+    """What a release records of a run it names: spec and run identity, hashes and verdict.
+
+    ``certified`` says whether the run certifies (each method of its spec found its operating
+    point); when not, ``reason`` says why (e.g. "no certified operating point: ...").
+    """
     spec = run.spec
+    reason = certificate_status(run.result)
     return {
+        "certified": reason is None,
+        "reason": reason,
         "spec": {
             "id": spec.pk,
             "name": spec.name,
@@ -126,7 +134,39 @@ def certifies_json(run: CalibrationRun) -> dict[str, Any]:
     }
 
 
-def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, Any]:
+def _test_decisions(run: CalibrationRun) -> dict[str, Any]:
+    """The run's certificate applied to its test questions, as a release keeps it.
+
+    The certificate reference is given once (``certificate``) instead of in every record.
+    """
+    records = calibration_run_test_decisions(run=run)
+    reference = records[0]["certificate"] if records else None
+    return {
+        "certificate": reference,
+        "records": [{k: v for k, v in r.items() if k != "certificate"} for r in records],
+    }
+
+
+def _decisions_before_freeze(
+    project: Project, run_ids: list[int] | None
+) -> dict[int, dict[str, Any]]:
+    """The test decisions of the runs a freeze will name, by run id, computed before its locks.
+
+    A done run never changes, so its decisions (a pure function of its stored inputs, about a
+    second per 25,000 questions) are computed here, while label writers still run; ids that
+    turn out invalid are refused inside the freeze, and a default run that changed in between
+    is computed there.
+    """
+    ids = release_default_run_ids(project=project) if run_ids is None else run_ids
+    runs = CalibrationRun.objects.filter(
+        project=project, pk__in=[i for i in ids if isinstance(i, int)], status=RunStatus.DONE
+    ).select_related("spec", "input")
+    return {run.pk: _test_decisions(run) for run in runs}
+
+
+def _report_snapshot(
+    project: Project, runs: list[CalibrationRun], decisions: dict[int, dict[str, Any]]
+) -> dict[str, Any]:
     """Return the figures report.json shows, as they stand now.
 
     Stored computations are recomputed later, so the release keeps its own copy. Rater ids are
@@ -145,6 +185,7 @@ def _report_snapshot(project: Project, runs: list[CalibrationRun]) -> dict[str, 
                 "heldout": run.result.get("heldout"),
                 "ledger": run.result.get("ledger"),
                 "outcome": run.result.get("outcome"),
+                "decisions": decisions[run.pk] if run.pk in decisions else _test_decisions(run),
             }
             for run in runs
         ],
@@ -256,6 +297,7 @@ def release_freeze(
         raise InvalidInput(
             f"notes must be text of at most {MAX_NOTES} characters", field="notes", prefix=False
         )
+    decisions = _decisions_before_freeze(project, run_ids)
     with transaction.atomic():
         # First the project's label-write lock, exclusive: it waits for the project's label
         # transactions in flight and holds its new ones until we commit; nothing of another
@@ -289,7 +331,7 @@ def release_freeze(
             policy=policy,
             certifies=[certifies_json(run) for run in runs],
             cutoff=cutoff,
-            report=_report_snapshot(project, runs),
+            report=_report_snapshot(project, runs, decisions),
             notes=notes,
             created_by=actor,
         )

@@ -1,0 +1,146 @@
+"""Applying a done calibration run's frozen certificate to new questions (read-only).
+
+The policy and its checks are pure (:mod:`certification.certificates.apply`); this module reads
+the run, refuses one whose certificate cannot be applied, and names a refused question by its
+position in the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from certification.certificates import STATS_VERSION
+from certification.certificates.apply import (
+    FrozenCertificate,
+    InvalidQuestion,
+    certificate_apply,
+    certificate_freeze,
+    question_parse,
+)
+from certification.contract import spec_content
+from certification.exceptions import RunNotApplicable
+from certification.models import CalibrationRun, RunStatus
+from labeling.exceptions import InvalidInput
+from labeling.permissions import REVIEWERS, require_role
+
+#: The most questions one request (or one command line batch) may carry.
+MAX_QUESTIONS = 1_000
+
+
+def calibration_run_certificate(*, run: CalibrationRun) -> FrozenCertificate:
+    """Return the run's frozen certificate, refusing a run it cannot come from.
+
+    Raises:
+        RunNotApplicable: the run is not done; it was computed by another version of the
+            statistics than this server's (its result may differ: a new run recomputes it); or
+            it certifies no operating point (the reason names the method and why).
+    """
+    if run.status != RunStatus.DONE:
+        raise RunNotApplicable(
+            f"calibration run {run.pk} is {run.status}, not done: only a done run's "
+            "certificate can be applied"
+        )
+    if run.stats_version != STATS_VERSION:
+        raise RunNotApplicable(
+            f"calibration run {run.pk} was computed by statistics version {run.stats_version} "
+            f"and this server computes version {STATS_VERSION}: start a run of the spec to "
+            "recompute it, then apply that run"
+        )
+    certificate = certificate_freeze(
+        run_id=run.pk,
+        spec_sha256=run.spec_sha256,
+        input_sha256=run.input_sha256,
+        contract=spec_content(run.spec),
+        result=run.result,
+    )
+    if certificate.refusal is not None:
+        raise RunNotApplicable(
+            f"calibration run {run.pk} certifies nothing to apply: {certificate.refusal}"
+        )
+    return certificate
+
+
+def questions_parse(
+    certificate: FrozenCertificate, questions: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """Validate every question (at most :data:`MAX_QUESTIONS`, ids distinct).
+
+    Args:
+        certificate: the run's certificate (its contract says which fields are required).
+        questions: the questions as decoded JSON (the request's ``questions``).
+
+    Returns:
+        The parsed questions (``certification.certificates.apply.question_parse``).
+
+    Raises:
+        InvalidInput: the first invalid question; ``field`` names it and the field, and the
+            message names the question's id when it has one.
+    """
+    if not questions:
+        raise InvalidInput("at least one question is required", field="questions")
+    if len(questions) > MAX_QUESTIONS:
+        raise InvalidInput(
+            f"at most {MAX_QUESTIONS} questions per request, got {len(questions)}",
+            field="questions",
+        )
+    parsed: list[dict[str, Any]] = []
+    seen: dict[Any, int] = {}
+    for index, raw in enumerate(questions):
+        try:
+            question = question_parse(raw, certificate.contract)
+        except InvalidQuestion as refused:
+            field = f"questions[{index}]" + (f".{refused.field}" if refused.field else "")
+            named = raw.get("id") if isinstance(raw, dict) else None
+            about = f"question {named!r}: " if isinstance(named, str | int) else ""
+            raise InvalidInput(about + refused.reason, field=field) from None
+        key = (type(question["id"]).__name__, question["id"])
+        if key in seen:
+            raise InvalidInput(
+                f"question id {question['id']!r} is also question {seen[key]}",
+                field=f"questions[{index}].id",
+            )
+        seen[key] = index
+        parsed.append(question)
+    return parsed
+
+
+def calibration_run_apply(
+    *, run: CalibrationRun, actor: Any, questions: Sequence[Any]
+) -> dict[str, Any]:
+    """Apply the run's certificate to ``questions``; return the certificate and the decisions.
+
+    Writes nothing. Adjudicators and managers may apply (as they read the run).
+
+    Args:
+        run: the calibration run.
+        actor: the requesting user (None: the command line).
+        questions: the questions as decoded JSON (``question_parse``'s shape).
+
+    Returns:
+        ``{"certificate": {run, spec_sha256, input_sha256, ledger_sha256, threshold, m_star},
+        "decisions": [...]}`` (``certificate_apply``'s records, in request order).
+
+    Raises:
+        NotFound / PermissionDenied: ``actor`` is not an adjudicator or manager of the project.
+        RunNotApplicable: see :func:`calibration_run_certificate`.
+        InvalidInput: an invalid question (see :func:`questions_parse`).
+    """
+    require_role(project=run.project, actor=actor, roles=REVIEWERS, action="apply a certificate")
+    certificate = calibration_run_certificate(run=run)
+    parsed = questions_parse(certificate, questions)
+    return {
+        "certificate": certificate_json(certificate),
+        "decisions": certificate_apply(certificate, parsed),
+    }
+
+
+def certificate_json(certificate: FrozenCertificate) -> dict[str, Any]:
+    """The certificate a response is made under: its reference, t and M* (``"inf"``)."""
+    m_star = certificate.m_star
+    return {
+        **certificate.reference.as_json(),
+        "method": certificate.contract.method,
+        "threshold": certificate.threshold,
+        "m_star": None if m_star is None else ("inf" if m_star == float("inf") else int(m_star)),
+    }
