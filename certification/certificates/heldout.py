@@ -79,7 +79,9 @@ def _set_outcome(
         return None, None
     n_classes = len(unit.prepared.classes)
     set_size = n_classes if math.isinf(m_star) else min(int(m_star), n_classes)
-    return set_size, unit.prepared.score <= m_star
+    # M* = inf returns every class sampled and counts as covering (the whole answer space),
+    # but a question with no sampled answer gets an empty set, which covers nothing.
+    return set_size, set_size > 0 and unit.prepared.score <= m_star
 
 
 def heldout_units(

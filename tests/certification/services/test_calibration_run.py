@@ -183,6 +183,29 @@ def test_the_conformal_reference_through_a_run(project, alpha, m_star):
     assert conformal["counts"]["unsolvable"] == 1
 
 
+def test_an_infinite_m_star_on_a_test_question_without_an_answer_is_an_empty_set(project):
+    # given M* = inf (alpha 0.05 on the reference questions) and test questions: one answered
+    # admissibly, one whose only sample has no answer at all (no class: nothing to return)
+    test = [rec("t0", [cand("a", answer="A")]), rec("t1", [cand("a", answer=None)])]
+    calibration_project(project, {"calibration": conformal_questions(), "test": test})
+    spec = make_spec(
+        project,
+        method="conformal_set",
+        selector="mode",
+        alpha="0.05",
+        thresholds=[],
+        score_field="",
+    )
+    run = run_of(spec)
+    # then the run is done (not failed on "an empty set cannot cover"), and the empty set of
+    # the answerless question does not cover
+    assert run.status == "done", run.error
+    report = run.result["heldout"]["report"]
+    coverage = next(m for m in report["metrics"] if m["name"] == "set_coverage")
+    assert (coverage["numerator"], coverage["denominator"]) == (1, 2)
+    assert report["set_sizes"]["counts"] == [[0, 1], [1, 1]]
+
+
 def test_sequential_stopping_is_applied_alike_and_reports_samples_saved(project):
     # given questions with 10 unanimous samples: at delta 0.05 sampling stops at k = 8
     def unanimous(prefix, n):
