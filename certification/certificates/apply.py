@@ -436,5 +436,8 @@ def heldout_decisions(
                     decision["bounded_loss"] = None if reason is not None else unit.bounded_loss
         if record.get("prediction_set") is not None and certificate.m_star is not None:
             record["prediction_set"]["excluded"] = reasons[0]
-            record["prediction_set"]["set_covers"] = labelled.score <= certificate.m_star
+            # as the held-out report: an empty set (no sampled answer) covers nothing
+            record["prediction_set"]["set_covers"] = (
+                bool(labelled.classes) and labelled.score <= certificate.m_star
+            )
     return records
