@@ -1,0 +1,228 @@
+"""Gold items of a project, their reference labels and the annotators' labels of them.
+
+Manager-only data: the reference is a secret of managers, and which items are gold is too.
+Nothing here may reach an annotator's page or API response.
+
+Labels are given as vote values (:func:`labeling.selectors.votes.vote_value`: the label, or
+``label:reason`` when it carries a reason), so a gold label equals the reference exactly when
+the two values are equal, as comparison treats votes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Prefetch, QuerySet
+
+from labeling.models import (
+    Annotation,
+    AssignmentStatus,
+    ClaimLabel,
+    GoldClaimLabel,
+    GoldReference,
+    Item,
+    ItemStatus,
+    Project,
+)
+from labeling.selectors.votes import vote_value
+
+
+@dataclass(frozen=True)
+class Span:
+    """An evidence span: ``(source_version_id, start, end)``, code points, end-exclusive."""
+
+    source_version_id: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class GoldLabels:
+    """One set of labels of a gold item at both label levels.
+
+    Attributes:
+        answer: the answer label as a vote value.
+        claims: ``{claim id: claim label as a vote value}``, every labelled claim.
+        evidence: ``{claim id: spans}``, sorted, for the claims whose label cites evidence.
+    """
+
+    answer: str
+    claims: Mapping[int, str]
+    evidence: Mapping[int, tuple[Span, ...]]
+
+
+@dataclass(frozen=True)
+class GoldAnnotation:
+    """One annotator's submitted labels of a gold item (the current revision)."""
+
+    annotator_id: int
+    assignment_id: int
+    submitted_at: datetime
+    policy_version: int
+    labels: GoldLabels
+
+
+@dataclass(frozen=True)
+class GoldItemData:
+    """A gold item with its current reference and every submitted gold annotation of it.
+
+    Attributes:
+        item_id: the item.
+        claim_ids: the item's claims, ascending.
+        reference_number: the current reference revision's number (1, 2, ...).
+        reference_policy_version: the policy version the reference was checked against.
+        reference: the reference labels.
+        annotations: submitted gold annotations, by (submitted_at, assignment id).
+    """
+
+    item_id: int
+    claim_ids: tuple[int, ...]
+    reference_number: int
+    reference_policy_version: int
+    reference: GoldLabels
+    annotations: tuple[GoldAnnotation, ...]
+
+
+def gold_item_list(*, project: Project) -> QuerySet[Item]:
+    """Return the gold items of ``project`` by id, with candidate and question loaded."""
+    return (
+        Item.objects.filter(project=project, status=ItemStatus.GOLD)
+        .select_related("candidate__question")
+        .order_by("pk")
+    )
+
+
+def gold_reference_current(*, item: Item) -> GoldReference | None:
+    """Return the current (highest-numbered) reference of ``item`` with its labels, or None."""
+    return (
+        GoldReference.objects.filter(item=item)
+        .select_related("policy", "created_by")
+        .prefetch_related(
+            Prefetch(
+                "claim_labels",
+                queryset=GoldClaimLabel.objects.prefetch_related("evidence").order_by("claim_id"),
+            )
+        )
+        .order_by("-number")
+        .first()
+    )
+
+
+def _claim_evidence(rows: list[tuple[int, int, int, int]]) -> dict[int, tuple[Span, ...]]:
+    by_claim: dict[int, list[Span]] = defaultdict(list)
+    for claim_id, version_id, start, end in rows:
+        by_claim[claim_id].append(Span(version_id, start, end))
+    return {
+        c: tuple(sorted(s, key=lambda x: (x.source_version_id, x.start, x.end)))
+        for c, s in by_claim.items()
+    }
+
+
+def project_gold(*, project: Project) -> tuple[GoldItemData, ...]:
+    """Return every gold item of ``project`` with its reference and its annotators' labels.
+
+    Reads only, in a fixed number of queries (six) whatever the project's size. A gold item
+    without a reference yet is left out. An annotation counts when its assignment is gold work
+    and submitted; its labels are those of its current revision (earlier revisions are history).
+    Users are given by id; whoever shows them decides who may see them (managers only).
+
+    Returns:
+        The gold items ordered by id, as plain frozen data.
+    """
+    items = list(gold_item_list(project=project).values_list("pk", flat=True))
+    claims: dict[int, list[int]] = defaultdict(list)
+    for item_id, claim_id in (
+        Item.objects.filter(pk__in=items)
+        .values_list("pk", "candidate__claims__id")
+        .order_by("pk", "candidate__claims__id")
+    ):
+        if claim_id is not None:
+            claims[item_id].append(claim_id)
+    references: dict[int, GoldReference] = {}
+    for row in (
+        GoldReference.objects.filter(item_id__in=items)
+        .select_related("policy")
+        .order_by("item_id", "number")
+    ):
+        references[row.item_id] = row  # the highest number wins
+    ref_ids = [r.pk for r in references.values()]
+    ref_claims: dict[int, dict[int, str]] = defaultdict(dict)
+    for ref_id, claim_id, label, reason in GoldClaimLabel.objects.filter(
+        reference_id__in=ref_ids
+    ).values_list("reference_id", "claim_id", "label", "reason"):
+        ref_claims[ref_id][claim_id] = vote_value(label, reason)
+    ref_evidence: dict[int, list[tuple[int, int, int, int]]] = defaultdict(list)
+    for ref_id, claim_id, version_id, start, end in GoldClaimLabel.objects.filter(
+        reference_id__in=ref_ids, evidence__isnull=False
+    ).values_list(
+        "reference_id",
+        "claim_id",
+        "evidence__source_version_id",
+        "evidence__start",
+        "evidence__end",
+    ):
+        ref_evidence[ref_id].append((claim_id, version_id, start, end))
+
+    annotations = list(
+        Annotation.objects.filter(
+            item_id__in=items,
+            assignment__gold=True,
+            assignment__status=AssignmentStatus.SUBMITTED,
+            current__isnull=False,
+        )
+        .select_related("assignment", "current__policy")
+        .prefetch_related(
+            Prefetch(
+                "current__claim_labels", queryset=ClaimLabel.objects.prefetch_related("evidence")
+            )
+        )
+        .order_by("item_id", "assignment__submitted_at", "assignment_id")
+    )
+    by_item: dict[int, list[GoldAnnotation]] = defaultdict(list)
+    for annotation in annotations:
+        revision = annotation.current
+        if revision is None or annotation.assignment.submitted_at is None:  # excluded above
+            continue
+        claim_labels = list(revision.claim_labels.all())
+        by_item[annotation.item_id].append(
+            GoldAnnotation(
+                annotator_id=annotation.annotator_id,
+                assignment_id=annotation.assignment_id,
+                submitted_at=annotation.assignment.submitted_at,
+                policy_version=revision.policy.version,
+                labels=GoldLabels(
+                    answer=vote_value(revision.answer_label, revision.answer_reason),
+                    claims={c.claim_id: vote_value(c.label, c.reason) for c in claim_labels},
+                    evidence=_claim_evidence(
+                        [
+                            (c.claim_id, e.source_version_id, e.start, e.end)
+                            for c in claim_labels
+                            for e in c.evidence.all()
+                        ]
+                    ),
+                ),
+            )
+        )
+    result = []
+    for item_id in items:
+        ref = references.get(item_id)
+        if ref is None:
+            continue
+        result.append(
+            GoldItemData(
+                item_id=item_id,
+                claim_ids=tuple(claims[item_id]),
+                reference_number=ref.number,
+                reference_policy_version=ref.policy.version,
+                reference=GoldLabels(
+                    answer=vote_value(ref.answer_label, ref.answer_reason),
+                    claims=dict(ref_claims[ref.pk]),
+                    evidence=_claim_evidence(ref_evidence[ref.pk]),
+                ),
+                annotations=tuple(by_item[item_id]),
+            )
+        )
+    return tuple(result)
