@@ -719,8 +719,8 @@ def _first_submit(
         "annotation.submitted",
         extra={"item": item.pk, "annotation": annotation.pk, "assignment": assignment.pk},
     )
-    # A new vote: the agreement statistics are stale from this commit on.
-    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT])
+    # A new vote: the agreement and reliability figures are stale from this commit on.
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT, DerivedKind.RELIABILITY])
     submitted = Annotation.objects.filter(
         item=item, assignment__status=AssignmentStatus.SUBMITTED
     ).count()
@@ -775,7 +775,7 @@ def _revise(
         current=revision, revision_count=F("revision_count") + 1
     )
     annotation.refresh_from_db()
-    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT])
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT, DerivedKind.RELIABILITY])
     logger.info(
         "annotation.revised",
         extra={"item": item.pk, "annotation": annotation.pk, "revision": revision.number},

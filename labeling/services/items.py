@@ -172,7 +172,10 @@ def items_return_to_queue(
             ["queue_position"],
             batch_size=500,
         )
-        derived_mark(project_id=project.pk, kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT])
+        derived_mark(
+            project_id=project.pk,
+            kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT, DerivedKind.RELIABILITY],
+        )
         logger.info(
             "items.returned_to_queue",
             extra={"project": project.slug, "items": len(returned), "extra_votes": extra_votes},
