@@ -3,7 +3,8 @@
 ``agreement`` holds a project's inter-annotator agreement report; ``calibration`` the calibration
 specs (the frozen evaluation contract) and their runs; ``audit`` evaluator audits and their
 samples; ``reliability`` the per-person reliability report; ``releases`` the frozen certified
-label sets, their builds and tags. Invariants live in the database as constraints (and a trigger that refuses any update of a release).
+label sets, their builds and tags. Invariants live in the database as constraints (and a trigger
+that refuses any update of a release).
 """
 
 from certification.models.agreement import (

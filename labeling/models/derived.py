@@ -4,8 +4,8 @@ Every write that changes an input of a result computed in the background (the ag
 statistics, the calibration runs, the evaluator audits, the per-person reliability) inserts one
 :class:`DerivedChange` row per affected kind, in its own transaction. A row is never updated;
 the recomputation that covered it deletes it. So a result is current exactly when no row of its
-(project, kind) is left, and nothing depends on a message reaching the broker. Inserts take no lock on a shared
-row: many label writers never wait for each other here.
+(project, kind) is left, and nothing depends on a message reaching the broker. Inserts take no
+lock on a shared row: many label writers never wait for each other here.
 """
 
 from __future__ import annotations
