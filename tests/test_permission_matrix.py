@@ -90,6 +90,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-agreement-recompute": {"POST": (403, 403, 202, 404, 401)},
     "api-calibration-recompute": {"POST": (403, 403, 202, 404, 401)},
     "api-audit-recompute": {"POST": (403, 403, 202, 404, 401)},
+    # per-person reliability names and judges people: managers only
+    "api-reliability": {"GET": (403, 403, 200, 404, 401)},
+    "api-reliability-recompute": {"POST": (403, 403, 202, 404, 401)},
     # --- REST API: calibration; the world's spec is used by a run: PATCH is 409 ---------------
     "api-calibration-spec-list": {
         "GET": (403, 200, 200, 404, 401),
@@ -187,6 +190,10 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "agreement-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
     "calibration-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
     "audit-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
+    "reliability-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
+    # per-person reliability: managers only (adjudicators 403; annotators 404, as every
+    # certification page)
+    "reliability": {"GET": (404, 403, 200, 404, LOGIN)},
     # evaluator audits: evaluator labels never reach annotators (404 on pages)
     "audit-list": {"GET": (404, 200, 200, 404, LOGIN)},
     "audit-detail": {

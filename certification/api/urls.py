@@ -2,13 +2,23 @@
 
 from django.urls import path
 
-from certification.api import agreement, audit, calibration, derived, releases
+from certification.api import agreement, audit, calibration, derived, releases, reliability
 
 urlpatterns = [
     path(
         "projects/<slug:slug>/agreement/",
         agreement.AgreementReportApi.as_view(),
         name="api-agreement",
+    ),
+    path(
+        "projects/<slug:slug>/reliability/",
+        reliability.ReliabilityReportApi.as_view(),
+        name="api-reliability",
+    ),
+    path(
+        "projects/<slug:slug>/reliability/recompute/",
+        derived.ReliabilityRecomputeApi.as_view(),
+        name="api-reliability-recompute",
     ),
     path(
         "projects/<slug:slug>/derived/",

@@ -6,7 +6,8 @@ are for managers),
 calls one selector or service and renders or redirects. Every page needs a login.
 
 Modules: ``calibration`` (specs, their editor, runs with plots), ``audit`` (evaluator audits,
-disagreement CSV, audit samples), ``releases`` (freeze, builds, files, tags, rebuilds);
+disagreement CSV, audit samples), ``reliability`` (per-person reliability, managers),
+``releases`` (freeze, builds, files, tags, rebuilds);
 ``common`` holds the role check. Release file downloads are streamed by
 ``certification.downloads``, which the API uses too.
 """
@@ -33,8 +34,10 @@ from certification.views.releases import (
     release_rebuild_view,
     release_tag_move_view,
 )
+from certification.views.reliability import reliability_page
 
 __all__ = [
+    "reliability_page",
     "derived_recompute_view",
     "audit_detail",
     "audit_disagreements_csv",
