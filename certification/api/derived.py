@@ -3,8 +3,9 @@
 ``GET .../derived/`` says, per kind (agreement, calibration, audit, reliability), what the stored
 result rests on (the covered generation, when it was computed) and how many newer changes wait.
 ``POST .../agreement/recompute/``, ``.../calibration/recompute/``, ``.../audits/recompute/`` and
-``.../reliability/recompute/`` ask for a recomputation (managers; 202 with the kind's freshness). The request is recorded in the
-database and coalesced with every other change, so it holds across a broker outage.
+``.../reliability/recompute/`` ask for a recomputation (managers; 202 with the kind's
+freshness). The request is recorded in the database and coalesced with every other change, so
+it holds across a broker outage.
 """
 
 from __future__ import annotations

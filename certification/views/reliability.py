@@ -39,7 +39,7 @@ def _model_rows(model: dict[str, Any] | None, names: dict[str, str]) -> list[dic
 @login_required
 @require_http_methods(["GET"])
 def reliability_page(request: HttpRequest, slug: str) -> HttpResponse:
-    """Show each annotator's reliability figures, flags, alpha without the flagged, and the model."""
+    """Show each annotator's figures and flags, alpha without the flagged, and the model."""
     project, role = certification_project(request, slug, manager_only=True)
     view = reliability_report_get(project=project)
     result = dict(view.result) if view else {}

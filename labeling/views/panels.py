@@ -117,7 +117,7 @@ _ADJUDICATION_PANELS: dict[str, AdjudicationPanel] = {}
 def adjudication_panel_register(
     *, name: str, template: str, context: Callable[..., Mapping[str, Any]]
 ) -> None:
-    """Register (or replace, by ``name``) an adjudication panel; call it from ``AppConfig.ready``."""
+    """Register (or replace, by ``name``) an adjudication panel (from ``AppConfig.ready``)."""
     _ADJUDICATION_PANELS[name] = AdjudicationPanel(name=name, template=template, context=context)
 
 
