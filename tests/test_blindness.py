@@ -33,7 +33,12 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from certification.models import AuditReport, AuditSampleMember
-from certification.services import agreement_recompute, audit_report_recompute, audit_sample_draw
+from certification.services import (
+    agreement_recompute,
+    audit_report_recompute,
+    audit_sample_draw,
+    reliability_recompute,
+)
 from labeling.models import ApiToken, Assignment, Invitation, Item, Membership
 from labeling.services import ClaimInput, adjudication_resolve
 from labeling.services.tokens import api_token_create
@@ -69,6 +74,11 @@ FORBIDDEN_KEYS = frozenset(
         "stratum",
         "disagreements",
         "evaluator_label",
+        # the per-person reliability report and its model estimate (managers; adjudicators see
+        # an item's posterior on the adjudication page only, after the votes)
+        "people",
+        "dawid_skene",
+        "posteriors",
     }
 )
 # Labels of the world that only other people used (the annotator always says admissible /
@@ -79,6 +89,8 @@ OTHERS_LABELS = frozenset({"abstained", "inadmissible", "contradicted"})
 VOCABULARY_KEYS = frozenset({"policy", "answer_labels", "claim_labels", "unavailable_reasons"})
 LABEL_WORDS = ("admissible", "inadmissible", "abstained", "contradicted", "not_supported")
 PSEUDONYMS = re.compile(r"\b(?:Annotator|Rater)\s+\d")
+# The Dawid–Skene estimate's heading, on the adjudication page and the reliability page.
+MODEL_ESTIMATE = "Model estimate"
 VOTE_COUNT = re.compile(r"\b\d+\s+(?:votes?|annotators?)\b|\bvotes?\s*[:=]\s*\d", re.I)
 
 
@@ -109,6 +121,8 @@ def leaks(body: str, content_type: str) -> list[str]:
         found.append(f"the other annotator's evidence quote outside its source ({OTHER_QUOTE})")
     found += [f"pseudonym {m!r}" for m in PSEUDONYMS.findall(body)]
     found += [f"vote count {m!r}" for m in VOTE_COUNT.findall(body)]
+    if MODEL_ESTIMATE in body:
+        found.append("the model's estimate of a label")
     if content_type.startswith("application/json") and body:
         for path, key, value in _walk_json(json.loads(body)):
             if key in FORBIDDEN_KEYS:
@@ -240,6 +254,7 @@ def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
 def world(world: World) -> World:
     # the world of tests/conftest.py (built once per module, each test rolled back), plus:
     agreement_recompute(project_id=world.a.pk)  # the report names both annotators
+    reliability_recompute(project_id=world.a.pk)  # names and judges them; a posterior per item
     # the other annotator's API token, named with a secret: never listed to the annotator
     api_token_create(user=world.users["other_annotator"], name=SECRETS["other annotator's comment"])
     # an audit sample of every evaluator-labelled item: each member carries its stratum
@@ -295,6 +310,13 @@ def test_a_manager_sees_what_the_annotator_must_not(world):
 
     invitations = body_of(api.get("/api/projects/study/invitations/"))
 
+    # the reliability report names and judges the other annotator; its page shows the model
+    reliability = body_of(api.get("/api/projects/study/reliability/"))
+    assert any("other annotator's username" in f for f in leaks(*reliability))
+    assert any(f.startswith("key 'posteriors'") for f in leaks(*reliability))
+    reliability_page = body_of(page.get("/p/study/certification/reliability/"))
+    assert "the model's estimate of a label" in leaks(*reliability_page)
+
     found = leaks(*detail) + leaks(*side_by_side) + leaks(*invitations)
     assert any("another person's invitation" in f for f in found)
     assert any("evaluator name" in f for f in found)
@@ -323,6 +345,27 @@ def test_no_response_to_the_annotators_own_posts_reveals_anything(world):
         if found:
             seen[request] = found
     assert seen == {}
+
+
+def test_the_model_estimate_is_shown_to_the_adjudicator_only_after_the_votes(world):
+    # the item in disagreement: every blind vote is in, so its adjudication page exists
+    item = world.items["disagreement"]
+    url = f"/p/study/adjudicate/{item.pk}/"
+    adjudicator = Client()
+    adjudicator.force_login(world.users["adjudicator"])
+    body = adjudicator.get(url).content.decode()
+    assert MODEL_ESTIMATE in body and 'id="model-posterior"' in body
+    assert "other annotator's username" not in " ".join(leaks(body, "text/html"))
+    # an annotator never reaches it (the walk over every URL checks every other page)
+    annotator = Client()
+    annotator.force_login(world.users["annotator"])
+    assert annotator.get(url).status_code == 404
+    assert annotator.get("/p/study/certification/reliability/").status_code == 404
+    # nor does the adjudicator reach the per-person figures (managers only)
+    assert adjudicator.get("/p/study/certification/reliability/").status_code == 403
+    # an item whose votes are not all in has no adjudication page, so no estimate
+    open_item = world.items["open"]
+    assert adjudicator.get(f"/p/study/adjudicate/{open_item.pk}/").status_code == 404
 
 
 @pytest.mark.parametrize("kind", ["api", "page"])
