@@ -11,14 +11,16 @@ the two values are equal, as comparison treats votes.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
 from labeling.models import (
     Annotation,
+    Assignment,
     AssignmentStatus,
     ClaimLabel,
     GoldClaimLabel,
@@ -92,6 +94,24 @@ def gold_item_list(*, project: Project) -> QuerySet[Item]:
         Item.objects.filter(project=project, status=ItemStatus.GOLD)
         .select_related("candidate__question")
         .order_by("pk")
+    )
+
+
+def gold_unseen_ids(*, project: Project, actor: Any) -> list[int]:
+    """Return the ids of the gold items ``actor`` may still be given, ascending.
+
+    Those they hold no assignment of, or only a lease that ran out (it may come back to them,
+    as a regular item does): a gold item is labelled by a person at most once, and one they
+    skipped is never served to them again.
+    """
+    held = Assignment.objects.filter(item=OuterRef("pk"), annotator=actor).exclude(
+        status=AssignmentStatus.EXPIRED
+    )
+    return list(
+        Item.objects.filter(project=project, status=ItemStatus.GOLD)
+        .exclude(Exists(held))
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
 
 
@@ -226,3 +246,55 @@ def project_gold(*, project: Project) -> tuple[GoldItemData, ...]:
             )
         )
     return tuple(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement with the references (qualification)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Labels equal to the reference (``agreed``) of labels compared (``compared``)."""
+
+    items: int
+    agreed: int
+    compared: int
+
+
+def labels_agreement(
+    reference: GoldLabels, labels: GoldLabels, claim_ids: Sequence[int]
+) -> tuple[int, int]:
+    """Return (agreed, compared) over the answer label and each claim of one gold item.
+
+    A claim the annotator left unlabelled (a claim added after their submit) counts as a
+    disagreement.
+    """
+    agreed = int(labels.answer == reference.answer)
+    compared = 1
+    for claim_id in claim_ids:
+        expected = reference.claims.get(claim_id)
+        if expected is None:
+            continue
+        compared += 1
+        agreed += int(labels.claims.get(claim_id) == expected)
+    return agreed, compared
+
+
+def qualification_agreement(*, project: Project, actor: Any, k: int) -> Agreement:
+    """Compare ``actor``'s first ``k`` submitted gold labels with the current references.
+
+    "First" by submission time (then assignment id); each counts its current revision.
+    """
+    rows = []
+    for gold in project_gold(project=project):
+        for annotation in gold.annotations:
+            if annotation.annotator_id == actor.pk:
+                rows.append((annotation.submitted_at, annotation.assignment_id, gold, annotation))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    agreed = compared = 0
+    for _, _, gold, annotation in rows[:k]:
+        a, c = labels_agreement(gold.reference, annotation.labels, gold.claim_ids)
+        agreed += a
+        compared += c
+    return Agreement(items=min(k, len(rows)), agreed=agreed, compared=compared)

@@ -846,7 +846,9 @@ def labelling_form_view(*, project: Project, assignment: Assignment) -> Labellin
                 revision=revision.number,
                 submitted_at=assignment.submitted_at,
             )
-    editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item.status == ItemStatus.OPEN
+    # Gold work stays editable like an item still collecting votes (nothing may tell it apart).
+    collecting = ItemStatus.GOLD if assignment.gold else ItemStatus.OPEN
+    editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item.status == collecting
     return LabellingFormView(
         assignment_id=assignment.pk,
         assignment_status=assignment.status,
