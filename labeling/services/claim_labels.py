@@ -4,8 +4,9 @@ Four kinds of claim label carry evidence: an annotation revision's (``ClaimLabel
 ``EvidenceSpan``), a resolution's (``ResolvedClaimLabel`` with ``ResolvedEvidence``: written by
 adjudication, by the comparison of votes and by the workload import), an imported prior
 annotation's (``PriorClaimLabel`` with ``PriorEvidence``) and a gold item's reference
-(``GoldClaimLabel`` with ``GoldEvidence``). :func:`claim_labels_write` writes any of them: the labels in the order given, then their evidence, label by label and span by span in
-the order given, two bulk inserts in all.
+(``GoldClaimLabel`` with ``GoldEvidence``). :func:`claim_labels_write` writes any of them:
+the labels in the order given, then their evidence, label by label and span by span in the
+order given, two bulk inserts in all.
 """
 
 from __future__ import annotations

@@ -105,7 +105,6 @@ def gold_reference_set(
     actor: Any,
     data: GoldReferenceInput,
     import_batch: ImportBatch | None = None,
-    field_prefix: str = "",
 ) -> GoldReference:
     """Make an item gold with these reference labels, or give a gold item a new reference.
 
@@ -118,10 +117,10 @@ def gold_reference_set(
     Args:
         project: the item's project.
         item_id: the item.
-        actor: a manager (None: a trusted caller, e.g. an import run from the command line).
+        actor: a manager (None: a trusted caller, e.g. an import run from the command line;
+            ``import_batch`` then says where the reference came from).
         data: the reference labels and rationale.
         import_batch: the import that brings the reference, if any.
-        field_prefix: put before every field name of an error (an import's record position).
 
     Returns:
         The current reference.
@@ -141,31 +140,21 @@ def gold_reference_set(
     if isinstance(item_id, bool) or not isinstance(item_id, int) or not 0 < item_id <= MAX_ID:
         raise NotFound(f"no item {item_id!r} in project {project.slug!r}")
     if not isinstance(data.rationale, str) or len(data.rationale) > MAX_RATIONALE_LENGTH:
-        raise InvalidInput(
-            f"{field_prefix}rationale: text of at most {MAX_RATIONALE_LENGTH} characters",
-            field=f"{field_prefix}rationale",
-        )
+        raise InvalidInput(f"text of at most {MAX_RATIONALE_LENGTH} characters", field="rationale")
     project_label_writes_lock(project.pk)
     if not Item.objects.filter(pk=item_id, project=project).exists():
         raise NotFound(f"no item {item_id} in project {project.slug!r}")
     item_lock(item_id)
     item = Item.objects.select_related("candidate").get(pk=item_id)
     policy = _reference_policy(project)
-    try:
-        labels = labels_check(
-            item=item,
-            policy=policy,
-            answer_label=data.answer_label,
-            answer_reason=data.answer_reason,
-            claims=data.claims,
-            allow_cannot_decide=False,
-        )
-    except InvalidInput as exc:
-        if not field_prefix:
-            raise
-        raise InvalidInput(
-            f"{field_prefix}{exc}", field=f"{field_prefix}{exc.field}", data=exc.data
-        ) from exc
+    labels = labels_check(
+        item=item,
+        policy=policy,
+        answer_label=data.answer_label,
+        answer_reason=data.answer_reason,
+        claims=data.claims,
+        allow_cannot_decide=False,
+    )
     content = fingerprint({**labels.canonical(), "rationale": data.rationale})
     current = GoldReference.objects.filter(item=item).order_by("-number").first()
     if item.status == ItemStatus.GOLD:
@@ -173,7 +162,7 @@ def gold_reference_set(
             return current
     else:
         _check_no_votes(item)
-    actor_id = actor.pk if actor is not None else _import_actor_id(import_batch)
+    actor_id = actor.pk if actor is not None else None
     reference = GoldReference.objects.create(
         item=item,
         number=(current.number + 1) if current is not None else 1,
@@ -214,12 +203,6 @@ def gold_reference_set(
         },
     )
     return reference
-
-
-def _import_actor_id(import_batch: ImportBatch | None) -> int:
-    if import_batch is None or import_batch.created_by_id is None:
-        raise InvalidInput("a reference needs the manager who sets it", field="actor")
-    return import_batch.created_by_id
 
 
 def _check_no_votes(item: Item) -> None:
