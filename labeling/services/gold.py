@@ -2,7 +2,7 @@
 
 **Gold items.** A manager marks an item as gold by giving its reference labels (answer label,
 one label per claim, evidence spans for the labels that cite evidence), checked like an
-annotation (:func:`labeling.services.annotations.labels_check`, without ``cannot_decide``).
+annotation (:func:`labeling.services.annotation_rules.labels_check`, without ``cannot_decide``).
 Only an item nobody has voted on can become gold: open, with no assignment of any status, no
 imported prior vote and no resolution. From then on its status is ``gold``: it is never
 compared, resolved, released or certified. A new reference is a new revision (append-only);
@@ -66,7 +66,11 @@ from labeling.models import (
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
 from labeling.selectors.gold import qualification_agreement
-from labeling.services.annotations import ClaimInput, labels_check
+
+# The module, not its names: the import writer calls this service, and the annotations module
+# imports the import package (for fingerprints), so this module may be loaded while that one
+# is still loading; its names are looked up when a reference is set.
+from labeling.services import annotations as annotation_rules
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.imports.common import fingerprint
 
@@ -82,7 +86,7 @@ class GoldReferenceInput:
 
     answer_label: str
     answer_reason: str | None = None
-    claims: tuple[ClaimInput, ...] = ()
+    claims: tuple[annotation_rules.ClaimInput, ...] = ()
     rationale: str = ""
 
 
@@ -147,7 +151,7 @@ def gold_reference_set(
     item_lock(item_id)
     item = Item.objects.select_related("candidate").get(pk=item_id)
     policy = _reference_policy(project)
-    labels = labels_check(
+    labels = annotation_rules.labels_check(
         item=item,
         policy=policy,
         answer_label=data.answer_label,
@@ -162,7 +166,7 @@ def gold_reference_set(
             return current
     else:
         _check_no_votes(item)
-    actor_id = actor.pk if actor is not None else None
+    actor_id = actor.pk if actor is not None else getattr(import_batch, "created_by_id", None)
     reference = GoldReference.objects.create(
         item=item,
         number=(current.number + 1) if current is not None else 1,
