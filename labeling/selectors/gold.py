@@ -27,7 +27,11 @@ from labeling.models import (
     GoldReference,
     Item,
     ItemStatus,
+    Membership,
     Project,
+    Qualification,
+    QualificationStatus,
+    Role,
 )
 from labeling.selectors.votes import vote_value
 
@@ -281,20 +285,113 @@ def labels_agreement(
     return agreed, compared
 
 
+def _agreement_of(gold: Sequence[GoldItemData], user_id: int, k: int) -> Agreement:
+    """Agreement of ``user_id``'s first ``k`` submitted gold labels in ``gold``."""
+    rows = [
+        (annotation.submitted_at, annotation.assignment_id, data, annotation)
+        for data in gold
+        for annotation in data.annotations
+        if annotation.annotator_id == user_id
+    ]
+    rows.sort(key=lambda r: (r[0], r[1]))
+    agreed = compared = 0
+    for _, _, data, annotation in rows[:k]:
+        a, c = labels_agreement(data.reference, annotation.labels, data.claim_ids)
+        agreed += a
+        compared += c
+    return Agreement(items=min(k, len(rows)), agreed=agreed, compared=compared)
+
+
 def qualification_agreement(*, project: Project, actor: Any, k: int) -> Agreement:
     """Compare ``actor``'s first ``k`` submitted gold labels with the current references.
 
     "First" by submission time (then assignment id); each counts its current revision.
     """
+    return _agreement_of(project_gold(project=project), actor.pk, k)
+
+
+# ---------------------------------------------------------------------------------------------
+# Qualification (managers)
+# ---------------------------------------------------------------------------------------------
+
+#: The state of an annotator without a recorded qualification: still labelling their k gold
+#: items (the rule is on), or not asked to qualify (the rule is off).
+QUALIFYING = "qualifying"
+NOT_REQUIRED = "not_required"
+
+
+@dataclass(frozen=True)
+class QualificationRow:
+    """One annotator's qualification as a manager sees it.
+
+    ``status``: a recorded :class:`~labeling.models.QualificationStatus` value, or
+    ``qualifying`` / ``not_required``. ``agreed`` of ``compared`` labels equal the references
+    over ``items`` gold items (recorded figures, or so far for those still qualifying).
+    ``gold_submitted``: every gold item they submitted (qualification and later).
+    """
+
+    user_id: int
+    username: str
+    status: str
+    items: int
+    agreed: int
+    compared: int
+    gold_submitted: int
+    decided_by: str | None
+    decided_at: datetime | None
+    decision_note: str
+
+    @property
+    def awaiting_decision(self) -> bool:
+        """Whether a manager is asked to decide (below the threshold, or too few gold items)."""
+        return self.status == QualificationStatus.FAILED
+
+
+def qualification_list(*, project: Project) -> list[QualificationRow]:
+    """Return each active annotator's qualification, by username (managers only).
+
+    Figures of an annotator still qualifying are those of their gold labels so far (the first
+    ``k`` of the labelling policy). Queries: a fixed number plus the project's gold data once.
+    """
+    policy = project.policies.filter(frozen_at__isnull=False).order_by("-version").first()
+    required = policy is not None and policy.qualification_required
+    k = policy.qualification_items if policy is not None else 0
+    recorded = {
+        q.annotator_id: q
+        for q in Qualification.objects.filter(project=project).select_related("decided_by")
+    }
+    members = (
+        Membership.objects.filter(project=project, role=Role.ANNOTATOR, is_active=True)
+        .select_related("user")
+        .order_by("user__username")
+    )
+    gold = project_gold(project=project)
+    submitted: dict[int, int] = defaultdict(int)
+    for data in gold:
+        for annotation in data.annotations:
+            submitted[annotation.annotator_id] += 1
     rows = []
-    for gold in project_gold(project=project):
-        for annotation in gold.annotations:
-            if annotation.annotator_id == actor.pk:
-                rows.append((annotation.submitted_at, annotation.assignment_id, gold, annotation))
-    rows.sort(key=lambda r: (r[0], r[1]))
-    agreed = compared = 0
-    for _, _, gold, annotation in rows[:k]:
-        a, c = labels_agreement(gold.reference, annotation.labels, gold.claim_ids)
-        agreed += a
-        compared += c
-    return Agreement(items=min(k, len(rows)), agreed=agreed, compared=compared)
+    for membership in members:
+        user = membership.user
+        q = recorded.get(user.pk)
+        if q is not None:
+            status, items, agreed, compared = q.status, q.items, q.agreed, q.compared
+        else:
+            status = QUALIFYING if required else NOT_REQUIRED
+            so_far = _agreement_of(gold, user.pk, k) if required else Agreement(0, 0, 0)
+            items, agreed, compared = so_far.items, so_far.agreed, so_far.compared
+        rows.append(
+            QualificationRow(
+                user_id=user.pk,
+                username=user.get_username(),
+                status=status,
+                items=items,
+                agreed=agreed,
+                compared=compared,
+                gold_submitted=submitted[user.pk],
+                decided_by=q.decided_by.get_username() if q and q.decided_by else None,
+                decided_at=q.decided_at if q else None,
+                decision_note=q.decision_note if q else "",
+            )
+        )
+    return rows
