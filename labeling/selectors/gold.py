@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
+from labeling.exceptions import InvalidTransition
 from labeling.models import (
     Annotation,
     Assignment,
@@ -27,10 +28,12 @@ from labeling.models import (
     GoldReference,
     Item,
     ItemStatus,
+    LabelPolicy,
     Membership,
     Project,
     Qualification,
     QualificationStatus,
+    RetrievalLink,
     Role,
 )
 from labeling.selectors.votes import vote_value
@@ -99,6 +102,42 @@ def gold_item_list(*, project: Project) -> QuerySet[Item]:
         .select_related("candidate__question")
         .order_by("pk")
     )
+
+
+def gold_reference_policy(*, project: Project) -> LabelPolicy:
+    """Return the policy a reference is checked against: the labelling policy, else the draft.
+
+    Raises:
+        InvalidTransition: the project has no label policy.
+    """
+    policies = project.policies.order_by("-version")
+    if project.labelling_started_at is not None:
+        policies = policies.filter(frozen_at__isnull=False)
+    policy = policies.first()
+    if policy is None:
+        raise InvalidTransition(f"project {project.slug!r} has no label policy")
+    return policy
+
+
+def evidence_locate(*, item: Item, quote: str) -> Span | None:
+    """Return the first span of ``item``'s pinned sources whose text is ``quote``, or None.
+
+    Sources are searched by retrieval rank (unranked last), then source version id; offsets
+    are code points. The reference page lets a manager paste a quote instead of selecting it.
+    """
+    if not quote:
+        return None
+    links = RetrievalLink.objects.filter(question_id=item.candidate.question_id).select_related(
+        "source_version"
+    )
+    ordered = sorted(
+        links, key=lambda link: (link.rank is None, link.rank or 0, link.source_version_id)
+    )
+    for link in ordered:
+        start = link.source_version.text.find(quote)
+        if start >= 0:
+            return Span(link.source_version_id, start, start + len(quote))
+    return None
 
 
 def gold_unseen_ids(*, project: Project, actor: Any) -> list[int]:

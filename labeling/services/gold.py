@@ -58,14 +58,13 @@ from labeling.models import (
     ImportBatch,
     Item,
     ItemStatus,
-    LabelPolicy,
     PriorAnnotation,
     Project,
     Qualification,
     QualificationStatus,
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
-from labeling.selectors.gold import qualification_agreement
+from labeling.selectors.gold import gold_reference_policy, qualification_agreement
 
 # The module, not its names: the import writer calls this service, and the annotations module
 # imports the import package (for fingerprints), so this module may be loaded while that one
@@ -88,17 +87,6 @@ class GoldReferenceInput:
     answer_reason: str | None = None
     claims: tuple[annotation_rules.ClaimInput, ...] = ()
     rationale: str = ""
-
-
-def _reference_policy(project: Project) -> LabelPolicy:
-    """The policy a reference is checked against: the labelling policy, else the draft."""
-    policies = project.policies.order_by("-version")
-    if project.labelling_started_at is not None:
-        policies = policies.filter(frozen_at__isnull=False)
-    policy = policies.first()
-    if policy is None:
-        raise InvalidTransition(f"project {project.slug!r} has no label policy")
-    return policy
 
 
 @transaction.atomic
@@ -150,7 +138,7 @@ def gold_reference_set(
         raise NotFound(f"no item {item_id} in project {project.slug!r}")
     item_lock(item_id)
     item = Item.objects.select_related("candidate").get(pk=item_id)
-    policy = _reference_policy(project)
+    policy = gold_reference_policy(project=project)
     labels = annotation_rules.labels_check(
         item=item,
         policy=policy,
@@ -265,7 +253,7 @@ def qualification_decide(
     now = timezone.now()
     qualification = Qualification.objects.filter(project=project, annotator_id=annotator_id).first()
     if qualification is None:
-        policy = _reference_policy(project)
+        policy = gold_reference_policy(project=project)
         result = qualification_agreement(
             project=project, actor=membership.user, k=policy.qualification_items
         )
