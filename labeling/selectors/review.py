@@ -711,8 +711,9 @@ class ProgressCounts:
     """Items of a project by where they are in the flow (they sum to ``total``).
 
     Gold items, outside the flow, are not counted. ``open_untouched``: open, holding no live or
-    submitted assignment. ``in_progress``: open, holding at least one. ``awaiting_adjudication``: in the disagreement queue. The last three
-    count resolved items by the status of their current resolution.
+    submitted assignment. ``in_progress``: open, holding at least one.
+    ``awaiting_adjudication``: in the disagreement queue. The last three count resolved items by
+    the status of their current resolution.
     """
 
     total: int = 0
