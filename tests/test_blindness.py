@@ -2,21 +2,25 @@
 
 The world (``tests/worlds.py``) holds, beside the annotator's own work, another annotator's
 labels, comment, evidence and skip note, evaluator labels, imported prior annotations, question
-metadata with a reference solution and an adjudicator's rationale, each carrying a unique token
-(``SECRETS``). Every GET URL of the application, generated from the URL configuration with every
-combination of the world's objects as parameters, is requested as the annotator (API with a
+metadata with a reference solution, an adjudicator's rationale and a gold item's reference (its
+rationale a token, its labels ones the annotator never gives), each carrying a unique token
+(``SECRETS``); the annotator labelled that gold item, served as their first item. Every GET
+URL of the application, generated from the URL configuration with every combination of the
+world's objects as parameters, is requested as the annotator (API with a
 token, pages with a session, redirects followed), and so are the annotator's own POSTs (claim,
 submit, revise, skip) in the API and the pages. No response body may contain:
 
 - a secret token;
 - the other annotator's evidence quote outside the pinned source it comes from;
 - a pseudonym of the side-by-side view ("Annotator 2") or of the agreement report ("Rater 1");
+- the word "gold" (nothing may say that an item is gold, nor that gold items exist);
 - (JSON) a key that carries votes or other people's data (``FORBIDDEN_KEYS``), or a label value
   no vote of the annotator's used outside the policy's vocabulary.
 
 And the forms of the annotator's own submitted items, which hold the same own labels, render the
 label vocabulary the same number of times whatever the other votes were (consensus,
-disagreement, adjudicated, imported prior vote): a page that showed another vote would differ.
+disagreement, adjudicated, imported prior vote, gold item): a page that showed another vote, or
+that an item is gold, would differ.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from certification.services import (
     audit_sample_draw,
     reliability_recompute,
 )
-from labeling.models import ApiToken, Assignment, Invitation, Item, Membership
+from labeling.models import ApiToken, Assignment, GoldReference, Invitation, Item, Membership
 from labeling.services import ClaimInput, adjudication_resolve
 from labeling.services.tokens import api_token_create
 from tests.worlds import (
@@ -79,6 +83,15 @@ FORBIDDEN_KEYS = frozenset(
         "people",
         "dawid_skene",
         "posteriors",
+        # gold items: the flag, the reference and the rule that serves them
+        "gold",
+        "is_gold",
+        "reference",
+        "gold_rate",
+        "qualification",
+        "qualification_required",
+        "qualification_items",
+        "qualification_threshold",
     }
 )
 # Labels of the world that only other people used (the annotator always says admissible /
@@ -91,6 +104,7 @@ LABEL_WORDS = ("admissible", "inadmissible", "abstained", "contradicted", "not_s
 PSEUDONYMS = re.compile(r"\b(?:Annotator|Rater)\s+\d")
 # The Dawid–Skene estimate's heading, on the adjudication page and the reliability page.
 MODEL_ESTIMATE = "Model estimate"
+GOLD_WORD = re.compile(r"\bgold\b", re.I)
 VOTE_COUNT = re.compile(r"\b\d+\s+(?:votes?|annotators?)\b|\bvotes?\s*[:=]\s*\d", re.I)
 
 
@@ -120,6 +134,7 @@ def leaks(body: str, content_type: str) -> list[str]:
     if body.count(OTHER_QUOTE) > body.count(QUOTE_SOURCE):
         found.append(f"the other annotator's evidence quote outside its source ({OTHER_QUOTE})")
     found += [f"pseudonym {m!r}" for m in PSEUDONYMS.findall(body)]
+    found += [f"the word {m!r}" for m in GOLD_WORD.findall(body)]
     found += [f"vote count {m!r}" for m in VOTE_COUNT.findall(body)]
     if MODEL_ESTIMATE in body:
         found.append("the model's estimate of a label")
@@ -218,7 +233,7 @@ def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
             f"{api_base}/assignments/{mine[state].pk}/annotation/",
             {**_labels_json(items[state], "evidence_unavailable"), "answer_reason": "blocked"},
         )
-        for state in ("disagreement", "consensus", "resolved", "prior")
+        for state in ("disagreement", "consensus", "resolved", "prior", "gold")
     ]
     pages = [
         (f"{page_base}/annotate/", {}),
@@ -226,7 +241,7 @@ def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
         (f"{page_base}/annotate/{leased}/skip/", {"reason": "other", "note": "x"}),
     ] + [
         (f"{page_base}/annotate/{mine[state].pk}/", _labels_form(items[state]))
-        for state in ("disagreement", "consensus", "resolved", "prior")
+        for state in ("disagreement", "consensus", "resolved", "prior", "gold")
     ]
     for method, url, data in requests:
         with transaction.atomic():
@@ -262,7 +277,8 @@ def world(world: World) -> World:
         project=world.a,
         evaluator=world.evaluators["a"],
         actor=world.users["manager"],
-        size=Item.objects.filter(project=world.a).count(),
+        # every evaluator-labelled item but the gold one (never audited)
+        size=Item.objects.filter(project=world.a).exclude(status="gold").count(),
         seed=7,
     )
     return world
@@ -285,9 +301,13 @@ def test_the_secrets_are_in_the_world(world):
     assert Assignment.objects.filter(skip_note=SECRETS["other annotator's skip note"]).exists()
     assert Evaluator.objects.filter(name=SECRETS["evaluator name"]).exists()
     assert PriorAnnotation.objects.filter(note=SECRETS["prior annotation note"]).exists()
-    assert Question.objects.filter(metadata__reference_solution__isnull=False).count() == 5
+    assert Question.objects.filter(metadata__reference_solution__isnull=False).count() == 6
     assert Resolution.objects.filter(rationale=SECRETS["adjudication rationale"]).exists()
     assert Invitation.objects.filter(invitee=SECRETS["another person's invitation"]).exists()
+    assert GoldReference.objects.filter(rationale=SECRETS["gold reference rationale"]).exists()
+    # the annotator's gold work is there, flagged, submitted
+    gold_work = Assignment.objects.get(pk=world.assignments["gold"].pk)
+    assert gold_work.gold and gold_work.status == "submitted"
 
 
 def test_a_manager_sees_what_the_annotator_must_not(world):
@@ -309,6 +329,13 @@ def test_a_manager_sees_what_the_annotator_must_not(world):
     assert any("other annotator's username" in f for f in leaks(*report_csv))
 
     invitations = body_of(api.get("/api/projects/study/invitations/"))
+    gold = world.items["gold"].pk
+    reference = body_of(api.get(f"/api/projects/study/items/{gold}/gold/"))
+    gold_page = body_of(page.get(f"/p/study/items/{gold}/gold/"))
+    policy = body_of(api.get("/api/projects/study/policy/"))
+    assert any("gold reference rationale" in f for f in leaks(*reference))
+    assert any("the word" in f for f in leaks(*gold_page))
+    assert any(f.startswith("key 'gold_rate'") for f in leaks(*policy))
 
     # the reliability report names and judges the other annotator; its page shows the model
     reliability = body_of(api.get("/api/projects/study/reliability/"))
@@ -370,11 +397,11 @@ def test_the_model_estimate_is_shown_to_the_adjudicator_only_after_the_votes(wor
 
 @pytest.mark.parametrize("kind", ["api", "page"])
 def test_own_forms_look_the_same_whatever_the_other_votes(world, kind):
-    # given four items the annotator labelled identically, whose other votes differ: agreeing
-    # (consensus), disagreeing, adjudicated, and an imported prior vote
+    # given five items the annotator labelled identically, whose other votes differ: agreeing
+    # (consensus), disagreeing, adjudicated, an imported prior vote, and a gold item
     api, page = annotator_clients(world)
     counts = {}
-    for state in ("disagreement", "consensus", "resolved", "prior"):
+    for state in ("disagreement", "consensus", "resolved", "prior", "gold"):
         assignment = world.assignments[state].pk
         if kind == "api":
             response = api.get(f"/api/projects/study/assignments/{assignment}/")

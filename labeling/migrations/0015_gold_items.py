@@ -263,6 +263,9 @@ class Migration(migrations.Migration):
             model_name="goldreference",
             name="created_by",
             field=models.ForeignKey(
+                blank=True,
+                help_text="The manager who set it (None: an import run from the command line).",
+                null=True,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="+",
                 to=settings.AUTH_USER_MODEL,

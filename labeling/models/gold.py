@@ -44,7 +44,12 @@ class GoldReference(models.Model):
     answer_reason = models.CharField(max_length=64, null=True, blank=True)
     rationale = models.TextField(blank=True, help_text="Why this is the reference (managers).")
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The manager who set it (None: an import run from the command line).",
     )
     import_batch = models.ForeignKey(
         ImportBatch, null=True, blank=True, on_delete=models.PROTECT, related_name="+"

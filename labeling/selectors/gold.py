@@ -11,21 +11,30 @@ the two values are equal, as comparison treats votes.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
+from labeling.exceptions import InvalidTransition
 from labeling.models import (
     Annotation,
+    Assignment,
     AssignmentStatus,
     ClaimLabel,
     GoldClaimLabel,
     GoldReference,
     Item,
     ItemStatus,
+    LabelPolicy,
+    Membership,
     Project,
+    Qualification,
+    QualificationStatus,
+    RetrievalLink,
+    Role,
 )
 from labeling.selectors.votes import vote_value
 
@@ -92,6 +101,60 @@ def gold_item_list(*, project: Project) -> QuerySet[Item]:
         Item.objects.filter(project=project, status=ItemStatus.GOLD)
         .select_related("candidate__question")
         .order_by("pk")
+    )
+
+
+def gold_reference_policy(*, project: Project) -> LabelPolicy:
+    """Return the policy a reference is checked against: the labelling policy, else the draft.
+
+    Raises:
+        InvalidTransition: the project has no label policy.
+    """
+    policies = project.policies.order_by("-version")
+    if project.labelling_started_at is not None:
+        policies = policies.filter(frozen_at__isnull=False)
+    policy = policies.first()
+    if policy is None:
+        raise InvalidTransition(f"project {project.slug!r} has no label policy")
+    return policy
+
+
+def evidence_locate(*, item: Item, quote: str) -> Span | None:
+    """Return the first span of ``item``'s pinned sources whose text is ``quote``, or None.
+
+    Sources are searched by retrieval rank (unranked last), then source version id; offsets
+    are code points. The reference page lets a manager paste a quote instead of selecting it.
+    """
+    if not quote:
+        return None
+    links = RetrievalLink.objects.filter(question_id=item.candidate.question_id).select_related(
+        "source_version"
+    )
+    ordered = sorted(
+        links, key=lambda link: (link.rank is None, link.rank or 0, link.source_version_id)
+    )
+    for link in ordered:
+        start = link.source_version.text.find(quote)
+        if start >= 0:
+            return Span(link.source_version_id, start, start + len(quote))
+    return None
+
+
+def gold_unseen_ids(*, project: Project, actor: Any) -> list[int]:
+    """Return the ids of the gold items ``actor`` may still be given, ascending.
+
+    Those they hold no assignment of, or only a lease that ran out (it may come back to them,
+    as a regular item does): a gold item is labelled by a person at most once, and one they
+    skipped is never served to them again.
+    """
+    held = Assignment.objects.filter(item=OuterRef("pk"), annotator=actor).exclude(
+        status=AssignmentStatus.EXPIRED
+    )
+    return list(
+        Item.objects.filter(project=project, status=ItemStatus.GOLD)
+        .exclude(Exists(held))
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
 
 
@@ -226,3 +289,148 @@ def project_gold(*, project: Project) -> tuple[GoldItemData, ...]:
             )
         )
     return tuple(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement with the references (qualification)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Labels equal to the reference (``agreed``) of labels compared (``compared``)."""
+
+    items: int
+    agreed: int
+    compared: int
+
+
+def labels_agreement(
+    reference: GoldLabels, labels: GoldLabels, claim_ids: Sequence[int]
+) -> tuple[int, int]:
+    """Return (agreed, compared) over the answer label and each claim of one gold item.
+
+    A claim the annotator left unlabelled (a claim added after their submit) counts as a
+    disagreement.
+    """
+    agreed = int(labels.answer == reference.answer)
+    compared = 1
+    for claim_id in claim_ids:
+        expected = reference.claims.get(claim_id)
+        if expected is None:
+            continue
+        compared += 1
+        agreed += int(labels.claims.get(claim_id) == expected)
+    return agreed, compared
+
+
+def _agreement_of(gold: Sequence[GoldItemData], user_id: int, k: int) -> Agreement:
+    """Agreement of ``user_id``'s first ``k`` submitted gold labels in ``gold``."""
+    rows = [
+        (annotation.submitted_at, annotation.assignment_id, data, annotation)
+        for data in gold
+        for annotation in data.annotations
+        if annotation.annotator_id == user_id
+    ]
+    rows.sort(key=lambda r: (r[0], r[1]))
+    agreed = compared = 0
+    for _, _, data, annotation in rows[:k]:
+        a, c = labels_agreement(data.reference, annotation.labels, data.claim_ids)
+        agreed += a
+        compared += c
+    return Agreement(items=min(k, len(rows)), agreed=agreed, compared=compared)
+
+
+def qualification_agreement(*, project: Project, actor: Any, k: int) -> Agreement:
+    """Compare ``actor``'s first ``k`` submitted gold labels with the current references.
+
+    "First" by submission time (then assignment id); each counts its current revision.
+    """
+    return _agreement_of(project_gold(project=project), actor.pk, k)
+
+
+# ---------------------------------------------------------------------------------------------
+# Qualification (managers)
+# ---------------------------------------------------------------------------------------------
+
+#: The state of an annotator without a recorded qualification: still labelling their k gold
+#: items (the rule is on), or not asked to qualify (the rule is off).
+QUALIFYING = "qualifying"
+NOT_REQUIRED = "not_required"
+
+
+@dataclass(frozen=True)
+class QualificationRow:
+    """One annotator's qualification as a manager sees it.
+
+    ``status``: a recorded :class:`~labeling.models.QualificationStatus` value, or
+    ``qualifying`` / ``not_required``. ``agreed`` of ``compared`` labels equal the references
+    over ``items`` gold items (recorded figures, or so far for those still qualifying).
+    ``gold_submitted``: every gold item they submitted (qualification and later).
+    """
+
+    user_id: int
+    username: str
+    status: str
+    items: int
+    agreed: int
+    compared: int
+    gold_submitted: int
+    decided_by: str | None
+    decided_at: datetime | None
+    decision_note: str
+
+    @property
+    def awaiting_decision(self) -> bool:
+        """Whether a manager is asked to decide (below the threshold, or too few gold items)."""
+        return self.status == QualificationStatus.FAILED
+
+
+def qualification_list(*, project: Project) -> list[QualificationRow]:
+    """Return each active annotator's qualification, by username (managers only).
+
+    Figures of an annotator still qualifying are those of their gold labels so far (the first
+    ``k`` of the labelling policy). Queries: a fixed number plus the project's gold data once.
+    """
+    policy = project.policies.filter(frozen_at__isnull=False).order_by("-version").first()
+    required = policy is not None and policy.qualification_required
+    k = policy.qualification_items if policy is not None else 0
+    recorded = {
+        q.annotator_id: q
+        for q in Qualification.objects.filter(project=project).select_related("decided_by")
+    }
+    members = (
+        Membership.objects.filter(project=project, role=Role.ANNOTATOR, is_active=True)
+        .select_related("user")
+        .order_by("user__username")
+    )
+    gold = project_gold(project=project)
+    submitted: dict[int, int] = defaultdict(int)
+    for data in gold:
+        for annotation in data.annotations:
+            submitted[annotation.annotator_id] += 1
+    rows = []
+    for membership in members:
+        user = membership.user
+        q = recorded.get(user.pk)
+        if q is not None:
+            status, items, agreed, compared = q.status, q.items, q.agreed, q.compared
+        else:
+            status = QUALIFYING if required else NOT_REQUIRED
+            so_far = _agreement_of(gold, user.pk, k) if required else Agreement(0, 0, 0)
+            items, agreed, compared = so_far.items, so_far.agreed, so_far.compared
+        rows.append(
+            QualificationRow(
+                user_id=user.pk,
+                username=user.get_username(),
+                status=status,
+                items=items,
+                agreed=agreed,
+                compared=compared,
+                gold_submitted=submitted[user.pk],
+                decided_by=q.decided_by.get_username() if q and q.decided_by else None,
+                decided_at=q.decided_at if q else None,
+                decision_note=q.decision_note if q else "",
+            )
+        )
+    return rows

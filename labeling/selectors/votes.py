@@ -6,8 +6,9 @@ A *vote* is one rater's label of one unit at one label level:
 - level ``"claim"``: the unit is a claim of an item's candidate; the label is the claim label.
 
 Raters are the annotators of submitted annotations (their *current* revision; earlier revisions
-are history, not votes; gold work, ``Assignment.gold``, is never a vote) and the imported prior annotators of the item's candidate (a prior
-annotation votes at a level when it carries a label there: ExpertQA's carry claim labels only).
+are history, not votes; gold work, ``Assignment.gold``, is never a vote) and the imported prior
+annotators of the item's candidate (a prior annotation votes at a level when it carries a label
+there: ExpertQA's carry claim labels only).
 ``cannot_decide`` and ``evidence_unavailable`` are labels like any other. A label with a reason
 (``evidence_unavailable`` + ``not_found``) is the value ``"evidence_unavailable:not_found"``, as
 comparison treats two different reasons as a disagreement.
