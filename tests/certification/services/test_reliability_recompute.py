@@ -43,7 +43,11 @@ from labeling.models import (
     ResolutionStatus,
 )
 from labeling.selectors import project_votes
+from labeling.services import item_claim_next, project_labelling_start
+from labeling.services.gold import gold_reference_set
+from tests.conftest import native_record
 from tests.factories import UserFactory
+from tests.labeling.services.test_gold import reference, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -216,3 +220,35 @@ def test_a_new_change_leaves_the_stored_figures_stale_until_recomputed(
     freshness = derived_freshness(project=project)[DerivedKind.RELIABILITY]
     assert (freshness.current, freshness.newer_changes) == (False, 1)
     assert ReliabilityReport.objects.get(project=project).input_sha256 == stored
+
+
+def test_accuracy_on_gold_items_is_kept_apart_from_accuracy_against_resolutions(
+    project, member, import_records, django_capture_on_commit_callbacks
+):
+    # given two gold items (reference: admissible, every claim not_supported), served first
+    import_records([native_record("g1"), native_record("g2")])
+    manager = member("manager")
+    gold_ids = sorted(Item.objects.filter(project=project).values_list("pk", flat=True))[:2]
+    for item_id in gold_ids:
+        gold_reference_set(project=project, item_id=item_id, actor=manager, data=reference(item_id))
+    LabelPolicy.objects.filter(project=project).update(gold_rate=1.0)
+    project_labelling_start(project=project, actor=manager)
+    right, wrong = member("annotator"), member("annotator")
+    for annotator, answer in ((right, ADM), (wrong, INADM)):
+        for _ in gold_ids:
+            assignment = item_claim_next(project=project, actor=annotator)
+            assert assignment.gold
+            with django_capture_on_commit_callbacks(execute=True):
+                submit(project, assignment, annotator, answer=answer)
+    # then the background recomputation ran (gold work marks reliability) and is current
+    assert derived_freshness(project=project)[DerivedKind.RELIABILITY].current
+    report = ReliabilityReport.objects.get(project=project)
+    good = _person(report, right)["levels"]
+    bad = _person(report, wrong)["levels"]
+    _check(good["answer"]["gold"]["accuracy"], 2, 2)
+    _check(bad["answer"]["gold"]["accuracy"], 0, 2)
+    n_claims = good["claim"]["gold"]["accuracy"]["denominator"]
+    _check(good["claim"]["gold"]["accuracy"], n_claims, n_claims)  # claims all not_supported
+    # gold work is no vote: nothing against resolutions, no dispute, no model estimate
+    assert good["answer"]["resolutions"] is None and good["answer"]["n_labels"] == 0
+    assert report.result["dawid_skene"]["answer"] is None
