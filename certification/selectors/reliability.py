@@ -84,7 +84,7 @@ def reliability_inputs(*, project: Project) -> ReliabilityInputs:
         project=project,
         resolution__isnull=False,
         resolution__status__in=[ResolutionStatus.CONSENSUS, ResolutionStatus.ADJUDICATED],
-        resolution__policy__version=version,
+        resolution__policy__version=version if version is not None else 0,  # no vote: none
     )
     for item_id, status, label, reason in resolved.values_list(
         "pk", "resolution__status", "resolution__answer_label", "resolution__answer_reason"

@@ -249,7 +249,7 @@ def reliability_result(inputs: ReliabilityInputs) -> dict[str, Any]:
     gold = gold_matrices(inputs.gold)
     levels = {m.level: _level_figures(m, gold[m.level], inputs) for m in inputs.votes.levels()}
     raters = sorted({r for figures in levels.values() for r in figures}, key=rater_sort_key)
-    people = []
+    people: list[dict[str, Any]] = []
     for rater in raters:
         per_level = {level: levels[level].get(rater) for level in LEVELS}
         below = [

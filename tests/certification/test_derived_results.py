@@ -271,7 +271,9 @@ def test_the_reconciler_picks_up_a_mark_whose_task_was_lost(started, member):
     # when the reconciler runs (eager Celery: the recomputation runs here)
     enqueued = derived_reconcile()
     # then every kind was recomputed and covers the changes
-    assert sorted(enqueued) == [(started.pk, k) for k in (AGREEMENT, AUDIT, CALIBRATION, RELIABILITY)]
+    assert sorted(enqueued) == [
+        (started.pk, k) for k in (AGREEMENT, AUDIT, CALIBRATION, RELIABILITY)
+    ]
     assert marks(started) == {}
     state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
     assert state.covered_generation == top
@@ -286,9 +288,7 @@ def test_the_reconciler_re_enqueues_a_state_queued_too_long(started, member, sen
     long_ago = timezone.now() - timedelta(minutes=10)
     DerivedResultState.objects.create(project=started, kind=AGREEMENT, queued_at=long_ago)
     # (the vote's reliability mark is recently queued: left alone)
-    DerivedResultState.objects.create(
-        project=started, kind=RELIABILITY, queued_at=timezone.now()
-    )
+    DerivedResultState.objects.create(project=started, kind=RELIABILITY, queued_at=timezone.now())
     assert derived_reconcile() == [(started.pk, AGREEMENT)]
     assert sent == [(started.pk, AGREEMENT)]
 

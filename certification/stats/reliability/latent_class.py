@@ -121,14 +121,17 @@ def dawid_skene(
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
         model.fit(data)
+    probas, fitted_priors, errors = model.probas_, model.priors_, model.errors_
+    if probas is None or fitted_priors is None or errors is None:  # pragma: no cover
+        raise StatsError("crowd-kit's DawidSkene returned no fit")
     labels = tuple(sorted(data["label"].unique()))
     kept_units = tuple(u for u in units if u in set(data["task"]))
     kept_raters = tuple(r for r in raters if r in set(data["worker"]))
-    probas = model.probas_.reindex(index=list(kept_units), columns=list(labels)).fillna(0.0)
+    probas = probas.reindex(index=list(kept_units), columns=list(labels)).fillna(0.0)
     posteriors = probas.to_numpy(dtype=float)
     posteriors = posteriors / posteriors.sum(axis=1, keepdims=True)
-    priors = model.priors_.reindex(list(labels)).fillna(0.0).to_numpy(dtype=float)
-    errors = model.errors_  # index (worker, observed label), columns: true label
+    priors = fitted_priors.reindex(list(labels)).fillna(0.0).to_numpy(dtype=float)
+    # errors: index (worker, observed label), columns: true label
     confusion = []
     for rater in kept_raters:
         block = errors.xs(rater, level="worker").reindex(index=list(labels), columns=list(labels))
