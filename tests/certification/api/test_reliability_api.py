@@ -90,3 +90,33 @@ def test_the_response_matches_the_openapi_schema(project, world, api, client):  
     assert set(component["properties"]) == set(body)
     person = schema["components"]["schemas"]["ReliabilityPerson"]
     assert set(person["properties"]) == set(body["people"][0])
+
+
+def _json_schema(node):
+    """OpenAPI 3.0 ``nullable`` as JSON Schema (``anyOf`` with null); refs kept."""
+    if isinstance(node, list):
+        return [_json_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _json_schema(v) for k, v in node.items() if k != "nullable"}
+    if node.get("nullable"):
+        return {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
+def test_the_whole_response_validates_against_its_schema(project, world, api, client):  # noqa: F811
+    import jsonschema
+
+    reliability_recompute(project_id=project.pk)
+    schema = client.get("/api/schema/", {"format": "json"}).json()
+    manager, _ = api(Role.MANAGER)
+    body = manager.get(URL).json()
+    document = {
+        "$ref": "#/components/schemas/ReliabilityReport",
+        "components": _json_schema(schema["components"]),
+    }
+    jsonschema.validate(body, document)
+    # and the check bites: a wrong type deep inside is refused
+    body["people"][0]["levels"]["answer"]["disputed"]["numerator"] = "two"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(body, document)
