@@ -63,7 +63,9 @@ def gold_turn(
 ) -> GoldTurn:
     """Decide what the next claim of ``actor`` serves (gold first, regular work, or nothing).
 
-    Evaluates the actor's qualification when it is due (:func:`qualification_evaluate`).
+    Evaluates the actor's qualification when it is due (:func:`qualification_evaluate`). A
+    recorded ``failed`` or ``refused`` stands even when the rule is switched off later (a
+    manager admits them to undo it). Two queries when the policy serves no gold.
 
     Concurrency: the caller (the claim) holds the actor's Membership lock, so one annotator's
     claims and a manager's decision about them are serialised; the qualification read here is
@@ -77,6 +79,8 @@ def gold_turn(
             return GoldTurn(gold=True, regular=False)
     if qualification is not None and qualification.status not in QUALIFIED_STATUSES:
         return GoldTurn(gold=False, regular=False)
+    if policy.gold_rate <= 0:
+        return GoldTurn(gold=False, regular=True)
     n = Assignment.objects.filter(item__project=project, annotator=actor).count()
     draw = gold_draw(project=project, user_id=actor.pk, n=n)
     return GoldTurn(gold=draw < policy.gold_rate, regular=True)
