@@ -724,7 +724,10 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     # Gold work (labeling.services.gold): qualification first, then gold at the policy's rate,
     # served only while regular work is left (a gold item alone would stand out).
     turn = gold_turn(
-        membership=membership, actor=actor, policy=labelling_policy_get(project=membership.project)
+        membership=membership,
+        actor=actor,
+        policy=labelling_policy_get(project=membership.project),
+        now=now,
     )
     if not turn.regular:
         return gold_claim(project=project, actor=actor, now=now, lease=lease) if turn.gold else None

@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import F, Max
-from django.utils import timezone
 
 from labeling.locks import item_lock
 from labeling.models import (
@@ -59,10 +58,14 @@ class GoldTurn:
     regular: bool
 
 
-def gold_turn(*, membership: Membership, actor: Any, policy: LabelPolicy) -> GoldTurn:
+def gold_turn(
+    *, membership: Membership, actor: Any, policy: LabelPolicy, now: datetime
+) -> GoldTurn:
     """Decide what the next claim of ``actor`` serves (gold first, regular work, or nothing).
 
-    Evaluates the actor's qualification when it is due (:func:`qualification_evaluate`).
+    Evaluates the actor's qualification when it is due (:func:`qualification_evaluate`). A
+    recorded ``failed`` or ``refused`` stands even when the rule is switched off later (a
+    manager admits them to undo it). Two queries when the policy serves no gold.
 
     Concurrency: the caller (the claim) holds the actor's Membership lock, so one annotator's
     claims and a manager's decision about them are serialised; the qualification read here is
@@ -71,11 +74,13 @@ def gold_turn(*, membership: Membership, actor: Any, policy: LabelPolicy) -> Gol
     project = membership.project
     qualification = Qualification.objects.filter(project=project, annotator=actor).first()
     if policy.qualification_required and qualification is None:
-        qualification = qualification_evaluate(project=project, actor=actor, policy=policy)
+        qualification = qualification_evaluate(project=project, actor=actor, policy=policy, now=now)
         if qualification is None:
             return GoldTurn(gold=True, regular=False)
     if qualification is not None and qualification.status not in QUALIFIED_STATUSES:
         return GoldTurn(gold=False, regular=False)
+    if policy.gold_rate <= 0:
+        return GoldTurn(gold=False, regular=True)
     n = Assignment.objects.filter(item__project=project, annotator=actor).count()
     draw = gold_draw(project=project, user_id=actor.pk, n=n)
     return GoldTurn(gold=draw < policy.gold_rate, regular=True)
@@ -131,15 +136,16 @@ def gold_claim(
 
 
 def qualification_evaluate(
-    *, project: Project, actor: Any, policy: LabelPolicy
+    *, project: Project, actor: Any, policy: LabelPolicy, now: datetime
 ) -> Qualification | None:
     """Record ``actor``'s qualification once it is due; None while they are still qualifying.
 
     Due when ``k`` (``policy.qualification_items``) gold labels are submitted — then
     ``passed`` when agreed / compared reaches ``policy.qualification_threshold``, else
     ``failed`` — or when fewer than k are submitted, none of their gold leases is live and no
-    gold item is left for them (``failed``: a manager decides). Logged as
-    ``qualification.evaluated``.
+    gold item is left for them (``failed``: a manager decides). ``evaluated_at`` is ``now``, the
+    claim's time, so the claim's lease is never earlier than the qualification it rests on.
+    Logged as ``qualification.evaluated``.
 
     Concurrency: the caller holds the actor's Membership lock.
     """
@@ -165,7 +171,7 @@ def qualification_evaluate(
         items=result.items,
         agreed=result.agreed,
         compared=result.compared,
-        evaluated_at=timezone.now(),
+        evaluated_at=now,
     )
     logger.info(
         "qualification.evaluated",
