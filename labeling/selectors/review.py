@@ -590,7 +590,8 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
 
     Raises:
         NotFound: the actor is not a member, or no such item in the project, or the item is
-            still collecting annotations (it is in no queue yet).
+            still collecting annotations (it is in no queue yet), or it is a gold item (its
+            labels are no votes).
         PermissionDenied: the actor is not an adjudicator or manager, or annotated the item
             and the project does not allow self-adjudication.
     """
@@ -601,7 +602,7 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
         .prefetch_related(Prefetch("candidate__claims", queryset=Claim.objects.order_by("index")))
         .first()
     )
-    if item is None or item.status == ItemStatus.OPEN:
+    if item is None or item.status in (ItemStatus.OPEN, ItemStatus.GOLD):
         raise NotFound(f"no item {item_id} awaiting or past adjudication in {project.slug!r}")
     if not project.allow_self_adjudication and annotated_by(item_id=item.pk, actor=actor):
         raise PermissionDenied(

@@ -387,3 +387,50 @@ def test_agreement_counts_answer_and_claims_separately(project, world, member):
     assert (q.agreed, q.compared, q.status) == (1, 3, QualificationStatus.PASSED)
     assert a.item_id == gold and not nxt.gold
     assert Annotation.objects.filter(assignment__gold=True).count() == 1
+
+
+def test_a_gold_item_is_never_adjudicated(project, world, member):
+    from labeling.selectors.review import adjudication_view
+    from labeling.services import adjudication_resolve
+
+    _, (gold,), _ = world(n=1, gold=1, gold_rate=1.0)
+    annotator = member("annotator")
+    submit(project, item_claim_next(project=project, actor=annotator), annotator)
+    adjudicator = member("adjudicator")
+    item = Item.objects.get(pk=gold)
+
+    with pytest.raises(NotFound):
+        adjudication_view(project=project, item_id=gold, actor=adjudicator)
+    with pytest.raises(InvalidTransition, match="gold item"):
+        adjudication_resolve(
+            project=project,
+            item_id=gold,
+            actor=adjudicator,
+            expected_version=item.version,
+            answer_label="admissible",
+            claims=tuple(ClaimInput(claim_id=c, label="not_supported") for c in claims_of(gold)),
+            rationale="no",
+        )
+    assert not Resolution.objects.exists()
+
+
+def test_a_new_policy_version_carries_a_changed_gold_rule(project, world):
+    from labeling.selectors.policies import policy_description_data
+    from labeling.services.policy_versions import policy_version_publish
+
+    manager, _, _ = world(n=1, gold=1)
+    current = LabelPolicy.objects.get(project=project)
+    content = {**policy_description_data(current), "gold_rate": 0.1, "qualification_required": True}
+
+    publication = policy_version_publish(
+        project=project,
+        actor=manager,
+        based_on_version=current.version,
+        note="check annotators on gold items",
+        content=content,
+    )
+
+    assert [c.field for c in publication.diff] == ["gold_rate", "qualification_required"]
+    new = publication.policy
+    assert (new.version, new.gold_rate, new.qualification_required) == (2, 0.1, True)
+    assert (current.gold_rate, current.qualification_required) == (0.0, False)
