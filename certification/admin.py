@@ -21,6 +21,7 @@ from certification.models import (
     ReleaseBuild,
     ReleaseTag,
     ReleaseTagMove,
+    ReliabilityReport,
 )
 
 
@@ -32,6 +33,25 @@ class AgreementReportAdmin(admin.ModelAdmin):
     list_select_related = ("project",)
     search_fields = ("project__slug", "input_sha256")
     readonly_fields = ("project", "computed_at", "input_sha256", "answer", "claim")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ReliabilityReport)
+class ReliabilityReportAdmin(admin.ModelAdmin):
+    """A project's reliability report, read-only: ``reliability_recompute`` is its only writer."""
+
+    list_display = ("project", "computed_at", "policy_version", "input_sha256")
+    list_select_related = ("project",)
+    search_fields = ("project__slug", "input_sha256")
+    readonly_fields = ("project", "computed_at", "policy_version", "input_sha256", "result")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -11,6 +11,8 @@ AGREEMENT_PANEL = "agreement"
 AGREEMENT_TEMPLATE = "certification/_agreement.html"
 CALIBRATION_PANEL = "calibration"
 CALIBRATION_TEMPLATE = "certification/_calibration_panel.html"
+POSTERIOR_PANEL = "model-estimate"
+POSTERIOR_TEMPLATE = "certification/_item_posterior.html"
 
 
 def agreement_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
@@ -46,6 +48,19 @@ def calibration_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
     return {"calibration_specs": specs}
 
 
+def posterior_panel_context(
+    *, project: Any, item_id: int, claim_ids: tuple[int, ...]
+) -> dict[str, Any]:
+    """Context of the adjudication page's model-estimate panel: ``posterior`` (or None)."""
+    from certification.selectors import derived_freshness, item_posterior_get
+
+    return {
+        "posterior": item_posterior_get(project=project, item_id=item_id, claim_ids=claim_ids),
+        "claim_numbers": {claim_id: n for n, claim_id in enumerate(claim_ids, start=1)},
+        "posterior_freshness": derived_freshness(project=project)["reliability"],
+    }
+
+
 class CertificationConfig(AppConfig):
     """The certification app: agreement statistics, calibration, evaluator audits, releases."""
 
@@ -60,10 +75,12 @@ class CertificationConfig(AppConfig):
 
         The panel (``labeling.views.panels``) shows the agreement figures on the project
         dashboard to managers and adjudicators; rater names only to managers
-        (``agreement_report_get``).
+        (``agreement_report_get``). The adjudication page's panel shows the Dawid–Skene
+        posterior of the item, once its blind votes are in (the page exists only then, and
+        only for adjudicators and managers).
         """
         from labeling.derived import derived_scheduler_register
-        from labeling.views.panels import dashboard_panel_register
+        from labeling.views.panels import adjudication_panel_register, dashboard_panel_register
 
         derived_scheduler_register(DERIVED_SCHEDULER, derived_schedule_after_commit)
         dashboard_panel_register(
@@ -73,4 +90,7 @@ class CertificationConfig(AppConfig):
             name=CALIBRATION_PANEL,
             template=CALIBRATION_TEMPLATE,
             context=calibration_panel_context,
+        )
+        adjudication_panel_register(
+            name=POSTERIOR_PANEL, template=POSTERIOR_TEMPLATE, context=posterior_panel_context
         )

@@ -6,7 +6,8 @@ Lock order across both apps. A transaction takes locks only in this order::
         a release freeze takes it exclusive: :func:`release_freeze_lock`)
       →  Project (labeling.locks.project_lock)
       →  Membership  →  Item (ascending id when several)  →  Assignment rows of that item
-      →  one kind of certification row: AgreementReport | CalibrationSpec | ReleaseBuild
+      →  one kind of certification row: AgreementReport | ReliabilityReport | CalibrationSpec |
+         ReleaseBuild
 
 A labelling transaction takes no certification lock. Freezing a release takes its project's
 label-write lock exclusive, as its first lock, and then the project row (``FOR NO KEY UPDATE``,
@@ -15,7 +16,8 @@ another project, so it never waits for, blocks or deadlocks another project's wr
 for its own project's label transactions already in flight (they hold the lock shared), and
 new ones wait for it; while it waits it holds nothing, and while it holds the lock no writer of
 the project does, so it is in no cycle. Rebuilding and moving tags take the project only. The
-certification row locks (:func:`agreement_report_lock`, :func:`calibration_spec_lock`,
+certification row locks (:func:`agreement_report_lock`, :func:`reliability_report_lock`,
+:func:`calibration_spec_lock`,
 :func:`release_build_lock`) are taken by transactions that hold no labelling lock and take no
 lock afterwards, one kind per transaction (a calibration refresh locks the project's latest
 spec versions in ascending id). So no two transactions can wait in a cycle.
@@ -31,7 +33,7 @@ from __future__ import annotations
 from django.db import connection
 from django.utils import timezone
 
-from certification.models import AgreementReport, CalibrationSpec, ReleaseBuild
+from certification.models import AgreementReport, CalibrationSpec, ReleaseBuild, ReliabilityReport
 from labeling.locks import LABEL_WRITES_NAMESPACE
 from labeling.models import Project
 
@@ -46,6 +48,19 @@ def agreement_report_lock(project: Project) -> tuple[AgreementReport, bool]:
         The report and whether it was created.
     """
     return AgreementReport.objects.select_for_update().get_or_create(
+        project=project, defaults={"computed_at": timezone.now(), "input_sha256": ""}
+    )
+
+
+def reliability_report_lock(project: Project) -> tuple[ReliabilityReport, bool]:
+    """Lock and return the project's reliability report, creating it if needed.
+
+    As :func:`agreement_report_lock`: a new report has an empty ``input_sha256``.
+
+    Returns:
+        The report and whether it was created.
+    """
+    return ReliabilityReport.objects.select_for_update().get_or_create(
         project=project, defaults={"computed_at": timezone.now(), "input_sha256": ""}
     )
 

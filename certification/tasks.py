@@ -20,6 +20,7 @@ from certification.services.derived import derived_recompute, derived_reconcile
 from certification.services.recovery import stalled_work_recover
 from certification.services.releases import release_build_execute, release_build_fail
 from certification.services.releases.freeze import BUILD_TIME_LIMIT
+from certification.services.reliability import reliability_recompute
 from labeling.exceptions import Conflict, NotFound
 from labeling.models import DerivedKind
 
@@ -118,11 +119,16 @@ def _compute_audit(project_id: int) -> object:
     return audit_reports_refresh(project_id=project_id)
 
 
+def _compute_reliability(project_id: int) -> object:
+    return reliability_recompute(project_id=project_id)
+
+
 # The service recomputing each kind of derived result (looked up at call time).
 DERIVED_COMPUTE = {
     DerivedKind.AGREEMENT: _compute_agreement,
     DerivedKind.CALIBRATION: _compute_calibration,
     DerivedKind.AUDIT: _compute_audit,
+    DerivedKind.RELIABILITY: _compute_reliability,
 }
 
 

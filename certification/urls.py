@@ -1,6 +1,6 @@
 """Routes of the certification pages, beside the labelling pages.
 
-Calibration and audit pages are under /p/<slug>/certification/, release pages under
+Calibration, audit and reliability pages are under /p/<slug>/certification/, release pages under
 /p/<slug>/releases/.
 """
 
@@ -96,6 +96,11 @@ urlpatterns += [
     ),
 ]
 
+# Per-person reliability (managers only).
+urlpatterns += [
+    path("p/<slug:slug>/certification/reliability/", views.reliability_page, name="reliability"),
+]
+
 # A manager's request to recompute a derived result (a button on the dashboard, calibration
 # and audit pages).
 urlpatterns += [
@@ -116,6 +121,12 @@ urlpatterns += [
         views.derived_recompute_view,
         {"kind": "audit"},
         name="audit-recompute",
+    ),
+    path(
+        "p/<slug:slug>/certification/reliability/recompute/",
+        views.derived_recompute_view,
+        {"kind": "reliability"},
+        name="reliability-recompute",
     ),
 ]
 

@@ -35,6 +35,9 @@ from labeling.models import (
     Evaluator,
     EvaluatorLabel,
     EvidenceSpan,
+    GoldClaimLabel,
+    GoldEvidence,
+    GoldReference,
     ImportBatch,
     Invitation,
     Item,
@@ -46,6 +49,7 @@ from labeling.models import (
     PriorEvidence,
     PriorSpan,
     Project,
+    Qualification,
     Question,
     Resolution,
     ResolvedClaimLabel,
@@ -562,6 +566,54 @@ class ResolvedEvidenceAdmin(ReadOnlyAdmin):
     search_fields = ["quote"]
     raw_id_fields = ["claim_label", "source_version"]
     list_select_related = ["claim_label", "source_version__document"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Gold items and qualification: written by the services (references are append-only)
+# ---------------------------------------------------------------------------------------------
+
+
+class GoldClaimLabelInline(ReadOnlyInline):
+    model = GoldClaimLabel
+    fields = readonly_fields = ("claim", "label", "reason")
+
+
+@admin.register(GoldReference)
+class GoldReferenceAdmin(ReadOnlyAdmin):
+    list_display = ["id", "item", "number", "answer_label", "created_by", "created_at"]
+    list_filter = ["answer_label", "item__project"]
+    search_fields = ["rationale", "item__candidate__key"]
+    raw_id_fields = ["item", "supersedes", "policy", "created_by", "import_batch"]
+    list_select_related = ["item", "created_by"]
+    inlines = [GoldClaimLabelInline]
+
+
+@admin.register(GoldClaimLabel)
+class GoldClaimLabelAdmin(ReadOnlyAdmin):
+    list_display = ["id", "reference", "claim", "label", "reason"]
+    list_filter = ["label"]
+    search_fields = ["claim__text"]
+    raw_id_fields = ["reference", "claim"]
+    list_select_related = ["reference", "claim"]
+
+
+@admin.register(GoldEvidence)
+class GoldEvidenceAdmin(ReadOnlyAdmin):
+    list_display = ["id", "claim_label", "source_version", "start", "end"]
+    search_fields = ["quote"]
+    raw_id_fields = ["claim_label", "source_version"]
+    list_select_related = ["claim_label", "source_version__document"]
+
+
+@admin.register(Qualification)
+class QualificationAdmin(ReadOnlyAdmin):
+    """Decided on the gold page (``qualification_decide``), never edited here."""
+
+    list_display = ["id", "project", "annotator", "status", "agreed", "compared", "evaluated_at"]
+    list_filter = ["status", "project"]
+    search_fields = ["annotator__username", "decision_note"]
+    raw_id_fields = ["project", "annotator", "policy", "decided_by"]
+    list_select_related = ["project", "annotator"]
 
 
 @admin.register(DerivedChange)

@@ -36,8 +36,10 @@ from labeling.selectors.policies import (
 )
 from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP
 from labeling.services.policies import (
+    GOLD_RULE_DEFAULTS,
     MAX_DESCRIPTION_LENGTH,
     MAX_GUIDELINE_LENGTH,
+    MAX_QUALIFICATION_ITEMS,
     MAX_REASON_TEXT_LENGTH,
     MAX_TEXT_LENGTH,
 )
@@ -124,6 +126,28 @@ class PolicyForm(SingleValueForm):
         widget=forms.Textarea(attrs={"rows": 18, "class": "mono"}),
         help_text="Markdown. Shown to annotators with every item; raw HTML is not rendered.",
     )
+    # The gold rule (labeling.services.gold); the service checks the ranges again.
+    gold_rate = forms.FloatField(
+        label="Gold rate",
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.01"}),
+        help_text="Probability (0 to 1) that 'next item' serves a gold item to a qualified "
+        "annotator.",
+    )
+    qualification_required = forms.BooleanField(
+        label="A new annotator qualifies on gold items first", required=False
+    )
+    qualification_items = forms.IntegerField(
+        label="Gold items to qualify (k)", min_value=1, max_value=MAX_QUALIFICATION_ITEMS
+    )
+    qualification_threshold = forms.FloatField(
+        label="Agreement needed to qualify",
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.01"}),
+        help_text="Share (0 to 1) of the k items' labels equal to the reference.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -189,6 +213,7 @@ class PolicyForm(SingleValueForm):
         initial: dict[str, Any] = {
             "evidence_relation": data["evidence_relation"],
             "guideline": data["guideline"],
+            **{name: data[name] for name in GOLD_RULE_DEFAULTS},
         }
         for level in LEVELS:
             rows = {row["value"]: row for row in data[f"{level}_labels"]}
@@ -277,6 +302,7 @@ class PolicyForm(SingleValueForm):
         result: dict[str, Any] = {
             "evidence_relation": data["evidence_relation"],
             "guideline": data["guideline"],
+            **{name: data[name] for name in GOLD_RULE_DEFAULTS},
         }
         for level in LEVELS:
             offered = [v for v in SCHEMA[level] if data.get(_name(level, v, "offered"))]
@@ -323,7 +349,7 @@ class PolicyForm(SingleValueForm):
     def _field_of(self, name: Any) -> str | None:
         if not isinstance(name, str):
             return None
-        if name in ("evidence_relation", "guideline"):
+        if name in ("evidence_relation", "guideline", *GOLD_RULE_DEFAULTS):
             return name
         match = _ROW_FIELD.match(name)
         if match is None:

@@ -57,6 +57,12 @@ urlpatterns = [
         name="project-labelling-start",
     ),
     path("p/<slug:slug>/members/", views.project_members, name="project-members"),
+    path("p/<slug:slug>/gold/", views.gold_overview, name="gold-overview"),
+    path(
+        "p/<slug:slug>/items/<int:item_id>/gold/",
+        views.gold_reference_view,
+        name="gold-reference",
+    ),
     path("p/<slug:slug>/policy/versions/", views.policy_versions, name="policy-versions"),
     # an account's own invitations (listed on the project list); the e-mailed join link
     path(

@@ -2,21 +2,25 @@
 
 The world (``tests/worlds.py``) holds, beside the annotator's own work, another annotator's
 labels, comment, evidence and skip note, evaluator labels, imported prior annotations, question
-metadata with a reference solution and an adjudicator's rationale, each carrying a unique token
-(``SECRETS``). Every GET URL of the application, generated from the URL configuration with every
-combination of the world's objects as parameters, is requested as the annotator (API with a
+metadata with a reference solution, an adjudicator's rationale and a gold item's reference (its
+rationale a token, its labels ones the annotator never gives), each carrying a unique token
+(``SECRETS``); the annotator labelled that gold item, served as their first item. Every GET
+URL of the application, generated from the URL configuration with every combination of the
+world's objects as parameters, is requested as the annotator (API with a
 token, pages with a session, redirects followed), and so are the annotator's own POSTs (claim,
 submit, revise, skip) in the API and the pages. No response body may contain:
 
 - a secret token;
 - the other annotator's evidence quote outside the pinned source it comes from;
 - a pseudonym of the side-by-side view ("Annotator 2") or of the agreement report ("Rater 1");
+- the word "gold" (nothing may say that an item is gold, nor that gold items exist);
 - (JSON) a key that carries votes or other people's data (``FORBIDDEN_KEYS``), or a label value
   no vote of the annotator's used outside the policy's vocabulary.
 
 And the forms of the annotator's own submitted items, which hold the same own labels, render the
 label vocabulary the same number of times whatever the other votes were (consensus,
-disagreement, adjudicated, imported prior vote): a page that showed another vote would differ.
+disagreement, adjudicated, imported prior vote, gold item): a page that showed another vote, or
+that an item is gold, would differ.
 """
 
 from __future__ import annotations
@@ -33,8 +37,13 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from certification.models import AuditReport, AuditSampleMember
-from certification.services import agreement_recompute, audit_report_recompute, audit_sample_draw
-from labeling.models import ApiToken, Assignment, Invitation, Item, Membership
+from certification.services import (
+    agreement_recompute,
+    audit_report_recompute,
+    audit_sample_draw,
+    reliability_recompute,
+)
+from labeling.models import ApiToken, Assignment, GoldReference, Invitation, Item, Membership
 from labeling.services import ClaimInput, adjudication_resolve
 from labeling.services.tokens import api_token_create
 from tests.worlds import (
@@ -69,6 +78,20 @@ FORBIDDEN_KEYS = frozenset(
         "stratum",
         "disagreements",
         "evaluator_label",
+        # the per-person reliability report and its model estimate (managers; adjudicators see
+        # an item's posterior on the adjudication page only, after the votes)
+        "people",
+        "dawid_skene",
+        "posteriors",
+        # gold items: the flag, the reference and the rule that serves them
+        "gold",
+        "is_gold",
+        "reference",
+        "gold_rate",
+        "qualification",
+        "qualification_required",
+        "qualification_items",
+        "qualification_threshold",
     }
 )
 # Labels of the world that only other people used (the annotator always says admissible /
@@ -79,6 +102,9 @@ OTHERS_LABELS = frozenset({"abstained", "inadmissible", "contradicted"})
 VOCABULARY_KEYS = frozenset({"policy", "answer_labels", "claim_labels", "unavailable_reasons"})
 LABEL_WORDS = ("admissible", "inadmissible", "abstained", "contradicted", "not_supported")
 PSEUDONYMS = re.compile(r"\b(?:Annotator|Rater)\s+\d")
+# The Dawid–Skene estimate's heading, on the adjudication page and the reliability page.
+MODEL_ESTIMATE = "Model estimate"
+GOLD_WORD = re.compile(r"\bgold\b", re.I)
 VOTE_COUNT = re.compile(r"\b\d+\s+(?:votes?|annotators?)\b|\bvotes?\s*[:=]\s*\d", re.I)
 
 
@@ -108,7 +134,10 @@ def leaks(body: str, content_type: str) -> list[str]:
     if body.count(OTHER_QUOTE) > body.count(QUOTE_SOURCE):
         found.append(f"the other annotator's evidence quote outside its source ({OTHER_QUOTE})")
     found += [f"pseudonym {m!r}" for m in PSEUDONYMS.findall(body)]
+    found += [f"the word {m!r}" for m in GOLD_WORD.findall(body)]
     found += [f"vote count {m!r}" for m in VOTE_COUNT.findall(body)]
+    if MODEL_ESTIMATE in body:
+        found.append("the model's estimate of a label")
     if content_type.startswith("application/json") and body:
         for path, key, value in _walk_json(json.loads(body)):
             if key in FORBIDDEN_KEYS:
@@ -204,7 +233,7 @@ def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
             f"{api_base}/assignments/{mine[state].pk}/annotation/",
             {**_labels_json(items[state], "evidence_unavailable"), "answer_reason": "blocked"},
         )
-        for state in ("disagreement", "consensus", "resolved", "prior")
+        for state in ("disagreement", "consensus", "resolved", "prior", "gold")
     ]
     pages = [
         (f"{page_base}/annotate/", {}),
@@ -212,7 +241,7 @@ def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
         (f"{page_base}/annotate/{leased}/skip/", {"reason": "other", "note": "x"}),
     ] + [
         (f"{page_base}/annotate/{mine[state].pk}/", _labels_form(items[state]))
-        for state in ("disagreement", "consensus", "resolved", "prior")
+        for state in ("disagreement", "consensus", "resolved", "prior", "gold")
     ]
     for method, url, data in requests:
         with transaction.atomic():
@@ -240,6 +269,7 @@ def post_own_work(world: World) -> Iterator[tuple[str, Any]]:
 def world(world: World) -> World:
     # the world of tests/conftest.py (built once per module, each test rolled back), plus:
     agreement_recompute(project_id=world.a.pk)  # the report names both annotators
+    reliability_recompute(project_id=world.a.pk)  # names and judges them; a posterior per item
     # the other annotator's API token, named with a secret: never listed to the annotator
     api_token_create(user=world.users["other_annotator"], name=SECRETS["other annotator's comment"])
     # an audit sample of every evaluator-labelled item: each member carries its stratum
@@ -247,7 +277,8 @@ def world(world: World) -> World:
         project=world.a,
         evaluator=world.evaluators["a"],
         actor=world.users["manager"],
-        size=Item.objects.filter(project=world.a).count(),
+        # every evaluator-labelled item but the gold one (never audited)
+        size=Item.objects.filter(project=world.a).exclude(status="gold").count(),
         seed=7,
     )
     return world
@@ -270,9 +301,13 @@ def test_the_secrets_are_in_the_world(world):
     assert Assignment.objects.filter(skip_note=SECRETS["other annotator's skip note"]).exists()
     assert Evaluator.objects.filter(name=SECRETS["evaluator name"]).exists()
     assert PriorAnnotation.objects.filter(note=SECRETS["prior annotation note"]).exists()
-    assert Question.objects.filter(metadata__reference_solution__isnull=False).count() == 5
+    assert Question.objects.filter(metadata__reference_solution__isnull=False).count() == 6
     assert Resolution.objects.filter(rationale=SECRETS["adjudication rationale"]).exists()
     assert Invitation.objects.filter(invitee=SECRETS["another person's invitation"]).exists()
+    assert GoldReference.objects.filter(rationale=SECRETS["gold reference rationale"]).exists()
+    # the annotator's gold work is there, flagged, submitted
+    gold_work = Assignment.objects.get(pk=world.assignments["gold"].pk)
+    assert gold_work.gold and gold_work.status == "submitted"
 
 
 def test_a_manager_sees_what_the_annotator_must_not(world):
@@ -294,6 +329,20 @@ def test_a_manager_sees_what_the_annotator_must_not(world):
     assert any("other annotator's username" in f for f in leaks(*report_csv))
 
     invitations = body_of(api.get("/api/projects/study/invitations/"))
+    gold = world.items["gold"].pk
+    reference = body_of(api.get(f"/api/projects/study/items/{gold}/gold/"))
+    gold_page = body_of(page.get(f"/p/study/items/{gold}/gold/"))
+    policy = body_of(api.get("/api/projects/study/policy/"))
+    assert any("gold reference rationale" in f for f in leaks(*reference))
+    assert any("the word" in f for f in leaks(*gold_page))
+    assert any(f.startswith("key 'gold_rate'") for f in leaks(*policy))
+
+    # the reliability report names and judges the other annotator; its page shows the model
+    reliability = body_of(api.get("/api/projects/study/reliability/"))
+    assert any("other annotator's username" in f for f in leaks(*reliability))
+    assert any(f.startswith("key 'posteriors'") for f in leaks(*reliability))
+    reliability_page = body_of(page.get("/p/study/certification/reliability/"))
+    assert "the model's estimate of a label" in leaks(*reliability_page)
 
     found = leaks(*detail) + leaks(*side_by_side) + leaks(*invitations)
     assert any("another person's invitation" in f for f in found)
@@ -325,13 +374,34 @@ def test_no_response_to_the_annotators_own_posts_reveals_anything(world):
     assert seen == {}
 
 
+def test_the_model_estimate_is_shown_to_the_adjudicator_only_after_the_votes(world):
+    # the item in disagreement: every blind vote is in, so its adjudication page exists
+    item = world.items["disagreement"]
+    url = f"/p/study/adjudicate/{item.pk}/"
+    adjudicator = Client()
+    adjudicator.force_login(world.users["adjudicator"])
+    body = adjudicator.get(url).content.decode()
+    assert MODEL_ESTIMATE in body and 'id="model-posterior"' in body
+    assert "other annotator's username" not in " ".join(leaks(body, "text/html"))
+    # an annotator never reaches it (the walk over every URL checks every other page)
+    annotator = Client()
+    annotator.force_login(world.users["annotator"])
+    assert annotator.get(url).status_code == 404
+    assert annotator.get("/p/study/certification/reliability/").status_code == 404
+    # nor does the adjudicator reach the per-person figures (managers only)
+    assert adjudicator.get("/p/study/certification/reliability/").status_code == 403
+    # an item whose votes are not all in has no adjudication page, so no estimate
+    open_item = world.items["open"]
+    assert adjudicator.get(f"/p/study/adjudicate/{open_item.pk}/").status_code == 404
+
+
 @pytest.mark.parametrize("kind", ["api", "page"])
 def test_own_forms_look_the_same_whatever_the_other_votes(world, kind):
-    # given four items the annotator labelled identically, whose other votes differ: agreeing
-    # (consensus), disagreeing, adjudicated, and an imported prior vote
+    # given five items the annotator labelled identically, whose other votes differ: agreeing
+    # (consensus), disagreeing, adjudicated, an imported prior vote, and a gold item
     api, page = annotator_clients(world)
     counts = {}
-    for state in ("disagreement", "consensus", "resolved", "prior"):
+    for state in ("disagreement", "consensus", "resolved", "prior", "gold"):
         assignment = world.assignments[state].pk
         if kind == "api":
             response = api.get(f"/api/projects/study/assignments/{assignment}/")

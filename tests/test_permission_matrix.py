@@ -91,6 +91,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-agreement-recompute": {"POST": (403, 403, 202, 404, 401)},
     "api-calibration-recompute": {"POST": (403, 403, 202, 404, 401)},
     "api-audit-recompute": {"POST": (403, 403, 202, 404, 401)},
+    # per-person reliability names and judges people: managers only
+    "api-reliability": {"GET": (403, 403, 200, 404, 401)},
+    "api-reliability-recompute": {"POST": (403, 403, 202, 404, 401)},
     # --- REST API: calibration; the world's spec is used by a run: PATCH is 409 ---------------
     "api-calibration-spec-list": {
         "GET": (403, 200, 200, 404, 401),
@@ -136,6 +139,12 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api-work-report-items": {"GET": (200, 403, 200, 404, 401)},
     # label policy versions: managers only (the POST of the matrix is a dry run: 200)
     "api-policy-versions": {"GET": (403, 403, 200, 404, 401), "POST": (403, 403, 200, 404, 401)},
+    # gold items and qualification: managers only (the reference and which items are gold are
+    # their secrets); the world's gold item gets the same reference again (200, nothing written)
+    "api-gold-items": {"GET": (403, 403, 200, 404, 401)},
+    "api-gold-reference": {"GET": (403, 403, 200, 404, 401), "PUT": (403, 403, 200, 404, 401)},
+    "api-qualifications": {"GET": (403, 403, 200, 404, 401)},
+    "api-qualification-decide": {"POST": (403, 403, 200, 404, 401)},
     # background jobs (large imports, starting labelling on a large project): managers only
     "api-job-list": {"GET": (403, 403, 200, 404, 401)},
     "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
@@ -167,6 +176,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "project-settings": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
     "project-labelling-start": {"POST": (403, 403, 302, 404, LOGIN)},
     "project-members": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 302, 404, LOGIN)},
+    # gold pages do not exist for anyone but managers (404)
+    "gold-overview": {"GET": (404, 404, 200, 404, LOGIN), "POST": (404, 404, 302, 404, LOGIN)},
+    "gold-reference": {"GET": (404, 404, 200, 404, LOGIN), "POST": (404, 404, 302, 404, LOGIN)},
     # the POST previews the next version (nothing written): the page with the diff
     "policy-versions": {"GET": (403, 403, 200, 404, LOGIN), "POST": (403, 403, 200, 404, LOGIN)},
     "invitation-accept": {"POST": (404, 404, 404, 302, LOGIN)},
@@ -195,6 +207,10 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "agreement-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
     "calibration-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
     "audit-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
+    "reliability-recompute": {"POST": (404, 403, 302, 404, LOGIN)},
+    # per-person reliability: managers only (adjudicators 403; annotators 404, as every
+    # certification page)
+    "reliability": {"GET": (404, 403, 200, 404, LOGIN)},
     # evaluator audits: evaluator labels never reach annotators (404 on pages)
     "audit-list": {"GET": (404, 200, 200, 404, LOGIN)},
     "audit-detail": {
@@ -276,7 +292,12 @@ def test_the_table_has_no_stale_entries():
 # ---------------------------------------------------------------------------------------------
 
 # Which item each URL with an ``item_id`` addresses (default: the item in disagreement).
-ITEM_FOR: dict[str, str] = {"api-item-detail": "open", "item-detail": "open"}
+ITEM_FOR: dict[str, str] = {
+    "api-item-detail": "open",
+    "item-detail": "open",
+    "api-gold-reference": "gold",
+    "gold-reference": "gold",
+}
 
 
 def params_for(route: Route, world: World, *, foreign: bool = False) -> dict[str, Any]:
@@ -368,6 +389,45 @@ def _labels_json(world: World, item_key: str) -> dict[str, Any]:
     }
 
 
+def _gold_reference_json(world: World) -> dict[str, Any]:
+    """The gold item's current reference, as the API takes it (setting it again: a no-op)."""
+    from labeling.selectors.gold import gold_reference_current
+
+    reference = gold_reference_current(item=world.items["gold"])
+    assert reference is not None
+    return {
+        "answer_label": reference.answer_label,
+        "rationale": reference.rationale,
+        "claims": [
+            {
+                "claim_id": cl.claim_id,
+                "label": cl.label,
+                "evidence": [
+                    {
+                        "source_version_id": e.source_version_id,
+                        "start": e.start,
+                        "end": e.end,
+                        "quote": e.quote,
+                        "unit": "codepoint",
+                    }
+                    for e in cl.evidence.all()
+                ],
+            }
+            for cl in reference.claim_labels.all()
+        ],
+    }
+
+
+def _gold_reference_form(world: World) -> dict[str, str]:
+    """The reference page's form holding the same reference (its quote located again)."""
+    body = _gold_reference_json(world)
+    form = {"answer_label": body["answer_label"], "rationale": body["rationale"]}
+    for claim in body["claims"]:
+        form[f"claim-{claim['claim_id']}-label"] = claim["label"]
+        form[f"claim-{claim['claim_id']}-quote"] = claim["evidence"][0]["quote"]
+    return form
+
+
 def _policy_preview(world: World) -> dict[str, Any]:
     """A dry run of the next policy version of project a: the guideline changed."""
     from labeling.selectors.policies import policy_description_data
@@ -393,6 +453,9 @@ def _policy_preview_form(world: World) -> dict[str, str]:
         "evidence_relation": content["evidence_relation"],
         "guideline": content["guideline"],
         "resolved": "keep",
+        "gold_rate": str(content["gold_rate"]),
+        "qualification_items": str(content["qualification_items"]),
+        "qualification_threshold": str(content["qualification_threshold"]),
     }
     for level in ("answer", "claim"):
         for n, row in enumerate(content[f"{level}_labels"], start=1):
@@ -436,6 +499,13 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ("api-invitation-list", "POST"): lambda w: ({"invitee": "newbie", "role": "annotator"}, "json"),
     ("api-member-update", "PATCH"): lambda w: ({"role": "adjudicator"}, "json"),
     ("api-policy-versions", "POST"): lambda w: (_policy_preview(w), "json"),
+    ("api-gold-reference", "PUT"): lambda w: (_gold_reference_json(w), "json"),
+    ("gold-reference", "POST"): lambda w: (_gold_reference_form(w), "form"),
+    ("api-qualification-decide", "POST"): lambda w: ({"admit": True}, "json"),
+    ("gold-overview", "POST"): lambda w: (
+        {"user_id": str(w.users["other_annotator"].pk), "decision": "admit"},
+        "form",
+    ),
     ("policy-versions", "POST"): lambda w: (_policy_preview_form(w), "form"),
     ("api-account-tokens", "POST"): lambda w: ({"name": "matrix", "expires_in_days": 7}, "json"),
     ("account", "POST"): lambda w: ({"name": "matrix", "expires_in_days": "7"}, "form"),

@@ -8,7 +8,11 @@ serving order (questions q1..q4, candidates c0 and c1 each):
 - ``resolved``: q2/c0, labelled differently, then adjudicated with a rationale;
 - ``prior``: q2/c1, one imported prior vote plus the annotator's (different) vote: disagreement;
 - ``leased``: q3/c0, leased by the annotator now (after the other annotator skipped it);
-- ``open``: q4/c0, never touched.
+- ``open``: q4/c0, never touched;
+- ``gold``: q5/c0, a gold item (marked before labelling started; the policy serves gold at
+  rate 1, so it is each annotator's first item): its reference says abstained and contradicted
+  (citing ``OTHER_QUOTE``) with the rationale ``GOLD_RATIONALE``; the annotator labelled it as
+  they label everything, the other annotator as they label everything.
 
 Project B (``other``) has a disagreement of its own, so A's URLs can be probed with B's ids.
 Each project also has a calibration spec with a done run, an evaluator audit and a built
@@ -54,6 +58,7 @@ from labeling.models import (
     Project,
     Role,
 )
+from labeling.selectors.policies import policy_description_data
 from labeling.services import (
     AnnotationInput,
     ClaimInput,
@@ -68,8 +73,10 @@ from labeling.services import (
     project_labelling_start,
     workload_import,
 )
+from labeling.services.gold import GoldReferenceInput, gold_reference_set
 from labeling.services.imports import fingerprint
 from labeling.services.members import invitation_create
+from labeling.services.policies import policy_update
 from labeling.services.tokens import api_token_create
 from tests.conftest import jsonl_bytes
 from tests.factories import WORK_SOURCE, UserFactory
@@ -90,6 +97,7 @@ PRIOR_SPAN_NOTE = "ZZ-PRIOR-SPANNOTE-8127"
 PRIOR_RAW = "ZZ-PRIOR-RAW-6604"
 REFERENCE_SOLUTION = "ZZ-REFERENCE-SOLUTION-2208"
 RATIONALE = "ZZ-ADJUDICATION-RATIONALE-6650"
+GOLD_RATIONALE = "ZZ-GOLD-REFERENCE-RATIONALE-3371"
 OWN_COMMENT = "my own comment"
 
 # Strings that must appear in no response to the annotator of project A.
@@ -108,6 +116,7 @@ SECRETS: dict[str, str] = {
     "prior raw record": PRIOR_RAW,
     "question metadata (reference solution)": REFERENCE_SOLUTION,
     "adjudication rationale": RATIONALE,
+    "gold reference rationale": GOLD_RATIONALE,
     "another person's invitation": INVITEE,
 }
 
@@ -291,7 +300,28 @@ def build_world() -> World:
     membership_set(project=a, user=adjudicator, role=Role.ADJUDICATOR)
     membership_set(project=a, user=me, role=Role.ANNOTATOR)
     membership_set(project=a, user=other, role=Role.ANNOTATOR)
-    _import(a, [_record("q1"), _record("q2", prior=True), _record("q3"), _record("q4")])
+    _import(
+        a, [_record("q1"), _record("q2", prior=True), _record("q3"), _record("q4"), _record("q5")]
+    )
+    gold = _item(a, "q5", "c0")
+    gold_reference_set(
+        project=a,
+        item_id=gold.pk,
+        actor=manager,
+        data=GoldReferenceInput(
+            answer_label="abstained",
+            claims=tuple(
+                ClaimInput(claim_id=c, label="contradicted", evidence=(quote_evidence(gold),))
+                for c in claim_ids(gold)
+            ),
+            rationale=GOLD_RATIONALE,
+        ),
+    )
+    policy_update(
+        project=a,
+        actor=manager,
+        description={**policy_description_data(a.policies.get()), "gold_rate": 1.0},
+    )
     project_labelling_configure(project=a, actor=manager, overlap=2)
     project_labelling_start(project=a, actor=manager)
     items = {
@@ -301,11 +331,17 @@ def build_world() -> World:
         "prior": _item(a, "q2", "c1"),
         "leased": _item(a, "q3", "c0"),
         "open": _item(a, "q4", "c0"),
+        "gold": gold,
     }
     mine: dict[str, Assignment] = {}
 
     def submit(user: Any, assignment: Assignment, data: AnnotationInput) -> None:
         annotation_submit(project=a, assignment_id=assignment.pk, actor=user, data=data)
+
+    # the gold item first (gold rate 1 while one is left), then regular work as before
+    mine["gold"] = _claim(a, me, gold)
+    submit(me, mine["gold"], own_labels(gold))
+    submit(other, _claim(a, other, gold), other_labels(gold))
 
     for state in ("disagreement", "consensus", "resolved"):
         item = items[state]
@@ -433,6 +469,7 @@ def build_world() -> World:
         "prior": "disagreement",
         "leased": "open",
         "open": "open",
+        "gold": "gold",
     }.items():
         assert world.items[item_state].status == expected, (item_state, world.items[item_state])
     assert world.b_item.status == "disagreement"

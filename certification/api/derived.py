@@ -1,10 +1,11 @@
 """REST API of the derived results' freshness, and a manager's request to recompute one.
 
-``GET .../derived/`` says, per kind (agreement, calibration, audit), what the stored result rests
-on (the covered generation, when it was computed) and how many newer changes wait. ``POST
-.../agreement/recompute/``, ``.../calibration/recompute/`` and ``.../audits/recompute/`` ask for
-a recomputation (managers; 202 with the kind's freshness). The request is recorded in the
-database and coalesced with every other change, so it holds across a broker outage.
+``GET .../derived/`` says, per kind (agreement, calibration, audit, reliability), what the stored
+result rests on (the covered generation, when it was computed) and how many newer changes wait.
+``POST .../agreement/recompute/``, ``.../calibration/recompute/``, ``.../audits/recompute/`` and
+``.../reliability/recompute/`` ask for a recomputation (managers; 202 with the kind's
+freshness). The request is recorded in the database and coalesced with every other change, so
+it holds across a broker outage.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from labeling.api.common import ErrorSerializer, project_and_role, written
 class FreshnessSerializer(serializers.Serializer):
     """What a derived result rests on and whether newer changes wait."""
 
-    kind = serializers.CharField(help_text="agreement, calibration or audit.")
+    kind = serializers.CharField(help_text="agreement, calibration, audit or reliability.")
     current = serializers.BooleanField(
         help_text="True when no change waits and no recomputation runs."
     )
@@ -65,7 +66,7 @@ class DerivedFreshnessApi(APIView):
         },
     )
     def get(self, request: Request, slug: str) -> Response:
-        """Return the freshness of the agreement, calibration and audit results."""
+        """Return the freshness of the agreement, calibration, audit and reliability results."""
         project, _ = project_and_role(request, slug)
         return Response([freshness_json(f) for f in derived_freshness(project=project).values()])
 
@@ -117,3 +118,10 @@ class AuditRecomputeApi(DerivedRecomputeApi):
     """Ask for a recomputation of the evaluator audits (managers); answers 202."""
 
     kind = "audit"
+
+
+@extend_schema_view(post=extend_schema(operation_id="reliability_recompute"))
+class ReliabilityRecomputeApi(DerivedRecomputeApi):
+    """Ask for a recomputation of the per-person reliability figures (managers); answers 202."""
+
+    kind = "reliability"

@@ -11,6 +11,7 @@ from certification.api import (
     derived,
     rccs,
     releases,
+    reliability,
 )
 
 urlpatterns = [
@@ -18,6 +19,16 @@ urlpatterns = [
         "projects/<slug:slug>/agreement/",
         agreement.AgreementReportApi.as_view(),
         name="api-agreement",
+    ),
+    path(
+        "projects/<slug:slug>/reliability/",
+        reliability.ReliabilityReportApi.as_view(),
+        name="api-reliability",
+    ),
+    path(
+        "projects/<slug:slug>/reliability/recompute/",
+        derived.ReliabilityRecomputeApi.as_view(),
+        name="api-reliability-recompute",
     ),
     path(
         "projects/<slug:slug>/derived/",

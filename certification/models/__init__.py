@@ -2,8 +2,9 @@
 
 ``agreement`` holds a project's inter-annotator agreement report; ``calibration`` the calibration
 specs (the frozen evaluation contract) and their runs; ``audit`` evaluator audits and their
-samples; ``releases`` the frozen certified label sets, their builds and tags. Invariants live in
-the database as constraints (and a trigger that refuses any update of a release).
+samples; ``reliability`` the per-person reliability report; ``releases`` the frozen certified
+label sets, their builds and tags. Invariants live in the database as constraints (and a trigger
+that refuses any update of a release).
 """
 
 from certification.models.agreement import (
@@ -45,6 +46,7 @@ from certification.models.releases import (
     ReleaseTagMove,
     release_version_key,
 )
+from certification.models.reliability import ReliabilityReport
 
 __all__ = [
     "DerivedResultState",
@@ -68,6 +70,7 @@ __all__ = [
     "Loss",
     "Multiplicity",
     "RELEASE_VERSION_PATTERN",
+    "ReliabilityReport",
     "Release",
     "ReleaseBuild",
     "ReleaseTag",

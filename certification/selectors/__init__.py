@@ -75,6 +75,12 @@ from certification.selectors.releases import (
     release_tag_list,
     release_tag_moves,
 )
+from certification.selectors.reliability import (
+    ItemPosterior,
+    ReliabilityView,
+    item_posterior_get,
+    reliability_report_get,
+)
 
 __all__ = [
     "DECISION_COLUMNS",
@@ -98,6 +104,10 @@ __all__ = [
     "ReleaseFile",
     "StatisticView",
     "agreement_report_get",
+    "ItemPosterior",
+    "ReliabilityView",
+    "item_posterior_get",
+    "reliability_report_get",
     "audit_report_get",
     "audit_result_for_viewer",
     "audit_rows",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -96,12 +97,12 @@ class AgreementView:
     versions: tuple[VersionAgreementView, ...] = ()
 
 
-def _rater_names(report: AgreementReport, *, identities: bool) -> dict[str, str]:
-    levels = [report.answer, report.claim]
-    levels += [v.get(name, {}) for v in report.versions for name in ("answer", "claim")]
-    raters = sorted({r for level in levels for r in level.get("raters", [])}, key=rater_sort_key)
-    if not identities:
-        return {rater: f"Rater {i}" for i, rater in enumerate(raters, start=1)}
+def rater_display_names(raters: Iterable[str]) -> dict[str, str]:
+    """Return each rater id's display name: the username, or the pseudonym + " (imported)".
+
+    Names identify people: the caller shows them to managers only. One query (the usernames).
+    """
+    raters = list(raters)
     user_ids = [int(r.split(":", 1)[1]) for r in raters if rater_sort_key(r)[0] == 1]
     usernames = dict(get_user_model().objects.filter(pk__in=user_ids).values_list("pk", "username"))
     names = {}
@@ -112,6 +113,15 @@ def _rater_names(report: AgreementReport, *, identities: bool) -> dict[str, str]
         else:
             names[rater] = f"{name} (imported)"
     return names
+
+
+def _rater_names(report: AgreementReport, *, identities: bool) -> dict[str, str]:
+    levels = [report.answer, report.claim]
+    levels += [v.get(name, {}) for v in report.versions for name in ("answer", "claim")]
+    raters = sorted({r for level in levels for r in level.get("raters", [])}, key=rater_sort_key)
+    if not identities:
+        return {rater: f"Rater {i}" for i, rater in enumerate(raters, start=1)}
+    return rater_display_names(raters)
 
 
 def _statistic(data: dict[str, Any] | None) -> StatisticView:

@@ -203,6 +203,8 @@ def audit_rows(*, evaluator: Evaluator) -> list[AuditRow]:
                 evaluator=evaluator, claim__isnull=True
             ).values("candidate_id"),
         )
+        # A gold item's reference is no resolved label: gold items are never audited.
+        .exclude(status=ItemStatus.GOLD)
         .order_by("pk")
         .values(
             "pk",

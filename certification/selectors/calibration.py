@@ -231,6 +231,7 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
     them as they are, and the guarantee ledger states the versions and counts (items returned
     for labelling under the new version when it was published are resolved under it).
 
+    Gold items (status ``gold``) are left out: they check annotators and are never certified.
     Only the calibration partition named by the spec and the test partition are read. Queries:
     four (questions, candidates with their items and resolutions, claim-label counts, and the
     evaluator scores when the score field names an evaluator).
@@ -268,6 +269,8 @@ def calibration_inputs(*, spec: CalibrationSpec) -> dict[str, Any]:
         CandidateAnswer.objects.filter(
             question__project=project, question__partition__in=partitions
         )
+        # Gold items check annotators; they are no part of what is certified.
+        .exclude(item__status=ItemStatus.GOLD)
         .order_by("question_id", "sample_index")
         .values(*columns)
     )

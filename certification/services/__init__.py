@@ -37,6 +37,7 @@ from certification.services.derived import (
     derived_reconcile,
     derived_schedule,
 )
+from certification.services.reliability import reliability_recompute
 
 __all__ = [
     "derived_recompute",
@@ -68,6 +69,7 @@ __all__ = [
     "calibration_spec_update",
     "inputs_sha256",
     "level_to_json",
+    "reliability_recompute",
     "spec_clean",
     "spec_content",
     "spec_sha256",

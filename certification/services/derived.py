@@ -274,7 +274,7 @@ def derived_recompute_request(*, project: Project, kind: str, actor: Any) -> Non
 
     Args:
         project: the project.
-        kind: ``agreement``, ``calibration`` or ``audit``.
+        kind: ``agreement``, ``calibration``, ``audit`` or ``reliability``.
         actor: the requesting user (``None``: the command line).
 
     Raises:

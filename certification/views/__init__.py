@@ -6,7 +6,8 @@ are for managers),
 calls one selector or service and renders or redirects. Every page needs a login.
 
 Modules: ``calibration`` (specs, their editor, runs with plots), ``audit`` (evaluator audits,
-disagreement CSV, audit samples), ``releases`` (freeze, builds, files, tags, rebuilds);
+disagreement CSV, audit samples), ``reliability`` (per-person reliability, managers),
+``releases`` (freeze, builds, files, tags, rebuilds);
 ``common`` holds the role check. Release file downloads are streamed by
 ``certification.downloads``, which the API uses too.
 """
@@ -35,6 +36,7 @@ from certification.views.releases import (
     release_rebuild_view,
     release_tag_move_view,
 )
+from certification.views.reliability import reliability_page
 from certification.views.run_decisions import (
     calibration_run_decisions_csv,
     calibration_run_decisions_json,
@@ -45,6 +47,7 @@ __all__ = [
     "calibration_run_decisions_json",
     "rccs_report_view",
     "coverage_calculator_view",
+    "reliability_page",
     "derived_recompute_view",
     "audit_detail",
     "audit_disagreements_csv",

@@ -28,6 +28,7 @@ from labeling.models import EvidenceRelation, LabelPolicy
 from labeling.selectors.evaluators import evaluator_list
 from labeling.selectors.policies import REASONS, SCHEMA, policy_description_data
 from labeling.services.policies import (
+    GOLD_RULE_DEFAULTS,
     MAX_DESCRIPTION_LENGTH,
     MAX_GUIDELINE_LENGTH,
     MAX_REASON_TEXT_LENGTH,
@@ -94,6 +95,20 @@ class PolicyDescriptionSerializer(serializers.Serializer):
     answer_labels = AnswerLabelSerializer(many=True, allow_empty=False)
     claim_labels = ClaimLabelSerializer(many=True, allow_empty=False)
     unavailable_reasons = ReasonSerializer(many=True)
+    # The gold rule: optional in a description (absent: no gold served, no qualification), and
+    # shown to managers only (an annotator who knew it would know their first items are gold).
+    gold_rate = serializers.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Managers only. Default 0."
+    )
+    qualification_required = serializers.BooleanField(
+        required=False, help_text="Managers only. Default false."
+    )
+    qualification_items = serializers.IntegerField(
+        required=False, min_value=1, max_value=1000, help_text="Managers only (k). Default 5."
+    )
+    qualification_threshold = serializers.FloatField(
+        required=False, min_value=0, max_value=1, help_text="Managers only. Default 0.8."
+    )
 
     class Meta:
         ref_name = "PolicyDescription"
@@ -113,12 +128,19 @@ class PolicySerializer(PolicyDescriptionSerializer):
         ref_name = "Policy"
 
 
-def policy_body(policy: LabelPolicy) -> dict[str, Any]:
-    """Return the API body of ``policy``: its description, version, state and guideline HTML."""
+def policy_body(policy: LabelPolicy, *, manager: bool) -> dict[str, Any]:
+    """Return the API body of ``policy``: its description, version, state and guideline HTML.
+
+    The gold rule's fields are in it for a ``manager`` only.
+    """
+    description = policy_description_data(policy)
+    if not manager:
+        for name in GOLD_RULE_DEFAULTS:
+            del description[name]
     return dict(
         PolicySerializer(
             {
-                **policy_description_data(policy),
+                **description,
                 "version": policy.version,
                 "frozen_at": policy.frozen_at,
                 "editable": policy.frozen_at is None,
@@ -139,11 +161,11 @@ class ProjectPolicyApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """Return the newest policy version."""
-        project, _ = project_and_role(request, slug)
+        project, role = project_and_role(request, slug)
         policy = project.policies.order_by("-version").first()
         if policy is None:
             raise InvalidTransition(f"project {project.slug!r} has no label policy")
-        return Response(policy_body(policy))
+        return Response(policy_body(policy, manager=permissions.can_manage(role)))
 
     @extend_schema(
         operation_id="policy_update",
@@ -169,7 +191,7 @@ class ProjectPolicyApi(APIView):
         project, _ = project_and_role(request, slug)
         body = written(
             lambda: policy_update(project=project, actor=request.user, description=request.data),
-            policy_body,
+            lambda policy: policy_body(policy, manager=True),
         )
         return Response(body)
 

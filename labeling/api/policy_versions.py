@@ -97,7 +97,9 @@ class PolicyVersionListApi(APIView):
             '{"evidence_relation", "guideline", "answer_labels": [{"value", "text", '
             '"description", "key"}], "claim_labels": [{... "requires_evidence"}], '
             '"unavailable_reasons": [{"value", "text"}]} (every key required; see a '
-            "version's description)."
+            "version's description), and optionally the gold rule: gold_rate, "
+            "qualification_required, qualification_items, qualification_threshold (absent: no "
+            "gold served, no qualification)."
         )
         resolved = serializers.ChoiceField(
             choices=[(c, c) for c in Resolved.CHOICES],

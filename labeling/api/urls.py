@@ -10,6 +10,7 @@ from labeling.api import (
     account,
     auth,
     catalog,
+    gold,
     jobs,
     members,
     policies,
@@ -97,6 +98,22 @@ urlpatterns = [
     ),
     path(f"{P}jobs/", jobs.JobListApi.as_view(), name="api-job-list"),
     path(f"{P}jobs/<int:job_id>/", jobs.JobDetailApi.as_view(), name="api-job-detail"),
+    path(f"{P}gold/", gold.GoldItemListApi.as_view(), name="api-gold-items"),
+    path(
+        f"{P}items/<int:item_id>/gold/",
+        gold.GoldReferenceApi.as_view(),
+        name="api-gold-reference",
+    ),
+    path(
+        f"{P}qualifications/",
+        gold.QualificationListApi.as_view(),
+        name="api-qualifications",
+    ),
+    path(
+        f"{P}qualifications/<int:user_id>/decision/",
+        gold.QualificationDecideApi.as_view(),
+        name="api-qualification-decide",
+    ),
     path(f"{P}members/", members.MemberListApi.as_view(), name="api-member-list"),
     path(
         f"{P}members/<int:user_id>/",

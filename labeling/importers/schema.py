@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -237,6 +237,20 @@ class ResolutionIn(_Strict):
     claim_labels: list[ResolvedClaimLabelIn] = Field(default_factory=list)
 
 
+class GoldIn(_Strict):
+    """The reference labels that make a candidate's item a gold item (managers' secret).
+
+    ``claim_labels`` label every claim of the candidate once, by index; the labels are checked
+    against the project's labelling policy (the newest draft before labelling starts) as an
+    annotation is, without ``cannot_decide``. Evidence offsets are code points.
+    """
+
+    answer_label: Label
+    answer_reason: Label | None = None
+    rationale: str = ""
+    claim_labels: list[ResolvedClaimLabelIn] = Field(default_factory=list)
+
+
 class CandidateIn(_Strict):
     """One candidate answer with its claims, evaluator labels and prior annotations."""
 
@@ -256,6 +270,7 @@ class CandidateIn(_Strict):
     evaluator_labels: list[EvaluatorLabelIn] = Field(default_factory=list)
     prior_annotations: list[PriorAnnotationIn] = Field(default_factory=list)
     resolution: ResolutionIn | None = None
+    gold: GoldIn | None = None
 
 
 SourceKey = Annotated[str, Field(min_length=1, max_length=512)]
@@ -665,6 +680,55 @@ def check_record(
                     if key in spans:
                         raise RecordError(location, efield, "the same span is cited twice")
                     spans.add(key)
+        if candidate.gold is not None:
+            _check_gold(candidate, f"{at}.gold", location, check_evidence)
+
+
+def _check_gold(
+    candidate: CandidateIn,
+    field: str,
+    location: str,
+    check_evidence: Callable[[EvidenceIn, str], None],
+) -> None:
+    """Check a candidate's ``gold``: no votes beside it, each claim labelled once, spans valid.
+
+    The labels themselves are checked against the policy when the reference is written
+    (:func:`labeling.services.gold.gold_reference_set`), with the same field names.
+    """
+    gold = candidate.gold
+    if gold is None:
+        return
+    for votes in ("prior_annotations", "resolution"):
+        if getattr(candidate, votes):
+            raise RecordError(
+                location,
+                field,
+                f"a gold item has no votes: give gold or {votes}, not both",
+            )
+    n_claims = len(candidate.claims)
+    labelled: set[int] = set()
+    for q, claim_label in enumerate(gold.claim_labels):
+        cfield = f"{field}.claim_labels[{q}]"
+        if claim_label.claim >= n_claims:
+            raise RecordError(
+                location,
+                f"{cfield}.claim",
+                f"claim index {claim_label.claim} but {n_claims} claims",
+            )
+        if claim_label.claim in labelled:
+            raise RecordError(
+                location, f"{cfield}.claim", f"claim {claim_label.claim} labelled twice"
+            )
+        labelled.add(claim_label.claim)
+        for v, evidence in enumerate(claim_label.evidence):
+            check_evidence(evidence, f"{cfield}.evidence[{v}]")
+    missing = sorted(set(range(n_claims)) - labelled)
+    if missing:
+        raise RecordError(
+            location,
+            f"{field}.claim_labels",
+            f"every claim needs a reference label; claims {missing} have none",
+        )
 
 
 def _check_resolution(

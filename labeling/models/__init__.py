@@ -2,7 +2,8 @@
 
 ``catalog`` holds what is imported (projects, policies, sources, questions, candidates, claims,
 items, evaluator and prior labels); ``work`` holds what people do (assignments, annotations,
-disagreements, resolutions). Invariants live in the database as constraints and triggers.
+disagreements, resolutions); ``gold`` holds gold items' reference labels and qualifications.
+Invariants live in the database as constraints and triggers.
 Offsets are Unicode code points of the stored text, 0-based and end-exclusive.
 """
 
@@ -38,6 +39,14 @@ from labeling.models.catalog import (
     SourceVersion,
 )
 from labeling.models.derived import DerivedChange, DerivedKind
+from labeling.models.gold import (
+    QUALIFIED_STATUSES,
+    GoldClaimLabel,
+    GoldEvidence,
+    GoldReference,
+    Qualification,
+    QualificationStatus,
+)
 from labeling.models.jobs import JOB_FINISHED_STATUSES, Job, JobKind, JobStatus
 from labeling.models.tokens import ApiToken, TokenRevocation
 from labeling.models.work import (
@@ -78,6 +87,9 @@ __all__ = [
     "MAX_ID",
     "Disagreement",
     "Evaluator",
+    "GoldClaimLabel",
+    "GoldEvidence",
+    "GoldReference",
     "EvaluatorLabel",
     "EvidenceRelation",
     "EvidenceSpan",
@@ -98,6 +110,9 @@ __all__ = [
     "PriorClaimLabel",
     "PriorEvidence",
     "PriorSpan",
+    "QUALIFIED_STATUSES",
+    "Qualification",
+    "QualificationStatus",
     "Project",
     "Question",
     "Resolution",

@@ -177,6 +177,21 @@ class LabelPolicy(models.Model):
     reason_texts = models.JSONField(
         default=dict, blank=True, help_text="Display text per unavailable reason: {reason: text}."
     )
+    gold_rate = models.FloatField(
+        default=0.0,
+        help_text="Probability in [0, 1] that 'next item' serves a gold item.",
+    )
+    qualification_required = models.BooleanField(
+        default=False,
+        help_text="Must an annotator qualify on gold items before regular work?",
+    )
+    qualification_items = models.PositiveSmallIntegerField(
+        default=5, help_text="k: gold items an annotator labels to qualify."
+    )
+    qualification_threshold = models.FloatField(
+        default=0.8,
+        help_text="Share in [0, 1] of labels equal to the reference that qualifies.",
+    )
     frozen_at = models.DateTimeField(null=True, blank=True)
     change_note = models.TextField(
         blank=True, help_text="What changed from the previous version and why (published versions)."
@@ -199,6 +214,16 @@ class LabelPolicy(models.Model):
             models.CheckConstraint(
                 condition=Q(evidence_relation__in=EvidenceRelation.values),
                 name="policy_evidence_relation_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(gold_rate__gte=0, gold_rate__lte=1), name="policy_gold_rate_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(qualification_items__gte=1), name="policy_qualification_items_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(qualification_threshold__gte=0, qualification_threshold__lte=1),
+                name="policy_qualification_threshold_range",
             ),
         ]
 
@@ -527,6 +552,7 @@ class ItemStatus(models.TextChoices):
     OPEN = "open", "open (collecting annotations)"
     DISAGREEMENT = "disagreement", "in the disagreement queue"
     RESOLVED = "resolved", "resolved"
+    GOLD = "gold", "gold item (reference labels; served to check annotators, never a vote)"
 
 
 class Item(models.Model):
@@ -537,6 +563,10 @@ class Item(models.Model):
     human labels counted as votes), may never exceed ``overlap`` — a database check, so no item
     can get an (N+1)-th annotation under any concurrency. ``version`` increases with every state
     change and guards adjudication (optimistic locking).
+
+    A ``gold`` item carries reference labels (:class:`labeling.models.GoldReference`) and is
+    outside the voting flow: each annotator may be served it once (``Assignment.gold``), its
+    labels are never compared, resolved, released or certified, and ``assigned_count`` stays 0.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")

@@ -1,11 +1,11 @@
 """Staleness marks of derived results: an insert-only change log (an outbox).
 
 Every write that changes an input of a result computed in the background (the agreement
-statistics, the calibration runs, the evaluator audits) inserts one :class:`DerivedChange` row
-per affected kind, in its own transaction. A row is never updated; the recomputation that
-covered it deletes it. So a result is current exactly when no row of its (project, kind) is
-left, and nothing depends on a message reaching the broker. Inserts take no lock on a shared
-row: many label writers never wait for each other here.
+statistics, the calibration runs, the evaluator audits, the per-person reliability) inserts one
+:class:`DerivedChange` row per affected kind, in its own transaction. A row is never updated;
+the recomputation that covered it deletes it. So a result is current exactly when no row of its
+(project, kind) is left, and nothing depends on a message reaching the broker. Inserts take no
+lock on a shared row: many label writers never wait for each other here.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ class DerivedKind(models.TextChoices):
     AGREEMENT = "agreement", "agreement statistics"
     CALIBRATION = "calibration", "calibration runs"
     AUDIT = "audit", "evaluator audits"
+    RELIABILITY = "reliability", "per-person reliability"
 
 
 class DerivedChange(models.Model):

@@ -78,6 +78,11 @@ class Assignment(models.Model):
     ended_at = models.DateTimeField(
         null=True, blank=True, help_text="When the lease expired or the item was skipped."
     )
+    gold = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Gold work: never a vote, never shown to the annotator.",
+    )
 
     class Meta:
         ordering = ["item", "slot"]
@@ -93,7 +98,7 @@ class Assignment(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["item", "slot"],
-                condition=Q(status__in=LIVE_ASSIGNMENT_STATUSES),
+                condition=Q(status__in=LIVE_ASSIGNMENT_STATUSES, gold=False),
                 name="assignment_unique_live_slot",
             ),
             models.CheckConstraint(condition=Q(slot__gte=1), name="assignment_slot_positive"),

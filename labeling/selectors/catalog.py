@@ -297,10 +297,12 @@ ITEM_SORTS: tuple[str, ...] = (
     "status",
     "-status",
 )
-# Statuses in the order of the flow: collecting votes, in disagreement, resolved.
+# Statuses in the order of the flow: collecting votes, in disagreement, resolved; gold items
+# (outside the flow) last.
 _STATUS_RANK = Case(
     When(status=ItemStatus.OPEN, then=Value(0)),
     When(status=ItemStatus.DISAGREEMENT, then=Value(1)),
+    When(status=ItemStatus.GOLD, then=Value(3)),
     default=Value(2),
     output_field=IntegerField(),
 )

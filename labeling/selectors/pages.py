@@ -24,6 +24,7 @@ from labeling.models import (
     ResolutionStatus,
     ResolvedClaimLabel,
 )
+from labeling.selectors.gold import gold_unseen_ids
 from labeling.selectors.review import ClaimVote, Span, Vote
 
 
@@ -83,7 +84,9 @@ def own_queue(*, project: Project, actor: Any) -> OwnQueue:
     ``left`` counts the actor's valid leases and the open items with a free place that the
     actor holds no assignment of (an expired one of theirs does not count: such an item may
     come back to them). A free place may be taken by someone else first, so ``left`` is an
-    upper bound of what the actor will still be served.
+    upper bound of what the actor will still be served. When the labelling policy serves gold
+    items, the gold items never given to the actor count too (counted like any other item, so
+    being given one, or submitting it, changes the counts as a regular item does).
     """
     now = timezone.now()
     counts = Assignment.objects.filter(item__project=project, annotator=actor).aggregate(
@@ -100,7 +103,15 @@ def own_queue(*, project: Project, actor: Any) -> OwnQueue:
         .exclude(Exists(taken))
         .count()
     )
+    if _serves_gold(project):
+        free += len(gold_unseen_ids(project=project, actor=actor))
     return OwnQueue(done=counts["done"], skipped=counts["skipped"], left=counts["held"] + free)
+
+
+def _serves_gold(project: Project) -> bool:
+    """Whether the labelling policy serves gold items (a gold rate, or qualification)."""
+    policy = project.policies.filter(frozen_at__isnull=False).order_by("-version").first()
+    return policy is not None and (policy.gold_rate > 0 or policy.qualification_required)
 
 
 def own_previous_submission(
@@ -130,7 +141,7 @@ def own_undoable_skip(*, project: Project, actor: Any) -> Assignment | None:
             annotator=actor,
             status=AssignmentStatus.SKIPPED,
             lease_expires_at__gt=timezone.now(),
-            item__status=ItemStatus.OPEN,
+            item__status__in=[ItemStatus.OPEN, ItemStatus.GOLD],
         )
         .order_by("-ended_at", "-pk")
         .first()

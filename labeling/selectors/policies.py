@@ -206,7 +206,9 @@ def policy_description_data(policy: LabelPolicy) -> dict[str, Any]:
         {"evidence_relation": str, "guideline": str (Markdown),
          "answer_labels": [{"value", "text", "description", "key"}],
          "claim_labels": [{"value", "text", "description", "key", "requires_evidence"}],
-         "unavailable_reasons": [{"value", "text"}]}
+         "unavailable_reasons": [{"value", "text"}],
+         "gold_rate": float, "qualification_required": bool, "qualification_items": int,
+         "qualification_threshold": float}
     """
     reasons = policy_reason_choices(policy)
     answer, reason_rows = description_rows(
@@ -219,4 +221,8 @@ def policy_description_data(policy: LabelPolicy) -> dict[str, Any]:
         "answer_labels": answer,
         "claim_labels": claim,
         "unavailable_reasons": reason_rows,
+        "gold_rate": policy.gold_rate,
+        "qualification_required": policy.qualification_required,
+        "qualification_items": policy.qualification_items,
+        "qualification_threshold": policy.qualification_threshold,
     }

@@ -590,7 +590,8 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
 
     Raises:
         NotFound: the actor is not a member, or no such item in the project, or the item is
-            still collecting annotations (it is in no queue yet).
+            still collecting annotations (it is in no queue yet), or it is a gold item (its
+            labels are no votes).
         PermissionDenied: the actor is not an adjudicator or manager, or annotated the item
             and the project does not allow self-adjudication.
     """
@@ -601,7 +602,7 @@ def adjudication_view(*, project: Project, item_id: int, actor: Any) -> Adjudica
         .prefetch_related(Prefetch("candidate__claims", queryset=Claim.objects.order_by("index")))
         .first()
     )
-    if item is None or item.status == ItemStatus.OPEN:
+    if item is None or item.status in (ItemStatus.OPEN, ItemStatus.GOLD):
         raise NotFound(f"no item {item_id} awaiting or past adjudication in {project.slug!r}")
     if not project.allow_self_adjudication and annotated_by(item_id=item.pk, actor=actor):
         raise PermissionDenied(
@@ -710,9 +711,10 @@ def queue_next(
 class ProgressCounts:
     """Items of a project by where they are in the flow (they sum to ``total``).
 
-    ``open_untouched``: open, holding no live or submitted assignment. ``in_progress``: open,
-    holding at least one. ``awaiting_adjudication``: in the disagreement queue. The last three
-    count resolved items by the status of their current resolution.
+    Gold items, outside the flow, are not counted. ``open_untouched``: open, holding no live or
+    submitted assignment. ``in_progress``: open, holding at least one.
+    ``awaiting_adjudication``: in the disagreement queue. The last three count resolved items by
+    the status of their current resolution.
     """
 
     total: int = 0
@@ -728,18 +730,25 @@ def project_progress(*, project: Project) -> ProgressCounts:
     """Return the progress counts of ``project``'s items. One query."""
     open_ = Q(status=ItemStatus.OPEN)
     resolved = Q(status=ItemStatus.RESOLVED)
-    counts = Item.objects.filter(project=project).aggregate(
-        total=Count("pk"),
-        open_untouched=Count("pk", filter=open_ & Q(assigned_count=0)),
-        in_progress=Count("pk", filter=open_ & Q(assigned_count__gt=0)),
-        awaiting_adjudication=Count("pk", filter=Q(status=ItemStatus.DISAGREEMENT)),
-        resolved_consensus=Count(
-            "pk", filter=resolved & Q(resolution__status=ResolutionStatus.CONSENSUS)
-        ),
-        resolved_adjudicated=Count(
-            "pk", filter=resolved & Q(resolution__status=ResolutionStatus.ADJUDICATED)
-        ),
-        unresolved=Count("pk", filter=resolved & Q(resolution__status=ResolutionStatus.UNRESOLVED)),
+    # Gold items are outside the voting flow (they check annotators; never resolved).
+    counts = (
+        Item.objects.filter(project=project)
+        .exclude(status=ItemStatus.GOLD)
+        .aggregate(
+            total=Count("pk"),
+            open_untouched=Count("pk", filter=open_ & Q(assigned_count=0)),
+            in_progress=Count("pk", filter=open_ & Q(assigned_count__gt=0)),
+            awaiting_adjudication=Count("pk", filter=Q(status=ItemStatus.DISAGREEMENT)),
+            resolved_consensus=Count(
+                "pk", filter=resolved & Q(resolution__status=ResolutionStatus.CONSENSUS)
+            ),
+            resolved_adjudicated=Count(
+                "pk", filter=resolved & Q(resolution__status=ResolutionStatus.ADJUDICATED)
+            ),
+            unresolved=Count(
+                "pk", filter=resolved & Q(resolution__status=ResolutionStatus.UNRESOLVED)
+            ),
+        )
     )
     return ProgressCounts(**counts)
 
@@ -846,7 +855,9 @@ def labelling_form_view(*, project: Project, assignment: Assignment) -> Labellin
                 revision=revision.number,
                 submitted_at=assignment.submitted_at,
             )
-    editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item.status == ItemStatus.OPEN
+    # Gold work stays editable like an item still collecting votes (nothing may tell it apart).
+    collecting = ItemStatus.GOLD if assignment.gold else ItemStatus.OPEN
+    editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item.status == collecting
     return LabellingFormView(
         assignment_id=assignment.pk,
         assignment_status=assignment.status,

@@ -6,8 +6,9 @@ A *vote* is one rater's label of one unit at one label level:
 - level ``"claim"``: the unit is a claim of an item's candidate; the label is the claim label.
 
 Raters are the annotators of submitted annotations (their *current* revision; earlier revisions
-are history, not votes) and the imported prior annotators of the item's candidate (a prior
-annotation votes at a level when it carries a label there: ExpertQA's carry claim labels only).
+are history, not votes; gold work, ``Assignment.gold``, is never a vote) and the imported prior
+annotators of the item's candidate (a prior annotation votes at a level when it carries a label
+there: ExpertQA's carry claim labels only).
 ``cannot_decide`` and ``evidence_unavailable`` are labels like any other. A label with a reason
 (``evidence_unavailable`` + ``not_found``) is the value ``"evidence_unavailable:not_found"``, as
 comparison treats two different reasons as a disagreement.
@@ -161,7 +162,7 @@ def project_votes(*, project: Project) -> ProjectVotes:
     answer_votes: dict[int | None, list[tuple[int, str, str]]] = defaultdict(list)
     claim_votes: dict[int | None, list[tuple[int, str, str]]] = defaultdict(list)
     for item_id, user_id, label, answer_reason, version in AnnotationRevision.objects.filter(
-        current_of__item__project=project
+        current_of__item__project=project, current_of__assignment__gold=False
     ).values_list(
         "annotation__item_id",
         "annotation__annotator_id",
@@ -185,7 +186,8 @@ def project_votes(*, project: Project) -> ProjectVotes:
             (item_id, prior_rater(annotator), vote_value(_imported_label(prior_label), reason))
         )
     for claim_id, user_id, label, reason, version in ClaimLabel.objects.filter(
-        revision__current_of__item__project=project
+        revision__current_of__item__project=project,
+        revision__current_of__assignment__gold=False,
     ).values_list(
         "claim_id",
         "revision__annotation__annotator_id",

@@ -132,6 +132,9 @@ def _item_for_decision(
         )
     if item.status == ItemStatus.OPEN:
         raise InvalidTransition(f"item {item.pk} is still collecting annotations")
+    if item.status == ItemStatus.GOLD:
+        # Gold labels are never votes: a gold item has nothing to adjudicate.
+        raise InvalidTransition(f"item {item.pk} is a gold item; it is never adjudicated")
     if item.status == ItemStatus.RESOLVED and (
         item.resolution is None or item.resolution.status == ResolutionStatus.CONSENSUS
     ):

@@ -673,6 +673,15 @@ def annotation_submit(
     raise _lease_over(assignment)
 
 
+def _collecting(assignment: Assignment) -> str:
+    """The item status under which ``assignment`` may be submitted or revised.
+
+    Gold work labels a gold item, which collects labels as long as it is gold; a vote labels
+    an open item, until its votes are compared.
+    """
+    return ItemStatus.GOLD if assignment.gold else ItemStatus.OPEN
+
+
 def _first_submit(
     *,
     project: Project,
@@ -689,7 +698,7 @@ def _first_submit(
         # Made on a revision that does not exist (yet): nothing of this assignment is stored.
         raise _changed_elsewhere(based_on, None)
     item = _item_touch(assignment.item_id)
-    if item.status != ItemStatus.OPEN:
+    if item.status != _collecting(assignment):
         raise InvalidTransition(f"item {item.pk} is no longer collecting annotations")
     # Compare-and-set on the status: belt and braces under the item lock (SQLite locks nothing
     # but serialises writers).
@@ -719,8 +728,13 @@ def _first_submit(
         "annotation.submitted",
         extra={"item": item.pk, "annotation": annotation.pk, "assignment": assignment.pk},
     )
-    # A new vote: the agreement statistics are stale from this commit on.
-    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT])
+    if assignment.gold:
+        # Gold work is never a vote (nothing to compare, no agreement input), but it is an
+        # input of the per-person accuracy on gold items.
+        derived_mark(project_id=project.pk, kinds=[DerivedKind.RELIABILITY])
+        return annotation
+    # A new vote: the agreement and reliability figures are stale from this commit on.
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT, DerivedKind.RELIABILITY])
     submitted = Annotation.objects.filter(
         item=item, assignment__status=AssignmentStatus.SUBMITTED
     ).count()
@@ -752,7 +766,7 @@ def _revise(
         # unseen (checked under the item's lock, so two submits on one revision: one wins).
         raise _changed_elsewhere(based_on, annotation.current)
     item = _item_touch(assignment.item_id)
-    if item.status != ItemStatus.OPEN:
+    if item.status != _collecting(assignment):
         # Closed for every annotator alike once the votes were compared, whether they agreed or
         # not: a rule that depended on the outcome would tell an annotator how the others voted.
         raise InvalidTransition(
@@ -775,7 +789,10 @@ def _revise(
         current=revision, revision_count=F("revision_count") + 1
     )
     annotation.refresh_from_db()
-    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT])
+    if assignment.gold:
+        derived_mark(project_id=project.pk, kinds=[DerivedKind.RELIABILITY])
+    else:
+        derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT, DerivedKind.RELIABILITY])
     logger.info(
         "annotation.revised",
         extra={"item": item.pk, "annotation": annotation.pk, "revision": revision.number},

@@ -81,7 +81,9 @@ from labeling.models import (
     SkipReason,
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
+from labeling.selectors.review import labelling_policy_get
 from labeling.services.comparison import items_compare
+from labeling.services.gold_serving import gold_claim, gold_turn
 
 logger = logging.getLogger(__name__)
 
@@ -460,13 +462,14 @@ def _expire_stale_leases(*, item: Item, now: datetime) -> int:
     transaction holds (a submit or skip in flight) are left to it.
     """
     stale = stale_leases_lock(item_id=item.pk, now=now)
-    released = 0
+    released = slots = 0
     for lease in stale:
         # Compare-and-set: only a lease still leased and still past its time is released.
         if Assignment.objects.filter(
             pk=lease.pk, status=AssignmentStatus.LEASED, lease_expires_at__lte=now
         ).update(status=AssignmentStatus.EXPIRED, ended_at=now):
             released += 1
+            slots += not lease.gold  # gold work holds no slot
             logger.info(
                 "assignment.lease_expired",
                 extra={
@@ -480,7 +483,7 @@ def _expire_stale_leases(*, item: Item, now: datetime) -> int:
             )
     if released:
         Item.objects.filter(pk=item.pk).update(
-            assigned_count=F("assigned_count") - released, version=F("version") + 1
+            assigned_count=F("assigned_count") - slots, version=F("version") + 1
         )
     return released
 
@@ -541,7 +544,8 @@ def assignments_release_member(*, project: Project, user_id: int) -> int:
             ):
                 continue
             Item.objects.filter(pk=item.pk).update(
-                assigned_count=F("assigned_count") - 1, version=F("version") + 1
+                assigned_count=F("assigned_count") - (0 if lease.gold else 1),
+                version=F("version") + 1,
             )
             released += 1
             logger.info(
@@ -714,8 +718,28 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     for held_item in items_lock(a.item_id for a in held):
         _expire_stale_leases(item=held_item, now=now)
 
-    tried: set[int] = set()
     lease = timedelta(minutes=lease_minutes)
+    # Gold work (labeling.services.gold): qualification first, then gold at the policy's rate,
+    # served only while regular work is left (a gold item alone would stand out).
+    turn = gold_turn(
+        membership=membership,
+        actor=actor,
+        policy=labelling_policy_get(project=membership.project),
+        now=now,
+    )
+    if not turn.regular:
+        return gold_claim(project=project, actor=actor, now=now, lease=lease) if turn.gold else None
+    if (
+        turn.gold
+        and _claim_candidates(
+            project=project, actor=actor, now=now, tried=set(), cooldown=lease
+        ).exists()
+    ):
+        gold = gold_claim(project=project, actor=actor, now=now, lease=lease)
+        if gold is not None:
+            return gold
+
+    tried: set[int] = set()
     waits = 0
     for _ in range(MAX_CLAIM_ATTEMPTS):
         candidates = _claim_candidates(
@@ -830,7 +854,8 @@ def assignment_skip(
         raise Conflict("the assignment changed meanwhile; reload and try again")
     if was == AssignmentStatus.LEASED:
         Item.objects.filter(pk=item_id).update(
-            assigned_count=F("assigned_count") - 1, version=F("version") + 1
+            assigned_count=F("assigned_count") - (0 if assignment.gold else 1),
+            version=F("version") + 1,
         )
     logger.info(
         "assignment.skipped",
@@ -841,6 +866,30 @@ def assignment_skip(
             "annotator_id": actor.pk,
             "reason": reason,
             "slot_released": was == AssignmentStatus.LEASED,
+        },
+    )
+    assignment.refresh_from_db()
+    return assignment
+
+
+def _gold_skip_undo(
+    *, item: Item, assignment: Assignment, project: Project, actor: Any
+) -> Assignment:
+    """Undo the skip of gold work: it holds no slot, so only the item's status is checked."""
+    if item.status != ItemStatus.GOLD:  # pragma: no cover - a gold item stays gold
+        raise InvalidTransition("this item is closed: the skip cannot be undone")
+    if not Assignment.objects.filter(pk=assignment.pk, status=AssignmentStatus.SKIPPED).update(
+        status=AssignmentStatus.LEASED, skip_reason="", skip_note="", ended_at=None
+    ):
+        raise Conflict("the assignment changed meanwhile; reload and try again")
+    Item.objects.filter(pk=item.pk).update(version=F("version") + 1)
+    logger.info(
+        "assignment.skip_undone",
+        extra={
+            "assignment_id": assignment.pk,
+            "item_id": item.pk,
+            "project_id": project.pk,
+            "annotator_id": actor.pk,
         },
     )
     assignment.refresh_from_db()
@@ -891,6 +940,8 @@ def assignment_skip_undo(*, project: Project, assignment_id: int, actor: Any) ->
         )
     if assignment.lease_expires_at <= now:
         raise InvalidTransition("the lease of this item ran out: it is no longer yours to undo")
+    if assignment.gold:
+        return _gold_skip_undo(item=item, assignment=assignment, project=project, actor=actor)
     if item.status != ItemStatus.OPEN:
         raise InvalidTransition("this item is closed: the skip cannot be undone")
     slot_taken = (

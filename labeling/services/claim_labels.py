@@ -1,11 +1,12 @@
 """The one writer of claim labels and their evidence spans.
 
-Three kinds of claim label carry evidence: an annotation revision's (``ClaimLabel`` with
+Four kinds of claim label carry evidence: an annotation revision's (``ClaimLabel`` with
 ``EvidenceSpan``), a resolution's (``ResolvedClaimLabel`` with ``ResolvedEvidence``: written by
-adjudication, by the comparison of votes and by the workload import) and an imported prior
-annotation's (``PriorClaimLabel`` with ``PriorEvidence``). :func:`claim_labels_write` writes any
-of them: the labels in the order given, then their evidence, label by label and span by span in
-the order given, two bulk inserts in all.
+adjudication, by the comparison of votes and by the workload import), an imported prior
+annotation's (``PriorClaimLabel`` with ``PriorEvidence``) and a gold item's reference
+(``GoldClaimLabel`` with ``GoldEvidence``). :func:`claim_labels_write` writes any of them:
+the labels in the order given, then their evidence, label by label and span by span in the
+order given, two bulk inserts in all.
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ from typing import Protocol, TypeVar
 from labeling.models import (
     ClaimLabel,
     EvidenceSpan,
+    GoldClaimLabel,
+    GoldEvidence,
     PriorClaimLabel,
     PriorEvidence,
     ResolvedClaimLabel,
     ResolvedEvidence,
 )
 
-LabelRow = TypeVar("LabelRow", ClaimLabel, ResolvedClaimLabel, PriorClaimLabel)
-EvidenceRow = TypeVar("EvidenceRow", EvidenceSpan, ResolvedEvidence, PriorEvidence)
+LabelRow = TypeVar("LabelRow", ClaimLabel, ResolvedClaimLabel, PriorClaimLabel, GoldClaimLabel)
+EvidenceRow = TypeVar("EvidenceRow", EvidenceSpan, ResolvedEvidence, PriorEvidence, GoldEvidence)
 
 
 class EvidenceLike(Protocol):

@@ -173,7 +173,10 @@ def items_return_to_queue(
             ["queue_position"],
             [(pk, last + n) for n, pk in enumerate(returned, start=1)],
         )
-        derived_mark(project_id=project.pk, kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT])
+        derived_mark(
+            project_id=project.pk,
+            kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT, DerivedKind.RELIABILITY],
+        )
         logger.info(
             "items.returned_to_queue",
             extra={"project": project.slug, "items": len(returned), "extra_votes": extra_votes},

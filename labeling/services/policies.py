@@ -3,8 +3,11 @@
 A *policy description* is everything a manager decides about a label policy version: the
 evidence relation, the guideline (Markdown), which labels each level offers (within the fixed
 schema of :data:`labeling.selectors.policies.SCHEMA`), each label's display text, description
-and shortcut key, which claim labels must cite evidence, and the reasons offered for
-``evidence_unavailable`` with their display text. :func:`policy_description_check` validates
+and shortcut key, which claim labels must cite evidence, the reasons offered for
+``evidence_unavailable`` with their display text, and the gold rule: how often gold items are
+served (``gold_rate``) and whether a new annotator first qualifies on gold items
+(``qualification_required``, ``qualification_items`` k, ``qualification_threshold``; see
+:mod:`labeling.services.gold`). :func:`policy_description_check` validates
 one and returns a :class:`PolicyDescription`, whose :meth:`~PolicyDescription.model_fields` are
 the :class:`~labeling.models.LabelPolicy` fields it sets; a new version is made from the same
 description (publishing v+1 validates with the same function).
@@ -62,6 +65,16 @@ LABEL_KEYS: Mapping[Level, frozenset[str]] = {
     "claim": frozenset({"value", "text", "description", "key", "requires_evidence"}),
 }
 REASON_KEYS = frozenset({"value", "text"})
+# The gold rule's fields: optional, absent means these values (no gold served, no
+# qualification), so a description written before the rule existed keeps its meaning.
+GOLD_RULE_DEFAULTS: Mapping[str, Any] = {
+    "gold_rate": 0.0,
+    "qualification_required": False,
+    "qualification_items": 5,
+    "qualification_threshold": 0.8,
+}
+# k above this is certainly a typo (a qualification of a thousand gold items).
+MAX_QUALIFICATION_ITEMS = 1000
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,14 @@ class PolicyDescription:
     answer_labels: tuple[LabelChoice, ...]
     claim_labels: tuple[LabelChoice, ...]
     unavailable_reasons: tuple[ReasonChoice, ...]
+    gold_rate: float = 0.0
+    qualification_required: bool = False
+    qualification_items: int = 5
+    qualification_threshold: float = 0.8
+
+    def gold_rule(self) -> dict[str, Any]:
+        """Return the gold rule's fields (``GOLD_RULE_DEFAULTS``' keys) and values."""
+        return {name: getattr(self, name) for name in GOLD_RULE_DEFAULTS}
 
     def data(self) -> dict[str, Any]:
         """Return the description as JSON-ready data, in the shape the check accepts."""
@@ -89,6 +110,7 @@ class PolicyDescription:
             "answer_labels": answer,
             "claim_labels": claim,
             "unavailable_reasons": reasons,
+            **self.gold_rule(),
         }
 
     def model_fields(self) -> dict[str, Any]:
@@ -97,7 +119,7 @@ class PolicyDescription:
         Keys: ``evidence_relation``, ``guideline``, ``answer_labels``, ``claim_labels``,
         ``unavailable_reasons`` (lists of values), ``label_details`` (``{level: {value:
         {"text", "description", "key"}}}``), ``evidence_labels`` (claim values) and
-        ``reason_texts`` (``{reason: text}``).
+        ``reason_texts`` (``{reason: text}``), and the gold rule's four fields.
         """
         levels = {"answer": self.answer_labels, "claim": self.claim_labels}
         return {
@@ -115,6 +137,7 @@ class PolicyDescription:
             },
             "evidence_labels": [c.value for c in self.claim_labels if c.requires_evidence],
             "reason_texts": {r.value: r.text for r in self.unavailable_reasons},
+            **self.gold_rule(),
         }
 
 
@@ -293,7 +316,10 @@ def policy_description_check(data: Any) -> PolicyDescription:
     keys (``0``, ``j``, ``k``, ``c``, ``b``, ``s``); only ``supported``, ``contradicted`` and
     ``not_supported`` may require evidence; reasons from ``not_found``, ``blocked``,
     ``source_changed``, each once, at least one when a level offers ``evidence_unavailable``;
-    guideline at most 100 000 characters, no control characters but tab and newline.
+    guideline at most 100 000 characters, no control characters but tab and newline; the gold
+    rule (optional keys, defaults ``GOLD_RULE_DEFAULTS``): ``gold_rate`` and
+    ``qualification_threshold`` numbers from 0 to 1, ``qualification_required`` a boolean,
+    ``qualification_items`` an integer from 1 to 1000.
 
     Raises:
         InvalidInput: naming the first problem's field (e.g. ``claim_labels[2].key``);
@@ -303,8 +329,9 @@ def policy_description_check(data: Any) -> PolicyDescription:
     if not isinstance(data, Mapping):
         problems.add("policy", "expected an object")
         problems.raise_any()
-    for name in sorted(set(data) - TOP_KEYS):
-        problems.add(str(name), f"unknown field; the fields are {sorted(TOP_KEYS)}")
+    known = TOP_KEYS | set(GOLD_RULE_DEFAULTS)
+    for name in sorted(set(data) - known, key=str):
+        problems.add(str(name), f"unknown field; the fields are {sorted(known)}")
     for name in sorted(TOP_KEYS - set(data)):
         problems.add(name, "this field is required")
     problems.raise_any()
@@ -325,6 +352,7 @@ def policy_description_check(data: Any) -> PolicyDescription:
     reasons = _reasons(
         problems, data["unavailable_reasons"], vocabulary.EVIDENCE_UNAVAILABLE in offered
     )
+    rule = _gold_rule(problems, data)
     problems.raise_any()
     return PolicyDescription(
         evidence_relation=str(relation),
@@ -332,7 +360,41 @@ def policy_description_check(data: Any) -> PolicyDescription:
         answer_labels=answer,
         claim_labels=claim,
         unavailable_reasons=reasons,
+        **rule,
     )
+
+
+def _share(problems: Problems, name: str, value: Any) -> float:
+    """A number in [0, 1] (not a boolean), else a problem and the default."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        problems.add(name, f"expected a number from 0 to 1, got {value!r}")
+        return float(GOLD_RULE_DEFAULTS[name])
+    return float(value)
+
+
+def _gold_rule(problems: Problems, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Check the gold rule's fields of a description (absent ones take the defaults)."""
+    given = {name: data.get(name, default) for name, default in GOLD_RULE_DEFAULTS.items()}
+    required = given["qualification_required"]
+    if not isinstance(required, bool):
+        problems.add("qualification_required", f"expected true or false, got {required!r}")
+        required = False
+    items = given["qualification_items"]
+    if isinstance(items, bool) or not isinstance(items, int):
+        problems.add("qualification_items", f"expected an integer, got {items!r}")
+        items = GOLD_RULE_DEFAULTS["qualification_items"]
+    elif not 1 <= items <= MAX_QUALIFICATION_ITEMS:
+        problems.add(
+            "qualification_items", f"must be between 1 and {MAX_QUALIFICATION_ITEMS}, got {items}"
+        )
+    return {
+        "gold_rate": _share(problems, "gold_rate", given["gold_rate"]),
+        "qualification_required": required,
+        "qualification_items": items,
+        "qualification_threshold": _share(
+            problems, "qualification_threshold", given["qualification_threshold"]
+        ),
+    }
 
 
 @transaction.atomic

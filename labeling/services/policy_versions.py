@@ -86,6 +86,10 @@ CONTENT_FIELDS: tuple[str, ...] = (
     "claim_labels",
     "unavailable_reasons",
     "guideline",
+    "gold_rate",
+    "qualification_required",
+    "qualification_items",
+    "qualification_threshold",
 )
 
 

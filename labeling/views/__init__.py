@@ -7,7 +7,8 @@ errors on the page, with the user's input kept. Every page needs a login.
 
 Modules: ``catalog`` (project list, dashboard, item browser, import, partition), ``annotate``
 (next item, labelling form, skip, own annotations), ``adjudicate`` (queue, side-by-side),
-``manage`` (settings, start); ``members`` (members, invitations, join, password reset);
+``manage`` (settings, start); ``gold`` (gold references, qualification); ``members``
+(members, invitations, join, password reset);
 ``projects`` (new project, label policy); ``policy_versions`` (publishing a label policy version
 after labelling started); ``labels`` holds the form model shared by the labelling and
 adjudication pages; ``panels`` lets other apps add dashboard panels.
@@ -31,6 +32,7 @@ from labeling.views.catalog import (
     project_detail,
     project_list,
 )
+from labeling.views.gold import gold_overview, gold_reference_view
 from labeling.views.jobs import job_detail, job_list_view
 from labeling.views.manage import project_labelling_start_view, project_settings
 from labeling.views.members import (
@@ -49,6 +51,8 @@ __all__ = [
     "annotate_next",
     "annotate_skip",
     "annotate_skip_undo",
+    "gold_overview",
+    "gold_reference_view",
     "answer_segments",
     "import_create",
     "invitation_join_view",

@@ -54,6 +54,7 @@ from labeling.selectors.review import (
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
 from labeling.views.common import page_context, project_for
 from labeling.views.labels import FormErrors, form_context, state_from_vote
+from labeling.views.panels import adjudication_panels_render
 from labeling.views.problems import PageProblem, problems_of
 
 QUEUE_PAGE_SIZE = 50
@@ -267,6 +268,13 @@ def _page(
         waivers={cid: sorted(labels) for cid, labels in view.evidence_waivers.items()},
         form_action=_item_url(project, view.item.pk, query),
         next_url=_item_url(project, following, query) if following is not None else None,
+        # Shown only here, after the blind votes are in (e.g. the model's estimate).
+        panels=adjudication_panels_render(
+            request=request,
+            project=project,
+            item_id=view.item.pk,
+            claim_ids=tuple(c.id for c in view.claims),
+        ),
         queue_url=reverse("adjudication-queue", args=[project.slug])
         + (f"?{query}" if query else ""),
         **form_context(

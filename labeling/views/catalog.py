@@ -29,6 +29,7 @@ from labeling.forms import (
     PartitionForm,
     format_choices,
 )
+from labeling.models import ItemStatus
 from labeling.selectors import (
     item_annotators,
     item_answer_labels,
@@ -39,6 +40,7 @@ from labeling.selectors import (
     project_overview,
 )
 from labeling.selectors.dashboard import annotator_work, progress_daily
+from labeling.selectors.gold import gold_reference_current, qualification_list
 from labeling.selectors.members import invitations_for_user
 from labeling.selectors.pages import own_progress, resolved_claim_labels
 from labeling.selectors.review import project_progress
@@ -184,6 +186,11 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
         own=own_progress(project=project, actor=request.user) if can_annotate(role) else None,
         panels=dashboard_panels_render(request=request, project=project, role=role),
         charts=manager_charts(project=project) if permissions.can_manage(role) else [],
+        awaiting_qualification=(
+            [q for q in qualification_list(project=project) if q.awaiting_decision]
+            if permissions.can_manage(role)
+            else []
+        ),
     )
     return render(request, "labeling/project_detail.html", context)
 
@@ -284,6 +291,11 @@ def item_detail(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         show_labels=show_labels,
         evaluator_labels=list(candidate.evaluator_labels.all()) if show_labels else [],
         prior_annotations=list(candidate.prior_annotations.all()) if show_labels else [],
+        gold_reference=(
+            gold_reference_current(item=item)
+            if permissions.can_manage(role) and item.status == ItemStatus.GOLD
+            else None
+        ),
     )
     return render(request, "labeling/item_detail.html", context)
 

@@ -1,4 +1,4 @@
-"""Dashboard panels that other apps contribute to the project dashboard.
+"""Panels that other apps contribute to the project dashboard and the adjudication page.
 
 ``labeling`` never imports ``certification``, yet the dashboard shows the agreement figures that
 ``certification`` computes. So, as with the ``items_resolved`` signal, the dependency points the
@@ -16,6 +16,10 @@ other way: ``certification`` registers a panel in its ``AppConfig.ready``::
 
 A panel is rendered for managers and adjudicators only by default (agreement figures summarise
 other people's votes; annotators never see them).
+
+Adjudication panels (:func:`adjudication_panel_register`) work the same way on the adjudication
+page, which only adjudicators and managers reach and only once an item's blind votes are in:
+``certification`` shows the Dawid–Skene posterior of the item there.
 """
 
 from __future__ import annotations
@@ -83,4 +87,55 @@ def dashboard_panels_render(
         )
         for panel in _PANELS.values()
         if role in panel.roles
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Adjudication panels: fragments shown beside the votes of a disagreement
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AdjudicationPanel:
+    """A template fragment shown on the adjudication page, below the votes side by side.
+
+    ``context`` is called with keyword arguments ``project``, ``item_id`` and ``claim_ids``
+    (the item's claims in order). The adjudication page exists only for an item whose blind
+    votes are all in (it is in, or was decided out of, the disagreement queue) and only for
+    adjudicators and managers, so a panel shows there what must never reach an annotator or be
+    seen before the votes, such as a model's estimate of the item's label.
+    """
+
+    name: str
+    template: str
+    context: Callable[..., Mapping[str, Any]]
+
+
+_ADJUDICATION_PANELS: dict[str, AdjudicationPanel] = {}
+
+
+def adjudication_panel_register(
+    *, name: str, template: str, context: Callable[..., Mapping[str, Any]]
+) -> None:
+    """Register (or replace, by ``name``) an adjudication panel (from ``AppConfig.ready``)."""
+    _ADJUDICATION_PANELS[name] = AdjudicationPanel(name=name, template=template, context=context)
+
+
+def adjudication_panels_render(
+    *, request: HttpRequest, project: Project, item_id: int, claim_ids: tuple[int, ...]
+) -> list[tuple[str, SafeString]]:
+    """Render every adjudication panel for one item, in registration order, as (name, html)."""
+    return [
+        (
+            panel.name,
+            render_to_string(
+                panel.template,
+                {
+                    "project": project,
+                    **panel.context(project=project, item_id=item_id, claim_ids=claim_ids),
+                },
+                request=request,
+            ),
+        )
+        for panel in _ADJUDICATION_PANELS.values()
     ]

@@ -76,6 +76,7 @@ NAV_LINKS = {
         "nav-audits",
         "nav-releases",
         "nav-settings",
+        "nav-reliability",
         "nav-members",
         "nav-import",
         "nav-partition",

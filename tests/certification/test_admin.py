@@ -1,4 +1,4 @@
-"""Django admin of certification: every model registered, agreement reports view-only."""
+"""Django admin of certification: every model registered, the reports view-only."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from certification.models import AgreementReport
-from certification.services import agreement_recompute
+from certification.services import agreement_recompute, reliability_recompute
 
 pytestmark = pytest.mark.django_db
 
@@ -31,3 +31,16 @@ def test_agreement_report_pages_render_read_only(admin_client, project):
     add = admin_client.get(reverse("admin:certification_agreementreport_add"))
     assert add.status_code == 403
     assert AgreementReport.objects.count() == 1
+
+
+def test_reliability_report_pages_render_read_only(admin_client, project):
+    report = reliability_recompute(project_id=project.pk)
+    changelist = admin_client.get(reverse("admin:certification_reliabilityreport_changelist"))
+    assert changelist.status_code == 200
+    assert project.slug in changelist.content.decode()
+    change = admin_client.get(
+        reverse("admin:certification_reliabilityreport_change", args=[report.pk])
+    )
+    assert change.status_code == 200
+    assert 'name="_save"' not in change.content.decode()
+    assert admin_client.get(reverse("admin:certification_reliabilityreport_add")).status_code == 403

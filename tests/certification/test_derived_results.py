@@ -54,6 +54,7 @@ pytestmark = pytest.mark.django_db
 __all__ = ["client_for"]  # the API tests' fixture, used here too
 
 AGREEMENT, CALIBRATION, AUDIT = DerivedKind.AGREEMENT, DerivedKind.CALIBRATION, DerivedKind.AUDIT
+RELIABILITY = DerivedKind.RELIABILITY
 
 
 def marks(project) -> Counter[str]:
@@ -109,7 +110,7 @@ def _clean_answer(project) -> dict[str, Any]:
 # -- the marks: written in the writing transaction -----------------------------------------
 def test_a_vote_marks_the_agreement_in_its_transaction(started, member):
     _submit(started, member(Role.ANNOTATOR), "admissible")
-    assert marks(started) == {AGREEMENT: 1}
+    assert marks(started) == {AGREEMENT: 1, RELIABILITY: 1}
 
 
 def test_a_consensus_marks_every_kind(started, member):
@@ -118,7 +119,7 @@ def test_a_consensus_marks_every_kind(started, member):
     second = _submit(started, b, "admissible")
     assert first == second and second.status == ItemStatus.RESOLVED
     # two votes, and the consensus resolution marks agreement, calibration and audit
-    assert marks(started) == {AGREEMENT: 3, CALIBRATION: 1, AUDIT: 1}
+    assert marks(started) == {AGREEMENT: 3, CALIBRATION: 1, AUDIT: 1, RELIABILITY: 3}
 
 
 def test_a_disagreement_marks_the_votes_and_an_adjudication_every_kind(started, member):
@@ -126,14 +127,14 @@ def test_a_disagreement_marks_the_votes_and_an_adjudication_every_kind(started, 
     _submit(started, a, "admissible")
     item = _submit(started, b, "inadmissible")
     assert item.status == ItemStatus.DISAGREEMENT
-    assert marks(started) == {AGREEMENT: 2}
+    assert marks(started) == {AGREEMENT: 2, RELIABILITY: 2}
     _resolve(started, item, member(Role.ADJUDICATOR))
-    assert marks(started) == {AGREEMENT: 3, CALIBRATION: 1, AUDIT: 1}
+    assert marks(started) == {AGREEMENT: 3, CALIBRATION: 1, AUDIT: 1, RELIABILITY: 3}
 
 
 def test_an_import_marks_every_kind(project, import_records):
     import_records([work_record("q1")])
-    assert marks(project) == {AGREEMENT: 1, CALIBRATION: 1, AUDIT: 1}
+    assert marks(project) == {AGREEMENT: 1, CALIBRATION: 1, AUDIT: 1, RELIABILITY: 1}
 
 
 def test_evaluator_labels_mark_calibration_and_audit(started, manager):
@@ -167,7 +168,7 @@ def test_a_rolled_back_write_marks_nothing(started, member):
     # and a vote written inside a transaction that rolls back leaves no mark either
     with pytest.raises(RuntimeError), transaction.atomic():
         _submit(started, member(Role.ANNOTATOR), "admissible")
-        assert marks(started) == {AGREEMENT: 1}
+        assert marks(started) == {AGREEMENT: 1, RELIABILITY: 1}
         raise RuntimeError("abort")
     assert marks(started) == {}
 
@@ -213,7 +214,7 @@ def test_a_second_task_while_one_runs_is_busy_and_keeps_the_rows(started, member
         compute=lambda pid: agreement_recompute(project_id=pid),
     )
     assert outcome == "busy"
-    assert marks(started) == {AGREEMENT: 1}
+    assert marks(started) == {AGREEMENT: 1, RELIABILITY: 1}
     assert not AgreementReport.objects.filter(project=started).exists()
 
 
@@ -232,7 +233,7 @@ def test_a_broker_failure_is_logged_never_raised_and_the_mark_stays(
     caplog.clear()
     assert derived_schedule(project_id=started.pk, kind=AGREEMENT) is False
     assert "derived.enqueue_skipped" in caplog.text
-    assert marks(started) == {AGREEMENT: 1}
+    assert marks(started) == {AGREEMENT: 1, RELIABILITY: 1}
     state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
     assert state.queued_at is None  # free again: the reconciler may schedule it
 
@@ -253,7 +254,7 @@ def test_eager_mode_runs_one_recomputation_per_kind_per_request(
         )
     assert response.status_code == 200
     runs = Counter(r.kind for r in caplog.records if r.getMessage() == "derived.recomputed")
-    assert runs == {AGREEMENT: 1, CALIBRATION: 1, AUDIT: 1}
+    assert runs == {AGREEMENT: 1, CALIBRATION: 1, AUDIT: 1, RELIABILITY: 1}
     assert marks(started) == {}
     report = AgreementReport.objects.get(project=started)
     assert report.answer["n_votes"] == 2  # both votes, the first one never recomputed alone
@@ -270,7 +271,9 @@ def test_the_reconciler_picks_up_a_mark_whose_task_was_lost(started, member):
     # when the reconciler runs (eager Celery: the recomputation runs here)
     enqueued = derived_reconcile()
     # then every kind was recomputed and covers the changes
-    assert sorted(enqueued) == [(started.pk, k) for k in (AGREEMENT, AUDIT, CALIBRATION)]
+    assert sorted(enqueued) == [
+        (started.pk, k) for k in (AGREEMENT, AUDIT, CALIBRATION, RELIABILITY)
+    ]
     assert marks(started) == {}
     state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
     assert state.covered_generation == top
@@ -284,13 +287,16 @@ def test_the_reconciler_re_enqueues_a_state_queued_too_long(started, member, sen
     _submit(started, member(Role.ANNOTATOR), "admissible")
     long_ago = timezone.now() - timedelta(minutes=10)
     DerivedResultState.objects.create(project=started, kind=AGREEMENT, queued_at=long_ago)
+    # (the vote's reliability mark is recently queued: left alone)
+    DerivedResultState.objects.create(project=started, kind=RELIABILITY, queued_at=timezone.now())
     assert derived_reconcile() == [(started.pk, AGREEMENT)]
     assert sent == [(started.pk, AGREEMENT)]
 
 
 def test_the_reconciler_leaves_a_recently_queued_or_running_state_alone(started, member, sent):
     _submit(started, member(Role.ANNOTATOR), "admissible")
-    DerivedResultState.objects.create(project=started, kind=AGREEMENT, queued_at=timezone.now())
+    for kind in (AGREEMENT, RELIABILITY):  # the two kinds a vote marks
+        DerivedResultState.objects.create(project=started, kind=kind, queued_at=timezone.now())
     assert derived_reconcile() == []
     DerivedResultState.objects.filter(project=started).update(
         queued_at=None, running_since=timezone.now()
@@ -300,8 +306,8 @@ def test_the_reconciler_leaves_a_recently_queued_or_running_state_alone(started,
     DerivedResultState.objects.filter(project=started).update(
         running_since=timezone.now() - timedelta(hours=1)
     )
-    assert derived_reconcile() == [(started.pk, AGREEMENT)]
-    assert sent == [(started.pk, AGREEMENT)]
+    assert derived_reconcile() == [(started.pk, AGREEMENT), (started.pk, RELIABILITY)]
+    assert sent == [(started.pk, AGREEMENT), (started.pk, RELIABILITY)]
 
 
 def test_a_late_committed_change_with_a_smaller_id_is_not_counted_as_covered(started, member):
@@ -404,6 +410,7 @@ def test_without_a_worker_the_figures_say_they_are_stale(
         ("agreement", AGREEMENT),
         ("calibration", CALIBRATION),
         ("audits", AUDIT),
+        ("reliability", RELIABILITY),
     ],
 )
 def test_managers_request_a_recomputation_through_the_api(
@@ -426,6 +433,7 @@ def test_managers_request_a_recomputation_through_the_api(
         AGREEMENT: True,
         CALIBRATION: True,
         AUDIT: True,
+        RELIABILITY: True,
     }
     state = DerivedResultState.objects.get(project=started, kind=kind)
     assert state.computed_at is not None

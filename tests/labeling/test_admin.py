@@ -27,6 +27,7 @@ from labeling.services import (
     membership_set,
     project_create,
 )
+from labeling.services.gold import qualification_decide
 from labeling.services.members import invitation_create
 from labeling.services.tokens import api_token_create
 from tests.conftest import import_native, module_data, native_record
@@ -112,9 +113,32 @@ def _rows():
             "spans": [{"start": 0, "end": 2, "quote": "It", "labels": ["x"]}],
         }
     ]
-    import_native(project, [record, work_record("q2")])
-    membership_set(project=project, user=UserFactory(), role=Role.ANNOTATOR)
+    gold = work_record("q3")
+    start = WORK_SOURCE.index("opened in 1932")
+    gold["candidates"][1]["gold"] = {
+        "answer_label": "inadmissible",
+        "claim_labels": [
+            {
+                "claim": 0,
+                "label": "contradicted",
+                "evidence": [
+                    {
+                        "source": "doc-q3",
+                        "start": start,
+                        "end": start + 14,
+                        "quote": "opened in 1932",
+                    }
+                ],
+            }
+        ],
+    }
+    import_native(project, [record, work_record("q2"), gold])
+    annotator = UserFactory()
+    membership_set(project=project, user=annotator, role=Role.ANNOTATOR)
     _label_and_adjudicate(project)
+    manager = UserFactory()
+    membership_set(project=project, user=manager, role=Role.MANAGER)
+    qualification_decide(project=project, annotator_id=annotator.pk, actor=manager, admit=True)
     Job.objects.create(project=project, kind=JobKind.WORKLOAD_IMPORT, message="import of x.jsonl")
     invitation_create(
         project=project, actor=None, invitee="new@example.org", role=Role.ANNOTATOR, site="http://x"

@@ -25,6 +25,7 @@ ALL_LINKS = {
     "nav-audits",
     "nav-releases",
     "nav-settings",
+    "nav-reliability",
     "nav-members",
     "nav-import",
     "nav-partition",

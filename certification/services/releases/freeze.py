@@ -38,6 +38,7 @@ from labeling.models import (
     AnnotationRevision,
     CandidateAnswer,
     EvaluatorLabel,
+    GoldReference,
     LabelPolicy,
     PriorAnnotation,
     Project,
@@ -57,6 +58,9 @@ CUTOFF_MODELS: dict[str, type[Model]] = {
     "candidate": CandidateAnswer,
     "source_version": SourceVersion,
     "label_policy": LabelPolicy,
+    # Gold items are left out of a release: an item is gold as of the cutoff when it has a
+    # reference with an id at most this (a release frozen before gold items has no such key).
+    "gold_reference": GoldReference,
 }
 MAX_NOTES = 20_000
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")

@@ -84,7 +84,7 @@ def _question_fields_of(question: Question) -> dict[str, Any]:
 
 def _candidate_fields(candidate: CandidateIn, sample_index: int) -> dict[str, Any]:
     data = candidate.model_dump(
-        mode="json", exclude={"evaluator_labels", "prior_annotations", "resolution"}
+        mode="json", exclude={"evaluator_labels", "prior_annotations", "resolution", "gold"}
     )
     data["sample_index"] = sample_index
     # ``unanchored`` came later: left out while false, so earlier fingerprints still match.

@@ -1,15 +1,16 @@
 """Writing validated records chunk by chunk, table group after table group.
 
 One chunk is written in this order: its sources (documents and versions), its questions, their
-retrieval links, candidates (with items and claims), evaluator labels, prior annotations and
-resolutions. Every step either writes its rows or raises a :class:`RecordError`; the caller's
-transaction then rolls the whole import back.
+retrieval links, candidates (with items and claims), evaluator labels, prior annotations,
+resolutions and gold references. Every step either writes its rows or raises a
+:class:`RecordError`; the caller's transaction then rolls the whole import back.
 """
 
 from __future__ import annotations
 
 from labeling.importers.schema import SourceVersionIn
 from labeling.services.imports.evaluators import write_evaluator_labels
+from labeling.services.imports.gold import write_gold
 from labeling.services.imports.priors import write_prior_annotations
 from labeling.services.imports.questions import write_candidates, write_questions
 from labeling.services.imports.resolutions import write_resolutions
@@ -48,3 +49,4 @@ class ImportWriter(ImportState):
         write_evaluator_labels(self, chunk, keys)
         write_prior_annotations(self, chunk, keys)
         write_resolutions(self, chunk, keys)
+        write_gold(self, chunk, keys)

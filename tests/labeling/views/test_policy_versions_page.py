@@ -30,6 +30,9 @@ def form_fields(project, *, drop: str = "abstained", **extra: str) -> dict[str, 
         "guideline": content["guideline"],
         "resolved": "keep",
         "action": "preview",
+        "gold_rate": str(content["gold_rate"]),
+        "qualification_items": str(content["qualification_items"]),
+        "qualification_threshold": str(content["qualification_threshold"]),
     }
     for level in ("answer", "claim"):
         for n, row in enumerate(content[f"{level}_labels"], start=1):

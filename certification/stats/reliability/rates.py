@@ -1,0 +1,201 @@
+"""Per-annotator rates against reference labels, each with an exact Clopper–Pearson interval.
+
+Shapes. As in :mod:`certification.stats.agreement`, a *ratings* matrix is n_units × n_raters,
+``Sequence[Sequence[Label | None]]`` (``None`` = the rater did not label the unit), with
+``raters`` naming its columns. *references* is aligned with the units: one reference label per
+unit, ``None`` where the unit has none (an unresolved item, an item without a gold reference).
+Labels are nominal strings.
+
+What is computed, per rater:
+
+- :func:`accuracy_against`: the share of the rater's labels equal to the reference (numerator,
+  denominator, exact interval), the confusion matrix (rows: reference label, columns: the
+  rater's label), the per-label rate (of the units whose reference is label l, the share the
+  rater labelled l: the recall of l) and Cohen's kappa of the rater against the references.
+- :func:`dispute_rates`: of the rater's labels on units with 2 or more labels, the share on
+  units where the labels differ (the units that send an item to the disagreement queue).
+
+Sources: Clopper, C. J. and Pearson, E. S. (1934), Biometrika 26(4), 404–413 (the exact
+interval, as ``scipy.stats.binomtest(k, n).proportion_ci(method="exact")``); Cohen, J. (1960),
+Educational and Psychological Measurement 20(1), 37–46 (kappa).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from certification.stats.agreement import CohenKappa, cohen_kappa
+from certification.stats.errors import StatsError
+from certification.stats.intervals import Interval, check_open_unit, clopper_pearson
+
+Label = str
+
+
+@dataclass(frozen=True)
+class Rate:
+    """``numerator`` / ``denominator`` with its two-sided exact interval.
+
+    Attributes:
+        numerator: count of successes (>= 0).
+        denominator: count of trials (>= numerator).
+        estimate: the proportion in [0, 1]; None when the denominator is 0.
+        interval: the Clopper–Pearson interval; None when the denominator is 0 (no trial, no
+            interval: the rate is undefined, never 0).
+    """
+
+    numerator: int
+    denominator: int
+    estimate: float | None
+    interval: Interval | None
+
+
+def rate(numerator: int, denominator: int, *, confidence: float = 0.95) -> Rate:
+    """Return ``numerator / denominator`` with its exact interval (None, None when 0 trials).
+
+    Raises:
+        StatsError: non-integer counts, numerator > denominator, confidence outside (0, 1).
+    """
+    check_open_unit(confidence, name="confidence")
+    if denominator == 0:
+        if numerator != 0:
+            raise StatsError(f"numerator must be 0 when the denominator is, got {numerator}")
+        return Rate(0, 0, None, None)
+    interval = clopper_pearson(numerator, denominator, confidence=confidence)
+    return Rate(numerator, denominator, numerator / denominator, interval)
+
+
+@dataclass(frozen=True)
+class RaterAccuracy:
+    """One rater's labels against the references (see :func:`accuracy_against`).
+
+    Attributes:
+        rater: the rater id.
+        accuracy: labels equal to the reference / labels on units with a reference.
+        labels: the axis of ``confusion``: every label used by the rater or as a reference on
+            the units the rater labelled, sorted.
+        confusion: ``len(labels)`` × ``len(labels)`` counts; ``confusion[i][j]`` = units whose
+            reference is ``labels[i]`` and which the rater labelled ``labels[j]``.
+        per_label: (reference label, rate) for each label that is the reference of at least one
+            unit the rater labelled: the share of those units the rater gave that label.
+        kappa: Cohen's kappa of the rater against the references (rater on columns; kappa is
+            symmetric), undefined with a reason when fewer than 2 units or no variation.
+    """
+
+    rater: str
+    accuracy: Rate
+    labels: tuple[Label, ...]
+    confusion: tuple[tuple[int, ...], ...]
+    per_label: tuple[tuple[Label, Rate], ...]
+    kappa: CohenKappa
+
+
+def _check_shape(
+    ratings: Sequence[Sequence[Label | None]], raters: Sequence[str], n_units: int | None = None
+) -> None:
+    if len(set(raters)) != len(raters):
+        raise StatsError("rater ids must be distinct")
+    for i, row in enumerate(ratings):
+        if len(row) != len(raters):
+            raise StatsError(f"ratings row {i} has {len(row)} entries, expected {len(raters)}")
+    if n_units is not None and n_units != len(ratings):
+        raise StatsError(f"references has {n_units} entries, expected one per unit")
+
+
+def accuracy_against(
+    ratings: Sequence[Sequence[Label | None]],
+    raters: Sequence[str],
+    references: Sequence[Label | None],
+    *,
+    confidence: float = 0.95,
+) -> tuple[RaterAccuracy, ...]:
+    """Each rater's accuracy, confusion matrix, per-label rates and kappa against references.
+
+    Args:
+        ratings: n_units × n_raters labels, ``None`` = not labelled.
+        raters: the n_raters column ids, distinct.
+        references: n_units reference labels, ``None`` = the unit has no reference (its labels
+            are left out of every figure).
+        confidence: two-sided level of the intervals (kappa's Wald interval too), in (0, 1).
+
+    Returns:
+        One :class:`RaterAccuracy` per rater that labelled at least one unit with a reference,
+        in ``raters`` order.
+
+    Raises:
+        StatsError: ragged ratings, duplicate raters, references of the wrong length, or a
+            confidence outside (0, 1).
+    """
+    _check_shape(ratings, raters, len(references))
+    check_open_unit(confidence, name="confidence")
+    results = []
+    for column, rater in enumerate(raters):
+        pairs = [
+            (ref, row[column])
+            for row, ref in zip(ratings, references, strict=True)
+            if ref is not None and row[column] is not None
+        ]
+        if not pairs:
+            continue
+        labels = tuple(sorted({label for pair in pairs for label in pair if label is not None}))
+        index = {label: i for i, label in enumerate(labels)}
+        table = np.zeros((len(labels), len(labels)), dtype=np.int64)
+        for ref, vote in pairs:
+            table[index[ref], index[vote]] += 1  # type: ignore[index]
+        correct = int(np.trace(table))
+        per_label = tuple(
+            (label, rate(int(table[i, i]), int(table[i].sum()), confidence=confidence))
+            for i, label in enumerate(labels)
+            if int(table[i].sum()) > 0
+        )
+        results.append(
+            RaterAccuracy(
+                rater=rater,
+                accuracy=rate(correct, len(pairs), confidence=confidence),
+                labels=labels,
+                confusion=tuple(tuple(int(c) for c in row) for row in table),
+                per_label=per_label,
+                kappa=cohen_kappa(table, confidence=confidence),
+            )
+        )
+    return tuple(results)
+
+
+def dispute_rates(
+    ratings: Sequence[Sequence[Label | None]],
+    raters: Sequence[str],
+    *,
+    confidence: float = 0.95,
+) -> dict[str, Rate]:
+    """Per rater: the share of their labels on compared units that sit on a disputed unit.
+
+    A unit is *compared* when it has 2 or more labels, *disputed* when those labels are not all
+    equal (at the answer level such an item enters the disagreement queue; at the claim level
+    the claim is one of the differing claims shown to the adjudicator).
+
+    Args:
+        ratings: n_units × n_raters labels, ``None`` = not labelled.
+        raters: the n_raters column ids, distinct.
+        confidence: two-sided level of the intervals.
+
+    Returns:
+        ``{rater: Rate(disputed labels, labels on compared units)}`` for every rater (a rater
+        with no compared unit has the undefined rate 0/0).
+
+    Raises:
+        StatsError: ragged ratings or duplicate raters.
+    """
+    _check_shape(ratings, raters)
+    disputed = dict.fromkeys(raters, 0)
+    compared = dict.fromkeys(raters, 0)
+    for row in ratings:
+        present = [(rater, v) for rater, v in zip(raters, row, strict=True) if v is not None]
+        if len(present) < 2:
+            continue
+        differs = len({v for _, v in present}) > 1
+        for rater, _ in present:
+            compared[rater] += 1
+            disputed[rater] += int(differs)
+    return {r: rate(disputed[r], compared[r], confidence=confidence) for r in raters}
