@@ -65,17 +65,25 @@ class GoldReferenceForm(SingleValueForm):
         cast(forms.ChoiceField, self.fields["answer_reason"]).choices = reasons
         claim_choices = [(c.value, c.text) for c in policy_label_choices(policy, "claim")]
         for claim in self.claims:
+            # The table's cells show no label tags: each control names itself (aria-label).
             self.fields[_claim_name(claim, "label")] = forms.ChoiceField(
-                label=f"Claim {claim.index}", choices=claim_choices
+                label=f"Claim {claim.index}",
+                choices=claim_choices,
+                widget=forms.Select(attrs={"aria-label": f"label of claim {claim.index}"}),
             )
             self.fields[_claim_name(claim, "reason")] = forms.ChoiceField(
-                label=f"Reason of claim {claim.index}", choices=reasons, required=False
+                label=f"Reason of claim {claim.index}",
+                choices=reasons,
+                required=False,
+                widget=forms.Select(attrs={"aria-label": f"reason of claim {claim.index}"}),
             )
             self.fields[_claim_name(claim, "quote")] = forms.CharField(
                 label=f"Evidence of claim {claim.index}",
                 required=False,
                 strip=False,
-                widget=forms.Textarea(attrs={"rows": 2}),
+                widget=forms.Textarea(
+                    attrs={"rows": 2, "aria-label": f"evidence quote of claim {claim.index}"}
+                ),
                 help_text="Paste the exact text from a pinned source (its first occurrence).",
             )
 

@@ -229,7 +229,8 @@ def qualification_decide(
     work from their next claim; a refusal serves them nothing.
 
     Raises:
-        PermissionDenied: ``actor`` is not a manager of the project.
+        PermissionDenied: ``actor`` is not a manager of the project (or None: a decision
+            names its manager).
         NotFound: ``annotator_id`` is not an annotator of the project.
         InvalidInput: ``note`` too long.
         InvalidTransition: labelling has not started (there is no policy rule to record).
@@ -238,6 +239,8 @@ def qualification_decide(
     their claims hold), so a decision and a claim never interleave.
     """
     require_role(project=project, actor=actor, roles=MANAGERS, outsider=PermissionDenied)
+    if actor is None:
+        raise PermissionDenied("a qualification decision names the manager who takes it")
     if not isinstance(note, str) or len(note) > MAX_DECISION_NOTE_LENGTH:
         raise InvalidInput(f"text of at most {MAX_DECISION_NOTE_LENGTH} characters", field="note")
     if (

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db.models import F, Max
 
-from labeling.locks import item_lock
+from labeling.locks import items_lock
 from labeling.models import (
     QUALIFIED_STATUSES,
     Assignment,
@@ -95,15 +95,23 @@ def gold_claim(
     in different orders). The assignment is flagged ``gold``, holds no overlap slot and leaves
     ``Item.assigned_count`` alone; its ``slot`` numbers the item's gold annotators 1, 2, ...
 
-    Concurrency: the caller holds the actor's Membership lock (their claims are serialised);
-    the gold Item row is locked (waiting) so the numbering is exact.
+    Concurrency: the caller holds the actor's Membership lock (their claims are serialised).
+    The gold Item row is locked with SKIP LOCKED, as claims take items, so the numbering is
+    exact and the claim never waits for an item another transaction holds (which may wait for
+    an item this claim holds): a held gold item is passed over for the next one in the draw's
+    order; when every one is held at that moment, None.
     """
     unseen = gold_unseen_ids(project=project, actor=actor)
     if not unseen:
         return None
     n = Assignment.objects.filter(item__project=project, annotator=actor).count()
-    pick = unseen[int(gold_draw(project=project, user_id=actor.pk, n=-1 - n) * len(unseen))]
-    item_lock(pick)
+    first = int(gold_draw(project=project, user_id=actor.pk, n=-1 - n) * len(unseen))
+    pick = next(
+        (pk for pk in unseen[first:] + unseen[:first] if items_lock([pk], skip_locked=True)),
+        None,
+    )
+    if pick is None:
+        return None
     Item.objects.filter(pk=pick).update(version=F("version") + 1)
     lease_fields = {
         "status": AssignmentStatus.LEASED,
@@ -115,7 +123,10 @@ def gold_claim(
     own = Assignment.objects.filter(item_id=pick, annotator=actor).first()
     if own is not None:
         # Their own lease of it ran out (gold_unseen_ids): revive that row, as a claim does.
-        Assignment.objects.filter(pk=own.pk, status=AssignmentStatus.EXPIRED).update(**lease_fields)
+        if not Assignment.objects.filter(pk=own.pk, status=AssignmentStatus.EXPIRED).update(
+            **lease_fields
+        ):  # pragma: no cover - the actor's rows change only under their Membership lock
+            return None
         assignment = Assignment.objects.get(pk=own.pk)
     else:
         last = Assignment.objects.filter(item_id=pick).aggregate(last=Max("slot"))["last"] or 0
