@@ -37,7 +37,7 @@ def _model_rows(model: dict[str, Any] | None, names: dict[str, str]) -> list[dic
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def reliability_page(request: HttpRequest, slug: str) -> HttpResponse:
     """Show each annotator's figures and flags, alpha without the flagged, and the model."""
     project, role = certification_project(request, slug, manager_only=True)

@@ -27,7 +27,7 @@ from labeling.views.common import page_context, project_for, signed_in_user
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def gold_reference_view(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     """Show and set an item's reference labels (making it gold); managers only."""
     project, role = project_for(request, slug, visible_to=permissions.MANAGERS)
@@ -75,7 +75,7 @@ def gold_reference_view(request: HttpRequest, slug: str, item_id: int) -> HttpRe
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def gold_overview(request: HttpRequest, slug: str) -> HttpResponse:
     """The gold items and each annotator's qualification, with the managers' decisions."""
     project, role = project_for(request, slug, visible_to=permissions.MANAGERS)
