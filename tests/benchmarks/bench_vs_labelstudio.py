@@ -40,7 +40,7 @@ Phases, each product in turn (certlabel, then Label Studio, then again for ``--r
 
 Servers: certlabel under gunicorn (``--workers``, threads enough for every client), on the
 embedded default (a SQLite file, Celery tasks in-process) and, with ``--postgres``, on
-PostgreSQL (Celery to the benchmark's Redis database, no worker: the web tier's figures);
+PostgreSQL with Redis (the benchmark's own database 15) and one Celery worker, as production;
 Label Studio as ``label-studio start`` serves it by default (its SQLite database).
 
 Ratios are Label Studio's time (or p95) over certlabel's: above 1, certlabel is faster.
@@ -414,6 +414,21 @@ class Certlabel:
             check=True,
         )
         self.tokens = json.loads(done.stdout.strip().splitlines()[-1])
+        # On PostgreSQL, background work (a large upload's import job, labelling start, derived
+        # results) goes to a Celery worker, as in production; on SQLite it runs in-process.
+        self.worker = None
+        if broker != "eager":
+            self.worker_log = (workdir / "worker.log").open("wb")
+            self.worker = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "labeling", "worker"]
+                + ["-Q", "housekeeping,recompute,builds", "--concurrency=1"]
+                + ["--loglevel=WARNING", "-n", f"bench-{os.getpid()}@%h"],
+                cwd=REPO,
+                env=self.env,
+                stdout=self.worker_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.port = server.free_port()
         threads = -(-(annotators + 1) // workers)
         self.process = server.start_gunicorn(self.env, self.port, workers, threads)
@@ -423,6 +438,10 @@ class Certlabel:
     def close(self) -> None:
         self.manager.close()
         server.stop_gunicorn(self.process)
+        if self.worker is not None:
+            server.stop_gunicorn(self.worker)  # SIGTERM to its session, then SIGKILL
+            self.worker_log.close()
+            server.empty_broker(BROKER)
         if self.database.startswith("postgres"):
             server.drop_database(self.database)
 
