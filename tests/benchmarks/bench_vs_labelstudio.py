@@ -473,6 +473,13 @@ class Certlabel:
         size = 0
         began = time.perf_counter()
         release = self.manager.json("POST", "/api/projects/import/releases/", {"version": "1"})
+        url = f"/api/projects/import/releases/{release['id']}/"
+        # the files are built in the background (in-process on the embedded default)
+        while release["builds"][0]["status"] not in ("done", "failed"):
+            time.sleep(0.05)
+            release = self.manager.json("GET", url)
+        if release["builds"][0]["status"] == "failed" or not release["files"]:
+            raise SystemExit(f"release build: {release['builds'][0]}")
         for name in [f["name"] for f in release["files"]]:
             status, data, _ = self.manager.call(
                 "GET", f"/api/projects/import/releases/{release['id']}/files/{name}"
