@@ -734,7 +734,7 @@ def measure(product: Any, n: int, files: dict[str, Path], clients: list[int], ar
     out["export"] = {"seconds": seconds, "per_s": n / seconds, "bytes": size}
     print(
         f"  {product.name}: import {n / out['import']['seconds']:,.0f} tasks/s, "
-        f"export {out['export']['per_s']:,.0f} rec/s",
+        f"export {out['export']['per_s']:,.0f} rec/s ({size:,} bytes)",
         flush=True,
     )
     for count in clients:
