@@ -6,6 +6,8 @@ other projects' runs 404. Nothing is written: the same body always gets the same
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -13,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from certification.api.common import viewer
-from certification.certificates.apply import MAX_ANSWER, MAX_CANDIDATES
+from certification.certificates.apply import MAX_ANSWER, MAX_CANDIDATES, printable
 from certification.selectors import calibration_run_get
 from certification.services import calibration_run_apply
 from certification.services.calibration_apply import MAX_QUESTIONS
@@ -77,6 +79,14 @@ class ApplyInputSerializer(serializers.Serializer):
     questions = serializers.ListField(
         child=serializers.JSONField(), allow_empty=False, max_length=MAX_QUESTIONS
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Refuse a key other than ``questions`` (a misspelt wrapper would pass unnoticed)."""
+        data = self.initial_data
+        unknown = sorted(printable(str(key)) for key in data if key != "questions")
+        if unknown:
+            raise serializers.ValidationError({unknown[0]: "unknown field (allowed: questions)"})
+        return attrs
 
 
 class DecisionDocSerializer(serializers.Serializer):

@@ -68,9 +68,16 @@ class InvalidQuestion(ValueError):
     """
 
     def __init__(self, field: str, reason: str) -> None:
+        # a key or value quoted back may hold a lone surrogate, which no response can encode
+        field, reason = printable(field), printable(reason)
         super().__init__(f"{field}: {reason}" if field else reason)
         self.field = field
         self.reason = reason
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, so that it encodes as UTF-8."""
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
 @dataclass(frozen=True)
@@ -187,12 +194,21 @@ def certificate_freeze(
 
 
 # -- input ------------------------------------------------------------------------------------
+def _text(value: str, field: str) -> str:
+    """Refuse a lone surrogate: it cannot be written as UTF-8, so it could not be answered."""
+    surrogate = next((c for c in value if 0xD800 <= ord(c) <= 0xDFFF), None)
+    if surrogate is not None:
+        code = f"U+{ord(surrogate):04X}"
+        raise InvalidQuestion(field, f"surrogate characters are not allowed: {code}")
+    return value
+
+
 def _identifier(value: Any, field: str) -> str | int:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise InvalidQuestion(field, f"must be a string or an integer, got {value!r}"[:300])
     if isinstance(value, str) and not (0 < len(value) <= MAX_ID):
         raise InvalidQuestion(field, f"must be 1 to {MAX_ID} characters")
-    return value
+    return _text(value, field) if isinstance(value, str) else value
 
 
 def _candidate(raw: Any, field: str, contract: Contract, position: int) -> dict[str, Any]:
@@ -214,6 +230,8 @@ def _candidate(raw: Any, field: str, contract: Contract, position: int) -> dict[
         raise InvalidQuestion(f"{field}.answer", "must be a string or null")
     if answer is not None and len(answer) > MAX_ANSWER:
         raise InvalidQuestion(f"{field}.answer", f"at most {MAX_ANSWER} characters")
+    if answer is not None:
+        _text(answer, f"{field}.answer")
     score = raw.get("score")
     if score is not None:
         if isinstance(score, bool) or not isinstance(score, int | float):

@@ -126,11 +126,23 @@ def test_reviewers_apply_and_annotators_do_not(run, api, role, status):
         ([{"id": 3, "candidates": [{"answer": "x"}]}, {"id": 3, "candidates": [{"answer": "y"}]}],
          "questions[1].id", "is also question 0"),
         (["q1"], "questions[0]", "must be an object"),
+        # a lone surrogate cannot be written back as UTF-8: refused, never echoed
+        ([{"id": "a\ud800", "candidates": [{"answer": "x"}]}], "questions[0].id",
+         "surrogate characters are not allowed: U+D800"),
+        ([{"id": "q1", "candidates": [{"answer": "\udfff"}]}], "questions[0].candidates[0].answer",
+         "surrogate characters are not allowed: U+DFFF"),
+        ([{"id": "q1", "candidates": [{"id": "\udfff", "answer": "x"}]}],
+         "questions[0].candidates[0].id", "surrogate"),
+        ([{"id": "q1", "candidates": [{"answer": "x", "b\ud800": 1}]}],
+         "questions[0].candidates[0].b\ufffd", "unknown field"),
     ],
 )  # fmt: skip
 def test_an_invalid_question_is_400_naming_it_and_its_field(run, api, questions, field, words):
+    # json.dumps escapes a lone surrogate as \ud800, as a client's JSON would
     response = api("manager").post(
-        f"{BASE}/{run.pk}/apply/", {"questions": questions}, format="json"
+        f"{BASE}/{run.pk}/apply/",
+        json.dumps({"questions": questions}),
+        content_type="application/json",
     )
     assert response.status_code == 400
     body = response.json()
@@ -145,6 +157,16 @@ def test_a_malformed_or_oversized_body_is_400(run, api, body):
     response = api("manager").post(f"{BASE}/{run.pk}/apply/", body, format="json")
     assert response.status_code == 400
     assert response.json()["errors"]
+
+
+@pytest.mark.parametrize("key", ["question", "foo", "x\ud800"])
+def test_a_key_beside_questions_is_refused(run, api, key):
+    body = {key: 1, "questions": [{"id": "q1", "candidates": [{"answer": "x"}]}]}
+    response = api("manager").post(
+        f"{BASE}/{run.pk}/apply/", json.dumps(body), content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert "unknown field (allowed: questions)" in response.json()["detail"]
 
 
 def test_a_run_without_a_certified_operating_point_is_409_saying_why(data, api):
@@ -241,6 +263,7 @@ def test_the_command_names_each_bad_line_and_field_and_writes_nothing(run, tmp_p
                 "{not json",
                 json.dumps({"id": "bad", "candidates": [{"answer": "x", "score": True}]}),
                 json.dumps({"id": "ok", "candidates": [{"answer": "y"}]}),
+                json.dumps({"id": "a\ud800", "candidates": [{"answer": "x"}]}),
             ]
         ),
         encoding="utf-8",
@@ -262,6 +285,7 @@ def test_the_command_names_each_bad_line_and_field_and_writes_nothing(run, tmp_p
     assert "line 2: not JSON" in message
     assert "line 3: candidates[0].score: must be a number or null" in message
     assert "line 4: id: 'ok' is also line 1" in message
+    assert "line 5: id: surrogate characters are not allowed: U+D800" in message
     assert not target.exists()
 
 
