@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor, written
-from labeling.api.fields import StrictCharField
+from labeling.api.fields import StrictBooleanField, StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.api.serializers import ClaimInputSerializer, claim_inputs
 from labeling.exceptions import NotFound
@@ -245,7 +245,7 @@ class QualificationDecideApi(APIView):
     project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
-        admit = serializers.BooleanField(help_text="true: regular work; false: no work.")
+        admit = StrictBooleanField(help_text="true: regular work; false: no work.")
         note = StrictCharField(
             trim_whitespace=False,
             allow_blank=True,

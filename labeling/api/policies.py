@@ -100,7 +100,7 @@ class PolicyDescriptionSerializer(serializers.Serializer):
     gold_rate = serializers.FloatField(
         required=False, min_value=0, max_value=1, help_text="Managers only. Default 0."
     )
-    qualification_required = serializers.BooleanField(
+    qualification_required = StrictBooleanField(
         required=False, help_text="Managers only. Default false."
     )
     qualification_items = serializers.IntegerField(

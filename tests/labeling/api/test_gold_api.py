@@ -155,12 +155,17 @@ def test_qualifications_list_and_decision(client_for, manager, started, member):
         ).status_code
         == 404
     )  # a manager is no annotator
-    assert (
-        client.post(
-            f"{QUALIFICATIONS}{annotator.pk}/decision/", {"admit": "perhaps"}, format="json"
-        ).status_code
-        == 400
-    )
+    # admit is true or false, nothing else
+    for admit in ("perhaps", "yes", "true", "True", 1, 0):
+        refused = client.post(
+            f"{QUALIFICATIONS}{annotator.pk}/decision/", {"admit": admit}, format="json"
+        )
+        assert refused.status_code == 400, admit
+        assert refused.json()["errors"] == [{"field": "admit", "reason": "Must be true or false."}]
+    for form in ({"admit": "on"}, {"admit": "1"}):
+        refused = client.post(f"{QUALIFICATIONS}{annotator.pk}/decision/", form)
+        assert refused.status_code == 400, form
+    assert Qualification.objects.get(annotator=annotator).status == "refused"
 
 
 def test_the_annotators_policy_has_no_gold_rule(client_for, manager, started, member):
