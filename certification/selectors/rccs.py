@@ -43,7 +43,10 @@ def rccs_report_get(*, project: Project, partition: str | None = None) -> dict[s
 
     Queries: one.
     """
-    candidates = CandidateAnswer.objects.filter(question__project=project)
+    # gold items are references for checking annotators, never certification inputs
+    candidates = CandidateAnswer.objects.filter(question__project=project).exclude(
+        item__status=ItemStatus.GOLD
+    )
     if partition is not None:
         candidates = candidates.filter(question__partition=partition)
     rows = [

@@ -56,6 +56,22 @@ def test_calibration_inputs_leave_gold_items_out(project, calibrated):
     assert "cg" not in [q["external_id"] for q in inputs["calibration"] if q["candidates"]]
 
 
+def test_rccs_leaves_gold_items_out(project, calibrated):
+    from certification.selectors import rccs_report_get
+    from labeling.models import CandidateAnswer
+
+    # every candidate gets both scores, the gold one too
+    CandidateAnswer.objects.filter(question__project=project).update(
+        retrieval_score=0.5, confidence=0.5
+    )
+
+    report = rccs_report_get(project=project)
+
+    # three resolved calibration answers and the test one: the gold answer is not counted
+    assert report["counts"]["candidates"] == 4
+    assert sum(report["counts"]["outcomes"].values()) == 4
+
+
 def test_audits_leave_gold_items_out(project, calibrated):
     evaluator = Evaluator.objects.get(project=project)
 
