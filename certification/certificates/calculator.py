@@ -29,8 +29,9 @@ ASSUMPTIONS = (
 def coverage_inputs_check(attrs: Mapping[str, Any]) -> dict[str, list[str]]:
     """Return the cross-field errors of calculator inputs, by field (empty: none).
 
-    ``group_size`` and ``icc`` go together, and the design effect 1 + (m-1) rho must be
-    positive (rho >= -1/(m-1) is the lower limit of a correlation within groups of m).
+    ``group_size`` and ``icc`` go together, the design effect 1 + (m-1) rho must be positive
+    (rho >= -1/(m-1) is the lower limit of a correlation within groups of m), and a group holds
+    at most the n calibration points.
     """
     m, rho = attrs.get("group_size"), attrs.get("icc")
     if (m is None) != (rho is None):
@@ -38,6 +39,10 @@ def coverage_inputs_check(attrs: Mapping[str, Any]) -> dict[str, list[str]]:
         return {missing: [f"give {missing} with {'group_size' if rho is None else 'icc'}"]}
     if m is not None and rho is not None and 1 + (m - 1) * rho <= 0:
         return {"icc": [f"icc must exceed -1/(group_size - 1) = {-1 / (m - 1):.6g}"]}
+    n = attrs.get("n")
+    if m is not None and n is not None and m > n:
+        # a group larger than the calibration set: the design effect would describe no design
+        return {"group_size": [f"group_size must be at most n = {n} (the calibration size)"]}
     return {}
 
 

@@ -6,6 +6,8 @@ string (GET), so a result has a link; invalid input answers 400 with the field's
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -13,6 +15,8 @@ from django.views.decorators.http import require_safe
 
 from certification.certificates.calculator import coverage_calculator_report
 from certification.forms import CoverageCalculatorForm
+
+EXAMPLE = {"n": 12288, "alpha": "0.1", "n_test": 12288}
 
 
 @login_required
@@ -31,5 +35,9 @@ def coverage_calculator_view(request: HttpRequest) -> HttpResponse:
             icc=data["icc"],
         )
     status = 400 if form.is_bound and not form.is_valid() else 200
-    context = {"form": form, "report": report}
+    # the API request giving the figures shown (the page's own query), or an example
+    query = urlencode(
+        {k: v for k, v in form.cleaned_data.items() if v is not None} if report else EXAMPLE
+    )
+    context = {"form": form, "report": report, "api_query": query}
     return render(request, "certification/coverage_calculator.html", context, status=status)

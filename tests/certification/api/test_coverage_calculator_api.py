@@ -60,6 +60,9 @@ def test_api_reports_an_infinite_threshold_without_error(api):
         ({"alpha": "0.1"}, "n"),
         ({"n": 10}, "alpha"),
         ({"n": 10, "alpha": "0.1", "size": 3}, "size"),
+        # a group larger than the calibration set describes no design
+        ({"n": 10, "alpha": "0.1", "group_size": 1_000_000_000, "icc": "1"}, "group_size"),
+        ({"n": 10, "alpha": "0.1", "group_size": 11, "icc": "0.1"}, "group_size"),
     ],
 )
 def test_api_refuses_bad_input_with_a_400_naming_the_field(api, query, field):
@@ -81,6 +84,12 @@ def test_page_shows_the_figures(login):
     assert 'id="row-realised-sd"><td>SD with the test term</td><td class="num">0.003826<' in text
 
 
+def test_page_gives_the_api_request_of_the_figures_shown(login):
+    response = login("manager").get(PAGE, {"n": 10, "alpha": "0.2", "n_test": 5})
+    text = response.content.decode()
+    assert "GET /api/coverage-calculator/?n=10&amp;alpha=0.2&amp;n_test=5<" in text
+
+
 def test_page_without_input_shows_the_empty_form(login):
     response = login("manager").get(PAGE)
     assert response.status_code == 200
@@ -99,6 +108,7 @@ def test_page_without_input_shows_the_empty_form(login):
         ({"n": 10, "alpha": "0.1", "icc": "nan", "group_size": 3}, "icc"),
         ({"n": 10, "alpha": "0.1", "group_size": 3}, "icc"),
         ({"n": 10, "alpha": "0.1", "icc": "-0.9", "group_size": 3}, "icc"),
+        ({"n": 10, "alpha": "0.1", "group_size": 11, "icc": "0.1"}, "group_size"),
     ],
 )
 def test_page_refuses_bad_input_with_the_field_error(login, query, field):
