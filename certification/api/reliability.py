@@ -41,6 +41,12 @@ class KappaSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_null=True, help_text="Why it is undefined.")
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
+    interval_reason = serializers.CharField(
+        allow_null=True,
+        default=None,
+        help_text="Why the interval, though given, is not meaningful (too few units for the "
+        "large-sample formula, or a standard error of 0); null when it is.",
+    )
 
     class Meta:
         ref_name = "ReliabilityKappa"

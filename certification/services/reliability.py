@@ -13,7 +13,8 @@ Clopper–Pearson interval at ``confidence``, ``estimate``/``lower``/``upper`` n
   ``claim`` → ``n_labels``; ``resolutions`` and ``gold`` (accuracy against the current
   consensus or adjudicated resolutions, and on gold items against their references, kept
   apart: ``accuracy``, ``labels``, ``confusion`` (rows: reference, columns: the person's
-  label), ``per_label`` ({label: rate}), ``kappa`` ({value, reason, ci_low, ci_high}); null
+  label), ``per_label`` ({label: rate}), ``kappa`` ({value, reason, ci_low, ci_high,
+  interval_reason}); null
   without a reference); ``disputed`` (labels on units where the labels differed / labels on
   units with 2 or more labels); ``sided_with`` (on disputed units the adjudicator resolved, the
   labels equal to the adjudicated label); ``silence`` (``default_label``, ``flags``,
@@ -95,6 +96,7 @@ def _accuracy_json(result: RaterAccuracy) -> dict[str, Any]:
             "reason": kappa.reason,
             "ci_low": kappa.ci_low,
             "ci_high": kappa.ci_high,
+            "interval_reason": kappa.interval_reason,
         },
     }
 

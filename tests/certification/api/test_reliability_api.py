@@ -46,6 +46,11 @@ def test_managers_read_the_figures_with_names(project, world, api):  # noqa: F81
     accuracy = bob["levels"]["answer"]["resolutions"]["accuracy"]
     assert (accuracy["numerator"], accuracy["denominator"]) == (2, 4)
     assert body["threshold"] == 0.8 and body["confidence"] == 0.95
+    # kappa on 4 resolved items: given, its interval flagged as not meaningful (k labels need
+    # about 2k² units), as on the agreement panel
+    kappa = bob["levels"]["answer"]["resolutions"]["kappa"]
+    assert kappa["value"] is not None
+    assert kappa["interval_reason"].startswith("not meaningful")
     assert set(body["dawid_skene"]) == {"answer", "claim"}
     # computed outside the background job: the import's change is not covered, and the
     # figures do not claim to be current
@@ -69,6 +74,7 @@ def test_the_page_shows_people_flags_alpha_and_the_model(project, world, login):
     assert 'id="reliability-people"' in html and 'id="reliability-alpha"' in html
     assert "Model estimate (Dawid–Skene)" in html
     assert "(2/4)" in html  # bob's accuracy against the resolutions, as k/n
+    assert "[1.000, 1.000]" not in html  # no zero-width interval claiming certainty
     assert "annotators answer independently of each other given the true label" in html
 
 
