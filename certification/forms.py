@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any, cast
@@ -286,7 +287,11 @@ class CoverageCalculatorForm(SingleValueForm):
     )
 
     def clean_alpha(self) -> Decimal:
-        """Alpha lies strictly between 0 and 1."""
+        """Alpha is a plain decimal (as the API takes it) strictly between 0 and 1."""
+        if not re.fullmatch(r"-?\d{0,2}(?:\.\d{0,18})?", str(self.data.get("alpha", ""))):
+            raise forms.ValidationError(
+                "must be a plain decimal number such as 0.05 (no exponent, NaN or inf)"
+            )
         value = cast(Decimal, self.cleaned_data["alpha"])
         if not 0 < value < 1:
             raise forms.ValidationError("alpha must lie strictly between 0 and 1")

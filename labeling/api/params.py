@@ -117,6 +117,9 @@ def value_reason(values: list[str], schema: dict[str, Any]) -> str | None:
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             return f"at most {schema['maxLength']} characters"
         if "pattern" in schema and not re.search(schema["pattern"], value):
+            if schema.get("format") == "decimal":
+                # drf-spectacular's pattern of a DecimalField, said in words
+                return "must be a plain decimal number such as 0.05 (no exponent, NaN or inf)"
             return f"must match {schema['pattern']}"
     return None
 

@@ -71,6 +71,17 @@ def test_api_refuses_bad_input_with_a_400_naming_the_field(api, query, field):
     assert field in {error.get("field") for error in response.json()["errors"]}, response.json()
 
 
+def test_api_says_what_an_alpha_must_look_like(api):
+    response = api("adjudicator").get(URL, {"n": 10, "alpha": "1e-3"})
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {
+            "field": "alpha",
+            "reason": "must be a plain decimal number such as 0.05 (no exponent, NaN or inf)",
+        }
+    ]
+
+
 def test_api_needs_a_login(api):
     assert api("anonymous").get(URL, {"n": 10, "alpha": "0.1"}).status_code == 401
 
@@ -109,6 +120,7 @@ def test_page_without_input_shows_the_empty_form(login):
         ({"n": 10, "alpha": "0.1", "group_size": 3}, "icc"),
         ({"n": 10, "alpha": "0.1", "icc": "-0.9", "group_size": 3}, "icc"),
         ({"n": 10, "alpha": "0.1", "group_size": 11, "icc": "0.1"}, "group_size"),
+        ({"n": 10, "alpha": "1e-3"}, "alpha"),  # as the API: a plain decimal
     ],
 )
 def test_page_refuses_bad_input_with_the_field_error(login, query, field):
