@@ -37,6 +37,7 @@ from certification.selectors import CANDIDATE_SCORE_FIELDS, RCCS_PARTITIONS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
 from certification.stats.planning import MAX_ADDITIONAL
+from labeling.api.params import DECIMAL_REASON
 from labeling.forms import SingleValueForm
 from labeling.vocabulary import INADMISSIBLE
 
@@ -289,9 +290,7 @@ class CoverageCalculatorForm(SingleValueForm):
     def clean_alpha(self) -> Decimal:
         """Alpha is a plain decimal (as the API takes it) strictly between 0 and 1."""
         if not re.fullmatch(r"-?\d{0,2}(?:\.\d{0,18})?", str(self.data.get("alpha", ""))):
-            raise forms.ValidationError(
-                "must be a plain decimal number such as 0.05 (no exponent, NaN or inf)"
-            )
+            raise forms.ValidationError(DECIMAL_REASON)
         value = cast(Decimal, self.cleaned_data["alpha"])
         if not 0 < value < 1:
             raise forms.ValidationError("alpha must lie strictly between 0 and 1")

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 _INTEGER = re.compile(r"-?[0-9]{1,30}")
 _NUMBER = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _BOOLEANS = ("true", "false")
+#: Why a decimal parameter's text is refused (drf-spectacular states a DecimalField as a pattern).
+DECIMAL_REASON = "must be a plain decimal number such as 0.05 (no exponent, NaN or inf)"
 
 
 # Building the schema is not thread-safe: drf-spectacular loads its extensions' classes on
@@ -118,8 +120,7 @@ def value_reason(values: list[str], schema: dict[str, Any]) -> str | None:
             return f"at most {schema['maxLength']} characters"
         if "pattern" in schema and not re.search(schema["pattern"], value):
             if schema.get("format") == "decimal":
-                # drf-spectacular's pattern of a DecimalField, said in words
-                return "must be a plain decimal number such as 0.05 (no exponent, NaN or inf)"
+                return DECIMAL_REASON
             return f"must match {schema['pattern']}"
     return None
 
