@@ -125,8 +125,9 @@ def dawid_skene(
     if probas is None or fitted_priors is None or errors is None:  # pragma: no cover
         raise StatsError("crowd-kit's DawidSkene returned no fit")
     labels = tuple(sorted(data["label"].unique()))
-    kept_units = tuple(u for u in units if u in set(data["task"]))
-    kept_raters = tuple(r for r in raters if r in set(data["worker"]))
+    labelled_units, labelled_raters = set(data["task"]), set(data["worker"])
+    kept_units = tuple(u for u in units if u in labelled_units)
+    kept_raters = tuple(r for r in raters if r in labelled_raters)
     probas = probas.reindex(index=list(kept_units), columns=list(labels)).fillna(0.0)
     posteriors = probas.to_numpy(dtype=float)
     posteriors = posteriors / posteriors.sum(axis=1, keepdims=True)
