@@ -329,3 +329,49 @@ def test_dawid_skene_without_labels_is_none_and_bad_shapes_raise():
         dawid_skene([["x"]], ["a"], [1, 2])
     with pytest.raises(StatsError):
         dawid_skene([["x"]], ["a"], [1], max_iter=0)
+
+
+def _crowd_kit(ratings, raters, units, **options):
+    rows = [
+        (u, r, v)
+        for u, row in zip(units, ratings, strict=True)
+        for r, v in zip(raters, row, strict=True)
+        if v is not None
+    ]
+    data = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    with pytest.warns(DeprecationWarning):  # crowd-kit 1.4 on pandas 3
+        return DawidSkene(**options).fit(data)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dawid_skene_matches_crowd_kit_on_sparse_labels_at_its_defaults(seed):
+    # 300 units, 12 raters, 3 classes; each unit labelled by 2-4 raters; rater 0 never answers
+    # "c" (a row of its confusion matrix the data never fills); the default tolerance, so the
+    # number of iterations must match too.
+    rng = np.random.default_rng(seed)
+    raters = [f"r{i}" for i in range(12)]
+    units = [int(u) for u in rng.permutation(1000)[:300]]
+    accuracy = rng.uniform(0.55, 0.95, size=12)
+    ratings = []
+    for _ in units:
+        truth = rng.choice(3, p=[0.5, 0.3, 0.2])
+        row: list[str | None] = [None] * 12
+        for r in rng.choice(12, size=rng.integers(2, 5), replace=False):
+            answer = truth if rng.random() < accuracy[r] else rng.integers(3)
+            if r == 0 and answer == 2:
+                answer = 0
+            row[r] = "abc"[answer]
+        ratings.append(row)
+    estimate = dawid_skene(ratings, raters, units)
+    direct = _crowd_kit(ratings, raters, units, n_iter=100, tol=1e-5)
+    assert estimate.iterations == len(direct.loss_history_)
+    assert estimate.labels == ("a", "b", "c")
+    probas = direct.probas_.reindex(index=list(estimate.units), columns=list(estimate.labels))
+    assert np.allclose(np.asarray(estimate.posteriors), probas.to_numpy(), atol=1e-9)
+    assert np.allclose(estimate.priors, direct.priors_.reindex(list("abc")).to_numpy(), atol=1e-9)
+    for rater, matrix in zip(estimate.raters, estimate.confusion, strict=True):
+        block = direct.errors_.xs(rater, level="worker").reindex(
+            index=list("abc"), columns=list("abc")
+        )
+        assert np.allclose(np.asarray(matrix), block.fillna(0.0).to_numpy().T, atol=1e-9)
+    assert estimate.confusion[estimate.raters.index("r0")][0][2] == 0.0
