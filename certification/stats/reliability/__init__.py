@@ -4,7 +4,8 @@ Modules: :mod:`~certification.stats.reliability.rates` (accuracy, confusion matr
 rates and kappa against reference labels; the share of labels on disputed units),
 :mod:`~certification.stats.reliability.silence` (the near-silent rule) and
 :mod:`~certification.stats.reliability.latent_class` (Dawid and Skene's 1979 latent-class model,
-fitted by EM as crowd-kit fits it). Every public name is importable from ``certification.stats.reliability``.
+fitted by EM as crowd-kit fits it). Every public name is importable from
+``certification.stats.reliability``.
 """
 
 from certification.stats.reliability.latent_class import (

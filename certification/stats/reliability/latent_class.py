@@ -154,11 +154,12 @@ def _em(
     """EM of Dawid and Skene (1979) §2 over label observations, as crowd-kit 1.4 runs it.
 
     Args:
-        task, worker, given: one entry per observed label: the unit's, the rater's and the
-            label's index (each of length n_obs).
+        task: per observed label (n_obs), the index of its unit.
+        worker: per observed label, the index of its rater.
+        given: per observed label, the index of the label.
         shape: (n_units, n_raters, n_labels).
-        max_iter, tol: the iteration cap and the tolerance on the per-observation evidence
-            lower bound.
+        max_iter: the iteration cap.
+        tol: the tolerance on the per-observation evidence lower bound.
 
     Returns:
         (posteriors n_units x n_labels, priors n_labels, errors n_raters x n_labels (observed)
