@@ -261,10 +261,14 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CERTLABEL_DERIVED_RECONCILE_SECONDS = env.float("CERTLABEL_DERIVED_RECONCILE_SECONDS", default=30.0)
 CERTLABEL_DERIVED_QUEUED_STALE = env.int("CERTLABEL_DERIVED_QUEUED_STALE", default=60)
 CERTLABEL_DERIVED_RUNNING_STALE = env.int("CERTLABEL_DERIVED_RUNNING_STALE", default=420)
-# Seconds between the starts of two calibration refreshes of a project (each refresh whose inputs
-# changed creates one run per spec); changes arriving meanwhile wait in the one queued refresh.
-CERTLABEL_DERIVED_CALIBRATION_INTERVAL = env.float(
-    "CERTLABEL_DERIVED_CALIBRATION_INTERVAL", default=5.0
+# Seconds between the starts of two recomputations of one kind of a project's derived results;
+# changes arriving meanwhile wait in the one queued recomputation (and the pages say so).
+CERTLABEL_DERIVED_INTERVAL = env.float("CERTLABEL_DERIVED_INTERVAL", default=5.0)
+# Without a broker (tasks in-process), derived results are recomputed on a background thread of
+# the process (labeling.in_process), not inside the request whose change marked them; the
+# thread also runs the reconciler every CERTLABEL_DERIVED_RECONCILE_SECONDS, as beat does.
+CERTLABEL_IN_PROCESS_THREAD = env.bool(
+    "CERTLABEL_IN_PROCESS_THREAD", default=CELERY_TASK_ALWAYS_EAGER
 )
 # Periodic tasks, run by `celery -A labeling beat` next to the workers, all on the housekeeping
 # queue. Leases that ran out give their slot back within a minute (claims also release the

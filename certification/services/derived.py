@@ -38,6 +38,7 @@ from django.utils import timezone
 from certification.models import DerivedResultState
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput
+from labeling.in_process import run_every, run_later
 from labeling.models import DerivedChange, DerivedKind, Project
 from labeling.permissions import MANAGERS, require_role
 
@@ -67,10 +68,26 @@ def _state(project_id: int, kind: str) -> DerivedResultState:
     return state
 
 
-def _enqueue(project_id: int, kind: str, **options: Any) -> None:
-    from certification.tasks import derived_recompute_task  # tasks import services
+def _enqueue(project_id: int, kind: str, *, countdown: float) -> None:
+    """Send the recomputation to a worker or, in-process mode, to the background thread."""
+    from certification.tasks import derived_recompute_task, derived_reconcile_task
 
-    derived_recompute_task.apply_async((project_id, kind), **options)
+    if not settings.CERTLABEL_IN_PROCESS_THREAD:
+        derived_recompute_task.apply_async((project_id, kind), countdown=countdown)
+        return
+    # In-process mode: off the request, and the reconciler's passes on the same thread (no beat
+    # runs without a broker), so a mark left by a process that exited is still recomputed.
+    run_every(
+        "derived-reconcile",
+        settings.CERTLABEL_DERIVED_RECONCILE_SECONDS,
+        derived_reconcile_task.apply,
+    )
+    run_later(
+        f"derived {project_id}:{kind}",
+        derived_recompute_task.apply,
+        (project_id, kind),
+        delay=countdown,
+    )
 
 
 def derived_schedule(*, project_id: int, kind: str) -> bool:
@@ -104,7 +121,7 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
     if not claimed:
         return False
     try:
-        _enqueue(project_id, kind, countdown=_spacing(state, kind))
+        _enqueue(project_id, kind, countdown=_spacing(state))
     except Exception:  # the broker is down or refused: the mark is in the database
         DerivedResultState.objects.filter(pk=state.pk, queued_at=now).update(queued_at=None)
         _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
@@ -113,15 +130,17 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
     return True
 
 
-def _spacing(state: DerivedResultState, kind: str) -> float:
-    """Seconds to hold a new calibration refresh so that refreshes start at most every interval.
+def _spacing(state: DerivedResultState) -> float:
+    """Seconds to hold a new recomputation: a kind's start at most every interval apart.
 
-    Each refresh whose inputs changed creates a calibration run per spec, each executed by its
-    own task; spacing them keeps the runs (and their executions) in step with the worker, while
-    the changes arriving meanwhile coalesce into the waiting refresh. Other kinds start at once.
+    The interval is ``CERTLABEL_DERIVED_INTERVAL``. A recomputation reads the whole project (and a calibration refresh whose inputs changed
+    creates a run per spec); while annotators submit without pause, starting one per change
+    would keep a worker busy with figures that are outdated as soon as they are stored. Spaced,
+    the changes arriving meanwhile coalesce into the one waiting recomputation, and the pages
+    say how many newer changes wait. The first one, and one after a quiet spell, starts at once.
     """
-    interval = float(settings.CERTLABEL_DERIVED_CALIBRATION_INTERVAL)
-    if kind != DerivedKind.CALIBRATION or interval <= 0 or state.computed_at is None:
+    interval = float(settings.CERTLABEL_DERIVED_INTERVAL)
+    if interval <= 0 or state.computed_at is None:
         return 0.0
     since = (timezone.now() - state.computed_at).total_seconds()
     return max(0.0, min(interval, interval - since))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import logging
 import random
+import threading
+import time
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
+from certification import tasks as tasks_module
 from certification.models import AgreementReport, DerivedResultState
 from certification.selectors import derived_freshness
 from certification.services import (
@@ -541,15 +544,60 @@ def test_the_stored_agreement_equals_a_clean_recomputation_after_any_mix(
     assert report.answer == _clean_answer(project)
 
 
-def test_calibration_refreshes_are_spaced_other_kinds_start_at_once(started, monkeypatch):
+def test_recomputations_of_a_kind_are_spaced_by_the_interval(started, monkeypatch, settings):
+    settings.CERTLABEL_DERIVED_INTERVAL = 5.0
     calls = []
     monkeypatch.setattr(
         derived_service, "_enqueue", lambda pid, kind, **options: calls.append((kind, options))
     )
     just_now = timezone.now()
-    for kind in (CALIBRATION, AGREEMENT):
-        DerivedResultState.objects.create(project=started, kind=kind, computed_at=just_now)
+    DerivedResultState.objects.create(project=started, kind=CALIBRATION, computed_at=just_now)
+    DerivedResultState.objects.create(
+        project=started, kind=AGREEMENT, computed_at=just_now - timedelta(seconds=2)
+    )
+    DerivedResultState.objects.create(
+        project=started, kind=AUDIT, computed_at=just_now - timedelta(seconds=60)
+    )
+    for kind in (CALIBRATION, AGREEMENT, AUDIT):
         derived_schedule(project_id=started.pk, kind=kind)
-    (calibration, options), (agreement, other) = calls
-    assert (calibration, agreement, other) == (CALIBRATION, AGREEMENT, {"countdown": 0.0})
-    assert 4.0 < options["countdown"] <= 5.0
+    countdown = {kind: options["countdown"] for kind, options in calls}
+    assert 4.0 < countdown[CALIBRATION] <= 5.0
+    assert 2.0 < countdown[AGREEMENT] <= 3.0
+    assert countdown[AUDIT] == 0.0  # after a quiet spell: at once
+    # interval 0: never held
+    settings.CERTLABEL_DERIVED_INTERVAL = 0
+    DerivedResultState.objects.filter(project=started).update(queued_at=None)
+    calls.clear()
+    derived_schedule(project_id=started.pk, kind=CALIBRATION)
+    assert calls == [(CALIBRATION, {"countdown": 0.0})]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_in_process_mode_recomputes_on_the_background_thread_not_in_the_request(
+    started, member, settings, monkeypatch
+):
+    # The embedded default: no broker, tasks in-process, the background thread on.
+    settings.CERTLABEL_IN_PROCESS_THREAD = True
+    settings.CERTLABEL_DERIVED_INTERVAL = 0
+    ran: list[str] = []
+    release = threading.Event()
+    real = tasks_module.DERIVED_COMPUTE[AGREEMENT]
+
+    def slow_agreement(project_id):
+        ran.append(threading.current_thread().name)
+        release.wait(10)  # held until the request has returned
+        return real(project_id)
+
+    monkeypatch.setitem(tasks_module.DERIVED_COMPUTE, AGREEMENT, slow_agreement)
+    annotators = [member(Role.ANNOTATOR) for _ in range(2)]
+    for user in annotators:
+        _submit(started, user, "admissible")
+    # The submits returned while the recomputation is held: their changes are marked, not covered.
+    assert not derived_freshness(project=started)["agreement"].current
+    release.set()
+    deadline = time.monotonic() + 20
+    while not derived_freshness(project=started)["agreement"].current:
+        assert time.monotonic() < deadline, "agreement not recomputed in the background"
+        time.sleep(0.05)
+    assert ran and set(ran) == {"certlabel-in-process"}
+    assert AgreementReport.objects.filter(project=started).exists()

@@ -1,0 +1,134 @@
+"""The embedded default's background thread: work that must not run inside a request.
+
+Without a broker, Celery runs a task inside the call that sends it (``CELERY_TASK_ALWAYS_EAGER``).
+For the recomputation of derived results that put every annotator's submit behind the
+statistics of the whole project (hundreds of milliseconds at a few thousand items, on the
+request's thread and, on SQLite, under the database's one write lock). With
+``CERTLABEL_IN_PROCESS_THREAD`` on (the default when tasks run in-process), such work is handed
+to :func:`run_later` instead: one daemon thread per process runs it in order of due time, and
+the request returns after its own commit.
+
+What bounds the work is the caller's, not this module's: derived results coalesce in the
+database (at most one waiting and one running per project and kind), so however many requests
+mark changes, the thread holds a handful of entries. Work still waiting when the process exits
+is lost with it; derived results keep their marks in the database, and the reconciler, which
+:func:`run_every` runs on the same thread, schedules them again.
+
+Each piece of work runs with its own database connections, closed when it ends.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connections
+
+logger = logging.getLogger(__name__)
+
+Work = Callable[..., object]
+
+
+class InProcessRunner:
+    """One daemon thread running callables when they are due (started on first use).
+
+    Entries are ``(due, sequence, name, work, args, period)``; ``period`` > 0 makes an entry
+    run again that many seconds after it ends.
+    """
+
+    def __init__(self) -> None:
+        """An idle runner (no thread until the first entry)."""
+        self._entries: list[tuple[float, int, str, Work, tuple[Any, ...], float]] = []
+        self._sequence = itertools.count()
+        self._periodic: set[str] = set()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, name: str, work: Work, *args: Any, delay: float = 0.0) -> None:
+        """Run ``work(*args)`` on the thread once ``delay`` seconds have passed.
+
+        Args:
+            name: what the log calls the work when it fails.
+            work: the callable; an exception it raises is logged, never propagated.
+            *args: its arguments.
+            delay: seconds to wait first (>= 0; a negative value counts as 0).
+        """
+        self._push(name, work, args, max(0.0, delay), 0.0)
+
+    def every(self, name: str, period: float, work: Work, *args: Any) -> None:
+        """Run ``work(*args)`` every ``period`` seconds (after the first period), once per name.
+
+        Args:
+            name: the periodic work's name: a second registration under it is ignored.
+            period: seconds between the end of one run and the start of the next (> 0).
+            work: the callable; an exception it raises is logged and the next run still comes.
+            *args: its arguments.
+
+        Raises:
+            ValueError: ``period`` is not positive.
+        """
+        if not period > 0:
+            raise ValueError(f"period must be positive, got {period}")
+        with self._wake:
+            if name in self._periodic:
+                return
+            self._periodic.add(name)
+        self._push(name, work, args, period, period)
+
+    def pending(self) -> int:
+        """How many entries wait (periodic ones included)."""
+        with self._wake:
+            return len(self._entries)
+
+    def _push(
+        self, name: str, work: Work, args: tuple[Any, ...], delay: float, period: float
+    ) -> None:
+        with self._wake:
+            due = time.monotonic() + delay
+            heapq.heappush(self._entries, (due, next(self._sequence), name, work, args, period))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, name="certlabel-in-process", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+
+    def _next(self) -> tuple[str, Work, tuple[Any, ...], float]:
+        with self._wake:
+            while True:
+                now = time.monotonic()
+                if self._entries and self._entries[0][0] <= now:
+                    _, _, name, work, args, period = heapq.heappop(self._entries)
+                    return name, work, args, period
+                timeout = self._entries[0][0] - now if self._entries else None
+                self._wake.wait(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            name, work, args, period = self._next()
+            try:
+                work(*args)
+            except Exception:  # the thread outlives any one piece of work
+                logger.exception("in_process.failed", extra={"work": name})
+            finally:
+                connections.close_all()
+            if period:
+                self._push(name, work, args, period, period)
+
+
+_runner = InProcessRunner()
+
+
+def run_later(name: str, work: Work, *args: Any, delay: float = 0.0) -> None:
+    """Run ``work(*args)`` on this process's background thread (:meth:`InProcessRunner.submit`)."""
+    _runner.submit(name, work, *args, delay=delay)
+
+
+def run_every(name: str, period: float, work: Work, *args: Any) -> None:
+    """Run ``work(*args)`` periodically on the background thread (:meth:`InProcessRunner.every`)."""
+    _runner.every(name, period, work, *args)

@@ -1,0 +1,66 @@
+"""The embedded default's background thread (labeling.in_process), on real threads."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+from labeling.in_process import InProcessRunner
+
+
+def _wait(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not done in time"
+        time.sleep(0.01)
+
+
+def test_work_runs_on_another_thread_in_order_of_due_time():
+    runner = InProcessRunner()
+    done: list[tuple[str, str]] = []
+    began = time.monotonic()
+    runner.submit("late", lambda: done.append(("late", threading.current_thread().name)), delay=0.3)
+    runner.submit("soon", lambda: done.append(("soon", threading.current_thread().name)))
+    _wait(lambda: len(done) == 2)
+    assert [name for name, _ in done] == ["soon", "late"]
+    assert {thread for _, thread in done} == {"certlabel-in-process"}
+    assert time.monotonic() - began >= 0.3
+    assert runner.pending() == 0
+
+
+def test_a_failure_is_logged_and_the_thread_goes_on(caplog):
+    runner = InProcessRunner()
+    done = threading.Event()
+
+    def fail() -> None:
+        raise RuntimeError("boom")
+
+    with caplog.at_level(logging.ERROR, logger="labeling.in_process"):
+        runner.submit("failing", fail)
+        runner.submit("next", done.set)
+        assert done.wait(10)
+    failed = [r for r in caplog.records if r.getMessage() == "in_process.failed"]
+    assert [r.work for r in failed] == ["failing"]
+    assert failed[0].exc_info[1].args == ("boom",)
+
+
+def test_periodic_work_repeats_once_per_name_and_survives_failures():
+    runner = InProcessRunner()
+    runs: list[float] = []
+
+    def tick() -> None:
+        runs.append(time.monotonic())
+        if len(runs) == 1:
+            raise RuntimeError("the first run fails")
+
+    runner.every("tick", 0.05, tick)
+    runner.every("tick", 0.05, tick)  # ignored: one periodic entry per name
+    _wait(lambda: len(runs) >= 4)
+    assert runner.pending() == 1
+    gaps = [b - a for a, b in zip(runs, runs[1:], strict=False)]
+    assert min(gaps) >= 0.045
+    with pytest.raises(ValueError, match="period must be positive"):
+        runner.every("never", 0, tick)
