@@ -133,11 +133,12 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
 def _spacing(state: DerivedResultState) -> float:
     """Seconds to hold a new recomputation: a kind's start at most every interval apart.
 
-    The interval is ``CERTLABEL_DERIVED_INTERVAL``. A recomputation reads the whole project (and a calibration refresh whose inputs changed
-    creates a run per spec); while annotators submit without pause, starting one per change
-    would keep a worker busy with figures that are outdated as soon as they are stored. Spaced,
-    the changes arriving meanwhile coalesce into the one waiting recomputation, and the pages
-    say how many newer changes wait. The first one, and one after a quiet spell, starts at once.
+    The interval is ``CERTLABEL_DERIVED_INTERVAL``. A recomputation reads the whole project (and
+    a calibration refresh whose inputs changed creates a run per spec); while annotators submit
+    without pause, starting one per change would keep a worker busy with figures that are
+    outdated as soon as they are stored. Spaced, the changes arriving meanwhile coalesce into
+    the one waiting recomputation, and the pages say how many newer changes wait. The first
+    one, and one after a quiet spell, starts at once.
     """
     interval = float(settings.CERTLABEL_DERIVED_INTERVAL)
     if interval <= 0 or state.computed_at is None:
