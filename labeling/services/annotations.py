@@ -443,7 +443,7 @@ def _write_revision(
         time_spent_seconds=time_spent,
         content_sha256=content,
     )
-    claim_labels_write(
+    rows, evidence = claim_labels_write(
         EvidenceSpan,
         [
             (
@@ -459,7 +459,29 @@ def _write_revision(
             for c in labels.claims
         ],
     )
+    _cache_written(revision, rows, evidence)
     return revision
+
+
+def _cache_written(
+    revision: AnnotationRevision, rows: list[ClaimLabel], evidence: list[EvidenceSpan]
+) -> None:
+    """Give the new revision its rows as prefetched relations, in the models' own ordering.
+
+    The caller's response (``revision.claim_labels.all()``, ``label.evidence.all()``) is then
+    built from what was just written, without reading it back.
+    """
+    spans: dict[int, list[EvidenceSpan]] = {row.pk: [] for row in rows}
+    for span in evidence:
+        spans[span.claim_label_id].append(span)
+    for row in rows:
+        row.revision = revision
+        row._prefetched_objects_cache = {  # type: ignore[attr-defined]
+            "evidence": sorted(spans[row.pk], key=lambda e: (e.source_version_id, e.start, e.end))
+        }
+    revision._prefetched_objects_cache = {  # type: ignore[attr-defined]
+        "claim_labels": sorted(rows, key=lambda row: row.claim_id)
+    }
 
 
 def _revision_json(revision: AnnotationRevision | None) -> dict[str, Any] | None:

@@ -187,7 +187,8 @@ def _em(
             axis=1,
         ).reshape(n_raters, n_labels, n_labels)
         sums = np.where(gave[:, :, None], np.maximum(sums, EPSILON), 0.0)
-        return sums / sums.sum(axis=1, keepdims=True)
+        normalised: np.ndarray = sums / sums.sum(axis=1, keepdims=True)
+        return normalised
 
     def by_unit(values: np.ndarray) -> np.ndarray:
         return np.stack(
