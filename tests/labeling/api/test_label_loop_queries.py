@@ -15,11 +15,11 @@ from tests.factories import work_record
 
 pytestmark = pytest.mark.django_db
 
-# next: the token and the project (the token's last use is stamped at most once a minute); in the claim's transaction (its savepoint) the membership,
-# a lease already held, the labelling policy, the actor's qualification (gold rule) and the next
-# item; in the slot's savepoint the slots taken, the count's compare-and-set and the new
-# assignment; then the form's item, claims, policy and sources (BEGIN, COMMIT and four savepoint
-# statements are counted too).
+# next: the token and the project (the token's last use is stamped at most once a minute); in
+# the claim's transaction (its savepoint) the membership, a lease already held, the labelling
+# policy, the actor's qualification (gold rule) and the next item; in the slot's savepoint the
+# slots taken, the count's compare-and-set and the new assignment; then the form's item,
+# claims, policy and sources (BEGIN, COMMIT and four savepoint statements are counted too).
 NEXT_BUDGET = 20
 # submit: the token and the project; in the write's transaction (savepoint) the assignment, the
 # policy, the claims, the item's lock (read and version), the policy-version check, the lease's
