@@ -7,6 +7,7 @@ from typing import Any
 from django.apps import AppConfig
 
 DERIVED_SCHEDULER = "certification.derived"
+DERIVED_RECONCILER = "certification.derived-reconcile"
 AGREEMENT_PANEL = "agreement"
 AGREEMENT_TEMPLATE = "certification/_agreement.html"
 CALIBRATION_PANEL = "calibration"
@@ -38,6 +39,13 @@ def derived_schedule_after_commit(project_id: int, kind: str) -> None:
     from certification.services.derived import derived_schedule
 
     derived_schedule(project_id=project_id, kind=kind)
+
+
+def derived_reconcile_now() -> None:
+    """Run the reconciler of derived results here (the embedded default's background thread)."""
+    from certification.tasks import derived_reconcile_task
+
+    derived_reconcile_task.apply()
 
 
 def calibration_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
@@ -79,10 +87,17 @@ class CertificationConfig(AppConfig):
         posterior of the item, once its blind votes are in (the page exists only then, and
         only for adjudicators and managers).
         """
+        from django.conf import settings
+
         from labeling.derived import derived_scheduler_register
+        from labeling.in_process import periodic_register
         from labeling.views.panels import adjudication_panel_register, dashboard_panel_register
 
         derived_scheduler_register(DERIVED_SCHEDULER, derived_schedule_after_commit)
+        # The embedded default's web processes run the reconciler on their background thread.
+        periodic_register(
+            DERIVED_RECONCILER, settings.CERTLABEL_DERIVED_RECONCILE_SECONDS, derived_reconcile_now
+        )
         dashboard_panel_register(
             name=AGREEMENT_PANEL, template=AGREEMENT_TEMPLATE, context=agreement_panel_context
         )

@@ -3,16 +3,20 @@
 Without a broker, Celery runs a task inside the call that sends it (``CELERY_TASK_ALWAYS_EAGER``).
 For the recomputation of derived results that put every annotator's submit behind the
 statistics of the whole project (hundreds of milliseconds at a few thousand items, on the
-request's thread and, on SQLite, under the database's one write lock). With
-``CERTLABEL_IN_PROCESS_THREAD`` on (the default when tasks run in-process), such work is handed
-to :func:`run_later` instead: one daemon thread per process runs it in order of due time, and
-the request returns after its own commit.
+request's thread and, on SQLite, under the database's one write lock). So a web process of the
+embedded default (``labeling.wsgi``, which ``runserver`` and gunicorn load) calls :func:`start`
+when ``CERTLABEL_IN_PROCESS_THREAD`` is on (the default when tasks run in-process): from then on
+:func:`run_later` hands such work to one daemon thread of the process, which runs it in order of
+due time, while the request returns after its own commit. The thread also runs the periodic
+work registered with :func:`periodic_register` (the reconciler of derived results: no beat runs
+without a broker). A process that never started the thread (a management command, the tests)
+runs the work inline, as before, so nothing it marks is left to a thread that dies with it.
 
 What bounds the work is the caller's, not this module's: derived results coalesce in the
 database (at most one waiting and one running per project and kind), so however many requests
 mark changes, the thread holds a handful of entries. Work still waiting when the process exits
-is lost with it; derived results keep their marks in the database, and the reconciler, which
-:func:`run_every` runs on the same thread, schedules them again.
+is lost with it; derived results keep their marks in the database, and the reconciler schedules
+them again.
 
 Each piece of work runs with its own database connections, closed when it ends.
 """
@@ -91,12 +95,8 @@ class InProcessRunner:
         with self._wake:
             due = time.monotonic() + delay
             heapq.heappush(self._entries, (due, next(self._sequence), name, work, args, period))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._loop, name="certlabel-in-process", daemon=True
-                )
-                self._thread.start()
             self._wake.notify()
+        self.start()
 
     def _next(self) -> tuple[str, Work, tuple[Any, ...], float]:
         with self._wake:
@@ -120,15 +120,48 @@ class InProcessRunner:
             if period:
                 self._push(name, work, args, period, period)
 
+    def started(self) -> bool:
+        """Whether the thread runs (False after a fork: threads do not survive one)."""
+        with self._wake:
+            return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        """Start the thread now (it also starts with the first entry)."""
+        with self._wake:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, name="certlabel-in-process", daemon=True
+                )
+                self._thread.start()
+
 
 _runner = InProcessRunner()
+_periodic: dict[str, tuple[float, Work]] = {}
+
+
+def periodic_register(name: str, period: float, work: Work) -> None:
+    """Register ``work()`` to run every ``period`` seconds on the thread, once it is started.
+
+    Args:
+        name: a stable name; registering it again replaces the entry (before :func:`start`).
+        period: seconds between two runs (> 0).
+        work: the callable (no arguments).
+    """
+    _periodic[name] = (period, work)
+
+
+def start() -> None:
+    """Start this process's background thread and its periodic work (idempotent)."""
+    _runner.start()
+    for name, (period, work) in _periodic.items():
+        _runner.every(name, period, work)
+
+
+def running() -> bool:
+    """Whether this process's background thread runs (:func:`start` was called here)."""
+    return _runner.started()
 
 
 def run_later(name: str, work: Work, *args: Any, delay: float = 0.0) -> None:
     """Run ``work(*args)`` on this process's background thread (:meth:`InProcessRunner.submit`)."""
     _runner.submit(name, work, *args, delay=delay)
-
-
-def run_every(name: str, period: float, work: Work, *args: Any) -> None:
-    """Run ``work(*args)`` periodically on the background thread (:meth:`InProcessRunner.every`)."""
-    _runner.every(name, period, work, *args)

@@ -264,9 +264,10 @@ CERTLABEL_DERIVED_RUNNING_STALE = env.int("CERTLABEL_DERIVED_RUNNING_STALE", def
 # Seconds between the starts of two recomputations of one kind of a project's derived results;
 # changes arriving meanwhile wait in the one queued recomputation (and the pages say so).
 CERTLABEL_DERIVED_INTERVAL = env.float("CERTLABEL_DERIVED_INTERVAL", default=5.0)
-# Without a broker (tasks in-process), derived results are recomputed on a background thread of
-# the process (labeling.in_process), not inside the request whose change marked them; the
-# thread also runs the reconciler every CERTLABEL_DERIVED_RECONCILE_SECONDS, as beat does.
+# Without a broker (tasks in-process), a web process (labeling.wsgi) recomputes derived results
+# on a background thread (labeling.in_process), not inside the request whose change marked them;
+# the thread also runs the reconciler every CERTLABEL_DERIVED_RECONCILE_SECONDS, as beat does.
+# Management commands always compute inline.
 CERTLABEL_IN_PROCESS_THREAD = env.bool(
     "CERTLABEL_IN_PROCESS_THREAD", default=CELERY_TASK_ALWAYS_EAGER
 )

@@ -12,3 +12,12 @@ application = get_wsgi_application()
 from labeling.api.params import parameter_table  # noqa: E402  (needs the application set up)
 
 parameter_table()
+
+# The embedded default (tasks in-process): derived results are recomputed on a background thread
+# of this process, not inside the requests that change them (labeling.in_process).
+from django.conf import settings  # noqa: E402
+
+if settings.CERTLABEL_IN_PROCESS_THREAD:
+    from labeling import in_process
+
+    in_process.start()

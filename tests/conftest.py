@@ -91,9 +91,6 @@ def django_db_modify_db_settings(
 FAST_SETTINGS: dict[str, Any] = {
     "PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"],
     "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
-    # Derived results recomputed inside the call that marked them, as tests read them next
-    # (tests/labeling/test_in_process.py checks the background thread itself).
-    "CERTLABEL_IN_PROCESS_THREAD": False,
 }
 
 

@@ -36,9 +36,9 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from certification.models import DerivedResultState
+from labeling import in_process
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput
-from labeling.in_process import run_every, run_later
 from labeling.models import DerivedChange, DerivedKind, Project
 from labeling.permissions import MANAGERS, require_role
 
@@ -69,20 +69,17 @@ def _state(project_id: int, kind: str) -> DerivedResultState:
 
 
 def _enqueue(project_id: int, kind: str, *, countdown: float) -> None:
-    """Send the recomputation to a worker or, in-process mode, to the background thread."""
-    from certification.tasks import derived_recompute_task, derived_reconcile_task
+    """Send the recomputation to a worker, or to an embedded-default web process's thread.
 
-    if not settings.CERTLABEL_IN_PROCESS_THREAD:
+    The thread (:mod:`labeling.in_process`) runs it off the request; a process that did not
+    start one (a management command, the tests) runs it here, in-process, as Celery does.
+    """
+    from certification.tasks import derived_recompute_task
+
+    if not in_process.running():
         derived_recompute_task.apply_async((project_id, kind), countdown=countdown)
         return
-    # In-process mode: off the request, and the reconciler's passes on the same thread (no beat
-    # runs without a broker), so a mark left by a process that exited is still recomputed.
-    run_every(
-        "derived-reconcile",
-        settings.CERTLABEL_DERIVED_RECONCILE_SECONDS,
-        derived_reconcile_task.apply,
-    )
-    run_later(
+    in_process.run_later(
         f"derived {project_id}:{kind}",
         derived_recompute_task.apply,
         (project_id, kind),

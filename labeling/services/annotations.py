@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from labeling import offsets
@@ -468,20 +468,30 @@ def _cache_written(
 ) -> None:
     """Give the new revision its rows as prefetched relations, in the models' own ordering.
 
-    The caller's response (``revision.claim_labels.all()``, ``label.evidence.all()``) is then
-    built from what was just written, without reading it back.
+    As ``prefetch_related`` leaves them (a queryset whose results are filled in), so the
+    caller's response (``revision.claim_labels.all()``, ``label.evidence.all()``) is built from
+    what was just written without reading it back; any other query on them still runs.
     """
     spans: dict[int, list[EvidenceSpan]] = {row.pk: [] for row in rows}
     for span in evidence:
         spans[span.claim_label_id].append(span)
     for row in rows:
         row.revision = revision
+        cited = sorted(spans[row.pk], key=lambda e: (e.source_version_id, e.start, e.end))
         row._prefetched_objects_cache = {  # type: ignore[attr-defined]
-            "evidence": sorted(spans[row.pk], key=lambda e: (e.source_version_id, e.start, e.end))
+            "evidence": _filled(EvidenceSpan.objects.filter(claim_label=row), cited)
         }
+    labels = sorted(rows, key=lambda row: row.claim_id)
     revision._prefetched_objects_cache = {  # type: ignore[attr-defined]
-        "claim_labels": sorted(rows, key=lambda row: row.claim_id)
+        "claim_labels": _filled(ClaimLabel.objects.filter(revision=revision), labels)
     }
+
+
+def _filled(queryset: QuerySet[Any], rows: list[Any]) -> QuerySet[Any]:
+    """``queryset`` with ``rows`` as its results, as Django's prefetching stores a relation."""
+    queryset._result_cache = rows
+    queryset._prefetch_done = True  # type: ignore[attr-defined]
+    return queryset
 
 
 def _revision_json(revision: AnnotationRevision | None) -> dict[str, Any] | None:

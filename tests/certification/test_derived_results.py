@@ -35,6 +35,7 @@ from certification.services import (
 )
 from certification.services import derived as derived_service
 from certification.stats.agreement import agreement_summary
+from labeling import in_process
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput
 from labeling.importers.native import read_jsonl
@@ -576,28 +577,45 @@ def test_recomputations_of_a_kind_are_spaced_by_the_interval(started, monkeypatc
 def test_in_process_mode_recomputes_on_the_background_thread_not_in_the_request(
     started, member, settings, monkeypatch
 ):
-    # The embedded default: no broker, tasks in-process, the background thread on.
-    settings.CERTLABEL_IN_PROCESS_THREAD = True
-    settings.CERTLABEL_DERIVED_INTERVAL = 0
+    # A web process of the embedded default: tasks in-process, its background thread started
+    # (labeling.wsgi does it; the tests never load it, so they compute inline).
+    runner = in_process.InProcessRunner()
+    monkeypatch.setattr(in_process, "_runner", runner)
+    in_process.start()
+    assert in_process.running()
     ran: list[str] = []
-    release = threading.Event()
     real = tasks_module.DERIVED_COMPUTE[AGREEMENT]
 
-    def slow_agreement(project_id):
+    def recorded(project_id):
         ran.append(threading.current_thread().name)
-        release.wait(10)  # held until the request has returned
         return real(project_id)
 
-    monkeypatch.setitem(tasks_module.DERIVED_COMPUTE, AGREEMENT, slow_agreement)
-    annotators = [member(Role.ANNOTATOR) for _ in range(2)]
-    for user in annotators:
-        _submit(started, user, "admissible")
-    # The submits returned while the recomputation is held: their changes are marked, not covered.
-    assert not derived_freshness(project=started)["agreement"].current
-    release.set()
+    monkeypatch.setitem(tasks_module.DERIVED_COMPUTE, AGREEMENT, recorded)
+    # Agreement was just computed: the next recomputation is held for the interval (2 s).
+    settings.CERTLABEL_DERIVED_INTERVAL = 2.0
+    DerivedResultState.objects.update_or_create(
+        project=started, kind=AGREEMENT, defaults={"computed_at": timezone.now()}
+    )
+    _submit(started, member(Role.ANNOTATOR), "admissible")
+    # The submit returned with its change marked, queued on the thread, not computed.
+    freshness = derived_freshness(project=started)["agreement"]
+    assert not freshness.current and freshness.queued and not ran
     deadline = time.monotonic() + 20
     while not derived_freshness(project=started)["agreement"].current:
         assert time.monotonic() < deadline, "agreement not recomputed in the background"
         time.sleep(0.05)
-    assert ran and set(ran) == {"certlabel-in-process"}
-    assert AgreementReport.objects.filter(project=started).exists()
+    assert ran == ["certlabel-in-process"]
+    assert AgreementReport.objects.get(project=started).answer["n_votes"] == 1
+    # the reconciler is the thread's periodic work
+    assert runner.pending() == 1
+
+
+def test_without_the_thread_started_the_recomputation_runs_inline(
+    started, member, monkeypatch, django_capture_on_commit_callbacks
+):
+    # a management command or a test: no web process started the thread
+    monkeypatch.setattr(in_process, "_runner", in_process.InProcessRunner())
+    assert not in_process.running()
+    with django_capture_on_commit_callbacks(execute=True):
+        _submit(started, member(Role.ANNOTATOR), "admissible")
+    assert derived_freshness(project=started)["agreement"].current
