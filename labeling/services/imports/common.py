@@ -22,6 +22,7 @@ __all__ = [
     "db_datetime",
     "differing_field",
     "fingerprint",
+    "json_or_null",
     "json_value",
     "policy_vocabulary",
     "same_label",
@@ -71,6 +72,11 @@ def policy_vocabulary(policy: LabelPolicy) -> PolicyVocabulary:
 def json_value(value: Any) -> str:
     """Serialise a JSONField value for :func:`labeling.bulk.insert_rows`, as Django does."""
     return json.dumps(value)
+
+
+def json_or_null(value: Any) -> str | None:
+    """Serialise a nullable JSONField value as Django does: None is SQL NULL, not JSON null."""
+    return None if value is None else json.dumps(value)
 
 
 def db_datetime(value: Any) -> Any:

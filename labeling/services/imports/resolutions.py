@@ -17,8 +17,8 @@ from django.utils import timezone
 from labeling.bulk import insert_rows, update_rows
 from labeling.importers.schema import RecordError, ResolutionIn, ResolvedClaimLabelIn
 from labeling.models import Item, ItemStatus, Resolution, ResolvedClaimLabel, ResolvedEvidence
-from labeling.services.claim_labels import Evidence, claim_labels_write
-from labeling.services.imports.common import BULK_BATCH, db_datetime
+from labeling.services.claim_labels import claim_label_rows_insert
+from labeling.services.imports.common import db_datetime
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
 RESOLUTION_COLUMNS = (
@@ -34,6 +34,7 @@ RESOLUTION_COLUMNS = (
     "import_batch_id",
     "created_at",
 )
+RESOLVED_LABEL_COLUMNS = ("resolution_id", "claim_id", "label", "reason", "evidence_waived")
 # {claim index: (label, reason, {(version id, start, end, quote)})}
 ClaimKeys = dict[int, tuple[str, str | None, frozenset[tuple[int, int, int, str]]]]
 
@@ -205,21 +206,24 @@ def _insert(
     resolution_ids = insert_rows(Resolution, RESOLUTION_COLUMNS, rows, with_ids=True)
     for item, resolution_id in zip(updates, resolution_ids, strict=True):
         item.resolution_id = resolution_id
-    label_rows, evidence = claim_labels_write(
+    claims = keys.claims
+    n_labels, n_evidence = claim_label_rows_insert(
+        ResolvedClaimLabel,
+        RESOLVED_LABEL_COLUMNS,
         ResolvedEvidence,
         [
             (
-                ResolvedClaimLabel(
-                    resolution_id=resolution_ids[row],
-                    claim_id=keys.claims[(candidate_id, label.claim)],
-                    label=label.label,
-                    reason=label.reason,
+                (
+                    resolution_ids[row],
+                    claims[(candidate_id, label.claim)],
+                    label.label,
+                    label.reason,
+                    False,
                 ),
-                [Evidence(sources[e.source], e.start, e.end, e.quote) for e in label.evidence],
+                [(sources[e.source], e.start, e.end, e.quote) for e in label.evidence],
             )
             for row, candidate_id, label, sources in labels
         ],
-        batch_size=BULK_BATCH,
     )
     update_rows(
         Item,
@@ -227,8 +231,8 @@ def _insert(
         [(item.pk, item.status, item.resolution_id, item.version) for item in updates],
     )
     state.created["resolutions"] += len(rows)
-    state.created["resolved_claim_labels"] += len(label_rows)
-    state.created["resolved_evidence"] += len(evidence)
+    state.created["resolved_claim_labels"] += n_labels
+    state.created["resolved_evidence"] += n_evidence
 
 
 def _stored_resolutions(ids: list[int]) -> dict[int, tuple[tuple[Any, ...], Any]]:
