@@ -32,6 +32,7 @@ __all__ = [
 CHUNK_SIZE = 500
 GC_EVERY_CHUNKS = 20
 BULK_BATCH = 2000
+_EMPTY_JSON = {dict: "{}", list: "[]"}
 
 
 @dataclass
@@ -71,6 +72,9 @@ def policy_vocabulary(policy: LabelPolicy) -> PolicyVocabulary:
 
 def json_value(value: Any) -> str:
     """Serialise a JSONField value for :func:`labeling.bulk.insert_rows`, as Django does."""
+    # Most records give no metadata, slices or settings: their JSON needs no encoder.
+    if not value and type(value) in _EMPTY_JSON:
+        return _EMPTY_JSON[type(value)]
     return json.dumps(value)
 
 

@@ -148,17 +148,13 @@ def write_resolutions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None
     given = _given(chunk, keys)
     if not given:
         return
-    items = {
-        candidate_id: (pk, resolution_id, version)
-        for pk, candidate_id, resolution_id, version in Item.objects.filter(
-            candidate_id__in=[g.candidate_id for g in given]
-        ).values_list("pk", "candidate_id", "resolution_id", "version")
-    }
+    items = _items(keys, given)
     stored = _stored_resolutions([r for _, r, _ in items.values() if r is not None])
     rows: list[tuple[Any, ...]] = []
     # (index of the resolution row, candidate id, claim label, {source id: version id})
     labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]] = []
-    updates: list[Item] = []
+    # (item id, its new version) of the items resolved
+    updates: list[tuple[int, int]] = []
     now = timezone.now()
     for g in given:
         item_id, resolution_id, version = items[g.candidate_id]
@@ -190,9 +186,30 @@ def write_resolutions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None
         rows.append(_resolution_row(state, item_id, policy_id, resolution, now))
         for claim_label in resolution.claim_labels:
             labels.append((len(rows) - 1, g.candidate_id, claim_label, g.sources))
-        updates.append(Item(pk=item_id, status=ItemStatus.RESOLVED, version=version + 1))
+        updates.append((item_id, version + 1))
         state.resolved.append((item_id, resolution.status))
     _insert(state, keys, rows, labels, updates)
+
+
+def _items(keys: ChunkKeys, given: list[_Given]) -> dict[int, tuple[int, int | None, int]]:
+    """Return ``{candidate id: (item id, resolution id, version)}`` of the given candidates.
+
+    An item created with the chunk is unresolved at version 0; the others are read.
+    """
+    items: dict[int, tuple[int, int | None, int]] = {}
+    stored: list[int] = []
+    for g in given:
+        item_id = keys.items.get(g.candidate_id)
+        if item_id is None:
+            stored.append(g.candidate_id)
+        else:
+            items[g.candidate_id] = (item_id, None, 0)
+    if stored:
+        for pk, candidate_id, resolution_id, version in Item.objects.filter(
+            candidate_id__in=stored
+        ).values_list("pk", "candidate_id", "resolution_id", "version"):
+            items[candidate_id] = (pk, resolution_id, version)
+    return items
 
 
 def _insert(
@@ -200,12 +217,10 @@ def _insert(
     keys: ChunkKeys,
     rows: list[tuple[Any, ...]],
     labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]],
-    updates: list[Item],
+    updates: list[tuple[int, int]],
 ) -> None:
     """Insert the resolutions, their claim labels and evidence; point the items at them."""
     resolution_ids = insert_rows(Resolution, RESOLUTION_COLUMNS, rows, with_ids=True)
-    for item, resolution_id in zip(updates, resolution_ids, strict=True):
-        item.resolution_id = resolution_id
     claims = keys.claims
     n_labels, n_evidence = claim_label_rows_insert(
         ResolvedClaimLabel,
@@ -228,7 +243,10 @@ def _insert(
     update_rows(
         Item,
         ["status", "resolution_id", "version"],
-        [(item.pk, item.status, item.resolution_id, item.version) for item in updates],
+        [
+            (item_id, ItemStatus.RESOLVED.value, resolution_id, version)
+            for (item_id, version), resolution_id in zip(updates, resolution_ids, strict=True)
+        ],
     )
     state.created["resolutions"] += len(rows)
     state.created["resolved_claim_labels"] += n_labels

@@ -219,8 +219,9 @@ def write_links(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
     links = []
     for location, record in chunk:
         question_id = keys.questions[record.external_id]
+        version_ids = keys.sources(record)
         for s, source in enumerate(record.sources):
-            version_id = keys.versions[(source.id, text_sha256(source.text))]
+            version_id = version_ids[source.id]
             if (question_id, version_id) in linked:
                 if linked[(question_id, version_id)] != (source.rank, source.score):
                     raise RecordError(
