@@ -29,7 +29,7 @@ __all__ = [
     "text_sha256",
 ]
 
-CHUNK_SIZE = 500
+CHUNK_SIZE = 2000
 GC_EVERY_CHUNKS = 20
 BULK_BATCH = 2000
 _EMPTY_JSON = {dict: "{}", list: "[]"}
