@@ -3,10 +3,10 @@
 ``bulk_create`` builds a model instance per row and the SQL of every batch in Python; for the
 hundreds of thousands of claims of a large workload that is most of the import's time (profiled
 in tests/benchmarks/bench_import.py). Here rows are plain tuples, PostgreSQL receives them by
-``COPY … FROM STDIN`` and SQLite by multi-row ``INSERT … VALUES``. Primary keys are reserved up front (the
-table's sequence on PostgreSQL; after the largest id in use on SQLite, whose writer holds the
-database lock inside the import's transaction), so callers know every new row's id without
-reading rows back. Database constraints apply exactly as for any INSERT.
+``COPY … FROM STDIN`` and SQLite by multi-row ``INSERT … VALUES``. Primary keys are reserved up
+front (the table's sequence on PostgreSQL; after the largest id in use on SQLite, whose writer
+holds the database lock inside the import's transaction), so callers know every new row's id
+without reading rows back. Database constraints apply exactly as for any INSERT.
 
 ``bulk_update`` is slower still: it builds one ``CASE WHEN id = … THEN …`` expression per row
 and column in Python (8 s of a 16 s import of 5,000 resolved tasks). :func:`update_rows` sends
@@ -96,7 +96,7 @@ def _insert_values(cursor: Any, insert: str, data: Sequence[Sequence[Any]]) -> N
     statement costs SQLite a statement step and reset per row (a third of the insert time).
     """
     width = len(data[0])
-    per_statement = max(1, connection.features.max_query_params // width)
+    per_statement = max(1, (connection.features.max_query_params or 999) // width)
     row = "(" + ", ".join(["%s"] * width) + ")"
     full = f"{insert} VALUES {', '.join([row] * per_statement)}"
     for start in range(0, len(data), per_statement):

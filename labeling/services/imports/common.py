@@ -32,7 +32,7 @@ __all__ = [
 CHUNK_SIZE = 2000
 GC_EVERY_CHUNKS = 20
 BULK_BATCH = 2000
-_EMPTY_JSON = {dict: "{}", list: "[]"}
+_EMPTY_JSON: dict[type, str] = {dict: "{}", list: "[]"}
 
 
 @dataclass
