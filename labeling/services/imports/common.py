@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 CHUNK_SIZE = 2000
-GC_EVERY_CHUNKS = 20
+GC_EVERY_CHUNKS = 5
 BULK_BATCH = 2000
 _EMPTY_JSON: dict[type, str] = {dict: "{}", list: "[]"}
 
