@@ -29,8 +29,8 @@ __all__ = [
     "text_sha256",
 ]
 
-CHUNK_SIZE = 2000
-GC_EVERY_CHUNKS = 5
+CHUNK_SIZE = 1000
+GC_EVERY_CHUNKS = 10
 BULK_BATCH = 2000
 _EMPTY_JSON: dict[type, str] = {dict: "{}", list: "[]"}
 

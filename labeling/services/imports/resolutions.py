@@ -123,7 +123,10 @@ def _given_key(given: _Given, policy_id: int) -> tuple[Any, ...]:
 def _resolution_row(
     state: ImportState, item_id: int, policy_id: int, resolution: ResolutionIn, now: Any
 ) -> tuple[Any, ...]:
-    """Return the ``RESOLUTION_COLUMNS`` row of an imported resolution."""
+    """Return the ``RESOLUTION_COLUMNS`` row of an imported resolution.
+
+    ``now`` is the time of one without ``resolved_at``, already adapted (:func:`db_datetime`).
+    """
     return (
         item_id,
         1,
@@ -135,7 +138,7 @@ def _resolution_row(
         resolution.unresolved_reason,
         resolution.adjudicator,
         state.batch.pk,
-        db_datetime(resolution.resolved_at or now),
+        now if resolution.resolved_at is None else db_datetime(resolution.resolved_at),
     )
 
 
@@ -155,7 +158,7 @@ def write_resolutions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None
     labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]] = []
     # (item id, its new version) of the items resolved
     updates: list[tuple[int, int]] = []
-    now = timezone.now()
+    now = db_datetime(timezone.now())
     for g in given:
         item_id, resolution_id, version = items[g.candidate_id]
         resolution = g.resolution
