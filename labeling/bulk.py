@@ -17,6 +17,7 @@ which it runs in-process.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 from django.db import connection, models
@@ -106,7 +107,7 @@ def _insert_values(cursor: Any, insert: str, data: Sequence[Sequence[Any]]) -> N
             if len(part) == per_statement
             else f"{insert} VALUES {', '.join([row] * len(part))}"
         )
-        cursor.execute(sql, [value for values in part for value in values])
+        cursor.execute(sql, list(chain.from_iterable(part)))
 
 
 def update_rows(
