@@ -10,7 +10,13 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from labeling.importers.schema import RecordError, check_depth, check_storable, echo
+from labeling.importers.schema import (
+    MAX_JSON_DEPTH,
+    RecordError,
+    check_depth,
+    check_storable,
+    echo,
+)
 
 READ_BLOCK = 1 << 20
 _UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|d[89a-f][0-9a-f]{2})", re.IGNORECASE)
@@ -86,7 +92,10 @@ def loads_strict(text: str, location: str) -> Any:
         )
     finally:
         sys.setrecursionlimit(limit)
-    check_depth(value, location)
+    # A value nested deeper than the limit opens more arrays and objects than the limit (the
+    # count includes brackets inside strings, so it only errs towards walking).
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        check_depth(value, location)
     # The walk is needed only when an escape could have produced NUL or a surrogate.
     if _UNSTORABLE_ESCAPE.search(text):
         check_storable(value, location)

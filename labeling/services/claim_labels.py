@@ -6,15 +6,19 @@ adjudication, by the comparison of votes and by the workload import), an importe
 annotation's (``PriorClaimLabel`` with ``PriorEvidence``) and a gold item's reference
 (``GoldClaimLabel`` with ``GoldEvidence``). :func:`claim_labels_write` writes any of them:
 the labels in the order given, then their evidence, label by label and span by span in the
-order given, two bulk inserts in all.
+order given, two bulk inserts in all. The workload import, which writes hundreds of thousands of
+them, gives plain rows to :func:`claim_label_rows_insert` instead (no model instance per row).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from django.db import models
+
+from labeling.bulk import insert_rows
 from labeling.models import (
     ClaimLabel,
     EvidenceSpan,
@@ -93,3 +97,46 @@ def claim_labels_write(
         batch_size=batch_size,
     )
     return rows, evidence
+
+
+EVIDENCE_COLUMNS = ("claim_label_id", "source_version_id", "start", "end", "quote")
+
+# A cited span as a plain row: (source version id, start, end, quote).
+EvidenceRowValues = tuple[int, int, int, str]
+
+
+def claim_label_rows_insert(
+    label_model: type[models.Model],
+    label_columns: Sequence[str],
+    evidence_model: type[models.Model],
+    labels: Sequence[tuple[Sequence[Any], Sequence[EvidenceRowValues]]],
+) -> tuple[int, int]:
+    """Insert claim labels given as plain rows and, for each, its evidence rows.
+
+    The import's path to what :func:`claim_labels_write` does: the same rows in the same order
+    (labels in the order given, then their evidence label by label, span by span), through
+    :func:`labeling.bulk.insert_rows`.
+
+    Args:
+        label_model: the label table (``PriorClaimLabel``, ``ResolvedClaimLabel``).
+        label_columns: its database columns, in the order of each label row's values.
+        evidence_model: the evidence table of the labels' kind (``PriorEvidence``,
+            ``ResolvedEvidence``).
+        labels: ``(label row values, its spans as (source version id, start, end, quote))``.
+
+    Returns:
+        The numbers of label rows and evidence rows inserted.
+
+    Raises:
+        django.db.IntegrityError: a row breaks a constraint.
+
+    Must run inside ``transaction.atomic`` (as :func:`labeling.bulk.insert_rows`).
+    """
+    ids = insert_rows(label_model, label_columns, [row for row, _ in labels], with_ids=True)
+    evidence = [
+        (label_id, *span)
+        for label_id, (_, spans) in zip(ids, labels, strict=True)
+        for span in spans
+    ]
+    insert_rows(evidence_model, EVIDENCE_COLUMNS, evidence)
+    return len(ids), len(evidence)

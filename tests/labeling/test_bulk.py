@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from labeling.bulk import update_rows
-from labeling.models import Item
+from labeling.bulk import insert_rows, update_rows
+from labeling.models import CandidateAnswer, Claim, Item
 from tests.conftest import native_record
 
 pytestmark = pytest.mark.django_db
@@ -49,3 +49,21 @@ def test_update_rows_is_refused_by_a_constraint_and_writes_nothing(project, impo
         )
     assert Item.objects.get(pk=first.pk).queue_position == first.queue_position
     assert Item.objects.get(pk=second.pk).candidate_id == second.candidate_id
+
+
+def test_insert_rows_takes_more_rows_than_one_statement_holds(project, import_records):
+    import_records([native_record("q1")])
+    candidate = CandidateAnswer.objects.get(key="c1")
+    # 2,500 rows of 7 values: several statements on SQLite (999 parameters each), one COPY on
+    # PostgreSQL; the ids come back in row order.
+    rows = [(candidate.pk, 100 + n, f"claim {n}", None, None, True, False) for n in range(2500)]
+    with transaction.atomic():
+        ids = insert_rows(
+            Claim,
+            ("candidate_id", "index", "text", "start", "end", "unanchored", "machine_split"),
+            rows,
+            with_ids=True,
+        )
+    stored = dict(Claim.objects.filter(index__gte=100).values_list("pk", "index"))
+    assert len(stored) == 2500
+    assert [stored[pk] for pk in ids] == [100 + n for n in range(2500)]

@@ -22,15 +22,17 @@ __all__ = [
     "db_datetime",
     "differing_field",
     "fingerprint",
+    "json_or_null",
     "json_value",
     "policy_vocabulary",
     "same_label",
     "text_sha256",
 ]
 
-CHUNK_SIZE = 500
-GC_EVERY_CHUNKS = 20
+CHUNK_SIZE = 1000
+GC_EVERY_CHUNKS = 10
 BULK_BATCH = 2000
+_EMPTY_JSON: dict[type, str] = {dict: "{}", list: "[]"}
 
 
 @dataclass
@@ -70,7 +72,15 @@ def policy_vocabulary(policy: LabelPolicy) -> PolicyVocabulary:
 
 def json_value(value: Any) -> str:
     """Serialise a JSONField value for :func:`labeling.bulk.insert_rows`, as Django does."""
+    # Most records give no metadata, slices or settings: their JSON needs no encoder.
+    if not value and type(value) in _EMPTY_JSON:
+        return _EMPTY_JSON[type(value)]
     return json.dumps(value)
+
+
+def json_or_null(value: Any) -> str | None:
+    """Serialise a nullable JSONField value as Django does: None is SQL NULL, not JSON null."""
+    return None if value is None else json.dumps(value)
 
 
 def db_datetime(value: Any) -> Any:

@@ -8,12 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from labeling.bulk import insert_rows
 from labeling.importers.schema import RecordError
 from labeling.models import EvaluatorLabel
-from labeling.services.imports.common import BULK_BATCH, same_label
+from labeling.services.imports.common import json_or_null, same_label
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
 LabelKey = tuple[int, int, int | None]  # (evaluator id, candidate id, claim id or None)
+LABEL_COLUMNS = (
+    "evaluator_id",
+    "candidate_id",
+    "claim_id",
+    "label",
+    "score",
+    "available",
+    "raw",
+    "import_batch_id",
+)
 
 
 def _stored_labels(existing_ids: set[int]) -> dict[LabelKey, tuple[Any, Any, Any]]:
@@ -33,7 +44,7 @@ def write_evaluator_labels(state: ImportState, chunk: Chunk, keys: ChunkKeys) ->
         RecordError: an evaluator version already labelled the target differently.
     """
     stored = _stored_labels(keys.existing_ids)
-    new: list[EvaluatorLabel] = []
+    new: list[tuple[Any, ...]] = []
     for location, record in chunk:
         question_id = keys.questions[record.external_id]
         for c, candidate in enumerate(record.candidates):
@@ -54,16 +65,16 @@ def write_evaluator_labels(state: ImportState, chunk: Chunk, keys: ChunkKeys) ->
                     )
                 stored[key] = value
                 new.append(
-                    EvaluatorLabel(
-                        evaluator_id=evaluator_id,
-                        candidate_id=candidate_id,
-                        claim_id=claim_id,
-                        label=label.label,
-                        score=label.score,
-                        available=label.available,
-                        raw=label.raw,
-                        import_batch=state.batch,
+                    (
+                        evaluator_id,
+                        candidate_id,
+                        claim_id,
+                        label.label,
+                        None if label.score is None else float(label.score),
+                        label.available,
+                        json_or_null(label.raw),
+                        state.batch.pk,
                     )
                 )
-    EvaluatorLabel.objects.bulk_create(new, batch_size=BULK_BATCH)
+    insert_rows(EvaluatorLabel, LABEL_COLUMNS, new)
     state.created["evaluator_labels"] += len(new)

@@ -7,14 +7,52 @@ starts, so none is added after that.
 
 from __future__ import annotations
 
+from typing import Any
+
+from labeling.bulk import insert_rows
 from labeling.importers.schema import PRIOR_PROVENANCE_FIELDS, PriorAnnotationIn, RecordError, echo
 from labeling.models import PriorAnnotation, PriorClaimLabel, PriorEvidence, PriorSpan
-from labeling.services.claim_labels import Evidence, claim_labels_write
-from labeling.services.imports.common import BULK_BATCH, fingerprint
+from labeling.services.claim_labels import EvidenceRowValues, claim_label_rows_insert
+from labeling.services.imports.common import db_datetime, fingerprint, json_or_null, json_value
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
-# A new prior annotation: its unsaved row, what the record gave, {source id: version id}.
-NewPrior = tuple[PriorAnnotation, PriorAnnotationIn, dict[str, int]]
+PRIOR_COLUMNS = (
+    "candidate_id",
+    "annotator",
+    "origin",
+    "answer_label",
+    "answer_reason",
+    "note",
+    "raw",
+    "labelled_at",
+    "policy_id",
+    "time_spent_seconds",
+    "fingerprint",
+    "import_batch_id",
+)
+PRIOR_LABEL_COLUMNS = (
+    "prior_annotation_id",
+    "claim_id",
+    "label",
+    "reason",
+    "boundary_error",
+    "raw_label",
+)
+SPAN_COLUMNS = (
+    "prior_annotation_id",
+    "start",
+    "end",
+    "quote",
+    "labels",
+    "note",
+    "evidence_source_version_id",
+    "evidence_start",
+    "evidence_end",
+    "evidence_quote",
+)
+
+# A new prior annotation: its candidate's id, what the record gave, {source id: version id}.
+NewPrior = tuple[int, PriorAnnotationIn, dict[str, int]]
 
 
 def prior_fingerprint(prior: PriorAnnotationIn) -> str:
@@ -35,25 +73,29 @@ def prior_fingerprint(prior: PriorAnnotationIn) -> str:
 
 def _prior_row(
     state: ImportState, candidate_id: int, prior: PriorAnnotationIn, fp: str
-) -> PriorAnnotation:
-    return PriorAnnotation(
-        candidate_id=candidate_id,
-        annotator=prior.annotator,
-        origin=prior.origin,
-        answer_label=prior.answer_label,
-        answer_reason=prior.answer_reason,
-        note=prior.note,
-        raw=prior.raw,
-        labelled_at=prior.labelled_at,
-        policy_id=None if prior.policy_version is None else state.policy_ids[prior.policy_version],
-        time_spent_seconds=prior.time_spent_seconds,
-        fingerprint=fp,
-        import_batch=state.batch,
+) -> tuple[Any, ...]:
+    """Return the ``PRIOR_COLUMNS`` row of a new prior annotation."""
+    seconds = prior.time_spent_seconds
+    return (
+        candidate_id,
+        prior.annotator,
+        prior.origin,
+        prior.answer_label,
+        prior.answer_reason,
+        prior.note,
+        json_or_null(prior.raw),
+        db_datetime(prior.labelled_at),
+        None if prior.policy_version is None else state.policy_ids[prior.policy_version],
+        None if seconds is None else float(seconds),
+        fp,
+        state.batch.pk,
     )
 
 
-def _new_priors(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> list[NewPrior]:
-    """Return the chunk's prior annotations that are not stored yet.
+def _new_priors(
+    state: ImportState, chunk: Chunk, keys: ChunkKeys
+) -> tuple[list[NewPrior], list[tuple[Any, ...]]]:
+    """Return the chunk's prior annotations that are not stored yet, and their rows.
 
     Raises:
         RecordError: an annotator already has a different prior annotation of the candidate
@@ -68,6 +110,7 @@ def _new_priors(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> list[NewPr
         ).values_list("candidate_id", "annotator", "policy__version", "fingerprint")
     }
     new: list[NewPrior] = []
+    rows: list[tuple[Any, ...]] = []
     for location, record in chunk:
         question_id = keys.questions[record.external_id]
         sources = keys.sources(record)
@@ -95,31 +138,55 @@ def _new_priors(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> list[NewPr
                         "labelling starts, so a new one cannot be added now",
                     )
                 stored[key] = fp
-                new.append((_prior_row(state, candidate_id, prior, fp), prior, sources))
-    return new
+                new.append((candidate_id, prior, sources))
+                rows.append(_prior_row(state, candidate_id, prior, fp))
+    return new, rows
 
 
-def _spans(new: list[NewPrior]) -> list[PriorSpan]:
-    """Return the unsaved flagged spans of saved new prior annotations."""
-    spans = []
-    for row, prior, sources in new:
+def _span_rows(new: list[NewPrior], prior_ids: list[int]) -> list[tuple[Any, ...]]:
+    """Return the ``SPAN_COLUMNS`` rows of the flagged spans of saved new prior annotations."""
+    rows: list[tuple[Any, ...]] = []
+    for prior_id, (_, prior, sources) in zip(prior_ids, new, strict=True):
         for span in prior.spans:
             evidence = span.evidence
-            spans.append(
-                PriorSpan(
-                    prior_annotation_id=row.pk,
-                    start=span.start,
-                    end=span.end,
-                    quote=span.quote,
-                    labels=span.labels,
-                    note=span.note,
-                    evidence_source_version_id=sources[evidence.source] if evidence else None,
-                    evidence_start=evidence.start if evidence else None,
-                    evidence_end=evidence.end if evidence else None,
-                    evidence_quote=evidence.quote if evidence else None,
+            rows.append(
+                (
+                    prior_id,
+                    span.start,
+                    span.end,
+                    span.quote,
+                    json_value(span.labels),
+                    span.note,
+                    *(
+                        (sources[evidence.source], evidence.start, evidence.end, evidence.quote)
+                        if evidence
+                        else (None, None, None, None)
+                    ),
                 )
             )
-    return spans
+    return rows
+
+
+def _label_rows(
+    keys: ChunkKeys, new: list[NewPrior], prior_ids: list[int]
+) -> list[tuple[tuple[Any, ...], list[EvidenceRowValues]]]:
+    """Return the ``PRIOR_LABEL_COLUMNS`` rows of saved new prior annotations, with evidence."""
+    claims = keys.claims
+    return [
+        (
+            (
+                prior_id,
+                claims[(candidate_id, claim_label.claim)],
+                claim_label.label,
+                claim_label.reason,
+                claim_label.boundary_error,
+                json_or_null(claim_label.raw_label),
+            ),
+            [(sources[ev.source], ev.start, ev.end, ev.quote) for ev in claim_label.evidence],
+        )
+        for prior_id, (candidate_id, prior, sources) in zip(prior_ids, new, strict=True)
+        for claim_label in prior.claim_labels
+    ]
 
 
 def write_prior_annotations(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
@@ -128,30 +195,14 @@ def write_prior_annotations(state: ImportState, chunk: Chunk, keys: ChunkKeys) -
     Raises:
         RecordError: as :func:`_new_priors`.
     """
-    new = _new_priors(state, chunk, keys)
-    PriorAnnotation.objects.bulk_create([row for row, _, _ in new], batch_size=BULK_BATCH)
-    labels = [
-        (
-            PriorClaimLabel(
-                prior_annotation_id=row.pk,
-                claim_id=keys.claims[(row.candidate_id, claim_label.claim)],
-                label=claim_label.label,
-                reason=claim_label.reason,
-                boundary_error=claim_label.boundary_error,
-                raw_label=claim_label.raw_label,
-            ),
-            [
-                Evidence(sources[ev.source], ev.start, ev.end, ev.quote)
-                for ev in claim_label.evidence
-            ],
-        )
-        for row, prior, sources in new
-        for claim_label in prior.claim_labels
-    ]
-    spans = _spans(new)
-    label_rows, evidence_rows = claim_labels_write(PriorEvidence, labels, batch_size=BULK_BATCH)
-    PriorSpan.objects.bulk_create(spans, batch_size=BULK_BATCH)
+    new, rows = _new_priors(state, chunk, keys)
+    prior_ids = insert_rows(PriorAnnotation, PRIOR_COLUMNS, rows, with_ids=True)
+    n_labels, n_evidence = claim_label_rows_insert(
+        PriorClaimLabel, PRIOR_LABEL_COLUMNS, PriorEvidence, _label_rows(keys, new, prior_ids)
+    )
+    spans = _span_rows(new, prior_ids)
+    insert_rows(PriorSpan, SPAN_COLUMNS, spans)
     state.created["prior_annotations"] += len(new)
-    state.created["prior_claim_labels"] += len(label_rows)
-    state.created["prior_evidence"] += len(evidence_rows)
+    state.created["prior_claim_labels"] += n_labels
+    state.created["prior_evidence"] += n_evidence
     state.created["prior_spans"] += len(spans)

@@ -287,8 +287,8 @@ def _check_stored_candidate(
 def write_candidates(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
     """Create new questions' candidates, items and claims; check existing ones are unchanged.
 
-    Fills ``keys.candidates`` for every candidate of the chunk and ``keys.claims`` for every
-    claim of the chunk's questions.
+    Fills ``keys.candidates`` for every candidate of the chunk, ``keys.items`` for the new ones
+    and ``keys.claims`` for every claim of the chunk's questions.
 
     Raises:
         RecordError: a stored question's candidates differ (new, changed or missing ones).
@@ -319,11 +319,13 @@ def write_candidates(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
             )
     candidate_ids = insert_rows(CandidateAnswer, CANDIDATE_COLUMNS, rows, with_ids=True)
     now = db_datetime(timezone.now())
-    insert_rows(
+    item_ids = insert_rows(
         Item,
         ("project_id", "candidate_id", "created_at"),
         [(state.project.pk, pk, now) for pk in candidate_ids],
+        with_ids=True,
     )
+    keys.items = dict(zip(candidate_ids, item_ids, strict=True))
     for pk, (question_id, candidate) in zip(candidate_ids, new, strict=True):
         keys.candidates[(question_id, candidate.id)] = pk
     new_claims = _write_claims(state, list(zip(candidate_ids, new, strict=True)))

@@ -17,8 +17,8 @@ from django.utils import timezone
 from labeling.bulk import insert_rows, update_rows
 from labeling.importers.schema import RecordError, ResolutionIn, ResolvedClaimLabelIn
 from labeling.models import Item, ItemStatus, Resolution, ResolvedClaimLabel, ResolvedEvidence
-from labeling.services.claim_labels import Evidence, claim_labels_write
-from labeling.services.imports.common import BULK_BATCH, db_datetime
+from labeling.services.claim_labels import claim_label_rows_insert
+from labeling.services.imports.common import db_datetime
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
 RESOLUTION_COLUMNS = (
@@ -34,6 +34,7 @@ RESOLUTION_COLUMNS = (
     "import_batch_id",
     "created_at",
 )
+RESOLVED_LABEL_COLUMNS = ("resolution_id", "claim_id", "label", "reason", "evidence_waived")
 # {claim index: (label, reason, {(version id, start, end, quote)})}
 ClaimKeys = dict[int, tuple[str, str | None, frozenset[tuple[int, int, int, str]]]]
 
@@ -122,7 +123,10 @@ def _given_key(given: _Given, policy_id: int) -> tuple[Any, ...]:
 def _resolution_row(
     state: ImportState, item_id: int, policy_id: int, resolution: ResolutionIn, now: Any
 ) -> tuple[Any, ...]:
-    """Return the ``RESOLUTION_COLUMNS`` row of an imported resolution."""
+    """Return the ``RESOLUTION_COLUMNS`` row of an imported resolution.
+
+    ``now`` is the time of one without ``resolved_at``, already adapted (:func:`db_datetime`).
+    """
     return (
         item_id,
         1,
@@ -134,7 +138,7 @@ def _resolution_row(
         resolution.unresolved_reason,
         resolution.adjudicator,
         state.batch.pk,
-        db_datetime(resolution.resolved_at or now),
+        now if resolution.resolved_at is None else db_datetime(resolution.resolved_at),
     )
 
 
@@ -147,18 +151,14 @@ def write_resolutions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None
     given = _given(chunk, keys)
     if not given:
         return
-    items = {
-        candidate_id: (pk, resolution_id, version)
-        for pk, candidate_id, resolution_id, version in Item.objects.filter(
-            candidate_id__in=[g.candidate_id for g in given]
-        ).values_list("pk", "candidate_id", "resolution_id", "version")
-    }
+    items = _items(keys, given)
     stored = _stored_resolutions([r for _, r, _ in items.values() if r is not None])
     rows: list[tuple[Any, ...]] = []
     # (index of the resolution row, candidate id, claim label, {source id: version id})
     labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]] = []
-    updates: list[Item] = []
-    now = timezone.now()
+    # (item id, its new version) of the items resolved
+    updates: list[tuple[int, int]] = []
+    now = db_datetime(timezone.now())
     for g in given:
         item_id, resolution_id, version = items[g.candidate_id]
         resolution = g.resolution
@@ -189,9 +189,30 @@ def write_resolutions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None
         rows.append(_resolution_row(state, item_id, policy_id, resolution, now))
         for claim_label in resolution.claim_labels:
             labels.append((len(rows) - 1, g.candidate_id, claim_label, g.sources))
-        updates.append(Item(pk=item_id, status=ItemStatus.RESOLVED, version=version + 1))
+        updates.append((item_id, version + 1))
         state.resolved.append((item_id, resolution.status))
     _insert(state, keys, rows, labels, updates)
+
+
+def _items(keys: ChunkKeys, given: list[_Given]) -> dict[int, tuple[int, int | None, int]]:
+    """Return ``{candidate id: (item id, resolution id, version)}`` of the given candidates.
+
+    An item created with the chunk is unresolved at version 0; the others are read.
+    """
+    items: dict[int, tuple[int, int | None, int]] = {}
+    stored: list[int] = []
+    for g in given:
+        item_id = keys.items.get(g.candidate_id)
+        if item_id is None:
+            stored.append(g.candidate_id)
+        else:
+            items[g.candidate_id] = (item_id, None, 0)
+    if stored:
+        for pk, candidate_id, resolution_id, version in Item.objects.filter(
+            candidate_id__in=stored
+        ).values_list("pk", "candidate_id", "resolution_id", "version"):
+            items[candidate_id] = (pk, resolution_id, version)
+    return items
 
 
 def _insert(
@@ -199,36 +220,40 @@ def _insert(
     keys: ChunkKeys,
     rows: list[tuple[Any, ...]],
     labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]],
-    updates: list[Item],
+    updates: list[tuple[int, int]],
 ) -> None:
     """Insert the resolutions, their claim labels and evidence; point the items at them."""
     resolution_ids = insert_rows(Resolution, RESOLUTION_COLUMNS, rows, with_ids=True)
-    for item, resolution_id in zip(updates, resolution_ids, strict=True):
-        item.resolution_id = resolution_id
-    label_rows, evidence = claim_labels_write(
+    claims = keys.claims
+    n_labels, n_evidence = claim_label_rows_insert(
+        ResolvedClaimLabel,
+        RESOLVED_LABEL_COLUMNS,
         ResolvedEvidence,
         [
             (
-                ResolvedClaimLabel(
-                    resolution_id=resolution_ids[row],
-                    claim_id=keys.claims[(candidate_id, label.claim)],
-                    label=label.label,
-                    reason=label.reason,
+                (
+                    resolution_ids[row],
+                    claims[(candidate_id, label.claim)],
+                    label.label,
+                    label.reason,
+                    False,
                 ),
-                [Evidence(sources[e.source], e.start, e.end, e.quote) for e in label.evidence],
+                [(sources[e.source], e.start, e.end, e.quote) for e in label.evidence],
             )
             for row, candidate_id, label, sources in labels
         ],
-        batch_size=BULK_BATCH,
     )
     update_rows(
         Item,
         ["status", "resolution_id", "version"],
-        [(item.pk, item.status, item.resolution_id, item.version) for item in updates],
+        [
+            (item_id, ItemStatus.RESOLVED.value, resolution_id, version)
+            for (item_id, version), resolution_id in zip(updates, resolution_ids, strict=True)
+        ],
     )
     state.created["resolutions"] += len(rows)
-    state.created["resolved_claim_labels"] += len(label_rows)
-    state.created["resolved_evidence"] += len(evidence)
+    state.created["resolved_claim_labels"] += n_labels
+    state.created["resolved_evidence"] += n_evidence
 
 
 def _stored_resolutions(ids: list[int]) -> dict[int, tuple[tuple[Any, ...], Any]]:

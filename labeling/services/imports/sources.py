@@ -89,17 +89,21 @@ def _check_pinned_metadata(
                 )
 
 
-def _documents(state: ImportState, uris: dict[str, str]) -> dict[str, int]:
-    """Return ``{document key: id}`` for ``uris``' keys, creating the missing documents."""
+def _documents(state: ImportState, uris: dict[str, str]) -> tuple[dict[str, int], list[int]]:
+    """Return ``{document key: id}`` for ``uris``' keys, creating the missing documents.
+
+    Also returns the ids of the documents that were stored already (only they have versions).
+    """
     docs = dict(
         SourceDocument.objects.filter(project=state.project, key__in=uris).values_list("key", "pk")
     )
+    stored = list(docs.values())
     new_docs = [(state.project.pk, k, u) for k, u in uris.items() if k not in docs]
     doc_ids = insert_rows(SourceDocument, ("project_id", "key", "uri"), new_docs, with_ids=True)
     state.created["source_documents"] += len(new_docs)
     docs.update({key: pk for (_, key, _), pk in zip(new_docs, doc_ids, strict=True)})
     state.document_ids.update(docs)
-    return docs
+    return docs, stored
 
 
 def write_source_versions(
@@ -121,12 +125,12 @@ def write_source_versions(
         uris.setdefault(entry.source.id, entry.source.uri)
     if not wanted:
         return {}
-    docs = _documents(state, uris)
+    docs, stored = _documents(state, uris)
     by_doc_id = {docs[k]: k for k in uris}
     versions: dict[tuple[str, str], int] = {}
     pinned: dict[tuple[str, str], tuple[Any, ...]] = {}
     for doc_id, sha, pk, *meta in SourceVersion.objects.filter(
-        document_id__in=by_doc_id, sha256__in={sha for _, sha in wanted}
+        document_id__in=stored, sha256__in={sha for _, sha in wanted}
     ).values_list("document_id", "sha256", "pk", *PINNED_SOURCE_FIELDS):
         versions[(by_doc_id[doc_id], sha)] = pk
         pinned[(by_doc_id[doc_id], sha)] = tuple(meta)
@@ -219,8 +223,9 @@ def write_links(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
     links = []
     for location, record in chunk:
         question_id = keys.questions[record.external_id]
+        version_ids = keys.sources(record)
         for s, source in enumerate(record.sources):
-            version_id = keys.versions[(source.id, text_sha256(source.text))]
+            version_id = version_ids[source.id]
             if (question_id, version_id) in linked:
                 if linked[(question_id, version_id)] != (source.rank, source.score):
                     raise RecordError(

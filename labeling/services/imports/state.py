@@ -68,6 +68,9 @@ class ChunkKeys:
         existing_ids: the ids of the chunk's questions imported before.
         candidates: ``{(question id, candidate key): candidate id}``.
         claims: ``{(candidate id, claim index): claim id}``.
+        items: ``{candidate id: item id}`` of the candidates created with the chunk.
+        record_sources: ``{external id: {source id: version id}}`` of the records whose
+            sources were asked for (a chunk holds one record per external id).
     """
 
     versions: dict[tuple[str, str], int]
@@ -75,7 +78,13 @@ class ChunkKeys:
     existing_ids: set[int] = field(default_factory=set)
     candidates: dict[tuple[int, str], int] = field(default_factory=dict)
     claims: dict[tuple[int, int], int] = field(default_factory=dict)
+    items: dict[int, int] = field(default_factory=dict)
+    record_sources: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def sources(self, record: WorkloadRecord) -> dict[str, int]:
-        """Return ``{source id: version id}`` of the sources ``record`` gives."""
-        return {s.id: self.versions[(s.id, text_sha256(s.text))] for s in record.sources}
+        """Return ``{source id: version id}`` of the sources ``record`` gives (hashed once)."""
+        known = self.record_sources.get(record.external_id)
+        if known is None:
+            known = {s.id: self.versions[(s.id, text_sha256(s.text))] for s in record.sources}
+            self.record_sources[record.external_id] = known
+        return known

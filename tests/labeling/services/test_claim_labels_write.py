@@ -1,8 +1,12 @@
-"""claim_labels_write: the one writer of claim labels and their evidence (all three kinds)."""
+"""claim_labels_write: the one writer of claim labels and their evidence (all three kinds).
+
+claim_label_rows_insert: the import's writer of the same rows from plain values.
+"""
 
 from __future__ import annotations
 
 import pytest
+from django.db import transaction
 
 from labeling.models import (
     Claim,
@@ -16,7 +20,7 @@ from labeling.models import (
     ResolvedEvidence,
     SourceVersion,
 )
-from labeling.services.claim_labels import Evidence, claim_labels_write
+from labeling.services.claim_labels import Evidence, claim_label_rows_insert, claim_labels_write
 from tests.conftest import native_record
 
 pytestmark = pytest.mark.django_db
@@ -164,3 +168,43 @@ def test_writes_a_prior_annotations_claim_labels_with_their_extra_fields(target)
         )
     ) == [(stored.pk, version.pk, 21, 25, "1932")]
     assert len(evidence) == 1
+
+
+def test_plain_rows_are_written_as_claim_labels_write_writes_them(project, target):
+    item, claims, version = target
+    resolution = _resolution(project, item)
+    harbour = _span(version, "It spans the harbour")
+    opened = _span(version, "The bridge opened in 1932")
+
+    with transaction.atomic():
+        counts = claim_label_rows_insert(
+            ResolvedClaimLabel,
+            ("resolution_id", "claim_id", "label", "reason", "evidence_waived"),
+            ResolvedEvidence,
+            [
+                (
+                    (resolution.pk, claims[1].pk, "supported", None, False),
+                    [(s.source_version_id, s.start, s.end, s.quote) for s in (harbour, opened)],
+                ),
+                ((resolution.pk, claims[0].pk, "evidence_unavailable", "not_found", False), []),
+            ],
+        )
+
+    assert counts == (2, 2)
+    labels = list(
+        ResolvedClaimLabel.objects.order_by("pk").values_list(
+            "pk", "claim__index", "label", "reason"
+        )
+    )
+    assert [row[1:] for row in labels] == [
+        (1, "supported", None),
+        (0, "evidence_unavailable", "not_found"),
+    ]
+    assert list(
+        ResolvedEvidence.objects.order_by("pk").values_list(
+            "claim_label_id", "source_version_id", "start", "end", "quote"
+        )
+    ) == [
+        (labels[0][0], version.pk, 27, 47, "It spans the harbour"),
+        (labels[0][0], version.pk, 0, 25, "The bridge opened in 1932"),
+    ]
