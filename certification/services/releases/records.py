@@ -187,15 +187,19 @@ class ReleaseReader:
         # A split frozen after the release is not the release's: its questions stay without one.
         self.partitioned = bool(release.partition.get("frozen"))
         self.sources: dict[int, SourceRef] = {}
+        # The cutoff is applied here, not in SQL: with the statistics of a table just filled
+        # by an import, PostgreSQL intersects the primary key's whole range with each
+        # document's versions (measured: 3.9 s for 10,000 versions, against 17 ms).
         versions = (
-            SourceVersion.objects.filter(
-                document__project=self.project, pk__lte=self.cutoff["source_version"]
-            )
+            SourceVersion.objects.filter(document__project=self.project)
             .order_by("document__key", "pk")
             .values_list("pk", "document__key", "sha256", "published_at", "observed_at")
         )
+        largest = self.cutoff["source_version"]
         counter: dict[str, int] = defaultdict(int)
         for pk, key, sha256, published, observed in versions.iterator(chunk_size=5000):
+            if pk > largest:
+                continue
             counter[key] += 1
             self.sources[pk] = SourceRef(
                 key, counter[key], sha256, iso_utc(published), iso_utc(observed)
@@ -264,14 +268,16 @@ class ReleaseReader:
             item__candidate=OuterRef("pk"), pk__lte=self.cutoff.get("gold_reference", 0)
         )
         ids = (
-            CandidateAnswer.objects.filter(
-                question__project=self.project, pk__lte=self.cutoff["candidate"]
-            )
+            CandidateAnswer.objects.filter(question__project=self.project)
             .exclude(Exists(gold))
             .order_by("question__external_id", "sample_index", "key")
             .values_list("pk", flat=True)
         )
-        return array("q", ids.iterator(chunk_size=10_000))
+        # The cutoff is applied here, not in SQL: with the statistics of tables just filled by
+        # an import, PostgreSQL intersects the primary key's whole range with each question's
+        # candidates (measured: 250 s for 50,000 candidates, against 0.3 s).
+        largest = self.cutoff["candidate"]
+        return array("q", (pk for pk in ids.iterator(chunk_size=10_000) if pk <= largest))
 
     def records(
         self, candidate_ids: Sequence[int], *, prefetch: bool = False
