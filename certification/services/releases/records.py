@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 import threading
 from array import array
@@ -70,6 +69,12 @@ class InIds(Lookup):
     Django renders ``__in`` with one placeholder per id; for the thousands of ids of a chunk
     that costs more than the query (measured by tests/benchmarks/bench_release.py).
     Use as ``Model.objects.filter(InIds(F("candidate_id"), ids))``.
+
+    On PostgreSQL the array is sent as its text, cast to the type psycopg would give a list
+    of those ids (the smallest integer type holding the largest): the same SQL, hence the
+    same plans (a ``bigint[]`` cast of small ids gets sequential scans on tables without
+    statistics yet), without psycopg's adaptation of every element (about 1.3 ms per query
+    of 2,000 ids, a fifth of the reading's CPU).
     """
 
     lookup_name = "in_ids"
@@ -83,10 +88,13 @@ class InIds(Lookup):
         """
         lhs, params = self.process_lhs(compiler, connection)
         ids = [int(i) for i in self.rhs]
+        text = ",".join(map(str, ids))
         if connection.vendor == "postgresql":
-            return f"{lhs} = ANY(%s)", (*params, ids)
+            largest = max(map(abs, ids), default=0)
+            kind = "smallint" if largest < 2**15 else "integer" if largest < 2**31 else "bigint"
+            return f"{lhs} = ANY(%s::{kind}[])", (*params, f"{{{text}}}")
         sql = f"{lhs} IN (SELECT value FROM json_each(%s))"  # noqa: S608 - a column, bound ids
-        return sql, (*params, json.dumps(ids))
+        return sql, (*params, f"[{text}]")
 
 
 def prefetch_possible() -> bool:
