@@ -73,7 +73,6 @@ from labeling.release_format import (
     TABLE_COLUMNS,
     CountBlock,
     PolicyVersionCounts,
-    canonical_json,
     canonical_json_bytes,
     pretty_json,
     sha256_file,
@@ -97,11 +96,19 @@ ARROW_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in TABLE_COLU
 # -- the flat table (CSV and Parquet) -------------------------------------------------------------
 
 
+# The canonical encoder without its checks, for the whole-record fast path of encode_record.
+_DUMP = functools.partial(orjson.dumps, option=orjson.OPT_SORT_KEYS)
+# A labels.jsonl line: each top-level value in its key's (sorted) place.
+_LINE = ("{" + ",".join(f'"{key}":%b' for key in _RECORD_KEYS) + "}").encode()
+_LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
+
+
 class QuestionEncodings:
     """The encodings of the last question seen, reused by the records that share its dict.
 
     The reader gives a question's candidates one dict, so consecutive records share it. One per
-    build.
+    build. Encoded as :func:`encode_record` encodes a record: by orjson alone unless the
+    canonical form needs more (the other values are parts of the question's).
     """
 
     def __init__(self) -> None:
@@ -115,20 +122,25 @@ class QuestionEncodings:
         """
         if self._question is not question:
             self._question = question
-            self._encoded = {
-                "question": canonical_json_bytes(question),
-                "sources": canonical_json(question["sources"]),
-                "slices": canonical_json(question["slices"]),
-                "metadata": canonical_json(question["metadata"]),
-            }
+            try:
+                self._encoded = _question_encodings(question, _DUMP)
+            except TypeError:
+                self._encoded = _question_encodings(question, canonical_json_bytes)
+            else:
+                line = self._encoded["question"]
+                if _LINE_SEPARATORS[0] in line or _LINE_SEPARATORS[1] in line:
+                    self._encoded = _question_encodings(question, canonical_json_bytes)
         return self._encoded
 
 
-# The canonical encoder without its checks, for the whole-record fast path of encode_record.
-_DUMP = functools.partial(orjson.dumps, option=orjson.OPT_SORT_KEYS)
-# A labels.jsonl line: each top-level value in its key's (sorted) place.
-_LINE = ("{" + ",".join(f'"{key}":%b' for key in _RECORD_KEYS) + "}").encode()
-_LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
+def _question_encodings(question: dict[str, Any], dump: Callable[[Any], bytes]) -> dict[str, Any]:
+    """The encodings :meth:`QuestionEncodings.get` returns, each value encoded by ``dump``."""
+    return {
+        "question": dump(question),
+        "sources": dump(question["sources"]).decode(),
+        "slices": dump(question["slices"]).decode(),
+        "metadata": dump(question["metadata"]).decode(),
+    }
 
 
 def encode_record(
@@ -136,8 +148,10 @@ def encode_record(
 ) -> tuple[bytes, dict[str, Any]]:
     """Return the labels.jsonl line of ``record`` (UTF-8, no newline) and its flat table row.
 
-    The line equals ``canonical_json_bytes(record)``; it is assembled from its top-level values
-    (keys in sorted order), each encoded once and shared with the row's ``*_json`` columns.
+    The line is assembled from the record's top-level values (keys in sorted order), each as
+    ``canonical_json_bytes`` encodes it (so the line is ``canonical_json_bytes(record)`` but
+    where one value needs the standard library), encoded once and shared with the row's
+    ``*_json`` columns.
     The values are first encoded by orjson alone; only a record it refuses (an integer beyond
     64 bits) or whose line holds U+2028/U+2029 (which the canonical form escapes) is encoded
     again value by value by :func:`~labeling.release_format.canonical_json_bytes`. Every
@@ -345,10 +359,10 @@ def _labels(
 
 def _sources(reader: ReleaseReader, directory: Path) -> int:
     lines = 0
-    with (directory / SOURCES_JSONL).open("w", encoding="utf-8", newline="\n") as stream:
+    with (directory / SOURCES_JSONL).open("wb", buffering=1 << 20) as stream:
         for record in reader.source_records():
-            stream.write(canonical_json(record))
-            stream.write("\n")
+            stream.write(canonical_json_bytes(record))
+            stream.write(b"\n")
             lines += 1
     return lines
 
