@@ -338,8 +338,10 @@ def generate(candidates: int) -> dict[str, Any]:
             put(
                 m.Resolution, cols + " unresolved_reason adjudicator_id created_at", resolution_rows
             )
-            cols = "resolution_id claim_id label reason"
-            resolved_ids = put(m.ResolvedClaimLabel, cols, resolved_rows, ids=True)
+            cols = "resolution_id claim_id label reason evidence_waived"
+            resolved_ids = put(
+                m.ResolvedClaimLabel, cols, [(*row, False) for row in resolved_rows], ids=True
+            )
             claim_position = {claim_id: i for i, claim_id in enumerate(claim_ids)}
             for label_id, (_, claim_id, label, _) in zip(resolved_ids, resolved_rows, strict=True):
                 if label in ("supported", "contradicted"):

@@ -27,7 +27,7 @@ from certification.services.releases import (
     release_freeze,
     release_rebuild,
 )
-from certification.services.releases.build import table_row
+from certification.services.releases.build import QuestionEncodings, encode_record, table_row
 from labeling.exceptions import InvalidInput
 from labeling.models import Disagreement, Item, Project, Role, SourceVersion
 from labeling.release_format import (
@@ -35,6 +35,7 @@ from labeling.release_format import (
     TABLE_COLUMNS,
     ReleaseFormatError,
     canonical_json,
+    canonical_json_bytes,
     label_counts,
     verify_release,
 )
@@ -502,3 +503,96 @@ def test_the_exporter_writes_exactly_the_keys_the_format_defines(demo, tmp_path)
     for line in (directory / "sources.jsonl").read_text("utf-8").splitlines():
         exactly(json.loads(line), rf.SOURCE_LINE_KEYS, "source line")
     assert len(seen) == 12  # every kind of object occurs in the demo release (spans aside)
+
+
+def _encoded_record(**changes: Any) -> dict[str, Any]:
+    """A labels.jsonl record (every key the flat row reads), with ``changes`` merged in."""
+    record: dict[str, Any] = {
+        "question": {
+            "id": "q-1",
+            "text": "What is the capital?",
+            "group_key": "g",
+            "partition": "test",
+            "slices": {"domain": "geo"},
+            "metadata": {"b": 1, "a": [0.5, None]},
+            "sources": [{"id": "doc", "version": 1, "rank": 1, "score": 0.25}],
+        },
+        "candidate": {
+            "id": "c-1",
+            "text": "Paris.",
+            "generator": "gen",
+            "generator_settings": {"temperature": 0.7},
+            "sample_index": 0,
+            "canonical_form": "paris",
+            "retrieval_score": 1e-05,
+            "confidence": None,
+            "acceptance_score": 0.5,
+            "frequency_rank": 1,
+            "is_selected": True,
+            "metadata": {},
+        },
+        "claims": [{"index": 0, "text": "Paris.", "start": 0, "end": 6}],
+        "annotations": [{"annotator": "r-1", "answer_label": "correct"}],
+        "resolution": {
+            "status": "consensus",
+            "answer_label": "correct",
+            "claim_labels": [{"claim": 0, "label": "supported"}],
+        },
+        "evaluator_labels": [],
+    }
+    for path, value in changes.items():
+        part, key = path.split("__")
+        record[part][key] = value
+    return record
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"candidate__text": "Paris\u2028France"},
+        {"question__text": "Capital?\u2029"},
+        {"question__metadata": {"n": 2**70}},
+        {"candidate__generator_settings": {"seed": -(2**65)}},
+        {"question__slices": {"x": "\u2028"}, "candidate__metadata": {"n": 2**64}},
+    ],
+    ids=[
+        "plain",
+        "u2028-candidate",
+        "u2029-question",
+        "bigint-question",
+        "bigint-candidate",
+        "both",
+    ],
+)
+def test_encode_record_gives_the_canonical_bytes(changes: dict[str, Any]) -> None:
+    # The fast path (orjson alone) must give what the canonical encoder gives value by value,
+    # and fall back to it where orjson refuses (integers beyond 64 bits) or the canonical form
+    # escapes (U+2028, U+2029): the line, and every JSON column of the row.
+    record = _encoded_record(**changes)
+    line, row = encode_record(record, QuestionEncodings())
+    # Each top-level value as canonical_json_bytes encodes it, in key order (the whole record
+    # at once would differ where one value needs the standard library: its floats).
+    values = [
+        b'"%s":%s' % (key.encode(), canonical_json_bytes(record[key])) for key in sorted(record)
+    ]
+    assert line == b"{" + b",".join(values) + b"}"
+    beyond_64_bits = any(
+        isinstance(number, int) and abs(number) >= 2**63
+        for value in changes.values()
+        if isinstance(value, dict)
+        for number in value.values()
+    )
+    if not beyond_64_bits:
+        assert line == canonical_json_bytes(record)
+    assert b"\xe2\x80\xa8" not in line and b"\xe2\x80\xa9" not in line
+    question, candidate = record["question"], record["candidate"]
+    assert row["claims_json"] == canonical_json(record["claims"])
+    assert row["annotations_json"] == canonical_json(record["annotations"])
+    assert row["evaluator_labels_json"] == canonical_json(record["evaluator_labels"])
+    assert row["resolved_claim_labels_json"] == canonical_json(record["resolution"]["claim_labels"])
+    assert row["sources_json"] == canonical_json(question["sources"])
+    assert row["slices_json"] == canonical_json(question["slices"])
+    assert row["question_metadata_json"] == canonical_json(question["metadata"])
+    assert row["generator_settings_json"] == canonical_json(candidate["generator_settings"])
+    assert row["candidate_metadata_json"] == canonical_json(candidate["metadata"])
