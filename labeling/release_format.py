@@ -256,7 +256,8 @@ class ReleaseFormatError(Exception):
         self.problems = problems
 
 
-_LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
+# U+2028 and U+2029 in UTF-8: the canonical form escapes them (see canonical_json_bytes).
+LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
 
 
 def canonical_json_bytes(value: Any) -> bytes:
@@ -276,10 +277,8 @@ def canonical_json_bytes(value: Any) -> bytes:
         ).encode()
     # U+2028 and U+2029 are valid inside JSON strings but end a line for many readers (Python's
     # str.splitlines, JavaScript before ES2019): escape them so one record stays one line.
-    if _LINE_SEPARATORS[0] in data or _LINE_SEPARATORS[1] in data:
-        data = data.replace(_LINE_SEPARATORS[0], b"\\u2028").replace(
-            _LINE_SEPARATORS[1], b"\\u2029"
-        )
+    if LINE_SEPARATORS[0] in data or LINE_SEPARATORS[1] in data:
+        data = data.replace(LINE_SEPARATORS[0], b"\\u2028").replace(LINE_SEPARATORS[1], b"\\u2029")
     return data
 
 

@@ -63,6 +63,7 @@ from labeling.release_format import (
     LABELS_JSONL,
     LABELS_PARQUET,
     LEDGER,
+    LINE_SEPARATORS,
     MANIFEST,
     MEDIA_TYPES,
     PENDING,
@@ -100,7 +101,6 @@ ARROW_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in TABLE_COLU
 _DUMP = functools.partial(orjson.dumps, option=orjson.OPT_SORT_KEYS)
 # A labels.jsonl line: each top-level value in its key's (sorted) place.
 _LINE = ("{" + ",".join(f'"{key}":%b' for key in _RECORD_KEYS) + "}").encode()
-_LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
 
 
 class QuestionEncodings:
@@ -128,7 +128,7 @@ class QuestionEncodings:
                 self._encoded = _question_encodings(question, canonical_json_bytes)
             else:
                 line = self._encoded["question"]
-                if _LINE_SEPARATORS[0] in line or _LINE_SEPARATORS[1] in line:
+                if LINE_SEPARATORS[0] in line or LINE_SEPARATORS[1] in line:
                     self._encoded = _question_encodings(question, canonical_json_bytes)
         return self._encoded
 
@@ -162,7 +162,7 @@ def encode_record(
         line, row = _encode(record, encoded, _DUMP)
     except TypeError:
         return _encode(record, encoded, canonical_json_bytes)
-    if _LINE_SEPARATORS[0] in line or _LINE_SEPARATORS[1] in line:
+    if LINE_SEPARATORS[0] in line or LINE_SEPARATORS[1] in line:
         return _encode(record, encoded, canonical_json_bytes)
     return line, row
 
