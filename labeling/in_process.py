@@ -144,7 +144,7 @@ def periodic_register(name: str, period: float, work: Work) -> None:
 
     Args:
         name: a stable name; registering it again replaces the entry (before :func:`start`).
-        period: seconds between two runs (> 0).
+        period: seconds between two runs (0 or less: never run).
         work: the callable (no arguments).
     """
     _periodic[name] = (period, work)
@@ -154,7 +154,8 @@ def start() -> None:
     """Start this process's background thread and its periodic work (idempotent)."""
     _runner.start()
     for name, (period, work) in _periodic.items():
-        _runner.every(name, period, work)
+        if period > 0:  # a period of 0 (or less) turns that work off
+            _runner.every(name, period, work)
 
 
 def running() -> bool:

@@ -481,7 +481,9 @@ def _cache_written(
         row._prefetched_objects_cache = {  # type: ignore[attr-defined]
             "evidence": _filled(EvidenceSpan.objects.filter(claim_label=row), cited)
         }
-    labels = sorted(rows, key=lambda row: row.claim_id)
+    # The rows are in the order labels_check gives the claims: by claim index, as ClaimLabel's
+    # ordering (revision, then the claim's own: candidate, index) reads them back.
+    labels = list(rows)
     revision._prefetched_objects_cache = {  # type: ignore[attr-defined]
         "claim_labels": _filled(ClaimLabel.objects.filter(revision=revision), labels)
     }

@@ -302,3 +302,29 @@ def test_a_source_id_beyond_64_bits_is_a_400_naming_the_field(client_for, annota
 
     assert response.status_code == 400
     assert "source_version_id" in str(response.json())
+
+
+def test_the_response_lists_claims_as_a_fresh_read_does_when_ids_and_indexes_disagree(
+    client_for, annotator, leased
+):
+    # The submit's response is built from the rows it wrote, not read back: their order must
+    # still be the models' (by claim index), here the reverse of the claims' ids.
+    from labeling.api.work import AnnotationSubmitApi
+    from labeling.models import Claim
+
+    first, second = claim_ids(leased.item)
+    Claim.objects.filter(pk=first).update(index=99)
+    Claim.objects.filter(pk=second).update(index=0)
+    Claim.objects.filter(pk=first).update(index=1)
+    body = {
+        "answer_label": "admissible",
+        "claims": [
+            {"claim_id": first, "label": "not_supported"},
+            {"claim_id": second, "label": "not_supported"},
+        ],
+    }
+    response = client_for(annotator).put(url(leased.pk), body, format="json")
+    assert response.status_code == 200, response.content
+    fresh = AnnotationSubmitApi.OutputSerializer(Annotation.objects.get()).data
+    assert [c["claim_id"] for c in response.json()["claims"]] == [second, first]
+    assert [c["claim_id"] for c in fresh["claims"]] == [second, first]
