@@ -52,6 +52,7 @@ class InProcessRunner:
         self._periodic: set[str] = set()
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._stopped = False
 
     def submit(self, name: str, work: Work, *args: Any, delay: float = 0.0) -> None:
         """Run ``work(*args)`` on the thread once ``delay`` seconds have passed.
@@ -98,9 +99,21 @@ class InProcessRunner:
             self._wake.notify()
         self.start()
 
-    def _next(self) -> tuple[str, Work, tuple[Any, ...], float]:
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the thread once its current work ends; drop what waits (tests end with it)."""
+        with self._wake:
+            self._stopped = True
+            self._entries.clear()
+            self._wake.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _next(self) -> tuple[str, Work, tuple[Any, ...], float] | None:
         with self._wake:
             while True:
+                if self._stopped:
+                    return None
                 now = time.monotonic()
                 if self._entries and self._entries[0][0] <= now:
                     _, _, name, work, args, period = heapq.heappop(self._entries)
@@ -109,8 +122,8 @@ class InProcessRunner:
                 self._wake.wait(timeout)
 
     def _loop(self) -> None:
-        while True:
-            name, work, args, period = self._next()
+        while (entry := self._next()) is not None:
+            name, work, args, period = entry
             try:
                 work(*args)
             except Exception:  # the thread outlives any one piece of work
@@ -126,8 +139,10 @@ class InProcessRunner:
             return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> None:
-        """Start the thread now (it also starts with the first entry)."""
+        """Start the thread now (it also starts with the first entry); not after :meth:`stop`."""
         with self._wake:
+            if self._stopped:
+                return
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._loop, name="certlabel-in-process", daemon=True

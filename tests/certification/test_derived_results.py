@@ -575,13 +575,14 @@ def test_recomputations_of_a_kind_are_spaced_by_the_interval(started, monkeypatc
 
 @pytest.mark.django_db(transaction=True)
 def test_in_process_mode_recomputes_on_the_background_thread_not_in_the_request(
-    started, member, settings, monkeypatch
+    started, member, settings, monkeypatch, request
 ):
     # A web process of the embedded default: tasks in-process, its background thread started
     # (labeling.wsgi does it; the tests never load it, so they compute inline).
     runner = in_process.InProcessRunner()
     monkeypatch.setattr(in_process, "_runner", runner)
     in_process.start()
+    request.addfinalizer(runner.stop)  # no thread outlives the test
     assert in_process.running()
     ran: list[str] = []
     real = tasks_module.DERIVED_COMPUTE[AGREEMENT]

@@ -11,6 +11,15 @@ import pytest
 from labeling.in_process import InProcessRunner
 
 
+@pytest.fixture
+def runner():
+    """A runner of its own, stopped at the end (no thread outlives its test)."""
+    made = InProcessRunner()
+    yield made
+    made.stop()
+    assert not made.started()
+
+
 def _wait(condition, seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -18,8 +27,7 @@ def _wait(condition, seconds: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def test_work_runs_on_another_thread_in_order_of_due_time():
-    runner = InProcessRunner()
+def test_work_runs_on_another_thread_in_order_of_due_time(runner):
     done: list[tuple[str, str]] = []
     began = time.monotonic()
     runner.submit("late", lambda: done.append(("late", threading.current_thread().name)), delay=0.3)
@@ -31,8 +39,7 @@ def test_work_runs_on_another_thread_in_order_of_due_time():
     assert runner.pending() == 0
 
 
-def test_a_failure_is_logged_and_the_thread_goes_on(caplog):
-    runner = InProcessRunner()
+def test_a_failure_is_logged_and_the_thread_goes_on(runner, caplog):
     done = threading.Event()
 
     def fail() -> None:
@@ -47,8 +54,7 @@ def test_a_failure_is_logged_and_the_thread_goes_on(caplog):
     assert failed[0].exc_info[1].args == ("boom",)
 
 
-def test_periodic_work_repeats_once_per_name_and_survives_failures():
-    runner = InProcessRunner()
+def test_periodic_work_repeats_once_per_name_and_survives_failures(runner):
     runs: list[float] = []
 
     def tick() -> None:
@@ -64,3 +70,13 @@ def test_periodic_work_repeats_once_per_name_and_survives_failures():
     assert min(gaps) >= 0.045
     with pytest.raises(ValueError, match="period must be positive"):
         runner.every("never", 0, tick)
+
+
+def test_a_stopped_runner_ends_its_thread_and_drops_what_waits(runner):
+    runner.every("tick", 0.05, lambda: None)
+    runner.submit("later", lambda: None, delay=60)
+    assert runner.started() and runner.pending() == 2
+    runner.stop()
+    assert not runner.started() and runner.pending() == 0
+    runner.submit("after", lambda: None)  # no thread starts again
+    assert not runner.started()
