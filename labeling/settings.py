@@ -112,10 +112,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
-# Seconds a connection is kept between requests (0: one per request). Production web servers
-# should keep them (e.g. 60): opening a PostgreSQL connection costs more than most requests.
+# Seconds a connection is kept between requests (0: one per request): DATABASE_CONN_MAX_AGE,
+# else the URL's own ``?conn_max_age=``, else 0. Production web servers should keep them (e.g.
+# 60): opening a PostgreSQL connection costs more than most requests (a label-loop request
+# spends more time connecting than answering).
 # https://docs.djangoproject.com/en/5.2/ref/databases/#persistent-connections
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+DATABASES["default"]["CONN_MAX_AGE"] = env.int(
+    "DATABASE_CONN_MAX_AGE", default=DATABASES["default"].get("CONN_MAX_AGE", 0)
+)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

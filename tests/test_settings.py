@@ -19,11 +19,12 @@ from labeling.settings import DEV_SECRET_KEY
 REPO = Path(__file__).resolve().parents[1]
 LONG_KEY = "k3y-" + "x" * 60
 # Variables the settings read; the parent's values (e.g. CI's DATABASE_URL) must not leak in.
-SETTINGS_PREFIXES = ("DJANGO_", "DATABASE_URL", "CELERY_", "EMAIL_", "CERTLABEL_MAIL_DIR")
+SETTINGS_PREFIXES = ("DJANGO_", "DATABASE_", "CELERY_", "EMAIL_", "CERTLABEL_MAIL_DIR")
 REPORT = (
     "import json, django; django.setup(); from django.conf import settings as s; "
     "print(json.dumps({'engine': s.DATABASES['default']['ENGINE'], 'debug': s.DEBUG, "
-    "'broker': s.CELERY_BROKER_URL, 'eager': s.CELERY_TASK_ALWAYS_EAGER}))"
+    "'broker': s.CELERY_BROKER_URL, 'eager': s.CELERY_TASK_ALWAYS_EAGER, "
+    "'conn_max_age': s.DATABASES['default']['CONN_MAX_AGE']}))"
 )
 
 
@@ -82,6 +83,7 @@ def test_no_environment_means_sqlite_and_eager_celery():
         "debug": True,
         "broker": "memory://",
         "eager": True,
+        "conn_max_age": 0,
     }
 
 
@@ -263,3 +265,24 @@ def test_email_url_configures_sending(env, expected):
     assert result.returncode == 0, result.stderr
     got = json.loads(result.stdout.strip().splitlines()[-1])
     assert {k: got[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "age"),
+    [
+        ({}, 0),
+        ({"DATABASE_URL": "sqlite:////tmp/certlabel-settings.sqlite3?conn_max_age=600"}, 600),
+        ({"DATABASE_CONN_MAX_AGE": "60"}, 60),
+        (
+            {
+                "DATABASE_URL": "sqlite:////tmp/certlabel-settings.sqlite3?conn_max_age=600",
+                "DATABASE_CONN_MAX_AGE": "0",
+            },
+            0,
+        ),
+    ],
+    ids=["default", "url", "variable", "variable-wins"],
+)
+def test_connections_are_kept_as_the_url_or_the_variable_says(env, age):
+    """A URL's ?conn_max_age= is kept (it was once overwritten by the variable's default)."""
+    assert report(**env)["conn_max_age"] == age
