@@ -102,7 +102,6 @@ def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
     }
 
 
-@transaction.atomic
 def agreement_recompute(*, project_id: int) -> AgreementReport:
     """Recompute and store the agreement statistics of a project's current votes.
 
@@ -119,12 +118,12 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
 
     A background job, not a user action: there is no actor and no permission check.
 
-    Concurrency: opens its own transaction and locks the project's report row (creating it if
-    needed, the unique project key serialising concurrent creators) *before* reading the votes,
-    so concurrent recomputations run one after the other and the last to commit read the
-    newest votes: a slow run that started on older votes can never overwrite a newer report.
-    (``update_or_create`` would lock only at the write, after the read.) On SQLite, where
-    ``select_for_update`` is a no-op, writers are serialised by the database lock.
+    Concurrency: reads and computes outside any write transaction (on SQLite a write
+    transaction would stop every submit meanwhile), then opens a short one that locks the
+    project's report row (creating it if needed, the unique project key serialising concurrent
+    creators). ``computed_at`` is when the votes were read: a run that finds a report computed
+    from votes read after its own writes nothing, so a slow run that started on older votes can
+    never overwrite a newer report.
 
     Args:
         project_id: the project's id.
@@ -138,12 +137,13 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         raise NotFound(f"project {project_id} does not exist")
-    report, created = agreement_report_lock(project)
+    read_at = timezone.now()
     votes = project_votes(project=project)
     digest = votes_sha256(votes)
-    if not created and report.input_sha256 == digest:
+    stored = AgreementReport.objects.filter(project=project).first()
+    if stored is not None and stored.input_sha256 == digest:
         logger.info("agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest})
-        return report
+        return stored
 
     versions = [
         {
@@ -166,14 +166,21 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
         )
         for matrix in votes.levels()
     }
-    report.computed_at = timezone.now()
-    report.input_sha256 = digest
-    report.policy_version = votes.policy_version
-    report.versions = versions
-    report.answer = newest["answer"] if newest else empty["answer"]
-    report.claim = newest["claim"] if newest else empty["claim"]
-    report.full_clean()
-    report.save()
+    with transaction.atomic():
+        report, created = agreement_report_lock(project)
+        if not created and (report.input_sha256 == digest or report.computed_at > read_at):
+            logger.info(
+                "agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest}
+            )
+            return report
+        report.computed_at = read_at
+        report.input_sha256 = digest
+        report.policy_version = votes.policy_version
+        report.versions = versions
+        report.answer = newest["answer"] if newest else empty["answer"]
+        report.claim = newest["claim"] if newest else empty["claim"]
+        report.full_clean()
+        report.save()
     logger.info(
         "agreement.recomputed",
         extra={

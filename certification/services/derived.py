@@ -110,9 +110,15 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
         return False
     state = _state(project_id, kind)
     now = timezone.now()
+    stale_before = now - queued_stale_after()
+    if state.queued_at is not None and state.queued_at >= stale_before:
+        # One waits already (the common case while annotators submit): it has not started,
+        # since starting clears ``queued_at``, so it will read the change committed before this
+        # read. The compare-and-set below would change nothing.
+        return False
     claimed = (
         DerivedResultState.objects.filter(pk=state.pk)
-        .filter(Q(queued_at__isnull=True) | Q(queued_at__lt=now - queued_stale_after()))
+        .filter(Q(queued_at__isnull=True) | Q(queued_at__lt=stale_before))
         .update(queued_at=now)
     )
     if not claimed:
@@ -145,16 +151,22 @@ def _spacing(state: DerivedResultState) -> float:
 
 
 def _covered_compute(project_id: int, kind: str, compute: Compute) -> int:
-    """Recompute and, in the same transaction, delete the change rows covered; return the top."""
+    """Recompute, then delete the change rows covered in one short transaction; return the top.
+
+    The change rows are read first, so every change read is visible to the computation that
+    follows. The computation opens its own transactions (a recomputation reads the whole
+    project without holding a write transaction: on SQLite one would stop every submit for as
+    long as it reads and computes); a change committed meanwhile keeps its row and is covered
+    by the next recomputation.
+    """
+    ids = list(
+        DerivedChange.objects.filter(project_id=project_id, kind=kind)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    compute(project_id)
+    top = max(ids, default=0)
     with transaction.atomic():
-        ids = list(
-            DerivedChange.objects.filter(project_id=project_id, kind=kind)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
-        # Read after the change rows: every change read above is visible to the computation.
-        compute(project_id)
-        top = max(ids, default=0)
         if ids:
             DerivedChange.objects.filter(pk__in=ids).delete()
         DerivedResultState.objects.filter(project_id=project_id, kind=kind).update(

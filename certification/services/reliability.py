@@ -291,7 +291,6 @@ def reliability_result(inputs: ReliabilityInputs) -> dict[str, Any]:
     }
 
 
-@transaction.atomic
 def reliability_recompute(*, project_id: int) -> ReliabilityReport:
     """Recompute and store the per-person reliability figures of a project.
 
@@ -303,9 +302,9 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
 
     A background job, not a user action: there is no actor and no permission check.
 
-    Concurrency: opens its own transaction and locks the project's report row (creating it if
-    needed) *before* reading the inputs, so concurrent recomputations run one after the other
-    and the last to commit read the newest inputs (as ``agreement_recompute``).
+    Concurrency: as ``agreement_recompute``: reads and computes outside any write
+    transaction, then locks the report row in a short one; ``computed_at`` is when the inputs
+    were read, and a report computed from inputs read later is never overwritten.
 
     Args:
         project_id: the project's id.
@@ -319,18 +318,25 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         raise NotFound(f"project {project_id} does not exist")
-    report, created = reliability_report_lock(project)
+    read_at = timezone.now()
     inputs = reliability_inputs(project=project)
     digest = reliability_inputs_sha256(inputs)
-    if not created and report.input_sha256 == digest:
+    stored = ReliabilityReport.objects.filter(project=project).first()
+    if stored is not None and stored.input_sha256 == digest:
         logger.info("reliability.unchanged", extra={"project_id": project_id})
-        return report
-    report.result = reliability_result(inputs)
-    report.computed_at = timezone.now()
-    report.input_sha256 = digest
-    report.policy_version = inputs.votes.policy_version
-    report.full_clean()
-    report.save()
+        return stored
+    result = reliability_result(inputs)
+    with transaction.atomic():
+        report, created = reliability_report_lock(project)
+        if not created and (report.input_sha256 == digest or report.computed_at > read_at):
+            logger.info("reliability.unchanged", extra={"project_id": project_id})
+            return report
+        report.result = result
+        report.computed_at = read_at
+        report.input_sha256 = digest
+        report.policy_version = inputs.votes.policy_version
+        report.full_clean()
+        report.save()
     logger.info(
         "reliability.recomputed",
         extra={

@@ -296,15 +296,20 @@ def _prior_evidence(span: PriorSpan) -> Span | None:
     )
 
 
-def item_votes(*, item_ids: Iterable[int]) -> dict[int, list[Vote]]:
+def item_votes(
+    *, item_ids: Iterable[int], prior_item_ids: Iterable[int] | None = None
+) -> dict[int, list[Vote]]:
     """Return the votes of each item: live ones by assignment slot, then prior ones by import.
 
     A live vote is the current revision of an annotation whose assignment is submitted (not
     retired); a prior vote is a prior annotation (human or automatic origin) with an answer
-    label, while the item counts prior votes (``Item.prior_votes`` > 0). Items without
-    votes map to an empty list. Four queries, whatever the number of items.
+    label, while the item counts prior votes (``Item.prior_votes`` > 0). ``prior_item_ids``,
+    when the caller knows them, are the items among ``item_ids`` that count prior votes (the
+    others' prior annotations are not read). Items without votes map to an empty list. Four
+    queries at most, whatever the number of items.
     """
     ids = list(item_ids)
+    prior_ids = ids if prior_item_ids is None else list(prior_item_ids)
     votes: dict[int, list[Vote]] = {pk: [] for pk in ids}
     annotations = (
         Annotation.objects.filter(
@@ -349,7 +354,9 @@ def item_votes(*, item_ids: Iterable[int]) -> dict[int, list[Vote]]:
         # Prior votes count only while the item counts them (``Item.prior_votes``): an item
         # returned for labelling under a new policy version collects fresh votes only.
         PriorAnnotation.objects.filter(
-            candidate__item__in=ids, candidate__item__prior_votes__gt=0, answer_label__isnull=False
+            candidate__item__in=prior_ids,
+            candidate__item__prior_votes__gt=0,
+            answer_label__isnull=False,
         )
         .exclude(answer_label="")
         .annotate(item_pk=F("candidate__item__id"))

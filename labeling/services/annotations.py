@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -409,14 +409,14 @@ def _check_extras(data: AnnotationInput) -> tuple[str, float | None]:
     return comment, spent
 
 
-def _item_touch(item_id: int) -> Item:
-    """Bump the item's version (a state change) and return the item fresh.
+def _item_touch(item: Item) -> None:
+    """Bump the version (a state change) of ``item``, locked by the caller, here and in the row.
 
-    The caller holds the item's lock (:func:`labeling.locks.item_lock`), so the vote count read
-    afterwards is exact.
+    The caller holds the item's lock (:func:`labeling.locks.item_lock`), so the row read with
+    the lock is current and the vote count read afterwards is exact.
     """
-    Item.objects.filter(pk=item_id).update(version=F("version") + 1)
-    return Item.objects.select_related("candidate").get(pk=item_id)
+    Item.objects.filter(pk=item.pk).update(version=F("version") + 1)
+    item.version += 1
 
 
 def _write_revision(
@@ -629,14 +629,16 @@ def annotation_submit(
             current revision is not refused (a retry of a submit that was saved). Also (field
             ``policy_version``, ``data`` with ``policy_version`` and
             ``current_policy_version``) when ``data.policy_version`` is not the current
-            labelling policy's version, or a new version was published during the submit.
+            labelling policy's version.
         InvalidInput: a label, reason, claim, evidence span, comment, time or revision number
             is invalid; the message and ``field`` name the field.
 
-    Concurrency: opens its own transaction; validates first, then locks the Item row (the lock
-    order of ``labeling/locks.py``: item, then its assignments), so a lease release, a skip or
-    another submit of the item waits or has finished: the N-th submit sees every other one, and
-    a lease released before the lock is refused. An unchanged repeat takes no lock.
+    Concurrency: opens its own transaction and first locks the Item row (the lock order of
+    ``labeling/locks.py``: item, then its assignments), so a lease release, a skip, another
+    submit of the item or a policy publication waits or has finished: the N-th submit sees
+    every other one, a lease released before the lock is refused, and the labels are checked
+    against the policy they are stored under. A submit of a live lease flips it by
+    compare-and-set (no second read of the assignment).
     """
     # The assignment first: a member of another role holds none, so it is not found (404) for
     # them; a former annotator with an assignment is refused by role.
@@ -648,6 +650,13 @@ def annotation_submit(
     if assignment is None or actor is None or assignment.annotator_id != actor.pk:
         raise NotFound(f"no assignment {assignment_id} of yours in project {project.slug!r}")
     require_role(project=project, actor=actor, roles=ANNOTATORS, action="submit annotations")
+    # Lock order (labeling/locks.py): the project's label-write lock (a release freeze waits
+    # for us, or we for it), the item, then its assignments. Under the item's lock no claim,
+    # skip, lease release or other submit of this item runs, and no policy version is
+    # published (publishing locks every item of the project): the policy read now is the one
+    # the labels are checked and stored under.
+    project_label_writes_lock(project.pk)
+    item = item_lock(assignment.item_id)
     policy = labelling_policy_get(project=project)
     _policy_check(project, data.policy_version, policy)
     labels = labels_check(
@@ -660,51 +669,44 @@ def annotation_submit(
     )
     comment, time_spent = _check_extras(data)
     content = fingerprint({**labels.canonical(), "comment": comment})
-
-    if assignment.status == AssignmentStatus.SUBMITTED:
-        current = (
-            Annotation.objects.filter(assignment=assignment)
-            .values_list("current__content_sha256", flat=True)
-            .first()
-        )
-        if current == content:
-            # A repeated submit (a retry, a double click): nothing to write, no lock taken.
-            logger.info("annotation.submit_unchanged", extra={"assignment": assignment.pk})
-            return Annotation.objects.select_related("current").get(assignment=assignment)
-    # Lock order (labeling/locks.py): the project's label-write lock (a release freeze waits
-    # for us, or we for it), the item, then its assignments. Under the item's lock no claim,
-    # skip, lease release or other submit of this item runs.
-    project_label_writes_lock(project.pk)
-    item_lock(assignment.item_id)
-    # Publishing a policy version locks every item of the project: under the item's lock the
-    # policy read now is the one the labels are stored under. One published since the check
-    # above refuses the submit rather than store labels under the old version.
-    now_policy = labelling_policy_get(project=project)
-    if now_policy.pk != policy.pk:
-        raise _policy_changed(project, policy.version, now_policy)
-    assignment.refresh_from_db(fields=["status", "submitted_at"])
-    writers: dict[str, Callable[..., Annotation]] = {
-        AssignmentStatus.LEASED: _first_submit,
-        AssignmentStatus.SUBMITTED: _revise,
+    write_args = {
+        "project": project,
+        "item": item,
+        "actor": actor,
+        "policy": policy,
+        "labels": labels,
+        "comment": comment,
+        "time_spent": time_spent,
+        "content": content,
+        "based_on": data.based_on_revision,
     }
-    write = writers.get(assignment.status)
-    if write is not None:
-        return write(
-            project=project,
-            assignment=assignment,
-            actor=actor,
-            policy=policy,
-            labels=labels,
-            comment=comment,
-            time_spent=time_spent,
-            content=content,
-            based_on=data.based_on_revision,
-        )
+    # Compare-and-set on the status read before the lock: the first submit of a live lease
+    # flips it here; one that changed meanwhile (released, skipped, submitted by another tab)
+    # is read again and decided below.
+    if assignment.status == AssignmentStatus.LEASED and _submitted_flip(assignment):
+        return _first_submit(assignment=assignment, **write_args)
+    assignment.refresh_from_db(fields=["status", "submitted_at"])
+    if assignment.status == AssignmentStatus.SUBMITTED:
+        return _revise(assignment=assignment, **write_args)
     logger.info(
         "annotation.submit_refused_lease_over",
         extra={"assignment": assignment.pk, "status": assignment.status},
     )
     raise _lease_over(assignment)
+
+
+def _submitted_flip(assignment: Assignment) -> bool:
+    """Mark a leased assignment submitted (compare-and-set on the status); return whether it was.
+
+    The caller holds the item's lock; on SQLite, which locks no row, writers are serialised.
+    """
+    now = timezone.now()
+    flipped = Assignment.objects.filter(pk=assignment.pk, status=AssignmentStatus.LEASED).update(
+        status=AssignmentStatus.SUBMITTED, submitted_at=now
+    )
+    if flipped:
+        assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now
+    return bool(flipped)
 
 
 def _collecting(assignment: Assignment) -> str:
@@ -727,20 +729,15 @@ def _first_submit(
     time_spent: float | None,
     content: str,
     based_on: int | None,
+    item: Item,
 ) -> Annotation:
+    """Write the first annotation of ``assignment``, which the caller has just flipped submitted."""
     if based_on is not None and based_on != 0:
         # Made on a revision that does not exist (yet): nothing of this assignment is stored.
         raise _changed_elsewhere(based_on, None)
-    item = _item_touch(assignment.item_id)
+    _item_touch(item)
     if item.status != _collecting(assignment):
         raise InvalidTransition(f"item {item.pk} is no longer collecting annotations")
-    # Compare-and-set on the status: belt and braces under the item lock (SQLite locks nothing
-    # but serialises writers).
-    flipped = Assignment.objects.filter(pk=assignment.pk, status=AssignmentStatus.LEASED).update(
-        status=AssignmentStatus.SUBMITTED, submitted_at=timezone.now()
-    )
-    if flipped != 1:  # pragma: no cover - excluded by the item lock
-        raise LeaseExpired("your lease changed while you submitted; your labels were not saved")
     annotation = Annotation.objects.create(
         item=item, annotator=actor, assignment=assignment, revision_count=0
     )
@@ -773,7 +770,7 @@ def _first_submit(
         item=item, assignment__status=AssignmentStatus.SUBMITTED
     ).count()
     if submitted + item.prior_votes >= item.overlap:
-        items_compare(project=project, item_ids=[item.pk])
+        items_compare(project=project, item_ids=[item.pk], policy=policy)
     return annotation
 
 
@@ -788,6 +785,7 @@ def _revise(
     time_spent: float | None,
     content: str,
     based_on: int | None,
+    item: Item,
 ) -> Annotation:
     annotation = Annotation.objects.select_related("current").filter(assignment=assignment).first()
     if annotation is None or annotation.current is None:  # pragma: no cover - model invariant
@@ -799,7 +797,7 @@ def _revise(
         # Another session saved a revision since these labels were loaded: never replace it
         # unseen (checked under the item's lock, so two submits on one revision: one wins).
         raise _changed_elsewhere(based_on, annotation.current)
-    item = _item_touch(assignment.item_id)
+    _item_touch(item)
     if item.status != _collecting(assignment):
         # Closed for every annotator alike once the votes were compared, whether they agreed or
         # not: a rule that depended on the outcome would tell an annotator how the others voted.

@@ -69,7 +69,9 @@ def _union(votes: Sequence[Vote], claim_id: int) -> list[Span]:
     return [spans[k] for k in sorted(spans)]
 
 
-def items_compare(*, project: Project, item_ids: Iterable[int]) -> CompareResult:
+def items_compare(
+    *, project: Project, item_ids: Iterable[int], policy: LabelPolicy | None = None
+) -> CompareResult:
     """Compare the votes of each given item of ``project`` that has enough of them.
 
     An item in status ``open`` with at least ``overlap`` votes is resolved as consensus (a
@@ -83,10 +85,14 @@ def items_compare(*, project: Project, item_ids: Iterable[int]) -> CompareResult
     submitted concurrently, the item's lock (``annotation_submit`` bumps the item's version
     first; ``project_labelling_start`` runs before anyone can claim).
 
+    ``policy`` is the labelling policy (:func:`labelling_policy_get`) when the caller has read
+    it in this transaction; it is read here otherwise.
+
     Raises:
         InvalidTransition: labelling has not started in ``project`` (no frozen policy).
     """
-    policy = labelling_policy_get(project=project)
+    if policy is None:
+        policy = labelling_policy_get(project=project)
     ids = sorted(set(item_ids))
     consensus: list[int] = []
     disagreement: list[int] = []
@@ -119,7 +125,9 @@ def _compare_chunk(
         for item in Item.objects.filter(project=project, pk__in=ids, status=ItemStatus.OPEN)
     }
     waiting = [pk for pk in ids if pk not in items]
-    votes = item_votes(item_ids=items)
+    votes = item_votes(
+        item_ids=items, prior_item_ids=[pk for pk, item in items.items() if item.prior_votes]
+    )
     claims: dict[int, list[int]] = {}
     for candidate_id, pk in (
         Claim.objects.filter(candidate_id__in=[i.candidate_id for i in items.values()])

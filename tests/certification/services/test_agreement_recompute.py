@@ -182,6 +182,30 @@ def test_new_votes_change_the_report(project, items, cast_vote, voted):
     assert second.answer["n_votes"] == first_content[3]["n_votes"] + 1
 
 
+def test_a_run_on_older_votes_never_overwrites_a_report_of_newer_ones(
+    project, items, cast_vote, voted, monkeypatch
+):
+    """The votes are read outside the write; the report of a later read is kept."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from certification.services import agreement as agreement_module
+
+    newer = agreement_recompute(project_id=project.pk)
+    cast_vote(items[5], voted[0], "abstained")
+    # A slow run that read the votes an hour before the stored report's read finishes now.
+    earlier = newer.computed_at - timedelta(hours=1)
+    monkeypatch.setattr(agreement_module.timezone, "now", lambda: earlier)
+    assert timezone.now() == earlier
+    kept = agreement_recompute(project_id=project.pk)
+    assert _content(kept) == _content(newer)
+    assert _content(AgreementReport.objects.get(project=project)) == _content(newer)
+    monkeypatch.undo()
+    fresh = agreement_recompute(project_id=project.pk)
+    assert fresh.answer["n_votes"] == newer.answer["n_votes"] + 1
+
+
 def test_project_without_votes_gets_an_empty_report(project):
     report = agreement_recompute(project_id=project.pk)
     assert report.answer["n_units"] == 0

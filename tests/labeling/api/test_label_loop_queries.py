@@ -22,12 +22,18 @@ pytestmark = pytest.mark.django_db
 # claims, policy and sources (BEGIN, COMMIT and four savepoint statements are counted too).
 NEXT_BUDGET = 20
 # submit: the token and the project; in the write's transaction (savepoint) the assignment, the
-# policy, the claims, the item's lock (read and version), the policy-version check, the lease's
-# compare-and-set, the annotation, its revision, its one claim label, the annotation's current
-# revision, the change marks and the vote count. The response is built from the rows just
-# written (no read-back). The marked kinds' scheduling runs after the commit (not here: the
-# test's transaction never commits).
-SUBMIT_BUDGET = 21
+# item's lock, the policy (read under the lock: the one the labels are stored under), the
+# claims, the lease's compare-and-set (no second read of the assignment), the item's version,
+# the annotation, its revision, its one claim label, the annotation's current revision, the
+# change marks and the vote count. The response is built from the rows just written (no
+# read-back). The marked kinds' scheduling runs after the commit (not here: the test's
+# transaction never commits).
+SUBMIT_BUDGET = 18
+# The submit that completes an item's overlap compares its votes too: the open item, the votes
+# (annotations with their current revisions, claim labels, evidence; no prior-vote read for an
+# item that counts none), the claims, the resolution's number, the consensus resolution with
+# its claim label, the item's status and the marks of the resolution's kinds.
+COMPARE_BUDGET = 10
 # PostgreSQL adds one per label write: the shared advisory lock against a release freeze.
 FREEZE_LOCK = {"postgresql": 1}
 
@@ -61,3 +67,25 @@ def test_next_and_submit_stay_within_their_budgets(
             saved = client.put(f"{base}/{form['assignment_id']}/annotation/", body, format="json")
         assert saved.status_code == 200, saved.content
         assert [c["label"] for c in saved.json()["claims"]] == [c["label"] for c in body["claims"]]
+
+
+def test_the_submit_that_completes_an_item_compares_within_its_budget(
+    big, member, client_for, django_assert_num_queries
+):
+    from labeling.models import Item, ItemStatus
+
+    first, second = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
+    base = "/api/projects/study/assignments"
+    for n, annotator in enumerate((first, second)):
+        client = client_for(annotator)
+        client.get("/api/projects/study/")
+        form = client.post(f"{base}/next/").json()
+        body = {
+            "answer_label": "admissible",
+            "claims": [{"claim_id": c["id"], "label": "not_supported"} for c in form["claims"]],
+        }
+        budget = SUBMIT_BUDGET + FREEZE_LOCK.get(connection.vendor, 0) + n * COMPARE_BUDGET
+        with django_assert_num_queries(budget):
+            saved = client.put(f"{base}/{form['assignment_id']}/annotation/", body, format="json")
+        assert saved.status_code == 200, saved.content
+    assert Item.objects.get(pk=form["item_id"]).status == ItemStatus.RESOLVED
