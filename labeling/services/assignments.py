@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -562,16 +562,17 @@ def assignments_release_member(*, project: Project, user_id: int) -> int:
 
 
 def _claim_candidates(
-    *, project: Project, actor: Any, now: datetime, tried: set[int], cooldown: timedelta
+    *, project: Project, actor: Any, now: datetime, tried: set[int], cooling: Collection[int]
 ) -> Any:
     """Open items the actor may take, in serving order, each annotated for the claim.
 
     An item qualifies if it has a free slot, or a lease that ran out (which the claim releases).
-    An item whose lease *the actor* let run out less than ``cooldown`` ago is withheld from
-    them while another annotator of the project could still take it (one who holds no live,
-    submitted or skipped assignment of it): the abandoned item goes to someone else first.
-    Annotations: ``own_row``, the actor's expired assignment of the item (to revive) or None;
-    ``has_stale``, whether a lease of the item ran out (the claim releases it first).
+    An item of ``cooling`` (those whose lease *the actor* let run out less than a lease length
+    ago) is withheld from them while another annotator of the project could still take it (one
+    who holds no live, submitted or skipped assignment of it): the abandoned item goes to
+    someone else first. Annotations: ``own_row``, the actor's expired assignment of the item
+    (to revive) or None; ``has_stale``, whether a lease of the item ran out (the claim
+    releases it first).
     """
     # Retired rows belong to an earlier labelling round (a new policy version returned the
     # item): they neither hold the item away from the actor nor are revived.
@@ -581,25 +582,26 @@ def _claim_candidates(
     stale = Assignment.objects.filter(
         item=OuterRef("pk"), status=AssignmentStatus.LEASED, lease_expires_at__lte=now
     )
-    # Another annotator who could take the item: a member in an annotator role with no row of
-    # it, or only an expired one (the nested OuterRef is the candidate item).
-    taken_by_other = Assignment.objects.filter(
-        item=OuterRef(OuterRef("pk")), annotator=OuterRef("user")
-    ).exclude(status__in=[AssignmentStatus.EXPIRED, AssignmentStatus.RETIRED])
-    others = (
-        Membership.objects.filter(project=project, role__in=ANNOTATORS, is_active=True)
-        .exclude(user=actor)
-        .exclude(Exists(taken_by_other))
-    )
-    cooling = mine.filter(status=AssignmentStatus.EXPIRED, ended_at__gt=now - cooldown)
     candidates = (
         Item.objects.filter(project=project, status=ItemStatus.OPEN)
         .filter(Q(assigned_count__lt=F("overlap") - F("prior_votes")) | Exists(stale))
         .exclude(Exists(mine.exclude(status=AssignmentStatus.EXPIRED)))
-        .exclude(Exists(cooling) & Exists(others))
         .annotate(own_row=Subquery(mine.order_by().values("pk")[:1]), has_stale=Exists(stale))
         .order_by("queue_position", "pk")
     )
+    if cooling:
+        # Another annotator who could take the item: a member in an annotator role with no row
+        # of it, or only an expired one (the nested OuterRef is the candidate item). Most
+        # claims have no cooling item and leave this subquery out.
+        taken_by_other = Assignment.objects.filter(
+            item=OuterRef(OuterRef("pk")), annotator=OuterRef("user")
+        ).exclude(status__in=[AssignmentStatus.EXPIRED, AssignmentStatus.RETIRED])
+        others = (
+            Membership.objects.filter(project=project, role__in=ANNOTATORS, is_active=True)
+            .exclude(user=actor)
+            .exclude(Exists(taken_by_other))
+        )
+        candidates = candidates.exclude(Q(pk__in=list(cooling)) & Exists(others))
     if tried:
         candidates = candidates.exclude(pk__in=tried)
     return candidates
@@ -707,18 +709,28 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
         raise InvalidTransition("labelling has not started in this project")
     lease_minutes = membership.project.lease_minutes
     now = timezone.now()
-    held = list(
-        Assignment.objects.filter(
-            item__project=project, annotator=actor, status=AssignmentStatus.LEASED
-        ).order_by("leased_at", "pk")
+    lease = timedelta(minutes=lease_minutes)
+    # The actor's leases, and in the same read the leases they let run out less than a lease
+    # length ago (the items cooling for them, see _claim_candidates).
+    own = list(
+        Assignment.objects.filter(item__project=project, annotator=actor)
+        .filter(
+            Q(status=AssignmentStatus.LEASED)
+            | Q(status=AssignmentStatus.EXPIRED, ended_at__gt=now - lease)
+        )
+        .order_by("leased_at", "pk")
     )
+    held = [a for a in own if a.status == AssignmentStatus.LEASED]
     valid = [a for a in held if a.lease_expires_at > now]
     if valid:
         return valid[0]
     for held_item in items_lock(a.item_id for a in held):
         _expire_stale_leases(item=held_item, now=now)
+    # A lease released just now (above) cools its item too.
+    cooling = {a.item_id for a in own if a.status == AssignmentStatus.EXPIRED} | {
+        a.item_id for a in held
+    }
 
-    lease = timedelta(minutes=lease_minutes)
     # Gold work (labeling.services.gold): qualification first, then gold at the policy's rate,
     # served only while regular work is left (a gold item alone would stand out).
     turn = gold_turn(
@@ -732,7 +744,7 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     if (
         turn.gold
         and _claim_candidates(
-            project=project, actor=actor, now=now, tried=set(), cooldown=lease
+            project=project, actor=actor, now=now, tried=set(), cooling=cooling
         ).exists()
     ):
         gold = gold_claim(project=project, actor=actor, now=now, lease=lease)
@@ -743,7 +755,7 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     waits = 0
     for _ in range(MAX_CLAIM_ATTEMPTS):
         candidates = _claim_candidates(
-            project=project, actor=actor, now=now, tried=tried, cooldown=lease
+            project=project, actor=actor, now=now, tried=tried, cooling=cooling
         )
         item = claimable_item_lock(candidates)
         if item is None:
