@@ -101,6 +101,9 @@ TEMPLATES = [
 # ---------------------------------------------------------------------------------------------
 DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's backend, with write transactions queued on a file lock instead of SQLite's
+    # sleeping busy handler (labeling/sqlite_backend/base.py).
+    DATABASES["default"]["ENGINE"] = "labeling.sqlite_backend"
     # WAL lets readers proceed while an import writes. IMMEDIATE transactions take the write
     # lock at BEGIN, so a second writer waits (up to the timeout) instead of failing with
     # "database is locked" when it upgrades a read transaction.

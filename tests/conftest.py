@@ -75,7 +75,7 @@ def django_db_modify_db_settings(
     from django.conf import settings
 
     db = settings.DATABASES["default"]
-    if db["ENGINE"] != "django.db.backends.sqlite3":
+    if db["ENGINE"] != "labeling.sqlite_backend":
         # PostgreSQL: pytest-django's own per-worker suffix (test_certlabel_gw0...).
         request.getfixturevalue("django_db_modify_db_settings_parallel_suffix")
         return

@@ -79,7 +79,7 @@ def test_production_with_long_key_and_hosts_starts():
 def test_no_environment_means_sqlite_and_eager_celery():
     settings = report()
     assert settings == {
-        "engine": "django.db.backends.sqlite3",
+        "engine": "labeling.sqlite_backend",
         "debug": True,
         "broker": "memory://",
         "eager": True,
