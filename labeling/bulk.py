@@ -22,18 +22,44 @@ from typing import Any
 
 from django.db import connection, models
 
+# {table: its id sequence's name}, read once per process (a table's sequence never changes).
+_SEQUENCES: dict[str, str] = {}
 
-def _reserve_ids(table: str, n: int) -> list[int]:
-    """Reserve ``n`` fresh primary keys of ``table``; the caller must be in a transaction."""
+
+def _sequence(cursor: Any, table: str) -> str:
+    """Return the name of ``table``'s id sequence (PostgreSQL)."""
+    if table not in _SEQUENCES:
+        cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
+        _SEQUENCES[table] = cursor.fetchone()[0]
+    return _SEQUENCES[table]
+
+
+def reserve_ids(table: str, n: int) -> list[int]:
+    """Reserve ``n`` fresh primary keys of ``table`` and return them, ascending.
+
+    The ids are not used by any row yet; a caller inserts rows with them explicitly (see
+    :func:`insert_rows`) or points other rows at them first (foreign keys are checked at
+    commit). Must run inside ``transaction.atomic`` (on SQLite the reservation holds under the
+    transaction's write lock, and starts after the table's largest id: insert the rows of one
+    reservation before the next reservation of that table).
+
+    Raises:
+        NotImplementedError: a database other than PostgreSQL or SQLite.
+    """
     if n == 0:
         return []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            # The values come back as their range when they are consecutive (the usual case:
+            # nobody else drew from the sequence meanwhile), else as an array.
             cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-                [table, n],
+                "SELECT min(v), max(v), CASE WHEN max(v) - min(v) + 1 = count(*) THEN NULL "
+                "ELSE array_agg(v ORDER BY v) END "
+                "FROM (SELECT nextval(%s::regclass) AS v FROM generate_series(1, %s)) AS s",
+                [_sequence(cursor, table), n],
             )
-            return [row[0] for row in cursor.fetchall()]
+            low, high, scattered = cursor.fetchone()
+            return list(range(low, high + 1)) if scattered is None else list(scattered)
         if connection.vendor == "sqlite":
             quoted = connection.ops.quote_name(table)
             cursor.execute(f"SELECT MAX(id) FROM {quoted}")  # noqa: S608 - a model's table
@@ -73,7 +99,7 @@ def insert_rows(
     if not rows:
         return []
     table = model._meta.db_table
-    ids = _reserve_ids(table, len(rows)) if with_ids else []
+    ids = reserve_ids(table, len(rows)) if with_ids else []
     names = (["id"] if with_ids else []) + list(columns)
     quoted = ", ".join(connection.ops.quote_name(name) for name in names)
     data = [(i, *row) for i, row in zip(ids, rows, strict=True)] if with_ids else rows

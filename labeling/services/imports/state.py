@@ -68,7 +68,10 @@ class ChunkKeys:
         existing_ids: the ids of the chunk's questions imported before.
         candidates: ``{(question id, candidate key): candidate id}``.
         claims: ``{(candidate id, claim index): claim id}``.
-        items: ``{candidate id: item id}`` of the candidates created with the chunk.
+        items: ``{candidate id: item id}`` of the candidates created with the chunk (their
+            items are written last, with their resolutions).
+        item_resolutions: ``{item id: (status, resolution id, version)}`` of the chunk's new
+            items that the chunk resolves.
         record_sources: ``{external id: {source id: version id}}`` of the records whose
             sources were asked for (a chunk holds one record per external id).
     """
@@ -79,6 +82,7 @@ class ChunkKeys:
     candidates: dict[tuple[int, str], int] = field(default_factory=dict)
     claims: dict[tuple[int, int], int] = field(default_factory=dict)
     items: dict[int, int] = field(default_factory=dict)
+    item_resolutions: dict[int, tuple[str, int, int]] = field(default_factory=dict)
     record_sources: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def sources(self, record: WorkloadRecord) -> dict[str, int]:
