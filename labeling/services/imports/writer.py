@@ -44,7 +44,9 @@ class ImportWriter(ImportState):
             RecordError: a record conflicts with what is stored (changed question or candidate,
                 changed evaluator label or prior annotation, new question after the freeze).
         """
-        keys = ChunkKeys(versions=write_source_versions(self, record_sources(chunk)))
+        sources = record_sources(chunk)
+        keys = ChunkKeys(versions=write_source_versions(self, sources))
+        keys.remember_sources(chunk, [entry.key for entry in sources])
         write_questions(self, chunk, keys)
         write_links(self, chunk, keys)
         write_candidates(self, chunk, keys)
