@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from labeling.bulk import insert_rows, reserve_ids
+from labeling.bulk import ids_by_key, insert_rows, reserve_ids
 from labeling.importers.schema import (
     CandidateIn,
     ClaimIn,
@@ -128,12 +128,10 @@ def write_questions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
         RecordError: a changed question, a new question after the partition freeze, or a
             partition refused by :func:`check_partition`.
     """
-    existing = {
-        q.external_id: q
-        for q in Question.objects.filter(
-            project=state.project, external_id__in=[r.external_id for _, r in chunk]
-        )
-    }
+    found = ids_by_key(
+        Question, "external_id", [r.external_id for _, r in chunk], project_id=state.project.pk
+    )
+    existing = {q.external_id: q for q in Question.objects.filter(pk__in=list(found.values()))}
     new_questions: list[tuple[str, tuple[Any, ...]]] = []
     now = db_datetime(timezone.now())
     for location, record in chunk:
