@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -99,10 +98,6 @@ def validated_stream_ahead(
         sent = 0
         try:
             for location, value in validated_stream(records, parse, found, limit):
-                # Let the caller's thread have the GIL as soon as its database answers: without
-                # this the thread would keep it for the switch interval (5 ms) every time, and
-                # each of the caller's round trips would take that long.
-                time.sleep(0)
                 batch.extend((None, None, e) for e in found[sent:])
                 sent = len(found)
                 batch.append((location, value, None))
