@@ -23,8 +23,7 @@ Layout:
 
 - ``service``: the entry points (:func:`workload_import`, :func:`workload_import_file`,
   :func:`workload_import_directory`) and the streaming loop; every stream is checked by the one
-  stream validator, :func:`labeling.importers.validation.validated_stream` (the records through
-  ``validated_stream_ahead``: read and checked in a thread while the chunks are written).
+  stream validator, :func:`labeling.importers.validation.validated_stream`.
 - ``writer``: one chunk, table group after table group: ``sources`` (documents, versions,
   retrieval links), ``questions`` (questions, candidates, items, claims), ``evaluators``
   (evaluator labels), ``priors`` (prior annotations) and ``resolutions``; ``state`` holds what

@@ -33,7 +33,7 @@ from labeling.importers.schema import (
     check_record,
     echo,
 )
-from labeling.importers.validation import validated_stream, validated_stream_ahead
+from labeling.importers.validation import validated_stream
 from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import ImportBatch, Item, Project, Question, Role
 from labeling.permissions import MANAGERS, require_role
@@ -149,8 +149,7 @@ def _write_stream(
     try:
         if source_versions is not None:
             _write_preamble(writer, source_versions, errors)
-        # Records are read and checked in a thread while the chunks are written.
-        for location, record in validated_stream_ahead(records, parse, errors):
+        for location, record in validated_stream(records, parse, errors):
             chunker.add(location, record)
         chunker.flush()
     finally:

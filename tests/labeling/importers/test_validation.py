@@ -1,13 +1,8 @@
-"""validated_stream: the one stream validator every import uses, and its error cap.
-
-validated_stream_ahead (the same, read and checked in a thread ahead of the caller) gives the
-caller exactly what validated_stream gives.
-"""
+"""validated_stream: the one stream validator every import uses, and its error cap."""
 
 from __future__ import annotations
 
 import io
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,10 +10,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict, StrictInt
 
 from labeling.exceptions import WorkloadImportFailed
-from labeling.importers import validation
 from labeling.importers.native import read_jsonl
 from labeling.importers.schema import RecordError
-from labeling.importers.validation import MAX_ERRORS, validated_stream, validated_stream_ahead
+from labeling.importers.validation import MAX_ERRORS, validated_stream
 from labeling.models import EvaluatorLabel, ImportBatch, Question
 from labeling.services import evaluator_labels_import
 from tests.conftest import jsonl_bytes, native_record
@@ -115,96 +109,6 @@ def test_valid_records_after_errors_are_still_yielded_below_the_limit():
         ("line 3", 3),
     ]
     assert [e.location for e in errors] == ["line 1"]
-
-
-def _mixed(n: int) -> list[tuple[str, Any]]:
-    """``n`` records: every 7th unreadable, every 5th negative, every 11th not an int."""
-    records: list[tuple[str, Any]] = []
-    for i in range(1, n + 1):
-        location = f"line {i}"
-        if i % 7 == 0:
-            records.append((location, RecordError(location, "(line)", "invalid JSON")))
-        elif i % 5 == 0:
-            records.append((location, {"n": -i}))
-        elif i % 11 == 0:
-            records.append((location, {"n": str(i)}))
-        else:
-            records.append((location, {"n": i}))
-    return records
-
-
-def _described(errors: list[RecordError]) -> list[tuple[str, str, str]]:
-    return [(e.location, e.field, e.reason) for e in errors]
-
-
-def _threads() -> set[str]:
-    return {t.name for t in threading.enumerate()}
-
-
-@pytest.mark.parametrize("n", [0, 1, 99, 100, 101, 1000])
-@pytest.mark.parametrize("limit", [MAX_ERRORS, 10**6])
-def test_ahead_gives_what_the_stream_gives(n, limit):
-    serial_errors: list[RecordError] = []
-    ahead_errors: list[RecordError] = []
-
-    serial = list(validated_stream(_mixed(n), _parse, serial_errors, limit))
-    ahead = list(validated_stream_ahead(_mixed(n), _parse, ahead_errors, limit))
-
-    assert ahead == serial
-    assert _described(ahead_errors) == _described(serial_errors)
-    assert "import-validate" not in _threads()
-
-
-def test_ahead_hands_over_errors_only_when_the_caller_reaches_them():
-    records = [(f"line {i}", {"n": i}) for i in range(1, 6)] + [("line 6", {"n": -6})]
-    errors: list[RecordError] = []
-    seen = []
-
-    for location, value in validated_stream_ahead(records, _parse, errors):
-        # the thread has checked line 6 long before; its error is not the caller's yet
-        seen.append((location, value, len(errors)))
-
-    assert seen == [(f"line {i}", i, 0) for i in range(1, 6)]
-    assert _described(errors) == [("line 6", "n", "negative")]
-
-
-def test_ahead_stops_at_the_same_record_when_the_caller_appends_errors():
-    def consume(stream_of: Any) -> tuple[list[str], list[tuple[str, str, str]]]:
-        errors: list[RecordError] = []
-        seen = []
-        for location, _value in stream_of(_mixed(3000), _parse, errors):
-            seen.append(location)
-            if len(seen) % 150 == 0:  # the caller's own errors, e.g. a chunk refused
-                errors.append(RecordError(location, "x", "refused by the writer"))
-        return seen, _described(errors)
-
-    assert consume(validated_stream_ahead) == consume(validated_stream)
-
-
-def test_ahead_raises_what_the_reader_raises_where_it_raised():
-    def reader() -> Iterator[tuple[str, Any]]:
-        yield from [(f"line {i}", {"n": i}) for i in range(1, 251)]
-        raise ValueError("the file ended early")
-
-    seen = []
-    with pytest.raises(ValueError, match="ended early"):
-        for location, _value in validated_stream_ahead(reader(), _parse, []):
-            seen.append(location)
-
-    assert seen == [f"line {i}" for i in range(1, 251)]
-    assert "import-validate" not in _threads()
-
-
-def test_ahead_closed_early_stops_its_thread_and_reads_little_more():
-    records = _Counted([(f"line {i}", {"n": i}) for i in range(1, 100_001)])
-
-    stream = validated_stream_ahead(records, _parse, [])
-    assert next(stream) == ("line 1", 1)
-    stream.close()
-
-    assert "import-validate" not in _threads()
-    # no more than the batches that fit in the handover (and one being filled) were read
-    assert records.pulled <= (validation.AHEAD_BATCHES + 3) * validation.AHEAD_BATCH
 
 
 @pytest.mark.django_db
