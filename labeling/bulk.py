@@ -22,18 +22,44 @@ from typing import Any
 
 from django.db import connection, models
 
+# {table: its id sequence's name}, read once per process (a table's sequence never changes).
+_SEQUENCES: dict[str, str] = {}
 
-def _reserve_ids(table: str, n: int) -> list[int]:
-    """Reserve ``n`` fresh primary keys of ``table``; the caller must be in a transaction."""
+
+def _sequence(cursor: Any, table: str) -> str:
+    """Return the name of ``table``'s id sequence (PostgreSQL)."""
+    if table not in _SEQUENCES:
+        cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
+        _SEQUENCES[table] = cursor.fetchone()[0]
+    return _SEQUENCES[table]
+
+
+def reserve_ids(table: str, n: int) -> list[int]:
+    """Reserve ``n`` fresh primary keys of ``table`` and return them, ascending.
+
+    The ids are not used by any row yet; a caller inserts rows with them explicitly (see
+    :func:`insert_rows`) or points other rows at them first (foreign keys are checked at
+    commit). Must run inside ``transaction.atomic`` (on SQLite the reservation holds under the
+    transaction's write lock, and starts after the table's largest id: insert the rows of one
+    reservation before the next reservation of that table).
+
+    Raises:
+        NotImplementedError: a database other than PostgreSQL or SQLite.
+    """
     if n == 0:
         return []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            # The values come back as their range when they are consecutive (the usual case:
+            # nobody else drew from the sequence meanwhile), else as an array.
             cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-                [table, n],
+                "SELECT min(v), max(v), CASE WHEN max(v) - min(v) + 1 = count(*) THEN NULL "
+                "ELSE array_agg(v ORDER BY v) END "
+                "FROM (SELECT nextval(%s::regclass) AS v FROM generate_series(1, %s)) AS s",
+                [_sequence(cursor, table), n],
             )
-            return [row[0] for row in cursor.fetchall()]
+            low, high, scattered = cursor.fetchone()
+            return list(range(low, high + 1)) if scattered is None else list(scattered)
         if connection.vendor == "sqlite":
             quoted = connection.ops.quote_name(table)
             cursor.execute(f"SELECT MAX(id) FROM {quoted}")  # noqa: S608 - a model's table
@@ -43,6 +69,39 @@ def _reserve_ids(table: str, n: int) -> list[int]:
             start = max(largest, row[0] if row else 0) + 1
             return list(range(start, start + n))
     raise NotImplementedError(f"no id reservation for {connection.vendor}")
+
+
+def ids_by_key(
+    model: type[models.Model], key_column: str, keys: Sequence[Any], **equal: Any
+) -> dict[Any, int]:
+    """Return ``{key: id}`` of the rows of ``model`` whose ``key_column`` is one of ``keys``.
+
+    Args:
+        model: the model whose table is read.
+        key_column: the database column matched against ``keys`` (unique among the rows
+            ``equal`` selects, else one of the ids is returned).
+        keys: the values looked for; those without a row are left out of the result.
+        equal: further ``column=value`` conditions (database column names).
+
+    PostgreSQL gets the keys as one array parameter (``= ANY(%s)``): building and sending an
+    ``IN`` list of a thousand placeholders costs the client more than the query costs the
+    server. SQLite runs the same query through the ORM.
+    """
+    if not keys:
+        return {}
+    if connection.vendor != "postgresql":
+        rows = model._default_manager.filter(**{f"{key_column}__in": keys}, **equal)
+        return dict(rows.values_list(key_column, "pk"))
+    quote = connection.ops.quote_name
+    conditions = [f"{quote(column)} = %s" for column in equal]
+    conditions.append(f"{quote(key_column)} = ANY(%s)")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {quote(key_column)}, id FROM {quote(model._meta.db_table)} "  # noqa: S608
+            f"WHERE {' AND '.join(conditions)}",
+            [*equal.values(), list(keys)],
+        )
+        return dict(cursor.fetchall())
 
 
 def insert_rows(
@@ -73,7 +132,7 @@ def insert_rows(
     if not rows:
         return []
     table = model._meta.db_table
-    ids = _reserve_ids(table, len(rows)) if with_ids else []
+    ids = reserve_ids(table, len(rows)) if with_ids else []
     names = (["id"] if with_ids else []) + list(columns)
     quoted = ", ".join(connection.ops.quote_name(name) for name in names)
     data = [(i, *row) for i, row in zip(ids, rows, strict=True)] if with_ids else rows

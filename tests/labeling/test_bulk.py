@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
-from labeling.bulk import insert_rows, update_rows
-from labeling.models import CandidateAnswer, Claim, Item
+from labeling.bulk import ids_by_key, insert_rows, reserve_ids, update_rows
+from labeling.models import CandidateAnswer, Claim, Item, Question
+from labeling.services import project_create
 from tests.conftest import native_record
 
 pytestmark = pytest.mark.django_db
@@ -67,3 +68,48 @@ def test_insert_rows_takes_more_rows_than_one_statement_holds(project, import_re
     stored = dict(Claim.objects.filter(index__gte=100).values_list("pk", "index"))
     assert len(stored) == 2500
     assert [stored[pk] for pk in ids] == [100 + n for n in range(2500)]
+
+
+def test_ids_by_key_gives_the_ids_of_the_keys_found_in_the_rows_selected(project, import_records):
+    other_project = project_create(slug="other", name="Other")
+    import_records([native_record(f"q{i}") for i in range(3)])
+    import_records([native_record("q1")], other_project)
+    stored = dict(Question.objects.filter(project=project).values_list("external_id", "pk"))
+
+    found = ids_by_key(Question, "external_id", ["q2", "q0", "absent", "q2"], project_id=project.pk)
+
+    assert found == {"q0": stored["q0"], "q2": stored["q2"]}
+    assert ids_by_key(Question, "external_id", [], project_id=project.pk) == {}
+    # the other project's q1 is not this project's
+    assert ids_by_key(Question, "external_id", ["q1"], project_id=other_project.pk) == {
+        "q1": Question.objects.get(project=other_project).pk
+    }
+
+
+def test_reserve_ids_gives_fresh_ascending_ids_the_rows_then_take(project, import_records):
+    import_records([native_record("q1")])
+    largest = Claim.objects.order_by("-pk").values_list("pk", flat=True).first()
+    candidate = CandidateAnswer.objects.get(key="c1")
+    with transaction.atomic():
+        ids = reserve_ids(Claim._meta.db_table, 1500)
+        assert reserve_ids(Claim._meta.db_table, 0) == []
+        insert_rows(
+            Claim,
+            ("id", "candidate_id", "index", "text", "start", "end", "unanchored", "machine_split"),
+            [(pk, candidate.pk, 100 + n, "c", None, None, True, False) for n, pk in enumerate(ids)],
+        )
+    assert ids == sorted(set(ids)) and len(ids) == 1500
+    assert ids[0] > largest
+    assert set(Claim.objects.filter(index__gte=100).values_list("pk", flat=True)) == set(ids)
+
+
+def test_reserve_ids_gives_the_values_drawn_when_they_are_not_consecutive(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite reserves after the largest id: always consecutive")
+    table = Claim._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        # as if other sessions drew every other value meanwhile (undone with the transaction)
+        cursor.execute(f"ALTER SEQUENCE {table}_id_seq INCREMENT BY 2")
+        ids = reserve_ids(table, 5)
+        transaction.set_rollback(True)
+    assert [b - a for a, b in zip(ids, ids[1:], strict=False)] == [2, 2, 2, 2]

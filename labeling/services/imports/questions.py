@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from labeling.bulk import insert_rows
+from labeling.bulk import ids_by_key, insert_rows, reserve_ids
 from labeling.importers.schema import (
     CandidateIn,
     ClaimIn,
@@ -22,7 +22,7 @@ from labeling.importers.schema import (
     echo,
     locate_claim,
 )
-from labeling.models import CandidateAnswer, Claim, Item, Question
+from labeling.models import CandidateAnswer, Claim, Item, ItemStatus, Question
 from labeling.release_format import CANDIDATE_KEYS, CANDIDATE_MODEL_FIELDS
 from labeling.services.imports.common import db_datetime, differing_field, fingerprint, json_value
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
@@ -39,6 +39,15 @@ QUESTION_COLUMNS = (
     "import_batch_id",
     "created_at",
     "partition",
+)
+ITEM_COLUMNS = (
+    "id",
+    "project_id",
+    "candidate_id",
+    "created_at",
+    "status",
+    "resolution_id",
+    "version",
 )
 CLAIM_COLUMNS = ("candidate_id", "index", "text", "start", "end", "unanchored", "machine_split")
 
@@ -119,12 +128,10 @@ def write_questions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
         RecordError: a changed question, a new question after the partition freeze, or a
             partition refused by :func:`check_partition`.
     """
-    existing = {
-        q.external_id: q
-        for q in Question.objects.filter(
-            project=state.project, external_id__in=[r.external_id for _, r in chunk]
-        )
-    }
+    found = ids_by_key(
+        Question, "external_id", [r.external_id for _, r in chunk], project_id=state.project.pk
+    )
+    existing = {q.external_id: q for q in Question.objects.filter(pk__in=list(found.values()))}
     new_questions: list[tuple[str, tuple[Any, ...]]] = []
     now = db_datetime(timezone.now())
     for location, record in chunk:
@@ -287,8 +294,9 @@ def _check_stored_candidate(
 def write_candidates(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
     """Create new questions' candidates, items and claims; check existing ones are unchanged.
 
-    Fills ``keys.candidates`` for every candidate of the chunk, ``keys.items`` for the new ones
-    and ``keys.claims`` for every claim of the chunk's questions.
+    Fills ``keys.candidates`` for every candidate of the chunk, ``keys.items`` (reserved ids,
+    written by :func:`write_items`) for the new ones and ``keys.claims`` for every claim of the
+    chunk's questions.
 
     Raises:
         RecordError: a stored question's candidates differ (new, changed or missing ones).
@@ -318,20 +326,38 @@ def write_candidates(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
                 f"{len(record.candidates)} in this record",
             )
     candidate_ids = insert_rows(CandidateAnswer, CANDIDATE_COLUMNS, rows, with_ids=True)
-    now = db_datetime(timezone.now())
-    item_ids = insert_rows(
-        Item,
-        ("project_id", "candidate_id", "created_at"),
-        [(state.project.pk, pk, now) for pk in candidate_ids],
-        with_ids=True,
-    )
-    keys.items = dict(zip(candidate_ids, item_ids, strict=True))
+    # The items are written by write_items, once the chunk's resolutions are known.
+    keys.items = dict(zip(candidate_ids, reserve_ids(Item._meta.db_table, len(new)), strict=True))
     for pk, (question_id, candidate) in zip(candidate_ids, new, strict=True):
         keys.candidates[(question_id, candidate.id)] = pk
     new_claims = _write_claims(state, list(zip(candidate_ids, new, strict=True)))
     state.created["candidates"] += len(new)
-    state.created["items"] += len(new)
     keys.claims = _claim_ids(new_claims, keys.existing_ids)
+
+
+def write_items(state: ImportState, keys: ChunkKeys) -> None:
+    """Create the items of the chunk's new candidates (``keys.items``), resolved or open.
+
+    An item whose resolution the chunk imports (``keys.item_resolutions``) is written resolved
+    at version 1, pointing at it; the others open at version 0.
+    """
+    now = db_datetime(timezone.now())
+    opened = (ItemStatus.OPEN.value, None, 0)
+    insert_rows(
+        Item,
+        ITEM_COLUMNS,
+        [
+            (
+                item_id,
+                state.project.pk,
+                candidate_id,
+                now,
+                *keys.item_resolutions.get(item_id, opened),
+            )
+            for candidate_id, item_id in keys.items.items()
+        ],
+    )
+    state.created["items"] += len(keys.items)
 
 
 def _claim_rows(

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from labeling.bulk import insert_rows, update_rows
+from labeling.bulk import insert_rows, reserve_ids, update_rows
 from labeling.importers.schema import RecordError, ResolutionIn, ResolvedClaimLabelIn
 from labeling.models import Item, ItemStatus, Resolution, ResolvedClaimLabel, ResolvedEvidence
 from labeling.services.claim_labels import claim_label_rows_insert
@@ -142,20 +142,39 @@ def _resolution_row(
     )
 
 
-def write_resolutions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None:
-    """Write the records' resolutions as imported resolutions and resolve their items.
+@dataclass
+class PendingResolutions:
+    """The resolutions of one chunk, checked and given ids, to write after the chunk's items.
+
+    Attributes:
+        rows: ``RESOLUTION_COLUMNS`` rows, each after its reserved id.
+        labels: ``(index of the resolution row, candidate id, claim label, {source id: version
+            id})`` of their claim labels.
+        stored_items: ``(item id, status, resolution id, version)`` of the stored items they
+            resolve (the chunk's new items are written resolved: ``ChunkKeys.item_resolutions``).
+    """
+
+    rows: list[tuple[Any, ...]]
+    labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]]
+    stored_items: list[tuple[int, str, int, int]]
+
+
+def prepare_resolutions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> PendingResolutions:
+    """Check the records' resolutions and reserve their ids; resolve the chunk's new items.
+
+    Fills ``keys.item_resolutions`` for the new items resolved (written by ``write_items``);
+    :func:`write_resolutions` writes the rest.
 
     Raises:
         RecordError: a different resolution is stored, or labelling is under way.
     """
+    pending = PendingResolutions([], [], [])
     given = _given(chunk, keys)
     if not given:
-        return
+        return pending
     items = _items(keys, given)
     stored = _stored_resolutions([r for _, r, _ in items.values() if r is not None])
     rows: list[tuple[Any, ...]] = []
-    # (index of the resolution row, candidate id, claim label, {source id: version id})
-    labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]] = []
     # (item id, its new version) of the items resolved
     updates: list[tuple[int, int]] = []
     now = db_datetime(timezone.now())
@@ -188,10 +207,19 @@ def write_resolutions(state: ImportState, chunk: Chunk, keys: ChunkKeys) -> None
             )
         rows.append(_resolution_row(state, item_id, policy_id, resolution, now))
         for claim_label in resolution.claim_labels:
-            labels.append((len(rows) - 1, g.candidate_id, claim_label, g.sources))
+            pending.labels.append((len(rows) - 1, g.candidate_id, claim_label, g.sources))
         updates.append((item_id, version + 1))
         state.resolved.append((item_id, resolution.status))
-    _insert(state, keys, rows, labels, updates)
+    ids = reserve_ids(Resolution._meta.db_table, len(rows))
+    pending.rows = [(pk, *row) for pk, row in zip(ids, rows, strict=True)]
+    new_items = set(keys.items.values())
+    resolved = ItemStatus.RESOLVED.value
+    for (item_id, version), pk in zip(updates, ids, strict=True):
+        if item_id in new_items:
+            keys.item_resolutions[item_id] = (resolved, pk, version)
+        else:
+            pending.stored_items.append((item_id, resolved, pk, version))
+    return pending
 
 
 def _items(keys: ChunkKeys, given: list[_Given]) -> dict[int, tuple[int, int | None, int]]:
@@ -215,15 +243,15 @@ def _items(keys: ChunkKeys, given: list[_Given]) -> dict[int, tuple[int, int | N
     return items
 
 
-def _insert(
-    state: ImportState,
-    keys: ChunkKeys,
-    rows: list[tuple[Any, ...]],
-    labels: list[tuple[int, int, ResolvedClaimLabelIn, dict[str, int]]],
-    updates: list[tuple[int, int]],
-) -> None:
-    """Insert the resolutions, their claim labels and evidence; point the items at them."""
-    resolution_ids = insert_rows(Resolution, RESOLUTION_COLUMNS, rows, with_ids=True)
+def write_resolutions(state: ImportState, keys: ChunkKeys, pending: PendingResolutions) -> None:
+    """Insert the resolutions, their claim labels and evidence; point stored items at them.
+
+    Runs after ``write_items``: the statement trigger that takes a resolution's project lock
+    finds the project through the resolution's item.
+    """
+    if not pending.rows:
+        return
+    insert_rows(Resolution, ("id", *RESOLUTION_COLUMNS), pending.rows)
     claims = keys.claims
     n_labels, n_evidence = claim_label_rows_insert(
         ResolvedClaimLabel,
@@ -232,7 +260,7 @@ def _insert(
         [
             (
                 (
-                    resolution_ids[row],
+                    pending.rows[row][0],
                     claims[(candidate_id, label.claim)],
                     label.label,
                     label.reason,
@@ -240,18 +268,11 @@ def _insert(
                 ),
                 [(sources[e.source], e.start, e.end, e.quote) for e in label.evidence],
             )
-            for row, candidate_id, label, sources in labels
+            for row, candidate_id, label, sources in pending.labels
         ],
     )
-    update_rows(
-        Item,
-        ["status", "resolution_id", "version"],
-        [
-            (item_id, ItemStatus.RESOLVED.value, resolution_id, version)
-            for (item_id, version), resolution_id in zip(updates, resolution_ids, strict=True)
-        ],
-    )
-    state.created["resolutions"] += len(rows)
+    update_rows(Item, ["status", "resolution_id", "version"], pending.stored_items)
+    state.created["resolutions"] += len(pending.rows)
     state.created["resolved_claim_labels"] += n_labels
     state.created["resolved_evidence"] += n_evidence
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from labeling.bulk import insert_rows
+from labeling.bulk import ids_by_key, insert_rows
 from labeling.importers.schema import RecordError, SourceIn, SourceVersionIn, echo
 from labeling.models import RetrievalLink, SourceDocument, SourceVersion
 from labeling.services.imports.common import db_datetime, text_sha256
@@ -94,9 +94,7 @@ def _documents(state: ImportState, uris: dict[str, str]) -> tuple[dict[str, int]
 
     Also returns the ids of the documents that were stored already (only they have versions).
     """
-    docs = dict(
-        SourceDocument.objects.filter(project=state.project, key__in=uris).values_list("key", "pk")
-    )
+    docs = ids_by_key(SourceDocument, "key", list(uris), project_id=state.project.pk)
     stored = list(docs.values())
     new_docs = [(state.project.pk, k, u) for k, u in uris.items() if k not in docs]
     doc_ids = insert_rows(SourceDocument, ("project_id", "key", "uri"), new_docs, with_ids=True)

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from labeling.importers.schema import WorkloadRecord
 from labeling.models import Evaluator, ImportBatch, Project
-from labeling.services.imports.common import text_sha256
 
 # A chunk of validated records: (location, record) pairs.
 Chunk = list[tuple[str, WorkloadRecord]]
@@ -68,9 +67,12 @@ class ChunkKeys:
         existing_ids: the ids of the chunk's questions imported before.
         candidates: ``{(question id, candidate key): candidate id}``.
         claims: ``{(candidate id, claim index): claim id}``.
-        items: ``{candidate id: item id}`` of the candidates created with the chunk.
-        record_sources: ``{external id: {source id: version id}}`` of the records whose
-            sources were asked for (a chunk holds one record per external id).
+        items: ``{candidate id: item id}`` of the candidates created with the chunk (their
+            items are written last, with their resolutions).
+        item_resolutions: ``{item id: (status, resolution id, version)}`` of the chunk's new
+            items that the chunk resolves.
+        record_sources: ``{external id: {source id: version id}}`` of the chunk's records (a
+            chunk holds one record per external id).
     """
 
     versions: dict[tuple[str, str], int]
@@ -79,12 +81,21 @@ class ChunkKeys:
     candidates: dict[tuple[int, str], int] = field(default_factory=dict)
     claims: dict[tuple[int, int], int] = field(default_factory=dict)
     items: dict[int, int] = field(default_factory=dict)
+    item_resolutions: dict[int, tuple[str, int, int]] = field(default_factory=dict)
     record_sources: dict[str, dict[str, int]] = field(default_factory=dict)
 
+    def remember_sources(self, chunk: Chunk, entries: list[tuple[str, str]]) -> None:
+        """Fill ``record_sources`` from the chunk's sources, hashed once.
+
+        ``entries`` are the ``(source id, sha256)`` of the chunk's sources, record by record and
+        source by source (as ``labeling.services.imports.sources.record_sources`` gives them).
+        """
+        keys = iter(entries)
+        for _, record in chunk:
+            self.record_sources[record.external_id] = {
+                s.id: self.versions[next(keys)] for s in record.sources
+            }
+
     def sources(self, record: WorkloadRecord) -> dict[str, int]:
-        """Return ``{source id: version id}`` of the sources ``record`` gives (hashed once)."""
-        known = self.record_sources.get(record.external_id)
-        if known is None:
-            known = {s.id: self.versions[(s.id, text_sha256(s.text))] for s in record.sources}
-            self.record_sources[record.external_id] = known
-        return known
+        """Return ``{source id: version id}`` of the sources ``record`` gives."""
+        return self.record_sources[record.external_id]

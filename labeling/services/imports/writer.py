@@ -1,9 +1,11 @@
 """Writing validated records chunk by chunk, table group after table group.
 
 One chunk is written in this order: its sources (documents and versions), its questions, their
-retrieval links, candidates (with items and claims), evaluator labels, prior annotations,
-resolutions and gold references. Every step either writes its rows or raises a
-:class:`RecordError`; the caller's transaction then rolls the whole import back.
+retrieval links, candidates (with claims), evaluator labels, prior annotations, the new
+candidates' items, resolutions and gold references. The resolutions are checked and given ids
+before the items are written, so an item the chunk resolves is written resolved (foreign keys are
+checked at commit: a row may name one written after it). Every step either writes its rows or
+raises a :class:`RecordError`; the caller's transaction then rolls the whole import back.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from labeling.importers.schema import SourceVersionIn
 from labeling.services.imports.evaluators import write_evaluator_labels
 from labeling.services.imports.gold import write_gold
 from labeling.services.imports.priors import write_prior_annotations
-from labeling.services.imports.questions import write_candidates, write_questions
-from labeling.services.imports.resolutions import write_resolutions
+from labeling.services.imports.questions import write_candidates, write_items, write_questions
+from labeling.services.imports.resolutions import prepare_resolutions, write_resolutions
 from labeling.services.imports.sources import (
     preamble_sources,
     record_sources,
@@ -42,11 +44,15 @@ class ImportWriter(ImportState):
             RecordError: a record conflicts with what is stored (changed question or candidate,
                 changed evaluator label or prior annotation, new question after the freeze).
         """
-        keys = ChunkKeys(versions=write_source_versions(self, record_sources(chunk)))
+        sources = record_sources(chunk)
+        keys = ChunkKeys(versions=write_source_versions(self, sources))
+        keys.remember_sources(chunk, [entry.key for entry in sources])
         write_questions(self, chunk, keys)
         write_links(self, chunk, keys)
         write_candidates(self, chunk, keys)
         write_evaluator_labels(self, chunk, keys)
         write_prior_annotations(self, chunk, keys)
-        write_resolutions(self, chunk, keys)
+        resolutions = prepare_resolutions(self, chunk, keys)
+        write_items(self, keys)
+        write_resolutions(self, keys, resolutions)
         write_gold(self, chunk, keys)
