@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from certification.locks import agreement_report_lock
 from certification.models import AgreementReport
+from certification.services.derived import SupersededInputs
 from certification.stats.agreement import AgreementSummary, Statistic, agreement_summary
 from labeling.exceptions import NotFound
 from labeling.models import Project
@@ -122,8 +123,9 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     transaction would stop every submit meanwhile), then opens a short one that locks the
     project's report row (creating it if needed, the unique project key serialising concurrent
     creators). ``computed_at`` is when the votes were read: a run that finds a report computed
-    from votes read after its own writes nothing, so a slow run that started on older votes can
-    never overwrite a newer report.
+    from votes read after its own writes nothing and raises ``SupersededInputs``, so a slow run
+    that started on older votes (or on a host whose clock lags) never overwrites a newer report,
+    and the caller keeps the change marks it read.
 
     Args:
         project_id: the project's id.
@@ -133,6 +135,7 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
 
     Raises:
         NotFound: no project has this id.
+        SupersededInputs: figures of votes read later are stored; nothing was written.
     """
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
@@ -168,7 +171,10 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     }
     with transaction.atomic():
         report, created = agreement_report_lock(project)
-        if not created and (report.input_sha256 == digest or report.computed_at > read_at):
+        if not created and report.computed_at > read_at:
+            # Figures read after ours are stored (a slow run, or another host's clock): keep them.
+            raise SupersededInputs(f"agreement of project {project_id}: newer figures stored")
+        if not created and report.input_sha256 == digest:
             logger.info(
                 "agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest}
             )

@@ -46,6 +46,15 @@ logger = logging.getLogger(__name__)
 
 Compute = Callable[[int], object]
 
+
+class SupersededInputs(Exception):  # noqa: N818 - a signal, not an error
+    """A recomputation found figures stored from inputs read after its own; it wrote nothing.
+
+    :func:`_covered_compute` then keeps the change rows it read (the stored figures may not
+    cover them): the next recomputation covers them, so none is ever deleted unseen.
+    """
+
+
 # After an enqueue failed, this process does not try the broker again for this many seconds:
 # during an outage a request pays for at most one failed attempt, not one per kind. The marks
 # are in the database, and the reconciler schedules them once the broker is back.
@@ -164,7 +173,11 @@ def _covered_compute(project_id: int, kind: str, compute: Compute) -> int:
         .order_by("pk")
         .values_list("pk", flat=True)
     )
-    compute(project_id)
+    try:
+        compute(project_id)
+    except SupersededInputs:
+        logger.info("derived.superseded", extra={"project_id": project_id, "kind": kind})
+        return 0
     top = max(ids, default=0)
     with transaction.atomic():
         if ids:

@@ -49,6 +49,7 @@ from certification.selectors.reliability import (
     gold_matrices,
     reliability_inputs,
 )
+from certification.services.derived import SupersededInputs
 from certification.stats.agreement import Statistic, krippendorff_alpha_nominal
 from certification.stats.reliability import (
     ASSUMPTIONS,
@@ -304,7 +305,8 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
 
     Concurrency: as ``agreement_recompute``: reads and computes outside any write
     transaction, then locks the report row in a short one; ``computed_at`` is when the inputs
-    were read, and a report computed from inputs read later is never overwritten.
+    were read, and a report computed from inputs read later is never overwritten (raises
+    ``SupersededInputs``).
 
     Args:
         project_id: the project's id.
@@ -314,6 +316,7 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
 
     Raises:
         NotFound: no project has this id.
+        SupersededInputs: figures of inputs read later are stored; nothing was written.
     """
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
@@ -328,7 +331,10 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
     result = reliability_result(inputs)
     with transaction.atomic():
         report, created = reliability_report_lock(project)
-        if not created and (report.input_sha256 == digest or report.computed_at > read_at):
+        if not created and report.computed_at > read_at:
+            # Figures read after ours are stored (a slow run, or another host's clock): keep them.
+            raise SupersededInputs(f"reliability of project {project_id}: newer figures stored")
+        if not created and report.input_sha256 == digest:
             logger.info("reliability.unchanged", extra={"project_id": project_id})
             return report
         report.result = result

@@ -683,9 +683,13 @@ def annotation_submit(
     # Compare-and-set on the status read before the lock: the first submit of a live lease
     # flips it here; one that changed meanwhile (released, skipped, submitted by another tab)
     # is read again and decided below.
-    if assignment.status == AssignmentStatus.LEASED and _submitted_flip(assignment):
+    flipped = assignment.status == AssignmentStatus.LEASED and _submitted_flip(assignment)
+    if not flipped:
+        # Read under the lock: it may have been leased again (revived by a new claim) too.
+        assignment.refresh_from_db(fields=["status", "submitted_at"])
+        flipped = assignment.status == AssignmentStatus.LEASED and _submitted_flip(assignment)
+    if flipped:
         return _first_submit(assignment=assignment, **write_args)
-    assignment.refresh_from_db(fields=["status", "submitted_at"])
     if assignment.status == AssignmentStatus.SUBMITTED:
         return _revise(assignment=assignment, **write_args)
     logger.info(

@@ -11,7 +11,12 @@ the lock being free. The lock is let go when the transaction commits or rolls ba
 the kernel when the process dies. A waiter that does not get it within the busy timeout
 (``OPTIONS["timeout"]``) gets ``OperationalError: database is locked``, as from SQLite.
 
-An in-memory database (the tests' default) has no file and takes no lock.
+The lock file sits beside the database file the connection opened (its absolute path is
+taken when connecting, as SQLite resolves a relative name then). A process forked while it
+holds the lock (``os.fork`` without ``exec``) closes its copy of the lock file in the child,
+so the lock still ends with its holder and the child never releases the parent's lock.
+
+An in-memory database has no file and takes no lock.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+import weakref
 from typing import Any
 
 from django.db import OperationalError
@@ -31,19 +37,40 @@ POLL_SECONDS = 0.0005
 _SQLiteWrapper: Any = base.DatabaseWrapper
 
 
+# Every wrapper of this process, so that a forked child can let go of its copies.
+_WRAPPERS: weakref.WeakSet[DatabaseWrapper] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    """In a forked child: close the inherited lock files, hold nothing (``os.register_at_fork``)."""
+    for wrapper in list(_WRAPPERS):
+        if wrapper._writers_fd is not None:
+            os.close(wrapper._writers_fd)  # the parent's lock stays the parent's
+        wrapper._writers_fd = None
+        wrapper._writers_held = False
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 class DatabaseWrapper(_SQLiteWrapper):
     """SQLite whose write transactions queue on ``<database>.writers.lock`` (module docstring)."""
 
     _writers_fd: int | None = None
     _writers_held = False
+    _writers_path: str | None = None
 
-    def _writers_lock_path(self) -> str | None:
-        if self.is_in_memory_db() or self.transaction_mode != "IMMEDIATE":
-            return None
-        return f"{self.settings_dict['NAME']}.writers.lock"
+    def get_new_connection(self, conn_params: Any) -> Any:
+        """Open the database and note the writers' lock file beside it (None: in memory)."""
+        conn = super().get_new_connection(conn_params)
+        in_memory = self.is_in_memory_db() or self.transaction_mode != "IMMEDIATE"
+        name = os.path.abspath(self.settings_dict["NAME"])
+        self._writers_path = None if in_memory else f"{name}.writers.lock"
+        _WRAPPERS.add(self)
+        return conn
 
     def _writers_acquire(self) -> None:
-        path = self._writers_lock_path()
+        path = self._writers_path
         if path is None or self._writers_held:
             return
         if self._writers_fd is None:

@@ -18,13 +18,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD = """
-import sys, time, django
+import os, sys, time, django
 django.setup()
 from django.db import connection, transaction
 mode = sys.argv[1]
 try:
     with transaction.atomic():
         connection.cursor().execute("INSERT INTO t (who) VALUES (%s)", [mode])
+        if mode == "hold-fork":  # a child forked without exec outlives its parent
+            child = os.fork()
+            if child == 0:
+                time.sleep(60)
+                os._exit(0)
+            print(child, flush=True)
         print("in", flush=True)
         if mode.startswith("hold"):
             sys.stdin.readline()  # the test says when to end
@@ -113,3 +119,18 @@ def test_a_writer_that_waits_past_the_busy_timeout_is_told_the_database_is_locke
     assert writer.returncode == 3
     assert "OperationalError database is locked" in out
     assert rows(database) == ["hold"]
+
+
+def test_a_child_forked_by_the_holder_does_not_keep_the_lock_when_the_holder_dies(database):
+    holder = child(database, "hold-fork")
+    forked = int(holder.stdout.readline())
+    try:
+        assert holder.stdout.readline().strip() == "in"
+        writer = child(database, "write", timeout=10)
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=30)
+        out, _ = writer.communicate(timeout=30)  # well before the child's 60 s are up
+        assert writer.returncode == 0, out
+        assert rows(database) == ["write"]
+    finally:
+        os.kill(forked, signal.SIGKILL)

@@ -9,6 +9,7 @@ import pytest
 
 from certification.models import AgreementReport
 from certification.services import agreement_recompute, votes_sha256
+from certification.services.derived import SupersededInputs
 from certification.stats.agreement import NO_VARIATION, agreement_summary
 from labeling.exceptions import NotFound
 from labeling.models import CANNOT_DECIDE
@@ -198,12 +199,50 @@ def test_a_run_on_older_votes_never_overwrites_a_report_of_newer_ones(
     earlier = newer.computed_at - timedelta(hours=1)
     monkeypatch.setattr(agreement_module.timezone, "now", lambda: earlier)
     assert timezone.now() == earlier
-    kept = agreement_recompute(project_id=project.pk)
-    assert _content(kept) == _content(newer)
+    with pytest.raises(SupersededInputs):
+        agreement_recompute(project_id=project.pk)
     assert _content(AgreementReport.objects.get(project=project)) == _content(newer)
     monkeypatch.undo()
     fresh = agreement_recompute(project_id=project.pk)
     assert fresh.answer["n_votes"] == newer.answer["n_votes"] + 1
+
+
+def test_a_superseded_run_keeps_the_change_marks_so_the_figure_stays_stale(
+    project, items, cast_vote, voted, monkeypatch
+):
+    """A run on a lagging clock writes nothing and deletes no mark: never "current" unseen."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from certification.selectors import derived_freshness
+    from certification.services.derived import derived_recompute
+    from certification.tasks import DERIVED_COMPUTE
+    from labeling.derived import derived_mark
+    from labeling.models import DerivedKind
+
+    def recompute():
+        return derived_recompute(
+            project_id=project.pk,
+            kind=DerivedKind.AGREEMENT,
+            compute=DERIVED_COMPUTE[DerivedKind.AGREEMENT],
+        )
+
+    assert recompute() == "done"
+    stored = AgreementReport.objects.get(project=project)
+    cast_vote(items[5], voted[0], "abstained")
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT])
+    lagging = stored.computed_at - timedelta(seconds=2)
+    monkeypatch.setattr(timezone, "now", lambda: lagging)
+    recompute()
+    monkeypatch.undo()
+    freshness = derived_freshness(project=project)["agreement"]
+    assert not freshness.current and freshness.newer_changes == 1
+    assert AgreementReport.objects.get(project=project).answer == stored.answer
+    assert recompute() == "done"
+    assert derived_freshness(project=project)["agreement"].current
+    report = AgreementReport.objects.get(project=project)
+    assert report.answer["n_votes"] == stored.answer["n_votes"] + 1
 
 
 def test_project_without_votes_gets_an_empty_report(project):

@@ -480,3 +480,32 @@ def test_every_problem_of_a_submit_is_reported_at_once(project, item):
     assert exc.value.field == "answer_reason"
     assert exc.value.message.endswith("(and 2 more)")
     assert row_counts() == before
+
+
+def test_a_submit_whose_lease_was_revived_before_the_item_lock_is_saved(project, item, monkeypatch):
+    """Read expired, leased again by the annotator's next claim before the lock: saved."""
+    from labeling.services import annotations as annotations_module
+    from labeling.services.assignments import item_claim_next
+
+    long_ago = timezone.now() - timedelta(days=1)
+    assignment = AssignmentFactory(
+        item=item,
+        status=AssignmentStatus.EXPIRED,
+        leased_at=long_ago,
+        lease_expires_at=long_ago + timedelta(minutes=30),
+        ended_at=long_ago + timedelta(minutes=30),
+    )
+    Item.objects.filter(pk=item.pk).update(assigned_count=0)
+    real_lock = annotations_module.project_label_writes_lock
+    revived = []
+
+    def claim_in_between(project_id):
+        real_lock(project_id)
+        revived.append(item_claim_next(project=project, actor=assignment.annotator))
+
+    monkeypatch.setattr(annotations_module, "project_label_writes_lock", claim_in_between)
+    annotation = submit(project, assignment, agreeing(item))
+    assert [a.pk for a in revived] == [assignment.pk]
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.SUBMITTED
+    assert annotation.assignment_id == assignment.pk and annotation.revision_count == 1
