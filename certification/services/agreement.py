@@ -171,14 +171,14 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     }
     with transaction.atomic():
         report, created = agreement_report_lock(project)
-        if not created and report.computed_at > read_at:
-            # Figures read after ours are stored (a slow run, or another host's clock): keep them.
-            raise SupersededInputs(f"agreement of project {project_id}: newer figures stored")
         if not created and report.input_sha256 == digest:
             logger.info(
                 "agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest}
             )
             return report
+        if not created and report.computed_at > read_at:
+            # Figures read after ours are stored (a slow run, or another host's clock): keep them.
+            raise SupersededInputs(f"agreement of project {project_id}: newer figures stored")
         report.computed_at = read_at
         report.input_sha256 = digest
         report.policy_version = votes.policy_version

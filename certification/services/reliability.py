@@ -331,12 +331,12 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
     result = reliability_result(inputs)
     with transaction.atomic():
         report, created = reliability_report_lock(project)
-        if not created and report.computed_at > read_at:
-            # Figures read after ours are stored (a slow run, or another host's clock): keep them.
-            raise SupersededInputs(f"reliability of project {project_id}: newer figures stored")
         if not created and report.input_sha256 == digest:
             logger.info("reliability.unchanged", extra={"project_id": project_id})
             return report
+        if not created and report.computed_at > read_at:
+            # Figures read after ours are stored (a slow run, or another host's clock): keep them.
+            raise SupersededInputs(f"reliability of project {project_id}: newer figures stored")
         report.result = result
         report.computed_at = read_at
         report.input_sha256 = digest
