@@ -61,11 +61,15 @@ class DatabaseWrapper(_SQLiteWrapper):
     _writers_path: str | None = None
 
     def get_new_connection(self, conn_params: Any) -> Any:
-        """Open the database and note the writers' lock file beside it (None: in memory)."""
+        """Open the database and note the writers' lock file beside it.
+
+        None (no lock) for an in-memory database, and unless write transactions begin
+        ``IMMEDIATE`` (only then does every atomic block take SQLite's write lock at once).
+        """
         conn = super().get_new_connection(conn_params)
-        in_memory = self.is_in_memory_db() or self.transaction_mode != "IMMEDIATE"
+        unlocked = self.is_in_memory_db() or self.transaction_mode != "IMMEDIATE"
         name = os.path.abspath(self.settings_dict["NAME"])
-        self._writers_path = None if in_memory else f"{name}.writers.lock"
+        self._writers_path = None if unlocked else f"{name}.writers.lock"
         _WRAPPERS.add(self)
         return conn
 
