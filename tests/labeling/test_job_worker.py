@@ -38,7 +38,11 @@ from tests.labeling.test_celery_worker import (
 pytestmark = pytest.mark.celery_worker
 
 JOB_TIMEOUT = 300.0
-QUESTIONS = 2000  # 4,000 items; 4 chunks of the import
+# 20,000 items: the import runs for seconds, so the 0.05 s poll sees it mid-way (2,000 questions
+# took 0.33 s, shorter than a heartbeat and a poll together, and the progress went unseen).
+QUESTIONS = 10_000
+HEARTBEAT = 0.1
+POLL = 0.05
 
 
 def _start_worker(log: Path, job_root: Path, heartbeat: float) -> subprocess.Popen[bytes]:
@@ -93,7 +97,7 @@ def _wait(job_id: int, worker: subprocess.Popen[bytes], log: Path) -> tuple[Job,
             return job, seen
         assert worker.poll() is None, f"worker exited:\n{log.read_text()}"
         assert time.monotonic() < deadline, f"job {job_id} not done:\n{log.read_text()}"
-        time.sleep(0.2)
+        time.sleep(POLL)
 
 
 def _warm_up(client: Any) -> None:
@@ -122,7 +126,7 @@ def test_a_large_import_and_a_large_start_run_in_the_worker_while_the_request_re
     client = api(Role.MANAGER)
     _warm_up(client)
     log = tmp_path / "worker.log"
-    worker = _start_worker(log, _job_storage, heartbeat=0.2)
+    worker = _start_worker(log, _job_storage, heartbeat=HEARTBEAT)
     try:
         # when a manager uploads a large file
         upload = _upload(QUESTIONS)
@@ -146,7 +150,7 @@ def test_a_large_import_and_a_large_start_run_in_the_worker_while_the_request_re
         body = client.get(f"/api/projects/study/jobs/{job_id}/").json()
         assert (body["status"], body["percent"]) == ("done", 100)
 
-        # when the manager starts labelling on its 4,000 items
+        # when the manager starts labelling on its 20,000 items
         began = time.monotonic()
         response = client.post("/api/projects/study/labelling/start/")
         start_seconds = time.monotonic() - began
@@ -178,7 +182,7 @@ def test_an_import_whose_worker_is_killed_is_recovered_and_completed_by_another_
     settings.JOB_HEARTBEAT_LAPSE = 3.0
     client = api(Role.MANAGER)
     log = tmp_path / "worker.log"
-    worker = _start_worker(log, _job_storage, heartbeat=0.2)
+    worker = _start_worker(log, _job_storage, heartbeat=HEARTBEAT)
     try:
         response = client.post(
             "/api/projects/study/imports/", {"file": _upload(QUESTIONS)}, format="multipart"
@@ -187,16 +191,17 @@ def test_an_import_whose_worker_is_killed_is_recovered_and_completed_by_another_
         job_id = response.json()["id"]
         # given the worker is in the middle of the import
         deadline = time.monotonic() + JOB_TIMEOUT
-        while Job.objects.get(pk=job_id).progress_done == 0:
+        while not 0 < (job := Job.objects.get(pk=job_id)).progress_done < job.progress_total:
+            assert not job.finished, f"the import ended before it was seen mid-way: {job.status}"
             assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+            time.sleep(POLL)
         # when it is killed with SIGKILL (its transaction is rolled back)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
         assert Job.objects.get(pk=job_id).status == JobStatus.RUNNING
         assert not Question.objects.filter(project=project).exists()
         # and another worker comes; the recovery finds the lapsed heartbeat
-        worker = _start_worker(log, _job_storage, heartbeat=0.2)
+        worker = _start_worker(log, _job_storage, heartbeat=HEARTBEAT)
         time.sleep(settings.JOB_HEARTBEAT_LAPSE + 0.5)
         assert jobs_recover() == [job_id]
         # then the job is run again, to the end, exactly once
