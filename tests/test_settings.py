@@ -24,7 +24,8 @@ REPORT = (
     "import json, django; django.setup(); from django.conf import settings as s; "
     "print(json.dumps({'engine': s.DATABASES['default']['ENGINE'], 'debug': s.DEBUG, "
     "'broker': s.CELERY_BROKER_URL, 'eager': s.CELERY_TASK_ALWAYS_EAGER, "
-    "'conn_max_age': s.DATABASES['default']['CONN_MAX_AGE']}))"
+    "'conn_max_age': s.DATABASES['default']['CONN_MAX_AGE'], "
+    "'options': s.DATABASES['default'].get('OPTIONS', {})}, default=str))"
 )
 
 
@@ -84,12 +85,43 @@ def test_no_environment_means_sqlite_and_eager_celery():
         "broker": "memory://",
         "eager": True,
         "conn_max_age": 0,
+        "options": {
+            "timeout": 120,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
     }
 
 
 def test_database_url_selects_postgresql():
     settings = report(DATABASE_URL="postgres://certlabel@db.example.org:5432/certlabel")
     assert settings["engine"] == "django.db.backends.postgresql"
+    assert settings["options"] == {"server_side_binding": True, "prepare_threshold": 5}
+
+
+def test_prepared_statements_can_be_turned_off_for_a_pooler():
+    settings = report(
+        DATABASE_URL="postgres://certlabel@db.example.org:5432/certlabel",
+        DATABASE_PREPARED_STATEMENTS="false",
+    )
+    assert settings["options"] == {}
+
+
+@pytest.mark.django_db
+def test_postgresql_prepares_a_statement_the_connection_runs_again():
+    """Server-side binding: psycopg prepares a statement from its sixth run on a connection."""
+    from django.db import connection
+
+    from labeling.models import Project
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only")
+    for _ in range(6):
+        list(Project.objects.filter(slug="no-such-project"))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any('FROM "labeling_project"' in statement for statement in prepared), prepared
 
 
 def test_redis_broker_turns_eager_execution_off():

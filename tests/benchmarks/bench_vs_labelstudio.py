@@ -40,8 +40,13 @@ Phases, each product in turn (certlabel, then Label Studio, then again for ``--r
    results (recomputed in the background after each import) are current, and the time that
    took is printed: the loop is measured on its own, not beside the 50,000-task recomputation.
 4. **label loop with think time**: as 3, on a new project, with ``--think-clients`` annotators
-   (default 32) who each wait ``--think`` seconds (default 1) after a cycle, as people do;
-   reported: the p95 of next and of submit, each.
+   (default 32) who each wait a think time of mean ``--think`` seconds (default 1) after a
+   cycle, as people do; reported: the p95 of next and of submit, each. People do not click in
+   step: each client starts at a random moment of its first think time, and each think time is
+   drawn uniformly from ``think × (1 ± --think-spread)`` (default 0.5, so 0.5–1.5 s).
+   ``--think-spread 0`` is the lock-step model instead: every client starts at once and waits
+   exactly ``--think``, so every second all of them send their request in the same instant
+   and the p95 measures how long that burst takes to drain.
 
 Servers: certlabel under gunicorn (``--workers``, threads enough for every client), on the
 embedded default (a SQLite file, Celery tasks in-process) and, with ``--postgres``, on
@@ -61,6 +66,7 @@ import argparse
 import http.client
 import json
 import os
+import random
 import secrets
 import shutil
 import sqlite3
@@ -321,16 +327,32 @@ class Loop:
 Cycle = Callable[[], tuple[float, float] | None]
 
 
-def run_loop(clients: list[Cycle], seconds: float, loop: Loop, think: float = 0.0) -> float:
+def run_loop(
+    clients: list[Cycle], seconds: float, loop: Loop, think: float = 0.0, spread: float = 0.0
+) -> float:
     """Run each client's cycle until ``seconds`` pass or it has no work; return the wall time.
 
-    ``think``: seconds each client waits after a cycle (an annotator reading the next task).
+    ``think``: the mean seconds each client waits after a cycle (an annotator reading the next
+    task). ``spread`` (0 to 1): with it, each client first waits a random part of one think
+    time, and each wait is uniform on ``think * (1 - spread)`` to ``think * (1 + spread)``;
+    with 0, every client starts at once and waits exactly ``think``.
     """
     barrier = threading.Barrier(len(clients) + 1)
     deadline: list[float] = []
+    # Seeded: the same arrival pattern for both products in a run.
+    draws = random.Random(20261202)
+    lock = threading.Lock()
+
+    def pause() -> float:
+        with lock:
+            return think * draws.uniform(1 - spread, 1 + spread)
 
     def worker(cycle: Cycle) -> None:
         barrier.wait()
+        if think and spread:
+            with lock:
+                first = draws.uniform(0, think)
+            time.sleep(first)
         empty = 0
         while time.perf_counter() < deadline[0]:
             try:
@@ -347,7 +369,7 @@ def run_loop(clients: list[Cycle], seconds: float, loop: Loop, think: float = 0.
             empty = 0
             loop.add(took)
             if think:
-                time.sleep(think)
+                time.sleep(pause() if spread else think)
 
     threads = [threading.Thread(target=worker, args=(c,)) for c in clients]
     for thread in threads:
@@ -812,16 +834,26 @@ def measure(product: Any, n: int, files: dict[str, Path], clients: list[int], ar
         product.settle()
         loop = Loop()
         clients_ = [product.client(i) for i in range(args.think_clients)]
-        wall = run_loop(clients_, args.loop_seconds, loop, think=args.think)
+        wall = run_loop(
+            clients_, args.loop_seconds, loop, think=args.think, spread=args.think_spread
+        )
         out["think"] = loop_figures(loop, wall, product.over_overlap())
         f = out["think"]
         print(
-            f"  {product.name}: {args.think_clients} clients, {args.think:g} s think: "
+            f"  {product.name}: {args.think_clients} clients, {think_label(args)}: "
             f"next p95 {f['next_p95_ms']:.0f} ms, submit p95 {f['submit_p95_ms']:.0f} ms, "
             f"{f['over_overlap']} over overlap, {f['errors']} errors {f['first_error']}",
             flush=True,
         )
     return out
+
+
+def think_label(args: argparse.Namespace) -> str:
+    """The think-time model in words, e.g. ``1 s think (0.5-1.5 s, random starts)``."""
+    if not args.think_spread:
+        return f"{args.think:g} s think (lock-step)"
+    low, high = args.think * (1 - args.think_spread), args.think * (1 + args.think_spread)
+    return f"{args.think:g} s think ({low:g}-{high:g} s, random starts)"
 
 
 def ratio(theirs: float | None, ours: float | None) -> str:
@@ -910,7 +942,7 @@ def report(results: dict[tuple[str, int], list[dict]], args) -> None:
                     )
                 )
             print(
-                f"| next / submit, {args.think_clients} clients, {args.think:g} s think | "
+                f"| next / submit, {args.think_clients} clients, {think_label(args)} | "
                 f"{args.loop_tasks:,} | {cells['ls']} | {cells['sqlite']} | "
                 f"{cells['postgres']} | target p95 < {THINK_P95_TARGET_MS} ms each |"
             )
@@ -927,7 +959,15 @@ def main() -> None:
     parser.add_argument(
         "--think-clients", type=int, default=32, help="clients of the think-time loop (0: none)"
     )
-    parser.add_argument("--think", type=float, default=1.0, help="seconds between two cycles")
+    parser.add_argument(
+        "--think", type=float, default=1.0, help="mean seconds between two cycles of a client"
+    )
+    parser.add_argument(
+        "--think-spread",
+        type=float,
+        default=0.5,
+        help="think times uniform on think x (1 +- spread), random starts; 0: lock-step",
+    )
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--workers", type=int, default=max(2, (os.cpu_count() or 1) * 2))
     parser.add_argument("--postgres", help="a PostgreSQL server URL: certlabel runs there too")
@@ -936,6 +976,8 @@ def main() -> None:
     if args.certlabel_setup_child is not None:
         certlabel_setup_child(*args.certlabel_setup_child)
         return
+    if not 0 <= args.think_spread <= 1:
+        parser.error("--think-spread: from 0 to 1")
     bin_dir = label_studio_venv(args.label_studio_venv) if args.with_label_studio else None
     annotators = max([*args.clients, args.think_clients])
     results: dict[tuple[str, int], list[dict]] = {}
