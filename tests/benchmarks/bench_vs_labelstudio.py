@@ -339,7 +339,8 @@ def run_loop(
     """
     barrier = threading.Barrier(len(clients) + 1)
     deadline: list[float] = []
-    # Seeded: the same arrival pattern for both products in a run.
+    # Seeded: the same draws in every run and for both products (which client gets which draw
+    # follows the order in which they ask).
     draws = random.Random(20261202)
     lock = threading.Lock()
 
@@ -349,10 +350,10 @@ def run_loop(
 
     def worker(cycle: Cycle) -> None:
         barrier.wait()
-        if think and spread:
+        if spread:
             with lock:
-                first = draws.uniform(0, think)
-            time.sleep(first)
+                start = draws.uniform(0, think)
+            time.sleep(start)
         empty = 0
         while time.perf_counter() < deadline[0]:
             try:
@@ -369,7 +370,7 @@ def run_loop(
             empty = 0
             loop.add(took)
             if think:
-                time.sleep(pause() if spread else think)
+                time.sleep(pause())
 
     threads = [threading.Thread(target=worker, args=(c,)) for c in clients]
     for thread in threads:
