@@ -34,11 +34,11 @@ def agreement_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
     }
 
 
-def derived_schedule_after_commit(project_id: int, kind: str) -> None:
-    """Schedule a marked (project, kind); the scheduler ``labeling.derived`` calls after commit."""
-    from certification.services.derived import derived_schedule
+def derived_schedule_after_commit(project_id: int, kinds: tuple[str, ...]) -> None:
+    """Schedule a project's marked kinds; the scheduler ``labeling.derived`` calls after commit."""
+    from certification.services.derived import derived_schedule_kinds
 
-    derived_schedule(project_id=project_id, kind=kind)
+    derived_schedule_kinds(project_id=project_id, kinds=kinds)
 
 
 def derived_reconcile_now() -> None:
@@ -79,7 +79,7 @@ class CertificationConfig(AppConfig):
         """Register the scheduler of the derived results; add the dashboard panels.
 
         Every write that marks a derived result stale (``labeling.derived.derived_mark``)
-        hands the (project, kind) to :func:`derived_schedule_after_commit` after its commit.
+        hands the project's marked kinds to :func:`derived_schedule_after_commit` after its commit.
 
         The panel (``labeling.views.panels``) shows the agreement figures on the project
         dashboard to managers and adjudicators; rater names only to managers

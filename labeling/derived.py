@@ -3,9 +3,9 @@
 A write that changes an input of a derived result calls :func:`derived_mark` inside its
 transaction: one :class:`~labeling.models.DerivedChange` row per kind is inserted, so the mark
 commits or rolls back with the write. After the commit, the kinds marked by the transaction are
-handed, once each, to the scheduler registered by the app that computes them
-(``certification`` registers it in its ``AppConfig.ready``; ``labeling`` never imports
-``certification``). All the marks and after-commit events of one transaction share one
+handed, once each and a project's kinds together, to the scheduler registered by the app that
+computes them (``certification`` registers it in its ``AppConfig.ready``; ``labeling`` never
+imports ``certification``). All the marks and after-commit events of one transaction share one
 ``on_commit`` callback (:class:`CommitBatch`), so a request that submits a vote and resolves an
 item hands each kind over once.
 
@@ -27,16 +27,18 @@ logger = logging.getLogger(__name__)
 
 ALL_KINDS: tuple[str, ...] = tuple(DerivedKind.values)
 
-Scheduler = Callable[[int, str], None]
+# Called with a project id and the kinds marked in it (sorted, each once).
+Scheduler = Callable[[int, tuple[str, ...]], None]
 _schedulers: dict[str, Scheduler] = {}
 
 
 def derived_scheduler_register(name: str, scheduler: Scheduler) -> None:
-    """Register (or replace, by ``name``) a function called with (project id, kind) after commit.
+    """Register (or replace, by ``name``) a function called with (project id, kinds) after commit.
 
     Args:
         name: a stable name; registering the same name again replaces the function.
-        scheduler: called once per (project, kind) marked by a committed transaction.
+        scheduler: called once per project marked by a committed transaction, with the kinds
+            marked in it (sorted, each once).
     """
     _schedulers[name] = scheduler
 
@@ -73,7 +75,7 @@ class CommitBatch:
         return keys
 
     def __call__(self) -> None:
-        """Run the events, then hand each marked (project, kind) to every scheduler once."""
+        """Run the events, then hand each marked project's kinds to every scheduler once."""
         for event in self.events:
             try:
                 event()
@@ -81,14 +83,17 @@ class CommitBatch:
                 logger.exception("derived.event_failed")
         if self.handed_over:
             return
+        marked: dict[int, list[str]] = {}
         for project_id, kind in sorted(self._take_keys()):
+            marked.setdefault(project_id, []).append(kind)
+        for project_id, kinds in marked.items():
             for name, scheduler in list(_schedulers.items()):
                 try:
-                    scheduler(project_id, kind)
+                    scheduler(project_id, tuple(kinds))
                 except Exception:
                     logger.exception(
                         "derived.schedule_failed",
-                        extra={"project_id": project_id, "kind": kind, "scheduler": name},
+                        extra={"project_id": project_id, "kinds": kinds, "scheduler": name},
                     )
 
 

@@ -35,7 +35,12 @@ class ApiTokenAuthentication(TokenAuthentication):
             AuthenticationFailed: the token is unknown, revoked or expired, or its user is
                 inactive (HTTP 401).
         """
-        token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
+        token = (
+            ApiToken.objects.select_related("user")
+            .filter(digest=token_digest(key))
+            .order_by("pk")  # the digest is unique: no need of the default ordering
+            .first()
+        )
         if token is None:
             raise AuthenticationFailed("invalid token", code="token_invalid")
         if token.revoked_at is not None:

@@ -42,9 +42,9 @@ from labeling.models import (
     Question,
     Resolution,
     ResolutionStatus,
-    RetrievalLink,
 )
 from labeling.permissions import REVIEWERS, require_role
+from labeling.rows import select_rows
 from labeling.selectors.catalog import UNASSIGNED
 from labeling.selectors.policies import (
     LabelChoice,
@@ -75,7 +75,16 @@ def labelling_policy_get(*, project: Project) -> LabelPolicy:
     Raises:
         InvalidTransition: labelling has not started (no frozen policy).
     """
-    policy = project.policies.filter(frozen_at__isnull=False).order_by("-version").first()
+    # Read two or three times in every labelling request: raw SQL through ``Manager.raw`` (the
+    # model, with its field converters) costs about a quarter of the CPU of the queryset.
+    found = list(
+        LabelPolicy.objects.raw(
+            "SELECT * FROM labeling_labelpolicy WHERE project_id = %s "
+            "AND frozen_at IS NOT NULL ORDER BY version DESC LIMIT 1",
+            [project.pk],
+        )
+    )
+    policy = found[0] if found else None
     if policy is None or project.labelling_started_at is None:
         raise InvalidTransition(
             f"labelling has not started in project {project.slug!r}; a manager starts it"
@@ -568,22 +577,52 @@ def claim_rows(claims: Iterable[Claim]) -> tuple[ClaimRow, ...]:
 
 
 def source_rows(question_id: int) -> tuple[SourceRow, ...]:
-    """Return the pinned source versions of a question, by retrieval rank. One query."""
-    links = (
-        RetrievalLink.objects.filter(question_id=question_id)
-        .select_related("source_version__document")
-        .order_by("rank", "pk")
+    """Return the pinned source versions of a question, by retrieval rank. One query.
+
+    Every labelling form reads them: one plain statement (:mod:`labeling.rows`), the rows of
+    ``RetrievalLink.objects.filter(question_id=...).select_related("source_version__document")
+    .order_by("rank", "pk")``.
+    """
+    rows = select_rows(
+        "SELECT v.id, d.key, v.uri, d.uri, v.text, v.sha256, l.rank "
+        "FROM labeling_retrievallink l "
+        "JOIN labeling_sourceversion v ON v.id = l.source_version_id "
+        "JOIN labeling_sourcedocument d ON d.id = v.document_id "
+        "WHERE l.question_id = %s ORDER BY l.rank, l.id",
+        [question_id],
     )
     return tuple(
-        SourceRow(
-            id=link.source_version_id,
-            document_key=link.source_version.document.key,
-            uri=link.source_version.uri or link.source_version.document.uri,
-            text=link.source_version.text,
-            sha256=link.source_version.sha256,
-            rank=link.rank,
-        )
-        for link in links
+        SourceRow(id=v_id, document_key=key, uri=v_uri or d_uri, text=text, sha256=sha, rank=rank)
+        for v_id, key, v_uri, d_uri, text, sha, rank in rows
+    )
+
+
+def _form_item(*, project: Project, item_id: int) -> tuple[int, str, int, str, int, str] | None:
+    """Return an item's id and status; its candidate's id, text and question id; the question text.
+
+    None if the item is not in ``project``. One plain statement (:mod:`labeling.rows`): the
+    labelling form reads it on every next item.
+    """
+    rows = select_rows(
+        "SELECT i.id, i.status, c.id, c.text, c.question_id, q.text FROM labeling_item i "
+        "JOIN labeling_candidateanswer c ON c.id = i.candidate_id "
+        "JOIN labeling_question q ON q.id = c.question_id "
+        "WHERE i.id = %s AND i.project_id = %s",
+        [item_id, project.pk],
+    )
+    return rows[0] if rows else None
+
+
+def _form_claims(candidate_id: int) -> tuple[ClaimRow, ...]:
+    """Return the claims of a candidate, by index. One plain statement (:mod:`labeling.rows`)."""
+    rows = select_rows(
+        'SELECT id, "index", text, "start", "end", unanchored '
+        'FROM labeling_claim WHERE candidate_id = %s ORDER BY "index"',
+        [candidate_id],
+    )
+    return tuple(
+        ClaimRow(pk, index, text, start, end, bool(unanchored))
+        for pk, index, text, start, end, unanchored in rows
     )
 
 
@@ -816,16 +855,11 @@ def labelling_form_view(*, project: Project, assignment: Assignment) -> Labellin
         NotFound: the assignment's item is not in ``project``.
         InvalidTransition: labelling has not started.
     """
-    item = (
-        Item.objects.filter(project=project, pk=assignment.item_id)
-        .select_related("candidate__question")
-        .prefetch_related(Prefetch("candidate__claims", queryset=Claim.objects.order_by("index")))
-        .first()
-    )
-    if item is None:
+    found = _form_item(project=project, item_id=assignment.item_id)
+    if found is None:
         raise NotFound(f"no assignment {assignment.pk} in project {project.slug!r}")
+    item_id, item_status, candidate_id, candidate_text, question_id, question_text = found
     policy = labelling_policy_get(project=project)
-    candidate = item.candidate
     current: Vote | None = None
     if assignment.status == AssignmentStatus.SUBMITTED:
         annotation = (
@@ -842,7 +876,7 @@ def labelling_form_view(*, project: Project, assignment: Assignment) -> Labellin
         if annotation is not None:
             revision = _current_revision(annotation)
             current = Vote(
-                item_id=item.pk,
+                item_id=item_id,
                 live=True,
                 ref=annotation.pk,
                 # Not the slot: "slot 2" would tell the annotator that someone else has slot 1.
@@ -864,16 +898,16 @@ def labelling_form_view(*, project: Project, assignment: Assignment) -> Labellin
             )
     # Gold work stays editable like an item still collecting votes (nothing may tell it apart).
     collecting = ItemStatus.GOLD if assignment.gold else ItemStatus.OPEN
-    editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item.status == collecting
+    editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item_status == collecting
     return LabellingFormView(
         assignment_id=assignment.pk,
         assignment_status=assignment.status,
         lease_expires_at=assignment.lease_expires_at,
-        item_id=item.pk,
-        question_text=candidate.question.text,
-        candidate_text=candidate.text,
-        claims=claim_rows(candidate.claims.all()),
-        sources=source_rows(candidate.question_id),
+        item_id=item_id,
+        question_text=question_text,
+        candidate_text=candidate_text,
+        claims=_form_claims(candidate_id),
+        sources=source_rows(question_id),
         policy=PolicyVocabularyView(
             version=policy.version,
             guideline=policy.guideline,

@@ -272,7 +272,7 @@ def labels_check(
         allow_cannot_decide=allow_cannot_decide,
     )
     claim_ids = dict(
-        Claim.objects.filter(candidate_id=item.candidate_id).values_list("pk", "index")
+        Claim.objects.filter(candidate_id=item.candidate_id).order_by().values_list("pk", "index")
     )
     cited = {
         e.source_version_id

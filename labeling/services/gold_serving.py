@@ -72,7 +72,11 @@ def gold_turn(
     committed state, so regular work is never served before the qualification is recorded.
     """
     project = membership.project
-    qualification = Qualification.objects.filter(project=project, annotator=actor).first()
+    # One row at most (unique per project and annotator): no ordering (the model's default
+    # ordering would join the project to sort by its slug).
+    qualification = (
+        Qualification.objects.filter(project=project, annotator=actor).order_by("pk").first()
+    )
     if policy.qualification_required and qualification is None:
         qualification = qualification_evaluate(project=project, actor=actor, policy=policy, now=now)
         if qualification is None:
