@@ -114,7 +114,7 @@ def project_get_for_user(*, slug: str, user: Any) -> Project:
             [getattr(user, "pk", None), slug],
         )
     )
-    if not found or (found[0].member_role is None and not is_overseer(user)):
+    if not found or (getattr(found[0], "member_role", None) is None and not is_overseer(user)):
         raise NotFound(f"no project {slug!r}")
     return found[0]
 
