@@ -12,9 +12,11 @@ The statements are portable (PostgreSQL and SQLite); column names that are SQL k
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import connection, models
+
+M = TypeVar("M", bound=models.Model)
 
 
 def select_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -26,3 +28,15 @@ def select_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def raw_first(model: type[M], sql: str, params: Sequence[Any]) -> M | None:
+    """Return the first instance of ``model`` that ``sql`` selects (``Manager.raw``), or None.
+
+    ``sql`` selects the model's columns (e.g. ``SELECT t.* FROM ...``), and may add columns,
+    which become attributes of the instance.
+
+    Raises:
+        django.db.DatabaseError: the statement failed (as any query does).
+    """
+    return next(iter(model._default_manager.raw(sql, params)), None)

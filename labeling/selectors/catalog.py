@@ -53,6 +53,7 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.permissions import is_overseer
+from labeling.rows import raw_first
 from labeling.vocabulary import CANNOT_DECIDE
 
 UNASSIGNED = "unassigned"
@@ -106,17 +107,16 @@ def project_get_for_user(*, slug: str, user: Any) -> Project:
     """
     # Every project request runs this: raw SQL through ``Manager.raw`` (still the model, with
     # the field converters) costs about a quarter of the CPU of the equivalent queryset.
-    found = list(
-        Project.objects.raw(
-            "SELECT p.*, m.role AS member_role FROM labeling_project p "
-            "LEFT JOIN labeling_membership m ON m.project_id = p.id "
-            "AND m.user_id = %s AND m.is_active WHERE p.slug = %s",
-            [getattr(user, "pk", None), slug],
-        )
+    project = raw_first(
+        Project,
+        "SELECT p.*, m.role AS member_role FROM labeling_project p "
+        "LEFT JOIN labeling_membership m ON m.project_id = p.id "
+        "AND m.user_id = %s AND m.is_active WHERE p.slug = %s",
+        [getattr(user, "pk", None), slug],
     )
-    if not found or (getattr(found[0], "member_role", None) is None and not is_overseer(user)):
+    if project is None or (getattr(project, "member_role", None) is None and not is_overseer(user)):
         raise NotFound(f"no project {slug!r}")
-    return found[0]
+    return project
 
 
 # ---------------------------------------------------------------------------------------------

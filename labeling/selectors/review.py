@@ -44,7 +44,7 @@ from labeling.models import (
     ResolutionStatus,
 )
 from labeling.permissions import REVIEWERS, require_role
-from labeling.rows import select_rows
+from labeling.rows import raw_first, select_rows
 from labeling.selectors.catalog import UNASSIGNED
 from labeling.selectors.policies import (
     LabelChoice,
@@ -77,14 +77,12 @@ def labelling_policy_get(*, project: Project) -> LabelPolicy:
     """
     # Read two or three times in every labelling request: raw SQL through ``Manager.raw`` (the
     # model, with its field converters) costs about a quarter of the CPU of the queryset.
-    found = list(
-        LabelPolicy.objects.raw(
-            "SELECT * FROM labeling_labelpolicy WHERE project_id = %s "
-            "AND frozen_at IS NOT NULL ORDER BY version DESC LIMIT 1",
-            [project.pk],
-        )
+    policy = raw_first(
+        LabelPolicy,
+        "SELECT * FROM labeling_labelpolicy WHERE project_id = %s "
+        "AND frozen_at IS NOT NULL ORDER BY version DESC LIMIT 1",
+        [project.pk],
     )
-    policy = found[0] if found else None
     if policy is None or project.labelling_started_at is None:
         raise InvalidTransition(
             f"labelling has not started in project {project.slug!r}; a manager starts it"

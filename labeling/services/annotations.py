@@ -48,7 +48,6 @@ from labeling.models import (
     AnnotationRevision,
     Assignment,
     AssignmentStatus,
-    Claim,
     ClaimLabel,
     DerivedKind,
     EvidenceSpan,
@@ -60,6 +59,7 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.permissions import ANNOTATORS, require_role
+from labeling.rows import raw_first, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
@@ -271,8 +271,11 @@ def labels_check(
         problems,
         allow_cannot_decide=allow_cannot_decide,
     )
+    # Every submit reads them: one plain statement (labeling/rows.py).
     claim_ids = dict(
-        Claim.objects.filter(candidate_id=item.candidate_id).order_by().values_list("pk", "index")
+        select_rows(
+            'SELECT id, "index" FROM labeling_claim WHERE candidate_id = %s', [item.candidate_id]
+        )
     )
     cited = {
         e.source_version_id
@@ -287,7 +290,7 @@ def labels_check(
     pinned: Mapping[int, SourceVersion] = {
         link.source_version_id: link.source_version
         for link in RetrievalLink.objects.filter(
-            question_id=item.candidate.question_id, source_version_id__in=cited
+            question__candidates=item.candidate_id, source_version_id__in=cited
         ).select_related("source_version")
     }
     evidence_required = frozenset(policy.evidence_labels or ())
@@ -642,10 +645,12 @@ def annotation_submit(
     """
     # The assignment first: a member of another role holds none, so it is not found (404) for
     # them; a former annotator with an assignment is refused by role.
-    assignment = (
-        Assignment.objects.select_related("item__candidate")
-        .filter(pk=assignment_id, item__project=project)
-        .first()
+    # One plain statement (labeling/rows.py): every submit starts with it.
+    assignment = raw_first(
+        Assignment,
+        "SELECT a.* FROM labeling_assignment a JOIN labeling_item i ON i.id = a.item_id "
+        "WHERE a.id = %s AND i.project_id = %s",
+        [assignment_id, project.pk],
     )
     if assignment is None or actor is None or assignment.annotator_id != actor.pk:
         raise NotFound(f"no assignment {assignment_id} of yours in project {project.slug!r}")
@@ -660,7 +665,7 @@ def annotation_submit(
     policy = labelling_policy_get(project=project)
     _policy_check(project, data.policy_version, policy)
     labels = labels_check(
-        item=assignment.item,
+        item=item,
         policy=policy,
         answer_label=data.answer_label,
         answer_reason=data.answer_reason,
@@ -770,9 +775,12 @@ def _first_submit(
         return annotation
     # A new vote: the agreement and reliability figures are stale from this commit on.
     derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT, DerivedKind.RELIABILITY])
-    submitted = Annotation.objects.filter(
-        item=item, assignment__status=AssignmentStatus.SUBMITTED
-    ).count()
+    # One plain statement (labeling/rows.py): every first submit counts the item's votes.
+    [(submitted,)] = select_rows(
+        "SELECT COUNT(*) FROM labeling_annotation n JOIN labeling_assignment a "
+        "ON a.id = n.assignment_id WHERE n.item_id = %s AND a.status = %s",
+        [item.pk, AssignmentStatus.SUBMITTED],
+    )
     if submitted + item.prior_votes >= item.overlap:
         items_compare(project=project, item_ids=[item.pk], policy=policy)
     return annotation
