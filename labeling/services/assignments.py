@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -81,6 +81,7 @@ from labeling.models import (
     SkipReason,
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
+from labeling.rows import select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.comparison import items_compare
 from labeling.services.gold_serving import gold_claim, gold_turn
@@ -624,13 +625,13 @@ def _take_slot(*, item: Item, actor: Any, now: datetime, lease: timedelta) -> As
     count, overlap, prior = item.assigned_count, item.overlap, item.prior_votes
     if item.status != ItemStatus.OPEN or count + prior >= overlap:
         return None
-    held = set(
-        Assignment.objects.filter(
-            item=item, status__in=[AssignmentStatus.LEASED, AssignmentStatus.SUBMITTED]
+    held = {
+        slot
+        for (slot,) in select_rows(
+            "SELECT slot FROM labeling_assignment WHERE item_id = %s AND status IN (%s, %s)",
+            [item.pk, AssignmentStatus.LEASED, AssignmentStatus.SUBMITTED],
         )
-        .order_by()
-        .values_list("slot", flat=True)
-    )
+    }
     free = [s for s in range(1, overlap - prior + 1) if s not in held]
     if not free:
         return None
@@ -712,13 +713,20 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     lease = timedelta(minutes=lease_minutes)
     # The actor's leases, and in the same read the leases they let run out less than a lease
     # length ago (the items cooling for them, see _claim_candidates).
+    # A plain statement (labeling/rows.py): every claim reads them.
     own = list(
-        Assignment.objects.filter(item__project=project, annotator=actor)
-        .filter(
-            Q(status=AssignmentStatus.LEASED)
-            | Q(status=AssignmentStatus.EXPIRED, ended_at__gt=now - lease)
+        Assignment.objects.raw(
+            "SELECT a.* FROM labeling_assignment a JOIN labeling_item i ON i.id = a.item_id "
+            "WHERE i.project_id = %s AND a.annotator_id = %s AND (a.status = %s "
+            "OR (a.status = %s AND a.ended_at > %s)) ORDER BY a.leased_at, a.id",
+            [
+                project.pk,
+                actor.pk,
+                AssignmentStatus.LEASED,
+                AssignmentStatus.EXPIRED,
+                connection.ops.adapt_datetimefield_value(now - lease),
+            ],
         )
-        .order_by("leased_at", "pk")
     )
     held = [a for a in own if a.status == AssignmentStatus.LEASED]
     valid = [a for a in held if a.lease_expires_at > now]

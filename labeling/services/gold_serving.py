@@ -28,6 +28,7 @@ from labeling.models import (
     Qualification,
     QualificationStatus,
 )
+from labeling.rows import raw_first
 from labeling.selectors.gold import gold_unseen_ids, qualification_agreement
 
 logger = logging.getLogger(__name__)
@@ -72,10 +73,12 @@ def gold_turn(
     committed state, so regular work is never served before the qualification is recorded.
     """
     project = membership.project
-    # One row at most (unique per project and annotator): no ordering (the model's default
-    # ordering would join the project to sort by its slug).
-    qualification = (
-        Qualification.objects.filter(project=project, annotator=actor).order_by("pk").first()
+    # One row at most (unique per project and annotator); every claim reads it: a plain
+    # statement (labeling/rows.py).
+    qualification = raw_first(
+        Qualification,
+        "SELECT * FROM labeling_qualification WHERE project_id = %s AND annotator_id = %s",
+        [project.pk, actor.pk],
     )
     if policy.qualification_required and qualification is None:
         qualification = qualification_evaluate(project=project, actor=actor, policy=policy, now=now)

@@ -16,15 +16,16 @@ from tests.factories import work_record
 pytestmark = pytest.mark.django_db
 
 # next: the token, its user and the project (plain statements, cheaper in CPU than one query
-# with a join through the ORM; the token's last use is stamped at most once a minute); in
-# the claim's transaction (its savepoint) the membership, a lease already held, the labelling
-# policy, the actor's qualification (gold rule) and the next item; in the slot's savepoint the
-# slots taken, the count's compare-and-set and the new assignment; then the form's item,
-# claims, policy and sources (BEGIN, COMMIT and four savepoint statements are counted too).
-NEXT_BUDGET = 21
-# submit: the token, its user and the project; in the write's transaction (savepoint) the assignment, the
-# item's lock, the policy (read under the lock: the one the labels are stored under), the
-# claims, the lease's compare-and-set (no second read of the assignment), the item's version,
+# with a join through the ORM; the token's last use is stamped at most once a minute); in the
+# claim's transaction (its savepoint) the membership (locked) and its project, a lease already
+# held, the labelling policy, the actor's qualification (gold rule) and the next item; in the
+# slot's savepoint the slots taken, the count's compare-and-set and the new assignment; then the
+# form's item, claims, policy and sources (BEGIN, COMMIT and four savepoint statements are
+# counted too).
+NEXT_BUDGET = 22
+# submit: the token, its user and the project; in the write's transaction (savepoint) the
+# assignment, the item's lock, the policy (read under the lock: the one the labels are stored
+# under), the claims, the lease's compare-and-set (no second read of the assignment), the item's version,
 # the annotation, its revision, its one claim label, the annotation's current revision, the
 # change marks and the vote count. The response is built from the rows just written (no
 # read-back). The marked kinds' scheduling runs after the commit (not here: the test's
