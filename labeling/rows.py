@@ -12,6 +12,7 @@ The statements are portable (PostgreSQL and SQLite); column names that are SQL k
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.db import connection, models
@@ -40,3 +41,26 @@ def raw_first(model: type[M], sql: str, params: Sequence[Any]) -> M | None:
         django.db.DatabaseError: the statement failed (as any query does).
     """
     return next(iter(model._default_manager.raw(sql, params)), None)
+
+
+def placeholders(values: Sequence[Any]) -> str:
+    """Return ``%s, %s, ...``, one per value, for an ``IN (...)`` list (at least one value).
+
+    Raises:
+        ValueError: ``values`` is empty (``IN ()`` is not SQL).
+    """
+    if not values:
+        raise ValueError("an IN list needs at least one value")
+    return ", ".join(["%s"] * len(values))
+
+
+def aware(value: Any) -> datetime | None:
+    """Return a timestamp column's value as an aware datetime (None stays None).
+
+    PostgreSQL gives aware datetimes; SQLite, where Django stores UTC without an offset, gives
+    naive ones (or text, for a computed column).
+    """
+    if value is None or isinstance(value, datetime) and value.tzinfo is not None:
+        return value
+    parsed = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

@@ -44,7 +44,7 @@ from labeling.models import (
     ResolutionStatus,
 )
 from labeling.permissions import REVIEWERS, require_role
-from labeling.rows import raw_first, select_rows
+from labeling.rows import aware, placeholders, raw_first, select_rows
 from labeling.selectors.catalog import UNASSIGNED
 from labeling.selectors.policies import (
     LabelChoice,
@@ -303,6 +303,99 @@ def _prior_evidence(span: PriorSpan) -> Span | None:
     )
 
 
+#: Ids per ``IN`` list of the live-vote reads (SQLite allows 32,766 parameters).
+VOTE_CHUNK = 2000
+
+
+def _live_votes(item_ids: list[int]) -> list[Vote]:
+    """The live votes of the items, by item, assignment slot and assignment. Three statements.
+
+    Every submit that completes an item's overlap reads them, and whole-project work reads
+    many: plain statements (:mod:`labeling.rows`) instead of the queryset with its two
+    prefetches (``Annotation`` with ``current`` and ``assignment``, the current revision's
+    claim labels by claim index, their evidence by source version and offsets).
+    """
+    if not item_ids:
+        return []
+    # The f-strings below add only placeholders (labeling.rows.placeholders).
+    rows = select_rows(
+        "SELECT n.id, n.item_id, a.slot, a.submitted_at, r.id, r.answer_label, "  # noqa: S608
+        "r.answer_reason, r.comment, r.number FROM labeling_annotation n "
+        "JOIN labeling_assignment a ON a.id = n.assignment_id "
+        "JOIN labeling_annotationrevision r ON r.id = n.current_id "
+        f"WHERE a.status = %s AND n.item_id IN ({placeholders(item_ids)}) "
+        "ORDER BY n.item_id, a.slot, n.assignment_id",
+        [AssignmentStatus.SUBMITTED, *item_ids],
+    )
+    if not rows:
+        return []
+    revision_ids = [row[4] for row in rows]
+    labels: dict[int, dict[int, tuple[int, str, str | None, bool]]] = {}
+    for at in range(0, len(revision_ids), VOTE_CHUNK):
+        chunk = revision_ids[at : at + VOTE_CHUNK]
+        for label_id, revision_id, claim_id, label, reason, boundary in select_rows(
+            "SELECT cl.id, cl.revision_id, cl.claim_id, cl.label, cl.reason, "  # noqa: S608
+            "cl.boundary_error FROM labeling_claimlabel cl "
+            "JOIN labeling_claim c ON c.id = cl.claim_id "
+            f"WHERE cl.revision_id IN ({placeholders(chunk)}) "
+            'ORDER BY cl.revision_id, c."index", cl.claim_id',
+            chunk,
+        ):
+            labels.setdefault(revision_id, {})[claim_id] = (
+                label_id,
+                label,
+                reason,
+                bool(boundary),
+            )
+    label_ids = [entry[0] for claims in labels.values() for entry in claims.values()]
+    evidence: dict[int, list[Span]] = {}
+    for at in range(0, len(label_ids), VOTE_CHUNK):
+        chunk = label_ids[at : at + VOTE_CHUNK]
+        for label_id, source_version_id, begin, end, quote in select_rows(
+            'SELECT claim_label_id, source_version_id, "start", "end", quote '  # noqa: S608
+            "FROM labeling_evidencespan "
+            f"WHERE claim_label_id IN ({placeholders(chunk)}) "
+            'ORDER BY claim_label_id, source_version_id, "start", "end"',
+            chunk,
+        ):
+            evidence.setdefault(label_id, []).append(Span(source_version_id, begin, end, quote))
+    return [
+        Vote(
+            item_id=item_id,
+            live=True,
+            ref=annotation_id,
+            slot=slot,
+            answer_label=answer_label,
+            answer_reason=answer_reason,
+            claims={
+                claim_id: ClaimVote(
+                    label=label,
+                    reason=reason,
+                    boundary_error=boundary,
+                    evidence=tuple(evidence.get(label_id, ())),
+                )
+                for claim_id, (label_id, label, reason, boundary) in labels.get(
+                    revision_id, {}
+                ).items()
+            },
+            comment=comment,
+            revision=number,
+            submitted_at=aware(submitted_at),
+        )
+        for (
+            annotation_id,
+            item_id,
+            slot,
+            submitted_at,
+            revision_id,
+            answer_label,
+            answer_reason,
+            comment,
+            number,
+        ) in rows
+    ]
+
+
 def item_votes(
     *, item_ids: Iterable[int], prior_item_ids: Iterable[int] | None = None
 ) -> dict[int, list[Vote]]:
@@ -318,45 +411,9 @@ def item_votes(
     ids = list(item_ids)
     prior_ids = ids if prior_item_ids is None else list(prior_item_ids)
     votes: dict[int, list[Vote]] = {pk: [] for pk in ids}
-    annotations = (
-        Annotation.objects.filter(
-            item_id__in=ids,
-            current__isnull=False,
-            assignment__status=AssignmentStatus.SUBMITTED,
-        )
-        .select_related("current", "assignment")
-        .prefetch_related(
-            Prefetch(
-                "current__claim_labels",
-                queryset=ClaimLabel.objects.prefetch_related("evidence"),
-            )
-        )
-        .order_by("item_id", "assignment__slot", "assignment_id")
-    )
-    for annotation in annotations:
-        revision = _current_revision(annotation)
-        votes[annotation.item_id].append(
-            Vote(
-                item_id=annotation.item_id,
-                live=True,
-                ref=annotation.pk,
-                slot=annotation.assignment.slot,
-                answer_label=revision.answer_label,
-                answer_reason=revision.answer_reason,
-                claims={
-                    cl.claim_id: ClaimVote(
-                        label=cl.label,
-                        reason=cl.reason,
-                        boundary_error=cl.boundary_error,
-                        evidence=tuple(_span(e) for e in cl.evidence.all()),
-                    )
-                    for cl in revision.claim_labels.all()
-                },
-                comment=revision.comment,
-                revision=revision.number,
-                submitted_at=annotation.assignment.submitted_at,
-            )
-        )
+    for at in range(0, len(ids), VOTE_CHUNK):
+        for vote in _live_votes(ids[at : at + VOTE_CHUNK]):
+            votes[vote.item_id].append(vote)
     priors = (
         # Prior votes count only while the item counts them (``Item.prior_votes``): an item
         # returned for labelling under a new policy version collects fresh votes only.

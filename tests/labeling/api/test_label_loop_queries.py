@@ -25,11 +25,11 @@ pytestmark = pytest.mark.django_db
 NEXT_BUDGET = 22
 # submit: the token, its user and the project; in the write's transaction (savepoint) the
 # assignment, the item's lock, the policy (read under the lock: the one the labels are stored
-# under), the claims, the lease's compare-and-set (no second read of the assignment), the item's version,
-# the annotation, its revision, its one claim label, the annotation's current revision, the
-# change marks and the vote count. The response is built from the rows just written (no
-# read-back). The marked kinds' scheduling runs after the commit (not here: the test's
-# transaction never commits).
+# under), the claims, the lease's compare-and-set (no second read of the assignment), the
+# item's version, the annotation, its revision, its one claim label, the annotation's current
+# revision, the change marks and the vote count. The response is built from the rows just
+# written (no read-back). The marked kinds' scheduling runs after the commit (not here: the
+# test's transaction never commits).
 SUBMIT_BUDGET = 19
 # The submit that completes an item's overlap compares its votes too: the open item, the votes
 # (annotations with their current revisions, claim labels, evidence; no prior-vote read for an

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from labeling.exceptions import InvalidInput, NotFound, PermissionDenied
 from labeling.models import (
+    Annotation,
     Assignment,
     Claim,
     Disagreement,
@@ -401,3 +402,78 @@ def test_an_age_past_the_bound_is_refused_naming_the_filter(project, queue, age)
     with pytest.raises(InvalidInput) as refused:
         list(disagreement_queue(project=project, filters={"min_age_hours": age}))
     assert refused.value.field == "min_age_hours"
+
+
+# -- live votes ----------------------------------------------------------------------------------
+
+
+def _orm_live_votes(item_ids):
+    """The live votes read through the ORM, as a reference for the plain-SQL read."""
+    out = {pk: [] for pk in item_ids}
+    annotations = (
+        Annotation.objects.filter(item_id__in=item_ids, assignment__status="submitted")
+        .select_related("current", "assignment")
+        .order_by("item_id", "assignment__slot", "assignment_id")
+    )
+    for n in annotations:
+        r = n.current
+        claims = [
+            (
+                cl.claim_id,
+                cl.label,
+                cl.reason,
+                cl.boundary_error,
+                [
+                    (e.source_version_id, e.start, e.end, e.quote)
+                    for e in cl.evidence.order_by("source_version_id", "start", "end")
+                ],
+            )
+            for cl in r.claim_labels.order_by("claim__index")
+        ]
+        out[n.item_id].append(
+            (n.pk, n.assignment.slot, r.answer_label, r.answer_reason, r.comment, r.number)
+            + (n.assignment.submitted_at, claims)
+        )
+    return out
+
+
+def _projected(votes):
+    return {
+        pk: [
+            (v.ref, v.slot, v.answer_label, v.answer_reason, v.comment, v.revision)
+            + (
+                v.submitted_at,
+                [
+                    (
+                        claim_id,
+                        c.label,
+                        c.reason,
+                        c.boundary_error,
+                        [(s.source_version_id, s.start, s.end, s.quote) for s in c.evidence],
+                    )
+                    for claim_id, c in v.claims.items()
+                ],
+            )
+            for v in item_votes_
+        ]
+        for pk, item_votes_ in votes.items()
+    }
+
+
+@pytest.mark.parametrize("chunk", [1, 2000])
+def test_live_votes_match_the_orm_read(project, queue, monkeypatch, chunk):
+    # given the queue's items, with evidence on the supported and contradicted claims
+    from labeling.selectors import review
+
+    a, b, c, d = queue
+    monkeypatch.setattr(review, "VOTE_CHUNK", chunk)
+    ids = [a.pk, b.pk, c.pk, d.pk, 10**9]
+    # when the votes are read, in one chunk or one id per statement
+    votes = review.item_votes(item_ids=ids, prior_item_ids=[])
+    # then they are the ORM's, in its order, with aware submission times
+    assert _projected(votes) == _orm_live_votes(ids)
+    assert sum(len(v) for v in votes.values()) == 8 and votes[10**9] == []
+    assert all(v.submitted_at.tzinfo is not None for vs in votes.values() for v in vs)
+    assert any(c.evidence for vs in votes.values() for v in vs for c in v.claims.values()), (
+        "the fixture cites evidence"
+    )
