@@ -16,11 +16,10 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db.models import F, Max
+from django.db.models import F
 from django.utils import timezone
 
 from labeling.models import (
-    Claim,
     Disagreement,
     Item,
     ItemStatus,
@@ -31,6 +30,7 @@ from labeling.models import (
     ResolvedClaimLabel,
     ResolvedEvidence,
 )
+from labeling.rows import placeholders, select_rows
 from labeling.selectors.review import (
     Span,
     Vote,
@@ -129,18 +129,25 @@ def _compare_chunk(
         item_ids=items, prior_item_ids=[pk for pk, item in items.items() if item.prior_votes]
     )
     claims: dict[int, list[int]] = {}
-    for candidate_id, pk in (
-        Claim.objects.filter(candidate_id__in=[i.candidate_id for i in items.values()])
-        .order_by("candidate_id", "index")
-        .values_list("candidate_id", "pk")
-    ):
-        claims.setdefault(candidate_id, []).append(pk)
-    numbers = dict(
-        Resolution.objects.filter(item_id__in=items)
-        .values("item_id")
-        .annotate(n=Max("number"))
-        .values_list("item_id", "n")
-    )
+    numbers: dict[int, int] = {}
+    if items:
+        # Plain statements (labeling/rows.py): the submit that completes an item runs them.
+        # The f-strings add only placeholders.
+        candidate_ids = [i.candidate_id for i in items.values()]
+        for candidate_id, pk in select_rows(
+            "SELECT candidate_id, id FROM labeling_claim "  # noqa: S608
+            f"WHERE candidate_id IN ({placeholders(candidate_ids)}) "
+            'ORDER BY candidate_id, "index"',
+            candidate_ids,
+        ):
+            claims.setdefault(candidate_id, []).append(pk)
+        numbers = dict(
+            select_rows(
+                "SELECT item_id, MAX(number) FROM labeling_resolution "  # noqa: S608
+                f"WHERE item_id IN ({placeholders(list(items))}) GROUP BY item_id",
+                list(items),
+            )
+        )
     now = timezone.now()
     agreed: list[tuple[Item, list[Vote]]] = []
     differing: list[int] = []
