@@ -1,4 +1,4 @@
-"""The only ``select_for_update`` querysets of the labelling side, and its one advisory lock.
+"""The only row locks of the labelling side (querysets and plain statements), and its advisory lock.
 
 Services and selectors take row locks only through this module (``certification/locks.py``
 holds the certification side's), so the order below can be checked in one place.
@@ -36,7 +36,7 @@ services' compare-and-set updates plus the database constraints are the guard.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -142,6 +142,8 @@ def items_lock(item_ids: Iterable[int], *, skip_locked: bool = False) -> list[It
             (the lease release does, so it never queues behind a claim).
     """
     ids = sorted(set(item_ids))
+    if not ids:
+        return []
     return list(
         Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
         .filter(pk__in=ids)
@@ -149,14 +151,19 @@ def items_lock(item_ids: Iterable[int], *, skip_locked: bool = False) -> list[It
     )
 
 
-def claimable_item_lock(candidates: QuerySet[Item]) -> Item | None:
-    """Lock and return the first of ``candidates`` no other transaction holds, or None.
+def claimable_item_lock(sql: str, params: Sequence[Any]) -> Item | None:
+    """Lock and return the first item ``sql`` selects that no other transaction holds, or None.
 
-    ``candidates`` carries the claim's filter and serving order; rows locked by a concurrent
-    claim, submit or release are skipped, not waited for (PostgreSQL ``SKIP LOCKED``), so
-    concurrent claimers spread over the queue instead of queueing on its head.
+    ``sql`` is the claim's ``SELECT`` of item rows (``labeling_item`` only in its ``FROM``), in
+    serving order (``labeling.services.assignments.ClaimCandidates``); its extra columns
+    become attributes of the item. Rows locked by a concurrent claim, submit or release are
+    skipped, not waited for (PostgreSQL ``SKIP LOCKED``), so concurrent claimers spread over
+    the queue instead of queueing on its head. SQLite locks no row (its writers are serialised).
     """
-    return candidates.select_for_update(skip_locked=True, of=("self",)).first()
+    lock = (
+        " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    )
+    return raw_first(Item, sql + " LIMIT 1" + lock, params)
 
 
 def stale_leases_lock(*, item_id: int, now: datetime) -> list[Assignment]:

@@ -45,7 +45,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery
+from django.db.models import Count, F, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -73,7 +73,6 @@ from labeling.models import (
     Item,
     ItemStatus,
     LabelPolicy,
-    Membership,
     Partition,
     PriorAnnotation,
     Project,
@@ -81,7 +80,7 @@ from labeling.models import (
     SkipReason,
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
-from labeling.rows import select_rows
+from labeling.rows import placeholders, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.comparison import items_compare
 from labeling.services.gold_serving import gold_claim, gold_turn
@@ -562,50 +561,76 @@ def assignments_release_member(*, project: Project, user_id: int) -> int:
     return released
 
 
+@dataclass(frozen=True)
+class ClaimCandidates:
+    """The open items an actor may take, in serving order: one ``SELECT`` and its parameters.
+
+    ``sql`` selects ``labeling_item`` rows (``i.*``) with two more columns: ``own_row``, the
+    actor's expired assignment of the item (to revive) or NULL, and ``has_stale``, whether a
+    lease of the item ran out (the claim releases it first). It ends with its ``ORDER BY``.
+    """
+
+    sql: str
+    params: tuple[Any, ...]
+
+    def exists(self) -> bool:
+        """Return whether any item qualifies (one statement)."""
+        return bool(select_rows(self.sql + " LIMIT 1", self.params))
+
+
 def _claim_candidates(
     *, project: Project, actor: Any, now: datetime, tried: set[int], cooling: Collection[int]
-) -> Any:
+) -> ClaimCandidates:
     """Open items the actor may take, in serving order, each annotated for the claim.
 
     An item qualifies if it has a free slot, or a lease that ran out (which the claim releases).
     An item of ``cooling`` (those whose lease *the actor* let run out less than a lease length
     ago) is withheld from them while another annotator of the project could still take it (one
     who holds no live, submitted or skipped assignment of it): the abandoned item goes to
-    someone else first. Annotations: ``own_row``, the actor's expired assignment of the item
-    (to revive) or None; ``has_stale``, whether a lease of the item ran out (the claim
-    releases it first).
+    someone else first. Retired rows belong to an earlier labelling round (a new policy version
+    returned the item): they neither hold the item away from the actor nor are revived.
+
+    Plain SQL (labeling/rows.py): every claim runs it, and the queryset with its four
+    subqueries cost more CPU to build and compile than the database takes to answer.
     """
-    # Retired rows belong to an earlier labelling round (a new policy version returned the
-    # item): they neither hold the item away from the actor nor are revived.
-    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=actor).exclude(
-        status=AssignmentStatus.RETIRED
+    at = connection.ops.adapt_datetimefield_value(now)
+    leased, expired, retired = (
+        AssignmentStatus.LEASED,
+        AssignmentStatus.EXPIRED,
+        AssignmentStatus.RETIRED,
     )
-    stale = Assignment.objects.filter(
-        item=OuterRef("pk"), status=AssignmentStatus.LEASED, lease_expires_at__lte=now
+    stale = (
+        "EXISTS (SELECT 1 FROM labeling_assignment s WHERE s.item_id = i.id "
+        "AND s.status = %s AND s.lease_expires_at <= %s)"
     )
-    candidates = (
-        Item.objects.filter(project=project, status=ItemStatus.OPEN)
-        .filter(Q(assigned_count__lt=F("overlap") - F("prior_votes")) | Exists(stale))
-        .exclude(Exists(mine.exclude(status=AssignmentStatus.EXPIRED)))
-        .annotate(own_row=Subquery(mine.order_by().values("pk")[:1]), has_stale=Exists(stale))
-        .order_by("queue_position", "pk")
+    # The f-strings of this function add only fixed fragments and placeholders.
+    sql = (
+        "SELECT i.*, (SELECT m.id FROM labeling_assignment m WHERE m.item_id = i.id "  # noqa: S608
+        f"AND m.annotator_id = %s AND m.status <> %s LIMIT 1) AS own_row, {stale} AS has_stale "
+        "FROM labeling_item i WHERE i.project_id = %s AND i.status = %s "
+        f"AND (i.assigned_count < i.overlap - i.prior_votes OR {stale}) "
+        "AND NOT EXISTS (SELECT 1 FROM labeling_assignment m WHERE m.item_id = i.id "
+        "AND m.annotator_id = %s AND m.status NOT IN (%s, %s))"
     )
+    params: list[Any] = [actor.pk, retired, leased, at, project.pk, ItemStatus.OPEN]
+    params += [leased, at, actor.pk, retired, expired]
     if cooling:
-        # Another annotator who could take the item: a member in an annotator role with no row
-        # of it, or only an expired one (the nested OuterRef is the candidate item). Most
-        # claims have no cooling item and leave this subquery out.
-        taken_by_other = Assignment.objects.filter(
-            item=OuterRef(OuterRef("pk")), annotator=OuterRef("user")
-        ).exclude(status__in=[AssignmentStatus.EXPIRED, AssignmentStatus.RETIRED])
-        others = (
-            Membership.objects.filter(project=project, role__in=ANNOTATORS, is_active=True)
-            .exclude(user=actor)
-            .exclude(Exists(taken_by_other))
+        # Another annotator who could take the item: an active member in an annotator role
+        # with no row of it, or only an expired or retired one. Most claims have no cooling
+        # item and leave this subquery out.
+        roles = sorted(ANNOTATORS)
+        sql += (
+            f" AND NOT (i.id IN ({placeholders(list(cooling))}) AND EXISTS ("  # noqa: S608
+            "SELECT 1 FROM labeling_membership o WHERE o.project_id = %s "
+            f"AND o.role IN ({placeholders(roles)}) AND o.is_active AND o.user_id <> %s "
+            "AND NOT EXISTS (SELECT 1 FROM labeling_assignment x WHERE x.item_id = i.id "
+            "AND x.annotator_id = o.user_id AND x.status NOT IN (%s, %s))))"
         )
-        candidates = candidates.exclude(Q(pk__in=list(cooling)) & Exists(others))
+        params += [*sorted(cooling), project.pk, *roles, actor.pk, expired, retired]
     if tried:
-        candidates = candidates.exclude(pk__in=tried)
-    return candidates
+        sql += f" AND i.id NOT IN ({placeholders(list(tried))})"  # noqa: S608
+        params += sorted(tried)
+    return ClaimCandidates(sql + " ORDER BY i.queue_position, i.id", tuple(params))
 
 
 def _claim_annotation(item: Item, name: str) -> Any:
@@ -765,7 +790,7 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
         candidates = _claim_candidates(
             project=project, actor=actor, now=now, tried=tried, cooling=cooling
         )
-        item = claimable_item_lock(candidates)
+        item = claimable_item_lock(candidates.sql, candidates.params)
         if item is None:
             # Every candidate may be held for a moment by another claim or submit (SKIP LOCKED
             # left them out). Look again briefly before answering "no work": once they commit,
