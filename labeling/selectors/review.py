@@ -405,8 +405,9 @@ def item_votes(
     retired); a prior vote is a prior annotation (human or automatic origin) with an answer
     label, while the item counts prior votes (``Item.prior_votes`` > 0). ``prior_item_ids``,
     when the caller knows them, are the items among ``item_ids`` that count prior votes (the
-    others' prior annotations are not read). Items without votes map to an empty list. Four
-    queries at most, whatever the number of items.
+    others' prior annotations are not read). Items without votes map to an empty list. Three
+    statements per 2,000 items for the live votes, and three for the prior ones when an item
+    counts them.
     """
     ids = list(item_ids)
     prior_ids = ids if prior_item_ids is None else list(prior_item_ids)
@@ -414,6 +415,8 @@ def item_votes(
     for at in range(0, len(ids), VOTE_CHUNK):
         for vote in _live_votes(ids[at : at + VOTE_CHUNK]):
             votes[vote.item_id].append(vote)
+    if not prior_ids:
+        return votes  # no query (nor its construction) for items counting no prior vote
     priors = (
         # Prior votes count only while the item counts them (``Item.prior_votes``): an item
         # returned for labelling under a new policy version collects fresh votes only.

@@ -287,12 +287,17 @@ def labels_check(
         # An id beyond the database's range cannot be pinned (and SQLite would overflow).
         and 0 < e.source_version_id <= MAX_ID
     }
-    pinned: Mapping[int, SourceVersion] = {
-        link.source_version_id: link.source_version
-        for link in RetrievalLink.objects.filter(
-            question__candidates=item.candidate_id, source_version_id__in=cited
-        ).select_related("source_version")
-    }
+    # No query (nor its construction) when nothing is cited, as in most submits.
+    pinned: Mapping[int, SourceVersion] = (
+        {
+            link.source_version_id: link.source_version
+            for link in RetrievalLink.objects.filter(
+                question__candidates=item.candidate_id, source_version_id__in=cited
+            ).select_related("source_version")
+        }
+        if cited
+        else {}
+    )
     evidence_required = frozenset(policy.evidence_labels or ())
     checked: dict[int, CheckedClaim] = {}
     seen: set[Any] = set()
