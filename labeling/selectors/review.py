@@ -409,7 +409,7 @@ def item_votes(
     statements per 2,000 items for the live votes, and three for the prior ones when an item
     counts them.
     """
-    ids = list(item_ids)
+    ids = list(dict.fromkeys(item_ids))  # each item once, whatever the chunk
     prior_ids = ids if prior_item_ids is None else list(prior_item_ids)
     votes: dict[int, list[Vote]] = {pk: [] for pk in ids}
     for at in range(0, len(ids), VOTE_CHUNK):
