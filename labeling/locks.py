@@ -109,10 +109,7 @@ def membership_lock(*, project_id: int, user_id: Any) -> Membership | None:
     """
     sql = "SELECT * FROM labeling_membership WHERE project_id = %s AND user_id = %s AND is_active"
     if connection.features.has_select_for_update:
-        sql = (
-            "SELECT * FROM labeling_membership WHERE project_id = %s AND user_id = %s "
-            "AND is_active FOR UPDATE"
-        )
+        sql += " FOR UPDATE"
     membership = raw_first(Membership, sql, [project_id, user_id])
     if membership is not None:
         project = raw_first(Project, "SELECT * FROM labeling_project WHERE id = %s", [project_id])

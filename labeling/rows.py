@@ -4,7 +4,8 @@ A queryset costs about 1 ms of CPU per query on a small server (building, compil
 model instances), several times the database's own time for a lookup by key. The label loop
 (next item, submit) runs a few dozen queries per cycle, so its hottest fixed-shape reads are
 plain parameterised statements: :func:`select_rows` where the caller wants tuples, and
-``Manager.raw`` where it wants model instances (it applies the fields' converters, e.g. JSON).
+:func:`raw_first` (``Manager.raw``) where it wants a model instance (the fields' converters
+apply, e.g. JSON).
 The statements are portable (PostgreSQL and SQLite); column names that are SQL keywords
 (``index``, ``start``, ``end``) are quoted.
 """
@@ -54,13 +55,12 @@ def placeholders(values: Sequence[Any]) -> str:
     return ", ".join(["%s"] * len(values))
 
 
-def aware(value: Any) -> datetime | None:
+def aware(value: datetime | None) -> datetime | None:
     """Return a timestamp column's value as an aware datetime (None stays None).
 
     PostgreSQL gives aware datetimes; SQLite, where Django stores UTC without an offset, gives
-    naive ones (or text, for a computed column).
+    naive ones (Django's converter of declared ``datetime`` columns).
     """
-    if value is None or isinstance(value, datetime) and value.tzinfo is not None:
+    if value is None or value.tzinfo is not None:
         return value
-    parsed = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    return value.replace(tzinfo=UTC)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,14 +23,11 @@ from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, Permi
 from labeling.models import (
     CANNOT_DECIDE,
     LIVE_ASSIGNMENT_STATUSES,
-    Annotation,
     AnnotationOrigin,
-    AnnotationRevision,
     Assignment,
     AssignmentStatus,
     CandidateAnswer,
     Claim,
-    ClaimLabel,
     Disagreement,
     Item,
     ItemStatus,
@@ -284,14 +281,6 @@ def _span(row: Any) -> Span:
     return Span(row.source_version_id, row.start, row.end, row.quote)
 
 
-def _current_revision(annotation: Annotation) -> AnnotationRevision:
-    """The annotation's current revision; the queries here select only annotations that have one."""
-    revision = annotation.current
-    if revision is None:
-        raise RuntimeError(f"annotation {annotation.pk} has no current revision")
-    return revision
-
-
 def _prior_evidence(span: PriorSpan) -> Span | None:
     """The evidence of an imported flag, or None. The database keeps the four fields together."""
     if span.evidence_source_version_id is None:
@@ -307,8 +296,10 @@ def _prior_evidence(span: PriorSpan) -> Span | None:
 VOTE_CHUNK = 2000
 
 
-def _live_votes(item_ids: list[int]) -> list[Vote]:
+def _live_votes(item_ids: list[int], *, assignment_id: int | None = None) -> list[Vote]:
     """The live votes of the items, by item, assignment slot and assignment. Three statements.
+
+    ``assignment_id``: only the vote of that assignment (the labelling form's own vote).
 
     Every submit that completes an item's overlap reads them, and whole-project work reads
     many: plain statements (:mod:`labeling.rows`) instead of the queryset with its two
@@ -318,15 +309,18 @@ def _live_votes(item_ids: list[int]) -> list[Vote]:
     if not item_ids:
         return []
     # The f-strings below add only placeholders (labeling.rows.placeholders).
-    rows = select_rows(
+    sql = (
         "SELECT n.id, n.item_id, a.slot, a.submitted_at, r.id, r.answer_label, "  # noqa: S608
         "r.answer_reason, r.comment, r.number FROM labeling_annotation n "
         "JOIN labeling_assignment a ON a.id = n.assignment_id "
         "JOIN labeling_annotationrevision r ON r.id = n.current_id "
-        f"WHERE a.status = %s AND n.item_id IN ({placeholders(item_ids)}) "
-        "ORDER BY n.item_id, a.slot, n.assignment_id",
-        [AssignmentStatus.SUBMITTED, *item_ids],
+        f"WHERE a.status = %s AND n.item_id IN ({placeholders(item_ids)})"
     )
+    params: list[Any] = [AssignmentStatus.SUBMITTED, *item_ids]
+    if assignment_id is not None:
+        sql += " AND n.assignment_id = %s"
+        params.append(assignment_id)
+    rows = select_rows(sql + " ORDER BY n.item_id, a.slot, n.assignment_id", params)
     if not rows:
         return []
     revision_ids = [row[4] for row in rows]
@@ -920,40 +914,9 @@ def labelling_form_view(*, project: Project, assignment: Assignment) -> Labellin
     policy = labelling_policy_get(project=project)
     current: Vote | None = None
     if assignment.status == AssignmentStatus.SUBMITTED:
-        annotation = (
-            Annotation.objects.filter(assignment=assignment, current__isnull=False)
-            .select_related("current")
-            .prefetch_related(
-                Prefetch(
-                    "current__claim_labels",
-                    queryset=ClaimLabel.objects.prefetch_related("evidence"),
-                )
-            )
-            .first()
-        )
-        if annotation is not None:
-            revision = _current_revision(annotation)
-            current = Vote(
-                item_id=item_id,
-                live=True,
-                ref=annotation.pk,
-                # Not the slot: "slot 2" would tell the annotator that someone else has slot 1.
-                slot=None,
-                answer_label=revision.answer_label,
-                answer_reason=revision.answer_reason,
-                claims={
-                    cl.claim_id: ClaimVote(
-                        cl.label,
-                        cl.reason,
-                        cl.boundary_error,
-                        tuple(_span(e) for e in cl.evidence.all()),
-                    )
-                    for cl in revision.claim_labels.all()
-                },
-                comment=revision.comment,
-                revision=revision.number,
-                submitted_at=assignment.submitted_at,
-            )
+        own = _live_votes([item_id], assignment_id=assignment.pk)
+        # Not the slot: "slot 2" would tell the annotator that someone else has slot 1.
+        current = replace(own[0], slot=None) if own else None
     # Gold work stays editable like an item still collecting votes (nothing may tell it apart).
     collecting = ItemStatus.GOLD if assignment.gold else ItemStatus.OPEN
     editable = assignment.status in LIVE_ASSIGNMENT_STATUSES and item_status == collecting
