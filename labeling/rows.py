@@ -4,19 +4,24 @@ A queryset costs about 1 ms of CPU per query on a small server (building, compil
 model instances), several times the database's own time for a lookup by key. The label loop
 (next item, submit) runs a few dozen queries per cycle, so its hottest fixed-shape reads are
 plain parameterised statements: :func:`select_rows` where the caller wants tuples, and
-:func:`raw_first` (``Manager.raw``) where it wants a model instance (the fields' converters
-apply, e.g. JSON).
-The statements are portable (PostgreSQL and SQLite); column names that are SQL keywords
-(``index``, ``start``, ``end``) are quoted.
+:func:`raw_models` and :func:`raw_first` where it wants model instances (built as
+``Manager.raw`` builds them, the fields' converters applied, e.g. JSON).
+The fixed-shape writes of the same loop (a status flip, a version bump) are plain statements
+too, through :func:`execute`; a timestamp parameter goes through :func:`db_datetime`, as the ORM
+would store it. The statements are portable (PostgreSQL and SQLite); column names that are SQL
+keywords (``index``, ``start``, ``end``) are quoted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db import connection, models
+from django.db.models.sql import Query
 
 M = TypeVar("M", bound=models.Model)
 
@@ -32,16 +37,103 @@ def select_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-def raw_first(model: type[M], sql: str, params: Sequence[Any]) -> M | None:
-    """Return the first instance of ``model`` that ``sql`` selects (``Manager.raw``), or None.
-
-    ``sql`` selects the model's columns (e.g. ``SELECT t.* FROM ...``), and may add columns,
-    which become attributes of the instance.
+def execute(sql: str, params: Sequence[Any]) -> int:
+    """Run one ``UPDATE`` (or other statement without rows) and return the rows it changed.
 
     Raises:
         django.db.DatabaseError: the statement failed (as any query does).
     """
-    return next(iter(model._default_manager.raw(sql, params)), None)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """How the columns of one statement become instances of one model."""
+
+    names: list[str]  # the model fields' attnames, in the model's order
+    positions: list[int]  # the column of each of them
+    extras: list[tuple[str, int]]  # (column, position): not a field, set as an attribute
+    converters: list[tuple[int, list[Any], Any]]  # (position, converter functions, column)
+
+
+# By (database alias, model, column names): a statement's shape is worked out once per process
+# (Manager.raw works it out again on every query, which costs more than a lookup by key).
+_shapes: dict[tuple[str, type[models.Model], tuple[str, ...]], _Shape] = {}
+
+
+def _shape(model: type[models.Model], columns: tuple[str, ...]) -> _Shape:
+    key = (connection.alias, model, columns)
+    shape = _shapes.get(key)
+    if shape is not None:
+        return shape
+    name = connection.introspection.identifier_converter
+    by_column = {name(f.column): f for f in model._meta.fields if f.column}
+    pk_column = model._meta.pk.column if model._meta.pk else None
+    if not pk_column or name(pk_column) not in columns:
+        raise FieldDoesNotExist(f"a statement of {model.__name__} rows must select its id")
+    init = [f for c, f in by_column.items() if c in columns]
+    cols: list[Any] = [
+        by_column[c].get_col(model._meta.db_table) if c in by_column else None for c in columns
+    ]
+    compiler = connection.ops.compiler("SQLCompiler")(Query(model), connection, connection.alias)
+    shape = _Shape(
+        names=[f.attname for f in init],
+        positions=[columns.index(c) for c in by_column if c in columns],
+        extras=[(c, pos) for pos, c in enumerate(columns) if c not in by_column],
+        converters=[
+            (pos, functions, col) for pos, (functions, col) in compiler.get_converters(cols).items()
+        ],
+    )
+    _shapes[key] = shape
+    return shape
+
+
+def raw_models(model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
+    """Return the instances of ``model`` that ``sql`` selects, as ``Manager.raw`` builds them.
+
+    ``sql`` selects the model's columns (e.g. ``SELECT t.* FROM ...``), its id among them, and
+    may add columns, which become attributes of the instances; the fields' converters apply
+    (JSON, SQLite's timestamps). Unlike ``Manager.raw``, which matches columns to fields on
+    every query, the match is made once per statement shape.
+
+    Raises:
+        django.core.exceptions.FieldDoesNotExist: the statement does not select the id.
+        django.db.DatabaseError: the statement failed (as any query does).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        columns = tuple(column[0] for column in cursor.description)
+        rows = cursor.fetchall()
+    if not rows:
+        return []
+    shape = _shape(model, columns)
+    alias = connection.alias
+    instances = []
+    for row in rows:
+        values = list(row)
+        for pos, functions, col in shape.converters:
+            value = values[pos]
+            for function in functions:
+                value = function(value, col, connection)
+            values[pos] = value
+        instance = model.from_db(alias, shape.names, [values[pos] for pos in shape.positions])
+        for column, pos in shape.extras:
+            setattr(instance, column, values[pos])
+        instances.append(instance)
+    return instances
+
+
+def raw_first(model: type[M], sql: str, params: Sequence[Any]) -> M | None:
+    """Return the first instance of ``model`` that ``sql`` selects (:func:`raw_models`), or None.
+
+    Raises:
+        django.core.exceptions.FieldDoesNotExist: the statement does not select the id.
+        django.db.DatabaseError: the statement failed (as any query does).
+    """
+    found = raw_models(model, sql, params)
+    return found[0] if found else None
 
 
 def placeholders(values: Sequence[Any]) -> str:
@@ -53,6 +145,15 @@ def placeholders(values: Sequence[Any]) -> str:
     if not values:
         raise ValueError("an IN list needs at least one value")
     return ", ".join(["%s"] * len(values))
+
+
+def db_datetime(value: datetime | None) -> Any:
+    """Return an aware datetime (or None) as a statement parameter, as the ORM stores it.
+
+    SQLite stores UTC text without an offset; a raw aware datetime would add one, and text
+    comparisons between the two forms would order wrongly.
+    """
+    return None if value is None else connection.ops.adapt_datetimefield_value(value)
 
 
 def aware(value: datetime | None) -> datetime | None:

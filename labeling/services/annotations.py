@@ -59,7 +59,7 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.permissions import ANNOTATORS, require_role
-from labeling.rows import raw_first, select_rows
+from labeling.rows import db_datetime, execute, raw_first, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
@@ -423,7 +423,7 @@ def _item_touch(item: Item) -> None:
     The caller holds the item's lock (:func:`labeling.locks.item_lock`), so the row read with
     the lock is current and the vote count read afterwards is exact.
     """
-    Item.objects.filter(pk=item.pk).update(version=F("version") + 1)
+    execute("UPDATE labeling_item SET version = version + 1 WHERE id = %s", [item.pk])
     item.version += 1
 
 
@@ -715,8 +715,11 @@ def _submitted_flip(assignment: Assignment) -> bool:
     The caller holds the item's lock; on SQLite, which locks no row, writers are serialised.
     """
     now = timezone.now()
-    flipped = Assignment.objects.filter(pk=assignment.pk, status=AssignmentStatus.LEASED).update(
-        status=AssignmentStatus.SUBMITTED, submitted_at=now
+    # Every first submit runs it: one plain statement (labeling/rows.py).
+    flipped = execute(
+        "UPDATE labeling_assignment SET status = %s, submitted_at = %s "
+        "WHERE id = %s AND status = %s",
+        [AssignmentStatus.SUBMITTED, db_datetime(now), assignment.pk, AssignmentStatus.LEASED],
     )
     if flipped:
         assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, F, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -80,7 +80,7 @@ from labeling.models import (
     SkipReason,
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
-from labeling.rows import placeholders, select_rows
+from labeling.rows import db_datetime, placeholders, raw_models, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.comparison import items_compare
 from labeling.services.gold_serving import gold_claim, gold_turn
@@ -593,7 +593,7 @@ def _claim_candidates(
     Plain SQL (labeling/rows.py): every claim runs it, and the queryset with its four
     subqueries cost more CPU to build and compile than the database takes to answer.
     """
-    at = connection.ops.adapt_datetimefield_value(now)
+    at = db_datetime(now)
     leased, expired, retired = (
         AssignmentStatus.LEASED,
         AssignmentStatus.EXPIRED,
@@ -739,19 +739,18 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     # The actor's leases, and in the same read the leases they let run out less than a lease
     # length ago (the items cooling for them, see _claim_candidates).
     # A plain statement (labeling/rows.py): every claim reads them.
-    own = list(
-        Assignment.objects.raw(
-            "SELECT a.* FROM labeling_assignment a JOIN labeling_item i ON i.id = a.item_id "
-            "WHERE i.project_id = %s AND a.annotator_id = %s AND (a.status = %s "
-            "OR (a.status = %s AND a.ended_at > %s)) ORDER BY a.leased_at, a.id",
-            [
-                project.pk,
-                actor.pk,
-                AssignmentStatus.LEASED,
-                AssignmentStatus.EXPIRED,
-                connection.ops.adapt_datetimefield_value(now - lease),
-            ],
-        )
+    own = raw_models(
+        Assignment,
+        "SELECT a.* FROM labeling_assignment a JOIN labeling_item i ON i.id = a.item_id "
+        "WHERE i.project_id = %s AND a.annotator_id = %s AND (a.status = %s "
+        "OR (a.status = %s AND a.ended_at > %s)) ORDER BY a.leased_at, a.id",
+        [
+            project.pk,
+            actor.pk,
+            AssignmentStatus.LEASED,
+            AssignmentStatus.EXPIRED,
+            db_datetime(now - lease),
+        ],
     )
     held = [a for a in own if a.status == AssignmentStatus.LEASED]
     valid = [a for a in held if a.lease_expires_at > now]

@@ -16,7 +16,6 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db.models import F
 from django.utils import timezone
 
 from labeling.models import (
@@ -30,7 +29,7 @@ from labeling.models import (
     ResolvedClaimLabel,
     ResolvedEvidence,
 )
-from labeling.rows import placeholders, select_rows
+from labeling.rows import execute, placeholders, raw_models, select_rows
 from labeling.selectors.review import (
     Span,
     Vote,
@@ -120,9 +119,16 @@ def items_compare(
 def _compare_chunk(
     project: Project, policy: LabelPolicy, ids: list[int]
 ) -> tuple[list[int], list[int], list[int]]:
+    # Plain statements (labeling/rows.py): the submit that completes an item runs them. The
+    # f-strings add only placeholders.
     items = {
         item.pk: item
-        for item in Item.objects.filter(project=project, pk__in=ids, status=ItemStatus.OPEN)
+        for item in raw_models(
+            Item,
+            "SELECT * FROM labeling_item "  # noqa: S608
+            f"WHERE project_id = %s AND status = %s AND id IN ({placeholders(ids)})",
+            [project.pk, ItemStatus.OPEN, *ids],
+        )
     }
     waiting = [pk for pk in ids if pk not in items]
     votes = item_votes(
@@ -131,8 +137,6 @@ def _compare_chunk(
     claims: dict[int, list[int]] = {}
     numbers: dict[int, int] = {}
     if items:
-        # Plain statements (labeling/rows.py): the submit that completes an item runs them.
-        # The f-strings add only placeholders.
         candidate_ids = [i.candidate_id for i in items.values()]
         for candidate_id, pk in select_rows(
             "SELECT candidate_id, id FROM labeling_claim "  # noqa: S608
@@ -173,8 +177,10 @@ def _compare_chunk(
         )
     Disagreement.objects.bulk_create(new_disagreements)
     if differing:
-        Item.objects.filter(pk__in=differing).update(
-            status=ItemStatus.DISAGREEMENT, version=F("version") + 1
+        execute(
+            "UPDATE labeling_item SET status = %s, version = version + 1 "  # noqa: S608
+            f"WHERE id IN ({placeholders(differing)})",
+            [ItemStatus.DISAGREEMENT, *differing],
         )
 
     resolutions = Resolution.objects.bulk_create(
@@ -206,7 +212,9 @@ def _compare_chunk(
             )
     claim_labels_write(ResolvedEvidence, claim_rows)
     for resolution, (item, _) in zip(resolutions, agreed, strict=True):
-        Item.objects.filter(pk=item.pk).update(
-            status=ItemStatus.RESOLVED, resolution=resolution, version=F("version") + 1
+        execute(
+            "UPDATE labeling_item SET status = %s, resolution_id = %s, version = version + 1 "
+            "WHERE id = %s",
+            [ItemStatus.RESOLVED, resolution.pk, item.pk],
         )
     return [item.pk for item, _ in agreed], differing, waiting

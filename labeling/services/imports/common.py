@@ -7,8 +7,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
-
 from labeling.importers.schema import PolicyVocabulary
 from labeling.importers.validation import MAX_ERRORS
 from labeling.models import ImportBatch, LabelPolicy
@@ -19,7 +17,6 @@ __all__ = [
     "GC_EVERY_CHUNKS",
     "MAX_ERRORS",
     "ImportResult",
-    "db_datetime",
     "differing_field",
     "fingerprint",
     "json_or_null",
@@ -81,11 +78,6 @@ def json_value(value: Any) -> str:
 def json_or_null(value: Any) -> str | None:
     """Serialise a nullable JSONField value as Django does: None is SQL NULL, not JSON null."""
     return None if value is None else json.dumps(value)
-
-
-def db_datetime(value: Any) -> Any:
-    """Adapt an aware datetime (or None) for :func:`labeling.bulk.insert_rows`, as Django does."""
-    return None if value is None else connection.ops.adapt_datetimefield_value(value)
 
 
 def differing_field(stored: dict[str, Any], given: dict[str, Any]) -> str:

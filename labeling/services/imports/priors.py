@@ -12,8 +12,9 @@ from typing import Any
 from labeling.bulk import insert_rows
 from labeling.importers.schema import PRIOR_PROVENANCE_FIELDS, PriorAnnotationIn, RecordError, echo
 from labeling.models import PriorAnnotation, PriorClaimLabel, PriorEvidence, PriorSpan
+from labeling.rows import db_datetime
 from labeling.services.claim_labels import EvidenceRowValues, claim_label_rows_insert
-from labeling.services.imports.common import db_datetime, fingerprint, json_or_null, json_value
+from labeling.services.imports.common import fingerprint, json_or_null, json_value
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
 PRIOR_COLUMNS = (

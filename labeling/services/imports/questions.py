@@ -24,7 +24,8 @@ from labeling.importers.schema import (
 )
 from labeling.models import CandidateAnswer, Claim, Item, ItemStatus, Question
 from labeling.release_format import CANDIDATE_KEYS, CANDIDATE_MODEL_FIELDS
-from labeling.services.imports.common import db_datetime, differing_field, fingerprint, json_value
+from labeling.rows import db_datetime
+from labeling.services.imports.common import differing_field, fingerprint, json_value
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
 CANDIDATE_COLUMNS = ("question_id", *CANDIDATE_MODEL_FIELDS, "fingerprint")

@@ -17,8 +17,8 @@ from django.utils import timezone
 from labeling.bulk import insert_rows, reserve_ids, update_rows
 from labeling.importers.schema import RecordError, ResolutionIn, ResolvedClaimLabelIn
 from labeling.models import Item, ItemStatus, Resolution, ResolvedClaimLabel, ResolvedEvidence
+from labeling.rows import db_datetime
 from labeling.services.claim_labels import claim_label_rows_insert
-from labeling.services.imports.common import db_datetime
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
 RESOLUTION_COLUMNS = (

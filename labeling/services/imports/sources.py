@@ -16,7 +16,8 @@ from django.utils import timezone
 from labeling.bulk import ids_by_key, insert_rows
 from labeling.importers.schema import RecordError, SourceIn, SourceVersionIn, echo
 from labeling.models import RetrievalLink, SourceDocument, SourceVersion
-from labeling.services.imports.common import db_datetime, text_sha256
+from labeling.rows import db_datetime
+from labeling.services.imports.common import text_sha256
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
 # A version's metadata is pinned with its text: a re-import may not silently change it.
