@@ -90,6 +90,18 @@ def _shape(model: type[models.Model], columns: tuple[str, ...]) -> _Shape:
     return shape
 
 
+def _column_names(cursor: Any) -> tuple[str, ...]:
+    """The names of the columns of the statement ``cursor`` (Django's wrapper) just ran.
+
+    psycopg's ``description`` builds an object per column on every call; its result object
+    gives the names directly. SQLite's ``description`` is plain tuples.
+    """
+    result = getattr(cursor.cursor, "pgresult", None)
+    if result is not None:
+        return tuple(result.fname(i).decode() for i in range(result.nfields))
+    return tuple(column[0] for column in cursor.description)
+
+
 def raw_models(model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
     """Return the instances of ``model`` that ``sql`` selects, as ``Manager.raw`` builds them.
 
@@ -104,11 +116,10 @@ def raw_models(model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        columns = tuple(column[0] for column in cursor.description)
         rows = cursor.fetchall()
-    if not rows:
-        return []
-    shape = _shape(model, columns)
+        if not rows:
+            return []
+        shape = _shape(model, _column_names(cursor))
     alias = connection.alias
     instances = []
     for row in rows:

@@ -33,7 +33,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labeling import permissions
-from labeling.api.common import ErrorSerializer, paginated, project_and_role, written
+from labeling.api.common import ErrorSerializer, paginated, project_and_role, represent, written
 from labeling.api.fields import StrictBooleanField, StrictCharField
 from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
@@ -168,7 +168,7 @@ class AssignmentClaimNextApi(APIView):
             if assignment is None:
                 return None
             form = labelling_form_view(project=project, assignment=assignment)
-            return LabellingFormSerializer(form).data, form_etag(form)
+            return represent(LabellingFormSerializer, form), form_etag(form)
 
         rendered = written(lambda: item_claim_next(project=project, actor=request.user), render)
         if rendered is None:
@@ -330,7 +330,7 @@ class AnnotationSubmitApi(APIView):
                 project=project, assignment_id=assignment_id, actor=request.user, data=data
             ),
             lambda annotation: (
-                self.OutputSerializer(annotation).data,
+                represent(self.OutputSerializer, annotation),
                 {"ETag": revision_etag(annotation.revision_count)},
             ),
         )

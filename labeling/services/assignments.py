@@ -80,7 +80,7 @@ from labeling.models import (
     SkipReason,
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
-from labeling.rows import db_datetime, placeholders, raw_models, select_rows
+from labeling.rows import db_datetime, execute, placeholders, raw_models, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.comparison import items_compare
 from labeling.services.gold_serving import gold_claim, gold_turn
@@ -661,8 +661,10 @@ def _take_slot(*, item: Item, actor: Any, now: datetime, lease: timedelta) -> As
     if not free:
         return None
     # Compare-and-set on the count (the portable guard: on SQLite nothing is locked).
-    if not Item.objects.filter(pk=item.pk, assigned_count=count, status=ItemStatus.OPEN).update(
-        assigned_count=count + 1, version=F("version") + 1
+    if not execute(
+        "UPDATE labeling_item SET assigned_count = %s, version = version + 1 "
+        "WHERE id = %s AND assigned_count = %s AND status = %s",
+        [count + 1, item.pk, count, ItemStatus.OPEN],
     ):
         return None
     lease_fields = {
