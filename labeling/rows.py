@@ -147,6 +147,71 @@ def raw_first(model: type[M], sql: str, params: Sequence[Any]) -> M | None:
     return found[0] if found else None
 
 
+def insert(instances: Sequence[M]) -> list[M]:
+    """Insert unsaved instances of one model (its own table, an auto id); set their ids.
+
+    What ``bulk_create`` does for the few rows of a submit, at a fraction of its CPU: each
+    field's ``pre_save`` (``auto_now_add``) and ``get_db_prep_save`` (the database's form of
+    the value) apply, and the statement of a model and row count is built once per process.
+    Sends no ``pre_save``/``post_save`` signal, as ``bulk_create`` sends none. Returns the
+    instances, saved (``_state.adding`` false).
+
+    Raises:
+        django.db.IntegrityError: a constraint refused a row (nothing of the statement stays).
+        django.db.DatabaseError: the statement failed (as any query does).
+    """
+    if not instances:
+        return []
+    model = type(instances[0])
+    meta = model._meta
+    fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated]
+    # The database's limit of parameters (SQLite's may be 999; PostgreSQL's protocol 65,535),
+    # and at most 500 rows (SQLite's limit of a compound statement).
+    limit = connection.features.max_query_params or 65_535
+    per_statement = max(1, min(500, limit // len(fields)))
+    returning = connection.features.can_return_rows_from_bulk_insert
+    alias = connection.alias
+    for at in range(0, len(instances), per_statement):
+        batch = instances[at : at + per_statement]
+        sql = _insert_sql(model, fields, len(batch) if returning else 1, returning)
+        rows = [
+            [f.get_db_prep_save(f.pre_save(i, True), connection) for f in fields] for i in batch
+        ]
+        with connection.cursor() as cursor:
+            if returning:
+                cursor.execute(sql, [value for row in rows for value in row])
+                ids = [pk for (pk,) in cursor.fetchall()]
+            else:  # pragma: no cover - SQLite before 3.35
+                ids = []
+                for row in rows:
+                    cursor.execute(sql, row)
+                    ids.append(cursor.lastrowid)
+        for instance, pk in zip(batch, ids, strict=True):
+            setattr(instance, meta.pk.attname, pk)
+            instance._state.adding = False
+            instance._state.db = alias
+    return list(instances)
+
+
+_insert_statements: dict[tuple[str, type[models.Model], int, bool], str] = {}
+
+
+def _insert_sql(model: type[models.Model], fields: list[Any], rows: int, returning: bool) -> str:
+    key = (connection.alias, model, rows, returning)
+    sql = _insert_statements.get(key)
+    if sql is None:
+        quote = connection.ops.quote_name
+        row = f"({placeholders(fields)})"
+        sql = (  # identifiers of the model and placeholders only
+            f"INSERT INTO {quote(model._meta.db_table)} "  # noqa: S608
+            f"({', '.join(quote(f.column) for f in fields)}) VALUES {', '.join([row] * rows)}"
+        )
+        if returning:
+            sql += f" RETURNING {quote(str(model._meta.pk.column))}"
+        _insert_statements[key] = sql
+    return sql
+
+
 def placeholders(values: Sequence[Any]) -> str:
     """Return ``%s, %s, ...``, one per value, for an ``IN (...)`` list (at least one value).
 

@@ -59,7 +59,7 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.permissions import ANNOTATORS, require_role
-from labeling.rows import db_datetime, execute, raw_first, select_rows
+from labeling.rows import db_datetime, execute, insert, raw_first, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
@@ -439,17 +439,21 @@ def _write_revision(
     time_spent: float | None,
     content: str,
 ) -> AnnotationRevision:
-    revision = AnnotationRevision.objects.create(
-        annotation=annotation,
-        number=number,
-        previous=previous,
-        created_by=actor,
-        policy=policy,
-        answer_label=labels.answer_label,
-        answer_reason=labels.answer_reason,
-        comment=comment,
-        time_spent_seconds=time_spent,
-        content_sha256=content,
+    [revision] = insert(
+        [
+            AnnotationRevision(
+                annotation=annotation,
+                number=number,
+                previous=previous,
+                created_by=actor,
+                policy=policy,
+                answer_label=labels.answer_label,
+                answer_reason=labels.answer_reason,
+                comment=comment,
+                time_spent_seconds=time_spent,
+                content_sha256=content,
+            )
+        ]
     )
     rows, evidence = claim_labels_write(
         EvidenceSpan,
@@ -755,8 +759,8 @@ def _first_submit(
     _item_touch(item)
     if item.status != _collecting(assignment):
         raise InvalidTransition(f"item {item.pk} is no longer collecting annotations")
-    annotation = Annotation.objects.create(
-        item=item, annotator=actor, assignment=assignment, revision_count=0
+    [annotation] = insert(
+        [Annotation(item=item, annotator=actor, assignment=assignment, revision_count=0)]
     )
     revision = _write_revision(
         annotation=annotation,
@@ -769,9 +773,12 @@ def _first_submit(
         time_spent=time_spent,
         content=content,
     )
+    execute(
+        "UPDATE labeling_annotation SET current_id = %s, revision_count = 1 WHERE id = %s",
+        [revision.pk, annotation.pk],
+    )
     annotation.current = revision
     annotation.revision_count = 1
-    annotation.save(update_fields=["current", "revision_count"])
     logger.info(
         "annotation.submitted",
         extra={"item": item.pk, "annotation": annotation.pk, "assignment": assignment.pk},

@@ -80,7 +80,7 @@ from labeling.models import (
     SkipReason,
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
-from labeling.rows import db_datetime, execute, placeholders, raw_models, select_rows
+from labeling.rows import db_datetime, execute, insert, placeholders, raw_models, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.comparison import items_compare
 from labeling.services.gold_serving import gold_claim, gold_turn
@@ -686,7 +686,8 @@ def _take_slot(*, item: Item, actor: Any, now: datetime, lease: timedelta) -> As
         ):
             raise _LostRace("the actor's expired assignment of the item changed meanwhile")
         return Assignment.objects.get(pk=own_row)
-    return Assignment.objects.create(item=item, annotator=actor, **lease_fields)
+    [assignment] = insert([Assignment(item=item, annotator=actor, **lease_fields)])
+    return assignment
 
 
 @transaction.atomic

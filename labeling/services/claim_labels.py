@@ -29,6 +29,7 @@ from labeling.models import (
     ResolvedClaimLabel,
     ResolvedEvidence,
 )
+from labeling.rows import insert
 
 LabelRow = TypeVar("LabelRow", ClaimLabel, ResolvedClaimLabel, PriorClaimLabel, GoldClaimLabel)
 EvidenceRow = TypeVar("EvidenceRow", EvidenceSpan, ResolvedEvidence, PriorEvidence, GoldEvidence)
@@ -63,8 +64,6 @@ class Evidence:
 def claim_labels_write(
     evidence_model: type[EvidenceRow],
     labels: Sequence[tuple[LabelRow, Iterable[EvidenceLike]]],
-    *,
-    batch_size: int | None = None,
 ) -> tuple[list[LabelRow], list[EvidenceRow]]:
     """Insert unsaved claim label rows and, for each, its evidence rows of ``evidence_model``.
 
@@ -73,16 +72,13 @@ def claim_labels_write(
             ``ClaimLabel``, ``ResolvedEvidence`` for ``ResolvedClaimLabel``, ``PriorEvidence``
             for ``PriorClaimLabel``).
         labels: ``(unsaved label row, its evidence spans)`` pairs, all of one label model.
-        batch_size: rows per INSERT statement (None: as many as the database takes).
 
     Returns:
         The saved label rows (with primary keys) and evidence rows, in the order given.
     """
-    if not labels:
-        return [], []
-    model = type(labels[0][0])
-    rows = model.objects.bulk_create([row for row, _ in labels], batch_size=batch_size)
-    evidence = evidence_model.objects.bulk_create(
+    # Plain statements (labeling/rows.py): every submit writes its claim labels.
+    rows = insert([row for row, _ in labels])
+    evidence = insert(
         [
             evidence_model(
                 claim_label_id=row.pk,
@@ -93,8 +89,7 @@ def claim_labels_write(
             )
             for row, (_, spans) in zip(rows, labels, strict=True)
             for span in spans
-        ],
-        batch_size=batch_size,
+        ]
     )
     return rows, evidence
 

@@ -29,7 +29,7 @@ from labeling.models import (
     ResolvedClaimLabel,
     ResolvedEvidence,
 )
-from labeling.rows import execute, placeholders, raw_models, select_rows
+from labeling.rows import execute, insert, placeholders, raw_models, select_rows
 from labeling.selectors.review import (
     Span,
     Vote,
@@ -175,7 +175,7 @@ def _compare_chunk(
                 claims_differ=diff.claims_differ,
             )
         )
-    Disagreement.objects.bulk_create(new_disagreements)
+    insert(new_disagreements)
     if differing:
         execute(
             "UPDATE labeling_item SET status = %s, version = version + 1 "  # noqa: S608
@@ -183,7 +183,7 @@ def _compare_chunk(
             [ItemStatus.DISAGREEMENT, *differing],
         )
 
-    resolutions = Resolution.objects.bulk_create(
+    resolutions = insert(
         [
             Resolution(
                 item=item,

@@ -104,35 +104,6 @@ def test_nothing_to_write_runs_no_query(django_assert_num_queries, db):
         assert claim_labels_write(ResolvedEvidence, []) == ([], [])
 
 
-def test_batch_size_splits_the_inserts(project, target, django_assert_num_queries):
-    item, claims, version = target
-    resolution = _resolution(project, item)
-    spans = [_span(version, "The bridge"), _span(version, "harbour")]
-
-    # two label rows and two evidence rows, one row per INSERT
-    with django_assert_num_queries(4):
-        rows, evidence = claim_labels_write(
-            ResolvedEvidence,
-            [
-                (
-                    ResolvedClaimLabel(resolution=resolution, claim=claims[0], label="supported"),
-                    [spans[0]],
-                ),
-                (
-                    ResolvedClaimLabel(resolution=resolution, claim=claims[1], label="supported"),
-                    [spans[1]],
-                ),
-            ],
-            batch_size=1,
-        )
-
-    assert len(rows) == 2 and len(evidence) == 2
-    assert sorted(ResolvedEvidence.objects.values_list("quote", flat=True)) == [
-        "The bridge",
-        "harbour",
-    ]
-
-
 def test_writes_a_prior_annotations_claim_labels_with_their_extra_fields(target):
     item, claims, version = target
     prior = PriorAnnotation.objects.create(

@@ -1,0 +1,183 @@
+"""labeling/rows.py: plain statements that give what the ORM gives (instances, ids, timestamps)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.exceptions import FieldDoesNotExist
+from django.db import IntegrityError, connection, transaction
+from django.forms.models import model_to_dict
+
+from labeling.models import (
+    Assignment,
+    AssignmentStatus,
+    DerivedChange,
+    DerivedKind,
+    Item,
+    LabelPolicy,
+)
+from labeling.rows import (
+    db_datetime,
+    execute,
+    insert,
+    placeholders,
+    raw_first,
+    raw_models,
+    select_rows,
+)
+from labeling.services import project_labelling_start
+from tests.conftest import native_record
+
+pytestmark = pytest.mark.django_db
+
+
+def _fields(instance):
+    """Every concrete field of ``instance`` by attname (foreign keys as ids)."""
+    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
+
+
+@pytest.fixture
+def started(project, import_records, member):
+    import_records([native_record("q1"), native_record("q2")])
+    manager = member("manager")
+    project_labelling_start(project=project, actor=manager)
+    return project
+
+
+def test_raw_models_build_the_instances_the_orm_builds(started):
+    policy = LabelPolicy.objects.get(project=started)
+    [raw] = raw_models(LabelPolicy, "SELECT * FROM labeling_labelpolicy WHERE id = %s", [policy.pk])
+    assert _fields(raw) == _fields(policy)
+    # the converters applied: JSON decoded, timestamps aware on every database
+    assert isinstance(raw.answer_labels, list) and raw.answer_labels == policy.answer_labels
+    assert raw.frozen_at is not None and raw.frozen_at.tzinfo is not None
+    assert raw._state.adding is False and raw._state.db == "default"
+
+    items = raw_models(Item, "SELECT * FROM labeling_item ORDER BY id", [])
+    assert [_fields(i) for i in items] == [_fields(i) for i in Item.objects.order_by("id")]
+
+
+def test_raw_models_set_extra_columns_as_attributes_and_reuse_the_shape(started):
+    sql = (
+        "SELECT i.*, c.key AS candidate_key FROM labeling_item i "
+        "JOIN labeling_candidateanswer c ON c.id = i.candidate_id ORDER BY i.id"
+    )
+    first = raw_models(Item, sql, [])
+    again = raw_models(Item, sql, [])
+    assert [i.candidate_key for i in first] == [i.candidate_key for i in again]
+    assert sorted(i.candidate_key for i in first) == sorted(
+        Item.objects.values_list("candidate__key", flat=True)
+    )
+
+
+def test_raw_models_of_no_row_and_raw_first(started):
+    assert raw_models(Item, "SELECT * FROM labeling_item WHERE id = %s", [-1]) == []
+    assert raw_first(Item, "SELECT * FROM labeling_item WHERE id = %s", [-1]) is None
+    item = Item.objects.order_by("id").first()
+    assert raw_first(Item, "SELECT * FROM labeling_item ORDER BY id", []).pk == item.pk
+
+
+def test_raw_models_refuse_a_statement_without_the_id(started):
+    with pytest.raises(FieldDoesNotExist, match="must select its id"):
+        raw_models(Item, "SELECT status FROM labeling_item", [])
+
+
+def test_execute_returns_the_rows_changed(started):
+    ids = list(Item.objects.values_list("id", flat=True))
+    assert execute(
+        f"UPDATE labeling_item SET version = version + 1 WHERE id IN ({placeholders(ids)})", ids
+    ) == len(ids)
+    assert execute("UPDATE labeling_item SET version = 0 WHERE id = %s", [-1]) == 0
+
+
+def test_placeholders_refuse_an_empty_list():
+    with pytest.raises(ValueError, match="at least one value"):
+        placeholders([])
+
+
+def test_db_datetime_stores_what_the_orm_stores(started, member):
+    """A timestamp written by a plain statement compares and reads back as the ORM's does."""
+    annotator = member("annotator")
+    item = Item.objects.order_by("id").first()
+    at = datetime(2026, 12, 3, 6, 8, 13, 397106, tzinfo=UTC)
+    assignment = Assignment.objects.create(
+        item=item,
+        annotator=annotator,
+        slot=1,
+        leased_at=at,
+        lease_expires_at=at + timedelta(hours=1),
+    )
+    later = at + timedelta(microseconds=1)
+    execute(
+        "UPDATE labeling_assignment SET submitted_at = %s WHERE id = %s",
+        [db_datetime(later), assignment.pk],
+    )
+    assignment.refresh_from_db()
+    assert assignment.submitted_at == later
+    # ordered against a value the ORM stored (on SQLite both are text in one form)
+    assert Assignment.objects.filter(submitted_at__gt=at).count() == 1
+    assert Assignment.objects.filter(leased_at__lt=later).count() == 1
+    [(stored,)] = select_rows(
+        "SELECT COUNT(*) FROM labeling_assignment WHERE submitted_at > leased_at", []
+    )
+    assert stored == 1
+    # the same instant is the same value as the ORM's (an offset added on SQLite would differ)
+    whole = at.replace(microsecond=0)
+    Assignment.objects.filter(pk=assignment.pk).update(
+        leased_at=whole, lease_expires_at=whole + timedelta(hours=1)
+    )
+    execute(
+        "UPDATE labeling_assignment SET submitted_at = %s WHERE id = %s",
+        [db_datetime(whole), assignment.pk],
+    )
+    [(same,)] = select_rows(
+        "SELECT COUNT(*) FROM labeling_assignment WHERE submitted_at = leased_at", []
+    )
+    assert same == 1
+    assert db_datetime(None) is None
+
+
+def test_insert_sets_ids_in_order_and_fills_auto_fields(project, django_assert_num_queries):
+    kinds = [DerivedKind.AGREEMENT, DerivedKind.AUDIT, DerivedKind.RELIABILITY]
+    rows = [DerivedChange(project=project, kind=kind) for kind in kinds]
+    with django_assert_num_queries(1):
+        saved = insert(rows)
+    assert saved == rows
+    assert all(r._state.adding is False and r.created_at is not None for r in rows)
+    stored = list(DerivedChange.objects.order_by("id"))
+    assert [(r.pk, r.kind, r.created_at) for r in rows] == [
+        (s.pk, s.kind, s.created_at) for s in stored
+    ]
+    assert insert([]) == []
+
+
+def test_insert_splits_a_long_list_within_the_parameter_limit(project, django_assert_num_queries):
+    limit = connection.features.max_query_params or 65_535
+    per_statement = min(500, limit // 3)  # a change row has three columns
+    count = per_statement + 7
+    rows = [DerivedChange(project=project, kind=DerivedKind.AGREEMENT) for _ in range(count)]
+    with django_assert_num_queries(2):
+        insert(rows)
+    ids = [r.pk for r in rows]
+    assert ids == sorted(ids) and len(set(ids)) == count
+    assert list(DerivedChange.objects.order_by("id").values_list("id", flat=True)) == ids
+
+
+def test_insert_refused_by_a_constraint_writes_nothing(started, member):
+    annotator = member("annotator")
+    item = Item.objects.order_by("id").first()
+    now = datetime(2026, 12, 3, tzinfo=UTC)
+    fields = {
+        "item": item,
+        "annotator": annotator,
+        "status": AssignmentStatus.LEASED,
+        "leased_at": now,
+        "lease_expires_at": now + timedelta(hours=1),
+    }
+    with pytest.raises(IntegrityError), transaction.atomic():
+        # the same (item, annotator) twice: one row per pair
+        insert([Assignment(slot=1, **fields), Assignment(slot=2, **fields)])
+    assert not Assignment.objects.exists()
+    [saved] = insert([Assignment(slot=1, **fields)])
+    assert model_to_dict(Assignment.objects.get()) == model_to_dict(saved)
