@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from labeling.models import DerivedKind
-from labeling.rows import db_datetime, execute
+from labeling.rows import execute
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def derived_mark(*, project_id: int, kinds: Iterable[str] = ALL_KINDS) -> None:
         return
     # Every submit marks: one plain statement (labeling/rows.py). The f-string adds only
     # placeholders.
-    now = db_datetime(timezone.now())
+    now = timezone.now()
     execute(
         "INSERT INTO labeling_derivedchange (project_id, kind, created_at) "  # noqa: S608
         f"VALUES {', '.join(['(%s, %s, %s)'] * len(wanted))}",

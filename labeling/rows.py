@@ -1,4 +1,4 @@
-"""Plain rows from SQL, for the reads every labelling request runs.
+"""Plain statements, for the reads and writes every labelling request runs.
 
 A queryset costs about 1 ms of CPU per query on a small server (building, compiling and the
 model instances), several times the database's own time for a lookup by key. The label loop
@@ -6,10 +6,11 @@ model instances), several times the database's own time for a lookup by key. The
 plain parameterised statements: :func:`select_rows` where the caller wants tuples, and
 :func:`raw_models` and :func:`raw_first` where it wants model instances (built as
 ``Manager.raw`` builds them, the fields' converters applied, e.g. JSON).
-The fixed-shape writes of the same loop (a status flip, a version bump) are plain statements
-too, through :func:`execute`; a timestamp parameter goes through :func:`db_datetime`, as the ORM
-would store it. The statements are portable (PostgreSQL and SQLite); column names that are SQL
-keywords (``index``, ``start``, ``end``) are quoted.
+The fixed-shape writes of the same loop (a status flip, a version bump, its new rows) are plain
+statements too, through :func:`execute` and :func:`insert`. Parameters are adapted as
+``Manager.raw`` adapts them (a timestamp is stored as the ORM stores it). The statements are
+portable (PostgreSQL and SQLite); column names that are SQL keywords (``index``, ``start``,
+``end``) are quoted.
 """
 
 from __future__ import annotations
@@ -20,10 +21,21 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.core.exceptions import FieldDoesNotExist
-from django.db import connection, models
+from django.db import connection, models, transaction
+from django.db.models.expressions import DatabaseDefault
 from django.db.models.sql import Query
 
 M = TypeVar("M", bound=models.Model)
+
+
+def _adapted(params: Sequence[Any]) -> list[Any]:
+    """``params`` in the database's form, as ``Manager.raw`` adapts them.
+
+    A timestamp, say: SQLite stores UTC text without an offset, and an aware datetime passed
+    as it is would add one (text comparisons between the two forms order wrongly).
+    """
+    adapt = connection.ops.adapt_unknown_value
+    return [adapt(value) for value in params]
 
 
 def select_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -33,7 +45,7 @@ def select_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         django.db.DatabaseError: the statement failed (as any query does).
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, _adapted(params))
         return cursor.fetchall()
 
 
@@ -43,8 +55,10 @@ def execute(sql: str, params: Sequence[Any]) -> int:
     Raises:
         django.db.DatabaseError: the statement failed (as any query does).
     """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    # As the ORM's own writes: an error marks the enclosing atomic block for rollback, so a
+    # caller that catches it cannot go on and commit a half-done change.
+    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
+        cursor.execute(sql, _adapted(params))
         return cursor.rowcount
 
 
@@ -115,7 +129,7 @@ def raw_models(model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
         django.db.DatabaseError: the statement failed (as any query does).
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, _adapted(params))
         rows = cursor.fetchall()
         if not rows:
             return []
@@ -157,7 +171,9 @@ def insert(instances: Sequence[M]) -> list[M]:
     instances, saved (``_state.adding`` false).
 
     Raises:
-        django.db.IntegrityError: a constraint refused a row (nothing of the statement stays).
+        ValueError: a related object is unsaved, or a field has only a database default and
+            no value.
+        django.db.IntegrityError: a constraint refused a row (no row of the call stays).
         django.db.DatabaseError: the statement failed (as any query does).
     """
     if not instances:
@@ -165,32 +181,46 @@ def insert(instances: Sequence[M]) -> list[M]:
     model = type(instances[0])
     meta = model._meta
     fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated]
+    for instance in instances:
+        # As save() and bulk_create: a related object must be saved (ValueError otherwise),
+        # and its id is taken from it.
+        instance._prepare_related_fields_for_save(operation_name="insert")  # type: ignore[attr-defined]
     # The database's limit of parameters (SQLite's may be 999; PostgreSQL's protocol 65,535),
     # and at most 500 rows (SQLite's limit of a compound statement).
     limit = connection.features.max_query_params or 65_535
     per_statement = max(1, min(500, limit // len(fields)))
     returning = connection.features.can_return_rows_from_bulk_insert
     alias = connection.alias
-    for at in range(0, len(instances), per_statement):
-        batch = instances[at : at + per_statement]
-        sql = _insert_sql(model, fields, len(batch) if returning else 1, returning)
-        rows = [
-            [f.get_db_prep_save(f.pre_save(i, True), connection) for f in fields] for i in batch
-        ]
-        with connection.cursor() as cursor:
-            if returning:
-                cursor.execute(sql, [value for row in rows for value in row])
-                ids = [pk for (pk,) in cursor.fetchall()]
-            else:  # pragma: no cover - SQLite before 3.35
-                ids = []
-                for row in rows:
-                    cursor.execute(sql, row)
-                    ids.append(cursor.lastrowid)
-        for instance, pk in zip(batch, ids, strict=True):
-            setattr(instance, meta.pk.attname, pk)
-            instance._state.adding = False
-            instance._state.db = alias
+    # One transaction for every batch, as bulk_create: all rows or none.
+    with transaction.atomic(savepoint=False):
+        for at in range(0, len(instances), per_statement):
+            batch = instances[at : at + per_statement]
+            sql = _insert_sql(model, fields, len(batch) if returning else 1, returning)
+            rows = [[_db_value(f, i) for f in fields] for i in batch]
+            with connection.cursor() as cursor:
+                if returning:
+                    cursor.execute(sql, [value for row in rows for value in row])
+                    ids = [pk for (pk,) in cursor.fetchall()]
+                else:  # pragma: no cover - SQLite before 3.35
+                    ids = []
+                    for row in rows:
+                        cursor.execute(sql, row)
+                        ids.append(cursor.lastrowid)
+            for instance, pk in zip(batch, ids, strict=True):
+                setattr(instance, meta.pk.attname, pk)
+                instance._state.adding = False
+                instance._state.db = alias
     return list(instances)
+
+
+def _db_value(field: Any, instance: models.Model) -> Any:
+    value = field.pre_save(instance, True)
+    if isinstance(value, DatabaseDefault):
+        raise ValueError(
+            f"{type(instance).__name__}.{field.name}: insert() writes every column; give a "
+            "value for a field that has only a database default"
+        )
+    return field.get_db_prep_save(value, connection)
 
 
 _insert_statements: dict[tuple[str, type[models.Model], int, bool], str] = {}
@@ -224,10 +254,11 @@ def placeholders(values: Sequence[Any]) -> str:
 
 
 def db_datetime(value: datetime | None) -> Any:
-    """Return an aware datetime (or None) as a statement parameter, as the ORM stores it.
+    """Return an aware datetime (or None) as the ORM stores it, for :mod:`labeling.bulk`'s rows.
 
     SQLite stores UTC text without an offset; a raw aware datetime would add one, and text
-    comparisons between the two forms would order wrongly.
+    comparisons between the two forms would order wrongly. The statements of this module adapt
+    their parameters themselves.
     """
     return None if value is None else connection.ops.adapt_datetimefield_value(value)
 

@@ -59,7 +59,7 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.permissions import ANNOTATORS, require_role
-from labeling.rows import db_datetime, execute, insert, raw_first, select_rows
+from labeling.rows import execute, insert, raw_first, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
@@ -723,7 +723,7 @@ def _submitted_flip(assignment: Assignment) -> bool:
     flipped = execute(
         "UPDATE labeling_assignment SET status = %s, submitted_at = %s "
         "WHERE id = %s AND status = %s",
-        [AssignmentStatus.SUBMITTED, db_datetime(now), assignment.pk, AssignmentStatus.LEASED],
+        [AssignmentStatus.SUBMITTED, now, assignment.pk, AssignmentStatus.LEASED],
     )
     if flipped:
         assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now

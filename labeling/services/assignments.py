@@ -80,7 +80,7 @@ from labeling.models import (
     SkipReason,
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
-from labeling.rows import db_datetime, execute, insert, placeholders, raw_models, select_rows
+from labeling.rows import execute, insert, placeholders, raw_models, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.comparison import items_compare
 from labeling.services.gold_serving import gold_claim, gold_turn
@@ -593,7 +593,6 @@ def _claim_candidates(
     Plain SQL (labeling/rows.py): every claim runs it, and the queryset with its four
     subqueries cost more CPU to build and compile than the database takes to answer.
     """
-    at = db_datetime(now)
     leased, expired, retired = (
         AssignmentStatus.LEASED,
         AssignmentStatus.EXPIRED,
@@ -612,8 +611,8 @@ def _claim_candidates(
         "AND NOT EXISTS (SELECT 1 FROM labeling_assignment m WHERE m.item_id = i.id "
         "AND m.annotator_id = %s AND m.status NOT IN (%s, %s))"
     )
-    params: list[Any] = [actor.pk, retired, leased, at, project.pk, ItemStatus.OPEN]
-    params += [leased, at, actor.pk, retired, expired]
+    params: list[Any] = [actor.pk, retired, leased, now, project.pk, ItemStatus.OPEN]
+    params += [leased, now, actor.pk, retired, expired]
     if cooling:
         # Another annotator who could take the item: an active member in an annotator role
         # with no row of it, or only an expired or retired one. Most claims have no cooling
@@ -752,7 +751,7 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
             actor.pk,
             AssignmentStatus.LEASED,
             AssignmentStatus.EXPIRED,
-            db_datetime(now - lease),
+            now - lease,
         ],
     )
     held = [a for a in own if a.status == AssignmentStatus.LEASED]

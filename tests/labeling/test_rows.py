@@ -181,3 +181,62 @@ def test_insert_refused_by_a_constraint_writes_nothing(started, member):
     assert not Assignment.objects.exists()
     [saved] = insert([Assignment(slot=1, **fields)])
     assert model_to_dict(Assignment.objects.get()) == model_to_dict(saved)
+
+
+def test_statements_adapt_a_timestamp_parameter_as_the_orm(started, member):
+    """An aware datetime passed as it is finds the row the ORM stored (SQLite: text, no offset)."""
+    annotator = member("annotator")
+    item = Item.objects.order_by("id").first()
+    whole = datetime(2026, 12, 3, 6, 8, 13, tzinfo=UTC)
+    assignment = Assignment.objects.create(
+        item=item,
+        annotator=annotator,
+        slot=1,
+        leased_at=whole,
+        lease_expires_at=whole + timedelta(hours=1),
+    )
+    sql = "SELECT * FROM labeling_assignment WHERE leased_at = %s"
+    assert [a.pk for a in raw_models(Assignment, sql, [whole])] == [assignment.pk]
+    assert select_rows("SELECT id FROM labeling_assignment WHERE leased_at = %s", [whole]) == [
+        (assignment.pk,)
+    ]
+    assert execute("UPDATE labeling_assignment SET slot = 2 WHERE leased_at = %s", [whole]) == 1
+
+
+def test_insert_refuses_an_unsaved_related_object(started, member):
+    item = Item.objects.order_by("id").first()
+    with pytest.raises(ValueError, match="unsaved related object"):
+        insert([Assignment(item=Item(project=started), annotator=member("annotator"), slot=1)])
+    assert not Assignment.objects.exists() and item.pk
+
+
+def test_insert_refuses_a_field_with_only_a_database_default(started):
+    item = Item.objects.order_by("id").first()
+    with pytest.raises(ValueError, match=r"Item\.\w+: insert\(\) writes every column"):
+        insert([Item(project=started, candidate_id=item.candidate_id)])
+
+
+def test_execute_error_marks_the_transaction_for_rollback(started):
+    from django.db.transaction import TransactionManagementError
+
+    item = Item.objects.order_by("id").first()
+    with transaction.atomic():
+        with pytest.raises(IntegrityError):
+            execute("UPDATE labeling_item SET candidate_id = NULL WHERE id = %s", [item.pk])
+        # caught without a savepoint: the block cannot go on to commit a half-done change
+        with pytest.raises(TransactionManagementError):
+            Item.objects.count()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_insert_outside_a_transaction_keeps_no_batch_when_one_fails(project):
+    limit = connection.features.max_query_params or 65_535
+    per_statement = min(500, limit // 3)
+    rows = [
+        DerivedChange(project=project, kind=DerivedKind.AGREEMENT) for _ in range(per_statement)
+    ]
+    rows.append(DerivedChange(project_id=project.pk + 1000, kind=DerivedKind.AGREEMENT))
+    assert not connection.in_atomic_block
+    with pytest.raises(IntegrityError):
+        insert(rows)  # the second batch's row names no project
+    assert not DerivedChange.objects.exists()
