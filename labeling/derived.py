@@ -20,10 +20,9 @@ import logging
 from collections.abc import Callable, Iterable
 
 from django.db import connection, transaction
-from django.utils import timezone
 
-from labeling.models import DerivedKind
-from labeling.rows import execute
+from labeling.models import DerivedChange, DerivedKind
+from labeling.rows import insert
 
 logger = logging.getLogger(__name__)
 
@@ -139,14 +138,8 @@ def derived_mark(*, project_id: int, kinds: Iterable[str] = ALL_KINDS) -> None:
         raise ValueError(f"unknown derived kinds {unknown}")
     if not wanted:
         return
-    # Every submit marks: one plain statement (labeling/rows.py). The f-string adds only
-    # placeholders.
-    now = timezone.now()
-    execute(
-        "INSERT INTO labeling_derivedchange (project_id, kind, created_at) "  # noqa: S608
-        f"VALUES {', '.join(['(%s, %s, %s)'] * len(wanted))}",
-        [value for kind in wanted for value in (project_id, kind, now)],
-    )
+    # Every submit marks: one plain statement (labeling/rows.py).
+    insert([DerivedChange(project_id=project_id, kind=kind) for kind in wanted])
     atomic = connection.in_atomic_block
     batch = commit_batch()
     batch.keys.update((project_id, kind) for kind in wanted)
