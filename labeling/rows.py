@@ -73,7 +73,10 @@ class _Shape:
 
 
 # By (database alias, model, column names): a statement's shape is worked out once per process
-# (Manager.raw works it out again on every query, which costs more than a lookup by key).
+# (Manager.raw works it out again on every query, which costs more than a lookup by key). The
+# converters are bound to the connection of the thread that first met the shape; they read only
+# what every connection of the alias shares (its time zone, from the settings), so any thread
+# may apply them.
 _shapes: dict[tuple[str, type[models.Model], tuple[str, ...]], _Shape] = {}
 
 
