@@ -97,6 +97,11 @@ def invitation_lock(queryset: QuerySet[Invitation], invitation_id: int) -> Invit
     return queryset.select_for_update().select_related("project").filter(pk=invitation_id).first()
 
 
+def _for_update(sql: str) -> str:
+    """``sql`` (a plain ``SELECT`` of one table) locking its rows where the database locks rows."""
+    return sql + " FOR UPDATE" if connection.features.has_select_for_update else sql
+
+
 def membership_lock(*, project_id: int, user_id: Any) -> Membership | None:
     """Lock and return ``user``'s active membership of a project (None if not an active member).
 
@@ -107,10 +112,13 @@ def membership_lock(*, project_id: int, user_id: Any) -> Membership | None:
     Every claim runs it: two plain statements (``labeling/rows.py``), cheaper in CPU than the
     queryset with ``select_related``.
     """
-    sql = "SELECT * FROM labeling_membership WHERE project_id = %s AND user_id = %s AND is_active"
-    if connection.features.has_select_for_update:
-        sql += " FOR UPDATE"
-    membership = raw_first(Membership, sql, [project_id, user_id])
+    membership = raw_first(
+        Membership,
+        _for_update(
+            "SELECT * FROM labeling_membership WHERE project_id = %s AND user_id = %s AND is_active"
+        ),
+        [project_id, user_id],
+    )
     if membership is not None:
         project = raw_first(Project, "SELECT * FROM labeling_project WHERE id = %s", [project_id])
         if project is None:  # pragma: no cover - the membership's foreign key holds it
@@ -128,10 +136,7 @@ def item_lock(item_id: int) -> Item:
         Item.DoesNotExist: no such item.
     """
     # Every submit takes it: one plain statement (labeling/rows.py).
-    sql = "SELECT * FROM labeling_item WHERE id = %s"
-    if connection.features.has_select_for_update:
-        sql += " FOR UPDATE"
-    item = raw_first(Item, sql, [item_id])
+    item = raw_first(Item, _for_update("SELECT * FROM labeling_item WHERE id = %s"), [item_id])
     if item is None:
         raise Item.DoesNotExist(f"no item {item_id}")
     return item

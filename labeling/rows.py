@@ -90,14 +90,15 @@ def _shape(model: type[models.Model], columns: tuple[str, ...]) -> _Shape:
     pk_column = model._meta.pk.column if model._meta.pk else None
     if not pk_column or name(pk_column) not in columns:
         raise FieldDoesNotExist(f"a statement of {model.__name__} rows must select its id")
-    init = [f for c, f in by_column.items() if c in columns]
+    # The selected fields, in the model's order (Model.from_db takes its values in that order).
+    present = [(columns.index(c), f) for c, f in by_column.items() if c in columns]
     cols: list[Any] = [
         by_column[c].get_col(model._meta.db_table) if c in by_column else None for c in columns
     ]
     compiler = connection.ops.compiler("SQLCompiler")(Query(model), connection, connection.alias)
     shape = _Shape(
-        names=[f.attname for f in init],
-        positions=[columns.index(c) for c in by_column if c in columns],
+        names=[f.attname for _, f in present],
+        positions=[pos for pos, _ in present],
         extras=[(c, pos) for pos, c in enumerate(columns) if c not in by_column],
         converters=[
             (pos, functions, col) for pos, (functions, col) in compiler.get_converters(cols).items()

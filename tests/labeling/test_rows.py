@@ -37,6 +37,22 @@ def _fields(instance):
     return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
 
 
+def _change_rows_per_statement() -> int:
+    """The rows of one INSERT of change rows (three columns): the parameter limit, at most 500."""
+    return min(500, (connection.features.max_query_params or 65_535) // 3)
+
+
+def _assignment(item, annotator, leased_at):
+    """A lease of ``item`` leased at ``leased_at`` for an hour, written by the ORM."""
+    return Assignment.objects.create(
+        item=item,
+        annotator=annotator,
+        slot=1,
+        leased_at=leased_at,
+        lease_expires_at=leased_at + timedelta(hours=1),
+    )
+
+
 @pytest.fixture
 def started(project, import_records, member):
     import_records([native_record("q1"), native_record("q2")])
@@ -101,13 +117,7 @@ def test_db_datetime_stores_what_the_orm_stores(started, member):
     annotator = member("annotator")
     item = Item.objects.order_by("id").first()
     at = datetime(2026, 12, 3, 6, 8, 13, 397106, tzinfo=UTC)
-    assignment = Assignment.objects.create(
-        item=item,
-        annotator=annotator,
-        slot=1,
-        leased_at=at,
-        lease_expires_at=at + timedelta(hours=1),
-    )
+    assignment = _assignment(item, annotator, at)
     later = at + timedelta(microseconds=1)
     execute(
         "UPDATE labeling_assignment SET submitted_at = %s WHERE id = %s",
@@ -153,9 +163,7 @@ def test_insert_sets_ids_in_order_and_fills_auto_fields(project, django_assert_n
 
 
 def test_insert_splits_a_long_list_within_the_parameter_limit(project, django_assert_num_queries):
-    limit = connection.features.max_query_params or 65_535
-    per_statement = min(500, limit // 3)  # a change row has three columns
-    count = per_statement + 7
+    count = _change_rows_per_statement() + 7
     rows = [DerivedChange(project=project, kind=DerivedKind.AGREEMENT) for _ in range(count)]
     with django_assert_num_queries(2):
         insert(rows)
@@ -188,13 +196,7 @@ def test_statements_adapt_a_timestamp_parameter_as_the_orm(started, member):
     annotator = member("annotator")
     item = Item.objects.order_by("id").first()
     whole = datetime(2026, 12, 3, 6, 8, 13, tzinfo=UTC)
-    assignment = Assignment.objects.create(
-        item=item,
-        annotator=annotator,
-        slot=1,
-        leased_at=whole,
-        lease_expires_at=whole + timedelta(hours=1),
-    )
+    assignment = _assignment(item, annotator, whole)
     sql = "SELECT * FROM labeling_assignment WHERE leased_at = %s"
     assert [a.pk for a in raw_models(Assignment, sql, [whole])] == [assignment.pk]
     assert select_rows("SELECT id FROM labeling_assignment WHERE leased_at = %s", [whole]) == [
@@ -230,10 +232,9 @@ def test_execute_error_marks_the_transaction_for_rollback(started):
 
 @pytest.mark.django_db(transaction=True)
 def test_insert_outside_a_transaction_keeps_no_batch_when_one_fails(project):
-    limit = connection.features.max_query_params or 65_535
-    per_statement = min(500, limit // 3)
     rows = [
-        DerivedChange(project=project, kind=DerivedKind.AGREEMENT) for _ in range(per_statement)
+        DerivedChange(project=project, kind=DerivedKind.AGREEMENT)
+        for _ in range(_change_rows_per_statement())
     ]
     rows.append(DerivedChange(project_id=project.pk + 1000, kind=DerivedKind.AGREEMENT))
     assert not connection.in_atomic_block
