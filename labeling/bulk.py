@@ -16,6 +16,7 @@ which it runs in-process.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from itertools import chain
 from typing import Any
@@ -83,9 +84,12 @@ def ids_by_key(
         keys: the values looked for; those without a row are left out of the result.
         equal: further ``column=value`` conditions (database column names).
 
-    PostgreSQL gets the keys as one array parameter (``= ANY(%s)``): building and sending an
-    ``IN`` list of a thousand placeholders costs the client more than the query costs the
-    server. SQLite runs the same query through the ORM.
+    PostgreSQL gets the keys as one array parameter, joined as ``unnest(%s)``: building and
+    sending an ``IN`` list of a thousand placeholders costs the client more than the query costs
+    the server. The join, not ``= ANY(%s)``: a prepared statement's generic plan, made while
+    an import's table still looks empty, scans the table and compares each row with every key
+    of ``= ANY`` (quadratic over an import: 8 of 25 s at 20,000 questions); a join stays a
+    hash or index lookup whatever the plan. SQLite runs the same query through the ORM.
     """
     if not keys:
         return {}
@@ -93,13 +97,15 @@ def ids_by_key(
         rows = model._default_manager.filter(**{f"{key_column}__in": keys}, **equal)
         return dict(rows.values_list(key_column, "pk"))
     quote = connection.ops.quote_name
-    conditions = [f"{quote(column)} = %s" for column in equal]
-    conditions.append(f"{quote(key_column)} = ANY(%s)")
+    key = quote(key_column)
+    field = next(f for f in model._meta.concrete_fields if f.column == key_column)
+    array = f"{field.cast_db_type(connection)}[]"
+    conditions = "".join(f" AND t.{quote(column)} = %s" for column in equal)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {quote(key_column)}, id FROM {quote(model._meta.db_table)} "  # noqa: S608
-            f"WHERE {' AND '.join(conditions)}",
-            [*equal.values(), list(keys)],
+            f"SELECT t.{key}, t.id FROM {quote(model._meta.db_table)} t "  # noqa: S608
+            f"JOIN unnest(%s::{array}) AS wanted(k) ON t.{key} = wanted.k WHERE TRUE{conditions}",
+            [list(keys), *equal.values()],
         )
         return dict(cursor.fetchall())
 
@@ -157,16 +163,22 @@ def _insert_values(cursor: Any, insert: str, data: Sequence[Sequence[Any]]) -> N
     """
     width = len(data[0])
     per_statement = max(1, (connection.features.max_query_params or 999) // width)
-    row = "(" + ", ".join(["%s"] * width) + ")"
+    row = "(" + ", ".join(["?"] * width) + ")"
     full = f"{insert} VALUES {', '.join([row] * per_statement)}"
-    for start in range(0, len(data), per_statement):
-        part = data[start : start + per_statement]
-        sql = (
-            full
-            if len(part) == per_statement
-            else f"{insert} VALUES {', '.join([row] * len(part))}"
-        )
-        cursor.execute(sql, list(chain.from_iterable(part)))
+    # The sqlite3 cursor itself, with SQLite's own "?" placeholders: Django's wrapper rewrites
+    # every "%s" of a statement by regular expression, which for these statements of hundreds
+    # of placeholders cost a third as much as SQLite's work. Errors are still Django's.
+    execute = sqlite3.Cursor.execute
+    raw = cursor.cursor
+    with connection.wrap_database_errors:
+        for start in range(0, len(data), per_statement):
+            part = data[start : start + per_statement]
+            sql = (
+                full
+                if len(part) == per_statement
+                else f"{insert} VALUES {', '.join([row] * len(part))}"
+            )
+            execute(raw, sql, list(chain.from_iterable(part)))
 
 
 def update_rows(

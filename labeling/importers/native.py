@@ -43,11 +43,13 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     Raises:
         DuplicateKey: a key occurs twice in one object (a ``ValueError``).
     """
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise DuplicateKey(key)
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
     return obj
 
 
