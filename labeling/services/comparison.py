@@ -211,10 +211,14 @@ def _compare_chunk(
                 )
             )
     claim_labels_write(ResolvedEvidence, claim_rows)
-    for resolution, (item, _) in zip(resolutions, agreed, strict=True):
+    if agreed:
+        # One statement for the chunk: each item takes its newest resolution, the one just
+        # written (numbered after every earlier one).
+        resolved = [item.pk for item, _ in agreed]
         execute(
-            "UPDATE labeling_item SET status = %s, resolution_id = %s, version = version + 1 "
-            "WHERE id = %s",
-            [ItemStatus.RESOLVED, resolution.pk, item.pk],
+            "UPDATE labeling_item SET status = %s, version = version + 1, resolution_id = ("  # noqa: S608
+            "SELECT r.id FROM labeling_resolution r WHERE r.item_id = labeling_item.id "
+            f"ORDER BY r.number DESC LIMIT 1) WHERE id IN ({placeholders(resolved)})",
+            [ItemStatus.RESOLVED, *resolved],
         )
     return [item.pk for item, _ in agreed], differing, waiting
