@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
@@ -33,7 +33,6 @@ from labeling.models import (
     ItemStatus,
     LabelPolicy,
     PriorAnnotation,
-    PriorClaimLabel,
     PriorSpan,
     Project,
     Question,
@@ -390,6 +389,67 @@ def _live_votes(item_ids: list[int], *, assignment_id: int | None = None) -> lis
     ]
 
 
+def _prior_votes(item_ids: list[int]) -> list[Vote]:
+    """The prior votes of the items, by candidate and import order. Three statements.
+
+    Prior votes count only while the item counts them (``Item.prior_votes``): an item returned
+    for labelling under a new policy version collects fresh votes only. A prior annotation
+    without an answer label is no vote; an empty prior span (end == start) cites nothing.
+    Plain statements, as for the live votes: starting labelling reads the prior votes of every
+    item (the queryset with its two prefetches took 40 of 60 s for 50,000 items).
+    """
+    rows = select_rows(
+        "SELECT p.id, i.id, p.answer_label, p.answer_reason, p.origin "  # noqa: S608
+        "FROM labeling_priorannotation p JOIN labeling_item i ON i.candidate_id = p.candidate_id "
+        f"WHERE i.id IN ({placeholders(item_ids)}) AND i.prior_votes > 0 "
+        "AND p.answer_label IS NOT NULL AND p.answer_label <> '' "
+        "ORDER BY p.candidate_id, p.id",
+        item_ids,
+    )
+    if not rows:
+        return []
+    prior_ids = [row[0] for row in rows]
+    labels: dict[int, dict[int, tuple[int, str | None, str | None]]] = {}
+    for at in range(0, len(prior_ids), VOTE_CHUNK):
+        chunk = prior_ids[at : at + VOTE_CHUNK]
+        for label_id, prior_id, claim_id, label, reason in select_rows(
+            "SELECT id, prior_annotation_id, claim_id, label, reason "  # noqa: S608
+            f"FROM labeling_priorclaimlabel WHERE prior_annotation_id IN ({placeholders(chunk)}) "
+            "ORDER BY prior_annotation_id, id",
+            chunk,
+        ):
+            labels.setdefault(prior_id, {})[claim_id] = (label_id, label, reason)
+    label_ids = [entry[0] for claims in labels.values() for entry in claims.values()]
+    evidence: dict[int, list[Span]] = {}
+    for at in range(0, len(label_ids), VOTE_CHUNK):
+        chunk = label_ids[at : at + VOTE_CHUNK]
+        for label_id, source_version_id, begin, end, quote in select_rows(
+            'SELECT claim_label_id, source_version_id, "start", "end", quote '  # noqa: S608
+            f"FROM labeling_priorevidence WHERE claim_label_id IN ({placeholders(chunk)}) "
+            'AND "end" > "start" ORDER BY claim_label_id, source_version_id, "start", "end"',
+            chunk,
+        ):
+            evidence.setdefault(label_id, []).append(Span(source_version_id, begin, end, quote))
+    return [
+        Vote(
+            item_id=item_id,
+            live=False,
+            ref=prior_id,
+            slot=None,
+            answer_label=answer_label,
+            answer_reason=answer_reason,
+            claims={
+                claim_id: ClaimVote(
+                    label=label, reason=reason, evidence=tuple(evidence.get(label_id, ()))
+                )
+                for claim_id, (label_id, label, reason) in labels.get(prior_id, {}).items()
+            },
+            automatic=origin == AnnotationOrigin.AUTOMATIC,
+        )
+        for prior_id, item_id, answer_label, answer_reason, origin in rows
+    ]
+
+
 def item_votes(
     *, item_ids: Iterable[int], prior_item_ids: Iterable[int] | None = None
 ) -> dict[int, list[Vote]]:
@@ -411,45 +471,9 @@ def item_votes(
             votes[vote.item_id].append(vote)
     if not prior_ids:
         return votes  # no query (nor its construction) for items counting no prior vote
-    priors = (
-        # Prior votes count only while the item counts them (``Item.prior_votes``): an item
-        # returned for labelling under a new policy version collects fresh votes only.
-        PriorAnnotation.objects.filter(
-            candidate__item__in=prior_ids,
-            candidate__item__prior_votes__gt=0,
-            answer_label__isnull=False,
-        )
-        .exclude(answer_label="")
-        .annotate(item_pk=F("candidate__item__id"))
-        .prefetch_related(
-            Prefetch(
-                "claim_labels",
-                queryset=PriorClaimLabel.objects.prefetch_related("evidence"),
-            )
-        )
-        .order_by("candidate_id", "pk")
-    )
-    for prior in priors:
-        votes[prior.item_pk].append(
-            Vote(
-                item_id=prior.item_pk,
-                live=False,
-                ref=prior.pk,
-                slot=None,
-                answer_label=prior.answer_label,
-                answer_reason=prior.answer_reason,
-                claims={
-                    cl.claim_id: ClaimVote(
-                        label=cl.label,
-                        reason=cl.reason,
-                        # An empty prior span (end == start) cites nothing.
-                        evidence=tuple(_span(e) for e in cl.evidence.all() if e.end > e.start),
-                    )
-                    for cl in prior.claim_labels.all()
-                },
-                automatic=prior.origin == AnnotationOrigin.AUTOMATIC,
-            )
-        )
+    for at in range(0, len(prior_ids), VOTE_CHUNK):
+        for vote in _prior_votes(prior_ids[at : at + VOTE_CHUNK]):
+            votes[vote.item_id].append(vote)
     return votes
 
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -17,6 +18,7 @@ from labeling.models import (
     Disagreement,
     Item,
     ItemStatus,
+    PriorAnnotation,
     Question,
     Role,
     SourceVersion,
@@ -37,6 +39,7 @@ from labeling.services.annotations import (
 )
 from tests.conftest import row_counts
 from tests.factories import (
+    WORK_SOURCE,
     AssignmentFactory,
     UserFactory,
     start_labelling,
@@ -477,3 +480,123 @@ def test_live_votes_match_the_orm_read(project, queue, monkeypatch, chunk):
     assert any(c.evidence for vs in votes.values() for v in vs for c in v.claims.values()), (
         "the fixture cites evidence"
     )
+
+
+# -- prior votes ---------------------------------------------------------------------------------
+
+
+def _orm_prior_votes(item_ids):
+    """The prior votes read through the ORM, as a reference for the plain-SQL read."""
+    out = {pk: [] for pk in item_ids}
+    priors = (
+        PriorAnnotation.objects.filter(
+            candidate__item__in=item_ids,
+            candidate__item__prior_votes__gt=0,
+            answer_label__isnull=False,
+        )
+        .exclude(answer_label="")
+        .select_related("candidate__item")
+        .order_by("candidate_id", "pk")
+    )
+    for p in priors:
+        claims = [
+            (
+                cl.claim_id,
+                cl.label,
+                cl.reason,
+                [
+                    (e.source_version_id, e.start, e.end, e.quote)
+                    for e in cl.evidence.filter(end__gt=F("start")).order_by(
+                        "source_version_id", "start", "end"
+                    )
+                ],
+            )
+            for cl in p.claim_labels.order_by("pk")
+        ]
+        out[p.candidate.item.pk].append(
+            (p.pk, p.answer_label, p.answer_reason, p.origin == "automatic", claims)
+        )
+    return out
+
+
+def _prior_projected(votes):
+    return {
+        pk: [
+            (
+                v.ref,
+                v.answer_label,
+                v.answer_reason,
+                v.automatic,
+                [
+                    (
+                        claim_id,
+                        c.label,
+                        c.reason,
+                        [(s.source_version_id, s.start, s.end, s.quote) for s in c.evidence],
+                    )
+                    for claim_id, c in v.claims.items()
+                ],
+            )
+            for v in vs
+            if not v.live
+        ]
+        for pk, vs in votes.items()
+    }
+
+
+def _evidence(source: str, start: int, end: int) -> dict:
+    return {"source": source, "start": start, "end": end, "quote": WORK_SOURCE[start:end]}
+
+
+@pytest.mark.parametrize("chunk", [1, 2000])
+def test_prior_votes_match_the_orm_read(project, import_records, monkeypatch, chunk):
+    # given imported votes: with evidence (one span empty), automatic, without an answer label
+    # (no vote), and an item that no longer counts its prior votes
+    from labeling.selectors import review
+
+    q1, q2 = work_record("q1"), work_record("q2")
+    q1["candidates"][0]["prior_annotations"] = [
+        {
+            "annotator": "ds-a",
+            "answer_label": "admissible",
+            "claim_labels": [
+                {
+                    "claim": 0,
+                    "label": "supported",
+                    "evidence": [_evidence("doc-q1", 11, 25), _evidence("doc-q1", 0, 10)],
+                },
+                {"claim": 1, "label": "supported", "evidence": [_evidence("doc-q1", 5, 5)]},
+            ],
+        },
+        {
+            "annotator": "judge",
+            "origin": "automatic",
+            "answer_label": "inadmissible",
+            "claim_labels": [{"claim": 1, "label": "contradicted"}],
+        },
+        {"annotator": "ds-c", "claim_labels": [{"claim": 0, "label": "supported"}]},
+    ]
+    q1["candidates"][1]["prior_annotations"] = [
+        {"annotator": "ds-a", "answer_label": "inadmissible", "claim_labels": []}
+    ]
+    q2["candidates"][0]["prior_annotations"] = [
+        {"annotator": "ds-a", "answer_label": "admissible", "claim_labels": []}
+    ]
+    import_records([q1, q2])
+    Item.objects.filter(candidate__question__project=project).update(prior_votes=2)
+    Item.objects.filter(candidate__question__external_id="q2").update(prior_votes=0)
+    ids = [*Item.objects.order_by("pk").values_list("pk", flat=True), 10**9]
+    monkeypatch.setattr(review, "VOTE_CHUNK", chunk)
+    # when the votes are read, in one chunk or one id per statement
+    votes = review.item_votes(item_ids=ids)
+    # then the prior votes are the ORM's, in its order, empty spans left out
+    assert _prior_projected(votes) == _orm_prior_votes(ids)
+    c0 = Item.objects.get(candidate__question__external_id="q1", candidate__key="c0")
+    assert [(v.answer_label, v.automatic) for v in votes[c0.pk]] == [
+        ("admissible", False),
+        ("inadmissible", True),
+    ]
+    first = votes[c0.pk][0].claims
+    assert [(s.start, s.end) for s in next(iter(first.values())).evidence] == [(0, 10), (11, 25)]
+    assert [c.evidence for c in first.values()][1] == ()
+    assert sum(len(v) for v in votes.values()) == 3 and votes[10**9] == []
