@@ -121,14 +121,17 @@ def _compare_chunk(
 ) -> tuple[list[int], list[int], list[int]]:
     # Plain statements (labeling/rows.py): the submit that completes an item runs them. The
     # f-strings add only placeholders.
+    # Read by id alone, project and status checked here: with them in the statement, a
+    # prepared statement's generic plan walks the project's queue index and tests every entry
+    # against the whole id list (a minute for 50,000 items on PostgreSQL).
     items = {
         item.pk: item
         for item in raw_models(
             Item,
-            "SELECT * FROM labeling_item "  # noqa: S608
-            f"WHERE project_id = %s AND status = %s AND id IN ({placeholders(ids)})",
-            [project.pk, ItemStatus.OPEN, *ids],
+            f"SELECT * FROM labeling_item WHERE id IN ({placeholders(ids)})",  # noqa: S608
+            ids,
         )
+        if item.project_id == project.pk and item.status == ItemStatus.OPEN
     }
     waiting = [pk for pk in ids if pk not in items]
     votes = item_votes(
