@@ -295,6 +295,28 @@ def _prior_evidence(span: PriorSpan) -> Span | None:
 VOTE_CHUNK = 2000
 
 
+def _evidence_by_label(
+    table: str, labels: Mapping[int, Mapping[int, tuple[Any, ...]]]
+) -> dict[int, list[Span]]:
+    """The cited spans of the claim labels in ``labels`` (``{vote: {claim: (label id, ...)}}``).
+
+    ``table`` is the evidence table (live or prior); an empty span (end == start) cites
+    nothing and is left out (the live table holds none). Spans in source, offset order.
+    """
+    label_ids = [entry[0] for claims in labels.values() for entry in claims.values()]
+    evidence: dict[int, list[Span]] = {}
+    for at in range(0, len(label_ids), VOTE_CHUNK):
+        chunk = label_ids[at : at + VOTE_CHUNK]
+        for label_id, source_version_id, begin, end, quote in select_rows(
+            'SELECT claim_label_id, source_version_id, "start", "end", quote '  # noqa: S608
+            f"FROM {table} WHERE claim_label_id IN ({placeholders(chunk)}) "
+            'AND "end" > "start" ORDER BY claim_label_id, source_version_id, "start", "end"',
+            chunk,
+        ):
+            evidence.setdefault(label_id, []).append(Span(source_version_id, begin, end, quote))
+    return evidence
+
+
 def _live_votes(item_ids: list[int], *, assignment_id: int | None = None) -> list[Vote]:
     """The live votes of the items, by item, assignment slot and assignment. Three statements.
 
@@ -340,18 +362,7 @@ def _live_votes(item_ids: list[int], *, assignment_id: int | None = None) -> lis
                 reason,
                 bool(boundary),
             )
-    label_ids = [entry[0] for claims in labels.values() for entry in claims.values()]
-    evidence: dict[int, list[Span]] = {}
-    for at in range(0, len(label_ids), VOTE_CHUNK):
-        chunk = label_ids[at : at + VOTE_CHUNK]
-        for label_id, source_version_id, begin, end, quote in select_rows(
-            'SELECT claim_label_id, source_version_id, "start", "end", quote '  # noqa: S608
-            "FROM labeling_evidencespan "
-            f"WHERE claim_label_id IN ({placeholders(chunk)}) "
-            'ORDER BY claim_label_id, source_version_id, "start", "end"',
-            chunk,
-        ):
-            evidence.setdefault(label_id, []).append(Span(source_version_id, begin, end, quote))
+    evidence = _evidence_by_label("labeling_evidencespan", labels)
     return [
         Vote(
             item_id=item_id,
@@ -419,17 +430,7 @@ def _prior_votes(item_ids: list[int]) -> list[Vote]:
             chunk,
         ):
             labels.setdefault(prior_id, {})[claim_id] = (label_id, label, reason)
-    label_ids = [entry[0] for claims in labels.values() for entry in claims.values()]
-    evidence: dict[int, list[Span]] = {}
-    for at in range(0, len(label_ids), VOTE_CHUNK):
-        chunk = label_ids[at : at + VOTE_CHUNK]
-        for label_id, source_version_id, begin, end, quote in select_rows(
-            'SELECT claim_label_id, source_version_id, "start", "end", quote '  # noqa: S608
-            f"FROM labeling_priorevidence WHERE claim_label_id IN ({placeholders(chunk)}) "
-            'AND "end" > "start" ORDER BY claim_label_id, source_version_id, "start", "end"',
-            chunk,
-        ):
-            evidence.setdefault(label_id, []).append(Span(source_version_id, begin, end, quote))
+    evidence = _evidence_by_label("labeling_priorevidence", labels)
     return [
         Vote(
             item_id=item_id,
