@@ -16,7 +16,7 @@ which it runs in-process.
 
 from __future__ import annotations
 
-import sqlite3
+import re
 from collections.abc import Sequence
 from itertools import chain
 from typing import Any
@@ -99,7 +99,9 @@ def ids_by_key(
     quote = connection.ops.quote_name
     key = quote(key_column)
     field = next(f for f in model._meta.concrete_fields if f.column == key_column)
-    array = f"{field.cast_db_type(connection)}[]"
+    # The type without its length: a cast to varchar(n) would cut a longer key short, and the
+    # cut key could match another row.
+    array = re.sub(r"\(.*\)", "", field.cast_db_type(connection) or "text") + "[]"
     conditions = "".join(f" AND t.{quote(column)} = %s" for column in equal)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -145,7 +147,10 @@ def insert_rows(
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             sql = f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN"
-            with cursor.cursor.copy(sql) as copy:
+            # psycopg's copy object runs outside Django's cursor: the same checks and errors
+            # as any statement (a broken transaction refused, IntegrityError not psycopg's).
+            connection.validate_no_broken_transaction()
+            with connection.wrap_database_errors, cursor.cursor.copy(sql) as copy:
                 for row in data:
                     copy.write_row(row)
         else:
@@ -163,22 +168,23 @@ def _insert_values(cursor: Any, insert: str, data: Sequence[Sequence[Any]]) -> N
     """
     width = len(data[0])
     per_statement = max(1, (connection.features.max_query_params or 999) // width)
-    row = "(" + ", ".join(["?"] * width) + ")"
+    # SQLite's own "?" unless queries are logged (DEBUG, a test capturing them): Django's log
+    # renders a statement by %-formatting it with its parameters.
+    mark = "%s" if connection.queries_logged else "?"
+    row = "(" + ", ".join([mark] * width) + ")"
     full = f"{insert} VALUES {', '.join([row] * per_statement)}"
-    # The sqlite3 cursor itself, with SQLite's own "?" placeholders: Django's wrapper rewrites
-    # every "%s" of a statement by regular expression, which for these statements of hundreds
-    # of placeholders cost a third as much as SQLite's work. Errors are still Django's.
-    execute = sqlite3.Cursor.execute
-    raw = cursor.cursor
-    with connection.wrap_database_errors:
-        for start in range(0, len(data), per_statement):
-            part = data[start : start + per_statement]
-            sql = (
-                full
-                if len(part) == per_statement
-                else f"{insert} VALUES {', '.join([row] * len(part))}"
-            )
-            execute(raw, sql, list(chain.from_iterable(part)))
+    # With "?" placeholders: Django's cursor rewrites each "%s" by regular expression,
+    # which for these statements of hundreds of placeholders cost a third as much as SQLite's
+    # work; a statement without "%s" passes through unchanged (with Django's error translation,
+    # broken-transaction check, query log and execute wrappers).
+    for start in range(0, len(data), per_statement):
+        part = data[start : start + per_statement]
+        sql = (
+            full
+            if len(part) == per_statement
+            else f"{insert} VALUES {', '.join([row] * len(part))}"
+        )
+        cursor.execute(sql, list(chain.from_iterable(part)))
 
 
 def update_rows(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from labeling.bulk import ids_by_key, insert_rows, reserve_ids, update_rows
 from labeling.models import CandidateAnswer, Claim, Item, Question
@@ -84,6 +85,39 @@ def test_ids_by_key_gives_the_ids_of_the_keys_found_in_the_rows_selected(project
     assert ids_by_key(Question, "external_id", ["q1"], project_id=other_project.pk) == {
         "q1": Question.objects.get(project=other_project).pk
     }
+
+
+def test_ids_by_key_finds_no_row_for_a_key_longer_than_the_column(project, import_records):
+    # a key one character past the column's length must not match the row holding its prefix
+    limit = Question._meta.get_field("external_id").max_length
+    import_records([native_record("x" * limit)])
+
+    assert ids_by_key(Question, "external_id", ["x" * (limit + 1)], project_id=project.pk) == {}
+    assert list(ids_by_key(Question, "external_id", ["x" * limit], project_id=project.pk)) == [
+        "x" * limit
+    ]
+
+
+def test_insert_rows_errors_are_djangos_and_a_broken_transaction_refuses_it(
+    project, import_records
+):
+    # given a claim row, and a transaction whose insert of the same row failed
+    import_records([native_record("q1")])
+    candidate = CandidateAnswer.objects.get(key="c1")
+    columns = ("candidate_id", "index", "text", "start", "end", "unanchored", "machine_split")
+    row = (candidate.pk, 50, "claim", None, None, True, False)
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        insert_rows(Claim, columns, [row])
+    if connection.vendor == "sqlite":  # PostgreSQL's COPY runs outside Django's cursor
+        assert any(q["sql"].startswith("INSERT") for q in queries.captured_queries)
+    with transaction.atomic():
+        # then the unique violation is Django's IntegrityError on both databases
+        with pytest.raises(IntegrityError), transaction.atomic(savepoint=False):
+            insert_rows(Claim, columns, [row])
+        # and the broken transaction refuses the next insert, as it refuses any statement
+        with pytest.raises(transaction.TransactionManagementError):
+            insert_rows(Claim, columns, [(candidate.pk, 51, "c", None, None, True, False)])
+    assert Claim.objects.filter(candidate=candidate, index__gte=50).count() == 1
 
 
 def test_reserve_ids_gives_fresh_ascending_ids_the_rows_then_take(project, import_records):
