@@ -276,10 +276,6 @@ def imported_evidence_waivers(votes: Sequence[Vote]) -> dict[int, frozenset[str]
     return {claim_id: frozenset(labels) for claim_id, labels in waivers.items()}
 
 
-def _span(row: Any) -> Span:
-    return Span(row.source_version_id, row.start, row.end, row.quote)
-
-
 def _prior_evidence(span: PriorSpan) -> Span | None:
     """The evidence of an imported flag, or None. The database keeps the four fields together."""
     if span.evidence_source_version_id is None:
