@@ -168,15 +168,14 @@ def _insert_values(cursor: Any, insert: str, data: Sequence[Sequence[Any]]) -> N
     """
     width = len(data[0])
     per_statement = max(1, (connection.features.max_query_params or 999) // width)
-    # SQLite's own "?" unless queries are logged (DEBUG, a test capturing them): Django's log
-    # renders a statement by %-formatting it with its parameters.
+    # SQLite's own "?" placeholders: Django's cursor rewrites each "%s" by regular expression,
+    # which for statements of hundreds of placeholders cost a third as much as SQLite's work;
+    # a statement without "%s" goes through Django's cursor unchanged (errors, broken-
+    # transaction check, execute wrappers). "%s" while queries are logged (DEBUG, a test
+    # capturing them): the log renders a statement by %-formatting it with its parameters.
     mark = "%s" if connection.queries_logged else "?"
     row = "(" + ", ".join([mark] * width) + ")"
     full = f"{insert} VALUES {', '.join([row] * per_statement)}"
-    # With "?" placeholders: Django's cursor rewrites each "%s" by regular expression,
-    # which for these statements of hundreds of placeholders cost a third as much as SQLite's
-    # work; a statement without "%s" passes through unchanged (with Django's error translation,
-    # broken-transaction check, query log and execute wrappers).
     for start in range(0, len(data), per_statement):
         part = data[start : start + per_statement]
         sql = (

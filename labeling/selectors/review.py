@@ -11,7 +11,7 @@ answer label (prior votes, in import order). :func:`votes_compare` is the one de
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -291,6 +291,17 @@ def _prior_evidence(span: PriorSpan) -> Span | None:
 VOTE_CHUNK = 2000
 
 
+def _rows_by_ids(sql: str, ids: Sequence[int]) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``sql`` for ``ids``, one statement per :data:`VOTE_CHUNK` ids.
+
+    ``sql`` holds ``{ids}`` where the chunk's placeholders go (``IN ({ids})``); the rows come
+    chunk after chunk, each chunk in the statement's order.
+    """
+    for at in range(0, len(ids), VOTE_CHUNK):
+        chunk = ids[at : at + VOTE_CHUNK]
+        yield from select_rows(sql.format(ids=placeholders(chunk)), chunk)
+
+
 def _evidence_by_label(
     table: str, labels: Mapping[int, Mapping[int, tuple[Any, ...]]]
 ) -> dict[int, list[Span]]:
@@ -301,15 +312,13 @@ def _evidence_by_label(
     """
     label_ids = [entry[0] for claims in labels.values() for entry in claims.values()]
     evidence: dict[int, list[Span]] = {}
-    for at in range(0, len(label_ids), VOTE_CHUNK):
-        chunk = label_ids[at : at + VOTE_CHUNK]
-        for label_id, source_version_id, begin, end, quote in select_rows(
-            'SELECT claim_label_id, source_version_id, "start", "end", quote '  # noqa: S608
-            f"FROM {table} WHERE claim_label_id IN ({placeholders(chunk)}) "
-            'AND "end" > "start" ORDER BY claim_label_id, source_version_id, "start", "end"',
-            chunk,
-        ):
-            evidence.setdefault(label_id, []).append(Span(source_version_id, begin, end, quote))
+    for label_id, source_version_id, begin, end, quote in _rows_by_ids(
+        'SELECT claim_label_id, source_version_id, "start", "end", quote '  # noqa: S608
+        f"FROM {table} WHERE claim_label_id IN ({{ids}}) "
+        'AND "end" > "start" ORDER BY claim_label_id, source_version_id, "start", "end"',
+        label_ids,
+    ):
+        evidence.setdefault(label_id, []).append(Span(source_version_id, begin, end, quote))
     return evidence
 
 
@@ -340,24 +349,14 @@ def _live_votes(item_ids: list[int], *, assignment_id: int | None = None) -> lis
     rows = select_rows(sql + " ORDER BY n.item_id, a.slot, n.assignment_id", params)
     if not rows:
         return []
-    revision_ids = [row[4] for row in rows]
     labels: dict[int, dict[int, tuple[int, str, str | None, bool]]] = {}
-    for at in range(0, len(revision_ids), VOTE_CHUNK):
-        chunk = revision_ids[at : at + VOTE_CHUNK]
-        for label_id, revision_id, claim_id, label, reason, boundary in select_rows(
-            "SELECT cl.id, cl.revision_id, cl.claim_id, cl.label, cl.reason, "  # noqa: S608
-            "cl.boundary_error FROM labeling_claimlabel cl "
-            "JOIN labeling_claim c ON c.id = cl.claim_id "
-            f"WHERE cl.revision_id IN ({placeholders(chunk)}) "
-            'ORDER BY cl.revision_id, c."index", cl.claim_id',
-            chunk,
-        ):
-            labels.setdefault(revision_id, {})[claim_id] = (
-                label_id,
-                label,
-                reason,
-                bool(boundary),
-            )
+    for label_id, revision_id, claim_id, label, reason, boundary in _rows_by_ids(
+        "SELECT cl.id, cl.revision_id, cl.claim_id, cl.label, cl.reason, cl.boundary_error "
+        "FROM labeling_claimlabel cl JOIN labeling_claim c ON c.id = cl.claim_id "
+        'WHERE cl.revision_id IN ({ids}) ORDER BY cl.revision_id, c."index", cl.claim_id',
+        [row[4] for row in rows],
+    ):
+        labels.setdefault(revision_id, {})[claim_id] = (label_id, label, reason, bool(boundary))
     evidence = _evidence_by_label("labeling_evidencespan", labels)
     return [
         Vote(
@@ -415,17 +414,13 @@ def _prior_votes(item_ids: list[int]) -> list[Vote]:
     )
     if not rows:
         return []
-    prior_ids = [row[0] for row in rows]
     labels: dict[int, dict[int, tuple[int, str | None, str | None]]] = {}
-    for at in range(0, len(prior_ids), VOTE_CHUNK):
-        chunk = prior_ids[at : at + VOTE_CHUNK]
-        for label_id, prior_id, claim_id, label, reason in select_rows(
-            "SELECT id, prior_annotation_id, claim_id, label, reason "  # noqa: S608
-            f"FROM labeling_priorclaimlabel WHERE prior_annotation_id IN ({placeholders(chunk)}) "
-            "ORDER BY prior_annotation_id, id",
-            chunk,
-        ):
-            labels.setdefault(prior_id, {})[claim_id] = (label_id, label, reason)
+    for label_id, prior_id, claim_id, label, reason in _rows_by_ids(
+        "SELECT id, prior_annotation_id, claim_id, label, reason FROM labeling_priorclaimlabel "
+        "WHERE prior_annotation_id IN ({ids}) ORDER BY prior_annotation_id, id",
+        [row[0] for row in rows],
+    ):
+        labels.setdefault(prior_id, {})[claim_id] = (label_id, label, reason)
     evidence = _evidence_by_label("labeling_priorevidence", labels)
     return [
         Vote(

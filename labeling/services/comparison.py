@@ -120,10 +120,10 @@ def _compare_chunk(
     project: Project, policy: LabelPolicy, ids: list[int]
 ) -> tuple[list[int], list[int], list[int]]:
     # Plain statements (labeling/rows.py): the submit that completes an item runs them. The
-    # f-strings add only placeholders.
-    # Read by id alone, project and status checked here: with them in the statement, a
-    # prepared statement's generic plan walks the project's queue index and tests every entry
-    # against the whole id list (a minute for 50,000 items on PostgreSQL).
+    # f-strings add only placeholders. The items are read by id alone, project and status
+    # checked here: with them in the statement, a prepared statement's generic plan walks the
+    # project's queue index testing every entry against the id list (a minute for 50,000
+    # items on PostgreSQL).
     items = {
         item.pk: item
         for item in raw_models(
