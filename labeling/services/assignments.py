@@ -49,7 +49,7 @@ from django.db.models import Count, F, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from labeling.bulk import update_rows
+from labeling.bulk import custom_plans, update_rows
 from labeling.exceptions import (
     Conflict,
     InvalidInput,
@@ -358,6 +358,7 @@ def project_labelling_start(
     require_role(project=project, actor=actor, roles=MANAGERS, outsider=PermissionDenied)
     project_label_writes_lock(project.pk)  # comparing prior votes writes resolutions
     given, project = project, project_lock(project.pk)
+    custom_plans()  # the chunks' statements, planned for the tables as they grow
     if project.labelling_started_at is not None:
         raise InvalidTransition(
             f"labelling of {project.slug!r} already started at "
@@ -402,6 +403,7 @@ def items_enqueue(*, project: Project, item_ids: Sequence[int]) -> int:
     project = project_lock(project.pk)
     if project.labelling_started_at is None or not item_ids:
         return 0
+    custom_plans()  # the chunks' statements, planned for the tables as they grow
     last = (
         Item.objects.filter(project=project)
         .exclude(pk__in=item_ids)

@@ -29,7 +29,7 @@ from labeling.models import (
     ResolvedClaimLabel,
     ResolvedEvidence,
 )
-from labeling.rows import execute, insert, placeholders, raw_models, select_rows
+from labeling.rows import execute, in_ids, insert, raw_models, select_rows
 from labeling.selectors.review import (
     Span,
     Vote,
@@ -124,13 +124,10 @@ def _compare_chunk(
     # checked here: with them in the statement, a prepared statement's generic plan walks the
     # project's queue index testing every entry against the id list (a minute for 50,000
     # items on PostgreSQL).
+    where, params = in_ids("id", ids)
     items = {
         item.pk: item
-        for item in raw_models(
-            Item,
-            f"SELECT * FROM labeling_item WHERE id IN ({placeholders(ids)})",  # noqa: S608
-            ids,
-        )
+        for item in raw_models(Item, f"SELECT * FROM labeling_item WHERE {where}", params)  # noqa: S608
         if item.project_id == project.pk and item.status == ItemStatus.OPEN
     }
     waiting = [pk for pk in ids if pk not in items]
@@ -140,19 +137,19 @@ def _compare_chunk(
     claims: dict[int, list[int]] = {}
     numbers: dict[int, int] = {}
     if items:
-        candidate_ids = [i.candidate_id for i in items.values()]
+        where, params = in_ids("candidate_id", [i.candidate_id for i in items.values()])
         for candidate_id, pk in select_rows(
-            "SELECT candidate_id, id FROM labeling_claim "  # noqa: S608
-            f"WHERE candidate_id IN ({placeholders(candidate_ids)}) "
+            f"SELECT candidate_id, id FROM labeling_claim WHERE {where} "  # noqa: S608
             'ORDER BY candidate_id, "index"',
-            candidate_ids,
+            params,
         ):
             claims.setdefault(candidate_id, []).append(pk)
+        where, params = in_ids("item_id", list(items))
         numbers = dict(
             select_rows(
                 "SELECT item_id, MAX(number) FROM labeling_resolution "  # noqa: S608
-                f"WHERE item_id IN ({placeholders(list(items))}) GROUP BY item_id",
-                list(items),
+                f"WHERE {where} GROUP BY item_id",
+                params,
             )
         )
     now = timezone.now()
@@ -180,10 +177,10 @@ def _compare_chunk(
         )
     insert(new_disagreements)
     if differing:
+        where, params = in_ids("id", differing)
         execute(
-            "UPDATE labeling_item SET status = %s, version = version + 1 "  # noqa: S608
-            f"WHERE id IN ({placeholders(differing)})",
-            [ItemStatus.DISAGREEMENT, *differing],
+            f"UPDATE labeling_item SET status = %s, version = version + 1 WHERE {where}",  # noqa: S608
+            [ItemStatus.DISAGREEMENT, *params],
         )
 
     resolutions = insert(
@@ -217,11 +214,11 @@ def _compare_chunk(
     if agreed:
         # One statement for the chunk: each item takes its newest resolution, the one just
         # written (numbered after every earlier one).
-        resolved = [item.pk for item, _ in agreed]
+        where, params = in_ids("id", [item.pk for item, _ in agreed])
         execute(
             "UPDATE labeling_item SET status = %s, version = version + 1, resolution_id = ("  # noqa: S608
             "SELECT r.id FROM labeling_resolution r WHERE r.item_id = labeling_item.id "
-            f"ORDER BY r.number DESC LIMIT 1) WHERE id IN ({placeholders(resolved)})",
-            [ItemStatus.RESOLVED, *resolved],
+            f"ORDER BY r.number DESC LIMIT 1) WHERE {where}",
+            [ItemStatus.RESOLVED, *params],
         )
     return [item.pk for item, _ in agreed], differing, waiting

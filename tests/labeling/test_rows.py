@@ -9,6 +9,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db import IntegrityError, connection, transaction
 from django.forms.models import model_to_dict
 
+from labeling.bulk import custom_plans
 from labeling.models import (
     Assignment,
     AssignmentStatus,
@@ -20,6 +21,7 @@ from labeling.models import (
 from labeling.rows import (
     db_datetime,
     execute,
+    in_ids,
     insert,
     placeholders,
     raw_first,
@@ -110,6 +112,78 @@ def test_execute_returns_the_rows_changed(started):
 def test_placeholders_refuse_an_empty_list():
     with pytest.raises(ValueError, match="at least one value"):
         placeholders([])
+
+
+def test_in_ids_selects_what_an_in_list_selects(started):
+    ids = list(Item.objects.order_by("id").values_list("id", flat=True))
+    asked = [ids[-1], -5, ids[0], ids[0]]  # any order, an unknown id, a repeat
+    where, params = in_ids("id", asked)
+    found = select_rows(f"SELECT id FROM labeling_item WHERE {where} ORDER BY id", params)
+    assert [pk for (pk,) in found] == sorted({ids[0], ids[-1]})
+    # one array parameter on PostgreSQL (a statement psycopg caches), one per id on SQLite
+    assert len(params) == (1 if connection.vendor == "postgresql" else len(asked))
+    with pytest.raises(ValueError, match="at least one value"):
+        in_ids("id", [])
+
+
+def test_insert_of_several_rows_stores_every_type_as_the_orm_reads_it(
+    started, django_assert_num_queries
+):
+    """JSON, floats, booleans, nulls, timestamps and keys go in as one statement's arrays."""
+    first = LabelPolicy.objects.get(project=started)
+    at = datetime(2026, 12, 3, 15, 20, 1, 123456, tzinfo=UTC)
+    wanted = [
+        dict(
+            version=2,
+            previous_id=first.pk,
+            guideline="Zweite Fassung: “quotes”, emoji 🙂",
+            answer_labels=["admissible", "inadmissible"],
+            label_details={"answer": {"admissible": {"text": "Zulässig", "key": "1"}}},
+            reason_texts={},
+            gold_rate=0.25,
+            qualification_required=True,
+            qualification_items=7,
+            frozen_at=at,
+        ),
+        dict(
+            version=3,
+            previous_id=None,
+            guideline="",
+            answer_labels=[],
+            label_details={"claim": {"supported": {"description": None}}},
+            reason_texts={"no_source": "Keine Quelle"},
+            gold_rate=0.0,
+            qualification_required=False,
+            qualification_items=5,
+            frozen_at=None,
+        ),
+    ]
+    rows = [LabelPolicy(project=started, **fields) for fields in wanted]
+    with django_assert_num_queries(1) as queries:
+        insert(rows)
+    if connection.vendor == "postgresql":
+        assert "unnest(" in queries.captured_queries[0]["sql"]
+    for row, fields in zip(rows, wanted, strict=True):
+        stored = LabelPolicy.objects.get(pk=row.pk)
+        assert {name: getattr(stored, name) for name in fields} == fields
+        assert stored.created_at == row.created_at and stored.evidence_relation == "source_relative"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_custom_plans_hold_for_the_transaction_only(project):
+    def mode() -> str:
+        [(value,)] = select_rows("SHOW plan_cache_mode", [])
+        return value
+
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            custom_plans()  # nothing to set on SQLite
+        return
+    before = mode()
+    with transaction.atomic():
+        custom_plans()
+        assert mode() == "force_custom_plan"
+    assert mode() == before == "auto"
 
 
 def test_db_datetime_stores_what_the_orm_stores(started, member):

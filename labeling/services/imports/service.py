@@ -12,6 +12,7 @@ from typing import IO, Any, cast
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import connection, reset_queries, transaction
 
+from labeling.bulk import custom_plans
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
 from labeling.importers import (
@@ -294,6 +295,7 @@ def workload_import(
     # this project waits for the import, one of another project does not.
     project_label_writes_lock(project.pk)
     project = project_lock(project.pk)
+    custom_plans()  # the chunks' statements, planned for the tables as they grow
     previous = ImportBatch.objects.filter(project=project, file_sha256=file_sha256).first()
     if previous is not None:
         return ImportResult(batch=previous, records=0, created={}, already_imported=True)
