@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, transaction
@@ -232,14 +233,22 @@ def _enqueue(
     return len(ordered)
 
 
-def _compare_full_items(*, project: Project, item_ids: Sequence[int] | None) -> list[int]:
-    """Compare the items whose prior votes alone reach their overlap; return their ids."""
+def _compare_full_items(
+    *,
+    project: Project,
+    item_ids: Sequence[int] | None,
+    progress: Callable[[int, int], object] | None = None,
+) -> list[int]:
+    """Compare the items whose prior votes alone reach their overlap; return their ids.
+
+    ``progress`` (optional) is called with (items compared, items to compare) per chunk.
+    """
     items = Item.objects.filter(project=project, prior_votes__gte=F("overlap"))
     if item_ids is not None:
         items = items.filter(pk__in=item_ids)
     due = list(items.order_by("pk").values_list("pk", flat=True))
     if due:
-        items_compare(project=project, item_ids=due)
+        items_compare(project=project, item_ids=due, progress=progress)
     return due
 
 
@@ -333,7 +342,7 @@ def project_labelling_configure(
 
 @transaction.atomic
 def project_labelling_start(
-    *, project: Project, actor: Any, progress: Callable[[int, int], object] | None = None
+    *, project: Project, actor: Any, progress: Callable[[str, int, int], object] | None = None
 ) -> Project:
     """Start labelling: freeze the policy, fix overlap and serving order, queue every item.
 
@@ -342,8 +351,9 @@ def project_labelling_start(
     human or automatic), stores the serving order as ``queue_position`` (1, 2, ...; see
     :func:`queue_order`), and compares at once the items whose prior votes already reach the
     overlap (``comparison.items_compare``), so they go to consensus or the disagreement queue
-    without a new annotation. ``progress`` (optional) is called with (items queued, items)
-    as the queue is written (a background job reports it).
+    without a new annotation. ``progress`` (optional) reports both steps (a background job
+    shows it): ``("queued", items queued, items)`` as the queue is written, then
+    ``("compared", items compared, items whose prior votes reach the overlap)``.
 
     Returns:
         ``project``, refreshed.
@@ -370,10 +380,17 @@ def project_labelling_start(
     now = timezone.now()
     if policy.frozen_at is None:
         LabelPolicy.objects.filter(pk=policy.pk).update(frozen_at=now)
-    queued = _enqueue(project=project, item_ids=None, first_position=1, progress=progress)
+    queued = _enqueue(
+        project=project,
+        item_ids=None,
+        first_position=1,
+        progress=partial(progress, "queued") if progress else None,
+    )
     project.labelling_started_at = now
     project.save(update_fields=["labelling_started_at"])
-    compared = _compare_full_items(project=project, item_ids=None)
+    compared = _compare_full_items(
+        project=project, item_ids=None, progress=partial(progress, "compared") if progress else None
+    )
     logger.info(
         "project.labelling_started",
         extra={

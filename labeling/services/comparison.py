@@ -13,7 +13,7 @@ other: never dropped, and ``cannot_decide`` never agrees.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from django.utils import timezone
@@ -69,7 +69,11 @@ def _union(votes: Sequence[Vote], claim_id: int) -> list[Span]:
 
 
 def items_compare(
-    *, project: Project, item_ids: Iterable[int], policy: LabelPolicy | None = None
+    *,
+    project: Project,
+    item_ids: Iterable[int],
+    policy: LabelPolicy | None = None,
+    progress: Callable[[int, int], object] | None = None,
 ) -> CompareResult:
     """Compare the votes of each given item of ``project`` that has enough of them.
 
@@ -85,7 +89,8 @@ def items_compare(
     first; ``project_labelling_start`` runs before anyone can claim).
 
     ``policy`` is the labelling policy (:func:`labelling_policy_get`) when the caller has read
-    it in this transaction; it is read here otherwise.
+    it in this transaction; it is read here otherwise. ``progress`` (optional) is called with
+    (items compared, items) after each chunk of :data:`CHUNK` items.
 
     Raises:
         InvalidTransition: labelling has not started in ``project`` (no frozen policy).
@@ -101,6 +106,8 @@ def items_compare(
         consensus += c
         disagreement += d
         waiting += w
+        if progress is not None:
+            progress(min(at + CHUNK, len(ids)), len(ids))
     announce_resolutions(
         project_id=project.pk, resolved=[(pk, ResolutionStatus.CONSENSUS.value) for pk in consensus]
     )

@@ -350,11 +350,16 @@ def _run_labelling_start(job: Job, progress: _Progress) -> dict[str, Any]:
     from labeling.exceptions import InvalidTransition
     from labeling.services.assignments import project_labelling_start
 
-    def queued(done: int, total: int) -> None:
-        progress.set(done, total, message=f"queued {done} of {total} items")
+    def report(step: str, done: int, total: int) -> None:
+        message = (
+            f"queued {done} of {total} items"
+            if step == "queued"
+            else f"compared the prior votes of {done} of {total} items"
+        )
+        progress.set(done, total, message=message)
 
     try:
-        project = project_labelling_start(project=job.project, actor=job.actor, progress=queued)
+        project = project_labelling_start(project=job.project, actor=job.actor, progress=report)
     except InvalidTransition:
         project = Project.objects.get(pk=job.project_id)
         started = project.labelling_started_at

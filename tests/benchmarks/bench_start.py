@@ -113,14 +113,16 @@ def child(workload: Path, profile_to: str | None) -> None:
             file_sha256=digest,
         )
     project_labelling_configure(project=project, actor=manager, overlap=2)
-    reports: list[tuple[int, int]] = []
+    reports: list[tuple[str, int, int]] = []
     cpu_before = resource.getrusage(resource.RUSAGE_SELF)
     profile = cProfile.Profile() if profile_to else None
     started = time.perf_counter()
     if profile:
         profile.enable()
     project_labelling_start(
-        project=project, actor=manager, progress=lambda done, total: reports.append((done, total))
+        project=project,
+        actor=manager,
+        progress=lambda step, done, total: reports.append((step, done, total)),
     )
     if profile:
         profile.disable()

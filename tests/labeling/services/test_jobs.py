@@ -12,6 +12,8 @@ from django.utils import timezone
 from labeling.exceptions import NotFound, PermissionDenied
 from labeling.models import ImportBatch, Item, Job, JobKind, JobStatus, Question, Role
 from labeling.services.jobs import (
+    _Progress,
+    _run_labelling_start,
     job_execute,
     job_start,
     jobs_recover,
@@ -128,6 +130,44 @@ def test_a_labelling_start_job_queues_every_item_with_progress(
     assert sorted(Item.objects.values_list("queue_position", flat=True)) == [1, 2, 3, 4, 5, 6]
     # once started, a start is no longer a job (the request refuses it at once)
     assert not labelling_start_in_background(project)
+
+
+def test_labelling_start_reports_the_queue_then_the_comparison_of_prior_votes(
+    project, member, import_records
+):
+    # given six items, two of them (c1 of q1 and q2) with prior votes that reach overlap 2
+    records = [native_record("q1"), native_record("q2"), native_record("q3")]
+    for record in records[:2]:
+        record["candidates"][1]["prior_annotations"] = [
+            {"annotator": name, "answer_label": "inadmissible"} for name in ("ann-1", "ann-2")
+        ]
+    import_records(records)
+    manager = member(Role.MANAGER)
+    job = labelling_start_job_start(project=project, actor=manager)
+    assert project.overlap == 2
+
+    # when the job's runner starts labelling (the job's progress as the heartbeat writes it)
+    progress = _Progress(job)
+    calls: list[tuple[str, int, int]] = []
+    real_set = progress.set
+
+    def record(done: int, total: int | None = None, message: str = "") -> None:
+        calls.append((message, done, total))
+        real_set(done, total, message)
+
+    progress.set = record  # type: ignore[method-assign]
+    _run_labelling_start(job, progress)
+
+    # then it reports the queue, then the comparison of the two items with enough prior votes
+    assert calls == [
+        ("queued 6 of 6 items", 6, 6),
+        ("compared the prior votes of 2 of 2 items", 2, 2),
+    ]
+    compared = Item.objects.filter(
+        candidate__key="c1", candidate__question__external_id__in=["q1", "q2"]
+    )
+    statuses = list(compared.values_list("status", flat=True))
+    assert len(statuses) == 2 and set(statuses) <= {"resolved", "disagreement"}
 
 
 def test_a_small_project_starts_in_the_request(project, member, import_records, settings):
