@@ -17,29 +17,43 @@ which it runs in-process.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from itertools import chain
 from typing import Any
 
 from django.db import connection, models
 
 
-def custom_plans() -> None:
-    """Plan every statement of the current transaction for its own parameters (PostgreSQL).
+@contextmanager
+def custom_plans() -> Iterator[None]:
+    """Plan each statement of the block for its own parameters (PostgreSQL; nothing on SQLite).
 
     Whole-project work (an import, starting labelling) runs the same statements once per
     chunk while the tables it writes grow from empty. With prepared statements on, PostgreSQL
     switches a statement to one generic plan after five runs, made from the sizes the tables
     had then: a lookup in the resolutions of the items of a chunk, planned as a scan of a table
     that looked empty, then scanned all of it on every later chunk (7 of 26 s of starting
-    labelling on 50,000 items). ``SET LOCAL plan_cache_mode = force_custom_plan`` plans each
-    run from its own parameters and the tables' current sizes (a fraction of a millisecond per
-    statement) until the transaction ends. Nothing on SQLite. Must run inside
-    ``transaction.atomic``.
+    labelling on 50,000 items). Inside the block ``plan_cache_mode`` is ``force_custom_plan``
+    (each run planned from its parameters and the tables' current sizes, a fraction of a
+    millisecond per statement). When the block ends the transaction's previous mode is back:
+    the foreign-key checks deferred to COMMIT (one per reference written) are statements too,
+    and planning each of them again made a start's COMMIT 2 s → 7 s. Must run inside
+    ``transaction.atomic``; when the block raises, the setting goes with the transaction (or
+    savepoint) rolled back.
     """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('plan_cache_mode'), "
+            "set_config('plan_cache_mode', 'force_custom_plan', true)"
+        )
+        previous = cursor.fetchone()[0]
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('plan_cache_mode', %s, true)", [previous])
 
 
 # {table: its id sequence's name}, read once per process (a table's sequence never changes).

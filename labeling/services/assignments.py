@@ -368,7 +368,6 @@ def project_labelling_start(
     require_role(project=project, actor=actor, roles=MANAGERS, outsider=PermissionDenied)
     project_label_writes_lock(project.pk)  # comparing prior votes writes resolutions
     given, project = project, project_lock(project.pk)
-    custom_plans()  # the chunks' statements, planned for the tables as they grow
     if project.labelling_started_at is not None:
         raise InvalidTransition(
             f"labelling of {project.slug!r} already started at "
@@ -380,17 +379,20 @@ def project_labelling_start(
     now = timezone.now()
     if policy.frozen_at is None:
         LabelPolicy.objects.filter(pk=policy.pk).update(frozen_at=now)
-    queued = _enqueue(
-        project=project,
-        item_ids=None,
-        first_position=1,
-        progress=partial(progress, "queued") if progress else None,
-    )
-    project.labelling_started_at = now
-    project.save(update_fields=["labelling_started_at"])
-    compared = _compare_full_items(
-        project=project, item_ids=None, progress=partial(progress, "compared") if progress else None
-    )
+    with custom_plans():  # the chunks' statements, planned for the tables as they grow
+        queued = _enqueue(
+            project=project,
+            item_ids=None,
+            first_position=1,
+            progress=partial(progress, "queued") if progress else None,
+        )
+        project.labelling_started_at = now
+        project.save(update_fields=["labelling_started_at"])
+        compared = _compare_full_items(
+            project=project,
+            item_ids=None,
+            progress=partial(progress, "compared") if progress else None,
+        )
     logger.info(
         "project.labelling_started",
         extra={
@@ -420,7 +422,6 @@ def items_enqueue(*, project: Project, item_ids: Sequence[int]) -> int:
     project = project_lock(project.pk)
     if project.labelling_started_at is None or not item_ids:
         return 0
-    custom_plans()  # the chunks' statements, planned for the tables as they grow
     last = (
         Item.objects.filter(project=project)
         .exclude(pk__in=item_ids)
@@ -428,8 +429,9 @@ def items_enqueue(*, project: Project, item_ids: Sequence[int]) -> int:
         .values_list("queue_position", flat=True)
         .first()
     )
-    queued = _enqueue(project=project, item_ids=item_ids, first_position=(last or 0) + 1)
-    _compare_full_items(project=project, item_ids=item_ids)
+    with custom_plans():  # the chunks' statements, planned for the tables as they grow
+        queued = _enqueue(project=project, item_ids=item_ids, first_position=(last or 0) + 1)
+        _compare_full_items(project=project, item_ids=item_ids)
     return queued
 
 

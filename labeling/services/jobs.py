@@ -350,13 +350,20 @@ def _run_labelling_start(job: Job, progress: _Progress) -> dict[str, Any]:
     from labeling.exceptions import InvalidTransition
     from labeling.services.assignments import project_labelling_start
 
+    # One count over both steps, so progress only grows: items queued, then items queued plus
+    # items compared (the total grows by the items to compare when the comparison begins).
+    queued = [0]
+
     def report(step: str, done: int, total: int) -> None:
-        message = (
-            f"queued {done} of {total} items"
-            if step == "queued"
-            else f"compared the prior votes of {done} of {total} items"
-        )
-        progress.set(done, total, message=message)
+        if step == "queued":
+            queued[0] = total
+            progress.set(done, total, message=f"queued {done} of {total} items")
+        else:
+            progress.set(
+                queued[0] + done,
+                queued[0] + total,
+                message=f"compared the prior votes of {done} of {total} items",
+            )
 
     try:
         project = project_labelling_start(project=job.project, actor=job.actor, progress=report)

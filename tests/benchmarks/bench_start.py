@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_import import _admin, _sentence, _with_database  # noqa: E402  (shared helpers)
 
 REPO = Path(__file__).resolve().parents[2]
-BENCH_DB = "certlabel_bench_start"
+BENCH_DB = f"certlabel_bench_start_{os.getpid()}"  # one per run: two runs never share it
 SECONDS_TARGET = 5.0
 
 

@@ -170,20 +170,32 @@ def test_insert_of_several_rows_stores_every_type_as_the_orm_reads_it(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_custom_plans_hold_for_the_transaction_only(project):
+def test_custom_plans_hold_inside_the_block_only(project):
+    """Custom plans inside the block; the mode before it for the rest (COMMIT's key checks)."""
+
     def mode() -> str:
         [(value,)] = select_rows("SHOW plan_cache_mode", [])
         return value
 
     if connection.vendor != "postgresql":
-        with transaction.atomic():
-            custom_plans()  # nothing to set on SQLite
+        with transaction.atomic(), custom_plans():
+            pass  # nothing to set on SQLite
         return
-    before = mode()
     with transaction.atomic():
-        custom_plans()
-        assert mode() == "force_custom_plan"
-    assert mode() == before == "auto"
+        with custom_plans():
+            assert mode() == "force_custom_plan"
+        assert mode() == "auto"
+        execute("SET LOCAL plan_cache_mode = force_generic_plan", [])
+        with custom_plans():
+            assert mode() == "force_custom_plan"
+        assert mode() == "force_generic_plan"  # the transaction's own mode comes back
+    assert mode() == "auto"
+    # a block that raises inside a savepoint: the savepoint's rollback takes the setting away
+    with transaction.atomic():
+        with pytest.raises(ZeroDivisionError), transaction.atomic(), custom_plans():
+            assert mode() == "force_custom_plan"
+            raise ZeroDivisionError
+        assert mode() == "auto"
 
 
 def test_db_datetime_stores_what_the_orm_stores(started, member):

@@ -295,7 +295,6 @@ def workload_import(
     # this project waits for the import, one of another project does not.
     project_label_writes_lock(project.pk)
     project = project_lock(project.pk)
-    custom_plans()  # the chunks' statements, planned for the tables as they grow
     previous = ImportBatch.objects.filter(project=project, file_sha256=file_sha256).first()
     if previous is not None:
         return ImportResult(batch=previous, records=0, created={}, already_imported=True)
@@ -317,7 +316,8 @@ def workload_import(
     )
     writer.created.update(restored)
     errors: list[RecordError] = []
-    n_records = _write_stream(writer, records, source_versions, parse, errors)
+    with custom_plans():  # the chunks' statements, planned for the tables as they grow
+        n_records = _write_stream(writer, records, source_versions, parse, errors)
     if writer.partitioned and not errors:
         if spec is None:
             errors.append(

@@ -158,10 +158,11 @@ def test_labelling_start_reports_the_queue_then_the_comparison_of_prior_votes(
     progress.set = record  # type: ignore[method-assign]
     _run_labelling_start(job, progress)
 
-    # then it reports the queue, then the comparison of the two items with enough prior votes
+    # then it reports the queue, then the comparison of the two items with enough prior votes,
+    # counting on from the queue (progress only grows)
     assert calls == [
         ("queued 6 of 6 items", 6, 6),
-        ("compared the prior votes of 2 of 2 items", 2, 2),
+        ("compared the prior votes of 2 of 2 items", 8, 8),
     ]
     compared = Item.objects.filter(
         candidate__key="c1", candidate__question__external_id__in=["q1", "q2"]
