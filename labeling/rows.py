@@ -183,41 +183,92 @@ def insert(instances: Sequence[M]) -> list[M]:
     if not instances:
         return []
     model = type(instances[0])
-    meta = model._meta
-    fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated]
+    fields = _insert_fields(model)
     for instance in instances:
         # As save() and bulk_create: a related object must be saved (ValueError otherwise),
         # and its id is taken from it.
         instance._prepare_related_fields_for_save(operation_name="insert")  # type: ignore[attr-defined]
+    ids = _insert_db_rows(model, fields, [[_db_value(f, i) for f in fields] for i in instances])
+    alias = connection.alias
+    for instance, pk in zip(instances, ids, strict=True):
+        setattr(instance, model._meta.pk.attname, pk)
+        instance._state.adding = False
+        instance._state.db = alias
+    return list(instances)
+
+
+def insert_like(
+    template: models.Model, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> list[int]:
+    """Insert one row per entry of ``rows``: ``template``'s values, ``columns`` from the entry.
+
+    For many rows of one shape (the consensus resolutions of a whole project): ``template``
+    (an unsaved instance) is converted once as :func:`insert` converts an instance, and each
+    row takes that, with the fields named by ``columns`` (attnames, e.g. ``item_id``) set from
+    its entry. The entries' values must be in the database's form already: ints, strings,
+    booleans and None are; a timestamp goes through :func:`db_datetime`. Returns the new ids,
+    in the order of ``rows``; ``template`` stays unsaved.
+
+    Raises:
+        ValueError: a column is not a field of the model written by an insert, an entry's
+            length differs from ``columns``', or ``template`` has an unsaved related object.
+        django.db.IntegrityError: a constraint refused a row (no row of the call stays).
+    """
+    if not rows:
+        return []
+    model = type(template)
+    fields = _insert_fields(model)
+    template._prepare_related_fields_for_save(operation_name="insert")  # type: ignore[attr-defined]
+    position = {f.attname: n for n, f in enumerate(fields)}
+    unknown = [c for c in columns if c not in position]
+    if unknown:
+        raise ValueError(f"{model.__name__} has no inserted field {', '.join(unknown)}")
+    positions = [position[c] for c in columns]
+    base = [_db_value(f, template) for f in fields]
+    values = []
+    for row in rows:
+        if len(row) != len(positions):
+            raise ValueError(f"a row of {len(row)} values for the {len(positions)} columns")
+        out = base.copy()
+        for at, value in zip(positions, row, strict=True):
+            out[at] = value
+        values.append(out)
+    return _insert_db_rows(model, fields, values)
+
+
+def _insert_fields(model: type[models.Model]) -> list[Any]:
+    """The fields an insert writes: every local column but the auto id and generated ones."""
+    meta = model._meta
+    return [f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated]
+
+
+def _insert_db_rows(
+    model: type[models.Model], fields: list[Any], rows: list[list[Any]]
+) -> list[int]:
+    """Insert ``rows`` (database-ready values, one per field) into ``model``'s table; their ids."""
     # The database's limit of parameters (SQLite's may be 999; PostgreSQL's protocol 65,535),
     # and at most 500 rows (SQLite's limit of a compound statement).
     limit = connection.features.max_query_params or 65_535
     per_statement = max(1, min(500, limit // len(fields)))
     returning = connection.features.can_return_rows_from_bulk_insert
-    alias = connection.alias
+    ids: list[int] = []
     # One transaction for every batch, as bulk_create: all rows or none.
     with transaction.atomic(savepoint=False):
-        for at in range(0, len(instances), per_statement):
-            batch = instances[at : at + per_statement]
+        for at in range(0, len(rows), per_statement):
+            batch = rows[at : at + per_statement]
             sql, by_column = _insert_sql(model, fields, len(batch) if returning else 1, returning)
-            rows = [[_db_value(f, i) for f in fields] for i in batch]
             with connection.cursor() as cursor:
                 if by_column:
-                    cursor.execute(sql, [list(column) for column in zip(*rows, strict=True)])
-                    ids = [pk for (pk,) in cursor.fetchall()]
+                    cursor.execute(sql, [list(column) for column in zip(*batch, strict=True)])
+                    ids += [pk for (pk,) in cursor.fetchall()]
                 elif returning:
-                    cursor.execute(sql, [value for row in rows for value in row])
-                    ids = [pk for (pk,) in cursor.fetchall()]
+                    cursor.execute(sql, [value for row in batch for value in row])
+                    ids += [pk for (pk,) in cursor.fetchall()]
                 else:  # pragma: no cover - SQLite before 3.35
-                    ids = []
-                    for row in rows:
+                    for row in batch:
                         cursor.execute(sql, row)
                         ids.append(cursor.lastrowid)
-            for instance, pk in zip(batch, ids, strict=True):
-                setattr(instance, meta.pk.attname, pk)
-                instance._state.adding = False
-                instance._state.db = alias
-    return list(instances)
+    return ids
 
 
 def _db_value(field: Any, instance: models.Model) -> Any:

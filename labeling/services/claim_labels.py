@@ -6,8 +6,10 @@ adjudication, by the comparison of votes and by the workload import), an importe
 annotation's (``PriorClaimLabel`` with ``PriorEvidence``) and a gold item's reference
 (``GoldClaimLabel`` with ``GoldEvidence``). :func:`claim_labels_write` writes any of them:
 the labels in the order given, then their evidence, label by label and span by span in the
-order given, two bulk inserts in all. The workload import, which writes hundreds of thousands of
-them, gives plain rows to :func:`claim_label_rows_insert` instead (no model instance per row).
+order given, two bulk inserts in all. Whole-project work gives plain rows instead (no model
+instance per row): the workload import to :func:`claim_label_rows_insert` (``COPY`` on
+PostgreSQL, ids reserved up front), the comparison of votes, which a start runs on every item
+and a submit on one, to :func:`claim_label_values_write` (ids from the INSERT: two statements).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from labeling.models import (
     ResolvedClaimLabel,
     ResolvedEvidence,
 )
-from labeling.rows import insert
+from labeling.rows import insert, insert_like
 
 LabelRow = TypeVar("LabelRow", ClaimLabel, ResolvedClaimLabel, PriorClaimLabel, GoldClaimLabel)
 EvidenceRow = TypeVar("EvidenceRow", EvidenceSpan, ResolvedEvidence, PriorEvidence, GoldEvidence)
@@ -134,4 +136,38 @@ def claim_label_rows_insert(
         for span in spans
     ]
     insert_rows(evidence_model, EVIDENCE_COLUMNS, evidence)
+    return len(ids), len(evidence)
+
+
+def claim_label_values_write(
+    label_template: models.Model,
+    label_columns: Sequence[str],
+    evidence_model: type[models.Model],
+    labels: Sequence[tuple[Sequence[Any], Sequence[EvidenceRowValues]]],
+) -> tuple[int, int]:
+    """Insert claim labels given as plain values and, for each, its evidence rows.
+
+    The rows :func:`claim_labels_write` writes, in the same order, through
+    :func:`labeling.rows.insert_like`: each label is ``label_template`` with the fields
+    ``label_columns`` (attnames) taken from its values, which are in the database's form.
+
+    Args:
+        label_template: an unsaved label of the kind written (``ResolvedClaimLabel()``).
+        label_columns: the fields each label's values set, in order.
+        evidence_model: the evidence table of the labels' kind (``ResolvedEvidence``).
+        labels: ``(label values, its spans as (source version id, start, end, quote))``.
+
+    Returns:
+        The numbers of label rows and evidence rows inserted.
+
+    Raises:
+        django.db.IntegrityError: a row breaks a constraint.
+    """
+    ids = insert_like(label_template, label_columns, [row for row, _ in labels])
+    evidence = [
+        (label_id, *span)
+        for label_id, (_, spans) in zip(ids, labels, strict=True)
+        for span in spans
+    ]
+    insert_like(evidence_model(), EVIDENCE_COLUMNS, evidence)
     return len(ids), len(evidence)

@@ -17,12 +17,15 @@ from labeling.models import (
     DerivedKind,
     Item,
     LabelPolicy,
+    Resolution,
+    ResolutionStatus,
 )
 from labeling.rows import (
     db_datetime,
     execute,
     in_ids,
     insert,
+    insert_like,
     placeholders,
     raw_first,
     raw_models,
@@ -167,6 +170,33 @@ def test_insert_of_several_rows_stores_every_type_as_the_orm_reads_it(
         stored = LabelPolicy.objects.get(pk=row.pk)
         assert {name: getattr(stored, name) for name in fields} == fields
         assert stored.created_at == row.created_at and stored.evidence_relation == "source_relative"
+
+
+def test_insert_like_writes_the_template_with_each_rows_columns(started, django_assert_num_queries):
+    items = list(Item.objects.order_by("id"))
+    policy = LabelPolicy.objects.get(project=started)
+    template = Resolution(status=ResolutionStatus.CONSENSUS, policy=policy, number=1)
+    rows = [(items[1].pk, 3, "inadmissible"), (items[0].pk, 1, "admissible")]
+    with django_assert_num_queries(1):
+        ids = insert_like(template, ["item_id", "number", "answer_label"], rows)
+    assert template.pk is None and template._state.adding  # the template stays unsaved
+    stored = [Resolution.objects.get(pk=pk) for pk in ids]
+    assert [(r.item_id, r.number, r.answer_label) for r in stored] == rows
+    for r in stored:  # the other fields are the template's, as insert() stores them
+        assert (r.status, r.policy_id, r.rationale, r.supersedes_id, r.adjudicator_id) == (
+            "consensus",
+            policy.pk,
+            "",
+            None,
+            None,
+        )
+        assert r.created_at == template.created_at and r.created_at is not None
+    with django_assert_num_queries(0):
+        assert insert_like(template, ["item_id"], []) == []
+    with pytest.raises(ValueError, match="no inserted field item"):
+        insert_like(template, ["item"], [(items[0].pk,)])
+    with pytest.raises(ValueError, match="a row of 1 values for the 2 columns"):
+        insert_like(template, ["item_id", "number"], [(items[0].pk,)])
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,6 +1,7 @@
 """claim_labels_write: the one writer of claim labels and their evidence (all three kinds).
 
-claim_label_rows_insert: the import's writer of the same rows from plain values.
+claim_label_rows_insert and claim_label_values_write: the import's and the comparison's writers
+of the same rows from plain values.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from labeling.models import (
     ResolvedEvidence,
     SourceVersion,
 )
-from labeling.services.claim_labels import Evidence, claim_label_rows_insert, claim_labels_write
+from labeling.services.claim_labels import (
+    Evidence,
+    claim_label_rows_insert,
+    claim_label_values_write,
+    claim_labels_write,
+)
 from tests.conftest import native_record
 
 pytestmark = pytest.mark.django_db
@@ -141,35 +147,48 @@ def test_writes_a_prior_annotations_claim_labels_with_their_extra_fields(target)
     assert len(evidence) == 1
 
 
-def test_plain_rows_are_written_as_claim_labels_write_writes_them(project, target):
+@pytest.mark.parametrize("writer", ["rows_insert", "values_write"])
+def test_plain_rows_are_written_as_claim_labels_write_writes_them(
+    project, target, writer, django_assert_num_queries
+):
     item, claims, version = target
     resolution = _resolution(project, item)
     harbour = _span(version, "It spans the harbour")
     opened = _span(version, "The bridge opened in 1932")
+    spans = [(s.source_version_id, s.start, s.end, s.quote) for s in (harbour, opened)]
 
     with transaction.atomic():
-        counts = claim_label_rows_insert(
-            ResolvedClaimLabel,
-            ("resolution_id", "claim_id", "label", "reason", "evidence_waived"),
-            ResolvedEvidence,
-            [
-                (
-                    (resolution.pk, claims[1].pk, "supported", None, False),
-                    [(s.source_version_id, s.start, s.end, s.quote) for s in (harbour, opened)],
-                ),
-                ((resolution.pk, claims[0].pk, "evidence_unavailable", "not_found", False), []),
-            ],
-        )
+        if writer == "rows_insert":
+            counts = claim_label_rows_insert(
+                ResolvedClaimLabel,
+                ("resolution_id", "claim_id", "label", "reason", "evidence_waived"),
+                ResolvedEvidence,
+                [
+                    ((resolution.pk, claims[1].pk, "supported", None, False), spans),
+                    ((resolution.pk, claims[0].pk, "evidence_unavailable", "not_found", False), []),
+                ],
+            )
+        else:
+            with django_assert_num_queries(2):  # the labels, then their evidence
+                counts = claim_label_values_write(
+                    ResolvedClaimLabel(),
+                    ("resolution_id", "claim_id", "label", "reason"),
+                    ResolvedEvidence,
+                    [
+                        ((resolution.pk, claims[1].pk, "supported", None), spans),
+                        ((resolution.pk, claims[0].pk, "evidence_unavailable", "not_found"), []),
+                    ],
+                )
 
     assert counts == (2, 2)
     labels = list(
         ResolvedClaimLabel.objects.order_by("pk").values_list(
-            "pk", "claim__index", "label", "reason"
+            "pk", "claim__index", "label", "reason", "evidence_waived"
         )
     )
     assert [row[1:] for row in labels] == [
-        (1, "supported", None),
-        (0, "evidence_unavailable", "not_found"),
+        (1, "supported", None, False),
+        (0, "evidence_unavailable", "not_found", False),
     ]
     assert list(
         ResolvedEvidence.objects.order_by("pk").values_list(
