@@ -167,8 +167,8 @@ def label_item(
             cite(page, claim_id, source_id, text, quote)
     page.check(f'input[name="answer_label"][value="{answer}"]')
     shot(page, f"form-cited-{name}")
-    page.click("#submit")
-    page.wait_for_load_state()
+    with page.expect_navigation():  # the page after the POST, loaded (not the form's)
+        page.click("#submit")
     shot(page, f"submitted-{name}")
     assert page.locator("ul.messages").inner_text().startswith("Saved."), page.content()[:3000]
 

@@ -66,8 +66,8 @@ def join_links(mail_dir: Path) -> dict[str, str]:
 def label_next_item(page: Any, base: str, shot: Callable, who: str) -> None:
     """Ask for the next item and label it: every claim not supported, the answer inadmissible."""
     page.goto(f"{base}/p/{SLUG}/annotate/")
-    page.click("#next-item")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("#next-item")
     shot(page, f"next-{who}")
     page.wait_for_selector("form.labels-form .claim-row.active")
     rows = page.locator(".claim-row[data-claim-id]")
@@ -137,16 +137,16 @@ def test_a_new_manager_sets_up_faithbench_and_two_invited_annotators_label(
     page.set_input_files('input[name="file"]', str(batch))
     page.select_option('select[name="format"]', "faithbench")
     screenshot(page, "import")
-    page.click('form button[type="submit"]:has-text("Import")')
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click('form button[type="submit"]:has-text("Import")')
     screenshot(page, "imported")
     assert "batch_1.json: batch #" in messages_text(page), page.content()[:3000]
     assert "items 50" in messages_text(page)
 
     # and start labelling on the settings page
     page.goto(f"{base}/p/{SLUG}/settings/")
-    page.click("#start-labelling")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("#start-labelling")
     assert "Labelling started" in messages_text(page), page.content()[:3000]
 
     # and invite two annotators by e-mail on the members page
@@ -154,8 +154,8 @@ def test_a_new_manager_sets_up_faithbench_and_two_invited_annotators_label(
     for email in ANNOTATORS:
         page.fill("#id_invitee", email)
         page.select_option("#id_role", "annotator")
-        page.click("#invite")
-        page.wait_for_load_state()
+        with page.expect_navigation():
+            page.click("#invite")
         assert "Invitation recorded" in messages_text(page)
     screenshot(page, "members")
 
