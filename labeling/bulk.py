@@ -12,6 +12,9 @@ without reading rows back. Database constraints apply exactly as for any INSERT.
 and column in Python (8 s of a 16 s import of 5,000 resolved tasks). :func:`update_rows` sends
 PostgreSQL one ``UPDATE … FROM unnest(arrays)`` and SQLite one parameterised ``UPDATE`` per row,
 which it runs in-process.
+
+:func:`custom_plans` makes PostgreSQL plan the statements of such work for the tables' sizes as
+they grow (not once for all runs of a prepared statement).
 """
 
 from __future__ import annotations

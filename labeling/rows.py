@@ -210,8 +210,8 @@ def insert_like(
     in the order of ``rows``; ``template`` stays unsaved.
 
     Raises:
-        ValueError: a column is not a field of the model written by an insert, an entry's
-            length differs from ``columns``', or ``template`` has an unsaved related object.
+        ValueError: a column is not a field the insert writes, an entry's length is not
+            that of ``columns``, or ``template`` has an unsaved related object.
         django.db.IntegrityError: a constraint refused a row (no row of the call stays).
     """
     if not rows:

@@ -130,13 +130,20 @@ def claim_label_rows_insert(
     Must run inside ``transaction.atomic`` (as :func:`labeling.bulk.insert_rows`).
     """
     ids = insert_rows(label_model, label_columns, [row for row, _ in labels], with_ids=True)
-    evidence = [
-        (label_id, *span)
-        for label_id, (_, spans) in zip(ids, labels, strict=True)
-        for span in spans
-    ]
+    evidence = _evidence_rows(ids, labels)
     insert_rows(evidence_model, EVIDENCE_COLUMNS, evidence)
     return len(ids), len(evidence)
+
+
+def _evidence_rows(
+    label_ids: Sequence[int], labels: Sequence[tuple[Any, Sequence[EvidenceRowValues]]]
+) -> list[tuple[Any, ...]]:
+    """The evidence rows (``EVIDENCE_COLUMNS``) of the labels, given the labels' new ids."""
+    return [
+        (label_id, *span)
+        for label_id, (_, spans) in zip(label_ids, labels, strict=True)
+        for span in spans
+    ]
 
 
 def claim_label_values_write(
@@ -164,10 +171,6 @@ def claim_label_values_write(
         django.db.IntegrityError: a row breaks a constraint.
     """
     ids = insert_like(label_template, label_columns, [row for row, _ in labels])
-    evidence = [
-        (label_id, *span)
-        for label_id, (_, spans) in zip(ids, labels, strict=True)
-        for span in spans
-    ]
+    evidence = _evidence_rows(ids, labels)
     insert_like(evidence_model(), EVIDENCE_COLUMNS, evidence)
     return len(ids), len(evidence)

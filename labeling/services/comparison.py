@@ -31,7 +31,6 @@ from labeling.models import (
 )
 from labeling.rows import execute, in_ids, insert_like, raw_models, select_rows
 from labeling.selectors.review import (
-    Span,
     Vote,
     item_votes,
     labelling_policy_get,
@@ -59,13 +58,14 @@ class CompareResult:
     waiting: tuple[int, ...] = ()
 
 
-def _union(votes: Sequence[Vote], claim_id: int) -> list[Span]:
-    spans: dict[tuple[int, int, int], Span] = {}
+def _union(votes: Sequence[Vote], claim_id: int) -> list[EvidenceRowValues]:
+    """The claim's spans cited by any vote, once each: (source version, start, end, quote)."""
+    quotes: dict[tuple[int, int, int], str] = {}
     for vote in votes:
         claim = vote.claims.get(claim_id)
         for span in claim.evidence if claim else ():
-            spans.setdefault((span.source_version_id, span.start, span.end), span)
-    return [spans[k] for k in sorted(spans)]
+            quotes.setdefault((span.source_version_id, span.start, span.end), span.quote)
+    return [(*key, quotes[key]) for key in sorted(quotes)]
 
 
 def items_compare(
@@ -201,10 +201,7 @@ def _compare_chunk(
         for claim_id in claims.get(item.candidate_id, []):
             label, reason = votes_[0].claims[claim_id].key
             assert label is not None  # votes_compare finds no consensus on an unlabelled claim
-            spans = [
-                (s.source_version_id, s.start, s.end, s.quote) for s in _union(votes_, claim_id)
-            ]
-            claim_rows.append(((resolution_id, claim_id, label, reason), spans))
+            claim_rows.append(((resolution_id, claim_id, label, reason), _union(votes_, claim_id)))
     claim_label_values_write(
         ResolvedClaimLabel(),
         ("resolution_id", "claim_id", "label", "reason"),

@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -171,17 +173,23 @@ def child(workload: Path) -> None:
     print(json.dumps(report))
 
 
-def run_child(workload: Path, database_url: str, *, debug: bool) -> dict[str, object]:
+def child_env(database_url: str, *, debug: bool = False) -> dict[str, str]:
+    """The environment of a benchmark's child process: this one's without Django's and
+    Celery's settings, on ``database_url``, quiet logs, and unless ``debug`` production-shaped
+    (with DEBUG on, Django keeps the SQL of every query, so memory grows with the work)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
     env.update(DATABASE_URL=database_url, DJANGO_LOG_LEVEL="WARNING")
     if not debug:
-        # Production-shaped: with DEBUG on, Django keeps the SQL of every query (each bulk
-        # insert's text holds its rows), so memory would grow with the file.
         env.update(
             DJANGO_DEBUG="false",
             DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
             DJANGO_ALLOWED_HOSTS="localhost",
         )
+    return env
+
+
+def run_child(workload: Path, database_url: str, *, debug: bool) -> dict[str, object]:
+    env = child_env(database_url, debug=debug)
     done = subprocess.run(
         [sys.executable, __file__, "--child", str(workload)],
         cwd=REPO,
@@ -206,13 +214,21 @@ def _admin(server_url: str, statement: str) -> None:
         conn.execute(statement)
 
 
-def run_postgres(workload: Path, server_url: str, *, debug: bool) -> dict[str, object]:
-    _admin(server_url, f"DROP DATABASE IF EXISTS {BENCH_DB}")
-    _admin(server_url, f"CREATE DATABASE {BENCH_DB}")
+@contextmanager
+def scratch_database(server_url: str, name: str) -> Iterator[str]:
+    """Create the database ``name`` on ``server_url`` (dropped first if it exists) and yield
+    its URL; drop it afterwards."""
+    _admin(server_url, f"DROP DATABASE IF EXISTS {name}")
+    _admin(server_url, f"CREATE DATABASE {name}")
     try:
-        return run_child(workload, _with_database(server_url, BENCH_DB), debug=debug)
+        yield _with_database(server_url, name)
     finally:
-        _admin(server_url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        _admin(server_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def run_postgres(workload: Path, server_url: str, *, debug: bool) -> dict[str, object]:
+    with scratch_database(server_url, BENCH_DB) as url:
+        return run_child(workload, url, debug=debug)
 
 
 # -- main --------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ import cProfile
 import json
 import os
 import resource
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_import import _admin, _sentence, _with_database  # noqa: E402  (shared helpers)
+from bench_import import _sentence, child_env, scratch_database  # noqa: E402  (shared helpers)
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_DB = f"certlabel_bench_start_{os.getpid()}"  # one per run: two runs never share it
@@ -160,18 +159,10 @@ def child(workload: Path, profile_to: str | None) -> None:
 
 
 def run_child(workload: Path, database_url: str, profile_to: str | None) -> dict[str, object]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
-    env.update(
-        DATABASE_URL=database_url,
-        DJANGO_LOG_LEVEL="WARNING",
-        DJANGO_DEBUG="false",
-        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
-        DJANGO_ALLOWED_HOSTS="localhost",
-        # The recomputations of derived results that the start schedules go to an in-memory
-        # broker and are not run: a worker runs them, apart from the start (as in production).
-        CELERY_BROKER_URL="memory://",
-        CELERY_TASK_ALWAYS_EAGER="false",
-    )
+    env = child_env(database_url)
+    # The recomputations of derived results that the start schedules go to an in-memory broker
+    # and are not run: a worker runs them, apart from the start (as in production).
+    env.update(CELERY_BROKER_URL="memory://", CELERY_TASK_ALWAYS_EAGER="false")
     done = subprocess.run(
         [sys.executable, __file__, "--child", str(workload)]
         + (["--profile", profile_to] if profile_to else []),
@@ -212,14 +203,9 @@ def main(argv: list[str] | None = None) -> int:
             reports.append(run_child(workload, sqlite_url, profile_to))
             print(json.dumps(reports[-1]), flush=True)
         if args.postgres:
-            _admin(args.postgres, f"DROP DATABASE IF EXISTS {BENCH_DB}")
-            _admin(args.postgres, f"CREATE DATABASE {BENCH_DB}")
-            try:
-                url = _with_database(args.postgres, BENCH_DB)
+            with scratch_database(args.postgres, BENCH_DB) as url:
                 profile_to = args.profile and f"{args.profile}.postgresql"
                 reports.append(run_child(workload, url, profile_to))
-            finally:
-                _admin(args.postgres, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
             print(json.dumps(reports[-1]), flush=True)
 
     print(f"\n{'backend':<12}{'items':>8}{'seconds':>10}{'items/s':>10}{'CPU s':>8}{'RSS MB':>9}")
