@@ -15,7 +15,8 @@ portable (PostgreSQL and SQLite); column names that are SQL keywords (``index``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -332,20 +333,35 @@ def in_ids(column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
     """Return the condition "``column`` is one of ``ids``" as SQL and its parameters.
 
     SQLite: ``column IN (%s, %s, ...)``, one parameter per id. PostgreSQL:
-    ``column = ANY(%s::bigint[])``, one array parameter: psycopg parses and caches a statement's
-    placeholders only up to 50 parameters, so an ``IN`` list of 2,000 ids was parsed again on
-    every run (12 of 60 profiled seconds of starting labelling on 50,000 items), and the
-    statement's text no longer depends on the number of ids (one prepared statement serves
-    every chunk). ``column`` is SQL the caller writes (a column name, never input).
+    ``column = ANY(%s::bigint[])``, one parameter: the array's text (:func:`id_array`).
+    psycopg parses and caches a statement's placeholders only up to 50 parameters, so an ``IN``
+    list of 2,000 ids was parsed again on every run (12 of 60 profiled seconds of starting
+    labelling on 50,000 items), and the statement's text no longer depends on the number of
+    ids (one prepared statement serves every chunk). ``column`` is SQL the caller writes (a
+    column name, never input).
 
     Raises:
         ValueError: ``ids`` is empty (an empty list would select nothing: the caller skips it).
+        TypeError: an id is not an integer.
     """
     if not ids:
         raise ValueError("an IN list needs at least one value")
     if connection.vendor == "postgresql":
-        return f"{column} = ANY(%s::bigint[])", [list(ids)]
+        return f"{column} = ANY(%s::bigint[])", [id_array(ids)]
     return f"{column} IN ({placeholders(ids)})", list(ids)
+
+
+def id_array(ids: Iterable[int]) -> str:
+    """Return the PostgreSQL array literal of integer ids, ``{1,2,3}``, for an ``::…[]`` cast.
+
+    Sent as one text parameter: psycopg adapts a list element by element in Python (about
+    0.7 ms per 1,000 ids, a tenth of starting labelling on 50,000 items), the text costs a
+    join.
+
+    Raises:
+        TypeError: an id is not an integer (so no other text can reach the literal).
+    """
+    return "{" + ",".join(map(str, map(operator.index, ids))) + "}"
 
 
 def placeholders(values: Sequence[Any]) -> str:

@@ -210,24 +210,27 @@ def _enqueue(
         .annotate(n=Count("pk"))
         .values("n")
     )
-    items.update(
-        overlap=project.overlap,
-        prior_votes=Coalesce(Subquery(votes, output_field=IntegerField()), 0),
-    )
-    rows = [
-        QueueRow(item_id=pk, partition=partition, question_id=question, sample_index=index)
-        for pk, partition, question, index in items.values_list(
-            "pk",
-            "candidate__question__partition",
-            "candidate__question_id",
-            "candidate__sample_index",
+    prior_votes: dict[int, int] = {}
+    rows = []
+    for pk, partition, question, index, n in items.values_list(
+        "pk",
+        "candidate__question__partition",
+        "candidate__question_id",
+        "candidate__sample_index",
+        Coalesce(Subquery(votes, output_field=IntegerField()), 0),
+    ):
+        prior_votes[pk] = n
+        rows.append(
+            QueueRow(item_id=pk, partition=partition, question_id=question, sample_index=index)
         )
-    ]
     ordered = queue_order(rows, serving_order=project.serving_order, seed=project.serving_seed)
-    positioned = [(pk, first_position + n) for n, pk in enumerate(ordered)]
+    # Position, overlap and prior votes in one write per item (an item row written once).
+    positioned = [
+        (pk, first_position + n, project.overlap, prior_votes[pk]) for n, pk in enumerate(ordered)
+    ]
     done = 0
     for chunk in _chunks(positioned, QUEUE_UPDATE_CHUNK):
-        done += update_rows(Item, ["queue_position"], chunk)
+        done += update_rows(Item, ["queue_position", "overlap", "prior_votes"], chunk)
         if progress is not None:
             progress(done, len(positioned))
     return len(ordered)

@@ -42,7 +42,7 @@ from labeling.signals import announce_resolutions
 logger = logging.getLogger(__name__)
 
 # Items compared per round of queries (keeps IN lists and memory bounded at project start).
-CHUNK = 500
+CHUNK = 2000
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from labeling.release_format import (
     finite_or_none,
     iso_utc,
 )
+from labeling.rows import id_array
 
 CHUNK = 2000
 # Chunks read ahead by as many threads (each with its own connection) while one is consumed.
@@ -88,13 +89,13 @@ class InIds(Lookup):
         """
         lhs, params = self.process_lhs(compiler, connection)
         ids = [int(i) for i in self.rhs]
-        text = ",".join(map(str, ids))
+        text = id_array(ids)
         if connection.vendor == "postgresql":
             largest = max(map(abs, ids), default=0)
             kind = "smallint" if largest < 2**15 else "integer" if largest < 2**31 else "bigint"
-            return f"{lhs} = ANY(%s::{kind}[])", (*params, f"{{{text}}}")
+            return f"{lhs} = ANY(%s::{kind}[])", (*params, text)
         sql = f"{lhs} IN (SELECT value FROM json_each(%s))"  # noqa: S608 - a column, bound ids
-        return sql, (*params, f"[{text}]")
+        return sql, (*params, f"[{text[1:-1]}]")
 
 
 def prefetch_possible() -> bool:
