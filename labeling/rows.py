@@ -249,9 +249,12 @@ def _insert_db_rows(
     """Insert ``rows`` (database-ready values, one per field) into ``model``'s table; their ids."""
     # The database's limit of parameters (SQLite's may be 999; PostgreSQL's protocol 65,535),
     # and at most 500 rows (SQLite's limit of a compound statement).
-    limit = connection.features.max_query_params or 65_535
-    per_statement = max(1, min(500, limit // len(fields)))
     returning = connection.features.can_return_rows_from_bulk_insert
+    if _by_column(fields, returning):
+        per_statement = ARRAY_ROWS  # one parameter per column, whatever the rows
+    else:
+        limit = connection.features.max_query_params or 65_535
+        per_statement = max(1, min(500, limit // len(fields)))
     ids: list[int] = []
     # One transaction for every batch, as bulk_create: all rows or none.
     with transaction.atomic(savepoint=False):
@@ -282,6 +285,10 @@ def _db_value(field: Any, instance: models.Model) -> Any:
     return field.get_db_prep_save(value, connection)
 
 
+#: Rows per INSERT when they go in as one array per column (PostgreSQL): the statement's
+#: parameters do not grow with the rows, and fewer statements plan and queue less.
+ARRAY_ROWS = 5000
+
 _insert_statements: dict[tuple[str, type[models.Model], int, bool], tuple[str, bool]] = {}
 
 
@@ -303,16 +310,7 @@ def _insert_sql(
     if found is not None:
         return found
     quote = connection.ops.quote_name
-    by_column = (
-        connection.vendor == "postgresql"
-        and returning
-        and rows > 1
-        and not any(hasattr(f, "get_placeholder") for f in fields)
-        and all(
-            (f.target_field if f.is_relation else f).get_internal_type() in connection.data_types
-            for f in fields
-        )
-    )
+    by_column = rows > 1 and _by_column(fields, returning)
     if by_column:
         arrays = ", ".join(f"%s::{f.db_type(connection).split('(')[0]}[]" for f in fields)
         values = f"SELECT * FROM unnest({arrays})"  # noqa: S608 (the model's types only)
@@ -327,6 +325,19 @@ def _insert_sql(
         sql += f" RETURNING {quote(str(model._meta.pk.column))}"
     _insert_statements[key] = (sql, by_column)
     return sql, by_column
+
+
+def _by_column(fields: list[Any], returning: bool) -> bool:
+    """Whether several rows of ``fields`` go in as one array per column (:func:`_insert_sql`)."""
+    return (
+        connection.vendor == "postgresql"
+        and returning
+        and not any(hasattr(f, "get_placeholder") for f in fields)
+        and all(
+            (f.target_field if f.is_relation else f).get_internal_type() in connection.data_types
+            for f in fields
+        )
+    )
 
 
 def in_ids(column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:

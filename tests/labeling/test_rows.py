@@ -21,6 +21,7 @@ from labeling.models import (
     ResolutionStatus,
 )
 from labeling.rows import (
+    ARRAY_ROWS,
     db_datetime,
     execute,
     in_ids,
@@ -43,7 +44,12 @@ def _fields(instance):
 
 
 def _change_rows_per_statement() -> int:
-    """The rows of one INSERT of change rows (three columns): the parameter limit, at most 500."""
+    """The rows of one INSERT of change rows (three columns).
+
+    PostgreSQL: ARRAY_ROWS (one array per column); SQLite: the parameter limit, at most 500.
+    """
+    if connection.vendor == "postgresql":
+        return ARRAY_ROWS
     return min(500, (connection.features.max_query_params or 65_535) // 3)
 
 
