@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.utils import timezone
 
 from labeling.models import (
     Disagreement,
-    Item,
     ItemStatus,
     LabelPolicy,
     Project,
@@ -29,7 +29,7 @@ from labeling.models import (
     ResolvedClaimLabel,
     ResolvedEvidence,
 )
-from labeling.rows import execute, in_ids, insert_like, raw_models, select_rows
+from labeling.rows import execute, in_ids, insert_like, select_rows
 from labeling.selectors.review import (
     Vote,
     item_votes,
@@ -123,6 +123,21 @@ def items_compare(
     return CompareResult(tuple(consensus), tuple(disagreement), tuple(waiting))
 
 
+class _ItemRow(NamedTuple):
+    """What the comparison reads of an item, in the columns' order of its statement.
+
+    A tuple, not a model instance: a start reads every item of the project.
+    """
+
+    pk: int
+    project_id: int
+    status: str
+    overlap: int
+    prior_votes: int
+    candidate_id: int
+    resolution_id: int | None
+
+
 def _compare_chunk(
     project: Project, policy: LabelPolicy, ids: list[int]
 ) -> tuple[list[int], list[int], list[int]]:
@@ -134,7 +149,14 @@ def _compare_chunk(
     where, params = in_ids("id", ids)
     items = {
         item.pk: item
-        for item in raw_models(Item, f"SELECT * FROM labeling_item WHERE {where}", params)  # noqa: S608
+        for item in map(
+            _ItemRow._make,
+            select_rows(
+                "SELECT id, project_id, status, overlap, prior_votes, candidate_id, "  # noqa: S608
+                f"resolution_id FROM labeling_item WHERE {where}",
+                params,
+            ),
+        )
         if item.project_id == project.pk and item.status == ItemStatus.OPEN
     }
     waiting = [pk for pk in ids if pk not in items]
@@ -161,7 +183,7 @@ def _compare_chunk(
         )
     # The rows are written from plain values (rows.insert_like, claim_label_values_write): a
     # start compares every item, and a model instance per row was half its time.
-    agreed: list[tuple[Item, list[Vote]]] = []
+    agreed: list[tuple[_ItemRow, list[Vote]]] = []
     differing: list[tuple[int, bool, bool]] = []
     for pk in sorted(items):
         item, item_votes_ = items[pk], votes[pk]
