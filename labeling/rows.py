@@ -359,7 +359,7 @@ def in_ids(column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         raise ValueError("an IN list needs at least one value")
     if connection.vendor == "postgresql":
         return f"{column} = ANY(%s::bigint[])", [id_array(ids)]
-    return f"{column} IN ({placeholders(ids)})", list(ids)
+    return f"{column} IN ({placeholders(ids)})", list(map(operator.index, ids))
 
 
 def id_array(ids: Iterable[int]) -> str:

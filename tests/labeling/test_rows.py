@@ -24,6 +24,7 @@ from labeling.rows import (
     ARRAY_ROWS,
     db_datetime,
     execute,
+    id_array,
     in_ids,
     insert,
     insert_like,
@@ -133,6 +134,11 @@ def test_in_ids_selects_what_an_in_list_selects(started):
     assert len(params) == (1 if connection.vendor == "postgresql" else len(asked))
     with pytest.raises(ValueError, match="at least one value"):
         in_ids("id", [])
+    # only integers reach the statement, on both databases (PostgreSQL gets the array's text)
+    for bad in (["1,2"], [1.0], [None]):
+        with pytest.raises(TypeError):
+            in_ids("id", bad)
+    assert id_array([3, True, 7]) == "{3,1,7}"
 
 
 def test_insert_of_several_rows_stores_every_type_as_the_orm_reads_it(
