@@ -247,12 +247,12 @@ def _insert_db_rows(
     model: type[models.Model], fields: list[Any], rows: list[list[Any]]
 ) -> list[int]:
     """Insert ``rows`` (database-ready values, one per field) into ``model``'s table; their ids."""
-    # The database's limit of parameters (SQLite's may be 999; PostgreSQL's protocol 65,535),
-    # and at most 500 rows (SQLite's limit of a compound statement).
     returning = connection.features.can_return_rows_from_bulk_insert
     if _by_column(fields, returning):
         per_statement = ARRAY_ROWS  # one parameter per column, whatever the rows
     else:
+        # A VALUES list: the database's limit of parameters (SQLite's may be 999; PostgreSQL's
+        # protocol 65,535), and at most 500 rows (SQLite's limit of a compound statement).
         limit = connection.features.max_query_params or 65_535
         per_statement = max(1, min(500, limit // len(fields)))
     ids: list[int] = []
