@@ -248,7 +248,7 @@ def _insert_db_rows(
 ) -> list[int]:
     """Insert ``rows`` (database-ready values, one per field) into ``model``'s table; their ids."""
     returning = connection.features.can_return_rows_from_bulk_insert
-    if _by_column(fields, returning):
+    if _insert_sql(model, fields, 2, returning)[1]:  # several rows as arrays (cached)
         per_statement = ARRAY_ROWS  # one parameter per column, whatever the rows
     else:
         # A VALUES list: the database's limit of parameters (SQLite's may be 999; PostgreSQL's
@@ -310,7 +310,16 @@ def _insert_sql(
     if found is not None:
         return found
     quote = connection.ops.quote_name
-    by_column = rows > 1 and _by_column(fields, returning)
+    by_column = (
+        connection.vendor == "postgresql"
+        and returning
+        and rows > 1
+        and not any(hasattr(f, "get_placeholder") for f in fields)
+        and all(
+            (f.target_field if f.is_relation else f).get_internal_type() in connection.data_types
+            for f in fields
+        )
+    )
     if by_column:
         arrays = ", ".join(f"%s::{f.db_type(connection).split('(')[0]}[]" for f in fields)
         values = f"SELECT * FROM unnest({arrays})"  # noqa: S608 (the model's types only)
@@ -325,19 +334,6 @@ def _insert_sql(
         sql += f" RETURNING {quote(str(model._meta.pk.column))}"
     _insert_statements[key] = (sql, by_column)
     return sql, by_column
-
-
-def _by_column(fields: list[Any], returning: bool) -> bool:
-    """Whether several rows of ``fields`` go in as one array per column (:func:`_insert_sql`)."""
-    return (
-        connection.vendor == "postgresql"
-        and returning
-        and not any(hasattr(f, "get_placeholder") for f in fields)
-        and all(
-            (f.target_field if f.is_relation else f).get_internal_type() in connection.data_types
-            for f in fields
-        )
-    )
 
 
 def in_ids(column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:

@@ -352,16 +352,17 @@ def _run_labelling_start(job: Job, progress: _Progress) -> dict[str, Any]:
 
     # One count over both steps, so progress only grows: items queued, then items queued plus
     # items compared (the total grows by the items to compare when the comparison begins).
-    queued = [0]
+    queued = 0
 
     def report(step: str, done: int, total: int) -> None:
+        nonlocal queued
         if step == "queued":
-            queued[0] = total
+            queued = total
             progress.set(done, total, message=f"queued {done} of {total} items")
         else:
             progress.set(
-                queued[0] + done,
-                queued[0] + total,
+                queued + done,
+                queued + total,
                 message=f"compared the prior votes of {done} of {total} items",
             )
 

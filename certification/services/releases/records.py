@@ -89,13 +89,12 @@ class InIds(Lookup):
         """
         lhs, params = self.process_lhs(compiler, connection)
         ids = [int(i) for i in self.rhs]
-        text = id_array(ids)
         if connection.vendor == "postgresql":
             largest = max(map(abs, ids), default=0)
             kind = "smallint" if largest < 2**15 else "integer" if largest < 2**31 else "bigint"
-            return f"{lhs} = ANY(%s::{kind}[])", (*params, text)
+            return f"{lhs} = ANY(%s::{kind}[])", (*params, id_array(ids))
         sql = f"{lhs} IN (SELECT value FROM json_each(%s))"  # noqa: S608 - a column, bound ids
-        return sql, (*params, f"[{text[1:-1]}]")
+        return sql, (*params, f"[{','.join(map(str, ids))}]")
 
 
 def prefetch_possible() -> bool:
