@@ -5,6 +5,8 @@ Usage (from the repository root, with the project installed)::
     python tests/benchmarks/bench_import.py                       # SQLite, 10,000 questions
     python tests/benchmarks/bench_import.py --questions 1000 \\
         --postgres postgres://postgres@127.0.0.1:5432/postgres    # SQLite and PostgreSQL
+    python tests/benchmarks/bench_import.py --shape labelstudio --questions 50000 --floor \\
+        --postgres postgres://postgres@127.0.0.1:5432/postgres    # beside the database's floor
 
 The workload has ``--questions`` questions, each with 2 sources of its own, 10 candidates and 4
 claims per candidate with explicit spans. It is written line by line to a temporary file (never
@@ -22,7 +24,18 @@ Reported per backend: rows written (sum of the created counts, without ``unancho
 which counts claims rather than rows), seconds, rows per second, the importing process's CPU
 seconds (the database server's are not included), the seconds of the COMMIT alone (on
 PostgreSQL the deferred foreign-key checks of every row) and its peak RSS (``ru_maxrss``, which
-includes Django and the migrations).
+includes Django and the migrations). The recomputations of derived results that the import
+schedules are not run (a worker runs them, apart from the import; see ``child_env``).
+
+``--floor`` measures, after each import, what the database alone needs to store the rows the
+import added: a fresh database, migrated and set up as the import's was, receives exactly those
+rows in one transaction, timed to the end of its COMMIT (PostgreSQL: one binary ``COPY`` per
+table, sent from memory; SQLite: one ``INSERT ... SELECT`` per table from the import's file,
+attached). The floor includes the database's own work (writes, indexes, constraint checks at
+commit) and none of ours (reading, checking, row building): no import of those rows can be
+faster. ``--shape labelstudio`` imports the tasks of ``bench_vs_labelstudio.py`` instead (one
+passage, one answer, one claim, a prior annotation with evidence and a consensus resolution
+each; ``--questions`` of them).
 
 Targets: at least 20,000 rows/s on PostgreSQL and a peak RSS under 400 MB.
 Not collected by pytest (``python_files = test_*.py``).
@@ -47,6 +60,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_DB = "certlabel_bench"
+FLOOR_DB = "certlabel_bench_floor"
 ROWS_PER_S_TARGET = 20_000
 RSS_TARGET_MB = 400
 
@@ -110,26 +124,26 @@ def generate(path: Path, *, questions: int, candidates: int, claims: int, source
     return path.stat().st_size
 
 
-# -- child: one backend in its own process ---------------------------------------------------
-def child(workload: Path) -> None:
-    """Migrate the database in DATABASE_URL, import ``workload`` and print a JSON report."""
+# -- children: one backend in its own process --------------------------------------------------
+def _set_up() -> list[float]:
+    """Set Django up on DATABASE_URL, migrate, create the benchmark's project, and time every
+    COMMIT from now on: return the list whose one value sums their seconds.
+
+    On PostgreSQL the COMMIT runs the deferred foreign-key checks of every row written (one
+    index lookup and row lock per reference), a floor that no client-side work removes.
+    """
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "labeling.settings")
     sys.path.insert(0, str(REPO))
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection
 
-    from labeling.importers.native import file_sha256, read_jsonl
-    from labeling.services import project_create, workload_import
+    from labeling.services import project_create
 
     call_command("migrate", verbosity=0)
-    project = project_create(slug="bench", name="Benchmark")
-    # The import's COMMIT, timed apart: on PostgreSQL it runs the deferred foreign-key checks
-    # of every row written (one index lookup and row lock per reference), a floor that no
-    # client-side work removes.
+    project_create(slug="bench", name="Benchmark")
     commit_seconds = [0.0]
     commit = connection.commit
 
@@ -139,6 +153,20 @@ def child(workload: Path) -> None:
         commit_seconds[0] += time.perf_counter() - began
 
     connection.commit = timed_commit
+    return commit_seconds
+
+
+def child(workload: Path) -> None:
+    """Migrate the database in DATABASE_URL, import ``workload`` and print a JSON report."""
+    commit_seconds = _set_up()
+    from django.conf import settings
+    from django.db import connection
+
+    from labeling.importers.native import file_sha256, read_jsonl
+    from labeling.models import Project
+    from labeling.services import workload_import
+
+    project = Project.objects.get(slug="bench")
     cpu_before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
     with workload.open("rb") as stream:
@@ -173,12 +201,91 @@ def child(workload: Path) -> None:
     print(json.dumps(report))
 
 
+def _id_tables() -> list[str]:
+    """The tables of every installed model whose primary key is an integer ``id``."""
+    from django.apps import apps
+    from django.db import models
+
+    return sorted(
+        {
+            model._meta.db_table
+            for model in apps.get_models()
+            if model._meta.managed
+            and model._meta.pk.column == "id"
+            and isinstance(model._meta.pk, models.AutoField)
+        }
+    )
+
+
+def floor_child(source_url: str) -> None:
+    """Store in the database in DATABASE_URL the rows the import added to ``source_url``'s (the
+    rows past this database's largest ids after the same set-up), in one transaction; print a
+    JSON report of the seconds to the end of the COMMIT."""
+    commit_seconds = _set_up()
+    from django.db import connection, transaction
+
+    tables = _id_tables()
+    with connection.cursor() as cursor:
+        past = {}
+        for table in tables:
+            cursor.execute(f'SELECT COALESCE(MAX(id), 0) FROM "{table}"')  # noqa: S608
+            past[table] = cursor.fetchone()[0]
+    rows = 0
+    if connection.vendor == "postgresql":
+        import psycopg
+
+        data: dict[str, bytes] = {}
+        with psycopg.connect(source_url) as source:
+            for table in tables:
+                select = f'SELECT * FROM "{table}" WHERE id > {past[table]} ORDER BY id'  # noqa: S608
+                rows += source.execute(f"SELECT count(*) FROM ({select}) AS s").fetchone()[0]  # noqa: S608
+                with source.cursor().copy(f"COPY ({select}) TO STDOUT (FORMAT BINARY)") as copy:
+                    data[table] = b"".join(bytes(block) for block in copy)
+        started = time.perf_counter()
+        with transaction.atomic(), connection.cursor() as cursor:
+            for table, blob in data.items():
+                with cursor.cursor.copy(f'COPY "{table}" FROM STDIN (FORMAT BINARY)') as copy:
+                    copy.write(blob)
+    else:
+        source_path = source_url.removeprefix("sqlite:///")
+        with connection.cursor() as cursor:
+            cursor.execute("ATTACH DATABASE %s AS source", [source_path])
+        started = time.perf_counter()
+        with transaction.atomic(), connection.cursor() as cursor:
+            for table in tables:
+                cursor.execute(
+                    f'INSERT INTO main."{table}" SELECT * FROM source."{table}" '  # noqa: S608
+                    f"WHERE id > {past[table]} ORDER BY id"
+                )
+                rows += cursor.rowcount
+    seconds = time.perf_counter() - started
+    print(
+        json.dumps(
+            {
+                "rows": rows,
+                "seconds": round(seconds, 2),
+                "commit_seconds": round(commit_seconds[0], 2),
+            }
+        )
+    )
+
+
 def child_env(database_url: str, *, debug: bool = False) -> dict[str, str]:
     """The environment of a benchmark's child process: this one's without Django's and
     Celery's settings, on ``database_url``, quiet logs, and unless ``debug`` production-shaped
-    (with DEBUG on, Django keeps the SQL of every query, so memory grows with the work)."""
+    (with DEBUG on, Django keeps the SQL of every query, so memory grows with the work).
+
+    The recomputations of derived results that the measured work schedules go to an in-memory
+    broker and are not run: a worker runs them, apart from the work (as in production). With
+    tasks in-process they would run inside the work's COMMIT and be timed with it.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
-    env.update(DATABASE_URL=database_url, DJANGO_LOG_LEVEL="WARNING")
+    env.update(
+        DATABASE_URL=database_url,
+        DJANGO_LOG_LEVEL="WARNING",
+        CELERY_BROKER_URL="memory://",
+        CELERY_TASK_ALWAYS_EAGER="false",
+    )
     if not debug:
         env.update(
             DJANGO_DEBUG="false",
@@ -188,10 +295,15 @@ def child_env(database_url: str, *, debug: bool = False) -> dict[str, str]:
     return env
 
 
-def run_child(workload: Path, database_url: str, *, debug: bool) -> dict[str, object]:
+def run_child(
+    workload: Path, database_url: str, *, debug: bool, floor_of: str | None = None
+) -> dict[str, object]:
+    """Import ``workload`` into ``database_url`` in a child process (or, with ``floor_of``, a
+    database URL, store there what the import added to that one) and return its report."""
     env = child_env(database_url, debug=debug)
+    arguments = ["--floor-child", floor_of] if floor_of else ["--child", str(workload)]
     done = subprocess.run(
-        [sys.executable, __file__, "--child", str(workload)],
+        [sys.executable, __file__, *arguments],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -226,9 +338,34 @@ def scratch_database(server_url: str, name: str) -> Iterator[str]:
         _admin(server_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def run_postgres(workload: Path, server_url: str, *, debug: bool) -> dict[str, object]:
+def run_backend(
+    workload: Path, url: str, floor_url: str | None, *, debug: bool
+) -> dict[str, object]:
+    """Import ``workload`` into ``url``; with ``floor_url``, then measure the floor there."""
+    report = run_child(workload, url, debug=debug)
+    if floor_url is not None:
+        floor = run_child(workload, floor_url, debug=debug, floor_of=url)
+        if floor["rows"] < report["rows"]:
+            raise SystemExit(f"the floor stored {floor['rows']} rows of {report['rows']}")
+        report["floor_seconds"] = floor["seconds"]
+        report["floor_commit_seconds"] = floor["commit_seconds"]
+    return report
+
+
+def run_postgres(workload: Path, server_url: str, *, debug: bool, floor: bool) -> dict[str, object]:
     with scratch_database(server_url, BENCH_DB) as url:
-        return run_child(workload, url, debug=debug)
+        if not floor:
+            return run_backend(workload, url, None, debug=debug)
+        with scratch_database(server_url, FLOOR_DB) as floor_url:
+            return run_backend(workload, url, floor_url, debug=debug)
+
+
+def generate_labelstudio(path: Path, *, questions: int) -> int:
+    """Write ``bench_vs_labelstudio.py``'s tasks (annotated) to ``path``; return its size."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_vs_labelstudio import write_native
+
+    return write_native(path, questions, annotated=True, salt=1)
 
 
 # -- main --------------------------------------------------------------------------------------
@@ -238,51 +375,89 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", type=int, default=10)
     parser.add_argument("--claims", type=int, default=4)
     parser.add_argument("--sources", type=int, default=2)
+    parser.add_argument(
+        "--shape",
+        choices=("questions", "labelstudio"),
+        default="questions",
+        help="the workload: questions with candidates and claims (default), or the tasks of "
+        "bench_vs_labelstudio.py (--questions of them; --candidates, --claims, --sources unused)",
+    )
+    parser.add_argument(
+        "--floor", action="store_true", help="also time the database alone storing those rows"
+    )
     parser.add_argument("--postgres", metavar="URL", help="PostgreSQL server to benchmark too")
     parser.add_argument("--no-sqlite", action="store_true", help="skip the SQLite run")
     parser.add_argument(
         "--debug", action="store_true", help="run with DJANGO_DEBUG=true (the development default)"
     )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--floor-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args.child)
+        return 0
+    if args.floor_child:
+        floor_child(args.floor_child)
         return 0
 
     reports = []
     with tempfile.TemporaryDirectory(prefix="certlabel-bench-") as tmp:
         workload = Path(tmp) / "workload.jsonl"
         started = time.perf_counter()
-        size = generate(
-            workload,
-            questions=args.questions,
-            candidates=args.candidates,
-            claims=args.claims,
-            sources=args.sources,
-        )
+        if args.shape == "labelstudio":
+            size = generate_labelstudio(workload, questions=args.questions)
+            shape = f"{args.questions} Label Studio benchmark tasks"
+        else:
+            size = generate(
+                workload,
+                questions=args.questions,
+                candidates=args.candidates,
+                claims=args.claims,
+                sources=args.sources,
+            )
+            shape = (
+                f"{args.questions} questions x {args.candidates} candidates x "
+                f"{args.claims} claims, {args.sources} sources each"
+            )
         print(
-            f"workload: {args.questions} questions x {args.candidates} candidates x "
-            f"{args.claims} claims, {args.sources} sources each; {size / 1e6:.1f} MB, "
+            f"workload: {shape}; {size / 1e6:.1f} MB, "
             f"generated in {time.perf_counter() - started:.1f} s",
             flush=True,
         )
         if not args.no_sqlite:
-            reports.append(
-                run_child(workload, f"sqlite:///{Path(tmp) / 'bench.sqlite3'}", debug=args.debug)
-            )
+            url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
+            floor_url = f"sqlite:///{Path(tmp) / 'floor.sqlite3'}" if args.floor else None
+            reports.append(run_backend(workload, url, floor_url, debug=args.debug))
             print(json.dumps(reports[-1]), flush=True)
         if args.postgres:
-            reports.append(run_postgres(workload, args.postgres, debug=args.debug))
+            reports.append(
+                run_postgres(workload, args.postgres, debug=args.debug, floor=args.floor)
+            )
             print(json.dumps(reports[-1]), flush=True)
 
+    floor_header = f"{'floor s':>9}{'floor/s':>10}{'x floor':>9}" if args.floor else ""
     print(
-        f"\n{'backend':<12}{'rows':>10}{'seconds':>10}{'rows/s':>10}{'commit s':>10}{'CPU s':>8}"
-        f"{'peak RSS MB':>13}"
+        f"\n{'backend':<12}{'records':>9}{'rows':>10}{'seconds':>9}{'records/s':>11}"
+        f"{'rows/s':>9}{'commit s':>10}{'CPU s':>7}{'peak RSS MB':>13}{floor_header}"
     )
     for r in reports:
+        floor_cells = ""
+        if args.floor:
+            floor_cells = (
+                f"{r['floor_seconds']:>9}{r['records'] / r['floor_seconds']:>10,.0f}"
+                f"{r['seconds'] / r['floor_seconds']:>9.1f}"
+            )
         print(
-            f"{r['backend']:<12}{r['rows']:>10}{r['seconds']:>10}{r['rows_per_s']:>10}"
-            f"{r['commit_seconds']:>10}{r['cpu_seconds']:>8}{r['peak_rss_mb']:>13}"
+            f"{r['backend']:<12}{r['records']:>9}{r['rows']:>10}{r['seconds']:>9}"
+            f"{r['records'] / r['seconds']:>11,.0f}{r['rows_per_s']:>9}{r['commit_seconds']:>10}"
+            f"{r['cpu_seconds']:>7}{r['peak_rss_mb']:>13}{floor_cells}"
+        )
+    if args.floor:
+        print(
+            "floor: the database alone storing the same rows in one transaction (its writes, "
+            "indexes and constraint checks; none of the import's reading, checking and row "
+            "building); floor/s: records per second at the floor, the fastest any import of "
+            "them could be"
         )
     print(f"targets: >= {ROWS_PER_S_TARGET} rows/s on PostgreSQL, peak RSS < {RSS_TARGET_MB} MB")
     return 0

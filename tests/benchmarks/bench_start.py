@@ -159,10 +159,7 @@ def child(workload: Path, profile_to: str | None) -> None:
 
 
 def run_child(workload: Path, database_url: str, profile_to: str | None) -> dict[str, object]:
-    env = child_env(database_url)
-    # The recomputations of derived results that the start schedules go to an in-memory broker
-    # and are not run: a worker runs them, apart from the start (as in production).
-    env.update(CELERY_BROKER_URL="memory://", CELERY_TASK_ALWAYS_EAGER="false")
+    env = child_env(database_url)  # derived results are scheduled, not run (see child_env)
     done = subprocess.run(
         [sys.executable, __file__, "--child", str(workload)]
         + (["--profile", profile_to] if profile_to else []),
