@@ -31,6 +31,9 @@ Phases, each product in turn (certlabel, then Label Studio, then again for ``--r
    process tree's peak RSS is sampled every 50 ms meanwhile.
 2. **export**: certlabel freezes a release (``POST .../releases/``) and downloads every file of
    it; Label Studio builds an export snapshot (``POST .../exports/``) and downloads it as JSON.
+   certlabel's export starts once the derived results the import scheduled are current (the
+   wait is printed), so that the build does not wait behind them in the one worker's queue; it
+   prints the seconds of freeze and build, and of the download, apart.
 3. **label loop**: a second project of ``--loop-tasks`` tasks without annotations, overlap 2
    (Label Studio: ``maximum_annotations`` 2); ``--clients`` annotators, each a user of its own
    with an API token and one keep-alive connection, repeat next + submit with no think time for
@@ -532,6 +535,7 @@ class Certlabel:
             release = self.manager.json("GET", url)
         if release["builds"][0]["status"] == "failed" or not release["files"]:
             raise SystemExit(f"release build: {release['builds'][0]}")
+        built = time.perf_counter()
         for name in [f["name"] for f in release["files"]]:
             status, data, _ = self.manager.call(
                 "GET", f"/api/projects/import/releases/{release['id']}/files/{name}"
@@ -539,7 +543,13 @@ class Certlabel:
             if status != 200:
                 raise SystemExit(f"release file {name}: {status}")
             size += len(data)
-        return time.perf_counter() - began, size
+        ended = time.perf_counter()
+        print(
+            f"  certlabel: export: freeze and build {built - began:.2f} s, "
+            f"download {ended - built:.2f} s",
+            flush=True,
+        )
+        return ended - began, size
 
     def settle(self) -> float:
         """Wait until every derived result is current in every project; return the seconds.
@@ -808,6 +818,11 @@ def measure(product: Any, n: int, files: dict[str, Path], clients: list[int], ar
     out: dict[str, Any] = {}
     seconds, rss = product.import_(files["import"])
     out["import"] = {"seconds": seconds, "per_s": n / seconds, "rss_mib": rss}
+    # The export is measured on its own, as the loops are: not queued behind (one worker) or
+    # beside (in-process) the recomputation of the derived results the import scheduled.
+    settled = product.settle()
+    if settled > 1:
+        print(f"  {product.name}: derived results current after {settled:.1f} s", flush=True)
     seconds, size = product.export()
     out["export"] = {"seconds": seconds, "per_s": n / seconds, "bytes": size}
     print(
