@@ -31,9 +31,9 @@ Phases, each product in turn (certlabel, then Label Studio, then again for ``--r
    process tree's peak RSS is sampled every 50 ms meanwhile.
 2. **export**: certlabel freezes a release (``POST .../releases/``) and downloads every file of
    it; Label Studio builds an export snapshot (``POST .../exports/``) and downloads it as JSON.
-   certlabel's export starts once the derived results the import scheduled are current (the
-   wait is printed), so that the build does not wait behind them in the one worker's queue; it
-   prints the seconds of freeze and build, and of the download, apart.
+   certlabel's export starts once the derived results the import scheduled are current (a
+   wait over 1 s is printed), so that the build does not wait behind them in the one worker's
+   queue; it prints the seconds of freeze and build, and of the download, apart.
 3. **label loop**: a second project of ``--loop-tasks`` tasks without annotations, overlap 2
    (Label Studio: ``maximum_annotations`` 2); ``--clients`` annotators, each a user of its own
    with an API token and one keep-alive connection, repeat next + submit with no think time for
@@ -555,8 +555,9 @@ class Certlabel:
         """Wait until every derived result is current in every project; return the seconds.
 
         After the 50,000-task import its recomputations (agreement, reliability, calibration,
-        audit over every resolved item) run in the background; the label loop is measured
-        once they are done, so it measures the loop, not the loop beside them.
+        audit over every resolved item) run in the background; the export and the label loop
+        are measured once they are done, so each measures itself, not itself beside them.
+        Gives up after 900 s, saying so.
         """
         began = time.perf_counter()
         slugs = ["import", *(f"loop{n}" for n in range(self.loops))]
@@ -569,6 +570,8 @@ class Certlabel:
             if all(k["current"] or k["last_error"] for k in kinds):
                 break
             time.sleep(0.5)
+        else:
+            print("  certlabel: derived results still not current after 900 s", flush=True)
         return time.perf_counter() - began
 
     def start_loop(self, path: Path) -> None:
