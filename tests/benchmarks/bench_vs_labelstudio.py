@@ -816,6 +816,13 @@ class LabelStudio:
 
 
 # -- the run -----------------------------------------------------------------------------------
+def settle(product: Any) -> None:
+    """Wait until the product's derived results are current; print a wait of over 1 s."""
+    settled = product.settle()
+    if settled > 1:
+        print(f"  {product.name}: derived results current after {settled:.1f} s", flush=True)
+
+
 def measure(product: Any, n: int, files: dict[str, Path], clients: list[int], args) -> dict:
     """Import, export and the label loop at each client count; one product, one N."""
     out: dict[str, Any] = {}
@@ -823,9 +830,7 @@ def measure(product: Any, n: int, files: dict[str, Path], clients: list[int], ar
     out["import"] = {"seconds": seconds, "per_s": n / seconds, "rss_mib": rss}
     # The export is measured on its own, as the loops are: not queued behind (one worker) or
     # beside (in-process) the recomputation of the derived results the import scheduled.
-    settled = product.settle()
-    if settled > 1:
-        print(f"  {product.name}: derived results current after {settled:.1f} s", flush=True)
+    settle(product)
     seconds, size = product.export()
     out["export"] = {"seconds": seconds, "per_s": n / seconds, "bytes": size}
     print(
@@ -835,9 +840,7 @@ def measure(product: Any, n: int, files: dict[str, Path], clients: list[int], ar
     )
     for count in clients:
         product.start_loop(files["loop"])
-        settled = product.settle()
-        if settled > 1:
-            print(f"  {product.name}: derived results current after {settled:.1f} s", flush=True)
+        settle(product)
         loop = Loop()
         wall = run_loop([product.client(i) for i in range(count)], args.loop_seconds, loop)
         out[f"loop{count}"] = loop_figures(loop, wall, product.over_overlap())
