@@ -188,6 +188,6 @@ class ReleaseTagMoveAdmin(_ReadOnlyAdmin):
 class DerivedResultStateAdmin(_ReadOnlyAdmin):
     """Where each (project, kind) recomputation stands: changed only by the tasks."""
 
-    list_display = ["project", "kind", "covered_generation", "computed_at", "queued_at"]
+    list_display = ["project", "kind", "covered_generation", "computed_at", "enqueued_at"]
     list_filter = ["kind"]
     search_fields = ["project__slug"]

@@ -7,7 +7,6 @@ from typing import Any
 from django.apps import AppConfig
 
 DERIVED_SCHEDULER = "certification.derived"
-DERIVED_RECONCILER = "certification.derived-reconcile"
 AGREEMENT_PANEL = "agreement"
 AGREEMENT_TEMPLATE = "certification/_agreement.html"
 CALIBRATION_PANEL = "calibration"
@@ -41,13 +40,6 @@ def derived_schedule_after_commit(project_id: int, kinds: tuple[str, ...]) -> No
     derived_schedule_kinds(project_id=project_id, kinds=kinds)
 
 
-def derived_reconcile_now() -> None:
-    """Run the reconciler of derived results here (the embedded default's background thread)."""
-    from certification.tasks import derived_reconcile_task
-
-    derived_reconcile_task.apply()
-
-
 def calibration_panel_context(*, project: Any, actor: Any) -> dict[str, Any]:
     """Context of the dashboard's calibration panel: the latest version of each spec."""
     from certification.selectors import calibration_spec_list
@@ -76,7 +68,10 @@ class CertificationConfig(AppConfig):
     name = "certification"
 
     def ready(self) -> None:
-        """Register the scheduler of the derived results; add the dashboard panels.
+        """Register the derived results' scheduler, this app's background work, the panels.
+
+        This app's kinds of background work are calibration runs, release builds and derived
+        results (``labeling.engine``).
 
         Every write that marks a derived result stale (``labeling.derived.derived_mark``)
         hands the project's marked kinds to :func:`derived_schedule_after_commit` after its commit.
@@ -87,17 +82,16 @@ class CertificationConfig(AppConfig):
         posterior of the item, once its blind votes are in (the page exists only then, and
         only for adjudicators and managers).
         """
-        from django.conf import settings
-
+        from certification.services.calibration import calibration_run_work_kind
+        from certification.services.derived import derived_work_kind
+        from certification.services.releases.build import release_build_work_kind
         from labeling.derived import derived_scheduler_register
-        from labeling.in_process import periodic_register
+        from labeling.engine import work_kind_register
         from labeling.views.panels import adjudication_panel_register, dashboard_panel_register
 
         derived_scheduler_register(DERIVED_SCHEDULER, derived_schedule_after_commit)
-        # The embedded default's web processes run the reconciler on their background thread.
-        periodic_register(
-            DERIVED_RECONCILER, settings.CERTLABEL_DERIVED_RECONCILE_SECONDS, derived_reconcile_now
-        )
+        for kind in (calibration_run_work_kind(), release_build_work_kind(), derived_work_kind()):
+            work_kind_register(kind)
         dashboard_panel_register(
             name=AGREEMENT_PANEL, template=AGREEMENT_TEMPLATE, context=agreement_panel_context
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from celery import shared_task
 from django.db import OperationalError
@@ -16,11 +16,11 @@ from certification.services import (
     calibration_run_fail,
     calibration_runs_refresh,
 )
-from certification.services.derived import derived_recompute, derived_reconcile
-from certification.services.recovery import stalled_work_recover
+from certification.services.derived import derived_recompute
 from certification.services.releases import release_build_execute, release_build_fail
 from certification.services.releases.freeze import BUILD_TIME_LIMIT
 from certification.services.reliability import reliability_recompute
+from labeling import engine
 from labeling.exceptions import Conflict, NotFound
 from labeling.models import DerivedKind
 
@@ -45,8 +45,8 @@ RETRY_ON_DB_ERROR: RetryOptions = {
 }
 
 
-@shared_task(soft_time_limit=600, time_limit=660, max_retries=5, **RETRY_ON_DB_ERROR)
-def calibration_run_execute_task(run_id: int) -> dict[str, object] | None:
+@shared_task(bind=True, soft_time_limit=600, time_limit=660, max_retries=5, **RETRY_ON_DB_ERROR)
+def calibration_run_execute_task(self: Any, run_id: int) -> dict[str, object] | None:
     """Compute a calibration run; returns its id, status and outcome, or None when it is gone.
 
     The task boundary: a transient database error is retried (the service is idempotent);
@@ -54,7 +54,7 @@ def calibration_run_execute_task(run_id: int) -> dict[str, object] | None:
     "running" for ever and no error reaches the code that resolved the labels.
     """
     try:
-        run = calibration_run_execute(run_id=run_id)
+        run = calibration_run_execute(run_id=run_id, task_id=self.request.id)
     except RunNotFound:
         logger.warning("calibration_run_execute.missing_run", extra={"run_id": run_id})
         return None
@@ -62,49 +62,49 @@ def calibration_run_execute_task(run_id: int) -> dict[str, object] | None:
         raise
     except Exception as exc:  # the task boundary: record the failure on the run
         logger.exception("calibration_run_execute.crashed", extra={"run_id": run_id})
-        run = calibration_run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}")
+        run = calibration_run_fail(
+            run_id=run_id,
+            error=f"{type(exc).__name__}: {exc}",
+            lease_owner=engine.owner(self.request.id),
+        )
     return {"run_id": run.pk, "status": run.status, "outcome": run.outcome}
 
 
 @shared_task(
+    bind=True,
     soft_time_limit=BUILD_TIME_LIMIT - 60,
     time_limit=BUILD_TIME_LIMIT,
     max_retries=3,
     **RETRY_ON_DB_ERROR,
 )
-def release_build_task(build_id: int) -> dict[str, object] | None:
+def release_build_task(self: Any, build_id: int) -> dict[str, object] | None:
     """Build the files of a release (or rebuild and compare); returns the manifest's sha256.
 
     A build that raises is marked failed with the error's text, and the error re-raised.
     """
     try:
-        build = release_build_execute(build_id=build_id)
+        build = release_build_execute(build_id=build_id, task_id=self.request.id)
     except NotFound:
         logger.warning("release_build.missing", extra={"build_id": build_id})
         return None
     except Conflict:
-        # Another process (a redelivered task, or export_release) is building it right now.
+        # Another worker (a redelivered task, or export_release) holds its lease right now.
         logger.info("release_build.already_running", extra={"build_id": build_id})
         return None
     except OperationalError:
         raise
     except Exception as exc:
-        release_build_fail(build_id=build_id, error=f"{type(exc).__name__}: {exc}")
+        release_build_fail(
+            build_id=build_id,
+            error=f"{type(exc).__name__}: {exc}",
+            lease_owner=engine.owner(self.request.id),
+        )
         raise
     return {
         "build_id": build.pk,
         "manifest_sha256": build.manifest_sha256,
         "matches": build.matches,
     }
-
-
-@shared_task(
-    soft_time_limit=60, time_limit=90, max_retries=3, ignore_result=True, **RETRY_ON_DB_ERROR
-)
-def stalled_work_recover_task() -> dict[str, list[int]]:
-    """Re-run the runs and builds whose worker died or whose task was lost (beat, ~30 s)."""
-    report = stalled_work_recover()
-    return report.as_json()
 
 
 def _compute_agreement(project_id: int) -> object:
@@ -132,8 +132,8 @@ DERIVED_COMPUTE = {
 }
 
 
-@shared_task(soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
-def derived_recompute_task(project_id: int, kind: str) -> str:
+@shared_task(bind=True, soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
+def derived_recompute_task(self: Any, project_id: int, kind: str) -> str:
     """Run one coalesced recomputation of a project's derived result of one kind.
 
     See :mod:`certification.services.derived`. Returns the outcome (``done``, ``failed``,
@@ -141,11 +141,6 @@ def derived_recompute_task(project_id: int, kind: str) -> str:
     ``missing``: the project is gone).
     """
     compute = DERIVED_COMPUTE[DerivedKind(kind)]
-    return derived_recompute(project_id=project_id, kind=kind, compute=compute)
-
-
-# Scheduled by beat on the housekeeping queue (CELERY_BEAT_SCHEDULE).
-@shared_task(soft_time_limit=50, time_limit=55)
-def derived_reconcile_task() -> int:
-    """Schedule every derived result whose changes are not covered; returns how many."""
-    return len(derived_reconcile())
+    return derived_recompute(
+        project_id=project_id, kind=kind, compute=compute, task_id=self.request.id
+    )

@@ -1,6 +1,15 @@
 """App config for labeling."""
 
+from __future__ import annotations
+
 from django.apps import AppConfig
+
+
+def _recover_now() -> None:
+    """One recovery pass of the background engine, here (the embedded default's thread)."""
+    from labeling.tasks import work_recover_task
+
+    work_recover_task.apply()
 
 
 class LabelingConfig(AppConfig):
@@ -10,11 +19,25 @@ class LabelingConfig(AppConfig):
     name = "labeling"
 
     def ready(self) -> None:
-        """Connect the receiver that revokes a user's API tokens when their password changes."""
+        """Connect the token-revoking receiver; register jobs and the recovery pass.
+
+        Jobs are one kind of the background engine's work (``labeling.engine``). The embedded
+        default's web processes run the engine's recovery pass on their background thread
+        (``labeling.in_process``), as beat does with a broker.
+        """
+        from django.conf import settings
         from django.contrib.auth import get_user_model
         from django.db.models.signals import pre_save
 
+        from labeling.engine import work_kind_register
+        from labeling.in_process import periodic_register
+        from labeling.services.jobs import job_work_kind
         from labeling.services.tokens import password_change_revokes_tokens
+
+        work_kind_register(job_work_kind())
+        periodic_register(
+            "work-recover", float(settings.CERTLABEL_WORK_RECOVER_SECONDS), _recover_now
+        )
 
         pre_save.connect(
             password_change_revokes_tokens,

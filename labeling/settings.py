@@ -227,10 +227,8 @@ CELERY_TASK_DEFAULT_QUEUE = "recompute"
 CERTLABEL_CELERY_QUEUES = ("housekeeping", "recompute", "builds")
 CELERY_TASK_ROUTES = {
     "labeling.tasks.assignments_release_expired_task": {"queue": "housekeeping"},
-    "labeling.tasks.jobs_recover_task": {"queue": "housekeeping"},
-    "certification.tasks.stalled_work_recover_task": {"queue": "housekeeping"},
+    "labeling.tasks.work_recover_task": {"queue": "housekeeping"},
     "labeling.tasks.source_versions_verify_all_task": {"queue": "housekeeping"},
-    "certification.tasks.derived_reconcile_task": {"queue": "housekeeping"},
     "certification.tasks.derived_recompute_task": {"queue": "recompute"},
     "certification.tasks.calibration_run_execute_task": {"queue": "recompute"},
     "certification.tasks.release_build_task": {"queue": "builds"},
@@ -239,9 +237,9 @@ CELERY_TASK_ROUTES = {
     "labeling.tasks.job_run_task": {"queue": "builds"},
 }
 # Seconds Redis waits for an acknowledgement before handing an unacknowledged message to
-# another worker: above the longest task's hard time limit (the release build's, 3,660 s), so a
-# build still running is never run twice; a task of a worker that died is found earlier by the
-# reconciler (derived results) and by the heartbeats of runs and builds.
+# another worker: above the longest task's hard time limit (the release build's, 3,660 s); the
+# work of a worker that died is found much earlier by the engine's recovery pass (its lease
+# lapses), and a late redelivery finds it done.
 BROKER_VISIBILITY_TIMEOUT = env.int("CELERY_BROKER_VISIBILITY_TIMEOUT", default=4200)
 # Seconds to connect to Redis and to wait for its answer, and how often to retry a publish: a
 # request enqueues after its commit and must never wait on a broker that is away (it gives up
@@ -274,28 +272,41 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": {"timeout": 1.0}}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 
-# Derived results (agreement, calibration runs, audits): seconds between two passes of the
-# reconciler, seconds after which a queued recomputation's message is presumed lost, and after
-# which a claimed computation's worker is presumed dead (above the recomputation's hard time
-# limit of 360 s, so that a computation still running is never taken over).
-CERTLABEL_DERIVED_RECONCILE_SECONDS = env.float("CERTLABEL_DERIVED_RECONCILE_SECONDS", default=30.0)
-CERTLABEL_DERIVED_QUEUED_STALE = env.int("CERTLABEL_DERIVED_QUEUED_STALE", default=60)
-CERTLABEL_DERIVED_RUNNING_STALE = env.int("CERTLABEL_DERIVED_RUNNING_STALE", default=420)
+# The background engine (labeling.engine): every piece of background work (jobs, calibration
+# runs, release builds, recomputations of derived results) is leased by one worker, which
+# refreshes its heartbeat every CERTLABEL_WORK_HEARTBEAT_SECONDS. A lease silent for
+# CERTLABEL_WORK_LAPSE_SECONDS lost its worker, and work sent that long ago and never claimed
+# lost its message: the recovery pass (every CERTLABEL_WORK_RECOVER_SECONDS) sends both again,
+# and fails a job, run or build closed after CERTLABEL_WORK_MAX_ATTEMPTS claims. A worker death
+# is so healed within the lapse plus one period of a worker being available.
+CERTLABEL_WORK_HEARTBEAT_SECONDS = env.float("CERTLABEL_WORK_HEARTBEAT_SECONDS", default=5.0)
+CERTLABEL_WORK_LAPSE_SECONDS = env.float("CERTLABEL_WORK_LAPSE_SECONDS", default=30.0)
+CERTLABEL_WORK_RECOVER_SECONDS = env.float("CERTLABEL_WORK_RECOVER_SECONDS", default=10.0)
+CERTLABEL_WORK_MAX_ATTEMPTS = env.int("CERTLABEL_WORK_MAX_ATTEMPTS", default=3)
+if not 0 < CERTLABEL_WORK_HEARTBEAT_SECONDS < CERTLABEL_WORK_LAPSE_SECONDS:
+    raise ImproperlyConfigured(
+        "CERTLABEL_WORK_HEARTBEAT_SECONDS must be positive and below CERTLABEL_WORK_LAPSE_SECONDS."
+    )
+if CERTLABEL_WORK_RECOVER_SECONDS <= 0 or CERTLABEL_WORK_MAX_ATTEMPTS < 1:
+    raise ImproperlyConfigured(
+        "CERTLABEL_WORK_RECOVER_SECONDS must be positive, CERTLABEL_WORK_MAX_ATTEMPTS at least 1."
+    )
 # Seconds between the starts of two recomputations of one kind of a project's derived results;
 # changes arriving meanwhile wait in the one queued recomputation (and the pages say so).
 CERTLABEL_DERIVED_INTERVAL = env.float("CERTLABEL_DERIVED_INTERVAL", default=5.0)
 # Without a broker (tasks in-process), a web process (labeling.wsgi) recomputes derived results
 # on a background thread (labeling.in_process), not inside the request whose change marked them;
-# the thread also runs the reconciler every CERTLABEL_DERIVED_RECONCILE_SECONDS, as beat does.
-# Management commands always compute inline.
+# the thread also runs the engine's recovery pass, as beat does. Management commands compute
+# inline.
 CERTLABEL_IN_PROCESS_THREAD = env.bool(
     "CERTLABEL_IN_PROCESS_THREAD", default=CELERY_TASK_ALWAYS_EAGER
 )
 # Periodic tasks, run by `celery -A labeling beat` next to the workers, all on the housekeeping
-# queue. Leases that ran out give their slot back within a minute (claims also release the
-# stale leases they meet); derived results behind their changes are scheduled every 30 s; the
-# pinned source texts are verified once a day. ``expires`` is never shorter than the period, so
-# a run is dropped only once the next one is due.
+# queue. Each acts once per period however many beats run (labeling.engine.periodic_due), so a
+# second beat does nothing. Leases of assignments that ran out give their slot back within a
+# minute; the engine's recovery pass runs every CERTLABEL_WORK_RECOVER_SECONDS; the pinned
+# source texts are verified once a day. ``expires`` is never shorter than the period, so a run
+# is dropped only once the next one is due.
 # https://docs.celeryq.dev/en/stable/userguide/periodic-tasks.html
 CELERY_BEAT_SCHEDULE = {
     "assignments-release-expired": {
@@ -303,23 +314,10 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 60, "queue": "housekeeping"},
     },
-    "derived-reconcile": {
-        "task": "certification.tasks.derived_reconcile_task",
-        "schedule": CERTLABEL_DERIVED_RECONCILE_SECONDS,
-        "options": {"expires": CERTLABEL_DERIVED_RECONCILE_SECONDS, "queue": "housekeeping"},
-    },
-    # Background jobs whose worker died (no heartbeat for CERTLABEL_JOB_HEARTBEAT_LAPSE) or
-    # whose task was lost are run again (labeling.tasks.jobs_recover_task).
-    "jobs-recover": {
-        "task": "labeling.tasks.jobs_recover_task",
-        "schedule": 60.0,
-        "options": {"expires": 60, "queue": "housekeeping"},
-    },
-    # Re-run calibration runs and release builds whose worker died or whose task was lost.
-    "stalled-work-recover": {
-        "task": "certification.tasks.stalled_work_recover_task",
-        "schedule": env.float("CERTLABEL_RECOVERY_SECONDS", default=30.0),
-        "options": {"queue": "housekeeping"},
+    "work-recover": {
+        "task": "labeling.tasks.work_recover_task",
+        "schedule": CERTLABEL_WORK_RECOVER_SECONDS,
+        "options": {"expires": CERTLABEL_WORK_RECOVER_SECONDS, "queue": "housekeeping"},
     },
     # Recompute every pinned source text's sha256 and length (a mismatch is logged as an error).
     # Reads only; a run that waited an hour for a worker is dropped, the next day's comes.
@@ -329,16 +327,6 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 60 * 60, "queue": "housekeeping"},
     },
 }
-# Running calibration runs and release builds write a heartbeat this often (seconds); one whose
-# heartbeat (or, while pending, whose task) is older than the lapse lost its worker and is run
-# again, at most CERTLABEL_WORK_MAX_ATTEMPTS starts in all before it is failed closed.
-CERTLABEL_HEARTBEAT_SECONDS = env.float("CERTLABEL_HEARTBEAT_SECONDS", default=15.0)
-CERTLABEL_WORK_LAPSE_SECONDS = env.float("CERTLABEL_WORK_LAPSE_SECONDS", default=120.0)
-CERTLABEL_WORK_MAX_ATTEMPTS = env.int("CERTLABEL_WORK_MAX_ATTEMPTS", default=3)
-if not 0 < CERTLABEL_HEARTBEAT_SECONDS < CERTLABEL_WORK_LAPSE_SECONDS:
-    raise ImproperlyConfigured(
-        "CERTLABEL_HEARTBEAT_SECONDS must be positive and below CERTLABEL_WORK_LAPSE_SECONDS."
-    )
 
 # ---------------------------------------------------------------------------------------------
 # REST framework and OpenAPI
@@ -514,25 +502,71 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Background jobs (labeling.models.Job): work too long for one HTTP request runs in a worker on
 # the ``builds`` queue. A workload upload larger than JOB_IMPORT_BYTES, and starting labelling
 # on a project with more than JOB_START_ITEMS items, become jobs; smaller ones stay in the
-# request (instant answers for the demo). A running job refreshes its heartbeat every
-# JOB_HEARTBEAT_SECONDS; one silent for JOB_HEARTBEAT_LAPSE seconds lost its worker and is run
-# again (both kinds are one transaction and idempotent), at most JOB_MAX_ATTEMPTS times.
-# Uploads wait for their job in the "jobs" storage (a shared volume when workers run on other
-# machines).
+# request (instant answers for the demo). Jobs are leased and recovered by the background
+# engine like every other background work. Uploads wait for their job in the "jobs" storage.
 # ---------------------------------------------------------------------------------------------
 JOB_IMPORT_BYTES = env.int("CERTLABEL_JOB_IMPORT_BYTES", default=2 * 1024 * 1024)
 JOB_START_ITEMS = env.int("CERTLABEL_JOB_START_ITEMS", default=2000)
-JOB_HEARTBEAT_SECONDS = env.float("CERTLABEL_JOB_HEARTBEAT_SECONDS", default=10.0)
-JOB_HEARTBEAT_LAPSE = env.float("CERTLABEL_JOB_HEARTBEAT_LAPSE", default=120.0)
-JOB_MAX_ATTEMPTS = env.int("CERTLABEL_JOB_MAX_ATTEMPTS", default=3)
 JOB_ROOT = env.path("CERTLABEL_JOB_ROOT", default=BASE_DIR / "var" / "jobs")
 
 # ---------------------------------------------------------------------------------------------
-# Release storage: where built releases are kept. The default is a local directory;
-# several machines need a shared one (a network volume at CERTLABEL_RELEASE_ROOT, or another
-# Django storage backend configured here under the "releases" alias).
+# File storage: built releases (the "releases" alias, written by the worker that builds them,
+# read by every web process that serves a download) and uploads waiting for their job ("jobs",
+# written by a web process, read by a worker). With CERTLABEL_S3_BUCKET unset both are local
+# directories (CERTLABEL_RELEASE_ROOT, CERTLABEL_JOB_ROOT): one machine, or a volume every machine
+# mounts. With it set both live in that bucket of an S3-compatible object store (AWS S3, MinIO,
+# Ceph...), under the keys releases/ and jobs/, through django-storages: what several machines
+# sharing only PostgreSQL, Redis and the object store need.
 # ---------------------------------------------------------------------------------------------
 RELEASE_ROOT = env.path("CERTLABEL_RELEASE_ROOT", default=BASE_DIR / "var" / "releases")
+S3_BUCKET = env.str("CERTLABEL_S3_BUCKET", default="")
+# A release download from the object store: True answers 302 to a presigned URL of the file
+# (valid for CERTLABEL_S3_URL_SECONDS; the client fetches the bytes from the store), False streams
+# the file through the web process (the store need not be reachable by clients). A local storage
+# always streams.
+RELEASE_DOWNLOAD_REDIRECT = env.bool("CERTLABEL_S3_REDIRECT_DOWNLOADS", default=True)
+S3_URL_SECONDS = env.int("CERTLABEL_S3_URL_SECONDS", default=300)
+if S3_URL_SECONDS < 1 or S3_URL_SECONDS > 7 * 24 * 3600:
+    raise ImproperlyConfigured(
+        f"CERTLABEL_S3_URL_SECONDS must be 1 to 604800 (a week), not {S3_URL_SECONDS}."
+    )
+
+
+def _s3_storage(prefix: str, *, overwrite: bool) -> dict[str, object]:
+    """The django-storages S3 backend on CERTLABEL_S3_BUCKET, its keys under ``prefix``."""
+    endpoint = env.str("CERTLABEL_S3_ENDPOINT_URL", default="") or None
+    options: dict[str, object] = {
+        "bucket_name": S3_BUCKET,
+        "location": prefix,
+        "endpoint_url": endpoint,
+        "region_name": env.str("CERTLABEL_S3_REGION", default="") or None,
+        # path style (https://host/bucket/key) for a custom endpoint such as MinIO, whose
+        # bucket is not a DNS name of its own; AWS picks its style itself.
+        "addressing_style": env.str(
+            "CERTLABEL_S3_ADDRESSING_STYLE", default="path" if endpoint else ""
+        )
+        or None,
+        "signature_version": "s3v4",
+        # objects stay private (the bucket's own policy); downloads use presigned URLs.
+        "default_acl": None,
+        "querystring_auth": True,
+        "querystring_expire": S3_URL_SECONDS,
+        "file_overwrite": overwrite,
+        # a file read from the store (an upload its job imports) is spooled to a temporary
+        # file beyond this many bytes, not held in memory whole.
+        "max_memory_size": 8 * 1024 * 1024,
+    }
+    # Unset: django-storages and boto3 find credentials themselves (AWS_ACCESS_KEY_ID and
+    # AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the machine's instance role).
+    for option, variable in (
+        ("access_key", "CERTLABEL_S3_ACCESS_KEY_ID"),
+        ("secret_key", "CERTLABEL_S3_SECRET_ACCESS_KEY"),
+    ):
+        if value := env.str(variable, default=""):
+            options[option] = value
+    return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
+
+
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -545,3 +579,11 @@ STORAGES = {
         "OPTIONS": {"location": str(JOB_ROOT)},
     },
 }
+if S3_BUCKET:
+    STORAGES |= {
+        # A release's files are stored at exact keys (<project>/<release>/<build>/<name>); a
+        # retried build replaces its own leftovers there.
+        "releases": _s3_storage("releases", overwrite=True),
+        # An upload's key is a new random name: never replace another object.
+        "jobs": _s3_storage("jobs", overwrite=False),
+    }

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 
+from labeling import engine
 from labeling.models import Project
 from labeling.services import assignments_release_expired, source_versions_verify
-from labeling.services.jobs import job_execute, jobs_recover
+from labeling.services.jobs import job_execute
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +37,12 @@ def source_versions_verify_task(project_id: int) -> dict[str, object]:
 # has the whole time limit of its own and a large project does not delay the others.
 @shared_task(soft_time_limit=50, time_limit=55)
 def source_versions_verify_all_task() -> list[int]:
-    """Queue :func:`source_versions_verify_task` for every project; returns the project ids."""
+    """Queue :func:`source_versions_verify_task` for every project; returns the project ids.
+
+    Acts once a day however many beats send it.
+    """
+    if not engine.periodic_due("source-versions-verify", 24 * 60 * 60.0):
+        return []
     project_ids = list(Project.objects.order_by("pk").values_list("pk", flat=True))
     for project_id in project_ids:
         source_versions_verify_task.delay(project_id)
@@ -46,27 +54,33 @@ def source_versions_verify_all_task() -> list[int]:
 @shared_task(soft_time_limit=50, time_limit=55)
 def assignments_release_expired_task() -> int:
     """Release every lease that ran out (all projects); returns how many were released."""
+    if not engine.periodic_due("assignments-release-expired", 60.0):
+        return 0
     return assignments_release_expired()
 
 
 # Long work (large imports, starting labelling on a large project) runs on the ``builds`` queue
-# (CELERY_TASK_ROUTES); late acknowledgement gives a task whose worker died to another one, and
-# job_execute takes over a job whose heartbeat lapsed.
+# (CELERY_TASK_ROUTES); the job's lease (labeling.engine) makes a second delivery harmless.
 @shared_task(
+    bind=True,
     ignore_result=True,  # the outcome is in the Job row; no result backend round trip
-    acks_late=True,
-    reject_on_worker_lost=True,
     soft_time_limit=3600,
     time_limit=3660,
 )
-def job_run_task(job_id: int) -> str | None:
+def job_run_task(self: Any, job_id: int) -> str | None:
     """Run a background job (``labeling.services.jobs.job_execute``); returns its status."""
-    job = job_execute(job_id=job_id)
+    job = job_execute(job_id=job_id, task_id=self.request.id)
     return job.status if job is not None else None
 
 
-# Scheduled every minute by beat (CELERY_BEAT_SCHEDULE).
-@shared_task(soft_time_limit=50, time_limit=55)
-def jobs_recover_task() -> list[int]:
-    """Enqueue again the jobs whose worker or task was lost; returns their ids."""
-    return jobs_recover()
+# Scheduled every CERTLABEL_WORK_RECOVER_SECONDS by beat (CELERY_BEAT_SCHEDULE), on the
+# housekeeping queue; on the embedded default, by the web process's background thread.
+@shared_task(soft_time_limit=50, time_limit=55, ignore_result=True)
+def work_recover_task() -> dict[str, dict[str, list[int]]]:
+    """One recovery pass of the background engine (``labeling.engine.recover``).
+
+    Acts once per period however many beats send it.
+    """
+    if not engine.periodic_due("work-recover", float(settings.CERTLABEL_WORK_RECOVER_SECONDS)):
+        return {"resent": {}, "failed": {}}
+    return engine.recover().as_json()

@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.db.models.functions import Length
 from django.db.models.lookups import Exact
 
-from labeling.models import Project
+from labeling.models import LeasedWork, Project
 
 
 class CalibrationMethod(models.TextChoices):
@@ -282,7 +282,7 @@ class CalibrationInput(models.Model):
         return f"calibration input {self.sha256[:12]}"
 
 
-class CalibrationRun(models.Model):
+class CalibrationRun(LeasedWork):
     """One computation of a spec on the resolved labels.
 
     ``inputs`` (the snapshot of its :class:`CalibrationInput`, stored once per distinct
@@ -295,10 +295,8 @@ class CalibrationRun(models.Model):
     done run exists per (spec, input hash) (a partial unique constraint): starting a run on
     unchanged labels returns the existing one.
 
-    While it runs, its worker writes ``heartbeat_at`` every few seconds; ``enqueued_at`` is when
-    its task was last sent and ``attempts`` how many times a worker started it. A run whose
-    heartbeat (or enqueue time, while pending) lapsed is re-run by
-    ``certification.services.recovery.stalled_work_recover``.
+    While it runs, its worker holds its lease (``labeling.engine``); a run whose worker died is
+    run again by the engine's recovery pass.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="calibration_runs")
@@ -309,7 +307,6 @@ class CalibrationRun(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     spec_sha256 = models.CharField(max_length=64)
     input_sha256 = models.CharField(max_length=64)
@@ -318,9 +315,6 @@ class CalibrationRun(models.Model):
     result = models.JSONField(default=dict, blank=True)
     outcome = models.CharField(max_length=64, blank=True)
     error = models.TextField(blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from labeling.models import Project
+from labeling.models import LeasedWork, Project
 
 RELEASE_VERSION_PATTERN = r"^(0|[1-9][0-9]{0,8})(\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8}))?$"
 
@@ -87,7 +87,7 @@ class BuildStatus(models.TextChoices):
     FAILED = "failed", "failed"
 
 
-class ReleaseBuild(models.Model):
+class ReleaseBuild(LeasedWork):
     """One build of a release's files by the Celery task (with progress for the page).
 
     The first done build is the release's content: its files are in the release storage under
@@ -95,10 +95,8 @@ class ReleaseBuild(models.Model):
     hash is ``manifest_sha256``). A later build (a rebuild) writes elsewhere, is compared file by
     file with the first, and records whether every byte matched (``matches``).
 
-    While it runs, its worker writes ``heartbeat_at`` every few seconds; ``enqueued_at`` is when
-    its task was last sent and ``attempts`` how many times a worker started it. A build whose
-    heartbeat (or enqueue time, while pending) lapsed is built again by
-    ``certification.services.recovery.stalled_work_recover``.
+    While it runs, its worker holds its lease (``labeling.engine``); a build whose worker died
+    is built again by the engine's recovery pass.
     """
 
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="builds")
@@ -120,11 +118,7 @@ class ReleaseBuild(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["release", "pk"]

@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Count, Max
 
 from certification.models import DerivedResultState
+from labeling import engine
 from labeling.models import DerivedChange, DerivedKind, Project
 
 
@@ -24,6 +25,7 @@ class Freshness:
     queued: bool
     running: bool
     last_error: str
+    worker_lost: bool = False
 
     @property
     def current(self) -> bool:
@@ -41,6 +43,7 @@ class Freshness:
             "computed_at": self.computed_at.isoformat() if self.computed_at else None,
             "queued": self.queued,
             "running": self.running,
+            "worker_lost": self.worker_lost,
             "last_error": self.last_error or None,
         }
 
@@ -77,8 +80,9 @@ def derived_freshness(*, project: Project) -> dict[str, Freshness]:
             generation=max(covered, top or 0),
             newer_changes=n,
             computed_at=state.computed_at if state else None,
-            queued=bool(state and state.queued_at),
-            running=bool(state and state.running_since),
+            queued=bool(state and state.enqueued_at),
+            running=bool(state and state.lease_owner),
             last_error=state.last_error if state else "",
+            worker_lost=bool(state and state.lease_owner and engine.is_lapsed(state)),
         )
     return result

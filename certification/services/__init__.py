@@ -34,7 +34,6 @@ from certification.services.calibration_apply import (
 from certification.services.derived import (
     derived_recompute,
     derived_recompute_request,
-    derived_reconcile,
     derived_schedule,
 )
 from certification.services.reliability import reliability_recompute
@@ -42,7 +41,6 @@ from certification.services.reliability import reliability_recompute
 __all__ = [
     "derived_recompute",
     "derived_recompute_request",
-    "derived_reconcile",
     "derived_schedule",
     "AUDIT_STATS_VERSION",
     "allocate",

@@ -23,7 +23,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Q
 from django.utils import timezone
 
 from certification.certificates import STATS_VERSION, calibration_result_compute
@@ -60,9 +60,9 @@ from certification.selectors import (
     calibration_spec_latest_list,
     parse_evaluator_field,
 )
-from certification.services.liveness import Heartbeat, work_lapsed
 from certification.stats.canonical import canonicaliser_names
 from certification.stats.errors import StatsError
+from labeling import engine
 from labeling.derived import derived_mark
 from labeling.exceptions import NotFound
 from labeling.models import DerivedKind, Evaluator, Project
@@ -496,17 +496,30 @@ def _check_spec_hash(spec: CalibrationSpec) -> str:
     return digest
 
 
-def _enqueue_execute(run_id: int) -> None:
-    """Send the run's task after commit, and record when (the pending lapse counts from it)."""
+CALIBRATION_RUN = "calibration_run"
+#: A run a worker is still to compute (or computing).
+LIVE_WORK = (RunStatus.PENDING, RunStatus.RUNNING)
+
+
+def calibration_run_send(run_id: int) -> None:
+    """Send a run's task to a worker (the engine's sender for calibration runs)."""
     from certification.tasks import calibration_run_execute_task  # the one allowed local import
 
-    def enqueue() -> None:
-        CalibrationRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(
-            enqueued_at=timezone.now()
-        )
-        calibration_run_execute_task.delay(run_id)
+    calibration_run_execute_task.delay(run_id)
 
-    transaction.on_commit(enqueue, robust=True)
+
+def calibration_run_work_kind() -> engine.WorkKind:
+    """Calibration runs as the engine recovers them (registered in ``ready``)."""
+    return engine.WorkKind(
+        name=CALIBRATION_RUN,
+        model=CalibrationRun,
+        send=calibration_run_send,
+        to_do=lambda: Q(status__in=LIVE_WORK),
+        failed=lambda attempts: {
+            "status": RunStatus.FAILED,
+            "error": f"failed: its worker stopped {attempts} times; not started again",
+        },
+    )
 
 
 #: The error of a lapsed run that a new request replaced.
@@ -515,7 +528,7 @@ REPLACED_ERROR = "replaced: its worker stopped (stale: no sign of life within th
 
 def _retire_stale(run: CalibrationRun) -> bool:
     """Mark a lapsed pending or running run failed (replaced); return whether it was lapsed."""
-    if not work_lapsed(run):
+    if not engine.is_lapsed(run):
         return False
     CalibrationRun.objects.filter(pk=run.pk, status=run.status).update(
         status=RunStatus.FAILED, error=REPLACED_ERROR, finished_at=timezone.now()
@@ -556,7 +569,7 @@ def calibration_run_request(
     Snapshots the inputs (:func:`certification.selectors.calibration_inputs`) and hashes them.
     A pending, running or done run with the same input hash is returned as is (idempotent); a
     pending or running run that lapsed (its worker stopped, or its task was lost:
-    :func:`~certification.services.liveness.work_lapsed`) is marked failed ("replaced: its
+    :func:`labeling.engine.is_lapsed`) is marked failed ("replaced: its
     worker stopped") and replaced. A new run is created ``pending``, its snapshot stored once
     per distinct snapshot (:func:`calibration_input_store`), and its execution enqueued after
     commit. No permission check: callers decide (the manager service, the label-change
@@ -602,7 +615,7 @@ def calibration_run_request(
         return CalibrationRun.objects.get(
             spec=spec, input_sha256=digest, status__in=LIVE_RUN_STATUSES
         )
-    _enqueue_execute(run.pk)
+    engine.send(CALIBRATION_RUN, run.pk)
     logger.info(
         "calibration_run.requested",
         extra={"run": run.pk, "spec": spec.pk, "trigger": trigger, "input_sha256": digest},
@@ -668,15 +681,24 @@ def calibration_runs_refresh(*, project_id: int) -> list[CalibrationRun]:
     return created
 
 
-def calibration_run_fail(*, run_id: int, error: str) -> CalibrationRun:
+def calibration_run_fail(
+    *, run_id: int, error: str, lease_owner: str | None = None
+) -> CalibrationRun:
     """Mark a pending or running run failed with ``error`` (a done run is left alone).
+
+    With ``lease_owner``, only if this owner still holds the run's lease.
 
     Raises:
         RunNotFound: no run has this id.
     """
-    CalibrationRun.objects.filter(
+    rows = CalibrationRun.objects.filter(
         pk=run_id, status__in=(RunStatus.PENDING, RunStatus.RUNNING)
-    ).update(status=RunStatus.FAILED, error=error or "failed", finished_at=timezone.now())
+    )
+    if lease_owner is not None:
+        rows = rows.filter(lease_owner=lease_owner)
+    rows.update(
+        status=RunStatus.FAILED, error=error or "failed", finished_at=timezone.now(), lease_owner=""
+    )
     run = CalibrationRun.objects.filter(pk=run_id).first()
     if run is None:
         raise RunNotFound(f"no calibration run {run_id}")
@@ -684,13 +706,17 @@ def calibration_run_fail(*, run_id: int, error: str) -> CalibrationRun:
     return run
 
 
-def calibration_run_execute(*, run_id: int) -> CalibrationRun:
+def calibration_run_execute(*, run_id: int, task_id: str | None = None) -> CalibrationRun:
     """Compute a pending run from its stored inputs and its spec; store the result.
 
-    Idempotent: a run that is not pending (running elsewhere, done or failed) is returned
+    Idempotent: a run that is done, failed or held by a live worker elsewhere is returned
     unchanged. A statistics error (``StatsError``) or a certification error fails the run
-    closed: status ``failed`` with the error text, and no certificate. While it computes, a
-    :class:`~certification.services.liveness.Heartbeat` writes ``heartbeat_at``.
+    closed: status ``failed`` with the error text, and no certificate. While it computes, its
+    lease's heartbeat is written (:class:`labeling.engine.Lease`).
+
+    Args:
+        run_id: the run.
+        task_id: the Celery task's id (a retry of the same task takes its own lease back).
 
     Returns:
         The run, now done or failed (or as another worker left it).
@@ -698,29 +724,36 @@ def calibration_run_execute(*, run_id: int) -> CalibrationRun:
     Raises:
         RunNotFound: no run has this id.
 
-    Concurrency: the pending -> running compare-and-set lets exactly one worker compute, and
-    counts the attempt; the computation runs outside any transaction; the result is written
-    with a second compare-and-set (running, same attempt -> done), so a worker that recovery
-    gave up on (and another worker restarted) writes nothing.
+    Concurrency: the engine's claim lets exactly one worker compute, and counts the attempt;
+    the computation runs outside any transaction; the result is written only while this
+    worker still holds the lease, so a worker presumed dead writes nothing.
     """
     run = CalibrationRun.objects.select_related("spec", "input").filter(pk=run_id).first()
     if run is None:
         raise RunNotFound(f"no calibration run {run_id}")
-    now = timezone.now()
-    claimed = CalibrationRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(
-        status=RunStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1
+    me = engine.owner(task_id)
+    attempt = engine.claim(
+        CalibrationRun,
+        run_id,
+        lease_owner=me,
+        when=Q(status__in=LIVE_WORK),
+        cap=engine.max_attempts(),
+        status=RunStatus.RUNNING,
+        enqueued_at=None,
     )
-    if claimed != 1:
+    if attempt is None:
         return run
-    attempt = CalibrationRun.objects.values_list("attempts", flat=True).get(pk=run_id)
     try:
         if spec_sha256(run.spec) != run.spec_sha256:
             raise CertificationError("the spec changed after the run was requested")
-        with Heartbeat(CalibrationRun, run_id, attempts=attempt):
+        with engine.Lease(CalibrationRun, run_id, lease_owner=me):
             result = calibration_result_compute(contract=spec_content(run.spec), inputs=run.inputs)
     except (StatsError, CertificationError) as exc:
-        return calibration_run_fail(run_id=run_id, error=str(exc))
-    CalibrationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).update(
+        return calibration_run_fail(run_id=run_id, error=str(exc), lease_owner=me)
+    engine.release(
+        CalibrationRun,
+        run_id,
+        lease_owner=me,
         status=RunStatus.DONE,
         result=result,
         outcome=result["outcome"][:64],

@@ -1,22 +1,22 @@
-"""Coalesced, single-flight recomputation of derived results, and the reconciler.
+"""Coalesced, single-flight recomputation of derived results.
 
 A write marks its project's derived results stale in its own transaction
 (:func:`labeling.derived.derived_mark` inserts :class:`~labeling.models.DerivedChange` rows);
 after the commit it hands each marked (project, kind) to :func:`derived_schedule`. Per
-(project, kind) one :class:`~certification.models.DerivedResultState` row coalesces the work:
+(project, kind) one :class:`~certification.models.DerivedResultState` row coalesces the work,
+as one kind of the background engine's work (``labeling.engine``):
 
-- :func:`derived_schedule` enqueues a task only when the state's ``queued_at`` is empty (or
-  older than ``CERTLABEL_DERIVED_QUEUED_STALE`` seconds: a lost message), by a compare-and-set
-  update, so however many changes arrive at most one task waits;
-- :func:`derived_recompute` (the task) claims the computation by setting ``running_since`` and
-  clearing ``queued_at`` in one update, so at most one runs and the changes committed after its
-  start queue exactly one more; it reads the change rows present, recomputes from the latest
-  committed state, and in the same transaction deletes the rows it covered and records the
+- :func:`derived_schedule` enqueues a task only when the state's ``enqueued_at`` is empty (or
+  older than the engine's lapse: a lost message), by a compare-and-set update, so however many
+  changes arrive at most one task waits;
+- :func:`derived_recompute` (the task) takes the state's lease and clears ``enqueued_at`` in
+  one update, so at most one runs and the changes committed after its start queue exactly one
+  more; it reads the change rows present, recomputes from the latest committed state under the
+  lease's heartbeat, and in the same transaction deletes the rows it covered and records the
   largest id as ``covered_generation``. A change that commits late (with a smaller id) stays
   present and is counted as newer: the result is current exactly when no change row is left.
-- :func:`derived_reconcile` (beat, every ``CERTLABEL_DERIVED_RECONCILE_SECONDS``) schedules every
-  (project, kind) that has change rows and nothing queued or running, so a mark whose enqueue
-  failed (broker down) or whose message was lost is recomputed without a new change.
+- the engine's recovery pass sends again every state that has change rows and nothing queued
+  or held (a mark whose enqueue failed, a lost message), and frees a lease whose worker died.
 
 An enqueue failure is logged, never raised: the mark is in the database.
 """
@@ -26,17 +26,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from certification.models import DerivedResultState
-from labeling import in_process
+from labeling import engine, in_process
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput
 from labeling.models import DerivedChange, DerivedKind, Project
@@ -58,19 +57,9 @@ class SupersededInputs(Exception):  # noqa: N818 - a signal, not an error
 
 # After an enqueue failed, this process does not try the broker again for this many seconds:
 # during an outage a request pays for at most one failed attempt, not one per kind. The marks
-# are in the database, and the reconciler schedules them once the broker is back.
+# are in the database, and the recovery pass schedules them once the broker is back.
 BROKER_BACKOFF_SECONDS = 2.0
 _broker_down_until = 0.0
-
-
-def queued_stale_after() -> timedelta:
-    """How long a queued task may wait before its message is presumed lost."""
-    return timedelta(seconds=settings.CERTLABEL_DERIVED_QUEUED_STALE)
-
-
-def running_stale_after() -> timedelta:
-    """How long a claimed computation may run before its worker is presumed dead."""
-    return timedelta(seconds=settings.CERTLABEL_DERIVED_RUNNING_STALE)
 
 
 def _state(project_id: int, kind: str) -> DerivedResultState:
@@ -101,11 +90,11 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
     """Enqueue the recomputation of a (project, kind) unless one is already waiting.
 
     Called after commit (never inside a transaction that is still open). The state's
-    ``queued_at`` is set by a compare-and-set update: only the caller that found it empty, or
-    older than the queued-stale delay, enqueues. If the enqueue fails (the broker is down),
-    ``queued_at`` is cleared again and the failure logged; the change rows stay, and the
-    reconciler or the next change schedules it. For ``BROKER_BACKOFF_SECONDS`` after a failure
-    this process does not try again (nothing is enqueued, the marks wait for the reconciler).
+    ``enqueued_at`` is set by a compare-and-set update: only the caller that found it empty, or
+    older than the engine's lapse, enqueues. If the enqueue fails (the broker is down),
+    ``enqueued_at`` is cleared again and the failure logged; the change rows stay, and the
+    recovery pass or the next change schedules it. For ``BROKER_BACKOFF_SECONDS`` after a
+    failure this process does not try again (the marks wait for the recovery pass).
 
     Args:
         project_id: the project.
@@ -154,32 +143,32 @@ def derived_schedule_kinds(*, project_id: int, kinds: Iterable[str]) -> list[str
         if _schedule(state):
             enqueued.append(kind)
         elif time.monotonic() < _broker_down_until:
-            break  # the broker refused: the other marks wait for the reconciler too
+            break  # the broker refused: the other marks wait for the recovery pass too
     return enqueued
 
 
 def _schedule(state: DerivedResultState) -> bool:
-    """The compare-and-set on ``state.queued_at`` and the enqueue of :func:`derived_schedule`."""
+    """The compare-and-set on ``state.enqueued_at`` and the enqueue of :func:`derived_schedule`."""
     global _broker_down_until
     project_id, kind = state.project_id, state.kind
     now = timezone.now()
-    stale_before = now - queued_stale_after()
-    if state.queued_at is not None and state.queued_at >= stale_before:
+    stale_before = now - engine.lapse()
+    if state.enqueued_at is not None and state.enqueued_at >= stale_before:
         # One waits already (the common case while annotators submit): it has not started,
-        # since starting clears ``queued_at``, so it will read the change committed before this
-        # read. The compare-and-set below would change nothing.
+        # since starting clears ``enqueued_at``, so it will read the change committed before
+        # this read. The compare-and-set below would change nothing.
         return False
     claimed = (
         DerivedResultState.objects.filter(pk=state.pk)
-        .filter(Q(queued_at__isnull=True) | Q(queued_at__lt=stale_before))
-        .update(queued_at=now)
+        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale_before))
+        .update(enqueued_at=now)
     )
     if not claimed:
         return False
     try:
         _enqueue(project_id, kind, countdown=_spacing(state))
     except Exception:  # the broker is down or refused: the mark is in the database
-        DerivedResultState.objects.filter(pk=state.pk, queued_at=now).update(queued_at=None)
+        DerivedResultState.objects.filter(pk=state.pk, enqueued_at=now).update(enqueued_at=None)
         _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
         logger.exception("derived.enqueue_failed", extra={"project_id": project_id, "kind": kind})
         return False
@@ -234,24 +223,29 @@ def _covered_compute(project_id: int, kind: str, compute: Compute) -> int:
     return top
 
 
-def derived_recompute(*, project_id: int, kind: str, compute: Compute) -> str:
+def derived_recompute(
+    *, project_id: int, kind: str, compute: Compute, task_id: str | None = None
+) -> str:
     """Run one coalesced recomputation of a (project, kind); the task's body.
 
-    Claims the computation (``running_since`` set and ``queued_at`` cleared in one
-    compare-and-set update; a claim older than the running-stale delay is taken over); a task
-    that finds another one running gives its queued slot back and ends (``busy``). Then it runs
-    ``compute`` over the latest committed state, records the covered generation and releases the
-    claim. When changes arrived meanwhile and nothing is queued, schedules one more. A failure
-    of ``compute`` is logged and stored on the state (``last_error``); the change rows stay, so
-    the reconciler retries it. A database ``OperationalError`` is re-raised (the task retries).
+    Takes the state's lease (and clears ``enqueued_at``) in one compare-and-set; a lease held
+    by a live computation elsewhere makes this task give its queued slot back and end
+    (``busy``); a lapsed lease, or this task's own from an attempt whose database connection
+    broke, is taken over. Then it runs ``compute`` over the latest committed state under the
+    lease's heartbeat, records the covered generation and frees the lease. When changes
+    arrived meanwhile and nothing is queued, schedules one more. A failure of ``compute`` is
+    logged and stored on the state (``last_error``); the change rows stay, so the recovery
+    pass retries it. A database ``OperationalError`` is re-raised (the task retries, and takes
+    its own lease back).
 
     Args:
         project_id: the project.
         kind: a :class:`~labeling.models.DerivedKind` value.
         compute: the service recomputing this kind for a project id.
+        task_id: the Celery task's id.
 
     Returns:
-        ``"done"``, ``"failed"``, ``"busy"`` (another computation holds the claim) or
+        ``"done"``, ``"failed"``, ``"busy"`` (another computation holds the lease) or
         ``"missing"`` (no such project).
 
     Raises:
@@ -264,47 +258,43 @@ def derived_recompute(*, project_id: int, kind: str, compute: Compute) -> str:
         logger.warning("derived.missing_project", extra={"project_id": project_id, "kind": kind})
         return "missing"
     state = _state(project_id, kind)
-    started = timezone.now()
-    claimed = (
-        DerivedResultState.objects.filter(pk=state.pk)
-        .filter(
-            Q(running_since__isnull=True) | Q(running_since__lt=started - running_stale_after())
-        )
-        .update(running_since=started, queued_at=None)
-    )
-    if not claimed:
+    me = engine.owner(task_id)
+    if engine.claim(DerivedResultState, state.pk, lease_owner=me, enqueued_at=None) is None:
         # Another computation runs: give the queued slot back, so that the running one schedules
-        # the next when it ends (it checks for change rows after releasing its claim). If it
+        # the next when it ends (it checks for change rows after releasing its lease). If it
         # ended meanwhile (its schedule found our slot taken), schedule here instead: in either
         # order one of the two sees the other's step, so no change is left unscheduled.
-        DerivedResultState.objects.filter(pk=state.pk).update(queued_at=None)
-        still_running = DerivedResultState.objects.filter(
-            pk=state.pk, running_since__isnull=False
-        ).exists()
+        DerivedResultState.objects.filter(pk=state.pk).update(enqueued_at=None)
+        still_running = (
+            DerivedResultState.objects.filter(pk=state.pk)
+            .exclude(lease_owner="")
+            .exclude(engine.lapsed_lease(timezone.now()))
+            .exists()
+        )
         waiting = DerivedChange.objects.filter(project_id=project_id, kind=kind).exists()
         if not still_running and waiting:
             derived_schedule(project_id=project_id, kind=kind)
         logger.info("derived.busy", extra={"project_id": project_id, "kind": kind})
         return "busy"
     outcome = "done"
+    error = ""
     try:
-        top = _covered_compute(project_id, kind, compute)
+        with engine.Lease(DerivedResultState, state.pk, lease_owner=me):
+            top = _covered_compute(project_id, kind, compute)
         logger.info(
             "derived.recomputed",
             extra={"project_id": project_id, "kind": kind, "covered_generation": top},
         )
     except OperationalError:
-        raise
+        raise  # the lease stays this task's: its retry takes it back at once
     except Exception as exc:  # the task boundary: keep the rows, record and log the error
         outcome = "failed"
+        error = f"{type(exc).__name__}: {exc}"[:2000]
         logger.exception("derived.failed", extra={"project_id": project_id, "kind": kind})
-        DerivedResultState.objects.filter(pk=state.pk).update(
-            last_error=f"{type(exc).__name__}: {exc}"[:2000]
-        )
-    finally:
-        DerivedResultState.objects.filter(pk=state.pk, running_since=started).update(
-            running_since=None
-        )
+    if error:
+        engine.release(DerivedResultState, state.pk, lease_owner=me, last_error=error)
+    else:
+        engine.release(DerivedResultState, state.pk, lease_owner=me)
     if (
         outcome == "done"
         and DerivedChange.objects.filter(project_id=project_id, kind=kind).exists()
@@ -313,42 +303,39 @@ def derived_recompute(*, project_id: int, kind: str, compute: Compute) -> str:
     return outcome
 
 
-def derived_reconcile() -> list[tuple[int, str]]:
-    """Schedule every (project, kind) with changes not covered and nothing queued or running.
+DERIVED = "derived"
 
-    A state queued for longer than the queued-stale delay (a lost message) or claimed for
-    longer than the running-stale delay (a dead worker) counts as neither. The beat task runs
-    it on the ``housekeeping`` queue.
 
-    Returns:
-        The (project id, kind) pairs for which a task was enqueued.
+def _derived_send(state_id: int) -> None:
+    """Send the recomputation of one state (the engine's sender for derived results)."""
+    state = DerivedResultState.objects.filter(pk=state_id).first()
+    if state is not None:
+        _enqueue(state.project_id, state.kind, countdown=0.0)
+
+
+def _derived_states_create() -> None:
+    """Create the state row of every (project, kind) that has changes and no state yet."""
+    known = set(DerivedResultState.objects.values_list("project_id", "kind"))
+    marked = set(DerivedChange.objects.values_list("project_id", "kind").distinct())
+    for project_id, kind in sorted(marked - known):
+        _state(project_id, kind)
+
+
+def derived_work_kind() -> engine.WorkKind:
+    """Derived results as the engine recovers them (registered in ``ready``).
+
+    Still to do: a state with change rows it has not covered. The recovery pass sends each
+    such state that nothing holds or has queued within the lapse.
     """
-    now = timezone.now()
-    behind = (
-        DerivedChange.objects.values("project_id", "kind")
-        .annotate(n=Count("pk"), top=Max("pk"))
-        .order_by("project_id", "kind")
+    changes = DerivedChange.objects.filter(project_id=OuterRef("project_id"), kind=OuterRef("kind"))
+    return engine.WorkKind(
+        name=DERIVED,
+        model=DerivedResultState,
+        send=_derived_send,
+        to_do=lambda: Q(Exists(changes)),
+        stateful=False,
+        before_pass=_derived_states_create,
     )
-    states = {(s.project_id, s.kind): s for s in DerivedResultState.objects.all()}
-    enqueued = []
-    for row in behind:
-        key = (row["project_id"], row["kind"])
-        state = states.get(key)
-        if state is not None and _busy(state, now):
-            continue
-        if derived_schedule(project_id=key[0], kind=key[1]):
-            enqueued.append(key)
-    if enqueued:
-        logger.info("derived.reconciled", extra={"enqueued": [f"{p}:{k}" for p, k in enqueued]})
-    return enqueued
-
-
-def _busy(state: DerivedResultState, now: datetime) -> bool:
-    running = state.running_since is not None and state.running_since >= (
-        now - running_stale_after()
-    )
-    queued = state.queued_at is not None and state.queued_at >= now - queued_stale_after()
-    return running or queued
 
 
 @transaction.atomic

@@ -48,6 +48,7 @@ from labeling.models.gold import (
     QualificationStatus,
 )
 from labeling.models.jobs import JOB_FINISHED_STATUSES, Job, JobKind, JobStatus
+from labeling.models.lease import LeasedWork, PeriodicRun
 from labeling.models.tokens import ApiToken, TokenRevocation
 from labeling.models.work import (
     CANNOT_DECIDE,
@@ -68,6 +69,8 @@ from labeling.models.work import (
 )
 
 __all__ = [
+    "LeasedWork",
+    "PeriodicRun",
     "ApiToken",
     "TokenRevocation",
     "DerivedChange",

@@ -1,7 +1,7 @@
 """Background jobs: long work (a large import, starting labelling on a large project).
 
 A job is created by the request (status ``pending``), run by a Celery worker on the ``builds``
-queue (``running``, with a heartbeat the worker refreshes) and ends ``done`` (with ``result``)
+queue (``running``, leased by that worker: ``labeling.engine``) and ends ``done`` (with ``result``)
 or ``failed`` (with ``error``). Progress is ``progress_done`` of ``progress_total`` units (bytes
 read for an import, items queued for a start).
 """
@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from labeling.models.catalog import Project
+from labeling.models.lease import LeasedWork
 
 
 class JobKind(models.TextChoices):
@@ -34,7 +35,7 @@ class JobStatus(models.TextChoices):
 JOB_FINISHED_STATUSES = (JobStatus.DONE, JobStatus.FAILED)
 
 
-class Job(models.Model):
+class Job(LeasedWork):
     """One piece of background work of a project, its progress and its outcome."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
@@ -56,15 +57,8 @@ class Job(models.Model):
     error = models.JSONField(
         null=True, blank=True, help_text="detail, code, and field or errors when it failed."
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True,
-        blank=True,
-        help_text="Refreshed while the job runs (and when it is enqueued); a lapse means lost.",
-    )
 
     class Meta:
         ordering = ["-created_at", "-pk"]

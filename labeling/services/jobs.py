@@ -1,4 +1,4 @@
-"""Background jobs: start, run, report progress, finish or fail, and recover lost ones.
+"""Background jobs: start, run, report progress, finish or fail.
 
 A request that would run too long (a large workload upload, starting labelling on a large
 project) creates a :class:`~labeling.models.Job` with :func:`job_start` (or the two helpers
@@ -7,18 +7,13 @@ project) creates a :class:`~labeling.models.Job` with :func:`job_start` (or the 
 With eager Celery (the default configuration) the job runs in the request's process right
 after the commit, so the page shows it done.
 
-**Progress and heartbeat.** The work itself is one transaction (an import stays atomic), so
-progress written inside it would be invisible until the end. On PostgreSQL a heartbeat thread
-with its own database connection writes the job's progress and ``heartbeat_at`` every
-``JOB_HEARTBEAT_SECONDS`` while the work runs. On SQLite (one writer at a time) progress is
-written only before and after the work.
-
-**Lost workers.** :func:`jobs_recover` (beat, every minute) re-runs a job whose heartbeat lapsed
-(``JOB_HEARTBEAT_LAPSE``): its worker died, its transaction was rolled back, and both kinds are
-idempotent (an import matches rows on natural keys and a committed file is "already
-imported"; a start that had committed is recognised), so a re-run is safe. After
-``JOB_MAX_ATTEMPTS`` runs the job is failed instead. A pending job whose task was lost (the
-broker restarted) is enqueued again the same way.
+A job is background work of the engine (``labeling.engine``): its worker holds its lease and,
+on PostgreSQL, a heartbeat thread with its own connection writes the lease and the job's
+progress every few seconds while the work's one transaction is open (on SQLite, one writer at
+a time, progress is written before and after the work). A job whose worker died is run again
+by the engine's recovery pass: both kinds are one transaction and idempotent (an import
+matches rows on natural keys and a committed file is "already imported"; a start that had
+committed is recognised), and after the last attempt the job is failed.
 """
 
 from __future__ import annotations
@@ -27,7 +22,6 @@ import logging
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from datetime import datetime, timedelta
 from typing import IO, Any
 
 from django.conf import settings
@@ -37,8 +31,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from labeling import engine
 from labeling.exceptions import LabelingError
-from labeling.heartbeat import PeriodicWrite
 from labeling.models import Item, Job, JobKind, JobStatus, Project
 from labeling.permissions import MANAGERS, require_role
 
@@ -47,17 +41,14 @@ logger = logging.getLogger(__name__)
 MAX_MESSAGE = 500
 
 
-def _enqueue(job_id: int) -> None:
-    """Send the job to a worker once the current transaction commits (runs it, when eager)."""
-    from labeling.tasks import job_run_task
+JOB = "job"
 
-    def send() -> None:
-        try:
-            job_run_task.delay(job_id)
-        except Exception:  # the broker is away: jobs_recover enqueues it again
-            logger.exception("job.enqueue_failed", extra={"job_id": job_id})
 
-    transaction.on_commit(send, robust=True)
+def job_send(job_id: int) -> None:
+    """Send a job's task to a worker (the engine's sender for jobs; runs it, when eager)."""
+    from labeling.tasks import job_run_task  # tasks import services; sending needs the task
+
+    job_run_task.delay(job_id)
 
 
 @transaction.atomic
@@ -95,13 +86,12 @@ def job_start(
         payload=payload or {},
         progress_total=max(0, total),
         message=message[:MAX_MESSAGE],
-        heartbeat_at=timezone.now(),
     )
     logger.info(
         "job.started",
         extra={"job_id": job.pk, "project_id": project.pk, "kind": job.kind},
     )
-    _enqueue(job.pk)
+    engine.send(JOB, job.pk)
     return job
 
 
@@ -199,87 +189,83 @@ def job_progress(*, job_id: int, done: int, total: int | None = None, message: s
         total: units expected (None keeps the stored total).
         message: what the job is doing now ("" keeps the stored message).
     """
-    fields: dict[str, Any] = {"progress_done": max(0, done), "heartbeat_at": timezone.now()}
+    Job.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(
+        **_progress_fields(done, total, message)
+    )
+
+
+def _progress_fields(done: int, total: int | None, message: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {"progress_done": max(0, done)}
     if total is not None:
         fields["progress_total"] = max(0, total)
     if message:
         fields["message"] = message[:MAX_MESSAGE]
-    Job.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(**fields)
+    return fields
 
 
-def job_finish(*, job_id: int, result: dict[str, Any], message: str = "") -> None:
-    """Mark a running job done with its result (JSON)."""
-    now = timezone.now()
+def job_finish(
+    *, job_id: int, result: dict[str, Any], message: str = "", lease_owner: str | None = None
+) -> bool:
+    """Mark a job done with its result (JSON) and free its lease; return whether written.
+
+    With ``lease_owner``, only if this owner still holds the job's lease.
+    """
     job = Job.objects.get(pk=job_id)
-    Job.objects.filter(pk=job_id).update(
+    rows = Job.objects.filter(pk=job_id)
+    if lease_owner is not None:
+        rows = rows.filter(lease_owner=lease_owner)
+    written = rows.update(
         status=JobStatus.DONE,
         result=result,
         error=None,
         progress_done=max(job.progress_done, job.progress_total),
-        finished_at=now,
-        heartbeat_at=now,
+        finished_at=timezone.now(),
+        lease_owner="",
         message=(message or job.message)[:MAX_MESSAGE],
     )
-    logger.info("job.done", extra={"job_id": job_id, "kind": job.kind})
+    if written:
+        logger.info("job.done", extra={"job_id": job_id, "kind": job.kind})
+    return bool(written)
 
 
-def job_fail(*, job_id: int, error: dict[str, Any], message: str = "") -> None:
-    """Mark a job failed with its error: ``detail``, ``code`` and ``field`` or ``errors``."""
-    now = timezone.now()
+def job_fail(
+    *, job_id: int, error: dict[str, Any], message: str = "", lease_owner: str | None = None
+) -> bool:
+    """Mark a job failed with its error (``detail``, ``code``, ``field`` or ``errors``).
+
+    With ``lease_owner``, only if this owner still holds the job's lease. Returns whether the
+    job was written.
+    """
     fields: dict[str, Any] = {
         "status": JobStatus.FAILED,
         "error": error,
-        "finished_at": now,
-        "heartbeat_at": now,
+        "finished_at": timezone.now(),
+        "lease_owner": "",
     }
     if message:
         fields["message"] = message[:MAX_MESSAGE]
-    Job.objects.filter(pk=job_id).update(**fields)
-    logger.warning("job.failed", extra={"job_id": job_id, "code": error.get("code")})
+    rows = Job.objects.filter(pk=job_id)
+    if lease_owner is not None:
+        rows = rows.filter(lease_owner=lease_owner)
+    written = rows.update(**fields)
+    if written:
+        logger.warning("job.failed", extra={"job_id": job_id, "code": error.get("code")})
+    return bool(written)
 
 
-def _lapse() -> timedelta:
-    return timedelta(seconds=float(settings.JOB_HEARTBEAT_LAPSE))
-
-
-def _claim(job_id: int, now: datetime) -> Job | None:
-    """Mark the job running for this worker; None when it is finished or running elsewhere.
-
-    A job ``running`` whose heartbeat lapsed lost its worker: it is taken over (a task
-    delivered again after the worker died, or re-enqueued by :func:`jobs_recover`).
-    """
-    lapsed = Q(status=JobStatus.RUNNING) & (
-        Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - _lapse())
-    )
-    job = Job.objects.filter(pk=job_id).first()
-    if job is None:
-        return None
-    claimed = (
-        Job.objects.filter(Q(status=JobStatus.PENDING) | lapsed, pk=job_id).update(
-            status=JobStatus.RUNNING,
-            attempts=job.attempts + 1,
-            started_at=now,
-            heartbeat_at=now,
-        )
-        if job.attempts < settings.JOB_MAX_ATTEMPTS
-        else 0
-    )
-    if not claimed:
-        if job.attempts >= settings.JOB_MAX_ATTEMPTS and not job.finished:
-            job_fail(job_id=job_id, error=_lost_error(job.attempts))
-        return None
-    return Job.objects.get(pk=job_id)
-
-
-def _lost_error(attempts: int) -> dict[str, Any]:
+def job_lost_fields(attempts: int) -> dict[str, Any]:
+    """The fields of a job failed closed after its worker stopped ``attempts`` times."""
     return {
-        "detail": f"the job's worker stopped {attempts} time(s); nothing was written",
-        "code": "worker_lost",
+        "status": JobStatus.FAILED,
+        "error": {
+            "detail": f"the job's worker stopped {attempts} time(s); nothing was written",
+            "code": "worker_lost",
+        },
     }
 
 
 class _Progress:
-    """The job's latest progress, written by the heartbeat (PostgreSQL) or at the end."""
+    """The job's latest progress, written with its heartbeat (PostgreSQL) or at the end."""
 
     def __init__(self, job: Job) -> None:
         self.job_id = job.pk
@@ -297,24 +283,20 @@ class _Progress:
         if message:
             self.message = message
 
-    def write(self) -> None:
-        job_progress(job_id=self.job_id, done=self.done, total=self.total, message=self.message)
+    def fields(self) -> dict[str, Any]:
+        return _progress_fields(self.done, self.total, self.message)
 
 
-def _heartbeat(progress: _Progress) -> AbstractContextManager[object]:
-    """Write progress and the heartbeat every JOB_HEARTBEAT_SECONDS while the body runs.
+def _lease(job: Job, progress: _Progress) -> AbstractContextManager[object]:
+    """The job's lease heartbeat, writing its progress with each beat, while the body runs.
 
-    On PostgreSQL a :class:`~labeling.heartbeat.PeriodicWrite` does it (its own connection:
-    visible while the body's transaction is open). SQLite allows one writer, which the body is:
-    nothing is written meanwhile.
+    On PostgreSQL an :class:`~labeling.engine.Lease` does it (its own connection: visible while
+    the body's transaction is open). SQLite allows one writer, which the body is: nothing is
+    written meanwhile (the engine does not take over a lease whose process still runs there).
     """
     if connection.vendor != "postgresql":
         return nullcontext()
-    return PeriodicWrite(
-        progress.write,
-        interval=float(settings.JOB_HEARTBEAT_SECONDS),
-        name=f"job-{progress.job_id}",
-    )
+    return engine.Lease(Job, job.pk, lease_owner=job.lease_owner, progress=progress.fields)
 
 
 def _import_result(result: Any) -> dict[str, Any]:
@@ -394,13 +376,18 @@ def _cleanup(job: Job) -> None:
         storages["jobs"].delete(upload)
 
 
-def job_execute(*, job_id: int) -> Job | None:
-    """Run a job (the worker's side): claim it, do its work, record the outcome.
+def job_execute(*, job_id: int, task_id: str | None = None) -> Job | None:
+    """Run a job (the worker's side): take its lease, do its work, record the outcome.
 
     A domain error (invalid records, a refused permission, labelling already started) fails
     the job with the error's body, every import error naming its location and field; the
     upload is then deleted. An unexpected exception fails the job too and is re-raised (the
-    worker logs it). A job finished, or running with a live heartbeat elsewhere, is left alone.
+    worker logs it). A job finished, held by a live worker elsewhere, or out of attempts is
+    left alone (the recovery pass fails the last).
+
+    Args:
+        job_id: the job.
+        task_id: the Celery task's id (a retry of the same task may take its own lease back).
 
     Returns:
         The job as it ended, or None when this call did not run it.
@@ -408,67 +395,47 @@ def job_execute(*, job_id: int) -> Job | None:
     Raises:
         Exception: whatever unexpected error the work raised (after the job is marked failed).
     """
-    job = _claim(job_id, timezone.now())
-    if job is None:
+    me = engine.owner(task_id)
+    attempt = engine.claim(
+        Job,
+        job_id,
+        lease_owner=me,
+        when=Q(status__in=[JobStatus.PENDING, JobStatus.RUNNING]),
+        cap=engine.max_attempts(),
+        status=JobStatus.RUNNING,
+        enqueued_at=None,
+    )
+    if attempt is None:
         return None
+    job = Job.objects.select_related("project", "actor").get(pk=job_id)
     progress = _Progress(job)
     runner = RUNNERS[job.kind]
     try:
-        with _heartbeat(progress):
+        with _lease(job, progress):
             result = runner(job, progress)
     except LabelingError as exc:
-        job_fail(job_id=job.pk, error=exc.body(), message=exc.message)
-        _cleanup(job)
+        if job_fail(job_id=job.pk, error=exc.body(), message=exc.message, lease_owner=me):
+            _cleanup(job)
     except Exception as exc:
-        job_fail(
+        if job_fail(
             job_id=job.pk,
             error={"detail": f"internal error: {type(exc).__name__}", "code": "internal_error"},
-        )
-        _cleanup(job)
+            lease_owner=me,
+        ):
+            _cleanup(job)
         raise
     else:
-        job_finish(job_id=job.pk, result=result)
-        _cleanup(job)
+        if job_finish(job_id=job.pk, result=result, lease_owner=me):
+            _cleanup(job)
     return Job.objects.get(pk=job.pk)
 
 
-def jobs_recover(*, now: datetime | None = None) -> list[int]:
-    """Enqueue again every job whose worker or task was lost; return their ids.
-
-    A ``running`` job whose heartbeat is older than ``JOB_HEARTBEAT_LAPSE`` lost its worker
-    (its transaction was rolled back): it is set back to ``pending`` and enqueued, or failed
-    with ``worker_lost`` after ``JOB_MAX_ATTEMPTS`` runs. A ``pending`` job enqueued longer
-    ago than the lapse lost its task (the broker restarted) and is enqueued again.
-
-    Args:
-        now: the reference time (aware); default ``timezone.now()``.
-    """
-    now = now or timezone.now()
-    cutoff = now - _lapse()
-    lost = list(
-        Job.objects.filter(status__in=[JobStatus.RUNNING, JobStatus.PENDING])
-        .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff))
-        .order_by("pk")
+def job_work_kind() -> engine.WorkKind:
+    """Jobs as the engine recovers them (registered in ``LabelingConfig.ready``)."""
+    return engine.WorkKind(
+        name=JOB,
+        model=Job,
+        send=job_send,
+        to_do=lambda: Q(status__in=[JobStatus.PENDING, JobStatus.RUNNING]),
+        failed=job_lost_fields,
     )
-    requeued: list[int] = []
-    for job in lost:
-        with transaction.atomic():
-            if job.attempts >= settings.JOB_MAX_ATTEMPTS:
-                if Job.objects.filter(pk=job.pk, status=job.status).update(
-                    status=JobStatus.FAILED,
-                    error=_lost_error(job.attempts),
-                    finished_at=now,
-                    heartbeat_at=now,
-                ):
-                    _cleanup(job)
-                continue
-            if Job.objects.filter(
-                pk=job.pk, status=job.status, heartbeat_at=job.heartbeat_at
-            ).update(status=JobStatus.PENDING, heartbeat_at=now):
-                requeued.append(job.pk)
-                logger.warning(
-                    "job.recovered",
-                    extra={"job_id": job.pk, "was": job.status, "attempts": job.attempts},
-                )
-                _enqueue(job.pk)
-    return requeued

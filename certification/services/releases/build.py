@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from certification.locks import release_build_lock
@@ -42,7 +42,6 @@ from certification.selectors import (
     release_files,
     release_storage,
 )
-from certification.services.liveness import Heartbeat
 from certification.services.releases.card import dataset_card
 from certification.services.releases.provenance import ProvenanceCollector
 from certification.services.releases.records import (
@@ -51,6 +50,7 @@ from certification.services.releases.records import (
     prefetch_possible,
     pseudonymise_raters,
 )
+from labeling import engine
 from labeling.exceptions import Conflict, NotFound
 from labeling.release_format import (
     ARCHIVE,
@@ -590,50 +590,54 @@ def cycle_collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _claim(build_id: int) -> ReleaseBuild:
-    with transaction.atomic():
-        build = release_build_lock(build_id, with_release=True)
-        if build is None:
-            raise NotFound(f"no release build {build_id}")
-        if build.status == BuildStatus.DONE:
-            return build
-        if build.status == BuildStatus.RUNNING:
-            raise Conflict(f"release build {build_id} is already running")
-        now = timezone.now()
-        build.status = BuildStatus.RUNNING
-        build.started_at = build.heartbeat_at = now
-        build.error = ""
-        build.progress_done = 0
-        build.attempts += 1
-        build.save(
-            update_fields=[
-                "status",
-                "started_at",
-                "heartbeat_at",
-                "error",
-                "progress_done",
-                "attempts",
-            ]
-        )
-    return build
+def _claim(build_id: int, lease_owner: str) -> ReleaseBuild:
+    """Take the build's lease for ``lease_owner``; return the build (done: as it is).
+
+    Raises:
+        NotFound: no such build.
+        Conflict: the build is held by a live worker elsewhere, failed, or out of attempts.
+    """
+    attempt = engine.claim(
+        ReleaseBuild,
+        build_id,
+        lease_owner=lease_owner,
+        when=Q(status__in=[BuildStatus.PENDING, BuildStatus.RUNNING]),
+        cap=engine.max_attempts(),
+        status=BuildStatus.RUNNING,
+        enqueued_at=None,
+        error="",
+        progress_done=0,
+    )
+    build = ReleaseBuild.objects.select_related("release", "release__project").filter(pk=build_id)
+    found = build.first()
+    if found is None:
+        raise NotFound(f"no release build {build_id}")
+    if attempt is None and found.status != BuildStatus.DONE:
+        raise Conflict(f"release build {build_id} is {found.status} (held by {found.lease_owner})")
+    return found
 
 
-def release_build_execute(*, build_id: int) -> ReleaseBuild:
+def release_build_execute(*, build_id: int, task_id: str | None = None) -> ReleaseBuild:
     """Build (or rebuild and compare) the files of a release; the Celery task's body.
 
     A first build stores the files under ``<project id>/<release id>/<build id>/`` of the
     release storage. A rebuild writes to its working directory only (:func:`build_workdir`)
     and records, per file, whether its bytes equal the first build's (``matches``,
     ``mismatches``). A done build is returned unchanged (the task may be delivered twice).
-    While it builds, a :class:`~certification.services.liveness.Heartbeat` writes
-    ``heartbeat_at``; the working directory is removed at the end, and one a killed build left
-    behind is removed by the next start of that build or by :func:`build_workdirs_clean`.
+    While it builds, its lease's heartbeat is written (:class:`labeling.engine.Lease`); the
+    working directory is removed at the end, and one a killed build left behind is removed by
+    the next start of that build or by :func:`build_workdirs_clean`.
+
+    Args:
+        build_id: the build.
+        task_id: the Celery task's id (a retry of the same task takes its own lease back).
 
     Raises:
         NotFound: no such build.
-        Conflict: the build is running elsewhere.
+        Conflict: the build is held by a live worker elsewhere.
     """
-    build = _claim(build_id)
+    me = engine.owner(task_id)
+    build = _claim(build_id, me)
     if build.status == BuildStatus.DONE:
         return build
     release = build.release
@@ -644,13 +648,14 @@ def release_build_execute(*, build_id: int) -> ReleaseBuild:
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     try:
-        with Heartbeat(ReleaseBuild, build.pk, attempts=build.attempts), cycle_collector_paused():
+        with engine.Lease(ReleaseBuild, build.pk, lease_owner=me), cycle_collector_paused():
             update = _build_and_compare(release, build, directory)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    written = ReleaseBuild.objects.filter(
-        pk=build.pk, status=BuildStatus.RUNNING, attempts=build.attempts
-    ).update(
+    written = engine.release(
+        ReleaseBuild,
+        build.pk,
+        lease_owner=me,
         status=BuildStatus.DONE,
         finished_at=timezone.now(),
         progress_done=F("progress_total"),
@@ -706,8 +711,40 @@ def _build_and_compare(release: Release, build: ReleaseBuild, directory: Path) -
     return update
 
 
-def release_build_fail(*, build_id: int, error: str) -> ReleaseBuild:
+RELEASE_BUILD = "release_build"
+
+
+def release_build_send(build_id: int) -> None:
+    """Send a build's task to a worker (the engine's sender for release builds)."""
+    from certification.tasks import release_build_task  # tasks import services, not vice versa
+
+    release_build_task.delay(build_id)
+
+
+def release_build_work_kind() -> engine.WorkKind:
+    """Release builds as the engine recovers them (registered in ``ready``).
+
+    After each pass the working directories of builds that are not running are removed.
+    """
+    return engine.WorkKind(
+        name=RELEASE_BUILD,
+        model=ReleaseBuild,
+        send=release_build_send,
+        to_do=lambda: Q(status__in=[BuildStatus.PENDING, BuildStatus.RUNNING]),
+        failed=lambda attempts: {
+            "status": BuildStatus.FAILED,
+            "error": f"failed: its worker stopped {attempts} times; not started again",
+        },
+        after_pass=build_workdirs_clean,
+    )
+
+
+def release_build_fail(
+    *, build_id: int, error: str, lease_owner: str | None = None
+) -> ReleaseBuild:
     """Mark a build failed with ``error``; a done build is left as it is.
+
+    With ``lease_owner``, only if this owner holds the build's lease (or none does).
 
     Raises:
         NotFound: no such build.
@@ -716,11 +753,13 @@ def release_build_fail(*, build_id: int, error: str) -> ReleaseBuild:
         build = release_build_lock(build_id)
         if build is None:
             raise NotFound(f"no release build {build_id}")
-        if build.status != BuildStatus.DONE:
+        held_elsewhere = lease_owner is not None and build.lease_owner not in ("", lease_owner)
+        if build.status != BuildStatus.DONE and not held_elsewhere:
             build.status = BuildStatus.FAILED
             build.error = error[:5000] or "failed"
             build.finished_at = timezone.now()
-            build.save(update_fields=["status", "error", "finished_at"])
+            build.lease_owner = ""
+            build.save(update_fields=["status", "error", "finished_at", "lease_owner"])
     return build
 
 

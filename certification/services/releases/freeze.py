@@ -31,7 +31,8 @@ from certification.models import (
     release_version_key,
 )
 from certification.selectors import calibration_run_test_decisions, release_default_run_ids
-from certification.services.liveness import work_lapsed
+from certification.services.releases.build import RELEASE_BUILD
+from labeling import engine
 from labeling.exceptions import Conflict, InvalidInput
 from labeling.locks import project_lock
 from labeling.models import (
@@ -240,25 +241,12 @@ BUILD_TIME_LIMIT = 3660
 
 
 def build_is_stale(build: ReleaseBuild) -> bool:
-    """Whether a pending or running build lost its worker or its task (the one lapse rule).
+    """Whether a pending or running build lost its worker or its task (the engine's rule).
 
-    See :func:`certification.services.liveness.work_lapsed`: running with no heartbeat for
+    See :func:`labeling.engine.is_lapsed`: held with no heartbeat for
     ``CERTLABEL_WORK_LAPSE_SECONDS``, or pending that long after its task was sent.
     """
-    return work_lapsed(build)
-
-
-def _enqueue_build(build_id: int) -> None:
-    """Send the build's task after commit, and record when (the pending lapse counts from it)."""
-    from certification.tasks import release_build_task  # tasks import services, not vice versa
-
-    def enqueue() -> None:
-        ReleaseBuild.objects.filter(pk=build_id, status=BuildStatus.PENDING).update(
-            enqueued_at=timezone.now()
-        )
-        release_build_task.delay(build_id)
-
-    transaction.on_commit(enqueue, robust=True)
+    return build.status in (BuildStatus.PENDING, BuildStatus.RUNNING) and engine.is_lapsed(build)
 
 
 def release_freeze(
@@ -340,7 +328,7 @@ def release_freeze(
             created_by=actor,
         )
         build = ReleaseBuild.objects.create(release=release, requested_by=actor)
-        _enqueue_build(build.pk)
+        engine.send(RELEASE_BUILD, build.pk)
     return release
 
 
@@ -365,18 +353,26 @@ def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
             # again rather than compare with nothing.
             first.status, first.error, first.requested_by = BuildStatus.PENDING, "", actor
             first.created_at = first.enqueued_at = timezone.now()
+            first.lease_owner = ""
             first.save(
-                update_fields=["status", "error", "requested_by", "created_at", "enqueued_at"]
+                update_fields=[
+                    "status",
+                    "error",
+                    "requested_by",
+                    "created_at",
+                    "enqueued_at",
+                    "lease_owner",
+                ]
             )
-            _enqueue_build(first.pk)
+            engine.send(RELEASE_BUILD, first.pk)
             return first
         for stale in ReleaseBuild.objects.filter(release=release, is_rebuild=True).exclude(
             status__in=[BuildStatus.DONE, BuildStatus.FAILED]
         ):
             if build_is_stale(stale):
                 stale.status, stale.error = BuildStatus.FAILED, "replaced: its worker stopped"
-                stale.finished_at = timezone.now()
-                stale.save(update_fields=["status", "error", "finished_at"])
+                stale.finished_at, stale.lease_owner = timezone.now(), ""
+                stale.save(update_fields=["status", "error", "finished_at", "lease_owner"])
         if not ReleaseBuild.objects.filter(
             release=release, is_rebuild=False, status=BuildStatus.DONE
         ).exists():
@@ -386,7 +382,7 @@ def release_rebuild(*, release: Release, actor: Any) -> ReleaseBuild:
         ).exists():
             raise Conflict(f"a rebuild of release {release.version} is already under way")
         build = ReleaseBuild.objects.create(release=release, is_rebuild=True, requested_by=actor)
-        _enqueue_build(build.pk)
+        engine.send(RELEASE_BUILD, build.pk)
     return build
 
 
