@@ -38,6 +38,7 @@ from certification.services import (
 from certification.stats.planning import MAX_ADDITIONAL
 from labeling.api.common import ErrorSerializer, paginated, written
 from labeling.api.fields import StrictCharField
+from labeling.api.lease import LeasedWorkSerializer
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import PermissionDenied
 from labeling.permissions import can_manage
@@ -205,7 +206,7 @@ class SpecOutputSerializer(serializers.Serializer):
         return data
 
 
-class RunSummarySerializer(serializers.Serializer):
+class RunSummarySerializer(LeasedWorkSerializer):
     """A run without its result."""
 
     id = serializers.IntegerField()

@@ -390,6 +390,8 @@ def calibration_run_report(*, run: CalibrationRun, include_inputs: bool = False)
             "created_at": run.created_at.isoformat() if run.created_at else None,
             "started_at": run.started_at.isoformat() if run.started_at else None,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+            "attempts": run.attempts,
+            "worker_lost": run.worker_lost,
             "spec_sha256": run.spec_sha256,
             "input_sha256": run.input_sha256,
             "stats_version": run.stats_version,

@@ -13,12 +13,13 @@ from rest_framework.views import APIView
 
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, request_actor
+from labeling.api.lease import LeasedWorkSerializer
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.models import Job
 from labeling.selectors.jobs import job_get, job_list
 
 
-class JobSerializer(serializers.Serializer):
+class JobSerializer(LeasedWorkSerializer):
     """A background job: what it does, where it stands, and its result or error."""
 
     id = serializers.IntegerField(source="pk")
@@ -40,12 +41,9 @@ class JobSerializer(serializers.Serializer):
         allow_null=True,
         help_text="When failed: detail, code, and field or errors (location, field, reason).",
     )
-    attempts = serializers.IntegerField()
     actor = serializers.CharField(source="actor.username", allow_null=True, default=None)
     created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
-    heartbeat_at = serializers.DateTimeField(allow_null=True)
 
     class Meta:
         ref_name = "Job"
