@@ -394,8 +394,27 @@ SPECTACULAR_SETTINGS = {
 # ---------------------------------------------------------------------------------------------
 # Cache: the DRF throttle counters. The default is per process; several web processes share
 # counters only through a shared cache (e.g. CERTLABEL_CACHE_URL=redis://127.0.0.1:6379/2).
+# A redis:// or rediss:// cache is labeling.cache.FallbackRedisCache: while Redis is away it
+# answers from process memory (throttles count per process, one warning per outage) instead
+# of failing the request, and no call waits more than 0.5 s on Redis.
 # ---------------------------------------------------------------------------------------------
 CACHES = {"default": env.cache_url("CERTLABEL_CACHE_URL", default="locmemcache://")}
+if env.str("CERTLABEL_CACHE_URL", default="").startswith(("redis://", "rediss://")):
+    CACHES["default"]["BACKEND"] = "labeling.cache.FallbackRedisCache"
+    CACHES["default"]["OPTIONS"] = {
+        "socket_connect_timeout": 0.5,
+        "socket_timeout": 0.5,
+        **(CACHES["default"].get("OPTIONS") or {}),
+    }
+# Health endpoints (labeling/views/health.py): the checks whose failure makes /health/ready
+# answer 503 (database, cache, broker, storage.releases, storage.jobs; default all of them).
+CERTLABEL_READY_REQUIRES = env.list("CERTLABEL_READY_REQUIRES", default=[])
+_READY_CHECKS = {"database", "cache", "broker", "storage.releases", "storage.jobs"}
+if _unknown := sorted(set(CERTLABEL_READY_REQUIRES) - _READY_CHECKS):
+    raise ImproperlyConfigured(
+        f"CERTLABEL_READY_REQUIRES names unknown checks {_unknown}; "
+        f"the checks are {sorted(_READY_CHECKS)}."
+    )
 
 # ---------------------------------------------------------------------------------------------
 # Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username
@@ -441,9 +460,13 @@ SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
 # declared; DJANGO_SECURE_PROXY_SSL_HEADER=false when Django itself terminates TLS.
 if env.bool("DJANGO_SECURE_PROXY_SSL_HEADER", default=HTTPS):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Every path is redirected to HTTPS; a health check that must answer over plain HTTP can be
-# listed in DJANGO_SECURE_REDIRECT_EXEMPT (regular expressions, without the leading slash).
-SECURE_REDIRECT_EXEMPT = env.list("DJANGO_SECURE_REDIRECT_EXEMPT", default=[])
+# Every path is redirected to HTTPS but the health endpoints (/health/live, /health/ready),
+# which probes call over plain HTTP; further paths can be listed in DJANGO_SECURE_REDIRECT_EXEMPT
+# (regular expressions, without the leading slash).
+SECURE_REDIRECT_EXEMPT = [
+    r"^health/(live|ready)$",
+    *env.list("DJANGO_SECURE_REDIRECT_EXEMPT", default=[]),
+]
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=HTTPS or not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True
@@ -519,6 +542,10 @@ JOB_ROOT = env.path("CERTLABEL_JOB_ROOT", default=BASE_DIR / "var" / "jobs")
 # sharing only PostgreSQL, Redis and the object store need.
 # ---------------------------------------------------------------------------------------------
 RELEASE_ROOT = env.path("CERTLABEL_RELEASE_ROOT", default=BASE_DIR / "var" / "releases")
+# A worker's private folder for the release builds it runs (removed when each ends). Unset: beside
+# local release storage, else a folder of the system's temporary directory named after the
+# database (certification.services.releases.build.build_work_root).
+CERTLABEL_BUILD_ROOT = env.str("CERTLABEL_BUILD_ROOT", default="")
 S3_BUCKET = env.str("CERTLABEL_S3_BUCKET", default="")
 # A release download from the object store: True answers 302 to a presigned URL of the file
 # (valid for CERTLABEL_S3_URL_SECONDS; the client fetches the bytes from the store), False streams
@@ -535,6 +562,11 @@ if S3_URL_SECONDS < 1 or S3_URL_SECONDS > 7 * 24 * 3600:
 def _s3_storage(prefix: str, *, overwrite: bool) -> dict[str, object]:
     """The django-storages S3 backend on CERTLABEL_S3_BUCKET, its keys under ``prefix``."""
     endpoint = env.str("CERTLABEL_S3_ENDPOINT_URL", default="") or None
+    style = env.str("CERTLABEL_S3_ADDRESSING_STYLE", default="path" if endpoint else "")
+    if style not in ("", "auto", "path", "virtual"):
+        raise ImproperlyConfigured(
+            f"CERTLABEL_S3_ADDRESSING_STYLE must be path, virtual or auto, not {style!r}."
+        )
     options: dict[str, object] = {
         "bucket_name": S3_BUCKET,
         "location": prefix,
@@ -542,10 +574,7 @@ def _s3_storage(prefix: str, *, overwrite: bool) -> dict[str, object]:
         "region_name": env.str("CERTLABEL_S3_REGION", default="") or None,
         # path style (https://host/bucket/key) for a custom endpoint such as MinIO, whose
         # bucket is not a DNS name of its own; AWS picks its style itself.
-        "addressing_style": env.str(
-            "CERTLABEL_S3_ADDRESSING_STYLE", default="path" if endpoint else ""
-        )
-        or None,
+        "addressing_style": style or None,
         "signature_version": "s3v4",
         # objects stay private (the bucket's own policy); downloads use presigned URLs.
         "default_acl": None,
@@ -558,12 +587,14 @@ def _s3_storage(prefix: str, *, overwrite: bool) -> dict[str, object]:
     }
     # Unset: django-storages and boto3 find credentials themselves (AWS_ACCESS_KEY_ID and
     # AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the machine's instance role).
-    for option, variable in (
-        ("access_key", "CERTLABEL_S3_ACCESS_KEY_ID"),
-        ("secret_key", "CERTLABEL_S3_SECRET_ACCESS_KEY"),
-    ):
-        if value := env.str(variable, default=""):
-            options[option] = value
+    key = env.str("CERTLABEL_S3_ACCESS_KEY_ID", default="")
+    secret = env.str("CERTLABEL_S3_SECRET_ACCESS_KEY", default="")
+    if bool(key) != bool(secret):
+        raise ImproperlyConfigured(
+            "Set both CERTLABEL_S3_ACCESS_KEY_ID and CERTLABEL_S3_SECRET_ACCESS_KEY, or neither."
+        )
+    if key:
+        options |= {"access_key": key, "secret_key": secret}
     return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import hashlib
 import logging
 import operator
 import shutil
@@ -28,9 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
+from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -497,8 +499,21 @@ def _local_root() -> str | None:
 
 
 def build_work_root() -> Path:
-    """The one parent folder of every build's working directory."""
-    return Path(_local_root() or tempfile.gettempdir()) / WORK_FOLDER
+    """The one parent folder of every build's working directory on this machine.
+
+    ``CERTLABEL_BUILD_ROOT`` when set; else beside a local release storage (files are then
+    moved into place, not copied); else a folder of the system's temporary directory named
+    after the database, so that deployments (and test databases) sharing a machine never clean
+    up each other's builds.
+    """
+    if settings.CERTLABEL_BUILD_ROOT:
+        return Path(settings.CERTLABEL_BUILD_ROOT)
+    local = _local_root()
+    if local is not None:
+        return Path(local) / WORK_FOLDER
+    database = str(connection.settings_dict.get("NAME") or "")
+    suffix = hashlib.sha256(database.encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"{WORK_FOLDER}-{suffix}"
 
 
 def build_workdir(build_id: int, attempt: int) -> Path:
@@ -641,9 +656,7 @@ def release_build_execute(*, build_id: int, task_id: str | None = None) -> Relea
     if build.status == BuildStatus.DONE:
         return build
     release = build.release
-    for pk, attempt, path in _workdirs():
-        if pk == build.pk and attempt < build.attempts:
-            shutil.rmtree(path, ignore_errors=True)  # what a killed attempt left
+    build_workdirs_clean()  # what killed builds left on this machine
     directory = build_workdir(build.pk, build.attempts)
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
