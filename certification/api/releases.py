@@ -41,6 +41,7 @@ from certification.services.releases.freeze import MAX_NOTES
 from labeling import permissions
 from labeling.api.common import ErrorSerializer, written
 from labeling.api.fields import StrictCharField
+from labeling.api.lease import LeasedWorkSerializer
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import InvalidInput, NotFound
 from labeling.models import MAX_ID, Project
@@ -87,7 +88,7 @@ class ReleaseFileSerializer(serializers.Serializer):
         )
 
 
-class ReleaseBuildSerializer(serializers.Serializer):
+class ReleaseBuildSerializer(LeasedWorkSerializer):
     """A build of a release's files.
 
     The first build is the release's content; a rebuild is compared with it byte by byte
@@ -108,7 +109,6 @@ class ReleaseBuildSerializer(serializers.Serializer):
     error = serializers.CharField()
     requested_by = serializers.CharField(source="requested_by.username", allow_null=True)
     created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
 
     class Meta:
@@ -358,6 +358,12 @@ class ReleaseFileApi(APIView):
                 )
                 for media_type in sorted(set(MEDIA_TYPES.values()))
             },
+            302: OpenApiResponse(
+                description="The release files are on an object store and downloads redirect "
+                "(CERTLABEL_S3_REDIRECT_DOWNLOADS): Location is a presigned URL of the file, "
+                "valid for CERTLABEL_S3_URL_SECONDS, whose answer is the attachment above; "
+                "X-Content-SHA256 is on this answer. Send no Authorization header there."
+            ),
             403: FORBIDDEN,
             404: OpenApiResponse(
                 ErrorSerializer, description="No such release, not built yet, or no such file."
@@ -365,11 +371,11 @@ class ReleaseFileApi(APIView):
         },
     )
     def get(self, request: Request, slug: str, release_id: int, name: str) -> Any:
-        """Stream the file ``name`` (one the build lists, or release.zip)."""
+        """Stream the file ``name`` (one the build lists, or release.zip), or redirect to it."""
         project, _ = viewer(request, slug)
         release = release_get(project=project, release_id=release_id)
         file, build = release_file_get(release=release, name=name)
-        return release_file_response(project, release, build, file)
+        return release_file_response(project, release, build, file, method=request.method or "GET")
 
 
 class ReleaseTagListApi(APIView):

@@ -28,6 +28,7 @@ from certification.models import (
 )
 from labeling.models import MAX_ID, Project
 from labeling.release_format import ARCHIVE, MANIFEST, MEDIA_TYPES, CountBlock
+from labeling.storage import storage_read_stream
 
 #: The Django storage alias (settings.STORAGES) that holds built releases.
 RELEASE_STORAGE = "releases"
@@ -179,8 +180,12 @@ def release_storage() -> Storage:
 
 
 def release_file_stream(*, build: ReleaseBuild, file: ReleaseFile) -> Any:
-    """Open a file of a done first build (from :func:`release_files`) for reading (binary)."""
-    return release_storage().open(build.storage_prefix + file.name, "rb")
+    """Open a file of a done first build (from :func:`release_files`) for reading (binary).
+
+    Its bytes come in order as they are read, from a local file or straight from the object
+    store (``labeling.storage.storage_read_stream``): never whole in memory.
+    """
+    return storage_read_stream(release_storage(), build.storage_prefix + file.name)
 
 
 def release_manifest(build: ReleaseBuild | None) -> dict[str, Any] | None:

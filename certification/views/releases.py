@@ -13,7 +13,8 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -139,14 +140,17 @@ def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResp
 @require_http_methods(["GET", "HEAD"])
 def release_file_download(
     request: HttpRequest, slug: str, release_id: int, name: str
-) -> FileResponse:
-    """Download one file of a release's build (or its zip archive), streamed as an attachment."""
+) -> HttpResponseBase:
+    """Download one file of a release's build (or its zip archive) as an attachment.
+
+    Streamed, or redirected to the object store (``certification.downloads``).
+    """
     # Files hold pending items' evaluator labels and votes, which adjudicators must not see
     # before they decide (labeling/permissions.py): downloads are for managers.
     project, role = certification_project(request, slug, manager_only=True)
     release = release_get(project=project, release_id=release_id)
     file, build = release_file_get(release=release, name=name)
-    return release_file_response(project, release, build, file)
+    return release_file_response(project, release, build, file, method=request.method or "GET")
 
 
 @login_required
