@@ -407,8 +407,12 @@ if env.str("CERTLABEL_CACHE_URL", default="").startswith(("redis://", "rediss://
         **(CACHES["default"].get("OPTIONS") or {}),
     }
 # Health endpoints (labeling/views/health.py): the checks whose failure makes /health/ready
-# answer 503 (database, cache, broker, storage.releases, storage.jobs; default all of them).
-CERTLABEL_READY_REQUIRES = env.list("CERTLABEL_READY_REQUIRES", default=[])
+# answer 503, of database, cache, broker, storage.releases, storage.jobs. The default leaves out
+# the cache and the broker: labelling goes on while Redis is away, so a load balancer must not
+# take the web processes out then (both are still reported).
+CERTLABEL_READY_REQUIRES = env.list(
+    "CERTLABEL_READY_REQUIRES", default=["database", "storage.releases", "storage.jobs"]
+)
 _READY_CHECKS = {"database", "cache", "broker", "storage.releases", "storage.jobs"}
 if _unknown := sorted(set(CERTLABEL_READY_REQUIRES) - _READY_CHECKS):
     raise ImproperlyConfigured(

@@ -9,6 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
+from labeling.views import health
 from labeling.views.members import PasswordResetView
 
 # Swagger UI is served from this site's static files (drf-spectacular-sidecar), never a CDN; its
@@ -30,6 +31,10 @@ handler500 = "labeling.views.errors.server_error"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Probes of load balancers and supervisors: no login, no session, no throttle
+    # (labeling/views/health.py).
+    path("health/live", health.live, name="health-live"),
+    path("health/ready", health.ready, name="health-ready"),
     path("api/", include("labeling.api.urls")),
     path("api/", include("certification.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -148,6 +148,9 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     # background jobs (large imports, starting labelling on a large project): managers only
     "api-job-list": {"GET": (403, 403, 200, 404, 401)},
     "api-job-detail": {"GET": (403, 403, 200, 404, 401)},
+    # --- health probes: anyone, no login, GET and HEAD only (labeling/views/health.py) ---------
+    "health-live": {"GET": (200, 200, 200, 200, 200)},
+    "health-ready": {"GET": (200, 200, 200, 200, 200)},
     # --- HTML pages ---------------------------------------------------------------------------
     # "My account": the user's own tokens (a POST makes one and shows its secret on the page)
     "account": {"GET": (200, 200, 200, 200, LOGIN), "POST": (200, 200, 200, 200, LOGIN)},

@@ -11,7 +11,8 @@ Modules: ``catalog`` (project list, dashboard, item browser, import, partition),
 (members, invitations, join, password reset);
 ``projects`` (new project, label policy); ``policy_versions`` (publishing a label policy version
 after labelling started); ``labels`` holds the form model shared by the labelling and
-adjudication pages; ``panels`` lets other apps add dashboard panels.
+adjudication pages; ``panels`` lets other apps add dashboard panels; ``health`` answers the
+probes of load balancers and supervisors (``/health/live``, ``/health/ready``: no login).
 """
 
 from labeling.views.adjudicate import adjudication_item, adjudication_queue
