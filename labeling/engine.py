@@ -34,6 +34,7 @@ module, in the ``labeling`` app, never imports ``certification``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -116,6 +117,7 @@ class WorkKind:
         stateful: whether the model has ``status`` pending / running / done / failed: a
             lapsed lease sets it back to pending, and the last attempt fails it.
         failed: the fields that fail a row closed after ``attempts`` lost workers (stateful).
+        on_failed: called with the row's id once the recovery pass failed it closed.
         before_pass: run at the start of each recovery pass (e.g. create missing rows).
         after_pass: run at its end (e.g. remove what killed workers left on disk).
     """
@@ -126,6 +128,7 @@ class WorkKind:
     to_do: Callable[[], Q]
     stateful: bool = True
     failed: Callable[[int], dict[str, Any]] | None = None
+    on_failed: Callable[[int], object] | None = None
     before_pass: Callable[[], object] | None = None
     after_pass: Callable[[], object] | None = None
 
@@ -304,6 +307,10 @@ class Lease:
                     logger.warning(
                         "work.heartbeat_failed", extra={"id": self.pk, "model": self.model.__name__}
                     )
+                    # Django never drops a broken connection by itself (the database restarted):
+                    # close it, so that the next beat connects afresh.
+                    with contextlib.suppress(DatabaseError):
+                        connection.close()
         finally:
             connection.close()  # this thread's own connection
 
@@ -327,18 +334,37 @@ def _lapsed_rows(kind: WorkKind, now: datetime) -> list[Any]:
     return rows
 
 
+def _each(kind: WorkKind, rows: list[Any], act: Callable[[Any], None]) -> None:
+    """Run ``act`` on each row; a row that fails is logged and the pass goes on."""
+    for row in rows:
+        try:
+            act(row)
+        except Exception:
+            logger.exception("work.recover_failed", extra={"kind": kind.name, "id": row.pk})
+
+
 def _recover_lapsed(kind: WorkKind, now: datetime, report: RecoveryReport) -> None:
-    """Free (or fail, after the last attempt) every lapsed lease of ``kind``; send it again."""
+    """Free (or fail, after the last attempt) every lapsed lease of ``kind``; send it again.
+
+    A lapsed lease on work that is no longer to do (finished meanwhile) is only freed.
+    """
     manager = _manager(kind.model)
-    for row in _lapsed_rows(kind, now):
+    to_do = set(manager.filter(lapsed_lease(now)).filter(kind.to_do()).values_list("pk", flat=True))
+
+    def act(row: Any) -> None:
         # A compare-and-set on the owner and attempt seen: a worker that beat or finished
         # meanwhile wins, and two passes act once.
         same = manager.filter(pk=row.pk, lease_owner=row.lease_owner, attempts=row.attempts)
+        if row.pk not in to_do:
+            same.update(lease_owner="")
+            return
         if kind.stateful and kind.failed is not None and row.attempts >= max_attempts():
             if same.update(lease_owner="", finished_at=now, **kind.failed(row.attempts)):
                 report.failed.setdefault(kind.name, []).append(row.pk)
                 logger.error("work.gave_up", extra={"kind": kind.name, "id": row.pk})
-            continue
+                if kind.on_failed is not None:
+                    kind.on_failed(row.pk)
+            return
         requeue = {"status": PENDING} if kind.stateful else {}
         with transaction.atomic():
             if same.update(lease_owner="", enqueued_at=now, **requeue):
@@ -349,12 +375,15 @@ def _recover_lapsed(kind: WorkKind, now: datetime, report: RecoveryReport) -> No
                     extra={"kind": kind.name, "id": row.pk, "attempts": row.attempts},
                 )
 
+    _each(kind, _lapsed_rows(kind, now), act)
+
 
 def _recover_unsent(kind: WorkKind, now: datetime, report: RecoveryReport) -> None:
     """Send again every row still to do, not held, whose task was sent too long ago."""
     manager = _manager(kind.model)
     stale = Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=now - lapse())
-    for row in manager.filter(kind.to_do(), stale, lease_owner="").order_by("pk"):
+
+    def act(row: Any) -> None:
         with transaction.atomic():
             if manager.filter(pk=row.pk, lease_owner="", enqueued_at=row.enqueued_at).update(
                 enqueued_at=now
@@ -362,6 +391,8 @@ def _recover_unsent(kind: WorkKind, now: datetime, report: RecoveryReport) -> No
                 send(kind.name, row.pk)
                 report.resent.setdefault(kind.name, []).append(row.pk)
                 logger.warning("work.message_lost", extra={"kind": kind.name, "id": row.pk})
+
+    _each(kind, list(manager.filter(kind.to_do(), stale, lease_owner="").order_by("pk")), act)
 
 
 def recover(*, now: datetime | None = None) -> RecoveryReport:

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -318,3 +319,51 @@ def test_email_url_configures_sending(env, expected):
 def test_connections_are_kept_as_the_url_or_the_variable_says(env, age):
     """A URL's ?conn_max_age= is kept (it was once overwritten by the variable's default)."""
     assert report(**env)["conn_max_age"] == age
+
+
+CACHE_REPORT = (
+    "import json, django; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps({'cache': s.CACHES['default'], 'exempt': s.SECURE_REDIRECT_EXEMPT}))"
+)
+
+
+def cache_report(**env: str) -> dict[str, Any]:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith((*SETTINGS_PREFIXES, "CERTLABEL_CACHE_URL", "CERTLABEL_READY"))
+    }
+    clean.update(env, DJANGO_SETTINGS_MODULE="labeling.settings")
+    result = subprocess.run(
+        [sys.executable, "-c", CACHE_REPORT],
+        cwd=REPO,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("scheme", ["redis", "rediss"])
+def test_a_redis_cache_url_selects_the_fallback_backend_with_short_timeouts(scheme):
+    got = cache_report(CERTLABEL_CACHE_URL=f"{scheme}://:pw@redis.example.org:6379/2")["cache"]
+    assert got == {
+        "BACKEND": "labeling.cache.FallbackRedisCache",
+        "LOCATION": f"{scheme}://:pw@redis.example.org:6379/2",
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+    }
+
+
+def test_the_default_cache_stays_per_process_and_health_is_never_redirected():
+    got = cache_report(DJANGO_SECURE_REDIRECT_EXEMPT="^status/$")
+    assert got["cache"]["BACKEND"] == "django.core.cache.backends.locmem.LocMemCache"
+    assert got["exempt"] == [r"^health/(live|ready)$", "^status/$"]
+
+
+def test_an_unknown_readiness_check_refuses_to_start():
+    result = run_setup(CERTLABEL_READY_REQUIRES="database,redis")
+    assert result.returncode != 0
+    assert "CERTLABEL_READY_REQUIRES" in result.stderr and "redis" in result.stderr

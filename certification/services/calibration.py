@@ -531,7 +531,7 @@ def _retire_stale(run: CalibrationRun) -> bool:
     if not engine.is_lapsed(run):
         return False
     CalibrationRun.objects.filter(pk=run.pk, status=run.status).update(
-        status=RunStatus.FAILED, error=REPLACED_ERROR, finished_at=timezone.now()
+        status=RunStatus.FAILED, error=REPLACED_ERROR, finished_at=timezone.now(), lease_owner=""
     )
     logger.warning("calibration_run.replaced", extra={"run": run.pk, "status": run.status})
     return True

@@ -438,4 +438,12 @@ def job_work_kind() -> engine.WorkKind:
         send=job_send,
         to_do=lambda: Q(status__in=[JobStatus.PENDING, JobStatus.RUNNING]),
         failed=job_lost_fields,
+        on_failed=_cleanup_failed,
     )
+
+
+def _cleanup_failed(job_id: int) -> None:
+    """Delete the upload of a job the recovery pass failed closed."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is not None:
+        _cleanup(job)

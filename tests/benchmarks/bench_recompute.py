@@ -278,8 +278,9 @@ def _current(project: Any) -> bool:
 
     if DerivedChange.objects.filter(project=project).exists():
         return False
+    # queued (its task sent) or running (a worker holds its lease)
     busy = DerivedResultState.objects.filter(project=project).exclude(
-        queued_at__isnull=True, running_since__isnull=True
+        enqueued_at__isnull=True, lease_owner=""
     )
     if busy.exists():
         return False
@@ -356,9 +357,7 @@ def main() -> int:
                 max_queued, max_queued_key = n, key
         busy = 0
         for state in DerivedResultState.objects.all():
-            busy = max(
-                busy, int(state.queued_at is not None) + int(state.running_since is not None)
-            )
+            busy = max(busy, int(state.enqueued_at is not None) + int(bool(state.lease_owner)))
         max_states_busy = max(max_states_busy, busy)
         samples += 1
         with shared.lock:

@@ -525,22 +525,23 @@ def install_phases() -> Phases:
 
 def child(candidates: int, profile: bool) -> None:
     setup_django()
+    from dataclasses import replace
+
     from django.contrib.auth import get_user_model
 
     from certification.models import Release
     from certification.selectors import release_manifest
     from certification.services.releases import build as build_module
-    from certification.services.releases import (
-        freeze,
-        release_build_execute,
-        release_freeze,
-    )
+    from certification.services.releases import release_build_execute, release_freeze
+    from labeling import engine
     from labeling.models import Project
 
     project = Project.objects.get(slug=slug_of(candidates))
     manager = get_user_model().objects.get(username=f"{project.slug}-manager")
     baseline_rss, baseline_peak = _rss_mib(), _peak_mib()
-    freeze._enqueue_build = lambda build_id: None  # built below, in this process
+    # the build is not sent to a worker: it is built below, in this process
+    release_builds = engine._kinds[build_module.RELEASE_BUILD]
+    engine.work_kind_register(replace(release_builds, send=lambda build_id: None))
     version = str(Release.objects.filter(project=project).count() + 1)
     started = time.perf_counter()
     release = release_freeze(

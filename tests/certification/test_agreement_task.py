@@ -41,7 +41,7 @@ def test_task_stores_the_report(project, items, cast_vote, member):
     assert report.answer["n_votes"] == 1
     state = DerivedResultState.objects.get(project=project, kind=DerivedKind.AGREEMENT)
     assert state.covered_generation == top
-    assert state.running_since is None and state.queued_at is None
+    assert state.lease_owner == "" and state.enqueued_at is None
     assert state.computed_at is not None and state.last_error == ""
     assert not marks.exists()
 

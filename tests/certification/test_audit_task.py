@@ -60,7 +60,7 @@ def test_the_task_recomputes_the_stored_audit(project, member):
     assert stored.result["metrics"]["matrix"]["binary"]["tp"] == 2
     assert not marks.exists()
     state = DerivedResultState.objects.get(project=project, kind=DerivedKind.AUDIT)
-    assert state.last_error == "" and state.running_since is None
+    assert state.last_error == "" and state.lease_owner == ""
 
 
 def test_a_committed_resolution_recomputes_the_audit(

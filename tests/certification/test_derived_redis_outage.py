@@ -4,9 +4,10 @@ Runs on PostgreSQL with a real Celery worker (``-Q housekeeping,recompute,builds
 scheduler embedded) against a Redis server of the test's own, started on a free port in a
 temporary directory (the machine's Redis is never touched). The outage lasts
 ``CERTLABEL_OUTAGE_SECONDS`` (default 20 s; the path is the same as for 60 s: every enqueue
-during the outage fails fast and is logged, the marks stay in PostgreSQL, and the reconciler
-recomputes once Redis is back). The worker's reconciler runs every 5 s here instead of 30 s,
-so the test waits less; the minute allowed after Redis returns covers either.
+during the outage fails fast and is logged, the marks stay in PostgreSQL, and the background
+engine's recovery pass sends them again once Redis is back). The worker's recovery pass runs
+every 5 s here (``CERTLABEL_WORK_RECOVER_SECONDS``) instead of 10 s, so the test waits less;
+the minute allowed after Redis returns (twice the lapse) covers either.
 
 Checked: every request during the outage answers (200/201) in under 1 s, and within a minute of
 Redis returning every derived result is current and the agreement equals a clean recomputation.
@@ -103,7 +104,7 @@ def _start_worker(broker: str, directory: Path) -> subprocess.Popen[bytes]:
         DATABASE_URL=_test_database_url(),
         CELERY_BROKER_URL=broker,
         CELERY_TASK_ALWAYS_EAGER="false",
-        CERTLABEL_DERIVED_RECONCILE_SECONDS="5",
+        CERTLABEL_WORK_RECOVER_SECONDS="5",
     )
     command = [
         sys.executable, "-m", "celery", "-A", "labeling", "worker", "-B",

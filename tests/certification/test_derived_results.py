@@ -1,9 +1,10 @@
-"""Derived results: staleness marks, coalesced recomputation, the reconciler, freshness shown.
+"""Derived results: staleness marks, coalesced recomputation, recovery, freshness shown.
 
 Every write that changes an input of a derived result marks it stale in its own transaction
 (``labeling.derived.derived_mark``); after the commit the mark is handed to
 ``certification.services.derived.derived_schedule``, which enqueues at most one recomputation
-per (project, kind); the reconciler catches marks whose message never arrived.
+per (project, kind); the background engine's recovery pass (``labeling.engine.recover``)
+catches marks whose message never arrived and leases whose worker died.
 """
 
 from __future__ import annotations
@@ -28,14 +29,13 @@ from certification.services import (
     agreement_recompute,
     audit_report_configure,
     calibration_spec_create,
-    derived_reconcile,
     derived_schedule,
     level_to_json,
     votes_sha256,
 )
 from certification.services import derived as derived_service
 from certification.stats.agreement import agreement_summary
-from labeling import in_process
+from labeling import engine, in_process
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput
 from labeling.importers.native import read_jsonl
@@ -59,11 +59,26 @@ __all__ = ["client_for"]  # the API tests' fixture, used here too
 
 AGREEMENT, CALIBRATION, AUDIT = DerivedKind.AGREEMENT, DerivedKind.CALIBRATION, DerivedKind.AUDIT
 RELIABILITY = DerivedKind.RELIABILITY
+# A computation on another machine holds the lease (the SQLite rule "a lease whose process still
+# runs on this host is not lapsed", labeling.engine, never applies to it).
+ELSEWHERE = "another-host:4242:recompute-task"
 
 
 def marks(project) -> Counter[str]:
     """The change rows of ``project`` still waiting, counted by kind."""
     return Counter(DerivedChange.objects.filter(project=project).values_list("kind", flat=True))
+
+
+def recover(on_commit) -> list[tuple[int, str]]:
+    """One recovery pass of the engine; the tasks it sends run (eagerly) once it commits.
+
+    Returns the (project id, kind) of the derived results it sent again.
+    """
+    with on_commit(execute=True):
+        report = engine.recover()
+    ids = report.resent.get("derived", [])
+    states = DerivedResultState.objects.filter(pk__in=ids)
+    return sorted(states.values_list("project_id", "kind"))
 
 
 @pytest.fixture
@@ -200,9 +215,10 @@ def test_many_marks_enqueue_one_task_until_it_starts(started, sent):
     assert sent == [(started.pk, AGREEMENT)]
     # the task starts: it clears the queued slot and holds the running one
     state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
-    assert state.queued_at is not None and state.running_since is None
-    started_at = timezone.now()
-    DerivedResultState.objects.filter(pk=state.pk).update(queued_at=None, running_since=started_at)
+    assert state.enqueued_at is not None and state.lease_owner == ""
+    DerivedResultState.objects.filter(pk=state.pk).update(
+        enqueued_at=None, lease_owner=ELSEWHERE, heartbeat_at=timezone.now()
+    )
     # changes during the run queue exactly one more
     for _ in range(25):
         derived_schedule(project_id=started.pk, kind=AGREEMENT)
@@ -211,13 +227,17 @@ def test_many_marks_enqueue_one_task_until_it_starts(started, sent):
 
 def test_a_second_task_while_one_runs_is_busy_and_keeps_the_rows(started, member):
     _submit(started, member(Role.ANNOTATOR), "admissible")
-    DerivedResultState.objects.create(project=started, kind=AGREEMENT, running_since=timezone.now())
+    DerivedResultState.objects.create(
+        project=started, kind=AGREEMENT, lease_owner=ELSEWHERE, heartbeat_at=timezone.now()
+    )
     outcome = derived_service.derived_recompute(
         project_id=started.pk,
         kind=AGREEMENT,
         compute=lambda pid: agreement_recompute(project_id=pid),
     )
     assert outcome == "busy"
+    state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
+    assert state.lease_owner == ELSEWHERE and state.enqueued_at is None
     assert marks(started) == {AGREEMENT: 1, RELIABILITY: 1}
     assert not AgreementReport.objects.filter(project=started).exists()
 
@@ -239,7 +259,7 @@ def test_a_broker_failure_is_logged_never_raised_and_the_mark_stays(
     assert "derived.enqueue_skipped" in caplog.text
     assert marks(started) == {AGREEMENT: 1, RELIABILITY: 1}
     state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
-    assert state.queued_at is None  # free again: the reconciler may schedule it
+    assert state.enqueued_at is None  # free again: the recovery pass may schedule it
 
 
 def test_eager_mode_runs_one_recomputation_per_kind_per_request(
@@ -264,60 +284,80 @@ def test_eager_mode_runs_one_recomputation_per_kind_per_request(
     assert report.answer["n_votes"] == 2  # both votes, the first one never recomputed alone
 
 
-# -- the reconciler ---------------------------------------------------------------------------
-def test_the_reconciler_picks_up_a_mark_whose_task_was_lost(started, member):
+# -- the recovery pass --------------------------------------------------------------------------
+def test_the_recovery_picks_up_a_mark_whose_task_was_lost(
+    started, member, django_capture_on_commit_callbacks
+):
     # given votes whose after-commit enqueue never happened (the callbacks are not run)
     a, b = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
     _submit(started, a, "admissible")
     _submit(started, b, "admissible")
     top = DerivedChange.objects.filter(project=started, kind=AGREEMENT).latest("pk").pk
     assert not AgreementReport.objects.filter(project=started).exists()
-    # when the reconciler runs (eager Celery: the recomputation runs here)
-    enqueued = derived_reconcile()
+    assert not DerivedResultState.objects.filter(project=started).exists()
+    # when the recovery pass runs (eager Celery: the recomputation runs here); it creates the
+    # missing state rows first
+    enqueued = recover(django_capture_on_commit_callbacks)
     # then every kind was recomputed and covers the changes
-    assert sorted(enqueued) == [
-        (started.pk, k) for k in (AGREEMENT, AUDIT, CALIBRATION, RELIABILITY)
-    ]
+    assert enqueued == [(started.pk, k) for k in (AGREEMENT, AUDIT, CALIBRATION, RELIABILITY)]
     assert marks(started) == {}
     state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
     assert state.covered_generation == top
-    assert (state.queued_at, state.running_since) == (None, None)
+    assert (state.enqueued_at, state.lease_owner) == (None, "")
     assert AgreementReport.objects.get(project=started).answer["n_votes"] == 2
     # and a second pass finds nothing to do
-    assert derived_reconcile() == []
+    assert recover(django_capture_on_commit_callbacks) == []
 
 
-def test_the_reconciler_re_enqueues_a_state_queued_too_long(started, member, sent):
+def test_the_recovery_re_enqueues_a_state_queued_too_long(
+    started, member, sent, django_capture_on_commit_callbacks
+):
     _submit(started, member(Role.ANNOTATOR), "admissible")
-    long_ago = timezone.now() - timedelta(minutes=10)
-    DerivedResultState.objects.create(project=started, kind=AGREEMENT, queued_at=long_ago)
+    long_ago = timezone.now() - engine.lapse() - timedelta(seconds=1)
+    DerivedResultState.objects.create(project=started, kind=AGREEMENT, enqueued_at=long_ago)
     # (the vote's reliability mark is recently queued: left alone)
-    DerivedResultState.objects.create(project=started, kind=RELIABILITY, queued_at=timezone.now())
-    assert derived_reconcile() == [(started.pk, AGREEMENT)]
+    DerivedResultState.objects.create(project=started, kind=RELIABILITY, enqueued_at=timezone.now())
+    assert recover(django_capture_on_commit_callbacks) == [(started.pk, AGREEMENT)]
     assert sent == [(started.pk, AGREEMENT)]
 
 
-def test_the_reconciler_leaves_a_recently_queued_or_running_state_alone(started, member, sent):
+def test_the_recovery_leaves_a_recently_queued_or_running_state_alone(
+    started, member, sent, django_capture_on_commit_callbacks
+):
     _submit(started, member(Role.ANNOTATOR), "admissible")
     for kind in (AGREEMENT, RELIABILITY):  # the two kinds a vote marks
-        DerivedResultState.objects.create(project=started, kind=kind, queued_at=timezone.now())
-    assert derived_reconcile() == []
+        DerivedResultState.objects.create(project=started, kind=kind, enqueued_at=timezone.now())
+    assert recover(django_capture_on_commit_callbacks) == []
     DerivedResultState.objects.filter(project=started).update(
-        queued_at=None, running_since=timezone.now()
+        enqueued_at=None, lease_owner=ELSEWHERE, heartbeat_at=timezone.now()
     )
-    assert derived_reconcile() == []
-    # a claim older than the running-stale delay is a dead worker's: scheduled again
+    assert recover(django_capture_on_commit_callbacks) == []
+    fresh = derived_freshness(project=started)[AGREEMENT]
+    assert fresh.running and not fresh.worker_lost
+    # a lease whose heartbeat is older than the lapse is a dead worker's: scheduled again
     DerivedResultState.objects.filter(project=started).update(
-        running_since=timezone.now() - timedelta(hours=1)
+        heartbeat_at=timezone.now() - engine.lapse() - timedelta(seconds=1)
     )
-    assert derived_reconcile() == [(started.pk, AGREEMENT), (started.pk, RELIABILITY)]
+    fresh = derived_freshness(project=started)[AGREEMENT]
+    assert fresh.running and fresh.worker_lost
+    assert fresh.as_json()["worker_lost"] is True
+    assert recover(django_capture_on_commit_callbacks) == [
+        (started.pk, AGREEMENT),
+        (started.pk, RELIABILITY),
+    ]
     assert sent == [(started.pk, AGREEMENT), (started.pk, RELIABILITY)]
+    # the dead worker's lease is freed
+    assert set(
+        DerivedResultState.objects.filter(project=started).values_list("lease_owner", flat=True)
+    ) == {""}
 
 
-def test_a_late_committed_change_with_a_smaller_id_is_not_counted_as_covered(started, member):
+def test_a_late_committed_change_with_a_smaller_id_is_not_counted_as_covered(
+    started, member, django_capture_on_commit_callbacks
+):
     # the recomputation deletes exactly the rows it read; a row it did not see stays
     _submit(started, member(Role.ANNOTATOR), "admissible")
-    derived_reconcile()
+    recover(django_capture_on_commit_callbacks)
     assert marks(started) == {}
     derived_mark(project_id=started.pk, kinds=[AGREEMENT])
     fresh = derived_freshness(project=started)[AGREEMENT]
@@ -400,8 +440,8 @@ def test_without_a_worker_the_figures_say_they_are_stale(
     assert "Stale — 6 newer changes" in html
     assert "as they were then: newer votes are not counted yet" in html
     assert "as they are now" not in html
-    # once the reconciler runs, the figures are current over six units
-    derived_reconcile()
+    # once the recovery pass runs, the figures are current over six units
+    recover(django_capture_on_commit_callbacks)
     body = client_for(member(Role.MANAGER)).get("/api/projects/study/agreement/").json()
     assert body["levels"][0]["n_units"] == 6
     assert body["freshness"]["current"] is True
@@ -532,8 +572,8 @@ def test_the_stored_agreement_equals_a_clean_recomputation_after_any_mix(
                     _resolve(project, queued, adjudicator)
             else:
                 _resolve(project, queued, adjudicator)
-    # when the queue is drained (the reconciler, then the tasks it enqueued, eagerly)
-    derived_reconcile()
+    # when the queue is drained (the recovery pass, then the tasks it sent, eagerly)
+    recover(django_capture_on_commit_callbacks)
     # then the stored figures are those of a clean recomputation from scratch
     assert marks(project) == {}
     assert all(f.current for f in derived_freshness(project=project).values())
@@ -567,7 +607,7 @@ def test_recomputations_of_a_kind_are_spaced_by_the_interval(started, monkeypatc
     assert countdown[AUDIT] == 0.0  # after a quiet spell: at once
     # interval 0: never held
     settings.CERTLABEL_DERIVED_INTERVAL = 0
-    DerivedResultState.objects.filter(project=started).update(queued_at=None)
+    DerivedResultState.objects.filter(project=started).update(enqueued_at=None)
     calls.clear()
     derived_schedule(project_id=started.pk, kind=CALIBRATION)
     assert calls == [(CALIBRATION, {"countdown": 0.0})]
@@ -607,8 +647,9 @@ def test_in_process_mode_recomputes_on_the_background_thread_not_in_the_request(
         time.sleep(0.05)
     assert ran == ["certlabel-in-process"]
     assert AgreementReport.objects.get(project=started).answer["n_votes"] == 1
-    # the reconciler is the thread's periodic work
+    # the engine's recovery pass is the thread's periodic work
     assert runner.pending() == 1
+    assert "work-recover" in in_process._periodic
 
 
 def test_without_the_thread_started_the_recomputation_runs_inline(

@@ -1,8 +1,11 @@
 """Fault tests: a real Celery worker is killed (``kill -9``) while it computes a calibration run
 or builds a release, or only its pool child is; the result then completes with no human action.
 
-A real ``celery beat`` sends the recovery task (every 3 s here) and a new or surviving worker
-does the work: the lapse is 10 s here (``CERTLABEL_WORK_LAPSE_SECONDS``), heartbeats every 2 s.
+A real ``celery beat`` sends the background engine's recovery task (every 3 s here:
+``CERTLABEL_WORK_RECOVER_SECONDS``) and a new or surviving worker does the work: the lapse is
+10 s here (``CERTLABEL_WORK_LAPSE_SECONDS``), heartbeats every 2 s
+(``CERTLABEL_WORK_HEARTBEAT_SECONDS``). The lapse is the bound: the work is taken over within
+the lapse plus a recovery period (and some slack for a loaded machine) of the kill.
 The work is made long enough to be killed mid-way by its size alone (thousands of questions, a
 family of 10,000 thresholds; a release of as many candidates), with no test hook in the product.
 
@@ -44,8 +47,11 @@ logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
 LAPSE, HEARTBEAT, RECOVERY = 10, 2, 3
-#: The issue's bound: done within 3 minutes of a worker being back.
-DONE_WITHIN = 180.0
+#: Taken over by a worker (its second attempt claimed) within the lapse plus one recovery period
+#: of the kill, plus slack for a new worker's start and a loaded machine.
+TAKEN_OVER_WITHIN = LAPSE + RECOVERY + 20.0
+#: Then done within a minute of being taken over (the work itself takes a few seconds).
+DONE_WITHIN = 60.0
 QUESTIONS = 6000
 
 
@@ -71,8 +77,8 @@ def _env() -> dict[str, str]:
         CELERY_RESULT_BACKEND=settings.CELERY_RESULT_BACKEND or "",
         CELERY_TASK_ALWAYS_EAGER="false",
         CERTLABEL_WORK_LAPSE_SECONDS=str(LAPSE),
-        CERTLABEL_HEARTBEAT_SECONDS=str(HEARTBEAT),
-        CERTLABEL_RECOVERY_SECONDS=str(RECOVERY),
+        CERTLABEL_WORK_HEARTBEAT_SECONDS=str(HEARTBEAT),
+        CERTLABEL_WORK_RECOVER_SECONDS=str(RECOVERY),
         CERTLABEL_RELEASE_ROOT=str(Path(settings.STORAGES["releases"]["OPTIONS"]["location"])),
     )
     return env
@@ -195,7 +201,21 @@ def _kill_during(
     killed_at = time.monotonic()
     row = model.objects.get(pk=pk)
     assert row.status == "running" and row.attempts == 1, "killed too late: it had finished"
+    assert row.lease_owner != ""
     return {"killed_at": killed_at}
+
+
+def _taken_over(model: Any, pk: int, killed: dict[str, float], services: Services) -> float:
+    """Wait until another worker claimed the work (its second attempt); return seconds since
+    the kill, which must be within the lapse plus one recovery period (and slack)."""
+
+    def claimed_again() -> bool:
+        return model.objects.values_list("attempts", flat=True).get(pk=pk) >= 2
+
+    _wait(claimed_again, TAKEN_OVER_WITHIN + 5, services, f"{model.__name__} {pk} taken over")
+    took = time.monotonic() - killed["killed_at"]
+    assert took < TAKEN_OVER_WITHIN, f"taken over {took:.1f}s after the kill\n{services.log()}"
+    return took
 
 
 # -- kill -9 of the worker (its main process does the work: the solo pool) ---------------------
@@ -208,10 +228,11 @@ def test_a_run_whose_worker_was_killed_completes_on_a_new_worker(project, servic
     services.start_beat()
     first = services.worker("solo")
     run = calibration_run_start(spec=spec, actor=manager)  # its task is sent on commit
-    _kill_during(CalibrationRun, run.pk, lambda: first.pid, services)
+    killed = _kill_during(CalibrationRun, run.pk, lambda: first.pid, services)
     first.wait(timeout=10)
     # when a new worker is back
     services.worker("solo")
+    resumed = _taken_over(CalibrationRun, run.pk, killed, services)
     took = _wait(
         lambda: _status(CalibrationRun, run.pk) == RunStatus.DONE, DONE_WITHIN, services, "run"
     )
@@ -219,7 +240,8 @@ def test_a_run_whose_worker_was_killed_completes_on_a_new_worker(project, servic
     assert run.attempts == 2 and run.error == ""
     assert run.result["outcome"] == run.outcome != ""
     assert len(run.result["selective_risk"]["rows"]) == 10_000
-    logger.warning(f"run {run.pk} done {took:.1f}s after a new worker started")
+    assert run.lease_owner == ""
+    logger.warning(f"run {run.pk} taken over {resumed:.1f}s after the kill, done {took:.1f}s later")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -229,9 +251,10 @@ def test_a_build_whose_worker_was_killed_completes_on_a_new_worker(project, serv
     first = services.worker("solo")
     release = release_freeze(project=project, actor=manager, version="1", run_ids=[])
     build = release.builds.get()
-    _kill_during(ReleaseBuild, build.pk, lambda: first.pid, services)
+    killed = _kill_during(ReleaseBuild, build.pk, lambda: first.pid, services)
     first.wait(timeout=10)
     services.worker("solo")
+    resumed = _taken_over(ReleaseBuild, build.pk, killed, services)
     took = _wait(
         lambda: _status(ReleaseBuild, build.pk) == BuildStatus.DONE, DONE_WITHIN, services, "build"
     )
@@ -242,7 +265,9 @@ def test_a_build_whose_worker_was_killed_completes_on_a_new_worker(project, serv
     # the killed attempt's working directory was removed
     root = Path(settings.STORAGES["releases"]["OPTIONS"]["location"]) / "certlabel-builds"
     _wait(lambda: not root.exists() or not list(root.iterdir()), 30, services, "clean up")
-    logger.warning(f"build {build.pk} done {took:.1f}s after a new worker started")
+    logger.warning(
+        f"build {build.pk} taken over {resumed:.1f}s after the kill, done {took:.1f}s later"
+    )
 
 
 # -- kill -9 of the pool child only (the worker's main process survives) ------------------------
@@ -256,14 +281,18 @@ def test_a_run_whose_pool_child_was_killed_completes(project, services):
     worker = services.worker("prefork")
     child = _child_of(worker, services)
     run = calibration_run_start(spec=spec, actor=manager)
-    _kill_during(CalibrationRun, run.pk, lambda: child.pid, services)
+    killed = _kill_during(CalibrationRun, run.pk, lambda: child.pid, services)
+    resumed = _taken_over(CalibrationRun, run.pk, killed, services)
     took = _wait(
         lambda: _status(CalibrationRun, run.pk) == RunStatus.DONE, DONE_WITHIN, services, "run"
     )
     assert worker.poll() is None, "the worker's main process survived"
     run.refresh_from_db()
     assert run.attempts == 2 and len(run.result["selective_risk"]["rows"]) == 10_000
-    logger.warning(f"run {run.pk} done {took:.1f}s after its pool child was killed")
+    logger.warning(
+        f"run {run.pk} taken over {resumed:.1f}s after its pool child was killed, "
+        f"done {took:.1f}s later"
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -274,11 +303,15 @@ def test_a_build_whose_pool_child_was_killed_completes(project, services):
     child = _child_of(worker, services)
     release = release_freeze(project=project, actor=manager, version="1", run_ids=[])
     build = release.builds.get()
-    _kill_during(ReleaseBuild, build.pk, lambda: child.pid, services)
+    killed = _kill_during(ReleaseBuild, build.pk, lambda: child.pid, services)
+    resumed = _taken_over(ReleaseBuild, build.pk, killed, services)
     took = _wait(
         lambda: _status(ReleaseBuild, build.pk) == BuildStatus.DONE, DONE_WITHIN, services, "build"
     )
     assert worker.poll() is None
     build.refresh_from_db()
     assert build.attempts == 2 and build.progress_done == QUESTIONS + 1
-    logger.warning(f"build {build.pk} done {took:.1f}s after its pool child was killed")
+    logger.warning(
+        f"build {build.pk} taken over {resumed:.1f}s after its pool child was killed, "
+        f"done {took:.1f}s later"
+    )

@@ -80,3 +80,15 @@ def test_a_stopped_runner_ends_its_thread_and_drops_what_waits(runner):
     assert not runner.started() and runner.pending() == 0
     runner.submit("after", lambda: None)  # no thread starts again
     assert not runner.started()
+
+
+def test_the_thread_of_the_embedded_default_runs_the_engines_recovery_pass(settings):
+    # registered by LabelingConfig.ready: the engine's recovery pass, every
+    # CERTLABEL_WORK_RECOVER_SECONDS (no beat runs without a broker); nothing else is periodic
+    from labeling import in_process
+    from labeling.apps import _recover_now
+
+    assert set(in_process._periodic) == {"work-recover"}
+    period, work = in_process._periodic["work-recover"]
+    assert period == float(settings.CERTLABEL_WORK_RECOVER_SECONDS)
+    assert work is _recover_now

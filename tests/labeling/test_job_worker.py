@@ -2,8 +2,9 @@
 
 A large workload import and starting labelling on a large project are answered 202 in well
 under a second while a separate worker process does the work; the job's progress is visible
-(heartbeat thread) while it runs. A worker killed with SIGKILL in the middle of an import loses
-nothing: the job is recovered by its lapsed heartbeat and completed by another worker.
+(its lease's heartbeat thread) while it runs. A worker killed with SIGKILL in the middle of an
+import loses nothing: the background engine's recovery pass finds its lapsed lease and another
+worker completes it.
 Skips without the services, fails with ``CERTLABEL_REQUIRE_SERVICES=1`` (as the worker test of
 ``test_celery_worker`` does).
 """
@@ -24,9 +25,9 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from labeling import engine
 from labeling.celery import app as celery_app
 from labeling.models import ImportBatch, Item, Job, JobStatus, Project, Question, Role
-from labeling.services.jobs import jobs_recover
 from tests.conftest import jsonl_bytes, native_record
 from tests.labeling.test_celery_worker import (
     REPO,
@@ -45,7 +46,9 @@ HEARTBEAT = 0.1
 POLL = 0.05
 
 
-def _start_worker(log: Path, job_root: Path, heartbeat: float) -> subprocess.Popen[bytes]:
+def _start_worker(
+    log: Path, job_root: Path, heartbeat: float, lapse: float = 30.0
+) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
     env.update(
         DJANGO_SETTINGS_MODULE="labeling.settings",
@@ -54,7 +57,8 @@ def _start_worker(log: Path, job_root: Path, heartbeat: float) -> subprocess.Pop
         CELERY_RESULT_BACKEND=settings.CELERY_RESULT_BACKEND,
         CELERY_TASK_ALWAYS_EAGER="false",
         CERTLABEL_JOB_ROOT=str(job_root),
-        CERTLABEL_JOB_HEARTBEAT_SECONDS=str(heartbeat),
+        CERTLABEL_WORK_HEARTBEAT_SECONDS=str(heartbeat),
+        CERTLABEL_WORK_LAPSE_SECONDS=str(lapse),
     )
     command = [
         sys.executable, "-m", "celery", "-A", "labeling", "worker",
@@ -182,10 +186,10 @@ def test_a_large_import_and_a_large_start_run_in_the_worker_while_the_request_re
 def test_an_import_whose_worker_is_killed_is_recovered_and_completed_by_another_worker(
     api, project, producer, settings, _job_storage, tmp_path
 ):
-    settings.JOB_HEARTBEAT_LAPSE = 3.0
+    settings.CERTLABEL_WORK_LAPSE_SECONDS = 3.0
     client = api(Role.MANAGER)
     log = tmp_path / "worker.log"
-    worker = _start_worker(log, _job_storage, heartbeat=HEARTBEAT)
+    worker = _start_worker(log, _job_storage, heartbeat=HEARTBEAT, lapse=3.0)
     try:
         response = client.post(
             "/api/projects/study/imports/", {"file": _upload(QUESTIONS)}, format="multipart"
@@ -201,16 +205,18 @@ def test_an_import_whose_worker_is_killed_is_recovered_and_completed_by_another_
         # when it is killed with SIGKILL (its transaction is rolled back)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
-        assert Job.objects.get(pk=job_id).status == JobStatus.RUNNING
+        killed = Job.objects.get(pk=job_id)
+        assert killed.status == JobStatus.RUNNING and killed.lease_owner != ""
         assert not Question.objects.filter(project=project).exists()
-        # and another worker comes; the recovery finds the lapsed heartbeat
-        worker = _start_worker(log, _job_storage, heartbeat=HEARTBEAT)
-        time.sleep(settings.JOB_HEARTBEAT_LAPSE + 0.5)
-        assert jobs_recover() == [job_id]
+        # and another worker comes; the recovery pass finds the lapsed lease
+        worker = _start_worker(log, _job_storage, heartbeat=HEARTBEAT, lapse=3.0)
+        assert engine.recover().resent.get("job", []) == []  # not lapsed yet
+        time.sleep(settings.CERTLABEL_WORK_LAPSE_SECONDS + 0.5)
+        assert engine.recover().resent.get("job") == [job_id]
         # then the job is run again, to the end, exactly once
         job, _ = _wait(job_id, worker, log)
         assert job.status == JobStatus.DONE, job.error
-        assert job.attempts == 2
+        assert job.attempts == 2 and job.lease_owner == ""
         assert Question.objects.filter(project=project).count() == QUESTIONS
         assert ImportBatch.objects.filter(project=project).count() == 1
         assert Project.objects.get(pk=project.pk).jobs.count() == 1

@@ -155,4 +155,4 @@ def test_the_task_requests_and_computes_a_run_for_the_changed_labels(
     assert (latest.trigger, latest.status) == ("labels_changed", RunStatus.DONE)
     assert latest.result["pending"]["calibration"] == 0
     state = DerivedResultState.objects.get(project=project, kind=DerivedKind.CALIBRATION)
-    assert state.last_error == "" and state.running_since is None
+    assert state.last_error == "" and state.lease_owner == ""

@@ -1,10 +1,12 @@
-"""Runs and builds whose worker died or whose task was lost: heartbeats, the one lapse rule, the
-recovery service (re-enqueue, attempt cap), "Run now" and Rebuild on dead work, one stored
-snapshot per distinct input, and the working directories killed builds leave behind.
+"""Runs and builds whose worker died or whose task was lost: leases and their heartbeats, the one
+lapse rule, the background engine's recovery pass (``labeling.engine.recover``: send again,
+attempt cap), "Run now" and Rebuild on dead work, one stored snapshot per distinct input, and
+the working directories killed builds leave behind.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import timedelta
 from typing import Any
@@ -28,11 +30,11 @@ from certification.services import (
     calibration_run_start,
     calibration_runs_refresh,
 )
-from certification.services.calibration import REPLACED_ERROR
-from certification.services.liveness import Heartbeat, lapse, work_lapsed
-from certification.services.recovery import stalled_work_recover
+from certification.services.calibration import CALIBRATION_RUN, REPLACED_ERROR
 from certification.services.releases import release_build_execute, release_freeze, release_rebuild
-from certification.services.releases.build import build_work_root, build_workdir
+from certification.services.releases.build import RELEASE_BUILD, build_work_root, build_workdir
+from labeling import engine
+from labeling.engine import Lease, RecoveryReport, is_lapsed, lapse
 from labeling.exceptions import Conflict
 from labeling.models import Project
 from tests.certification.services.test_release_build import _demo, _user
@@ -42,11 +44,16 @@ from tests.factories import calibration_record as rec
 
 pytestmark = pytest.mark.django_db
 
+# Lease owners on another machine: the SQLite rule "a lease whose process still runs on this
+# host is not lapsed" (labeling.engine) never applies to them.
+DEAD = "another-host:4242:dead-task"
+ALIVE = "another-host:4343:live-task"
+
 
 @pytest.fixture
 def demo(settings: Any) -> Project:
-    """The demo project, written for each test: these tests run heartbeat threads with their own
-    connections, so they cannot share a module's rolled-back data (``tests/conftest.py``)."""
+    """The demo project, written for each test: these tests may run heartbeat threads with their
+    own connections, so they cannot share a module's rolled-back data (``tests/conftest.py``)."""
     settings.DEBUG = True  # demo_setup runs only in development
     return _demo()
 
@@ -75,68 +82,94 @@ def _dead(seconds: float = 1.0) -> Any:
     return timezone.now() - lapse() - timedelta(seconds=seconds)
 
 
-def _recover() -> Any:
+def _held(model: Any, pk: int, *, beat: Any, owner: str = DEAD, attempts: int = 1) -> None:
+    """Mark a run or build running, held by ``owner`` whose last heartbeat was at ``beat``."""
+    running = RunStatus.RUNNING if model is CalibrationRun else BuildStatus.RUNNING
+    model.objects.filter(pk=pk).update(
+        status=running,
+        lease_owner=owner,
+        started_at=_dead(60),
+        heartbeat_at=beat,
+        attempts=attempts,
+        enqueued_at=None,
+    )
+
+
+def _recover() -> RecoveryReport:
+    """One recovery pass; the tasks it sends run (eagerly) once it commits."""
     with TestCase.captureOnCommitCallbacks(execute=True):
-        return stalled_work_recover()
+        return engine.recover()
+
+
+def _resent(report: RecoveryReport, kind: str) -> list[int]:
+    return report.resent.get(kind, [])
+
+
+def _failed(report: RecoveryReport, kind: str) -> list[int]:
+    return report.failed.get(kind, [])
 
 
 # -- the lapse rule ------------------------------------------------------------------------------
-def test_the_lapse_is_a_couple_of_minutes_by_default_and_configurable(settings):
-    assert lapse() == timedelta(seconds=120)
+def test_the_lapse_is_half_a_minute_by_default_and_configurable(settings):
+    assert lapse() == timedelta(seconds=30)
     settings.CERTLABEL_WORK_LAPSE_SECONDS = 15
     assert lapse() == timedelta(seconds=15)
 
 
-def test_running_work_lapses_by_its_heartbeat_and_pending_work_by_its_enqueue_time(spec):
+def test_held_work_lapses_by_its_heartbeat_and_pending_work_by_its_enqueue_time(spec):
     run = _lost_run(spec)
     run.refresh_from_db()
-    assert run.enqueued_at is not None and not work_lapsed(run)
+    assert run.enqueued_at is not None and not is_lapsed(run)
     run.enqueued_at = _dead()
-    assert work_lapsed(run)
-    run.status, run.started_at, run.heartbeat_at = RunStatus.RUNNING, _dead(600), timezone.now()
-    assert not work_lapsed(run)  # an old start, a fresh heartbeat: alive
+    assert is_lapsed(run)
+    run.enqueued_at = None  # never sent: its creation counts
+    assert not is_lapsed(run)
+    run.created_at = _dead()
+    assert is_lapsed(run)
+    run.status, run.lease_owner = RunStatus.RUNNING, DEAD
+    run.started_at, run.heartbeat_at = _dead(600), timezone.now()
+    assert not is_lapsed(run) and not run.worker_lost  # an old start, a fresh heartbeat: alive
     run.heartbeat_at = _dead()
-    assert work_lapsed(run)
-    run.heartbeat_at = None  # no heartbeat yet: the start counts
-    assert work_lapsed(run)
-    run.status = RunStatus.DONE
-    assert not work_lapsed(run)
+    assert is_lapsed(run) and run.worker_lost
+    run.heartbeat_at = None  # no heartbeat at all
+    assert is_lapsed(run) and run.worker_lost
+    run.status, run.lease_owner = RunStatus.DONE, ""
+    assert not is_lapsed(run) and not run.worker_lost
 
 
 # -- recovery of runs ----------------------------------------------------------------------------
 def test_a_running_run_whose_heartbeat_lapsed_is_run_again_to_the_end(spec):
     run = _lost_run(spec)
-    CalibrationRun.objects.filter(pk=run.pk).update(
-        status=RunStatus.RUNNING, started_at=_dead(60), heartbeat_at=_dead(), attempts=1
-    )
+    _held(CalibrationRun, run.pk, beat=_dead())
     report = _recover()
-    assert report.runs_requeued == [run.pk] and report.runs_failed == []
+    assert _resent(report, CALIBRATION_RUN) == [run.pk]
+    assert _failed(report, CALIBRATION_RUN) == []
     run.refresh_from_db()
     assert run.status == RunStatus.DONE, run.error
-    assert run.attempts == 2
+    assert run.attempts == 2 and run.lease_owner == ""
     assert run.result["outcome"] == run.outcome != ""
     # nothing left to recover
-    assert _recover().runs_requeued == []
+    assert _resent(_recover(), CALIBRATION_RUN) == []
 
 
 def test_a_run_with_a_recent_heartbeat_is_left_alone(spec):
     run = _lost_run(spec)
-    CalibrationRun.objects.filter(pk=run.pk).update(
-        status=RunStatus.RUNNING,
-        started_at=_dead(600),
-        heartbeat_at=timezone.now() - timedelta(seconds=10),
-        attempts=1,
-    )
-    assert _recover().runs_requeued == []
+    _held(CalibrationRun, run.pk, beat=timezone.now() - timedelta(seconds=10), owner=ALIVE)
+    assert _resent(_recover(), CALIBRATION_RUN) == []
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING and run.attempts == 1
+    assert run.lease_owner == ALIVE
+    # and a second worker delivered the same run is turned away while the lease is live
+    assert calibration_run_execute(run_id=run.pk, task_id="another-task").status == "running"
+    run.refresh_from_db()
+    assert run.attempts == 1 and run.lease_owner == ALIVE
 
 
 def test_a_pending_run_whose_task_was_lost_is_sent_again(spec):
     run = _lost_run(spec)
-    assert _recover().runs_requeued == []  # just sent: not lost yet
+    assert _resent(_recover(), CALIBRATION_RUN) == []  # just sent: not lost yet
     CalibrationRun.objects.filter(pk=run.pk).update(enqueued_at=_dead())
-    assert _recover().runs_requeued == [run.pk]
+    assert _resent(_recover(), CALIBRATION_RUN) == [run.pk]
     run.refresh_from_db()
     assert run.status == RunStatus.DONE and run.attempts == 1
 
@@ -144,25 +177,34 @@ def test_a_pending_run_whose_task_was_lost_is_sent_again(spec):
 def test_a_run_whose_worker_keeps_dying_is_failed_closed_after_the_attempt_cap(spec, settings):
     settings.CERTLABEL_WORK_MAX_ATTEMPTS = 3
     run = _lost_run(spec)
-    CalibrationRun.objects.filter(pk=run.pk).update(
-        status=RunStatus.RUNNING, started_at=_dead(), heartbeat_at=_dead(), attempts=3
-    )
+    _held(CalibrationRun, run.pk, beat=_dead(), attempts=3)
     report = _recover()
-    assert report.runs_failed == [run.pk] and report.runs_requeued == []
+    assert _failed(report, CALIBRATION_RUN) == [run.pk]
+    assert _resent(report, CALIBRATION_RUN) == []
     run.refresh_from_db()
-    assert run.status == RunStatus.FAILED
-    assert run.error.startswith("failed: its worker stopped 3 times")
+    assert run.status == RunStatus.FAILED and run.lease_owner == ""
+    assert run.error == "failed: its worker stopped 3 times; not started again"
     assert run.result == {}
+    # a late delivery of its task changes nothing
+    assert calibration_run_execute(run_id=run.pk).status == RunStatus.FAILED
 
 
 def test_a_worker_that_recovery_gave_up_on_writes_nothing(spec):
-    """The result is written only by the attempt that holds the run."""
+    """The result is written only by the worker that holds the run's lease."""
     run = _lost_run(spec)
-    executed = calibration_run_execute(run_id=run.pk)
-    assert executed.status == RunStatus.DONE and executed.attempts == 1
-    # a second delivery of the same task finds it done and changes nothing
+    _held(CalibrationRun, run.pk, beat=_dead())
+    assert _resent(_recover(), CALIBRATION_RUN) == [run.pk]
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE and run.attempts == 2
+    # the first worker comes back: its outcome is not written
+    assert not engine.release(
+        CalibrationRun, run.pk, lease_owner=DEAD, status=RunStatus.FAILED, error="late"
+    )
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE and run.error == ""
+    # a second delivery of the task finds it done and changes nothing
     again = calibration_run_execute(run_id=run.pk)
-    assert again.status == RunStatus.DONE and again.attempts == 1
+    assert again.status == RunStatus.DONE and again.attempts == 2
 
 
 # -- one run per spec per distinct input; one snapshot per distinct input ------------------------
@@ -213,26 +255,36 @@ def test_run_now_on_a_run_whose_task_was_lost_replaces_it(spec, api):
 
 def test_run_now_on_a_running_run_whose_heartbeat_lapsed_replaces_it(spec):
     stuck = _lost_run(spec)
-    CalibrationRun.objects.filter(pk=stuck.pk).update(
-        status=RunStatus.RUNNING, started_at=_dead(), heartbeat_at=_dead(), attempts=1
-    )
+    _held(CalibrationRun, stuck.pk, beat=_dead())
     with TestCase.captureOnCommitCallbacks(execute=True):
         fresh = calibration_run_start(spec=spec, actor=spec.created_by)
     stuck.refresh_from_db()
     assert fresh.pk != stuck.pk
+    assert stuck.status == RunStatus.FAILED
     assert stuck.error.startswith("replaced: its worker stopped")
     assert CalibrationRun.objects.get(pk=fresh.pk).status == RunStatus.DONE
+    # the replaced run stays failed: the recovery pass does not bring it back
+    report = _recover()
+    assert stuck.pk not in _resent(report, CALIBRATION_RUN) + _failed(report, CALIBRATION_RUN)
+    stuck.refresh_from_db()
+    assert stuck.status == RunStatus.FAILED and stuck.error.startswith("replaced:")
 
 
 # -- heartbeats ----------------------------------------------------------------------------------
+def _no_sending(monkeypatch: pytest.MonkeyPatch, kind_name: str) -> None:
+    """Keep the engine from sending ``kind_name``'s tasks (restored after the test)."""
+    kind = engine._kinds[kind_name]
+    monkeypatch.setitem(engine._kinds, kind_name, dataclasses.replace(kind, send=lambda pk: None))
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_long_single_step_still_heartbeats(project, settings, monkeypatch):
-    settings.CERTLABEL_HEARTBEAT_SECONDS = 0.05
+    settings.CERTLABEL_WORK_HEARTBEAT_SECONDS = 0.05
     from certification.services import calibration as calibration_module
 
     # no transaction to defer to here: keep the task from running at once (also the run that
     # the spec's staleness mark requests in-process when the spec is created)
-    monkeypatch.setattr(calibration_module, "_enqueue_execute", lambda run_id: None)
+    _no_sending(monkeypatch, CALIBRATION_RUN)
     calibration_project(project, {"calibration": _questions("c", 5)})
     spec = make_spec(project)
     with transaction.atomic():  # the request runs inside its caller's transaction
@@ -250,25 +302,27 @@ def test_a_long_single_step_still_heartbeats(project, settings, monkeypatch):
 
     monkeypatch.setattr(calibration_module, "calibration_result_compute", one_long_step)
     done = calibration_run_execute(run_id=run.pk)
-    assert done.status == RunStatus.DONE
+    assert done.status == RunStatus.DONE and done.lease_owner == ""
     ((started, later),) = seen
     assert started is not None and later > started
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_heartbeat_stops_once_the_row_is_no_longer_its_attempt(project, settings):
-    settings.CERTLABEL_HEARTBEAT_SECONDS = 0.05
+def test_the_heartbeat_stops_once_the_lease_is_no_longer_its_owners(project, settings):
+    settings.CERTLABEL_WORK_HEARTBEAT_SECONDS = 0.05
     calibration_project(project, {"calibration": _questions("c", 3)})
     with transaction.atomic():
         run = calibration_run_request(spec=make_spec(project), trigger="manual")
-        CalibrationRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, attempts=2)
-    heartbeat = Heartbeat(CalibrationRun, run.pk, attempts=2)
+        CalibrationRun.objects.filter(pk=run.pk).update(
+            status=RunStatus.RUNNING, lease_owner=DEAD, heartbeat_at=None, attempts=2
+        )
+    heartbeat = Lease(CalibrationRun, run.pk, lease_owner=DEAD)
     with heartbeat:
         time.sleep(0.3)
         beaten = CalibrationRun.objects.get(pk=run.pk).heartbeat_at
         assert beaten is not None
-        # recovery took it back (another attempt now holds it): no more heartbeats
-        CalibrationRun.objects.filter(pk=run.pk).update(attempts=3, heartbeat_at=None)
+        # recovery took it back (another worker now holds it): no more heartbeats
+        CalibrationRun.objects.filter(pk=run.pk).update(lease_owner=ALIVE, heartbeat_at=None)
         time.sleep(0.3)
         assert not heartbeat._thread.is_alive()
     assert CalibrationRun.objects.get(pk=run.pk).heartbeat_at is None
@@ -281,58 +335,55 @@ def _lost_build(project: Project) -> tuple[Any, ReleaseBuild]:
     return release, release.builds.get()
 
 
-def test_a_dead_build_is_built_again_by_recovery(demo):  # noqa: F811
+def test_a_dead_build_is_built_again_by_recovery(demo):
     release, build = _lost_build(demo)
-    ReleaseBuild.objects.filter(pk=build.pk).update(
-        status=BuildStatus.RUNNING, started_at=_dead(), heartbeat_at=_dead(), attempts=1
-    )
-    # while it is "running", a second builder is refused
+    _held(ReleaseBuild, build.pk, beat=timezone.now(), owner=ALIVE)
+    # while its lease is live, a second builder is refused
     with pytest.raises(Conflict):
-        release_build_execute(build_id=build.pk)
+        release_build_execute(build_id=build.pk, task_id="second-builder")
+    # its worker dies: the lease lapses and the recovery builds it again
+    ReleaseBuild.objects.filter(pk=build.pk).update(heartbeat_at=_dead())
     report = _recover()
-    assert report.builds_requeued == [build.pk]
+    assert _resent(report, RELEASE_BUILD) == [build.pk]
     build.refresh_from_db()
     assert build.status == BuildStatus.DONE and build.attempts == 2, build.error
+    assert build.lease_owner == ""
     assert build.storage_prefix == f"{demo.pk}/{release.pk}/{build.pk}/"
     assert len(build.manifest_sha256) == 64
 
 
-def test_a_build_whose_task_was_lost_is_sent_again(demo):  # noqa: F811
+def test_a_redelivered_task_takes_a_lapsed_build_over(demo):
     _, build = _lost_build(demo)
-    assert _recover().builds_requeued == []
+    _held(ReleaseBuild, build.pk, beat=_dead())
+    done = release_build_execute(build_id=build.pk, task_id="redelivered")
+    assert done.status == BuildStatus.DONE and done.attempts == 2
+    assert done.lease_owner == ""
+
+
+def test_a_build_whose_task_was_lost_is_sent_again(demo):
+    _, build = _lost_build(demo)
+    # its task was sent a moment ago: not lost yet
+    ReleaseBuild.objects.filter(pk=build.pk).update(enqueued_at=timezone.now())
+    assert _resent(_recover(), RELEASE_BUILD) == []
     ReleaseBuild.objects.filter(pk=build.pk).update(enqueued_at=_dead())
-    assert _recover().builds_requeued == [build.pk]
+    assert _resent(_recover(), RELEASE_BUILD) == [build.pk]
     build.refresh_from_db()
     assert build.status == BuildStatus.DONE
 
 
-def test_a_restarted_build_removes_what_its_killed_attempt_left(demo):  # noqa: F811
-    _, build = _lost_build(demo)
-    left = build_workdir(build.pk, 1)
-    left.mkdir(parents=True)
-    (left / "labels.csv").write_bytes(b"question_id,")
-    ReleaseBuild.objects.filter(pk=build.pk).update(attempts=1)  # a first attempt was killed
-    done = release_build_execute(build_id=build.pk)
-    assert done.status == BuildStatus.DONE and done.attempts == 2
-    assert not left.exists() and list(build_work_root().iterdir()) == []
-
-
-def test_a_build_whose_worker_keeps_dying_is_failed_after_the_attempt_cap(demo, settings):  # noqa: F811
+def test_a_build_whose_worker_keeps_dying_is_failed_after_the_attempt_cap(demo, settings):
     settings.CERTLABEL_WORK_MAX_ATTEMPTS = 2
     _, build = _lost_build(demo)
-    ReleaseBuild.objects.filter(pk=build.pk).update(
-        status=BuildStatus.RUNNING, started_at=_dead(), heartbeat_at=_dead(), attempts=2
-    )
-    assert _recover().builds_failed == [build.pk]
+    _held(ReleaseBuild, build.pk, beat=_dead(), attempts=2)
+    assert _failed(_recover(), RELEASE_BUILD) == [build.pk]
     build.refresh_from_db()
-    assert build.status == BuildStatus.FAILED and "stopped 2 times" in build.error
+    assert build.status == BuildStatus.FAILED and build.lease_owner == ""
+    assert build.error == "failed: its worker stopped 2 times; not started again"
 
 
-def test_rebuild_restarts_a_first_build_whose_worker_died(demo, api):  # noqa: F811
+def test_rebuild_restarts_a_first_build_whose_worker_died(demo):
     release, build = _lost_build(demo)
-    ReleaseBuild.objects.filter(pk=build.pk).update(
-        status=BuildStatus.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now()
-    )
+    _held(ReleaseBuild, build.pk, beat=timezone.now(), owner=ALIVE)
     # alive: there is nothing finished to compare with yet
     with pytest.raises(Conflict) as caught:
         release_rebuild(release=release, actor=_user("manager"))
@@ -344,10 +395,11 @@ def test_rebuild_restarts_a_first_build_whose_worker_died(demo, api):  # noqa: F
     assert again.pk == build.pk
     again.refresh_from_db()
     assert again.status == BuildStatus.DONE, again.error
+    assert again.lease_owner == ""
 
 
 # -- working directories of killed builds -------------------------------------------------------
-def test_a_finished_build_leaves_no_working_directory(demo):  # noqa: F811
+def test_a_finished_build_leaves_no_working_directory(demo):
     with TestCase.captureOnCommitCallbacks(execute=True):
         release = release_freeze(project=demo, actor=_user("manager"), version="1")
     assert release.builds.get().status == BuildStatus.DONE
@@ -355,25 +407,18 @@ def test_a_finished_build_leaves_no_working_directory(demo):  # noqa: F811
     assert not root.exists() or list(root.iterdir()) == []
 
 
-def test_recovery_removes_the_directory_a_killed_build_left_behind(demo):  # noqa: F811
+def test_recovery_removes_the_directory_a_killed_build_left_behind(demo):
     release, build = _lost_build(demo)
     # a build killed mid-way: its directory is left with half-written files
     left = build_workdir(build.pk, 1)
     left.mkdir(parents=True)
     (left / "labels.jsonl").write_bytes(b'{"half": ')
-    ReleaseBuild.objects.filter(pk=build.pk).update(
-        status=BuildStatus.RUNNING, started_at=_dead(), heartbeat_at=_dead(), attempts=1
-    )
+    _held(ReleaseBuild, build.pk, beat=_dead())
     # and one of a build that is running right now, which must be kept
     with TestCase.captureOnCommitCallbacks(execute=False):
         rebuild_release = release_freeze(project=demo, actor=_user("manager"), version="2")
     alive = rebuild_release.builds.get()
-    ReleaseBuild.objects.filter(pk=alive.pk).update(
-        status=BuildStatus.RUNNING,
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-        attempts=2,
-    )
+    _held(ReleaseBuild, alive.pk, beat=timezone.now(), owner=ALIVE, attempts=2)
     kept = build_workdir(alive.pk, 2)
     kept.mkdir(parents=True)
     # one of that build's earlier, killed attempt, and one of a build that no longer exists
@@ -382,8 +427,7 @@ def test_recovery_removes_the_directory_a_killed_build_left_behind(demo):  # noq
     orphan = build_workdir(alive.pk + 1000, 1)
     orphan.mkdir(parents=True)
     report = _recover()
-    assert report.builds_requeued == [build.pk]
-    assert report.workdirs_removed == sorted([build.pk, alive.pk, alive.pk + 1000])
+    assert _resent(report, RELEASE_BUILD) == [build.pk]
     assert not left.exists() and not orphan.exists() and not earlier.exists()
     assert kept.is_dir()
     build.refresh_from_db()
@@ -391,7 +435,7 @@ def test_recovery_removes_the_directory_a_killed_build_left_behind(demo):  # noq
     assert list(build_work_root().iterdir()) == [kept]
 
 
-def test_a_restarted_build_removes_what_its_killed_attempt_left(demo):  # noqa: F811
+def test_a_restarted_build_removes_what_its_killed_attempt_left(demo):
     _, build = _lost_build(demo)
     left = build_workdir(build.pk, 1)
     left.mkdir(parents=True)

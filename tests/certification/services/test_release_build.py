@@ -373,21 +373,26 @@ def test_an_abandoned_build_is_started_again(demo):
 
     from django.utils import timezone
 
-    from certification.services.liveness import lapse
+    from labeling.engine import lapse
 
     with TestCase.captureOnCommitCallbacks(execute=False):  # the task message is "lost"
         release = release_freeze(project=demo, actor=_user("manager"), version="1")
     build = release.builds.get()
-    # A worker took it and died: no heartbeat for longer than the lapse.
+    # A worker took it and died: its lease has had no heartbeat for longer than the lapse.
     dead = timezone.now() - lapse() - timedelta(seconds=1)
     ReleaseBuild.objects.filter(pk=build.pk).update(
-        status=BuildStatus.RUNNING, started_at=dead, heartbeat_at=dead
+        status=BuildStatus.RUNNING,
+        started_at=dead,
+        heartbeat_at=dead,
+        lease_owner="elsewhere:1:dead-task",
+        attempts=1,
     )
     with TestCase.captureOnCommitCallbacks(execute=True):
         again = release_rebuild(release=release, actor=_user("manager"))
     again.refresh_from_db()
     assert again.pk == build.pk
     assert again.status == BuildStatus.DONE, again.error
+    assert again.lease_owner == "" and again.attempts == 2
 
 
 def test_verify_release_checks_the_zip_extra_files_and_the_ledger(demo, tmp_path):

@@ -28,6 +28,8 @@ from certification.models import BuildStatus
 from certification.selectors import release_content_build
 from certification.services.releases import freeze as freeze_module
 from certification.services.releases import release_export, release_freeze
+from certification.services.releases.build import RELEASE_BUILD
+from labeling import engine
 from labeling.importers.native import read_jsonl
 from labeling.locks import LABEL_WRITES_NAMESPACE
 from labeling.models import (
@@ -112,13 +114,14 @@ def _records(slug: str, count: int) -> bytes:
 def _committed_at(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """Record the moment each freeze transaction commits (before its build runs)."""
     moments: list[float] = []
-    original = freeze_module._enqueue_build
+    original = engine.send
 
-    def enqueue(build_id: int) -> None:
-        transaction.on_commit(lambda: moments.append(time.monotonic()))
-        original(build_id)
+    def send(kind_name: str, pk: int) -> None:
+        if kind_name == RELEASE_BUILD:
+            transaction.on_commit(lambda: moments.append(time.monotonic()))
+        original(kind_name, pk)
 
-    monkeypatch.setattr(freeze_module, "_enqueue_build", enqueue)
+    monkeypatch.setattr(engine, "send", send)
     return moments
 
 

@@ -1,4 +1,5 @@
-"""Background jobs: start, run in eager mode, progress, failure, and recovery of lost jobs."""
+"""Background jobs: start, run in eager mode, progress, failure, and recovery of lost jobs
+(the background engine's recovery pass, ``labeling.engine.recover``)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import pytest
 from django.core.files.storage import storages
 from django.utils import timezone
 
+from labeling import engine
 from labeling.exceptions import NotFound, PermissionDenied
 from labeling.models import ImportBatch, Item, Job, JobKind, JobStatus, Question, Role
 from labeling.services.jobs import (
     _Progress,
     _run_labelling_start,
     job_execute,
+    job_fail,
+    job_finish,
     job_start,
-    jobs_recover,
     labelling_start_in_background,
     labelling_start_job_start,
     workload_import_job_start,
@@ -82,6 +85,7 @@ def test_an_import_job_runs_after_commit_and_records_the_result(
     assert job.result["created"]["questions"] == 2
     assert (job.progress_done, job.progress_total, job.attempts) == (len(data), len(data), 1)
     assert job.started_at is not None and job.finished_at >= job.started_at
+    assert job.lease_owner == "" and job.enqueued_at is None  # the claim cleared it
     assert job.actor == manager
     assert not storages["jobs"].exists(job.payload["upload"])
 
@@ -177,67 +181,120 @@ def test_a_small_project_starts_in_the_request(project, member, import_records, 
     assert not labelling_start_in_background(project)  # 2 items, not more than 2
 
 
-def _running_since(job: Job, seconds: float) -> None:
+# A worker on another machine: the SQLite rule "a lease whose process still runs on this host is
+# not lapsed" (labeling.engine) never applies to it.
+ELSEWHERE = "another-host:4242"
+
+
+def _running_since(job: Job, seconds: float, task: str = "lost-task") -> None:
+    """Mark ``job`` held by a worker whose last heartbeat was ``seconds`` ago."""
     at = timezone.now() - timedelta(seconds=seconds)
     Job.objects.filter(pk=job.pk).update(
-        status=JobStatus.RUNNING, attempts=1, started_at=at, heartbeat_at=at
+        status=JobStatus.RUNNING,
+        attempts=1,
+        started_at=at,
+        heartbeat_at=at,
+        lease_owner=f"{ELSEWHERE}:{task}",
+        enqueued_at=None,
     )
 
 
 def test_a_job_whose_worker_died_is_run_again_by_the_recovery(
     project, member, settings, django_capture_on_commit_callbacks
 ):
-    settings.JOB_HEARTBEAT_LAPSE = 120
+    settings.CERTLABEL_WORK_LAPSE_SECONDS = 30
     data = jsonl_bytes([native_record("q1")])
     # given a job that a worker took 5 minutes ago, then died (its transaction rolled back)
     job = start_import(project, member(Role.MANAGER), data)  # not committed: never ran
     _running_since(job, 300)
     # and a job running elsewhere with a live heartbeat
     live = start_import(project, member(Role.MANAGER), jsonl_bytes([native_record("q9")]), "b")
-    _running_since(live, 5)
+    _running_since(live, 5, task="live-task")
 
     # when the recovery runs
     with django_capture_on_commit_callbacks(execute=True):
-        requeued = jobs_recover()
+        report = engine.recover()
 
     # then the lost job ran again, to the end; the live one was left alone
-    assert requeued == [job.pk]
+    assert report.resent.get("job") == [job.pk]
+    assert report.failed == {}
     job.refresh_from_db()
-    assert (job.status, job.attempts) == (JobStatus.DONE, 2)
+    assert (job.status, job.attempts, job.lease_owner) == (JobStatus.DONE, 2, "")
     assert job.result["created"]["questions"] == 1
     live.refresh_from_db()
     assert (live.status, live.attempts) == (JobStatus.RUNNING, 1)
+    assert live.lease_owner == f"{ELSEWHERE}:live-task"
     # and a task delivered again for the live job does not run it twice
     assert job_execute(job_id=live.pk) is None
+
+
+def test_a_worker_presumed_dead_that_comes_back_writes_nothing(project, member):
+    job = start_import(project, member(Role.MANAGER), jsonl_bytes([native_record("q1")]))
+    _running_since(job, 300)
+    # another worker took the lapsed lease over
+    assert engine.claim(Job, job.pk, lease_owner=f"{ELSEWHERE}:new-task") == 2
+    # the first one comes back: neither its result nor its failure is written
+    old = f"{ELSEWHERE}:lost-task"
+    assert job_finish(job_id=job.pk, result={"late": True}, lease_owner=old) is False
+    assert job_fail(job_id=job.pk, error={"code": "late"}, lease_owner=old) is False
+    job.refresh_from_db()
+    assert (job.status, job.result, job.error) == (JobStatus.RUNNING, None, None)
+    assert job.lease_owner == f"{ELSEWHERE}:new-task"
+    # the holder's result is written, and frees the lease
+    assert job_finish(job_id=job.pk, result={"ok": True}, lease_owner=f"{ELSEWHERE}:new-task")
+    job.refresh_from_db()
+    assert (job.status, job.result, job.lease_owner) == (JobStatus.DONE, {"ok": True}, "")
 
 
 def test_a_pending_job_whose_task_was_lost_is_enqueued_again(
     project, member, settings, django_capture_on_commit_callbacks
 ):
     job = start_import(project, member(Role.MANAGER), jsonl_bytes([native_record("q1")]))
-    Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+    # its task was sent a moment ago: not lost yet
+    Job.objects.filter(pk=job.pk).update(enqueued_at=timezone.now())
+    with django_capture_on_commit_callbacks(execute=True):
+        assert "job" not in engine.recover().resent
+    # five minutes later it has still not started: its message was lost
+    Job.objects.filter(pk=job.pk).update(enqueued_at=timezone.now() - timedelta(minutes=5))
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert jobs_recover() == [job.pk]
+        assert engine.recover().resent.get("job") == [job.pk]
 
     job.refresh_from_db()
     assert (job.status, job.attempts) == (JobStatus.DONE, 1)
 
 
-def test_a_job_lost_too_often_is_failed_and_its_upload_removed(project, member, settings):
-    settings.JOB_MAX_ATTEMPTS = 2
+def _lost_too_often(project, member, settings) -> Job:
+    settings.CERTLABEL_WORK_MAX_ATTEMPTS = 2
     job = start_import(project, member(Role.MANAGER), jsonl_bytes([native_record("q1")]))
     _running_since(job, 600)
     Job.objects.filter(pk=job.pk).update(attempts=2)
+    return job
 
-    assert jobs_recover() == []
 
+def test_a_job_lost_too_often_is_failed(project, member, settings):
+    job = _lost_too_often(project, member, settings)
+
+    report = engine.recover()
+
+    assert report.failed == {"job": [job.pk]}
+    assert "job" not in report.resent
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
+    assert job.lease_owner == ""
     assert job.error["code"] == "worker_lost"
     assert "2 time(s)" in job.error["detail"]
-    assert not storages["jobs"].exists(job.payload["upload"])
     assert not Question.objects.exists()
+    # a late delivery of its task does not run it
+    assert job_execute(job_id=job.pk) is None
+
+
+def test_a_job_lost_too_often_has_its_upload_removed(project, member, settings):
+    job = _lost_too_often(project, member, settings)
+    engine.recover()
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert not storages["jobs"].exists(job.payload["upload"])
 
 
 def test_a_start_that_committed_before_its_worker_died_is_done_when_run_again(
@@ -253,7 +310,7 @@ def test_a_start_that_committed_before_its_worker_died_is_done_when_run_again(
     _running_since(job, 600)
 
     with django_capture_on_commit_callbacks(execute=True):
-        jobs_recover()
+        assert engine.recover().resent.get("job") == [job.pk]
 
     job.refresh_from_db()
     assert job.status == JobStatus.DONE
