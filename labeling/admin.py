@@ -44,6 +44,7 @@ from labeling.models import (
     Job,
     LabelPolicy,
     Membership,
+    PeriodicRun,
     PriorAnnotation,
     PriorClaimLabel,
     PriorEvidence,
@@ -636,7 +637,18 @@ class JobAdmin(ReadOnlyAdmin):
         "status",
         "progress_done",
         "progress_total",
+        "attempts",
+        "lease_owner",
+        "heartbeat_at",
         "created_at",
     ]
     list_filter = ["kind", "status"]
     search_fields = ["project__slug", "message"]
+
+
+@admin.register(PeriodicRun)
+class PeriodicRunAdmin(ReadOnlyAdmin):
+    """When each periodic task last acted (one row per task; written by the tasks)."""
+
+    list_display = ["name", "last_at"]
+    search_fields = ["name"]

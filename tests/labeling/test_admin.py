@@ -6,6 +6,7 @@ import pytest
 from django.apps import apps
 from django.contrib import admin
 from django.urls import reverse
+from django.utils import timezone
 
 from labeling.models import (
     Item,
@@ -13,6 +14,7 @@ from labeling.models import (
     JobKind,
     LabelPolicy,
     Membership,
+    PeriodicRun,
     PriorAnnotation,
     Project,
     Role,
@@ -140,6 +142,7 @@ def _rows():
     membership_set(project=project, user=manager, role=Role.MANAGER)
     qualification_decide(project=project, annotator_id=annotator.pk, actor=manager, admit=True)
     Job.objects.create(project=project, kind=JobKind.WORKLOAD_IMPORT, message="import of x.jsonl")
+    PeriodicRun.objects.create(name="work-recover", last_at=timezone.now())
     invitation_create(
         project=project, actor=None, invitee="new@example.org", role=Role.ANNOTATOR, site="http://x"
     )

@@ -589,7 +589,10 @@ def test_a_stale_running_run_is_replaced(project):
     spec = make_spec(project)
     stuck = calibration_run_request(spec=spec, trigger="manual")
     CalibrationRun.objects.filter(pk=stuck.pk).update(
-        status=RunStatus.RUNNING, started_at=timezone.now() - timedelta(hours=2)
+        status=RunStatus.RUNNING,
+        lease_owner="gone:1:task",
+        started_at=timezone.now() - timedelta(hours=2),
+        heartbeat_at=timezone.now() - timedelta(hours=1),
     )
     fresh = calibration_run_request(spec=spec, trigger="manual")
     stuck.refresh_from_db()
