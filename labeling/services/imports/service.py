@@ -12,7 +12,7 @@ from typing import IO, Any, cast
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import connection, reset_queries, transaction
 
-from labeling.bulk import custom_plans
+from labeling.bulk import custom_plans, tables_analyze
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
 from labeling.importers import (
@@ -36,7 +36,22 @@ from labeling.importers.schema import (
 )
 from labeling.importers.validation import validated_stream
 from labeling.locks import project_label_writes_lock, project_lock
-from labeling.models import ImportBatch, Item, Project, Question, Role
+from labeling.models import (
+    CandidateAnswer,
+    Claim,
+    EvaluatorLabel,
+    ImportBatch,
+    Item,
+    PriorAnnotation,
+    PriorClaimLabel,
+    PriorEvidence,
+    Project,
+    Question,
+    RetrievalLink,
+    Role,
+    SourceDocument,
+    SourceVersion,
+)
 from labeling.permissions import MANAGERS, require_role
 from labeling.services.assignments import items_enqueue
 from labeling.services.imports.common import (
@@ -52,6 +67,23 @@ from labeling.services.members import membership_set
 from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
+
+# An import that creates this many rows refreshes the statistics of the tables it writes before
+# it commits (labeling.bulk.tables_analyze), so that the plans of what follows fit their sizes.
+ANALYZE_ROWS = 20_000
+IMPORTED_TABLES = (
+    SourceDocument,
+    SourceVersion,
+    Question,
+    RetrievalLink,
+    CandidateAnswer,
+    Claim,
+    Item,
+    EvaluatorLabel,
+    PriorAnnotation,
+    PriorClaimLabel,
+    PriorEvidence,
+)
 
 
 def _record_parser(
@@ -205,6 +237,8 @@ def _finish(
         return ImportResult(batch=None, records=n_records, created={}, notes=extra)
     batch.report = {"records": n_records, "created": created, "notes": extra}
     batch.save(update_fields=["report"])
+    if sum(created.values()) >= ANALYZE_ROWS:
+        tables_analyze(IMPORTED_TABLES)
     if created.get("items") and project.labelling_started_at is not None:
         # Labelling is under way: new items join the end of the queue with the project's overlap.
         items_enqueue(

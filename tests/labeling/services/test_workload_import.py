@@ -8,6 +8,7 @@ import io
 import json
 
 import pytest
+from django.db import connection
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers.native import read_jsonl
@@ -26,6 +27,7 @@ from labeling.models import (
 )
 from labeling.services import workload_import
 from labeling.services.imports import fingerprint, frequency_ranks
+from labeling.services.imports import service as import_service
 from tests.conftest import jsonl_bytes, native_record, row_counts
 from tests.factories import start_labelling
 
@@ -701,3 +703,21 @@ def test_an_annotator_that_is_not_a_pseudonym_is_refused(project, annotator):
     assert [(field, "pattern" in reason or "match" in reason) for _, field, reason in errors] == [
         ("candidates[0].prior_annotations[0].annotator", True)
     ]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner statistics")
+def test_a_large_import_refreshes_the_statistics_of_its_tables_before_it_commits(
+    project, monkeypatch
+):
+    # given an import large enough to refresh them (the threshold lowered for the test)
+    monkeypatch.setattr(import_service, "ANALYZE_ROWS", 1)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'labeling_question'")
+        before = cursor.fetchone()[0]
+    records = [native_record(f"q{i}") for i in range(30)]
+    import_bytes(project, jsonl_bytes(records))
+    # then the planner counts the rows the import wrote (inside its own transaction)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'labeling_question'")
+        after = cursor.fetchone()[0]
+    assert after >= 30 > before
