@@ -51,6 +51,7 @@ from django.db.models import Case, F, IntegerField, Model, Q, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from labeling import in_process
 from labeling.models import PeriodicRun
 from labeling.models.lease import lapse
 
@@ -154,7 +155,9 @@ def send(kind_name: str, pk: int) -> None:
     """Send the task of row ``pk`` of a kind after the current transaction commits.
 
     ``enqueued_at`` is written just before the task is sent. A failure to send (the broker is
-    away) is logged and clears it again, so the next recovery pass sends it.
+    away) is logged and clears it again, so the next recovery pass sends it. In a process that
+    runs the embedded default's background thread (``labeling.in_process``: a web process
+    without a broker) the task runs there, off the request, as derived results do.
     """
     kind = _kinds[kind_name]
 
@@ -162,7 +165,10 @@ def send(kind_name: str, pk: int) -> None:
         sent = timezone.now()
         _manager(kind.model).filter(pk=pk, lease_owner="").update(enqueued_at=sent)
         try:
-            kind.send(pk)
+            if in_process.running():  # the embedded default's web process: off the request
+                in_process.run_later(f"{kind.name} {pk}", kind.send, pk)
+            else:
+                kind.send(pk)
         except Exception:  # the broker is away: the next recovery pass sends it again
             _manager(kind.model).filter(pk=pk, enqueued_at=sent).update(enqueued_at=None)
             logger.exception("work.send_failed", extra={"kind": kind.name, "id": pk})

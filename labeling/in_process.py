@@ -1,22 +1,23 @@
 """The embedded default's background thread: work that must not run inside a request.
 
 Without a broker, Celery runs a task inside the call that sends it (``CELERY_TASK_ALWAYS_EAGER``).
-For the recomputation of derived results that put every annotator's submit behind the
-statistics of the whole project (hundreds of milliseconds at a few thousand items, on the
-request's thread and, on SQLite, under the database's one write lock). So a web process of the
-embedded default (``labeling.wsgi``, which ``runserver`` and gunicorn load) calls :func:`start`
-when ``CERTLABEL_IN_PROCESS_THREAD`` is on (the default when tasks run in-process): from then on
-:func:`run_later` hands such work to one daemon thread of the process, which runs it in order of
-due time, while the request returns after its own commit. The thread also runs the periodic
-work registered with :func:`periodic_register` (the reconciler of derived results: no beat runs
-without a broker). A process that never started the thread (a management command, the tests)
-runs the work inline, as before, so nothing it marks is left to a thread that dies with it.
+For background work that would put a request behind a whole computation (a recomputation of the
+project's statistics, a calibration run, a release build, a large import), on the request's
+thread and, on SQLite, under the database's one write lock. So a web process of the embedded
+default (``labeling.wsgi``, which ``runserver`` and gunicorn load) calls :func:`start` when
+``CERTLABEL_IN_PROCESS_THREAD`` is on (the default when tasks run in-process): from then on the
+background engine (``labeling.engine.send``) and the scheduler of derived results hand their
+work to one daemon thread of the process (:func:`run_later`), which runs it in order of due
+time, while the request returns after its own commit. The thread also runs the periodic work
+registered with :func:`periodic_register` (the engine's recovery pass: no beat runs without a
+broker). A process that never started the thread (a management command, the tests) runs the
+work inline, so nothing it sends is left to a thread that dies with it.
 
 What bounds the work is the caller's, not this module's: derived results coalesce in the
-database (at most one waiting and one running per project and kind), so however many requests
-mark changes, the thread holds a handful of entries. Work still waiting when the process exits
-is lost with it; derived results keep their marks in the database, and the reconciler schedules
-them again.
+database (at most one waiting and one running per project and kind), and each job, run or build
+is sent once. Work still waiting when the process exits is lost with it; its row is in the
+database, and the recovery pass of the next process sends it again (on SQLite a lease is taken
+over once its owner process is gone).
 
 Each piece of work runs with its own database connections, closed when it ends.
 """

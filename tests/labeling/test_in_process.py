@@ -92,3 +92,45 @@ def test_the_thread_of_the_embedded_default_runs_the_engines_recovery_pass(setti
     period, work = in_process._periodic["work-recover"]
     assert period == float(settings.CERTLABEL_WORK_RECOVER_SECONDS)
     assert work is _recover_now
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_web_process_of_the_embedded_default_runs_a_calibration_run_on_its_thread(
+    project, monkeypatch, request
+):
+    # A web process without a broker (labeling.wsgi starts the thread): background work of the
+    # engine is sent to the thread, not run inside the request that asked for it.
+    from certification.models import RunStatus
+    from certification.services import calibration as calibration_module
+    from certification.services import calibration_run_start
+    from labeling import in_process
+    from labeling.models import Role
+    from labeling.services import membership_set
+    from tests.factories import UserFactory, calibration_project, make_spec
+    from tests.factories import calibration_candidate as cand
+    from tests.factories import calibration_record as rec
+
+    records = [
+        rec(f"c{i}", [cand("a", answer="x", score=1.0, label="admissible", selected=True)])
+        for i in range(20)
+    ]
+    calibration_project(project, {"calibration": records})
+    manager = UserFactory()
+    membership_set(project=project, user=manager, role=Role.MANAGER)
+    runner = in_process.InProcessRunner()
+    monkeypatch.setattr(in_process, "_runner", runner)
+    in_process.start()
+    request.addfinalizer(runner.stop)
+    threads: list[str] = []
+    real = calibration_module.calibration_result_compute
+
+    def recorded(**kwargs):
+        threads.append(threading.current_thread().name)
+        return real(**kwargs)
+
+    monkeypatch.setattr(calibration_module, "calibration_result_compute", recorded)
+    spec = make_spec(project, actor=manager)
+    run = calibration_run_start(spec=spec, actor=manager)
+    # the callers returned; every computation ran on the thread, none on the caller's
+    _wait(lambda: run.__class__.objects.get(pk=run.pk).status == RunStatus.DONE, 30)
+    assert threads and set(threads) == {"certlabel-in-process"}
