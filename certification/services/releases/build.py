@@ -10,6 +10,7 @@ Nothing in a content file depends on when or where it was built.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import hashlib
@@ -333,8 +334,12 @@ def _labels(
     table = TableWriter(directory)
     questions = QuestionEncodings()
     try:
-        with (directory / LABELS_JSONL).open("wb", buffering=1 << 20) as jsonl:
-            records = reader.records(ids, prefetch=prefetch_possible())
+        # Closed here, on this thread, whatever happens: a prefetching reader left to the garbage
+        # collector would hand its clean-up to reading threads that may be gone already.
+        with (
+            (directory / LABELS_JSONL).open("wb", buffering=1 << 20) as jsonl,
+            contextlib.closing(reader.records(ids, prefetch=prefetch_possible())) as records,
+        ):
             for done, record in enumerate(records, start=1):
                 line, row = encode_record(record, questions)
                 jsonl.write(line)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import re
-import threading
 from array import array
 from collections import defaultdict, deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -54,6 +54,8 @@ from labeling.release_format import (
     iso_utc,
 )
 from labeling.rows import id_array
+
+logger = logging.getLogger(__name__)
 
 CHUNK = 2000
 # Chunks read ahead by as many threads (each with its own connection) while one is consumed.
@@ -318,19 +320,18 @@ class ReleaseReader:
                 for future in pending:
                     future.cancel()
                 wait(pending)  # a chunk being read when the consumer stopped
-                # Each reading thread closes its own connection (the barrier puts one close
-                # on every thread).
-                barrier = threading.Barrier(READ_AHEAD)
-
-                def close() -> None:
-                    barrier.wait(timeout=30)
-                    connections.close_all()
-
-                for closing in [pool.submit(close) for _ in range(READ_AHEAD)]:
-                    closing.result()
 
     def _chunk_list(self, ids: list[int]) -> list[dict[str, Any]]:
-        return list(self._chunk(ids))
+        """Read one chunk on a reading thread, then close that thread's connection.
+
+        A connection per chunk (a few milliseconds) rather than one per thread closed at the
+        end: a reader finalised late, by the garbage collector, finds its threads gone and
+        could not hand them a last task.
+        """
+        try:
+            return list(self._chunk(ids))
+        finally:
+            connections.close_all()
 
     def _chunk(self, ids: list[int]) -> Iterator[dict[str, Any]]:
         # (question id, candidate record) by candidate id.
