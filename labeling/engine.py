@@ -70,26 +70,44 @@ def max_attempts() -> int:
     return int(settings.CERTLABEL_WORK_MAX_ATTEMPTS)
 
 
-_PROCESS = f"{socket.gethostname()}:{os.getpid()}"
+def _started(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot ("" where /proc has no answer).
+
+    With the pid it names one process: a restarted process may get its old pid back (as in a
+    container), never its old start time.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # The command name (field 2) may hold spaces: count fields after its ")".
+            return stat.read().rpartition(b")")[2].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _process_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}.{_started(os.getpid())}"
+
+
+_PROCESS = _process_name()
 _PROCESS_PID = os.getpid()
 
 
 def owner(task_id: str | None = None) -> str:
-    """The lease owner name of this process and task: ``host:pid:task``.
+    """The lease owner name of this process and task: ``host:pid.start:task``.
 
     Args:
         task_id: the Celery task id (retries of one task keep it); None for a fresh name.
     """
     global _PROCESS, _PROCESS_PID
     if os.getpid() != _PROCESS_PID:  # a forked child (Celery's prefork pool)
-        _PROCESS, _PROCESS_PID = f"{socket.gethostname()}:{os.getpid()}", os.getpid()
+        _PROCESS, _PROCESS_PID = _process_name(), os.getpid()
     return f"{_PROCESS}:{task_id or uuid.uuid4().hex}"[:200]
 
 
 def _owner_alive_here(lease_owner: str) -> bool:
-    """Whether ``lease_owner`` names a process that still runs on this host."""
+    """Whether ``lease_owner`` names a process that still runs on this host (same start)."""
     host, _, rest = lease_owner.partition(":")
-    pid_text = rest.partition(":")[0]
+    pid_text, _, started = rest.partition(":")[0].partition(".")
     if host != socket.gethostname() or not pid_text.isdigit():
         return False
     try:
@@ -97,8 +115,8 @@ def _owner_alive_here(lease_owner: str) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return not started or _started(int(pid_text)) in ("", started)
 
 
 def lapsed_lease(now: datetime) -> Q:
@@ -201,7 +219,7 @@ def claim(
         **fields: columns to set in the same update (e.g. ``status="running"``).
     """
     now = timezone.now()
-    mine = Q(lease_owner=lease_owner)
+    mine = _same_task(lease_owner)
     free = Q(lease_owner="") | mine | lapsed_lease(now)
     capped = Q() if cap is None else (Q(attempts__lt=cap) | mine)
     won = (
@@ -223,6 +241,16 @@ def claim(
         return None
     attempt: int = _manager(model).values_list("attempts", flat=True).get(pk=pk)
     return attempt
+
+
+def _same_task(lease_owner: str) -> Q:
+    """Rows held by ``lease_owner`` or by another process for the same task.
+
+    A Celery retry keeps its task id but may run in another pool child or on another worker:
+    it takes its own task's lease back all the same.
+    """
+    task = lease_owner.rpartition(":")[2]
+    return Q(lease_owner=lease_owner) | Q(lease_owner__endswith=f":{task}")
 
 
 def is_lapsed(row: Any, *, now: datetime | None = None) -> bool:

@@ -41,6 +41,9 @@ class FreshnessSerializer(serializers.Serializer):
     computed_at = serializers.DateTimeField(allow_null=True)
     queued = serializers.BooleanField(help_text="A recomputation is waiting for a worker.")
     running = serializers.BooleanField(help_text="A recomputation is running.")
+    worker_lost = serializers.BooleanField(
+        help_text="The worker of the running recomputation stopped beating: it is being resumed."
+    )
     last_error = serializers.CharField(allow_null=True, help_text="The last failure, if any.")
 
     class Meta:

@@ -192,14 +192,16 @@ def _spacing(state: DerivedResultState) -> float:
     return max(0.0, min(interval, interval - since))
 
 
-def _covered_compute(project_id: int, kind: str, compute: Compute) -> int:
+def _covered_compute(project_id: int, kind: str, compute: Compute, lease_owner: str) -> int:
     """Recompute, then delete the change rows covered in one short transaction; return the top.
 
     The change rows are read first, so every change read is visible to the computation that
     follows. The computation opens its own transactions (a recomputation reads the whole
     project without holding a write transaction: on SQLite one would stop every submit for as
     long as it reads and computes); a change committed meanwhile keeps its row and is covered
-    by the next recomputation.
+    by the next recomputation. The covered rows are deleted only while ``lease_owner`` still
+    holds the state's lease: a computation whose lease was taken over records nothing (the one
+    that took it over covers the same rows).
     """
     ids = list(
         DerivedChange.objects.filter(project_id=project_id, kind=kind)
@@ -213,13 +215,18 @@ def _covered_compute(project_id: int, kind: str, compute: Compute) -> int:
         return 0
     top = max(ids, default=0)
     with transaction.atomic():
-        if ids:
-            DerivedChange.objects.filter(pk__in=ids).delete()
-        DerivedResultState.objects.filter(project_id=project_id, kind=kind).update(
+        held = DerivedResultState.objects.filter(
+            project_id=project_id, kind=kind, lease_owner=lease_owner
+        ).update(
             covered_generation=Greatest("covered_generation", top),
             computed_at=timezone.now(),
             last_error="",
         )
+        if not held:
+            logger.warning("derived.lease_lost", extra={"project_id": project_id, "kind": kind})
+            return 0
+        if ids:
+            DerivedChange.objects.filter(pk__in=ids).delete()
     return top
 
 
@@ -280,7 +287,7 @@ def derived_recompute(
     error = ""
     try:
         with engine.Lease(DerivedResultState, state.pk, lease_owner=me):
-            top = _covered_compute(project_id, kind, compute)
+            top = _covered_compute(project_id, kind, compute, me)
         logger.info(
             "derived.recomputed",
             extra={"project_id": project_id, "kind": kind, "covered_generation": top},

@@ -404,6 +404,7 @@ def job_execute(*, job_id: int, task_id: str | None = None) -> Job | None:
         cap=engine.max_attempts(),
         status=JobStatus.RUNNING,
         enqueued_at=None,
+        progress_done=0,  # an attempt that resumes a lost one starts its count again
     )
     if attempt is None:
         return None

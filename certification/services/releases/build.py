@@ -762,7 +762,8 @@ def release_build_fail(
 ) -> ReleaseBuild:
     """Mark a build failed with ``error``; a done build is left as it is.
 
-    With ``lease_owner``, only if this owner holds the build's lease (or none does).
+    With ``lease_owner``, only if this owner still holds the build's lease (a worker whose
+    lease the recovery pass took back fails nothing: the build is pending again).
 
     Raises:
         NotFound: no such build.
@@ -771,8 +772,8 @@ def release_build_fail(
         build = release_build_lock(build_id)
         if build is None:
             raise NotFound(f"no release build {build_id}")
-        held_elsewhere = lease_owner is not None and build.lease_owner not in ("", lease_owner)
-        if build.status != BuildStatus.DONE and not held_elsewhere:
+        not_ours = lease_owner is not None and build.lease_owner != lease_owner
+        if build.status != BuildStatus.DONE and not not_ours:
             build.status = BuildStatus.FAILED
             build.error = error[:5000] or "failed"
             build.finished_at = timezone.now()
