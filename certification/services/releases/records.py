@@ -17,7 +17,7 @@ import logging
 import re
 from array import array
 from collections import defaultdict, deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -291,7 +291,7 @@ class ReleaseReader:
 
     def records(
         self, candidate_ids: Sequence[int], *, prefetch: bool = False
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Generator[dict[str, Any], None, None]:
         """Yield the labels.jsonl record of each candidate, in the order of ``candidate_ids``.
 
         With ``prefetch``, a second thread (with its own database connection) reads the next
