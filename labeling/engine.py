@@ -205,10 +205,12 @@ def claim(
 ) -> int | None:
     """Take the lease of row ``pk`` for ``lease_owner``; return the attempt number, or None.
 
-    The lease is taken when it is free, lapsed, or already ``lease_owner``'s (a retry of the
-    same task takes its own lease back without counting a new attempt), and the row matches
-    ``when`` (e.g. status pending or running). One compare-and-set update: two workers never
-    both win.
+    The lease is taken when it is free, lapsed, or held for the same task (a retry, or a
+    message handed back when its pool child died, takes the lease back at once), and the row
+    matches ``when`` (e.g. status pending or running). Every claim counts an attempt except one
+    by the very same process and task (a retry after a database error), so work that kills its
+    worker each time is still failed closed after ``cap`` attempts. One compare-and-set update:
+    two workers never both win.
 
     Args:
         model: a :class:`~labeling.models.LeasedWork` model.
@@ -219,8 +221,8 @@ def claim(
         **fields: columns to set in the same update (e.g. ``status="running"``).
     """
     now = timezone.now()
-    mine = _same_task(lease_owner)
-    free = Q(lease_owner="") | mine | lapsed_lease(now)
+    mine = Q(lease_owner=lease_owner)
+    free = Q(lease_owner="") | _same_task(lease_owner) | lapsed_lease(now)
     capped = Q() if cap is None else (Q(attempts__lt=cap) | mine)
     won = (
         _manager(model)
