@@ -57,7 +57,7 @@ from labeling.models.lease import lapse
 
 logger = logging.getLogger(__name__)
 
-PENDING, RUNNING, FAILED = "pending", "running", "failed"
+PENDING = "pending"
 
 
 def heartbeat_seconds() -> float:

@@ -180,29 +180,6 @@ def labelling_start_job_start(*, project: Project, actor: Any) -> Job:
     )
 
 
-def job_progress(*, job_id: int, done: int, total: int | None = None, message: str = "") -> None:
-    """Record a job's progress and refresh its heartbeat (outside the job's own transaction).
-
-    Args:
-        job_id: the job.
-        done: units done so far.
-        total: units expected (None keeps the stored total).
-        message: what the job is doing now ("" keeps the stored message).
-    """
-    Job.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(
-        **_progress_fields(done, total, message)
-    )
-
-
-def _progress_fields(done: int, total: int | None, message: str) -> dict[str, Any]:
-    fields: dict[str, Any] = {"progress_done": max(0, done)}
-    if total is not None:
-        fields["progress_total"] = max(0, total)
-    if message:
-        fields["message"] = message[:MAX_MESSAGE]
-    return fields
-
-
 def job_finish(
     *, job_id: int, result: dict[str, Any], message: str = "", lease_owner: str | None = None
 ) -> bool:
@@ -284,7 +261,13 @@ class _Progress:
             self.message = message
 
     def fields(self) -> dict[str, Any]:
-        return _progress_fields(self.done, self.total, self.message)
+        """The columns a heartbeat writes with the lease: done, and total and message if set."""
+        fields: dict[str, Any] = {"progress_done": max(0, self.done)}
+        if self.total is not None:
+            fields["progress_total"] = max(0, self.total)
+        if self.message:
+            fields["message"] = self.message[:MAX_MESSAGE]
+        return fields
 
 
 def _lease(job: Job, progress: _Progress) -> AbstractContextManager[object]:
