@@ -11,6 +11,9 @@ Lock order across both apps. A transaction takes locks only in this order::
       →  Assignment rows of that item
       →  one kind of certification row: AgreementReport | CalibrationSpec | ReleaseBuild
 
+A project's VoteTally row is locked only by the fold (``labeling.services.vote_tally``), in a
+transaction that holds no other lock.
+
 A labelling transaction takes no certification lock; the certification row locks are taken by
 transactions that hold no labelling lock (see ``certification/locks.py``).
 
@@ -43,7 +46,15 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from labeling.models import Assignment, AssignmentStatus, Invitation, Item, Membership, Project
+from labeling.models import (
+    Assignment,
+    AssignmentStatus,
+    Invitation,
+    Item,
+    Membership,
+    Project,
+    VoteTally,
+)
 from labeling.rows import raw_first
 
 # The first key of the label-write advisory locks (PostgreSQL's two-key form; the second key is
@@ -51,7 +62,7 @@ from labeling.rows import raw_first
 LABEL_WRITES_NAMESPACE = 0x6C61626C
 
 
-def project_label_writes_lock(project_id: int) -> None:
+def project_label_writes_lock(project_id: int, *, exclusive: bool = False) -> None:
     """Declare that this transaction writes label rows of a project (PostgreSQL; else nothing).
 
     Takes ``pg_advisory_xact_lock_shared(LABEL_WRITES_NAMESPACE, project_id)``, held until the
@@ -61,7 +72,8 @@ def project_label_writes_lock(project_id: int) -> None:
     it before any row lock and before the first row a release pins is inserted (its id comes
     from a sequence: taken later, an id smaller than a frozen cutoff could still commit).
     Taking it again in the same transaction returns at once. On SQLite writers are serialised
-    anyway.
+    anyway. ``exclusive`` takes the key exclusive instead, as a release freeze does: for a
+    transaction that must see the project's labels still (a full recount of its votes).
 
     Raises:
         ValueError: ``project_id`` does not fit PostgreSQL's 32-bit advisory key.
@@ -70,10 +82,17 @@ def project_label_writes_lock(project_id: int) -> None:
         return
     if not 0 < project_id < 2**31:
         raise ValueError(f"project id {project_id} does not fit a 32-bit advisory lock key")
+    function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock_shared(%s, %s)", [LABEL_WRITES_NAMESPACE, project_id]
-        )
+        cursor.execute(f"SELECT {function}(%s, %s)", [LABEL_WRITES_NAMESPACE, project_id])
+
+
+def vote_tally_lock(project_id: int) -> VoteTally:
+    """Lock and return a project's :class:`~labeling.models.VoteTally` row (it must exist).
+
+    Taken only by the fold, in a transaction that holds no other lock.
+    """
+    return VoteTally.objects.select_for_update().get(project_id=project_id)
 
 
 def project_lock(project_id: int, *, no_key: bool = False) -> Project:

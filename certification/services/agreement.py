@@ -1,14 +1,14 @@
-"""Certification services (STYLE.md C3): write certification data, calling selectors and stats.
+"""The agreement report: a project's agreement statistics, kept equal to its current votes.
 
-``agreement_recompute`` keeps a project's :class:`~certification.models.AgreementReport` equal to
-the agreement statistics of its current votes (issue 3, item 8).
+``agreement_recompute`` folds the vote changes since its last run into the project's vote tally
+and stores the statistics computed from the counts; ``votes_sha256`` is the full count's hash,
+the check that the incremental count is right.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
@@ -17,47 +17,86 @@ from django.utils import timezone
 from certification.locks import agreement_report_lock
 from certification.models import AgreementReport
 from certification.services.derived import SupersededInputs
-from certification.stats.agreement import AgreementSummary, Statistic, agreement_summary
+from certification.stats.agreement import (
+    AgreementSummary,
+    LevelCounts,
+    Statistic,
+    agreement_summary_from_counts,
+)
 from labeling.exceptions import NotFound
 from labeling.models import Project
-from labeling.selectors import ProjectVotes, project_votes
+from labeling.selectors import ProjectVotes
+from labeling.selectors.votes import ANSWER_LEVEL, CLAIM_LEVEL, LEVELS
+from labeling.services.vote_tally import vote_tally_fold
+from labeling.tally import Tally, rater_sort_key, total, unit_tally
 
 logger = logging.getLogger(__name__)
 
 # Part of the input hash: bump it when the statistics or the stored JSON change, so that the next
 # recomputation rewrites reports computed by older code even when the votes did not change.
-AGREEMENT_STATS_VERSION = 2
+AGREEMENT_STATS_VERSION = 3
 # Two-sided level of the pairwise kappa intervals.
 AGREEMENT_CONFIDENCE = 0.95
 
 
-def votes_sha256(votes: ProjectVotes) -> str:
-    """Return the sha256 of the canonical JSON of ``votes`` (and of the statistics' version).
+def _tally_sha256(tally: Tally) -> str:
+    return tally.sha256(stats_version=AGREEMENT_STATS_VERSION, confidence=AGREEMENT_CONFIDENCE)
 
-    Canonical: keys sorted, no whitespace, UTF-8; policy versions ascending, units and raters in
-    the selector's deterministic order. Equal votes give an equal hash whatever the order they
-    were cast in.
+
+def votes_sha256(votes: ProjectVotes) -> str:
+    """Return the input hash of the agreement figures of ``votes``, counted in full.
+
+    The sha256 of the canonical JSON of the votes' tally (``labeling.tally``: the counts every
+    figure is a function of) and of the statistics' version. Equal counts give an equal hash
+    whatever the order the votes were cast in. A report kept current vote by vote stores the
+    hash of its folded tally: the two are equal exactly when the incremental count equals the
+    full one.
     """
-    payload = {
-        "stats_version": AGREEMENT_STATS_VERSION,
-        "confidence": AGREEMENT_CONFIDENCE,
-        "versions": [
-            {
-                "policy_version": version.policy_version,
-                "levels": {
-                    matrix.level: {
-                        "units": list(matrix.units),
-                        "raters": list(matrix.raters),
-                        "ratings": [list(row) for row in matrix.ratings],
-                    }
-                    for matrix in version.levels()
-                },
-            }
-            for version in votes.versions
-        ],
-    }
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    tallies = (
+        unit_tally(version.policy_version, matrix.level, _unit_votes(matrix.raters, row))
+        for version in votes.versions
+        for matrix in version.levels()
+        for row in matrix.ratings
+    )
+    return _tally_sha256(total(tallies))
+
+
+def _unit_votes(raters: Sequence[str], row: Sequence[str | None]) -> dict[str, str]:
+    return {r: v for r, v in zip(raters, row, strict=True) if v is not None}
+
+
+def level_counts(tally: Tally, version: int, level: str) -> LevelCounts:
+    """The :class:`LevelCounts` of one policy version and label level of a project's tally."""
+    votes: dict[Any, int] = {}
+    raters: dict[str, int] = {}
+    units: dict[int, int] = {}
+    pairable: dict[int, dict[Any, int]] = {}
+    agreeing: dict[int, int] = {}
+    pairs: dict[tuple[str, str], dict[tuple[Any, Any], int]] = {}
+    for key, count in tally.items():
+        if not count or key[1] != version or key[2] != level:
+            continue
+        name, rest = key[0], key[3:]
+        if name == "votes":
+            votes[rest[0]] = count
+        elif name == "rater":
+            raters[rest[0]] = count
+        elif name == "units":
+            units[rest[0]] = count
+        elif name == "pairable":
+            pairable.setdefault(rest[0], {})[rest[1]] = count
+        elif name == "agreeing":
+            agreeing[rest[0]] = count
+        elif name == "pair":
+            pairs.setdefault((rest[0], rest[1]), {})[(rest[2], rest[3])] = count
+    return LevelCounts(
+        raters=tuple(sorted(raters, key=rater_sort_key)),
+        votes=votes,
+        units=units,
+        pairable=pairable,
+        agreeing=agreeing,
+        pairs=pairs,
+    )
 
 
 def _statistic_json(statistic: Statistic) -> dict[str, Any]:
@@ -104,28 +143,29 @@ def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
 
 
 def agreement_recompute(*, project_id: int) -> AgreementReport:
-    """Recompute and store the agreement statistics of a project's current votes.
+    """Fold the project's vote changes into its tally and store the agreement statistics.
 
-    Reads the votes through ``labeling.selectors.project_votes`` (current revisions of
-    submitted annotations and imported prior annotations, per label level and policy version),
-    computes alpha, Fleiss' kappa, percent agreement and pairwise Cohen's kappa for the answer
-    and claim levels of each policy version apart (votes of two versions are never pooled), and
-    upserts the project's one :class:`AgreementReport`: ``versions`` lists every version's
-    figures, ``answer``/``claim`` repeat those of the newest version with votes
-    (``policy_version``). When the votes' hash equals the
-    stored ``input_sha256`` nothing is written (``computed_at`` stays). The result depends only
+    The project's vote tally (``labeling.services.vote_tally``) is kept current by every write
+    that changes a vote; this folds the changes since the last call (a cost of the changes, not
+    of the project) and computes alpha, Fleiss' kappa, percent agreement and pairwise Cohen's
+    kappa from the counts, for the answer and claim levels of each policy version apart (votes
+    of two versions are never pooled). It upserts the project's one :class:`AgreementReport`:
+    ``versions`` lists every version's figures, ``answer``/``claim`` repeat those of the newest
+    version with votes (``policy_version``). Votes are the current revisions of submitted
+    annotations and the imported prior annotations (``labeling.selectors.vote_rows``). When the
+    tally's hash equals the stored ``input_sha256`` nothing is written (``computed_at`` stays);
+    the hash equals :func:`votes_sha256` of the votes counted in full. The result depends only
     on the votes at the time of the call, so running it twice, or two calls in either order,
     leaves the same row.
 
     A background job, not a user action: there is no actor and no permission check.
 
-    Concurrency: reads and computes outside any write transaction (on SQLite a write
-    transaction would stop every submit meanwhile), then opens a short one that locks the
-    project's report row (creating it if needed, the unique project key serialising concurrent
-    creators). ``computed_at`` is when the votes were read: a run that finds a report computed
-    from votes read after its own writes nothing and raises ``SupersededInputs``, so a slow run
-    that started on older votes (or on a host whose clock lags) never overwrites a newer report,
-    and the caller keeps the change marks it read.
+    Concurrency: the fold is one short transaction; the statistics are computed outside any
+    write transaction, then a short one locks the project's report row (creating it if needed,
+    the unique project key serialising concurrent creators). ``computed_at`` is when the run
+    started, before its fold: a run that finds a report computed from votes read after its own
+    writes nothing and raises ``SupersededInputs``, so a slow run never overwrites a newer
+    report, and the caller keeps the change marks it read.
 
     Args:
         project_id: the project's id.
@@ -141,34 +181,26 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     if project is None:
         raise NotFound(f"project {project_id} does not exist")
     read_at = timezone.now()
-    votes = project_votes(project=project)
-    digest = votes_sha256(votes)
+    tally = vote_tally_fold(project=project)
+    digest = _tally_sha256(tally)
     stored = AgreementReport.objects.filter(project=project).first()
     if stored is not None and stored.input_sha256 == digest:
         logger.info("agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest})
         return stored
 
-    versions = [
-        {
-            "policy_version": version.policy_version,
-            **{
-                matrix.level: level_to_json(
-                    agreement_summary(
-                        matrix.ratings, matrix.raters, confidence=AGREEMENT_CONFIDENCE
-                    )
-                )
-                for matrix in version.levels()
-            },
-        }
-        for version in votes.versions
-    ]
-    newest = versions[-1] if versions else None
-    empty = {
-        matrix.level: level_to_json(
-            agreement_summary(matrix.ratings, matrix.raters, confidence=AGREEMENT_CONFIDENCE)
+    def summary(version: int | None, level: str) -> dict[str, Any]:
+        counts = (
+            level_counts(tally, version, level)
+            if version is not None
+            else LevelCounts(raters=(), votes={}, units={})
         )
-        for matrix in votes.levels()
-    }
+        return level_to_json(agreement_summary_from_counts(counts, confidence=AGREEMENT_CONFIDENCE))
+
+    numbers = tally.versions()
+    versions = [
+        {"policy_version": v, **{level: summary(v, level) for level in LEVELS}} for v in numbers
+    ]
+    newest = numbers[-1] if numbers else None
     with transaction.atomic():
         report, created = agreement_report_lock(project)
         if not created and report.input_sha256 == digest:
@@ -181,10 +213,10 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
             raise SupersededInputs(f"agreement of project {project_id}: newer figures stored")
         report.computed_at = read_at
         report.input_sha256 = digest
-        report.policy_version = votes.policy_version
+        report.policy_version = newest
         report.versions = versions
-        report.answer = newest["answer"] if newest else empty["answer"]
-        report.claim = newest["claim"] if newest else empty["claim"]
+        report.answer = summary(newest, ANSWER_LEVEL)
+        report.claim = summary(newest, CLAIM_LEVEL)
         report.full_clean()
         report.save()
     logger.info(

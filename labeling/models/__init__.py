@@ -38,7 +38,13 @@ from labeling.models.catalog import (
     SourceDocument,
     SourceVersion,
 )
-from labeling.models.derived import DerivedChange, DerivedKind
+from labeling.models.derived import (
+    DerivedChange,
+    DerivedKind,
+    ItemVoteTally,
+    VoteTally,
+    VoteTallyDelta,
+)
 from labeling.models.gold import (
     QUALIFIED_STATUSES,
     GoldClaimLabel,
@@ -75,6 +81,9 @@ __all__ = [
     "TokenRevocation",
     "DerivedChange",
     "DerivedKind",
+    "ItemVoteTally",
+    "VoteTally",
+    "VoteTallyDelta",
     "Annotation",
     "AnnotationOrigin",
     "AnnotationRevision",

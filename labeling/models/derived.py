@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from labeling.models.catalog import Project
+from labeling.models.catalog import Item, Project
 
 
 class DerivedKind(models.TextChoices):
@@ -40,3 +40,53 @@ class DerivedChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} change {self.pk} of project {self.project_id}"
+
+
+class VoteTally(models.Model):
+    """A project's vote tally (``labeling.tally``) as of its last fold.
+
+    The project's current tally is this one plus its :class:`VoteTallyDelta` rows, and equals
+    the sum of its items' :class:`ItemVoteTally` rows. Written only by the fold
+    (``labeling.services.vote_tally.vote_tally_fold``); absent until the first fold, which then
+    counts every item first.
+    """
+
+    project = models.OneToOneField(
+        Project, primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    counts = models.JSONField(default=list)
+    folded_at = models.DateTimeField(null=True, blank=True)
+    # The version imported votes that record none counted under at the last full count: when
+    # it changes (labelling starts under a later draft), every item is counted again.
+    default_version = models.PositiveIntegerField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"vote tally of project {self.project_id}"
+
+
+class ItemVoteTally(models.Model):
+    """One item's vote tally as last counted into its project's (``[[*key], count]`` lists)."""
+
+    item = models.OneToOneField(Item, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    counts = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"vote tally of item {self.item_id}"
+
+
+class VoteTallyDelta(models.Model):
+    """A change of a project's vote tally not yet folded into :class:`VoteTally` (insert-only).
+
+    Written in the transaction that changed the votes, beside the items' new tallies; the fold
+    adds it to the project's tally and deletes it in one transaction.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    counts = models.JSONField()
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "id"], name="vote_tally_delta_idx")]
+
+    def __str__(self) -> str:
+        return f"vote tally change {self.pk} of project {self.project_id}"

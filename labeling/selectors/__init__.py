@@ -30,7 +30,13 @@ from labeling.selectors.review import (
     labelling_policy_get,
     project_progress,
 )
-from labeling.selectors.votes import ProjectVotes, VersionVotes, VoteMatrix, project_votes
+from labeling.selectors.votes import (
+    ProjectVotes,
+    VersionVotes,
+    VoteMatrix,
+    project_votes,
+    vote_rows,
+)
 from labeling.selectors.work import assignment_current_for_actor, assignment_get_for_actor
 
 __all__ = [
@@ -63,4 +69,5 @@ __all__ = [
     "VersionVotes",
     "VoteMatrix",
     "project_votes",
+    "vote_rows",
 ]

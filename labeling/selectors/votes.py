@@ -20,7 +20,7 @@ They identify people; whoever shows them decides who may see them.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.db.models import F, Subquery
@@ -29,11 +29,13 @@ from django.db.models.functions import Coalesce
 from labeling.models import (
     AnnotationRevision,
     ClaimLabel,
+    Item,
     LabelPolicy,
     PriorAnnotation,
     PriorClaimLabel,
     Project,
 )
+from labeling.tally import VoteRow, rater_sort_key
 
 ANSWER_LEVEL = "answer"
 CLAIM_LEVEL = "claim"
@@ -118,14 +120,6 @@ def prior_rater(annotator: str) -> str:
     return f"prior:{annotator}"
 
 
-def rater_sort_key(rater: str) -> tuple[int, str, int]:
-    """Order rater ids: imported annotators by pseudonym, then accounts by numeric id."""
-    kind, _, name = rater.partition(":")
-    if kind == "user" and name.isdigit():
-        return (1, "", int(name))
-    return (0, name, 0)
-
-
 def _matrix(level: str, votes: Iterable[tuple[int, str, str]]) -> VoteMatrix:
     by_unit: dict[int, dict[str, str]] = defaultdict(dict)
     for unit, rater, value in votes:
@@ -136,21 +130,17 @@ def _matrix(level: str, votes: Iterable[tuple[int, str, str]]) -> VoteMatrix:
     return VoteMatrix(level=level, units=units, raters=raters, ratings=ratings)
 
 
-def project_votes(*, project: Project) -> ProjectVotes:
-    """Return the current votes of every item of ``project``, per label level and policy version.
+def vote_rows(*, project: Project, item_ids: Iterable[int] | None = None) -> Iterator[VoteRow]:
+    """Yield the current votes of ``project`` (of ``item_ids`` only, when given), one row each.
 
-    Reads only (four queries, whatever the project's size). Items of every status count: an
-    open item's single vote drops out of the agreement statistics by itself. A vote counts under
-    the policy version it was made under: a revision's ``policy``, an imported prior
-    annotation's recorded ``policy``, else the version labelling started under (the one prior
-    votes are first compared under; before the start, the draft version). Votes of an earlier
-    labelling round of an item (retired by a new policy version) stay votes of their version.
-
-    Args:
-        project: the project.
-
-    Returns:
-        A :class:`ProjectVotes` with deterministic ordering, so equal votes give equal data.
+    Reads only, four queries whatever the project's size. A row is ``(item id, policy version,
+    level, unit id, rater id, value)``; the unit is the item at the answer level and the claim at
+    the claim level. A vote counts under the policy version it was made under: a revision's
+    ``policy``, an imported prior annotation's recorded ``policy``, else the version labelling
+    started under (the one prior votes are first compared under; before the start, the draft
+    version); a vote with no version at all (a project without a policy) is left out. Votes of
+    an earlier labelling round of an item (retired by a new policy version) stay votes of their
+    version. Gold work is never a vote.
     """
     # The version labelling started under (before the start, the draft's): the version of a
     # prior vote that records none. A subquery of the prior votes' own queries.
@@ -159,10 +149,10 @@ def project_votes(*, project: Project) -> ProjectVotes:
         .order_by(F("frozen_at").asc(nulls_last=True), "version")
         .values("version")[:1]
     )
-    answer_votes: dict[int | None, list[tuple[int, str, str]]] = defaultdict(list)
-    claim_votes: dict[int | None, list[tuple[int, str, str]]] = defaultdict(list)
+    only = {} if item_ids is None else {"pk__in": list(item_ids)}
+    items = Item.objects.filter(project=project, **only).values("pk")
     for item_id, user_id, label, answer_reason, version in AnnotationRevision.objects.filter(
-        current_of__item__project=project, current_of__assignment__gold=False
+        current_of__item__in=items, current_of__assignment__gold=False
     ).values_list(
         "annotation__item_id",
         "annotation__annotator_id",
@@ -170,11 +160,17 @@ def project_votes(*, project: Project) -> ProjectVotes:
         "answer_reason",
         "policy__version",
     ):
-        answer_votes[version].append(
-            (item_id, user_rater(user_id), vote_value(label, answer_reason))
-        )
+        if version is not None:
+            yield (
+                item_id,
+                version,
+                ANSWER_LEVEL,
+                item_id,
+                user_rater(user_id),
+                vote_value(label, answer_reason),
+            )
     for item_id, annotator, prior_label, reason, version in PriorAnnotation.objects.filter(
-        candidate__item__project=project, answer_label__isnull=False
+        candidate__item__in=items, answer_label__isnull=False
     ).values_list(
         "candidate__item__id",
         "annotator",
@@ -182,37 +178,82 @@ def project_votes(*, project: Project) -> ProjectVotes:
         "answer_reason",
         Coalesce("policy__version", first),
     ):
-        answer_votes[version].append(
-            (item_id, prior_rater(annotator), vote_value(_imported_label(prior_label), reason))
-        )
-    for claim_id, user_id, label, reason, version in ClaimLabel.objects.filter(
-        revision__current_of__item__project=project,
+        if version is not None:
+            yield (
+                item_id,
+                version,
+                ANSWER_LEVEL,
+                item_id,
+                prior_rater(annotator),
+                vote_value(_imported_label(prior_label), reason),
+            )
+    for claim_id, item_id, user_id, label, reason, version in ClaimLabel.objects.filter(
+        revision__current_of__item__in=items,
         revision__current_of__assignment__gold=False,
     ).values_list(
         "claim_id",
+        "revision__annotation__item_id",
         "revision__annotation__annotator_id",
         "label",
         "reason",
         "revision__policy__version",
     ):
-        claim_votes[version].append((claim_id, user_rater(user_id), vote_value(label, reason)))
-    for claim_id, annotator, prior_claim_label, reason, version in PriorClaimLabel.objects.filter(
-        prior_annotation__candidate__item__project=project, label__isnull=False
+        if version is not None:
+            yield (
+                item_id,
+                version,
+                CLAIM_LEVEL,
+                claim_id,
+                user_rater(user_id),
+                vote_value(label, reason),
+            )
+    for (
+        claim_id,
+        item_id,
+        annotator,
+        prior_claim_label,
+        reason,
+        version,
+    ) in PriorClaimLabel.objects.filter(
+        prior_annotation__candidate__item__in=items, label__isnull=False
     ).values_list(
         "claim_id",
+        "prior_annotation__candidate__item__id",
         "prior_annotation__annotator",
         "label",
         "reason",
         Coalesce("prior_annotation__policy__version", first),
     ):
-        claim_votes[version].append(
-            (
+        if version is not None:
+            yield (
+                item_id,
+                version,
+                CLAIM_LEVEL,
                 claim_id,
                 prior_rater(annotator),
                 vote_value(_imported_label(prior_claim_label), reason),
             )
-        )
-    numbers = sorted(v for v in set(answer_votes) | set(claim_votes) if v is not None)
+
+
+def project_votes(*, project: Project) -> ProjectVotes:
+    """Return the current votes of every item of ``project``, per label level and policy version.
+
+    Reads the rows of :func:`vote_rows` (four queries, whatever the project's size). Items of
+    every status count: an open item's single vote drops out of the agreement statistics by
+    itself.
+
+    Args:
+        project: the project.
+
+    Returns:
+        A :class:`ProjectVotes` with deterministic ordering, so equal votes give equal data.
+    """
+    answer_votes: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+    claim_votes: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+    for _item, version, level, unit, rater, value in vote_rows(project=project):
+        target = answer_votes if level == ANSWER_LEVEL else claim_votes
+        target[version].append((unit, rater, value))
+    numbers = sorted(set(answer_votes) | set(claim_votes))
     versions = tuple(
         VersionVotes(
             policy_version=v,

@@ -64,6 +64,7 @@ from labeling.selectors.review import labelling_policy_get
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
 from labeling.services.imports import fingerprint
+from labeling.services.vote_tally import vote_tally_refresh
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 
 logger = logging.getLogger(__name__)
@@ -790,6 +791,7 @@ def _first_submit(
         return annotation
     # A new vote: the agreement and reliability figures are stale from this commit on.
     derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT, DerivedKind.RELIABILITY])
+    vote_tally_refresh(project=project, item_ids=[item.pk])
     # One plain statement (labeling/rows.py): every first submit counts the item's votes.
     [(submitted,)] = select_rows(
         "SELECT COUNT(*) FROM labeling_annotation n JOIN labeling_assignment a "
@@ -852,6 +854,7 @@ def _revise(
         derived_mark(project_id=project.pk, kinds=[DerivedKind.RELIABILITY])
     else:
         derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT, DerivedKind.RELIABILITY])
+        vote_tally_refresh(project=project, item_ids=[item.pk])
     logger.info(
         "annotation.revised",
         extra={"item": item.pk, "annotation": annotation.pk, "revision": revision.number},

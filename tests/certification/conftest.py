@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from labeling.models import (
@@ -20,6 +21,7 @@ from labeling.models import (
     PriorClaimLabel,
     Project,
 )
+from labeling.services.vote_tally import vote_tally_refresh
 from tests.conftest import native_record
 
 
@@ -36,6 +38,12 @@ def items(project: Project, import_records: Callable[..., Any]) -> list[Item]:
 
 def _claims(item: Item) -> list[Any]:
     return list(item.candidate.claims.order_by("index"))
+
+
+def _count(item: Item) -> None:
+    """Count the item's votes into its project's tally, as the services do after a vote."""
+    with transaction.atomic():
+        vote_tally_refresh(project=item.project, item_ids=[item.pk])
 
 
 @pytest.fixture
@@ -83,6 +91,7 @@ def cast_vote() -> Callable[..., Annotation]:
         annotation.current = revision
         annotation.revision_count += 1
         annotation.save(update_fields=["current", "revision_count"])
+        _count(item)
         return annotation
 
     return cast
@@ -100,6 +109,7 @@ def prior_vote() -> Callable[..., PriorAnnotation]:
         )
         for claim, label in zip(_claims(item), claims, strict=False):
             PriorClaimLabel.objects.create(prior_annotation=prior, claim=claim, label=label)
+        _count(item)
         return prior
 
     return cast

@@ -25,6 +25,8 @@ What is computed:
   number of ratings per unit (``statsmodels.stats.inter_rater.fleiss_kappa(method="fleiss")``).
 - :func:`percent_agreement`: the proportion of agreeing rater pairs, see its docstring.
 - :func:`pairwise_cohen_kappa` and :func:`agreement_summary`: everything above for one label level.
+- :class:`LevelCounts` and :func:`agreement_summary_from_counts`: the same figures from additive
+  per-unit counts, so a caller can keep them current rating by rating.
 
 Sources: Krippendorff, K. (2011), "Computing Krippendorff's Alpha-Reliability", Annenberg School
 for Communication, https://repository.upenn.edu/asc_papers/43 ; Cohen, J. (1960), "A coefficient
@@ -41,6 +43,7 @@ pair and per level). Every public name is importable from ``certification.stats.
 """
 
 from certification.stats.agreement.cohen import cohen_kappa, cohen_kappa_labels, contingency_table
+from certification.stats.agreement.counts import LevelCounts, agreement_summary_from_counts
 from certification.stats.agreement.encoding import encode_ratings
 from certification.stats.agreement.multi_rater import (
     fleiss_kappa,
@@ -65,6 +68,8 @@ from certification.stats.agreement.results import (
 from certification.stats.agreement.summary import agreement_summary, pairwise_cohen_kappa
 
 __all__ = [
+    "LevelCounts",
+    "agreement_summary_from_counts",
     "FEWER_THAN_TWO_SHARED_UNITS",
     "FEWER_THAN_TWO_RATINGS_PER_UNIT",
     "FEWER_THAN_TWO_UNITS",

@@ -35,7 +35,7 @@ from labeling.importers.schema import (
     echo,
 )
 from labeling.importers.validation import validated_stream
-from labeling.locks import project_label_writes_lock, project_lock
+from labeling.locks import items_lock, project_label_writes_lock, project_lock
 from labeling.models import (
     CandidateAnswer,
     Claim,
@@ -64,6 +64,7 @@ from labeling.services.imports.policies import freeze_partition, partition_spec,
 from labeling.services.imports.state import Chunk
 from labeling.services.imports.writer import ImportWriter
 from labeling.services.members import membership_set
+from labeling.services.vote_tally import vote_tally_refresh
 from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
@@ -222,6 +223,26 @@ def _create_batch(
     )
 
 
+def _prior_votes_count(project: Project, batch: ImportBatch) -> None:
+    """Count the votes of the items that got imported prior annotations into the vote tally.
+
+    Items imported earlier are locked first (a submit may change their votes meanwhile); the
+    batch's own new items are not visible to anyone else before the commit.
+    """
+    voted = sorted(
+        set(
+            PriorAnnotation.objects.filter(import_batch=batch).values_list(
+                "candidate__item__id", flat=True
+            )
+        )
+    )
+    new = set(
+        Item.objects.filter(candidate__question__import_batch=batch).values_list("pk", flat=True)
+    )
+    items_lock([pk for pk in voted if pk not in new])
+    vote_tally_refresh(project=project, item_ids=voted)
+
+
 def _finish(
     project: Project,
     batch: ImportBatch,
@@ -239,6 +260,8 @@ def _finish(
     batch.save(update_fields=["report"])
     if sum(created.values()) >= ANALYZE_ROWS:
         tables_analyze(IMPORTED_TABLES)
+    if created.get("prior_annotations"):
+        _prior_votes_count(project, batch)
     if created.get("items") and project.labelling_started_at is not None:
         # Labelling is under way: new items join the end of the queue with the project's overlap.
         items_enqueue(
@@ -250,9 +273,8 @@ def _finish(
             ),
         )
     # Imported prior annotations, evaluator labels and resolutions feed every derived result
-    # (announce_resolutions marks them too when it has resolutions to announce).
-    if not writer.resolved:
-        derived_mark(project_id=project.pk)
+    # (announce_resolutions marks only the kinds that read the resolved items).
+    derived_mark(project_id=project.pk)
     announce_resolutions(project_id=project.pk, resolved=writer.resolved)
     logger.info(
         "workload_import.done",

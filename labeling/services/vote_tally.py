@@ -1,0 +1,184 @@
+"""Keep each project's vote tally (``labeling.tally``) current at the cost of the change.
+
+Three tables hold it (``labeling.models.derived``):
+
+- :class:`~labeling.models.ItemVoteTally`: each item's tally as last counted;
+- :class:`~labeling.models.VoteTallyDelta`: insert-only changes of the project's tally;
+- :class:`~labeling.models.VoteTally`: the project's tally as of the last fold.
+
+The invariant: the project's tally plus its deltas equals the sum of its items' tallies. A write
+that changes an item's votes calls :func:`vote_tally_refresh` in its transaction, under the
+item's lock: it counts the item's votes again and writes the new item tally and the difference
+as one delta, so a vote costs a few small statements whatever the project's size, and many
+annotators never wait for each other on a shared row. :func:`vote_tally_fold` (the background
+agreement work) adds the deltas to the project's tally and deletes them in one transaction.
+
+The full count stays, as the checker and the repair: :func:`vote_tally_rebuild` counts every
+item from scratch while it holds the project's label writes (the first fold of a project, a
+change of the version that imported votes without one count under, and a manager's request to
+recompute).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from django.db import transaction
+from django.db.transaction import TransactionManagementError
+from django.db.models import F
+from django.utils import timezone
+
+from labeling.locks import project_label_writes_lock, vote_tally_lock
+from labeling.models import ItemVoteTally, LabelPolicy, Project, VoteTally, VoteTallyDelta
+from labeling.selectors.votes import vote_rows
+from labeling.tally import Tally, items_tally, total
+
+logger = logging.getLogger(__name__)
+
+# Items counted per statement when many items change at once (an import, a rebuild).
+CHUNK = 2000
+
+
+def _chunks(values: Sequence[int], size: int = CHUNK) -> Iterable[Sequence[int]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
+    """Count the current votes of ``item_ids`` into their project's tally.
+
+    Call it inside the transaction that changed the items' votes, while holding the items'
+    locks (or the project's label writes), after the change: it reads each item's votes, stores
+    the item's new tally and inserts the difference from the stored one as one
+    :class:`~labeling.models.VoteTallyDelta` (none when nothing changed). Calling it again for
+    an unchanged item writes no delta.
+
+    Args:
+        project: the items' project.
+        item_ids: ids of items of ``project``.
+
+    Returns:
+        The difference written (empty when the votes did not change).
+
+    Raises:
+        TransactionManagementError: called outside a transaction.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise TransactionManagementError("vote_tally_refresh runs inside the writing transaction")
+    ids = sorted(set(item_ids))
+    change = Tally()
+    for chunk in _chunks(ids):
+        fresh = items_tally(vote_rows(project=project, item_ids=chunk))
+        stored = {
+            item_id: Tally.from_json(counts)
+            for item_id, counts in ItemVoteTally.objects.filter(item_id__in=chunk).values_list(
+                "item_id", "counts"
+            )
+        }
+        changed = [i for i in chunk if fresh.get(i, Tally()).clean() != stored.get(i, Tally())]
+        if not changed:
+            continue
+        for item_id in changed:
+            change.add(fresh.get(item_id, Tally()).difference(stored.get(item_id, Tally())))
+        emptied = [i for i in changed if not fresh.get(i)]
+        if emptied:
+            ItemVoteTally.objects.filter(item_id__in=emptied).delete()
+        ItemVoteTally.objects.bulk_create(
+            [
+                ItemVoteTally(item_id=i, project_id=project.pk, counts=fresh[i].to_json())
+                for i in changed
+                if fresh.get(i)
+            ],
+            update_conflicts=True,
+            unique_fields=["item"],
+            update_fields=["counts"],
+        )
+    change = change.clean()
+    if change:
+        VoteTallyDelta.objects.create(project_id=project.pk, counts=change.to_json())
+    return change
+
+
+def default_vote_version(project: Project) -> int | None:
+    """The version an imported vote that records none counts under (see ``vote_rows``)."""
+    return (
+        LabelPolicy.objects.filter(project=project)
+        .order_by(F("frozen_at").asc(nulls_last=True), "version")
+        .values_list("version", flat=True)
+        .first()
+    )
+
+
+def vote_tally_rebuild(*, project: Project) -> Tally:
+    """Count every item of ``project`` from scratch: its items' tallies, no delta, its tally.
+
+    Holds the project's label writes (PostgreSQL's exclusive label-write lock; SQLite serialises
+    writers) for the count, so no vote changes meanwhile: on a project of a million votes
+    labelling waits for seconds. Used by the first fold of a project, when the version imported
+    votes without one count under changed, and on a manager's request.
+
+    Returns:
+        The project's tally.
+    """
+    with transaction.atomic():
+        project_label_writes_lock(project.pk, exclusive=True)
+        ItemVoteTally.objects.filter(project=project).delete()
+        VoteTallyDelta.objects.filter(project=project).delete()
+        items = items_tally(vote_rows(project=project))
+        ItemVoteTally.objects.bulk_create(
+            [
+                ItemVoteTally(item_id=i, project_id=project.pk, counts=t.to_json())
+                for i, t in items.items()
+                if t
+            ],
+            batch_size=CHUNK,
+        )
+        tally = total(items.values())
+        VoteTally.objects.update_or_create(
+            project=project,
+            defaults={
+                "counts": tally.to_json(),
+                "folded_at": timezone.now(),
+                "default_version": default_vote_version(project),
+            },
+        )
+    logger.info("vote_tally.rebuilt", extra={"project_id": project.pk, "items": len(items)})
+    return tally
+
+
+def vote_tally_fold(*, project: Project) -> Tally:
+    """Add the project's deltas to its tally, delete them, and return the current tally.
+
+    Rebuilds first (:func:`vote_tally_rebuild`) when the project has no tally yet or the
+    version imported votes without one count under changed since the last count. The fold
+    itself reads only the deltas: its cost is that of the changes since the last fold.
+
+    Returns:
+        The project's tally as of this fold (zero entries dropped).
+    """
+    stored = VoteTally.objects.filter(project=project).first()
+    if stored is None or stored.default_version != default_vote_version(project):
+        return vote_tally_rebuild(project=project)
+    with transaction.atomic():
+        row = vote_tally_lock(project.pk)
+        tally = Tally.from_json(row.counts)
+        deltas = list(
+            VoteTallyDelta.objects.filter(project=project)
+            .order_by("pk")
+            .values_list("pk", "counts")
+        )
+        for _pk, counts in deltas:
+            tally.add(Tally.from_json(counts))
+        tally = tally.clean()
+        if deltas:
+            row.counts = tally.to_json()
+            row.folded_at = timezone.now()
+            row.save(update_fields=["counts", "folded_at"])
+            VoteTallyDelta.objects.filter(pk__in=[pk for pk, _ in deltas]).delete()
+    return tally
+
+
+def vote_tally_invalidate(*, project: Project) -> None:
+    """Drop the project's tally, so that the next fold counts every item from scratch."""
+    VoteTally.objects.filter(project=project).delete()

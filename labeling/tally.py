@@ -1,0 +1,131 @@
+"""Vote tallies: the additive counts every agreement statistic is computed from.
+
+Krippendorff's alpha, Fleiss' kappa, percent agreement, Cohen's kappa per rater pair and the
+per-label and per-rater counts are all functions of sums over units: each unit (an item at the
+answer level, a claim at the claim level) contributes counts that depend on its own votes only.
+A :class:`Tally` holds those sums, so a project's tally is the sum of its items' tallies, and a
+vote changes the project's tally by the difference of one item's tally before and after it. The
+label loop keeps it that way at a cost that does not grow with the project
+(:mod:`labeling.services.vote_tally`).
+
+Keys, per policy version ``v`` and label level ``l`` (votes of two versions are never pooled):
+
+- ``("votes", v, l, value)``: votes with that value;
+- ``("rater", v, l, rater)``: votes of that rater;
+- ``("units", v, l, m)``: units with exactly ``m`` votes;
+- ``("pairable", v, l, m, value)``: votes with that value in units of ``m`` >= 2 votes;
+- ``("agreeing", v, l, m)``: over units of ``m`` >= 2 votes, the sum of n_c (n_c - 1) over
+  values c (n_c votes of value c in the unit): the ordered pairs of agreeing votes;
+- ``("pair", v, l, rater_a, rater_b, value_a, value_b)``: units both raters voted on with those
+  values (``rater_a`` before ``rater_b`` in :func:`rater_sort_key` order).
+
+Pure Python: no Django, no NumPy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+Key = tuple[Any, ...]
+# (item id, policy version, level, unit id, rater id, value): one vote, as the selectors read it.
+VoteRow = tuple[int, int, str, int, str, str]
+
+
+def rater_sort_key(rater: str) -> tuple[int, str, int]:
+    """Order rater ids: imported annotators by pseudonym, then accounts by numeric id."""
+    kind, _, name = rater.partition(":")
+    if kind == "user" and name.isdigit():
+        return (1, "", int(name))
+    return (0, name, 0)
+
+
+class Tally(Counter[Key]):
+    """Counts keyed as the module describes; zero counts are dropped by :meth:`clean`."""
+
+    def clean(self) -> Tally:
+        """Return a copy without zero entries (a difference may leave zeros and negatives)."""
+        return Tally({key: count for key, count in self.items() if count})
+
+    def difference(self, older: Tally) -> Tally:
+        """Return ``self - older`` with negative counts kept (``Counter.__sub__`` drops them)."""
+        out = Tally(self)
+        out.subtract(older)
+        return out.clean()
+
+    def add(self, other: Tally) -> None:
+        """Add ``other`` in place, negative counts included."""
+        self.update(other)
+
+    def to_json(self) -> list[list[Any]]:
+        """The non-zero entries as ``[[*key], count]`` lists, sorted (a canonical form)."""
+        return sorted([list(key), count] for key, count in self.items() if count)
+
+    @classmethod
+    def from_json(cls, data: Iterable[list[Any]] | None) -> Tally:
+        """Read what :meth:`to_json` wrote (``None`` or ``[]``: an empty tally)."""
+        return cls({tuple(key): int(count) for key, count in data or ()})
+
+    def sha256(self, **salt: Any) -> str:
+        """The sha256 of the canonical JSON of the non-zero entries and ``salt``."""
+        text = json.dumps(
+            {"tally": self.to_json(), **salt}, separators=(",", ":"), ensure_ascii=False
+        )
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def versions(self) -> list[int]:
+        """Policy versions with at least one vote, ascending."""
+        return sorted({key[1] for key, count in self.items() if key[0] == "votes" and count})
+
+
+def unit_tally(version: int, level: str, votes: dict[str, str]) -> Tally:
+    """The contribution of one unit's votes (rater id → value) at one version and level."""
+    tally = Tally()
+    m = len(votes)
+    if not m:
+        return tally
+    tally[("units", version, level, m)] += 1
+    per_value: Counter[str] = Counter()
+    for rater, value in votes.items():
+        tally[("votes", version, level, value)] += 1
+        tally[("rater", version, level, rater)] += 1
+        per_value[value] += 1
+    if m < 2:
+        return tally
+    for value, n in per_value.items():
+        tally[("pairable", version, level, m, value)] += n
+    tally[("agreeing", version, level, m)] += sum(n * (n - 1) for n in per_value.values())
+    raters = sorted(votes, key=rater_sort_key)
+    for i, rater_a in enumerate(raters):
+        for rater_b in raters[i + 1 :]:
+            tally[("pair", version, level, rater_a, rater_b, votes[rater_a], votes[rater_b])] += 1
+    return tally
+
+
+def items_tally(rows: Iterable[VoteRow]) -> dict[int, Tally]:
+    """Each item's tally from its vote rows.
+
+    A rater votes once per unit, version and level; when rows repeat one, the last counts (as
+    the vote matrices of :mod:`labeling.selectors.votes` read them).
+
+    Returns:
+        item id → the sum of its units' tallies (items without a row are absent).
+    """
+    units: dict[tuple[int, int, str, int], dict[str, str]] = {}
+    for item_id, version, level, unit, rater, value in rows:
+        units.setdefault((item_id, version, level, unit), {})[rater] = value
+    out: dict[int, Tally] = {}
+    for (item_id, version, level, _unit), votes in units.items():
+        out.setdefault(item_id, Tally()).add(unit_tally(version, level, votes))
+    return out
+
+
+def total(tallies: Iterable[Tally]) -> Tally:
+    """The sum of ``tallies``, zero entries dropped."""
+    out = Tally()
+    for tally in tallies:
+        out.add(tally)
+    return out.clean()
