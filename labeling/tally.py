@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 Key = tuple[Any, ...]
@@ -105,21 +105,29 @@ def unit_tally(version: int, level: str, votes: dict[str, str]) -> Tally:
     return tally
 
 
-def items_tally(rows: Iterable[VoteRow]) -> dict[int, Tally]:
-    """Each item's tally from its vote rows.
+def items_votes(rows: Iterable[VoteRow]) -> dict[int, list[list[Any]]]:
+    """Each item's votes as ``[version, level, unit, rater, value]`` lists, sorted.
 
-    A rater votes once per unit, version and level; when rows repeat one, the last counts (as
-    the vote matrices of :mod:`labeling.selectors.votes` read them).
-
-    Returns:
-        item id → the sum of its units' tallies (items without a row are absent).
+    One per (version, level, unit, rater): when rows repeat one, the last counts (as the vote
+    matrices of :mod:`labeling.selectors.votes` read them).
     """
-    units: dict[tuple[int, int, str, int], dict[str, str]] = {}
+    units: dict[int, dict[tuple[int, str, int, str], str]] = {}
     for item_id, version, level, unit, rater, value in rows:
-        units.setdefault((item_id, version, level, unit), {})[rater] = value
-    out: dict[int, Tally] = {}
-    for (item_id, version, level, _unit), votes in units.items():
-        out.setdefault(item_id, Tally()).add(unit_tally(version, level, votes))
+        units.setdefault(item_id, {})[(version, level, unit, rater)] = value
+    return {
+        item_id: sorted([*key, value] for key, value in votes.items())
+        for item_id, votes in units.items()
+    }
+
+
+def votes_tally(votes: Iterable[Sequence[Any]]) -> Tally:
+    """The tally of one item's (or many items') ``[version, level, unit, rater, value]`` votes."""
+    units: dict[tuple[int, str, int], dict[str, str]] = {}
+    for version, level, unit, rater, value in votes:
+        units.setdefault((version, level, unit), {})[rater] = value
+    out = Tally()
+    for (version, level, _unit), unit_votes in units.items():
+        out.add(unit_tally(version, level, unit_votes))
     return out
 
 

@@ -41,7 +41,7 @@ from labeling.models.catalog import (
 from labeling.models.derived import (
     DerivedChange,
     DerivedKind,
-    ItemVoteTally,
+    ItemVotes,
     VoteTally,
     VoteTallyDelta,
 )
@@ -81,7 +81,7 @@ __all__ = [
     "TokenRevocation",
     "DerivedChange",
     "DerivedKind",
-    "ItemVoteTally",
+    "ItemVotes",
     "VoteTally",
     "VoteTallyDelta",
     "Annotation",

@@ -46,7 +46,7 @@ class VoteTally(models.Model):
     """A project's vote tally (``labeling.tally``) as of its last fold.
 
     The project's current tally is this one plus its :class:`VoteTallyDelta` rows, and equals
-    the sum of its items' :class:`ItemVoteTally` rows. Written only by the fold
+    the tally of its items' :class:`ItemVotes`. Written only by the fold
     (``labeling.services.vote_tally.vote_tally_fold``); absent until the first fold, which then
     counts every item first.
     """
@@ -64,15 +64,20 @@ class VoteTally(models.Model):
         return f"vote tally of project {self.project_id}"
 
 
-class ItemVoteTally(models.Model):
-    """One item's vote tally as last counted into its project's (``[[*key], count]`` lists)."""
+class ItemVotes(models.Model):
+    """One item's votes as last counted into its project's tally.
+
+    ``votes``: ``[policy version, level, unit id, rater id, value]`` lists, sorted (the rows of
+    ``labeling.selectors.votes.vote_rows`` without the item id). Kept so that a change of the
+    item's votes can be counted as the difference of two small tallies.
+    """
 
     item = models.OneToOneField(Item, primary_key=True, on_delete=models.CASCADE, related_name="+")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
-    counts = models.JSONField(default=list)
+    votes = models.JSONField(default=list)
 
     def __str__(self) -> str:
-        return f"vote tally of item {self.item_id}"
+        return f"counted votes of item {self.item_id}"
 
 
 class VoteTallyDelta(models.Model):

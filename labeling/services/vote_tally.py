@@ -2,16 +2,17 @@
 
 Three tables hold it (``labeling.models.derived``):
 
-- :class:`~labeling.models.ItemVoteTally`: each item's tally as last counted;
+- :class:`~labeling.models.ItemVotes`: each item's votes as last counted;
 - :class:`~labeling.models.VoteTallyDelta`: insert-only changes of the project's tally;
 - :class:`~labeling.models.VoteTally`: the project's tally as of the last fold.
 
-The invariant: the project's tally plus its deltas equals the sum of its items' tallies. A write
-that changes an item's votes calls :func:`vote_tally_refresh` in its transaction, under the
-item's lock: it counts the item's votes again and writes the new item tally and the difference
-as one delta, so a vote costs a few small statements whatever the project's size, and many
-annotators never wait for each other on a shared row. :func:`vote_tally_fold` (the background
-agreement work) adds the deltas to the project's tally and deletes them in one transaction.
+The invariant: the project's tally plus its deltas equals the tally of its items' counted
+votes. A write that changes an item's votes calls :func:`vote_tally_refresh` in its transaction,
+under the item's lock: it reads the item's votes, stores them and writes the difference of the
+two tallies (before and after) as one delta. So a vote costs a few small statements whatever
+the project's size, and many annotators never wait for each other on a shared row.
+:func:`vote_tally_fold` (the background agreement work) adds the deltas to the project's tally
+and deletes them in one transaction.
 
 The full count stays, as the checker and the repair: :func:`vote_tally_rebuild` counts every
 item from scratch while it holds the project's label writes (the first fold of a project, a
@@ -25,14 +26,14 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from django.db import transaction
-from django.db.transaction import TransactionManagementError
 from django.db.models import F
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from labeling.locks import project_label_writes_lock, vote_tally_lock
-from labeling.models import ItemVoteTally, LabelPolicy, Project, VoteTally, VoteTallyDelta
+from labeling.models import ItemVotes, LabelPolicy, Project, VoteTally, VoteTallyDelta
 from labeling.selectors.votes import vote_rows
-from labeling.tally import Tally, items_tally, total
+from labeling.tally import Tally, items_votes, votes_tally
 
 logger = logging.getLogger(__name__)
 
@@ -69,30 +70,26 @@ def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
     ids = sorted(set(item_ids))
     change = Tally()
     for chunk in _chunks(ids):
-        fresh = items_tally(vote_rows(project=project, item_ids=chunk))
-        stored = {
-            item_id: Tally.from_json(counts)
-            for item_id, counts in ItemVoteTally.objects.filter(item_id__in=chunk).values_list(
-                "item_id", "counts"
-            )
-        }
-        changed = [i for i in chunk if fresh.get(i, Tally()).clean() != stored.get(i, Tally())]
+        fresh = items_votes(vote_rows(project=project, item_ids=chunk))
+        stored = dict(ItemVotes.objects.filter(item_id__in=chunk).values_list("item_id", "votes"))
+        changed = [i for i in chunk if fresh.get(i, []) != stored.get(i, [])]
         if not changed:
             continue
         for item_id in changed:
-            change.add(fresh.get(item_id, Tally()).difference(stored.get(item_id, Tally())))
+            change.add(votes_tally(fresh.get(item_id, [])))
+            change.subtract(votes_tally(stored.get(item_id, [])))
         emptied = [i for i in changed if not fresh.get(i)]
         if emptied:
-            ItemVoteTally.objects.filter(item_id__in=emptied).delete()
-        ItemVoteTally.objects.bulk_create(
+            ItemVotes.objects.filter(item_id__in=emptied).delete()
+        ItemVotes.objects.bulk_create(
             [
-                ItemVoteTally(item_id=i, project_id=project.pk, counts=fresh[i].to_json())
+                ItemVotes(item_id=i, project_id=project.pk, votes=fresh[i])
                 for i in changed
                 if fresh.get(i)
             ],
             update_conflicts=True,
             unique_fields=["item"],
-            update_fields=["counts"],
+            update_fields=["votes"],
         )
     change = change.clean()
     if change:
@@ -111,7 +108,7 @@ def default_vote_version(project: Project) -> int | None:
 
 
 def vote_tally_rebuild(*, project: Project) -> Tally:
-    """Count every item of ``project`` from scratch: its items' tallies, no delta, its tally.
+    """Count every item of ``project`` from scratch: its items' votes, no delta, its tally.
 
     Holds the project's label writes (PostgreSQL's exclusive label-write lock; SQLite serialises
     writers) for the count, so no vote changes meanwhile: on a project of a million votes
@@ -123,18 +120,14 @@ def vote_tally_rebuild(*, project: Project) -> Tally:
     """
     with transaction.atomic():
         project_label_writes_lock(project.pk, exclusive=True)
-        ItemVoteTally.objects.filter(project=project).delete()
+        ItemVotes.objects.filter(project=project).delete()
         VoteTallyDelta.objects.filter(project=project).delete()
-        items = items_tally(vote_rows(project=project))
-        ItemVoteTally.objects.bulk_create(
-            [
-                ItemVoteTally(item_id=i, project_id=project.pk, counts=t.to_json())
-                for i, t in items.items()
-                if t
-            ],
+        items = items_votes(vote_rows(project=project))
+        ItemVotes.objects.bulk_create(
+            [ItemVotes(item_id=i, project_id=project.pk, votes=v) for i, v in items.items()],
             batch_size=CHUNK,
         )
-        tally = total(items.values())
+        tally = votes_tally(vote for votes in items.values() for vote in votes).clean()
         VoteTally.objects.update_or_create(
             project=project,
             defaults={
