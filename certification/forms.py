@@ -36,7 +36,7 @@ from certification.models import (
 from certification.selectors import CANDIDATE_SCORE_FIELDS, RCCS_PARTITIONS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
-from certification.stats.planning import MAX_ADDITIONAL
+from certification.stats.limits import MAX_ADDITIONAL
 from labeling.api.params import DECIMAL_REASON
 from labeling.forms import SingleValueForm
 from labeling.vocabulary import INADMISSIBLE

@@ -18,12 +18,15 @@ import io
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import matplotlib
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from certification.certificates import from_num
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported by the drawing only: the run page reads stored plots by PLOTS_VERSION,
+# and the web process must not load matplotlib until a plot is drawn.
 
 #: The plotting code's version: bump it when a plot changes, so cached plots are re-rendered.
 PLOTS_VERSION = 2
@@ -70,10 +73,18 @@ def _plain_text(
 
     @functools.wraps(plot)
     def draw(result: Mapping[str, Any]) -> str | None:
+        import matplotlib
+
         with matplotlib.rc_context({"text.parse_math": False}):
             return plot(result)
 
     return draw
+
+
+def _figure() -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(WIDTH, HEIGHT))
 
 
 def _svg(figure: Figure) -> str:
@@ -96,7 +107,7 @@ def selective_risk_svg(result: Mapping[str, Any]) -> str | None:
     risk = [_y(r["risk"]) for r in rows]
     bound = [_y(r["upper_bound"]) for r in rows]
     alpha = float(section["alpha"])
-    figure = Figure(figsize=(WIDTH, HEIGHT))
+    figure = _figure()
     ax = figure.subplots()
     bounded = section.get("p_value_test") == "hoeffding_bentkus"
     risk_label = "mean loss: loss total/denominator" if bounded else "empirical risk k/denominator"
@@ -149,7 +160,7 @@ def conformal_curve_svg(result: Mapping[str, Any]) -> str | None:
     alphas = [float(p["alpha"]) for p in curve]
     coverage = [_y(p["coverage"]) for p in curve]
     sizes = [_y(p["mean_set_size"]) for p in curve]
-    figure = Figure(figsize=(WIDTH, HEIGHT))
+    figure = _figure()
     ax = figure.subplots()
     ax.plot(alphas, coverage, marker="o", markersize=3, color="tab:blue", label="coverage")
     infinite = [
@@ -210,7 +221,7 @@ def rank_histogram_svg(result: Mapping[str, Any]) -> str | None:
         value = from_num(score)
         labels.append("∞" if value is not None and math.isinf(value) else str(int(value or 0)))
         counts.append(count)
-    figure = Figure(figsize=(WIDTH, HEIGHT))
+    figure = _figure()
     ax = figure.subplots()
     bars = ax.bar(labels, counts, color="tab:blue")
     ax.bar_label(bars, fontsize=7)

@@ -9,9 +9,8 @@ from celery import shared_task
 from django.db import OperationalError
 
 from certification.exceptions import RunNotFound
-from certification.services import (
-    agreement_recompute,
-    audit_reports_refresh,
+from certification.services.audit import audit_reports_refresh
+from certification.services.calibration import (
     calibration_run_execute,
     calibration_run_fail,
     calibration_runs_refresh,
@@ -19,7 +18,6 @@ from certification.services import (
 from certification.services.derived import derived_recompute
 from certification.services.releases import release_build_execute, release_build_fail
 from certification.services.releases.freeze import BUILD_TIME_LIMIT
-from certification.services.reliability import reliability_recompute
 from labeling import engine
 from labeling.exceptions import Conflict, NotFound
 from labeling.models import DerivedKind
@@ -112,7 +110,11 @@ def release_build_task(self: Any, build_id: int) -> dict[str, object] | None:
     }
 
 
+# A web process imports this module to send a task: the services that import the statistics
+# (NumPy, SciPy) at their top are imported where the worker runs them.
 def _compute_agreement(project_id: int) -> object:
+    from certification.services.agreement import agreement_recompute
+
     return agreement_recompute(project_id=project_id)
 
 
@@ -125,6 +127,8 @@ def _compute_audit(project_id: int) -> object:
 
 
 def _compute_reliability(project_id: int) -> object:
+    from certification.services.reliability import reliability_recompute
+
     return reliability_recompute(project_id=project_id)
 
 

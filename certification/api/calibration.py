@@ -35,7 +35,7 @@ from certification.services import (
     calibration_spec_revise,
     calibration_spec_update,
 )
-from certification.stats.planning import MAX_ADDITIONAL
+from certification.stats.limits import MAX_ADDITIONAL
 from labeling.api.common import ErrorSerializer, paginated, written
 from labeling.api.fields import StrictCharField
 from labeling.api.lease import LeasedWorkSerializer

@@ -16,10 +16,32 @@ Modules, in the order of the computation:
 - :mod:`~certification.certificates.ledger`: the guarantee ledger, one function per field.
 - :mod:`~certification.certificates.compute`: :func:`calibration_result_compute`.
 - :mod:`~certification.certificates.jsonnum`: JSON-safe numbers (``"inf"`` for infinity).
+- :mod:`~certification.certificates.version`: :data:`STATS_VERSION`, the computation's version.
+
+:func:`calibration_result_compute` is loaded on first use: the web process imports this package
+for the contract and the numbers, and must not load NumPy and SciPy with it
+(``tests/test_light_web.py``).
 """
 
-from certification.certificates.compute import STATS_VERSION, calibration_result_compute
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from certification.certificates.contract import Contract
 from certification.certificates.jsonnum import from_num, num
+from certification.certificates.version import STATS_VERSION
+
+if TYPE_CHECKING:
+    from certification.certificates.compute import calibration_result_compute
+
+
+def __getattr__(name: str) -> Any:
+    """Load :func:`calibration_result_compute` (and the statistics) on first use."""
+    if name == "calibration_result_compute":
+        from certification.certificates.compute import calibration_result_compute
+
+        return calibration_result_compute
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["STATS_VERSION", "Contract", "calibration_result_compute", "from_num", "num"]

@@ -26,20 +26,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from certification.certificates.contract import Contract
 from certification.certificates.jsonnum import from_num
 from certification.certificates.ledger import ledger_sha256
-from certification.certificates.thresholds import accepts
-from certification.certificates.units import (
-    PreparedQuestion,
-    make_units,
-    prepare_question,
-    rank_answers,
-    selected_candidates,
-)
 from certification.stats.canonical import get_canonicaliser
+
+if TYPE_CHECKING:
+    from certification.certificates.units import PreparedQuestion
+
+# The decisions (below) import thresholds and units, and so NumPy, where they are made: the
+# limits, checks and freezing of this module serve the web process's serializers and pages, which
+# must not load NumPy.
 
 #: The most candidates one question may carry.
 MAX_CANDIDATES = 1_000
@@ -299,6 +298,8 @@ def question_parse(raw: Any, contract: Contract) -> dict[str, Any]:
 # -- decisions --------------------------------------------------------------------------------
 def _prepared(question: Mapping[str, Any], contract: Contract, canon: Any) -> PreparedQuestion:
     """The question ranked for the policy (no label read)."""
+    from certification.certificates.units import PreparedQuestion, rank_answers
+
     ranked = rank_answers(question["candidates"], contract, canon)
     profile = ranked.profile
     mode = None
@@ -317,6 +318,8 @@ def _decision(
     candidate: Mapping[str, Any] | None, position: int | None, certificate: FrozenCertificate
 ) -> dict[str, Any]:
     """Accept or abstain for one emitted unit, as the held-out report decides it."""
+    from certification.certificates.thresholds import accepts
+
     contract, threshold = certificate.contract, certificate.threshold
     raw = None if candidate is None else candidate.get("score")
     decision: dict[str, Any] = {
@@ -341,6 +344,8 @@ def _decision(
 
 
 def _selective(prepared: PreparedQuestion, certificate: FrozenCertificate) -> dict[str, Any]:
+    from certification.certificates.units import selected_candidates
+
     contract = certificate.contract
     candidates = list(prepared.question["candidates"])
     decisions = []
@@ -435,6 +440,8 @@ def heldout_decisions(
         One record per test question, in snapshot order: the :func:`certificate_apply` record
         plus the question's ``external_id``.
     """
+    from certification.certificates.units import make_units, prepare_question
+
     contract = certificate.contract
     canon = get_canonicaliser(contract.canonicaliser)
     questions = inputs["test"]

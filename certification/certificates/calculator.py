@@ -12,7 +12,6 @@ from decimal import Decimal
 from typing import Any
 
 from certification.certificates.jsonnum import fraction_text, num
-from certification.stats.coverage import coverage_calculator
 
 #: Largest sizes the calculator takes (far beyond any labelled set; bounds the arithmetic).
 MAX_SIZE = 10**12
@@ -74,6 +73,10 @@ def coverage_calculator_report(
         StatsError: on a bad input (the message names it; e.g. a correlation below the design
             effect's lower limit -1/(m-1)).
     """
+    # The statistics (NumPy, SciPy) load with the first figures: the limits and checks above
+    # serve the page's form and the API's serializer, in a web process that must not load them.
+    from certification.stats.coverage import coverage_calculator
+
     calc = coverage_calculator(n_calibration, alpha, n_test=n_test, group_size=group_size, icc=icc)
     realised = calc.realised
     deff = calc.design_effect

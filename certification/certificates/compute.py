@@ -22,15 +22,10 @@ from certification.certificates.rccs import rccs_section
 from certification.certificates.sets import conformal_section
 from certification.certificates.thresholds import selective_section
 from certification.certificates.units import PreparedQuestion, Unit, make_units, prepare_question
+from certification.certificates.version import STATS_VERSION
 from certification.stats.canonical import get_canonicaliser
 from certification.stats.selective_risk import NO_CERTIFIED_OPERATING_POINT
 
-#: Bump when the result's layout or any computation changes: it is part of the input hash, so
-#: the next refresh recomputes runs made by older code. 2: the ledger's composition boundary
-#: states its rule without pointing at a document. 3: coverage variability is tie-aware (ties,
-#: tied_split, the simulation's reference and predicted_reason) and the conformal curve marks
-#: infinite M* (infinite, covered_unsolvable, curve_infinite).
-STATS_VERSION = 3
 CERTIFIED = "certified"
 
 

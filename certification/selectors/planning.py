@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from certification.certificates.plan import plan_compute
 from certification.contract import spec_content
 from certification.exceptions import PlanUnavailable
 from certification.models import CalibrationSpec
@@ -31,6 +30,9 @@ def calibration_spec_plan(*, spec: CalibrationSpec, n_more: int | None = None) -
         PlanUnavailable: when a statistic cannot be computed on the inputs (a run of them
             would fail the same way).
     """
+    # The plan's statistics (NumPy, SciPy) load with the first plan, not with the web process.
+    from certification.certificates.plan import plan_compute
+
     try:
         plan = plan_compute(
             contract=spec_content(spec), inputs=calibration_inputs(spec=spec), n_more=n_more

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from certification.certificates.rccs import rccs_report
 from certification.exceptions import RCCSNotAvailable
 from labeling import vocabulary
 from labeling.models import CandidateAnswer, ItemStatus, Project, ResolutionStatus
@@ -43,6 +42,9 @@ def rccs_report_get(*, project: Project, partition: str | None = None) -> dict[s
 
     Queries: one.
     """
+    # The statistics (NumPy) load with the first report, not with the web process.
+    from certification.certificates.rccs import rccs_report
+
     # gold items are references for checking annotators, never certification inputs
     candidates = CandidateAnswer.objects.filter(question__project=project).exclude(
         item__status=ItemStatus.GOLD

@@ -1,42 +1,119 @@
-"""Services of certification (STYLE.md C3): each recomputes from resolved labels, idempotently."""
+"""Services of certification (STYLE.md C3): each recomputes from resolved labels, idempotently.
 
-from certification.certificates import STATS_VERSION, calibration_result_compute
-from certification.services.agreement import agreement_recompute, level_to_json, votes_sha256
-from certification.services.audit import (
-    AUDIT_STATS_VERSION,
-    audit_report_configure,
-    audit_report_recompute,
-    audit_reports_refresh,
-    audit_result_compute,
-    evaluator_verdict,
-)
-from certification.services.audit_sample import allocate, audit_sample_draw
-from certification.services.calibration import (
-    SPEC_FIELDS,
-    calibration_run_execute,
-    calibration_run_fail,
-    calibration_run_rebuild,
-    calibration_run_request,
-    calibration_run_start,
-    calibration_runs_refresh,
-    calibration_spec_create,
-    calibration_spec_revise,
-    calibration_spec_update,
-    inputs_sha256,
-    spec_clean,
-    spec_content,
-    spec_sha256,
-)
-from certification.services.calibration_apply import (
-    calibration_run_apply,
-    calibration_run_certificate,
-)
-from certification.services.derived import (
-    derived_recompute,
-    derived_recompute_request,
-    derived_schedule,
-)
-from certification.services.reliability import reliability_recompute
+The names below are loaded on first use (PEP 562), not with the package: a web process that
+imports one service (``certification.services.calibration`` for its pages) must not load NumPy
+and SciPy through the services that import the statistics at their top
+(``certification.services.agreement``, ``reliability``; ``tests/test_light_web.py``).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from certification.certificates import STATS_VERSION, calibration_result_compute
+    from certification.services.agreement import (
+        agreement_recompute,
+        level_to_json,
+        votes_sha256,
+    )
+    from certification.services.audit import (
+        AUDIT_STATS_VERSION,
+        audit_report_configure,
+        audit_report_recompute,
+        audit_reports_refresh,
+        audit_result_compute,
+        evaluator_verdict,
+    )
+    from certification.services.audit_sample import allocate, audit_sample_draw
+    from certification.services.calibration import (
+        SPEC_FIELDS,
+        calibration_run_execute,
+        calibration_run_fail,
+        calibration_run_rebuild,
+        calibration_run_request,
+        calibration_run_start,
+        calibration_runs_refresh,
+        calibration_spec_create,
+        calibration_spec_revise,
+        calibration_spec_update,
+        inputs_sha256,
+        spec_clean,
+        spec_content,
+        spec_sha256,
+    )
+    from certification.services.calibration_apply import (
+        calibration_run_apply,
+        calibration_run_certificate,
+    )
+    from certification.services.derived import (
+        derived_recompute,
+        derived_recompute_request,
+        derived_schedule,
+    )
+    from certification.services.reliability import reliability_recompute
+
+#: Where each exported name lives.
+_EXPORTS = {
+    "STATS_VERSION": "certification.certificates",
+    "calibration_result_compute": "certification.certificates",
+    **dict.fromkeys(
+        ("agreement_recompute", "level_to_json", "votes_sha256"), "certification.services.agreement"
+    ),
+    **dict.fromkeys(
+        (
+            "AUDIT_STATS_VERSION",
+            "audit_report_configure",
+            "audit_report_recompute",
+            "audit_reports_refresh",
+            "audit_result_compute",
+            "evaluator_verdict",
+        ),
+        "certification.services.audit",
+    ),
+    **dict.fromkeys(("allocate", "audit_sample_draw"), "certification.services.audit_sample"),
+    **dict.fromkeys(
+        (
+            "SPEC_FIELDS",
+            "calibration_run_execute",
+            "calibration_run_fail",
+            "calibration_run_rebuild",
+            "calibration_run_request",
+            "calibration_run_start",
+            "calibration_runs_refresh",
+            "calibration_spec_create",
+            "calibration_spec_revise",
+            "calibration_spec_update",
+            "inputs_sha256",
+            "spec_clean",
+            "spec_content",
+            "spec_sha256",
+        ),
+        "certification.services.calibration",
+    ),
+    **dict.fromkeys(
+        ("calibration_run_apply", "calibration_run_certificate"),
+        "certification.services.calibration_apply",
+    ),
+    **dict.fromkeys(
+        ("derived_recompute", "derived_recompute_request", "derived_schedule"),
+        "certification.services.derived",
+    ),
+    "reliability_recompute": "certification.services.reliability",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name from its module (``from certification.services import x``)."""
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "derived_recompute",

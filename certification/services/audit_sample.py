@@ -18,7 +18,6 @@ import math
 from collections import defaultdict
 from typing import Any
 
-import numpy as np
 from django.db import transaction
 
 from certification.exceptions import InvalidAudit
@@ -30,8 +29,9 @@ from certification.services.audit import (
     declaration_json,
     evaluator_verdict,
 )
+from labeling.derived import derived_mark
 from labeling.exceptions import PermissionDenied
-from labeling.models import Evaluator, Project
+from labeling.models import DerivedKind, Evaluator, Project
 from labeling.permissions import MANAGERS, require_role
 from labeling.services import items_prioritise
 
@@ -139,6 +139,9 @@ def audit_sample_draw(
     for row in rows:  # ordered by item id: the draw depends only on the seed
         strata[stratum_of(report, row, slice_dimension)].append(row.item_id)
     allocation = allocate({k: len(v) for k, v in strata.items()}, int(size))
+    # NumPy loads with the first draw, not with the web process that imports this module.
+    import numpy as np
+
     rng = np.random.default_rng(int(seed))
     chosen: list[tuple[int, str, float]] = []
     design = {}
@@ -165,6 +168,9 @@ def audit_sample_draw(
     )
     items_prioritise(project=project, item_ids=[pk for pk, _, _ in chosen])
     audit_report_recompute(report_id=report.pk)
+    # The sample is an input of the audit: a background recomputation that read before this
+    # commit (without the sample) and wrote after it is so followed by one that reads it.
+    derived_mark(project_id=project.pk, kinds=[DerivedKind.AUDIT])
     logger.info(
         "audit_sample_draw.done",
         extra={"sample_id": sample.pk, "size": sample.size, "strata": len(design)},

@@ -26,7 +26,9 @@ Hugging Face ``datasets`` folder written by ``Dataset.save_to_disk`` (``state.js
 ``dataset_info.json``, ``data-*.arrow``), JSONL (first character ``{``) and otherwise CSV,
 UTF-8 with a header row, whose list cells (``contexts``) are JSON-encoded (``["first context",
 "second"]``). The folder itself is read by :func:`open_ragas_directory`. Arrow and Parquet
-are read with pyarrow, a batch at a time; the ``datasets`` package is not needed.
+are read with pyarrow, a batch at a time (imported when such a file is read: the web process
+loads this module to list the formats, and must not load pyarrow with it); the ``datasets``
+package is not needed.
 
 Refused, naming the row and the column: a missing question, context or answer column, contexts
 that are not a list of strings, an empty answer, a score that is not a number, and score
@@ -43,17 +45,16 @@ import math
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
-
-import pyarrow as pa
-import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
+from typing import IO, TYPE_CHECKING, Any
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers import ImportOptions, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import MAX_LINE_BYTES, loads_strict, read_jsonl
 from labeling.importers.schema import RecordError, check_depth, check_storable, echo, path_key
 from labeling.importers.zipped import ZippedFiles
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Each field under its RAGAS >= 0.2 name first, then its RAGAS 0.1 name.
 QUESTION = ("user_input", "question")
@@ -344,6 +345,9 @@ def _batches_rows(batches: Iterable[pa.RecordBatch], first: int = 0) -> Iterator
 
 def _arrow_rows(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]:
     """Yield the rows of an Arrow IPC stream, a batch at a time."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     try:
         reader = ipc.open_stream(stream)
         yield from _batches_rows(reader)
@@ -353,6 +357,9 @@ def _arrow_rows(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]:
 
 def _arrow_file_rows(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]:
     """Yield the rows of an Arrow IPC file (``ARROW1``, random access), a batch at a time."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     try:
         reader = ipc.open_file(stream)
         yield from _batches_rows(reader.get_batch(i) for i in range(reader.num_record_batches))
@@ -361,6 +368,9 @@ def _arrow_file_rows(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]
 
 
 def _parquet_rows(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         yield from _batches_rows(pq.ParquetFile(stream).iter_batches(batch_size=BATCH_ROWS))
     except (pa.ArrowException, OSError) as exc:
@@ -391,6 +401,9 @@ def _read_state(data: bytes, where: str) -> list[str]:
 
 def _dataset_rows(open_member: Any, state: bytes) -> Iterator[tuple[str, Any]]:
     """Yield the rows of a ``save_to_disk`` folder: its data files in ``state.json``'s order."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     try:
         names = _read_state(state, "state.json")
     except RecordError as exc:

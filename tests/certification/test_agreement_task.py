@@ -120,7 +120,7 @@ def test_a_failing_recompute_does_not_break_the_resolution(
     def broken(**kwargs):
         raise RuntimeError("stats exploded")
 
-    monkeypatch.setattr("certification.tasks.agreement_recompute", broken)
+    monkeypatch.setattr("certification.services.agreement.agreement_recompute", broken)
     with django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
             announce_resolutions(project_id=project.pk, resolved=[(items[0].pk, "consensus")])

@@ -85,7 +85,7 @@ def test_a_failed_run_exits_with_its_error(spec, monkeypatch):
     def broken(**kwargs):
         raise StatsError("no data")
 
-    monkeypatch.setattr("certification.services.calibration.calibration_result_compute", broken)
+    monkeypatch.setattr("certification.certificates.compute.calibration_result_compute", broken)
     with pytest.raises(CommandError, match="failed: no data"):
         certify("--spec", str(spec.pk))
 

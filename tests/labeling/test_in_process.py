@@ -100,8 +100,8 @@ def test_a_web_process_of_the_embedded_default_runs_a_calibration_run_on_its_thr
 ):
     # A web process without a broker (labeling.wsgi starts the thread): background work of the
     # engine is sent to the thread, not run inside the request that asked for it.
+    from certification.certificates import compute as compute_module
     from certification.models import RunStatus
-    from certification.services import calibration as calibration_module
     from certification.services import calibration_run_start
     from labeling import in_process
     from labeling.models import Role
@@ -122,13 +122,13 @@ def test_a_web_process_of_the_embedded_default_runs_a_calibration_run_on_its_thr
     in_process.start()
     request.addfinalizer(runner.stop)
     threads: list[str] = []
-    real = calibration_module.calibration_result_compute
+    real = compute_module.calibration_result_compute
 
     def recorded(**kwargs):
         threads.append(threading.current_thread().name)
         return real(**kwargs)
 
-    monkeypatch.setattr(calibration_module, "calibration_result_compute", recorded)
+    monkeypatch.setattr(compute_module, "calibration_result_compute", recorded)
     spec = make_spec(project, actor=manager)
     run = calibration_run_start(spec=spec, actor=manager)
     # the callers returned; every computation ran on the thread, none on the caller's

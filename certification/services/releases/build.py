@@ -23,13 +23,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage
@@ -82,19 +78,15 @@ from labeling.release_format import (
     sha256_file,
 )
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 logger = logging.getLogger(__name__)
 
 # A fixed time for every zip member (the earliest a zip can hold): no build time in the archive.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 # The keys of a labels.jsonl record in canonical (sorted) order: the line is assembled from them.
 _RECORD_KEYS = tuple(sorted(LABEL_RECORD_KEYS))
-ARROW_TYPES = {
-    "string": pa.string(),
-    "int64": pa.int64(),
-    "float64": pa.float64(),
-    "bool": pa.bool_(),
-}
-ARROW_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in TABLE_COLUMNS])
 
 
 # -- the flat table (CSV and Parquet) -------------------------------------------------------------
@@ -227,6 +219,22 @@ def _encode(
     return line, row
 
 
+# PyArrow is imported where a build writes its tables: every web process loads this module (the
+# engine's work kinds, the release pages) and must not load PyArrow with it.
+@functools.cache
+def arrow_schema() -> pa.Schema:
+    """The Arrow schema of labels.parquet and labels.csv (:data:`TABLE_COLUMNS`)."""
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "bool": pa.bool_(),
+    }
+    return pa.schema([(name, types[kind]) for name, kind in TABLE_COLUMNS])
+
+
 def csv_safe_table(table: pa.Table) -> pa.Table:
     """Return ``table`` with every string cell escaped for CSV.
 
@@ -234,6 +242,9 @@ def csv_safe_table(table: pa.Table) -> pa.Table:
     string starting (after any ``'``) with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
     return gets one more leading ``'``. Other columns are unchanged.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     columns = []
     for column in table.columns:
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
@@ -259,6 +270,9 @@ class TableWriter:
     """
 
     def __init__(self, directory: Path) -> None:
+        import pyarrow.csv as pa_csv
+        import pyarrow.parquet as pq
+
         self._names = [name for name, _ in TABLE_COLUMNS]
         # A row's values in column order, taken in one call; a chunk's rows are turned into
         # columns at flush.
@@ -267,11 +281,11 @@ class TableWriter:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-table")
         self._pending: Future[None] | None = None
         self._parquet = pq.ParquetWriter(
-            directory / LABELS_PARQUET, ARROW_SCHEMA, compression="zstd", write_statistics=False
+            directory / LABELS_PARQUET, arrow_schema(), compression="zstd", write_statistics=False
         )
         self._csv = pa_csv.CSVWriter(
             str(directory / LABELS_CSV),
-            ARROW_SCHEMA,
+            arrow_schema(),
             write_options=pa_csv.WriteOptions(quoting_style="needed"),
         )
 
@@ -287,8 +301,10 @@ class TableWriter:
         """
         if not self._rows:
             return
+        import pyarrow as pa
+
         columns = dict(zip(self._names, zip(*self._rows, strict=True), strict=True))
-        table = pa.Table.from_pydict(columns, schema=ARROW_SCHEMA)
+        table = pa.Table.from_pydict(columns, schema=arrow_schema())
         self._rows = []
         self._wait()
         self._pending = self._pool.submit(self._write, table)

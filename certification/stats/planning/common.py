@@ -1,13 +1,15 @@
-"""What both plans share: the search budget and the check of a requested number of units."""
+"""What both plans share: the search budget and the check of a requested number of units.
+
+The budget is defined in :mod:`certification.stats.limits`, which loads no NumPy.
+"""
 
 from __future__ import annotations
 
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_count
+from certification.stats.limits import MAX_ADDITIONAL
 
-#: The largest number of additional calibration units a plan searches: a threshold that needs
-#: more is reported as not certifiable within this budget (a search bound, not a statistic).
-MAX_ADDITIONAL = 100_000
+__all__ = ["MAX_ADDITIONAL", "check_n_more"]
 
 
 def check_n_more(n_more: int | None, budget: int) -> int | None:

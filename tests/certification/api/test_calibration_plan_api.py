@@ -184,7 +184,7 @@ def test_a_statistics_error_on_the_inputs_is_a_409_not_a_500(spec, api, monkeypa
     def failing(**kwargs):
         raise StatsError("scores must not contain NaN")
 
-    monkeypatch.setattr("certification.selectors.planning.plan_compute", failing)
+    monkeypatch.setattr("certification.certificates.plan.plan_compute", failing)
     response = api("manager").get(f"{BASE}/specs/{spec.pk}/plan/")
     assert response.status_code == 409
     assert response.json()["code"] == "plan_unavailable"

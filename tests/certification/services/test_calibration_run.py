@@ -500,7 +500,7 @@ def test_a_statistics_error_fails_the_run_closed(project, monkeypatch):
     def broken(**kwargs):
         raise StatsError("scores must not contain NaN")
 
-    monkeypatch.setattr("certification.services.calibration.calibration_result_compute", broken)
+    monkeypatch.setattr("certification.certificates.compute.calibration_result_compute", broken)
     run = run_of(spec)
     assert run.status == RunStatus.FAILED
     assert run.error == "scores must not contain NaN"
@@ -514,7 +514,7 @@ def test_the_task_fails_the_run_on_an_unexpected_error(project, monkeypatch):
     def crash(**kwargs):
         raise RuntimeError("out of memory")
 
-    monkeypatch.setattr("certification.services.calibration.calibration_result_compute", crash)
+    monkeypatch.setattr("certification.certificates.compute.calibration_result_compute", crash)
     outcome = calibration_run_execute_task.delay(run.pk).get()
     assert outcome == {"run_id": run.pk, "status": "failed", "outcome": ""}
     run.refresh_from_db()
@@ -577,7 +577,7 @@ def test_a_failed_run_is_retried_on_request(project, monkeypatch):
         raise StatsError("transient")
 
     with monkeypatch.context() as patch:
-        patch.setattr("certification.services.calibration.calibration_result_compute", broken)
+        patch.setattr("certification.certificates.compute.calibration_result_compute", broken)
         failed = run_of(spec)
     retried = run_of(spec)
     assert failed.status == RunStatus.FAILED and retried.status == RunStatus.DONE

@@ -280,7 +280,7 @@ def _no_sending(monkeypatch: pytest.MonkeyPatch, kind_name: str) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_long_single_step_still_heartbeats(project, settings, monkeypatch):
     settings.CERTLABEL_WORK_HEARTBEAT_SECONDS = 0.05
-    from certification.services import calibration as calibration_module
+    from certification.certificates import compute as compute_module
 
     # no transaction to defer to here: keep the task from running at once (also the run that
     # the spec's staleness mark requests in-process when the spec is created)
@@ -292,7 +292,7 @@ def test_a_long_single_step_still_heartbeats(project, settings, monkeypatch):
     assert CalibrationRun.objects.get(pk=run.pk).status == RunStatus.PENDING
     seen: list[Any] = []
 
-    real = calibration_module.calibration_result_compute
+    real = compute_module.calibration_result_compute
 
     def one_long_step(**kwargs: Any) -> Any:
         started = CalibrationRun.objects.get(pk=run.pk).heartbeat_at
@@ -300,7 +300,7 @@ def test_a_long_single_step_still_heartbeats(project, settings, monkeypatch):
         seen.append((started, CalibrationRun.objects.get(pk=run.pk).heartbeat_at))
         return real(**kwargs)
 
-    monkeypatch.setattr(calibration_module, "calibration_result_compute", one_long_step)
+    monkeypatch.setattr(compute_module, "calibration_result_compute", one_long_step)
     done = calibration_run_execute(run_id=run.pk)
     assert done.status == RunStatus.DONE and done.lease_owner == ""
     ((started, later),) = seen

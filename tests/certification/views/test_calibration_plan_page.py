@@ -118,7 +118,7 @@ def test_a_statistics_error_shows_on_the_page(project, login, monkeypatch):
     def failing(**kwargs):
         raise StatsError("scores must not contain NaN")
 
-    monkeypatch.setattr("certification.selectors.planning.plan_compute", failing)
+    monkeypatch.setattr("certification.certificates.plan.plan_compute", failing)
     response = login("manager").get(f"{BASE}/specs/{spec.pk}/")
     assert response.status_code == 200
     assert "the current labels cannot be planned: scores must not contain NaN" in text(response)
