@@ -75,6 +75,9 @@ class CertificationConfig(AppConfig):
 
         Every write that marks a derived result stale (``labeling.derived.derived_mark``)
         hands the project's marked kinds to :func:`derived_schedule_after_commit` after its commit.
+        A write that changes items or evaluators (a resolution, labels of an evaluator) marks
+        the calibration and audit kinds only when they read one of them
+        (``calibration_reads``, ``audit_reads``; ``labeling.derived.derived_mark_touched``).
 
         The panel (``labeling.views.panels``) shows the agreement figures on the project
         dashboard to managers and adjudicators; rater names only to managers
@@ -82,14 +85,18 @@ class CertificationConfig(AppConfig):
         posterior of the item, once its blind votes are in (the page exists only then, and
         only for adjudicators and managers).
         """
-        from certification.services.calibration import calibration_run_work_kind
+        from certification.services.audit import audit_reads
+        from certification.services.calibration import calibration_reads, calibration_run_work_kind
         from certification.services.derived import derived_work_kind
         from certification.services.releases.build import release_build_work_kind
-        from labeling.derived import derived_scheduler_register
+        from labeling.derived import derived_inputs_register, derived_scheduler_register
         from labeling.engine import work_kind_register
+        from labeling.models import DerivedKind
         from labeling.views.panels import adjudication_panel_register, dashboard_panel_register
 
         derived_scheduler_register(DERIVED_SCHEDULER, derived_schedule_after_commit)
+        derived_inputs_register(DerivedKind.CALIBRATION, calibration_reads)
+        derived_inputs_register(DerivedKind.AUDIT, audit_reads)
         for kind in (calibration_run_work_kind(), release_build_work_kind(), derived_work_kind()):
             work_kind_register(kind)
         dashboard_panel_register(

@@ -33,7 +33,13 @@ from __future__ import annotations
 from django.db import connection
 from django.utils import timezone
 
-from certification.models import AgreementReport, CalibrationSpec, ReleaseBuild, ReliabilityReport
+from certification.models import (
+    AgreementReport,
+    AuditReport,
+    CalibrationSpec,
+    ReleaseBuild,
+    ReliabilityReport,
+)
 from labeling.locks import LABEL_WRITES_NAMESPACE
 from labeling.models import Project
 
@@ -50,6 +56,11 @@ def agreement_report_lock(project: Project) -> tuple[AgreementReport, bool]:
     return AgreementReport.objects.select_for_update().get_or_create(
         project=project, defaults={"computed_at": timezone.now(), "input_sha256": ""}
     )
+
+
+def audit_report_lock(report_id: int) -> AuditReport | None:
+    """Lock and return an audit report, or None when it no longer exists."""
+    return AuditReport.objects.select_for_update().filter(pk=report_id).first()
 
 
 def reliability_report_lock(project: Project) -> tuple[ReliabilityReport, bool]:

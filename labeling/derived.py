@@ -9,6 +9,12 @@ imports ``certification``). All the marks and after-commit events of one transac
 ``on_commit`` callback (:class:`CommitBatch`), so a request that submits a vote and resolves an
 item hands each kind over once.
 
+A write that changes some items (their resolution, their status) or some evaluators' labels
+may affect only some kinds: :func:`derived_mark_touched` marks a kind only when the test the
+computing app registered for it (:func:`derived_inputs_register`) says the kind reads one of
+them (a calibration run reads the items of its spec's partitions, an audit the items its
+evaluator labelled). A kind without a registered test is marked by every such write.
+
 The scheduler must not raise: a broker that is down is logged, the mark stays in the database
 and the reconciler picks it up. Even so, the batch runs each hand-off separately and logs a
 failure, so a committed write is never turned into an error.
@@ -17,7 +23,7 @@ failure, so a committed write is never turned into an error.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from django.db import connection, transaction
 
@@ -31,6 +37,10 @@ ALL_KINDS: tuple[str, ...] = tuple(DerivedKind.values)
 # Called with a project id and the kinds marked in it (sorted, each once).
 Scheduler = Callable[[int, tuple[str, ...]], None]
 _schedulers: dict[str, Scheduler] = {}
+# Called with a project id, the changed item ids and the changed evaluator ids (sorted, each
+# once; either may be empty): whether the kind's result reads any of them.
+InputsTest = Callable[[int, tuple[int, ...], tuple[int, ...]], bool]
+_inputs_tests: dict[str, InputsTest] = {}
 
 
 def derived_scheduler_register(name: str, scheduler: Scheduler) -> None:
@@ -42,6 +52,23 @@ def derived_scheduler_register(name: str, scheduler: Scheduler) -> None:
             marked in it (sorted, each once).
     """
     _schedulers[name] = scheduler
+
+
+def derived_inputs_register(kind: str, reads: InputsTest) -> None:
+    """Register (or replace) the test of whether changed items or evaluators are a kind's input.
+
+    Args:
+        kind: a :class:`~labeling.models.DerivedKind` value.
+        reads: called inside the writing transaction with (project id, item ids, evaluator ids);
+            returns whether the kind's result reads any of them. It runs on the label write
+            path: it must cost in the size of the change, not of the project.
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    if kind not in ALL_KINDS:
+        raise ValueError(f"unknown derived kind {kind!r}")
+    _inputs_tests[kind] = reads
 
 
 def derived_schedulers() -> list[str]:
@@ -159,3 +186,41 @@ def after_commit(event: Callable[[], None]) -> None:
         batch()
         return
     commit_batch().events.append(event)
+
+
+def derived_mark_touched(
+    *,
+    project_id: int,
+    kinds: Iterable[str],
+    item_ids: Sequence[int] = (),
+    evaluator_ids: Sequence[int] = (),
+) -> list[str]:
+    """Mark stale, in the current transaction, those of ``kinds`` that read a changed input.
+
+    For each kind, the test registered by :func:`derived_inputs_register` says whether its
+    result reads one of the changed items or evaluators; a kind without a test is marked.
+    Nothing is marked when no item and no evaluator changed.
+
+    Args:
+        project_id: the project of the items and evaluators.
+        kinds: the :class:`~labeling.models.DerivedKind` values the change may affect.
+        item_ids: the items whose state changed (resolved, returned, made gold...).
+        evaluator_ids: the evaluators whose labels changed.
+
+    Returns:
+        The kinds marked (sorted).
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    items = tuple(sorted(set(item_ids)))
+    evaluators = tuple(sorted(set(evaluator_ids)))
+    if not items and not evaluators:
+        return []
+    wanted = []
+    for kind in sorted(set(kinds)):
+        test = _inputs_tests.get(kind)
+        if test is None or test(project_id, items, evaluators):
+            wanted.append(kind)
+    derived_mark(project_id=project_id, kinds=wanted)
+    return wanted

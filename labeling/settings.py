@@ -294,6 +294,12 @@ if CERTLABEL_WORK_RECOVER_SECONDS <= 0 or CERTLABEL_WORK_MAX_ATTEMPTS < 1:
 # Seconds between the starts of two recomputations of one kind of a project's derived results;
 # changes arriving meanwhile wait in the one queued recomputation (and the pages say so).
 CERTLABEL_DERIVED_INTERVAL = env.float("CERTLABEL_DERIVED_INTERVAL", default=5.0)
+# The largest share of a worker one kind of a project's derived results may take: after a
+# recomputation that took d seconds, the next one starts no sooner than
+# max(CERTLABEL_DERIVED_INTERVAL, (1 - share) / share * d) after it (1: the interval alone).
+CERTLABEL_DERIVED_MAX_SHARE = env.float("CERTLABEL_DERIVED_MAX_SHARE", default=0.1)
+if not 0 < CERTLABEL_DERIVED_MAX_SHARE <= 1:
+    raise ImproperlyConfigured("CERTLABEL_DERIVED_MAX_SHARE must lie in (0, 1].")
 # Without a broker (tasks in-process), a web process (labeling.wsgi) recomputes derived results
 # on a background thread (labeling.in_process), not inside the request whose change marked them;
 # the thread also runs the engine's recovery pass, as beat does. Management commands compute

@@ -17,6 +17,10 @@ class DerivedResultState(LeasedWork):
     ``covered_generation`` is the largest :class:`~labeling.models.DerivedChange` id the last
     computation covered (0 before the first), ``computed_at`` when it committed. The inputs
     changed since are the change rows still present for the (project, kind).
+    ``duration_seconds`` is how long that computation took (the spacing of the next one grows
+    with it, ``certification.services.derived``). While a task waits to start,
+    ``enqueued_at`` is the time it is due (sent with a countdown: the time of sending plus the
+    countdown), so a message held for the spacing is never judged lost before it is due.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
@@ -24,6 +28,9 @@ class DerivedResultState(LeasedWork):
     covered_generation = models.BigIntegerField(default=0)
     computed_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
+    duration_seconds = models.FloatField(
+        null=True, blank=True, help_text="How long the last computation took (seconds)."
+    )
 
     class Meta:
         ordering = ["project", "kind"]

@@ -4,7 +4,9 @@
 evaluator such as HHEM, the threshold that turns its score into a flag) and computes the report;
 ``audit_report_recompute`` keeps the stored result equal to the statistics of the current
 inputs, idempotently (same input hash, no write); ``audit_reports_refresh`` runs it for every
-declared audit of a project after each resolution (Celery, ``certification.apps``).
+declared audit of a project as the derived recomputation of the audit kind
+(``certification.services.derived``), after a change of its inputs (``audit_reads``: a
+resolution of an item an audited evaluator labelled, an audited evaluator's labels).
 
 The statistics are ``certification.stats.audit`` (confusion matrix, accuracy, kappa,
 sensitivity, specificity, PPV, NPV, McNemar, slices, disagreements) and
@@ -29,31 +31,30 @@ import operator
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
 from certification.exceptions import InvalidAudit
+from certification.locks import audit_report_lock
 from certification.models import AuditReport, AuditSample, FlagWhen
 from certification.selectors import AuditRow, audit_rows
-from certification.stats.audit import (
-    DISAGREEMENT_COLUMNS,
-    AuditMetrics,
-    AuditRecord,
-    Polarity,
-    audit,
-    audit_by_slice,
-    disagreements,
-)
+from certification.services.derived import SupersededInputs
 from certification.stats.errors import StatsError
-from certification.stats.ppi import MISSING, NEGATIVE, POSITIVE, estimate_error_rate
 from labeling.derived import derived_mark
 from labeling.exceptions import NotFound, PermissionDenied
-from labeling.models import DerivedKind, Evaluator, Project
+from labeling.models import DerivedKind, Evaluator, EvaluatorLabel, Project
 from labeling.permissions import MANAGERS, require_role
 from labeling.vocabulary import INADMISSIBLE
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from certification.stats.audit import AuditMetrics
+
+# The statistics (NumPy, SciPy) are imported by the computation only (audit_result_compute): the
+# web process loads this module to configure audits and must not load them.
 
 logger = logging.getLogger(__name__)
 
@@ -277,6 +278,8 @@ def audit_inputs_sha256(
 
 def to_json(value: Any) -> Any:
     """Return a stats result as JSON primitives (dataclasses as dicts; NaN/inf as None)."""
+    import numpy as np
+
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
@@ -307,6 +310,10 @@ def _metrics_json(metrics: AuditMetrics) -> dict[str, Any]:
 
 
 def _codes_judge(verdicts: Sequence[str | None], positive: frozenset[str]) -> np.ndarray:
+    import numpy as np
+
+    from certification.stats.ppi import MISSING, NEGATIVE, POSITIVE
+
     return np.array(
         [MISSING if v is None else POSITIVE if v in positive else NEGATIVE for v in verdicts],
         dtype=np.int64,
@@ -329,6 +336,18 @@ def audit_result_compute(
     over the sampled items, with Hájek-weighted population rates by 1 / inclusion probability),
     and the error-rate estimates use the sample's strata and resolved members.
     """
+    import numpy as np
+
+    from certification.stats.audit import (
+        DISAGREEMENT_COLUMNS,
+        AuditRecord,
+        Polarity,
+        audit,
+        audit_by_slice,
+        disagreements,
+    )
+    from certification.stats.ppi import MISSING, NEGATIVE, POSITIVE, estimate_error_rate
+
     positive_h = frozenset(report.human_positive)
     positive_e = frozenset(report.evaluator_positive)
     polarity = Polarity(
@@ -442,30 +461,58 @@ def audit_result_compute(
     }
 
 
-@transaction.atomic
-def audit_report_recompute(*, report_id: int) -> AuditReport:
+def audit_report_recompute(*, report_id: int, background: bool = False) -> AuditReport:
     """Recompute one audit report from the current inputs; no write when they are unchanged.
+
+    ``computed_at`` is when the inputs were read. In the background (``background``: the
+    derived recomputation, :func:`audit_reports_refresh`) the inputs are read and the figures
+    computed outside any write transaction, then a short one locks the report row and writes
+    only if the stored figures are not of inputs read later, and the declaration is the one
+    read: otherwise nothing is written and ``SupersededInputs`` is raised (as
+    ``agreement_recompute`` and ``reliability_recompute`` do), so a slow run never overwrites a
+    newer report and its change marks stay for the next run. A caller that changed the
+    declaration or the sample in its own transaction (``audit_report_configure``, the sample
+    draw) computes inside it and writes its figures whatever is stored: they are the only
+    ones of its uncommitted inputs.
+
+    Args:
+        report_id: the report.
+        background: the derived recomputation (the guard above); False inside a user's write.
 
     Raises:
         NotFound: if the report does not exist.
-
-    Opens its own transaction; the final write is one ``UPDATE`` of the report row.
+        SupersededInputs: (background only) figures of inputs read later, or of another
+            declaration, are stored; nothing was written.
     """
     try:
         report = AuditReport.objects.select_related("evaluator").get(pk=report_id)
     except AuditReport.DoesNotExist as exc:
         raise NotFound("no such audit report") from exc
+    read_at = timezone.now()
     rows = audit_rows(evaluator=report.evaluator)
     design = sample_design(report)
     digest = audit_inputs_sha256(report, rows, design)
     if digest == report.input_sha256:
         return report
-    report.result = audit_result_compute(report, rows, design)
-    report.input_sha256 = digest
-    report.computed_at = timezone.now()
-    AuditReport.objects.filter(pk=report.pk).update(
-        result=report.result, input_sha256=digest, computed_at=report.computed_at
-    )
+    result = audit_result_compute(report, rows, design)
+    with transaction.atomic():
+        stored = audit_report_lock(report_id)
+        if stored is None:
+            raise NotFound("no such audit report")
+        if background:
+            if stored.input_sha256 == digest:
+                return stored
+            if stored.configured_at != report.configured_at or (
+                stored.computed_at is not None and stored.computed_at > read_at
+            ):
+                # A declaration, or figures read after ours, are stored: keep them.
+                raise SupersededInputs(f"audit report {report_id}: newer figures stored")
+        report.result = result
+        report.input_sha256 = digest
+        report.computed_at = read_at
+        AuditReport.objects.filter(pk=report.pk).update(
+            result=result, input_sha256=digest, computed_at=read_at
+        )
     logger.info(
         "audit_report_recompute.done",
         extra={"report_id": report.pk, "input_sha256": digest, "n_items": len(rows)},
@@ -474,12 +521,58 @@ def audit_report_recompute(*, report_id: int) -> AuditReport:
 
 
 def audit_reports_refresh(*, project_id: int) -> list[AuditReport]:
-    """Recompute every declared audit of the project (idempotent per report).
+    """Recompute every declared audit of the project (idempotent per report; the background).
+
+    Each report is recomputed with the stale-write guard of :func:`audit_report_recompute`;
+    a report whose newer figures are stored is left as it is and the others are still
+    recomputed, then ``SupersededInputs`` is raised so that the change marks stay.
 
     Raises:
         NotFound: if the project does not exist.
+        SupersededInputs: a report held figures of inputs read later (the others were written).
     """
     if not Project.objects.filter(pk=project_id).exists():
         raise NotFound("no such project")
     ids = AuditReport.objects.filter(project_id=project_id).values_list("pk", flat=True)
-    return [audit_report_recompute(report_id=pk) for pk in list(ids)]
+    reports = []
+    superseded = []
+    for pk in list(ids):
+        try:
+            reports.append(audit_report_recompute(report_id=pk, background=True))
+        except SupersededInputs:
+            superseded.append(pk)
+        except NotFound:
+            continue  # deleted meanwhile (its evaluator was)
+    if superseded:
+        raise SupersededInputs(f"audit reports {superseded}: newer figures stored")
+    return reports
+
+
+#: Item ids per query of :func:`audit_reads` (below SQLite's bound on parameters).
+READS_CHUNK = 500
+
+
+def audit_reads(project_id: int, item_ids: tuple[int, ...], evaluator_ids: tuple[int, ...]) -> bool:
+    """Whether a change of these items or evaluators is an input of a declared audit.
+
+    The derived-results inputs test of the audit kind (``labeling.derived``): called in the
+    transaction that resolved, returned or made gold the items, or imported the evaluators'
+    labels. An audit reads its evaluator's answer-level labels and the resolutions of the items
+    they label (:func:`certification.selectors.audit_rows`). So a change is an input when an
+    evaluator has a declared audit, or an item carries an answer-level label of an evaluator
+    whose audit is declared. A project without a declared audit marks nothing.
+
+    Queries: one for evaluators, one per :data:`READS_CHUNK` items (stopping at the first
+    hit): in the size of the change, never of the project.
+    """
+    declared = AuditReport.objects.filter(project_id=project_id)
+    if evaluator_ids and declared.filter(evaluator_id__in=evaluator_ids).exists():
+        return True
+    for at in range(0, len(item_ids), READS_CHUNK):
+        if EvaluatorLabel.objects.filter(
+            claim__isnull=True,
+            candidate__item__pk__in=item_ids[at : at + READS_CHUNK],
+            evaluator__audit_report__project_id=project_id,
+        ).exists():
+            return True
+    return False

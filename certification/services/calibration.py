@@ -10,7 +10,8 @@ run of unchanged inputs returns the existing run (idempotent). The Celery task
 (:func:`~certification.certificates.calibration_result_compute`).
 
 Runs start on demand (:func:`calibration_run_start`, managers), from ``manage.py certify``, and
-whenever labels are resolved (``items_resolved`` -> :func:`calibration_runs_refresh`).
+whenever labels are resolved in a partition a spec reads (the calibration kind of derived
+results, marked when :func:`calibration_reads` says so -> :func:`calibration_runs_refresh`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from certification.certificates import STATS_VERSION, calibration_result_compute
+from certification.certificates import STATS_VERSION
 from certification.certificates.contract import BOUNDED_LOSS_SOURCES
 from certification.contract import SPEC_FIELDS, canonical_json, spec_content, spec_sha256
 from certification.exceptions import CertificationError, InvalidSpec, RunNotFound, SpecFrozen
@@ -65,7 +66,7 @@ from certification.stats.errors import StatsError
 from labeling import engine
 from labeling.derived import derived_mark
 from labeling.exceptions import NotFound
-from labeling.models import DerivedKind, Evaluator, Project
+from labeling.models import DerivedKind, Evaluator, Item, Partition, Project
 from labeling.permissions import MANAGERS, require_role
 
 logger = logging.getLogger(__name__)
@@ -646,9 +647,11 @@ def calibration_run_start(*, spec: CalibrationSpec, actor: Any) -> CalibrationRu
 def calibration_runs_refresh(*, project_id: int) -> list[CalibrationRun]:
     """Start a run for each latest spec version of the project whose inputs changed.
 
-    Called after labels are resolved (``items_resolved``). A spec whose latest run (of any
-    status) has the current input hash gets nothing new, so a refresh over unchanged labels
-    writes nothing; a superseded spec version is never refreshed.
+    The derived recomputation of the calibration kind: after labels are resolved in a partition
+    a spec reads (:func:`calibration_reads`), a spec changed, or an evaluator its score field
+    names got labels; spaced by its cost (``certification.services.derived``). A spec whose
+    latest run (of any status) has the current input hash gets nothing new, so a refresh over
+    unchanged labels writes nothing; a superseded spec version is never refreshed.
 
     Returns:
         The runs created (pending; their execution is enqueued after commit).
@@ -679,6 +682,54 @@ def calibration_runs_refresh(*, project_id: int) -> list[CalibrationRun]:
             extra={"project_id": project_id, "runs": [r.pk for r in created]},
         )
     return created
+
+
+#: Item ids per query of :func:`calibration_reads` (below SQLite's bound on parameters).
+READS_CHUNK = 500
+
+
+def calibration_reads(
+    project_id: int, item_ids: tuple[int, ...], evaluator_ids: tuple[int, ...]
+) -> bool:
+    """Whether a change of these items or evaluators is an input of a calibration refresh.
+
+    The derived-results inputs test of the calibration kind (``labeling.derived``): called in
+    the transaction that resolved, returned or made gold the items, or imported the evaluators'
+    labels. A refresh reads, for the latest version of each spec, the questions of the spec's
+    calibration partition and of the test partition (:func:`certification.selectors.
+    calibration_inputs`) and, when its score field names an evaluator, that evaluator's scores.
+    So a change is an input when an item's question lies in a partition a latest spec reads,
+    or an evaluator is one a latest spec's score field names. A project without a spec, and a
+    question outside every partition read (or not partitioned yet), mark nothing.
+
+    Queries: one per :data:`READS_CHUNK` items (stopping at the first hit), and two for
+    evaluators: in the size of the change, never of the project.
+    """
+    latest = CalibrationSpec.objects.filter(project_id=project_id, next_version__isnull=True)
+    if evaluator_ids:
+        named = {
+            field
+            for field in latest.values_list("score_field", flat=True)
+            if parse_evaluator_field(field) is not None
+        }
+        if named:
+            fields = {
+                f"{EVALUATOR_PREFIX}{name}@{version}"
+                for name, version in Evaluator.objects.filter(
+                    project_id=project_id, pk__in=evaluator_ids
+                ).values_list("name", "version")
+            }
+            if named & fields:
+                return True
+    partition = "candidate__question__partition"
+    read = Exists(latest.filter(partition=OuterRef(partition))) | (
+        Q(**{partition: Partition.TEST}) & Exists(latest)
+    )
+    for at in range(0, len(item_ids), READS_CHUNK):
+        chunk = item_ids[at : at + READS_CHUNK]
+        if Item.objects.filter(read, pk__in=chunk, project_id=project_id).exists():
+            return True
+    return False
 
 
 def calibration_run_fail(
@@ -728,6 +779,9 @@ def calibration_run_execute(*, run_id: int, task_id: str | None = None) -> Calib
     the computation runs outside any transaction; the result is written only while this
     worker still holds the lease, so a worker presumed dead writes nothing.
     """
+    # The statistics (NumPy, SciPy) load with the first run computed, not with the web process.
+    from certification.certificates.compute import calibration_result_compute
+
     run = CalibrationRun.objects.select_related("spec", "input").filter(pk=run_id).first()
     if run is None:
         raise RunNotFound(f"no calibration run {run_id}")
@@ -772,6 +826,8 @@ def calibration_run_rebuild(*, run: CalibrationRun) -> bool:
 
     Nothing is written: this is the check that every stored number can be rebuilt.
     """
+    from certification.certificates.compute import calibration_result_compute
+
     if run.status != RunStatus.DONE:
         return False
     result = calibration_result_compute(contract=spec_content(run.spec), inputs=run.inputs)

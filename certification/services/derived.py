@@ -8,13 +8,21 @@ as one kind of the background engine's work (``labeling.engine``):
 
 - :func:`derived_schedule` enqueues a task only when the state's ``enqueued_at`` is empty (or
   older than the engine's lapse: a lost message), by a compare-and-set update, so however many
-  changes arrive at most one task waits;
+  changes arrive at most one task waits. The task is held (:func:`_spacing`) so that a kind's
+  computations of a project start at most every ``CERTLABEL_DERIVED_INTERVAL`` and take at
+  most ``CERTLABEL_DERIVED_MAX_SHARE`` of a worker (the wait after a computation grows with
+  how long it took); ``enqueued_at`` is the time the held task is due. A manager's explicit
+  request (:func:`derived_recompute_request`) is sent at once;
 - :func:`derived_recompute` (the task) takes the state's lease and clears ``enqueued_at`` in
   one update, so at most one runs and the changes committed after its start queue exactly one
   more; it reads the change rows present, recomputes from the latest committed state under the
   lease's heartbeat, and in the same transaction deletes the rows it covered and records the
-  largest id as ``covered_generation``. A change that commits late (with a smaller id) stays
-  present and is counted as newer: the result is current exactly when no change row is left.
+  largest id as ``covered_generation``, with how long the computation took
+  (``duration_seconds``). A change that commits late (with a smaller id) stays present and is
+  counted as newer: the result is current exactly when no change row is left. A task that
+  finds no change row left and the result computed before (a message sent twice, or one held
+  for the spacing after an explicit request ran) computes nothing: a recomputation that reads
+  the whole project runs only when its inputs changed.
 - the engine's recovery pass sends again every state that has change rows and nothing queued
   or held (a mark whose enqueue failed, a lost message), and frees a lease whose worker died.
 
@@ -26,6 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -36,11 +45,12 @@ from django.utils import timezone
 
 from certification.models import DerivedResultState
 from labeling import engine, in_process
-from labeling.derived import derived_mark
+from labeling.derived import after_commit, derived_mark
 from labeling.exceptions import InvalidInput
 from labeling.models import DerivedChange, DerivedKind, Project
 from labeling.permissions import MANAGERS, require_role
 from labeling.rows import placeholders, raw_models
+from labeling.services.vote_tally import vote_tally_invalidate
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +96,7 @@ def _enqueue(project_id: int, kind: str, *, countdown: float) -> None:
     )
 
 
-def derived_schedule(*, project_id: int, kind: str) -> bool:
+def derived_schedule(*, project_id: int, kind: str, at_once: bool = False) -> bool:
     """Enqueue the recomputation of a (project, kind) unless one is already waiting.
 
     Called after commit (never inside a transaction that is still open). The state's
@@ -96,17 +106,24 @@ def derived_schedule(*, project_id: int, kind: str) -> bool:
     recovery pass or the next change schedules it. For ``BROKER_BACKOFF_SECONDS`` after a
     failure this process does not try again (the marks wait for the recovery pass).
 
+    The task is sent with the countdown of :func:`_spacing`; ``at_once`` (a manager's explicit
+    request) sends it without one, and also when a task waits held for the spacing (that one
+    then finds nothing left to cover, unless changes came meanwhile).
+
     Args:
         project_id: the project.
         kind: a :class:`~labeling.models.DerivedKind` value.
+        at_once: start it now, not after the spacing.
 
     Returns:
         Whether a task was enqueued by this call.
     """
-    return bool(derived_schedule_kinds(project_id=project_id, kinds=[kind]))
+    return bool(derived_schedule_kinds(project_id=project_id, kinds=[kind], at_once=at_once))
 
 
-def derived_schedule_kinds(*, project_id: int, kinds: Iterable[str]) -> list[str]:
+def derived_schedule_kinds(
+    *, project_id: int, kinds: Iterable[str], at_once: bool = False
+) -> list[str]:
     """Schedule several kinds of one project as :func:`derived_schedule` does each.
 
     The states are read in one query (a missing one is created), so a commit that marked
@@ -115,6 +132,7 @@ def derived_schedule_kinds(*, project_id: int, kinds: Iterable[str]) -> list[str
     Args:
         project_id: the project.
         kinds: :class:`~labeling.models.DerivedKind` values.
+        at_once: start them now, not after the spacing.
 
     Returns:
         The kinds for which this call enqueued a task, in the order given.
@@ -140,56 +158,86 @@ def derived_schedule_kinds(*, project_id: int, kinds: Iterable[str]) -> list[str
     enqueued = []
     for kind in wanted:
         state = states.get(kind) or _state(project_id, kind)
-        if _schedule(state):
+        if _schedule(state, at_once=at_once):
             enqueued.append(kind)
         elif time.monotonic() < _broker_down_until:
             break  # the broker refused: the other marks wait for the recovery pass too
     return enqueued
 
 
-def _schedule(state: DerivedResultState) -> bool:
-    """The compare-and-set on ``state.enqueued_at`` and the enqueue of :func:`derived_schedule`."""
+def _schedule(state: DerivedResultState, *, at_once: bool = False) -> bool:
+    """The compare-and-set on ``state.enqueued_at`` and the enqueue of :func:`derived_schedule`.
+
+    ``enqueued_at`` is set to the time the task is due (now plus its countdown).
+    """
     global _broker_down_until
     project_id, kind = state.project_id, state.kind
     now = timezone.now()
     stale_before = now - engine.lapse()
-    if state.enqueued_at is not None and state.enqueued_at >= stale_before:
+    free = Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale_before)
+    due_at = state.enqueued_at
+    waiting = due_at is not None and due_at >= stale_before
+    if at_once:
+        # A task held for the spacing (due later) does not hold back an explicit request.
+        free |= Q(enqueued_at__gt=now)
+        waiting = due_at is not None and stale_before <= due_at <= now
+    if waiting:
         # One waits already (the common case while annotators submit): it has not started,
         # since starting clears ``enqueued_at``, so it will read the change committed before
         # this read. The compare-and-set below would change nothing.
         return False
-    claimed = (
-        DerivedResultState.objects.filter(pk=state.pk)
-        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale_before))
-        .update(enqueued_at=now)
-    )
+    countdown = 0.0 if at_once else _spacing(state)
+    due = now + timedelta(seconds=countdown)
+    claimed = DerivedResultState.objects.filter(free, pk=state.pk).update(enqueued_at=due)
     if not claimed:
         return False
     try:
-        _enqueue(project_id, kind, countdown=_spacing(state))
+        _enqueue(project_id, kind, countdown=countdown)
     except Exception:  # the broker is down or refused: the mark is in the database
-        DerivedResultState.objects.filter(pk=state.pk, enqueued_at=now).update(enqueued_at=None)
+        DerivedResultState.objects.filter(pk=state.pk, enqueued_at=due).update(enqueued_at=None)
         _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
         logger.exception("derived.enqueue_failed", extra={"project_id": project_id, "kind": kind})
         return False
     return True
 
 
-def _spacing(state: DerivedResultState) -> float:
-    """Seconds to hold a new recomputation: a kind's start at most every interval apart.
+def spacing_gap(duration: float | None) -> float:
+    """Seconds between the end of a kind's computation and the start of the next.
 
-    The interval is ``CERTLABEL_DERIVED_INTERVAL``. A recomputation reads the whole project (and
-    a calibration refresh whose inputs changed creates a run per spec); while annotators submit
-    without pause, starting one per change would keep a worker busy with figures that are
-    outdated as soon as they are stored. Spaced, the changes arriving meanwhile coalesce into
-    the one waiting recomputation, and the pages say how many newer changes wait. The first
-    one, and one after a quiet spell, starts at once.
+    ``max(interval, (1 - share) / share * duration)`` with the interval
+    ``CERTLABEL_DERIVED_INTERVAL`` and the share ``CERTLABEL_DERIVED_MAX_SHARE``: a computation
+    of ``duration`` seconds followed by this gap takes at most ``share`` of a worker.
+
+    Args:
+        duration: how long the last computation took (None: not measured).
     """
-    interval = float(settings.CERTLABEL_DERIVED_INTERVAL)
-    if interval <= 0 or state.computed_at is None:
+    interval = max(0.0, float(settings.CERTLABEL_DERIVED_INTERVAL))
+    share = float(settings.CERTLABEL_DERIVED_MAX_SHARE)
+    if not duration or duration <= 0 or share >= 1:
+        return interval
+    return max(interval, (1.0 - share) / share * duration)
+
+
+def _spacing(state: DerivedResultState) -> float:
+    """Seconds to hold a new recomputation: the rest of :func:`spacing_gap` since the last one.
+
+    A recomputation reads the whole project (and a calibration refresh whose inputs changed
+    creates a run per spec); while annotators submit without pause, starting one per change
+    would keep a worker busy with figures that are outdated as soon as they are stored. Spaced,
+    the changes arriving meanwhile coalesce into the one waiting recomputation, and the pages
+    say how many newer changes wait. The gap is at least ``CERTLABEL_DERIVED_INTERVAL`` and
+    grows with the last computation's ``duration_seconds`` (``CERTLABEL_DERIVED_MAX_SHARE``):
+    on a large project a kind that takes 3 s starts at most every 30 s (27 s after the last
+    one ended), so its cost per label stays bounded however large the project grows. The
+    first one, and one after a quiet spell, starts at once.
+    """
+    if state.computed_at is None:
+        return 0.0
+    gap = spacing_gap(state.duration_seconds)
+    if gap <= 0:
         return 0.0
     since = (timezone.now() - state.computed_at).total_seconds()
-    return max(0.0, min(interval, interval - since))
+    return max(0.0, min(gap, gap - since))
 
 
 def _covered_compute(project_id: int, kind: str, compute: Compute, lease_owner: str) -> int:
@@ -208,11 +256,13 @@ def _covered_compute(project_id: int, kind: str, compute: Compute, lease_owner: 
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+    started = time.monotonic()
     try:
         compute(project_id)
     except SupersededInputs:
         logger.info("derived.superseded", extra={"project_id": project_id, "kind": kind})
         return 0
+    duration = time.monotonic() - started
     top = max(ids, default=0)
     with transaction.atomic():
         held = DerivedResultState.objects.filter(
@@ -220,6 +270,7 @@ def _covered_compute(project_id: int, kind: str, compute: Compute, lease_owner: 
         ).update(
             covered_generation=Greatest("covered_generation", top),
             computed_at=timezone.now(),
+            duration_seconds=duration,
             last_error="",
         )
         if not held:
@@ -251,9 +302,14 @@ def derived_recompute(
         compute: the service recomputing this kind for a project id.
         task_id: the Celery task's id.
 
+    A task that finds no change row of the (project, kind) and the result computed before
+    computes nothing (``"current"``): its inputs did not change since (a message sent twice,
+    or one held for the spacing while an explicit request ran first).
+
     Returns:
-        ``"done"``, ``"failed"``, ``"busy"`` (another computation holds the lease) or
-        ``"missing"`` (no such project).
+        ``"done"``, ``"failed"``, ``"busy"`` (another computation holds the lease),
+        ``"current"`` (nothing changed since the last computation) or ``"missing"`` (no such
+        project).
 
     Raises:
         OperationalError: a transient database error (the task retries).
@@ -283,6 +339,13 @@ def derived_recompute(
             derived_schedule(project_id=project_id, kind=kind)
         logger.info("derived.busy", extra={"project_id": project_id, "kind": kind})
         return "busy"
+    changed = DerivedChange.objects.filter(project_id=project_id, kind=kind).exists()
+    if not changed and (
+        DerivedResultState.objects.filter(pk=state.pk, computed_at__isnull=False).exists()
+    ):
+        engine.release(DerivedResultState, state.pk, lease_owner=me)
+        logger.info("derived.current", extra={"project_id": project_id, "kind": kind})
+        return "current"
     outcome = "done"
     error = ""
     try:
@@ -314,10 +377,28 @@ DERIVED = "derived"
 
 
 def _derived_send(state_id: int) -> None:
-    """Send the recomputation of one state (the engine's sender for derived results)."""
+    """Send the recomputation of one state (the engine's sender for derived results).
+
+    The task keeps the spacing (:func:`_spacing`): the engine wrote ``enqueued_at`` as now, and
+    it is moved to the time the task is due, so that the next recovery pass does not judge a
+    held task lost (and send another) before then.
+    """
     state = DerivedResultState.objects.filter(pk=state_id).first()
-    if state is not None:
-        _enqueue(state.project_id, state.kind, countdown=0.0)
+    if state is None:
+        return
+    countdown = _spacing(state)
+    due = None
+    if countdown > 0:
+        due = timezone.now() + timedelta(seconds=countdown)
+        DerivedResultState.objects.filter(
+            pk=state_id, lease_owner="", enqueued_at=state.enqueued_at
+        ).update(enqueued_at=due)
+    try:
+        _enqueue(state.project_id, state.kind, countdown=countdown)
+    except Exception:
+        if due is not None:  # as the engine clears its own mark: the recovery sends it again
+            DerivedResultState.objects.filter(pk=state_id, enqueued_at=due).update(enqueued_at=None)
+        raise
 
 
 def _derived_states_create() -> None:
@@ -350,7 +431,11 @@ def derived_recompute_request(*, project: Project, kind: str, actor: Any) -> Non
     """Request a recomputation of one kind of a project's derived results (managers).
 
     Marks the kind stale (a change row, so the request survives a broker outage) and schedules
-    it after commit, through the same coalescing as every other change.
+    it after commit, through the same coalescing as every other change, but at once: not held
+    for the spacing (:func:`derived_schedule` with ``at_once``). A computation of the kind that
+    is running then is followed by one after the spacing, as for any change. For ``agreement``
+    the project's vote tally is dropped too, so the recomputation counts every vote again from
+    scratch (the full count, the check of the counts kept vote by vote).
 
     Args:
         project: the project.
@@ -368,6 +453,16 @@ def derived_recompute_request(*, project: Project, kind: str, actor: Any) -> Non
             f"unknown kind {kind!r}; one of {', '.join(DerivedKind.values)}", field="kind"
         )
     derived_mark(project_id=project.pk, kinds=[kind])
+    if kind == DerivedKind.AGREEMENT:
+        vote_tally_invalidate(project=project)
+    project_id = project.pk
+
+    def at_once() -> None:
+        derived_schedule(project_id=project_id, kind=kind, at_once=True)
+
+    # An after-commit event runs before the batch hands the marks to the scheduler: this one
+    # takes the queued slot first, without a countdown.
+    after_commit(at_once)
     logger.info(
         "derived.recompute_requested",
         extra={"project_id": project.pk, "kind": kind, "actor": getattr(actor, "pk", None)},

@@ -19,22 +19,14 @@ They identify people; whoever shows them decides who may see them.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import F, Subquery
-from django.db.models.functions import Coalesce
-
-from labeling.models import (
-    AnnotationRevision,
-    ClaimLabel,
-    Item,
-    LabelPolicy,
-    PriorAnnotation,
-    PriorClaimLabel,
-    Project,
-)
+from labeling.models import Project
+from labeling.rows import placeholders, select_rows
 from labeling.tally import VoteRow, rater_sort_key
 
 ANSWER_LEVEL = "answer"
@@ -103,13 +95,6 @@ def vote_value(label: str, reason: str | None) -> str:
     return f"{label}:{reason}" if reason else label
 
 
-def _imported_label(label: str | None) -> str:
-    """A prior label read through a ``label__isnull=False`` filter (so never None)."""
-    if label is None:
-        raise RuntimeError("an imported label without a value passed the not-null filter")
-    return label
-
-
 def user_rater(user_id: int) -> str:
     """The rater id of an account."""
     return f"user:{user_id}"
@@ -130,115 +115,127 @@ def _matrix(level: str, votes: Iterable[tuple[int, str, str]]) -> VoteMatrix:
     return VoteMatrix(level=level, units=units, raters=raters, ratings=ratings)
 
 
-def vote_rows(*, project: Project, item_ids: Iterable[int] | None = None) -> Iterator[VoteRow]:
-    """Yield the current votes of ``project`` (of ``item_ids`` only, when given), one row each.
+# Every current vote of a project's items, one statement: the four kinds of vote (an account's
+# answer label and claim labels, from the current revision of its submitted, non-gold
+# annotation; an imported prior annotation's answer and claim labels), and, on request, the
+# items' votes as last counted into the vote tally. A prior vote without a recorded version
+# counts under the version labelling started under (before the start, the lowest draft's).
+# ``{items}`` is the item filter, repeated in every branch; ``{default}`` that version.
+_DEFAULT_VERSION = (
+    "(SELECT version FROM labeling_labelpolicy WHERE project_id = %s "
+    "ORDER BY (frozen_at IS NULL), frozen_at, version LIMIT 1)"
+)
+_VOTES_SQL = (
+    "SELECT 'a', 'answer', n.item_id, lp.version, n.item_id, CAST(n.annotator_id AS TEXT), "
+    "r.answer_label, r.answer_reason "
+    "FROM labeling_annotation n JOIN labeling_item i ON i.id = n.item_id "
+    "JOIN labeling_annotationrevision r ON r.id = n.current_id "
+    "JOIN labeling_assignment a ON a.id = n.assignment_id "
+    "LEFT JOIN labeling_labelpolicy lp ON lp.id = r.policy_id "
+    "WHERE {items} AND NOT a.gold "
+    "UNION ALL "
+    "SELECT 'p', 'answer', i.id, COALESCE(lp.version, {default}), i.id, p.annotator, "
+    "p.answer_label, p.answer_reason "
+    "FROM labeling_priorannotation p JOIN labeling_item i ON i.candidate_id = p.candidate_id "
+    "LEFT JOIN labeling_labelpolicy lp ON lp.id = p.policy_id "
+    "WHERE {items} AND p.answer_label IS NOT NULL "
+    "UNION ALL "
+    "SELECT 'a', 'claim', n.item_id, lp.version, cl.claim_id, CAST(n.annotator_id AS TEXT), "
+    "cl.label, cl.reason "
+    "FROM labeling_claimlabel cl JOIN labeling_annotation n ON n.current_id = cl.revision_id "
+    "JOIN labeling_item i ON i.id = n.item_id "
+    "JOIN labeling_assignment a ON a.id = n.assignment_id "
+    "JOIN labeling_annotationrevision r ON r.id = cl.revision_id "
+    "LEFT JOIN labeling_labelpolicy lp ON lp.id = r.policy_id "
+    "WHERE {items} AND NOT a.gold "
+    "UNION ALL "
+    "SELECT 'p', 'claim', i.id, COALESCE(lp.version, {default}), pcl.claim_id, "
+    "p.annotator, pcl.label, pcl.reason "
+    "FROM labeling_priorclaimlabel pcl "
+    "JOIN labeling_priorannotation p ON p.id = pcl.prior_annotation_id "
+    "JOIN labeling_item i ON i.candidate_id = p.candidate_id "
+    "LEFT JOIN labeling_labelpolicy lp ON lp.id = p.policy_id "
+    "WHERE {items} AND pcl.label IS NOT NULL"
+)
+_COUNTED_SQL = (
+    " UNION ALL SELECT 's', NULL, v.item_id, NULL, NULL, NULL, CAST(v.votes AS TEXT), NULL "
+    "FROM labeling_itemvotes v JOIN labeling_item i ON i.id = v.item_id WHERE {items}"
+)
 
-    Reads only, four queries whatever the project's size. A row is ``(item id, policy version,
-    level, unit id, rater id, value)``; the unit is the item at the answer level and the claim at
-    the claim level. A vote counts under the policy version it was made under: a revision's
-    ``policy``, an imported prior annotation's recorded ``policy``, else the version labelling
-    started under (the one prior votes are first compared under; before the start, the draft
-    version); a vote with no version at all (a project without a policy) is left out. Votes of
-    an earlier labelling round of an item (retired by a new policy version) stay votes of their
-    version. Gold work is never a vote.
+
+def _votes_statement(
+    project: Project, item_ids: Sequence[int] | None, *, counted: bool
+) -> tuple[str, list[Any]]:
+    if item_ids is None:
+        items, item_params = "i.project_id = %s", [project.pk]
+    else:
+        items = f"i.project_id = %s AND i.id IN ({placeholders(item_ids)})"
+        item_params = [project.pk, *item_ids]
+    sql = _VOTES_SQL + (_COUNTED_SQL if counted else "")
+    params: list[Any] = [
+        *item_params,
+        project.pk,
+        *item_params,
+        *item_params,
+        project.pk,
+        *item_params,
+    ]
+    if counted:
+        params += item_params
+    return sql.replace("{items}", items).replace("{default}", _DEFAULT_VERSION), params
+
+
+def _vote_row(row: tuple[Any, ...]) -> VoteRow:
+    kind, level, item_id, version, unit, who, label, reason = row
+    rater = user_rater(int(who)) if kind == "a" else prior_rater(who)
+    return (item_id, version, level, unit, rater, vote_value(label, reason))
+
+
+def _rows(
+    project: Project, item_ids: Sequence[int] | None, *, counted: bool
+) -> tuple[list[VoteRow], dict[int, list[list[Any]]]]:
+    sql, params = _votes_statement(project, item_ids, counted=counted)
+    votes: list[VoteRow] = []
+    stored: dict[int, list[list[Any]]] = {}
+    for row in select_rows(sql, params):
+        if row[0] == "s":
+            stored[row[2]] = json.loads(row[6])
+        elif row[3] is not None:  # a vote without any version is left out
+            votes.append(_vote_row(row))
+    return votes, stored
+
+
+def vote_rows(*, project: Project, item_ids: Sequence[int] | None = None) -> list[VoteRow]:
+    """Return the current votes of ``project`` (of ``item_ids`` only, when given), one row each.
+
+    Reads only, one statement whatever the project's size. A row is ``(item id, policy
+    version, level, unit id, rater id, value)``; the unit is the item at the answer level and
+    the claim at the claim level. A vote counts under the policy version it was made under: a
+    revision's ``policy``, an imported prior annotation's recorded ``policy``, else the version
+    labelling started under (the one prior votes are first compared under; before the start,
+    the draft version); a vote with no version at all (a project without a policy) is left out.
+    Votes of an earlier labelling round of an item (retired by a new policy version) stay votes
+    of their version. Gold work is never a vote.
     """
-    # The version labelling started under (before the start, the draft's): the version of a
-    # prior vote that records none. A subquery of the prior votes' own queries.
-    first = Subquery(
-        LabelPolicy.objects.filter(project=project)
-        .order_by(F("frozen_at").asc(nulls_last=True), "version")
-        .values("version")[:1]
-    )
-    only = {} if item_ids is None else {"pk__in": list(item_ids)}
-    items = Item.objects.filter(project=project, **only).values("pk")
-    for item_id, user_id, label, answer_reason, version in AnnotationRevision.objects.filter(
-        current_of__item__in=items, current_of__assignment__gold=False
-    ).values_list(
-        "annotation__item_id",
-        "annotation__annotator_id",
-        "answer_label",
-        "answer_reason",
-        "policy__version",
-    ):
-        if version is not None:
-            yield (
-                item_id,
-                version,
-                ANSWER_LEVEL,
-                item_id,
-                user_rater(user_id),
-                vote_value(label, answer_reason),
-            )
-    for item_id, annotator, prior_label, reason, version in PriorAnnotation.objects.filter(
-        candidate__item__in=items, answer_label__isnull=False
-    ).values_list(
-        "candidate__item__id",
-        "annotator",
-        "answer_label",
-        "answer_reason",
-        Coalesce("policy__version", first),
-    ):
-        if version is not None:
-            yield (
-                item_id,
-                version,
-                ANSWER_LEVEL,
-                item_id,
-                prior_rater(annotator),
-                vote_value(_imported_label(prior_label), reason),
-            )
-    for claim_id, item_id, user_id, label, reason, version in ClaimLabel.objects.filter(
-        revision__current_of__item__in=items,
-        revision__current_of__assignment__gold=False,
-    ).values_list(
-        "claim_id",
-        "revision__annotation__item_id",
-        "revision__annotation__annotator_id",
-        "label",
-        "reason",
-        "revision__policy__version",
-    ):
-        if version is not None:
-            yield (
-                item_id,
-                version,
-                CLAIM_LEVEL,
-                claim_id,
-                user_rater(user_id),
-                vote_value(label, reason),
-            )
-    for (
-        claim_id,
-        item_id,
-        annotator,
-        prior_claim_label,
-        reason,
-        version,
-    ) in PriorClaimLabel.objects.filter(
-        prior_annotation__candidate__item__in=items, label__isnull=False
-    ).values_list(
-        "claim_id",
-        "prior_annotation__candidate__item__id",
-        "prior_annotation__annotator",
-        "label",
-        "reason",
-        Coalesce("prior_annotation__policy__version", first),
-    ):
-        if version is not None:
-            yield (
-                item_id,
-                version,
-                CLAIM_LEVEL,
-                claim_id,
-                prior_rater(annotator),
-                vote_value(_imported_label(prior_claim_label), reason),
-            )
+    return _rows(project, item_ids, counted=False)[0]
+
+
+def items_votes_and_counted(
+    *, project: Project, item_ids: Sequence[int]
+) -> tuple[list[VoteRow], dict[int, list[list[Any]]]]:
+    """Return :func:`vote_rows` of ``item_ids`` and their votes as last counted, in one statement.
+
+    Returns:
+        The vote rows, and item id → the ``votes`` of its :class:`~labeling.models.ItemVotes`
+        row (items without one are absent).
+    """
+    return _rows(project, item_ids, counted=True)
 
 
 def project_votes(*, project: Project) -> ProjectVotes:
     """Return the current votes of every item of ``project``, per label level and policy version.
 
-    Reads the rows of :func:`vote_rows` (four queries, whatever the project's size). Items of
+    Reads the rows of :func:`vote_rows` (one statement, whatever the project's size). Items of
     every status count: an open item's single vote drops out of the agreement statistics by
     itself.
 

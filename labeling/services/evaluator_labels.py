@@ -29,7 +29,7 @@ from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import transaction
 
 from labeling import permissions
-from labeling.derived import derived_mark
+from labeling.derived import derived_mark_touched
 from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFailed
 from labeling.importers import SourcedRecord
 from labeling.importers.native import file_sha256 as stream_sha256
@@ -117,6 +117,8 @@ class _Writer:
         self.evaluators = {(e.name, e.version): e.pk for e in project.evaluators.all()}
         self.new_evaluators = 0
         self.created = 0
+        # the evaluators this file gave new labels to
+        self.labelled: set[int] = set()
         # (evaluator id, candidate id, claim id) -> (label, score, available), this file's labels
         self.seen: dict[LabelKey, tuple[Any, Any, Any]] = {}
 
@@ -145,6 +147,7 @@ class _Writer:
         if not self.errors:
             EvaluatorLabel.objects.bulk_create(new, batch_size=BULK_BATCH)
             self.created += len(new)
+            self.labelled.update(label.evaluator_id for label in new)
 
     def _new_label(
         self,
@@ -334,8 +337,13 @@ def evaluator_labels_import(
         return ImportResult(batch=None, records=n_records, created={})
     batch.report = {"records": n_records, "created": created, "notes": {}}
     batch.save(update_fields=["report"])
-    # Evaluator labels feed the calibration runs and the evaluator audits.
-    derived_mark(project_id=project.pk, kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT])
+    # Evaluator labels feed the calibration runs whose score field names their evaluator and
+    # the audits of their evaluator: only those are marked stale.
+    derived_mark_touched(
+        project_id=project.pk,
+        kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT],
+        evaluator_ids=sorted(writer.labelled),
+    )
     logger.info(
         "evaluator_labels_import.done",
         extra={"project": project.slug, "batch": batch.pk, "records": n_records},

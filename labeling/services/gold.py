@@ -45,7 +45,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from labeling.derived import derived_mark
+from labeling.derived import derived_mark, derived_mark_touched
 from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
 from labeling.locks import item_lock, membership_lock, project_label_writes_lock
 from labeling.models import (
@@ -185,8 +185,13 @@ def gold_reference_set(
         Item.objects.filter(pk=item.pk, status=ItemStatus.OPEN).update(
             status=ItemStatus.GOLD, version=F("version") + 1
         )
-        # The item leaves the calibration and audit inputs (it was a pending candidate).
-        derived_mark(project_id=project.pk, kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT])
+        # The item leaves the calibration and audit inputs (it was a pending candidate): stale
+        # are the calibration runs whose partitions hold it and the audits of its evaluators.
+        derived_mark_touched(
+            project_id=project.pk,
+            kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT],
+            item_ids=[item.pk],
+        )
     logger.info(
         "gold.reference_set",
         extra={

@@ -38,7 +38,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from labeling.bulk import update_rows
-from labeling.derived import derived_mark
+from labeling.derived import derived_mark_touched
 from labeling.exceptions import InvalidInput, InvalidTransition
 from labeling.locks import items_lock, project_label_writes_lock, project_lock
 from labeling.models import DerivedKind, Disagreement, Item, ItemStatus, Project
@@ -173,9 +173,11 @@ def items_return_to_queue(
             ["queue_position"],
             [(pk, last + n) for n, pk in enumerate(returned, start=1)],
         )
-        derived_mark(
+        # Their resolutions are withdrawn: stale are the results that read these items.
+        derived_mark_touched(
             project_id=project.pk,
             kinds=[DerivedKind.CALIBRATION, DerivedKind.AUDIT, DerivedKind.RELIABILITY],
+            item_ids=returned,
         )
         logger.info(
             "items.returned_to_queue",

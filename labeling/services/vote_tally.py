@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from labeling.locks import project_label_writes_lock, vote_tally_lock
 from labeling.models import ItemVotes, LabelPolicy, Project, VoteTally, VoteTallyDelta
-from labeling.selectors.votes import vote_rows
+from labeling.selectors.votes import items_votes_and_counted, vote_rows
 from labeling.tally import Tally, items_votes, votes_tally
 
 logger = logging.getLogger(__name__)
@@ -70,8 +70,8 @@ def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
     ids = sorted(set(item_ids))
     change = Tally()
     for chunk in _chunks(ids):
-        fresh = items_votes(vote_rows(project=project, item_ids=chunk))
-        stored = dict(ItemVotes.objects.filter(item_id__in=chunk).values_list("item_id", "votes"))
+        rows, stored = items_votes_and_counted(project=project, item_ids=chunk)
+        fresh = items_votes(rows)
         changed = [i for i in chunk if fresh.get(i, []) != stored.get(i, [])]
         if not changed:
             continue

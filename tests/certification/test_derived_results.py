@@ -34,7 +34,7 @@ from certification.services import (
     votes_sha256,
 )
 from certification.services import derived as derived_service
-from certification.stats.agreement import agreement_summary
+from certification.stats.agreement import LevelCounts, agreement_summary_from_counts
 from labeling import engine, in_process
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput
@@ -121,9 +121,15 @@ def _resolve(project, item, adjudicator):
 
 
 def _clean_answer(project) -> dict[str, Any]:
-    """The answer level computed from scratch from the current votes (no stored state)."""
+    """The answer level computed from scratch from the current votes (no stored state).
+
+    Counted from the full vote matrix, so the figures equal the stored ones exactly; that the
+    counts give the figures of ``agreement_summary`` (alpha by the ``krippendorff`` package) is
+    tested in ``tests/certification/stats/test_agreement_counts.py``.
+    """
     matrix = {m.level: m for m in project_votes(project=project).levels()}["answer"]
-    return level_to_json(agreement_summary(matrix.ratings, matrix.raters, confidence=0.95))
+    counts = LevelCounts.from_ratings(matrix.ratings, matrix.raters)
+    return level_to_json(agreement_summary_from_counts(counts, confidence=0.95))
 
 
 # -- the marks: written in the writing transaction -----------------------------------------
@@ -132,23 +138,24 @@ def test_a_vote_marks_the_agreement_in_its_transaction(started, member):
     assert marks(started) == {AGREEMENT: 1, RELIABILITY: 1}
 
 
-def test_a_consensus_marks_every_kind(started, member):
+def test_a_consensus_marks_the_kinds_that_read_the_item(started, member):
     a, b = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
     first = _submit(started, a, "admissible")
     second = _submit(started, b, "admissible")
     assert first == second and second.status == ItemStatus.RESOLVED
-    # two votes, and the consensus resolution marks agreement, calibration and audit
-    assert marks(started) == {AGREEMENT: 3, CALIBRATION: 1, AUDIT: 1, RELIABILITY: 3}
+    # two votes, and the consensus resolution marks agreement and reliability; not calibration
+    # and audit: no spec, no audit reads the item
+    assert marks(started) == {AGREEMENT: 3, RELIABILITY: 3}
 
 
-def test_a_disagreement_marks_the_votes_and_an_adjudication_every_kind(started, member):
+def test_a_disagreement_marks_the_votes_and_an_adjudication_what_reads_it(started, member):
     a, b = member(Role.ANNOTATOR), member(Role.ANNOTATOR)
     _submit(started, a, "admissible")
     item = _submit(started, b, "inadmissible")
     assert item.status == ItemStatus.DISAGREEMENT
     assert marks(started) == {AGREEMENT: 2, RELIABILITY: 2}
     _resolve(started, item, member(Role.ADJUDICATOR))
-    assert marks(started) == {AGREEMENT: 3, CALIBRATION: 1, AUDIT: 1, RELIABILITY: 3}
+    assert marks(started) == {AGREEMENT: 3, RELIABILITY: 3}
 
 
 def test_an_import_marks_every_kind(project, import_records):
@@ -156,14 +163,35 @@ def test_an_import_marks_every_kind(project, import_records):
     assert marks(project) == {AGREEMENT: 1, CALIBRATION: 1, AUDIT: 1, RELIABILITY: 1}
 
 
-def test_evaluator_labels_mark_calibration_and_audit(started, manager):
+def test_evaluator_labels_mark_the_calibration_and_audits_that_read_them(started, manager):
+    from tests.factories import make_spec
+
+    def labels(candidate, version="v1", question="q1"):
+        record = {"question": question, "candidate": candidate, "evaluator": "judge"}
+        data = jsonl_bytes([{**record, "version": version, "label": "inadmissible", "score": 0.9}])
+        return evaluator_labels_import(
+            project=started, records=read_jsonl(io.BytesIO(data)), actor=manager, filename="e"
+        )
+
     DerivedChange.objects.all().delete()
-    record = {"question": "q1", "candidate": "c0", "evaluator": "judge", "version": "v1"}
-    data = jsonl_bytes([{**record, "label": "inadmissible", "score": 0.9}])
-    result = evaluator_labels_import(
-        project=started, records=read_jsonl(io.BytesIO(data)), actor=manager, filename="e"
+    # no spec names the evaluator, no audit is declared: nothing reads the labels
+    assert labels("c0").created["evaluator_labels"] == 1
+    assert marks(started) == {}
+    # a spec scores by judge@v1: its labels are calibration inputs
+    make_spec(started, thresholds=[0.5], score_field="evaluator:judge@v1")
+    DerivedChange.objects.all().delete()
+    assert labels("c1").created["evaluator_labels"] == 1
+    assert marks(started) == {CALIBRATION: 1}
+    # judge@v1's audit is declared: its labels are audit inputs; judge@v2's are neither
+    audit_report_configure(
+        project=started,
+        evaluator=Evaluator.objects.get(project=started, version="v1"),
+        actor=manager,
     )
-    assert result.created["evaluator_labels"] == 1
+    DerivedChange.objects.all().delete()
+    assert labels("c0", version="v2").created["evaluator_labels"] == 1
+    assert marks(started) == {}
+    assert labels("c0", question="q2").created["evaluator_labels"] == 1
     assert marks(started) == {CALIBRATION: 1, AUDIT: 1}
 
 
@@ -278,7 +306,7 @@ def test_eager_mode_runs_one_recomputation_per_kind_per_request(
         )
     assert response.status_code == 200
     runs = Counter(r.kind for r in caplog.records if r.getMessage() == "derived.recomputed")
-    assert runs == {AGREEMENT: 1, CALIBRATION: 1, AUDIT: 1, RELIABILITY: 1}
+    assert runs == {AGREEMENT: 1, RELIABILITY: 1}  # no spec, no audit reads the resolved item
     assert marks(started) == {}
     report = AgreementReport.objects.get(project=started)
     assert report.answer["n_votes"] == 2  # both votes, the first one never recomputed alone
@@ -299,7 +327,7 @@ def test_the_recovery_picks_up_a_mark_whose_task_was_lost(
     # missing state rows first
     enqueued = recover(django_capture_on_commit_callbacks)
     # then every kind was recomputed and covers the changes
-    assert enqueued == [(started.pk, k) for k in (AGREEMENT, AUDIT, CALIBRATION, RELIABILITY)]
+    assert enqueued == [(started.pk, k) for k in (AGREEMENT, RELIABILITY)]
     assert marks(started) == {}
     state = DerivedResultState.objects.get(project=started, kind=AGREEMENT)
     assert state.covered_generation == top

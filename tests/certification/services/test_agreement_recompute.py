@@ -270,10 +270,10 @@ def test_other_projects_votes_are_not_counted(project, items, cast_vote, import_
     assert report.answer["label_counts"] == {"inadmissible": 1}
 
 
-def test_vote_selector_runs_four_queries_whatever_the_size(
+def test_vote_selector_runs_one_statement_whatever_the_size(
     project, voted, django_assert_num_queries
 ):
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(1):
         project_votes(project=project)
 
 

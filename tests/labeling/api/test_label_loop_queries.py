@@ -27,15 +27,19 @@ NEXT_BUDGET = 22
 # assignment, the item's lock, the policy (read under the lock: the one the labels are stored
 # under), the claims, the lease's compare-and-set (no second read of the assignment), the
 # item's version, the annotation, its revision, its one claim label, the annotation's current
-# revision, the change marks and the vote count. The response is built from the rows just
+# revision, the change marks, the vote tally's three (the item's votes with those last counted,
+# in one statement; the item's counted votes; the change of the counts) and the vote count. The
+# response is built from the rows just
 # written (no read-back). The marked kinds' scheduling runs after the commit (not here: the
 # test's transaction never commits).
-SUBMIT_BUDGET = 19
+SUBMIT_BUDGET = 22
 # The submit that completes an item's overlap compares its votes too: the open item, the votes
 # (annotations with their current revisions, claim labels, evidence; no prior-vote read for an
 # item that counts none), the claims, the resolution's number, the consensus resolution with
-# its claim label, the item's status and the marks of the resolution's kinds.
-COMPARE_BUDGET = 10
+# its claim label, the item's status, whether a calibration spec and a declared audit read the
+# resolved item (one query each: labeling.derived.derived_mark_touched) and the marks of the
+# resolution's kinds.
+COMPARE_BUDGET = 12
 # PostgreSQL adds one per label write: the shared advisory lock against a release freeze.
 FREEZE_LOCK = {"postgresql": 1}
 

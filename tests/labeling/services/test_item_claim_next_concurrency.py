@@ -4,7 +4,8 @@ Threads act for three annotators (several threads per annotator: second tabs), c
 through the real services, and now and then abandon a lease: its lease runs out (moved into the
 past) and a beat thread releases it while the others keep working; the abandoning thread later
 submits late, which is accepted while the lease still holds its slot and refused once the slot
-was given back. At the end every item has exactly two annotations from two different people.
+was given back. At the end every item has exactly two annotations from two different people,
+and the vote tally, folded by the beat thread all along, equals the full count of the votes.
 
 PostgreSQL runs it with row locks (SKIP LOCKED); SQLite runs the same scenario, where writers are
 serialised and the compare-and-set and constraints are the guard.
@@ -22,6 +23,7 @@ import pytest
 from django.db import connection
 from django.db.models import Count, F, Q
 
+from certification.services import agreement_recompute, votes_sha256
 from labeling.exceptions import Conflict, InvalidTransition, LeaseExpired
 from labeling.models import (
     Annotation,
@@ -32,6 +34,7 @@ from labeling.models import (
     ItemStatus,
     Role,
 )
+from labeling.selectors import project_votes
 from labeling.services import (
     assignments_release_expired,
     item_claim_next,
@@ -42,6 +45,7 @@ from labeling.services import (
     workload_import,
 )
 from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.vote_tally import vote_tally_fold
 from tests.conftest import native_record
 from tests.factories import UserFactory
 
@@ -109,11 +113,14 @@ def _run_scenario():
     deadline = time.monotonic() + DEADLINE_SECONDS
 
     def beat() -> None:
-        # the Celery beat task, run far more often than every minute
+        # the Celery beat task, run far more often than every minute, and the agreement
+        # recomputation's fold of the vote tally while the votes change
         try:
             barrier.wait()
             while not stop.is_set():
                 count("released", assignments_release_expired())
+                vote_tally_fold(project=project)
+                count("folds")
                 time.sleep(0.02)
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             failures.append(exc)
@@ -226,6 +233,11 @@ def _run_scenario():
     # and the scenario did exercise abandoned leases (released, re-given, submitted late)
     assert stats["abandoned"] > 0
     assert stats["released"] > 0
+    # and the vote tally, folded while the votes changed, is the full count of the votes
+    assert stats["folds"] > 0
+    assert agreement_recompute(project_id=project.pk).input_sha256 == votes_sha256(
+        project_votes(project=project)
+    )
     statuses = Counter(Item.objects.filter(project=project).values_list("status", flat=True))
     assert set(statuses) <= {ItemStatus.RESOLVED, ItemStatus.DISAGREEMENT}
     print(dict(stats), dict(statuses))  # noqa: T201 - shown with -s

@@ -110,17 +110,29 @@ def test_a_returned_item_collects_one_more_vote_and_is_compared_again(project, f
     assert resolved.resolution.number == 2
 
 
-def test_the_calibration_and_audits_are_marked_stale_not_the_agreement(project, flow, member):
+def test_what_reads_the_items_is_marked_stale_not_the_agreement(project, flow, member):
+    from labeling.models import Question
+    from tests.factories import make_spec
+
     def marks(kind):
         return DerivedChange.objects.filter(project=project, kind=kind).count()
 
+    manager = member(Role.MANAGER)
+    # no calibration spec, no audit: only the reliability reads the withdrawn resolution
     before = {kind: marks(kind) for kind in DerivedKind.values}
-    items_return_to_queue(
-        project=project, actor=member(Role.MANAGER), item_ids=[flow["resolved"].pk]
-    )
+    items_return_to_queue(project=project, actor=manager, item_ids=[flow["resolved"].pk])
+    after = {kind: marks(kind) for kind in DerivedKind.values}
+    assert after[DerivedKind.RELIABILITY] == before[DerivedKind.RELIABILITY] + 1
+    assert after[DerivedKind.CALIBRATION] == before[DerivedKind.CALIBRATION]
+    assert after[DerivedKind.AUDIT] == before[DerivedKind.AUDIT]
+    assert after[DerivedKind.AGREEMENT] == before[DerivedKind.AGREEMENT]
+    # a spec calibrating on the item's partition reads it
+    Question.objects.filter(project=project).update(partition="calibration")
+    make_spec(project, thresholds=[0.5])
+    before = {kind: marks(kind) for kind in DerivedKind.values}
+    items_return_to_queue(project=project, actor=manager, item_ids=[flow["disputed"].pk])
     after = {kind: marks(kind) for kind in DerivedKind.values}
     assert after[DerivedKind.CALIBRATION] == before[DerivedKind.CALIBRATION] + 1
-    assert after[DerivedKind.AUDIT] == before[DerivedKind.AUDIT] + 1
     assert after[DerivedKind.AGREEMENT] == before[DerivedKind.AGREEMENT]
 
 

@@ -263,3 +263,18 @@ def test_an_invalidated_tally_is_counted_again_from_scratch(labelled):
     VoteTally.objects.filter(project=project).update(counts=[])  # a wrong tally
     vote_tally_invalidate(project=project)
     _check(project)
+
+
+def test_a_managers_recompute_counts_every_vote_again(
+    labelled, django_capture_on_commit_callbacks
+):
+    from certification.services.derived import derived_recompute_request
+
+    project, (_annotators, manager) = labelled
+    vote_tally_fold(project=project)
+    VoteTally.objects.filter(project=project).update(counts=[])  # a wrong tally
+    with django_capture_on_commit_callbacks(execute=True):
+        derived_recompute_request(project=project, kind="agreement", actor=manager)
+    assert VoteTally.objects.get(project=project).counts != []
+    report = agreement_recompute(project_id=project.pk)
+    assert report.input_sha256 == votes_sha256(project_votes(project=project))
