@@ -16,7 +16,7 @@ portable (PostgreSQL and SQLite); column names that are SQL keywords (``index``,
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -235,6 +235,50 @@ def insert_like(
             out[at] = value
         values.append(out)
     return _insert_db_rows(model, fields, values)
+
+
+def insert_select(
+    template: models.Model, expressions: Mapping[str, str], select: str, params: Sequence[Any]
+) -> int:
+    """Insert the rows of one ``SELECT``: ``template``'s values, some columns from the query.
+
+    :func:`insert_like` with the rows made by the database (``INSERT … SELECT``): no row passes
+    through Python. Every field an insert writes is written: those named in ``expressions``
+    (attname → SQL expression over the query's tables, e.g. ``{"item_id": "s.item_id"}``)
+    from the query, the others from ``template`` (converted once, as :func:`insert` converts an
+    instance: ``auto_now_add``, defaults), as parameters; an expression takes no parameter of
+    its own. ``select`` is the rest of the statement after the column list (``FROM … WHERE …
+    ORDER BY …``; an ``ORDER BY`` gives the new ids in that order) and ``params`` its
+    parameters. Returns the number of rows inserted.
+
+    On PostgreSQL the template's parameters are cast to their columns' types: with
+    server-side binding a parameter in a select list has no type of its own.
+
+    Raises:
+        ValueError: an expression names a field the insert does not write, or ``template``
+            has an unsaved related object.
+        django.db.IntegrityError: a constraint refused a row (no row of the call stays).
+    """
+    model = type(template)
+    fields = _insert_fields(model)
+    template._prepare_related_fields_for_save(operation_name="insert")  # type: ignore[attr-defined]
+    unknown = sorted(set(expressions) - {f.attname for f in fields})
+    if unknown:
+        raise ValueError(f"{model.__name__} has no inserted field {', '.join(unknown)}")
+    typed = connection.vendor == "postgresql"
+    columns, values = [], []
+    for field in fields:
+        if field.attname in expressions:
+            columns.append(expressions[field.attname])
+            continue
+        columns.append(f"CAST(%s AS {field.cast_db_type(connection)})" if typed else "%s")
+        values.append(_db_value(field, template))
+    quote = connection.ops.quote_name
+    return execute(
+        f"INSERT INTO {quote(model._meta.db_table)} "  # noqa: S608 - the model's names only
+        f"({', '.join(quote(f.column) for f in fields)}) SELECT {', '.join(columns)} {select}",
+        [*values, *params],
+    )
 
 
 def _insert_fields(model: type[models.Model]) -> list[Any]:

@@ -25,9 +25,15 @@ from labeling.models import DerivedKind
 
 items_resolved = Signal()
 
-#: The derived results a resolution may change: all; calibration and audit only when their
-#: registered inputs tests say they read a resolved item (agreement and reliability have none).
-RESOLUTION_KINDS: tuple[str, ...] = tuple(DerivedKind.values)
+#: The derived results a resolution may change: calibration and audit only when their
+#: registered inputs tests say they read a resolved item; the per-person reliability (it compares
+#: the votes with the resolutions). Not the agreement: it reads the votes alone, and the vote's
+#: own write marks it.
+RESOLUTION_KINDS: tuple[str, ...] = (
+    DerivedKind.CALIBRATION,
+    DerivedKind.AUDIT,
+    DerivedKind.RELIABILITY,
+)
 
 
 def announce_resolutions(*, project_id: int, resolved: Iterable[tuple[int, str]]) -> None:

@@ -33,6 +33,11 @@ urlpatterns = [
         views.annotate_skip_undo,
         name="annotate-skip-undo",
     ),
+    path(
+        "p/<slug:slug>/annotate/<int:assignment_id>/ahead/",
+        views.annotate_ahead,
+        name="annotate-ahead",
+    ),
     path("p/<slug:slug>/my/", views.my_annotations, name="my-annotations"),
     # work reports: managers (everyone), annotators (their own figures)
     path("p/<slug:slug>/reports/work/", reports.work_report_page, name="work-report"),

@@ -172,6 +172,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     "annotate-skip": {"GET": (200, 403, 403, 404, LOGIN), "POST": (302, 403, 403, 404, LOGIN)},
     # the annotator's leased assignment is not skipped: the undo is refused (409)
     "annotate-skip-undo": {"POST": (409, 403, 403, 404, LOGIN)},
+    # the annotator's leased assignment is their current item: the next one is reserved (200)
+    "annotate-ahead": {"POST": (200, 403, 403, 404, LOGIN)},
     "my-annotations": {"GET": (200, 200, 200, 404, LOGIN)},
     # the pages hide adjudication from annotators (404); the API refuses it (403)
     "adjudication-queue": {"GET": (404, 200, 200, 404, LOGIN)},

@@ -562,10 +562,13 @@ def audit_reads(project_id: int, item_ids: tuple[int, ...], evaluator_ids: tuple
     evaluator has a declared audit, or an item carries an answer-level label of an evaluator
     whose audit is declared. A project without a declared audit marks nothing.
 
-    Queries: one for evaluators, one per :data:`READS_CHUNK` items (stopping at the first
-    hit): in the size of the change, never of the project.
+    Queries: one when the project has no declared audit; else one for evaluators, one per
+    :data:`READS_CHUNK` items (stopping at the first hit): in the size of the change, never of
+    the project.
     """
     declared = AuditReport.objects.filter(project_id=project_id)
+    if len(item_ids) > READS_CHUNK and not declared.exists():
+        return False  # a large change (a start, an import) of a project without an audit
     if evaluator_ids and declared.filter(evaluator_id__in=evaluator_ids).exists():
         return True
     for at in range(0, len(item_ids), READS_CHUNK):

@@ -702,10 +702,13 @@ def calibration_reads(
     or an evaluator is one a latest spec's score field names. A project without a spec, and a
     question outside every partition read (or not partitioned yet), mark nothing.
 
-    Queries: one per :data:`READS_CHUNK` items (stopping at the first hit), and two for
-    evaluators: in the size of the change, never of the project.
+    Queries: one when the project has no spec; else one per :data:`READS_CHUNK` items
+    (stopping at the first hit), and two for evaluators: in the size of the change, never of
+    the project.
     """
     latest = CalibrationSpec.objects.filter(project_id=project_id, next_version__isnull=True)
+    if len(item_ids) > READS_CHUNK and not latest.exists():
+        return False  # a large change (a start, an import) of a project without a spec
     if evaluator_ids:
         named = {
             field

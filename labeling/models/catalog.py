@@ -594,6 +594,13 @@ class Item(models.Model):
             models.Index(
                 fields=["project", "status", "queue_position", "id"], name="item_queue_idx"
             ),
+            # The open items with a free slot, in serving order: "next item" walks only these
+            # (not the full items ahead of them), and the workbench counts them with a cap.
+            models.Index(
+                fields=["project", "queue_position", "id"],
+                condition=Q(status="open", assigned_count__lt=F("overlap") - F("prior_votes")),
+                name="item_free_queue_idx",
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=ItemStatus.values), name="item_status"),

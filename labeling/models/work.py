@@ -88,7 +88,11 @@ class Assignment(models.Model):
         ordering = ["item", "slot"]
         indexes = [
             models.Index(fields=["status", "lease_expires_at"], name="assignment_lease_idx"),
-            models.Index(fields=["annotator", "status"], name="assignment_annotator_idx"),
+            # Also in submit order: "Revise previous" (the actor's last submission) reads one row.
+            models.Index(
+                fields=["annotator", "status", "submitted_at", "id"],
+                name="assignment_annotator_idx",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -55,18 +55,25 @@ def own_progress(*, project: Project, actor: Any) -> OwnProgress:
     return OwnProgress(submitted=counts["submitted"], skipped=counts["skipped"])
 
 
+# The workbench counts the open items left for an annotator up to this many, then says "1000+":
+# counting them all would read every open item of the project each time an item is shown.
+QUEUE_LEFT_CAP = 1000
+
+
 @dataclass(frozen=True)
 class OwnQueue:
     """An annotator's progress through the project's queue; nothing about anyone else's.
 
     ``done``: items submitted; ``skipped``: items skipped; ``left``: items still to label by
-    this annotator (the item they hold now, and open items with a free place they never took);
+    this annotator (the items they hold now, and open items with a free place they never took);
+    ``more``: more open items than ``QUEUE_LEFT_CAP`` were left (``left`` counts that many);
     ``total``: their sum (the bar's maximum).
     """
 
     done: int
     skipped: int
     left: int
+    more: bool = False
 
     @property
     def total(self) -> int:
@@ -75,7 +82,13 @@ class OwnQueue:
 
     def as_json(self) -> dict[str, int]:
         """The figures as a JSON answer carries them."""
-        return {"done": self.done, "skipped": self.skipped, "left": self.left, "total": self.total}
+        return {
+            "done": self.done,
+            "skipped": self.skipped,
+            "left": self.left,
+            "more": self.more,
+            "total": self.total,
+        }
 
 
 def own_queue(*, project: Project, actor: Any) -> OwnQueue:
@@ -84,9 +97,12 @@ def own_queue(*, project: Project, actor: Any) -> OwnQueue:
     ``left`` counts the actor's valid leases and the open items with a free place that the
     actor holds no assignment of (an expired one of theirs does not count: such an item may
     come back to them). A free place may be taken by someone else first, so ``left`` is an
-    upper bound of what the actor will still be served. When the labelling policy serves gold
-    items, the gold items never given to the actor count too (counted like any other item, so
-    being given one, or submitting it, changes the counts as a regular item does).
+    upper bound of what the actor will still be served. The open items are counted up to
+    ``QUEUE_LEFT_CAP`` (``more`` when there are more), through the partial index of the items
+    with a free place, so the count costs the same in a project of any size. When the labelling
+    policy serves gold items, the gold items never given to the actor count too (counted like
+    any other item, so being given one, or submitting it, changes the counts as a regular item
+    does).
     """
     now = timezone.now()
     counts = Assignment.objects.filter(item__project=project, annotator=actor).aggregate(
@@ -101,11 +117,18 @@ def own_queue(*, project: Project, actor: Any) -> OwnQueue:
         Item.objects.filter(project=project, status=ItemStatus.OPEN)
         .filter(assigned_count__lt=F("overlap") - F("prior_votes"))
         .exclude(Exists(taken))
+        # In serving order, as item_free_queue_idx holds them: the count reads that index and
+        # stops at the cap, wherever the open items lie in the table.
+        .order_by("queue_position", "pk")[: QUEUE_LEFT_CAP + 1]
         .count()
     )
+    more = free > QUEUE_LEFT_CAP
+    free = min(free, QUEUE_LEFT_CAP)
     if _serves_gold(project):
         free += len(gold_unseen_ids(project=project, actor=actor))
-    return OwnQueue(done=counts["done"], skipped=counts["skipped"], left=counts["held"] + free)
+    return OwnQueue(
+        done=counts["done"], skipped=counts["skipped"], left=counts["held"] + free, more=more
+    )
 
 
 def _serves_gold(project: Project) -> bool:

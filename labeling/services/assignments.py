@@ -32,6 +32,16 @@ no live, submitted or skipped assignment of it). So an annotator who claims and 
 run out, again and again, cannot hold an item away from the others; once the cool-down has
 passed, or when nobody else is left who could label the item, they get it back (their row is
 revived with a fresh lease), so the last annotator can still finish.
+
+**Next item ahead.** The labelling page asks for the item after the one being labelled while the
+annotator works on it (:func:`item_claim_ahead`), so that a submit shows the next item at once.
+That reserve is an ordinary assignment: it is claimed as "next item" claims (serving order,
+slot, ``assigned_count``, the constraints above), its lease runs from its claim and is never
+extended, it expires and is released as any lease, and a skip gives its slot back. An annotator
+holds at most one reserve besides the current item: a reserve is claimed only for the actor's
+valid lease, and only when they hold no other valid lease (then that one is the reserve, so a
+second tab gets the same one). "Next item" serves the oldest valid lease, so once the current
+item is submitted or skipped the reserve is served, in any tab, never a third item.
 """
 
 from __future__ import annotations
@@ -42,7 +52,6 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, transaction
@@ -85,6 +94,7 @@ from labeling.rows import execute, insert, placeholders, raw_models, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.comparison import items_compare
 from labeling.services.gold_serving import gold_claim, gold_turn
+from labeling.services.labelling_start import labelling_start_write
 
 logger = logging.getLogger(__name__)
 
@@ -355,8 +365,10 @@ def project_labelling_start(
     :func:`queue_order`), and compares at once the items whose prior votes already reach the
     overlap (``comparison.items_compare``), so they go to consensus or the disagreement queue
     without a new annotation. ``progress`` (optional) reports both steps (a background job
-    shows it): ``("queued", items queued, items)`` as the queue is written, then
-    ``("compared", items compared, items whose prior votes reach the overlap)``.
+    shows it): ``("queued", items queued, items)`` once the queue is computed, then
+    ``("compared", items compared, items whose prior votes reach the overlap)``. The rows
+    are written by a handful of set-based statements
+    (:func:`labeling.services.labelling_start.labelling_start_write`).
 
     Returns:
         ``project``, refreshed.
@@ -382,20 +394,23 @@ def project_labelling_start(
     now = timezone.now()
     if policy.frozen_at is None:
         LabelPolicy.objects.filter(pk=policy.pk).update(frozen_at=now)
-    with custom_plans():  # the chunks' statements, planned for the tables as they grow
-        queued = _enqueue(
+    project.labelling_started_at = now
+    project.save(update_fields=["labelling_started_at"])
+    # Set-based (labeling/services/labelling_start.py): a handful of INSERT … SELECT and one
+    # UPDATE whatever the number of items, the rows _enqueue and items_compare would write.
+    with custom_plans():  # the live-vote fallback's chunked statements, if any
+        started = labelling_start_write(
             project=project,
-            item_ids=None,
-            first_position=1,
-            progress=partial(progress, "queued") if progress else None,
+            policy=policy,
+            partition_rank=PARTITION_SERVING_RANK,
+            order=lambda rows: queue_order(
+                [QueueRow(*row) for row in rows],
+                serving_order=project.serving_order,
+                seed=project.serving_seed,
+            ),
+            progress=progress,
         )
-        project.labelling_started_at = now
-        project.save(update_fields=["labelling_started_at"])
-        compared = _compare_full_items(
-            project=project,
-            item_ids=None,
-            progress=partial(progress, "compared") if progress else None,
-        )
+    queued, compared = started.queued, started.compared
     logger.info(
         "project.labelling_started",
         extra={
@@ -590,8 +605,9 @@ class ClaimCandidates:
     """The open items an actor may take, in serving order: one ``SELECT`` and its parameters.
 
     ``sql`` selects ``labeling_item`` rows (``i.*``) with two more columns: ``own_row``, the
-    actor's expired assignment of the item (to revive) or NULL, and ``has_stale``, whether a
-    lease of the item ran out (the claim releases it first). It ends with its ``ORDER BY``.
+    actor's expired assignment of the item (to revive) or NULL, and ``stale_in_project``,
+    whether a lease of an open item of the project ran out (the claim releases those first,
+    then looks again). It ends with its ``ORDER BY``.
     """
 
     sql: str
@@ -607,7 +623,12 @@ def _claim_candidates(
 ) -> ClaimCandidates:
     """Open items the actor may take, in serving order, each annotated for the claim.
 
-    An item qualifies if it has a free slot, or a lease that ran out (which the claim releases).
+    An item qualifies if it has a free slot. A lease that ran out still holds its slot here:
+    ``stale_in_project`` tells the claim to release such leases first
+    (:func:`_release_project_stale`), so an item whose only free place is a run-out lease
+    qualifies on the claim's next look. The conditions are those of the partial index
+    ``item_free_queue_idx`` (open, a free slot; project, then serving order), so the database
+    walks only the items with a free slot, whatever the number of full items ahead of them.
     An item of ``cooling`` (those whose lease *the actor* let run out less than a lease length
     ago) is withheld from them while another annotator of the project could still take it (one
     who holds no live, submitted or skipped assignment of it): the abandoned item goes to
@@ -617,26 +638,18 @@ def _claim_candidates(
     Plain SQL (labeling/rows.py): every claim runs it, and the queryset with its four
     subqueries cost more CPU to build and compile than the database takes to answer.
     """
-    leased, expired, retired = (
-        AssignmentStatus.LEASED,
-        AssignmentStatus.EXPIRED,
-        AssignmentStatus.RETIRED,
-    )
-    stale = (
-        "EXISTS (SELECT 1 FROM labeling_assignment s WHERE s.item_id = i.id "
-        "AND s.status = %s AND s.lease_expires_at <= %s)"
-    )
+    expired, retired = AssignmentStatus.EXPIRED, AssignmentStatus.RETIRED
     # The f-strings of this function add only fixed fragments and placeholders.
     sql = (
         "SELECT i.*, (SELECT m.id FROM labeling_assignment m WHERE m.item_id = i.id "  # noqa: S608
-        f"AND m.annotator_id = %s AND m.status <> %s LIMIT 1) AS own_row, {stale} AS has_stale "
-        "FROM labeling_item i WHERE i.project_id = %s AND i.status = %s "
-        f"AND (i.assigned_count < i.overlap - i.prior_votes OR {stale}) "
+        f"AND m.annotator_id = %s AND m.status <> %s LIMIT 1) AS own_row, ({_STALE_SQL} LIMIT 1) "
+        "AS stale_in_project FROM labeling_item i WHERE i.project_id = %s AND i.status = %s "
+        "AND i.assigned_count < i.overlap - i.prior_votes "
         "AND NOT EXISTS (SELECT 1 FROM labeling_assignment m WHERE m.item_id = i.id "
         "AND m.annotator_id = %s AND m.status NOT IN (%s, %s))"
     )
-    params: list[Any] = [actor.pk, retired, leased, now, project.pk, ItemStatus.OPEN]
-    params += [leased, now, actor.pk, retired, expired]
+    params: list[Any] = [actor.pk, retired, *_stale_params(project, now)]
+    params += [project.pk, ItemStatus.OPEN, actor.pk, retired, expired]
     if cooling:
         # Another annotator who could take the item: an active member in an annotator role
         # with no row of it, or only an expired or retired one. Most claims have no cooling
@@ -654,6 +667,39 @@ def _claim_candidates(
         sql += f" AND i.id NOT IN ({placeholders(list(tried))})"  # noqa: S608
         params += sorted(tried)
     return ClaimCandidates(sql + " ORDER BY i.queue_position, i.id", tuple(params))
+
+
+# The items of a project with a lease that ran out (not yet released), by the index of leases
+# (status, lease_expires_at): few rows, since the beat task releases them every minute. Its
+# parameters: _stale_params().
+_STALE_SQL = (
+    "SELECT s.item_id FROM labeling_assignment s JOIN labeling_item si ON si.id = s.item_id "
+    "WHERE s.status = %s AND s.lease_expires_at <= %s AND si.project_id = %s AND si.status = %s"
+)
+
+
+def _stale_params(project: Project, now: datetime) -> list[Any]:
+    return [AssignmentStatus.LEASED, now, project.pk, ItemStatus.OPEN]
+
+
+def _release_project_stale(*, project: Project, now: datetime) -> int:
+    """Release the project's leases that ran out by ``now``, as the beat task would.
+
+    At most ``RELEASE_CHUNK`` items; an item another transaction holds is left (SKIP LOCKED:
+    a submit or claim in flight decides it, or the next run). Returns how many were released.
+    Caller: a claim, under the actor's Membership lock (items come after it in the lock order).
+    """
+    item_ids = [
+        item_id
+        for (item_id,) in select_rows(
+            f"{_STALE_SQL} ORDER BY s.item_id LIMIT %s",  # noqa: S608 - a fixed fragment
+            [*_stale_params(project, now), RELEASE_CHUNK],
+        )
+    ]
+    released = 0
+    for item in items_lock(item_ids, skip_locked=True):
+        released += _expire_stale_leases(item=item, now=now)
+    return released
 
 
 def _claim_annotation(item: Item, name: str) -> Any:
@@ -713,12 +759,78 @@ def _take_slot(*, item: Item, actor: Any, now: datetime, lease: timedelta) -> As
     return assignment
 
 
+@dataclass(frozen=True)
+class _ClaimStart:
+    """What a claim read under the actor's Membership lock: their leases and the lease length."""
+
+    membership: Any
+    own: list[Assignment]
+    now: datetime
+    lease: timedelta
+
+    @property
+    def valid(self) -> list[Assignment]:
+        """The actor's valid leases in the project, oldest first."""
+        return [
+            a
+            for a in self.own
+            if a.status == AssignmentStatus.LEASED and a.lease_expires_at > self.now
+        ]
+
+
+def _claim_start(*, project: Project, actor: Any, action: str) -> _ClaimStart:
+    """Check the role, lock the actor's Membership row and read their leases (a claim's start).
+
+    Raises:
+        PermissionDenied: ``actor`` is not an annotator of the project.
+        InvalidTransition: labelling has not started.
+    """
+    require_role(
+        project=project,
+        actor=actor,
+        roles=ANNOTATORS,
+        action=action,
+        outsider=PermissionDenied,
+    )
+    # The membership row, locked, gives the project's current settings, and the role again as
+    # of the lock (a role changed since the check above is seen here).
+    membership = (
+        membership_lock(project_id=project.pk, user_id=actor.pk)
+        if getattr(actor, "is_authenticated", False)
+        else None
+    )
+    if membership is None or membership.role not in ANNOTATORS:
+        raise PermissionDenied("only an annotator of this project may take items")
+    if membership.project.labelling_started_at is None:
+        raise InvalidTransition("labelling has not started in this project")
+    now = timezone.now()
+    lease = timedelta(minutes=membership.project.lease_minutes)
+    # The actor's leases, and in the same read the leases they let run out less than a lease
+    # length ago (the items cooling for them, see _claim_candidates).
+    # A plain statement (labeling/rows.py): every claim reads them.
+    own = raw_models(
+        Assignment,
+        "SELECT a.* FROM labeling_assignment a JOIN labeling_item i ON i.id = a.item_id "
+        "WHERE i.project_id = %s AND a.annotator_id = %s AND (a.status = %s "
+        "OR (a.status = %s AND a.ended_at > %s)) ORDER BY a.leased_at, a.id",
+        [
+            project.pk,
+            actor.pk,
+            AssignmentStatus.LEASED,
+            AssignmentStatus.EXPIRED,
+            now - lease,
+        ],
+    )
+    return _ClaimStart(membership=membership, own=list(own), now=now, lease=lease)
+
+
 @transaction.atomic
 def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     """Give ``actor`` the next item to label, or return None when there is no work for them.
 
-    If the actor holds a valid lease in the project (another tab), that assignment is returned
-    unchanged (the lease is not extended). Otherwise the first open item in serving order
+    If the actor holds a valid lease in the project (another tab, or the item reserved ahead by
+    :func:`item_claim_ahead`), the oldest such assignment is returned unchanged (the lease is
+    not extended). Otherwise the first open item in serving order
     (:func:`queue_order`) that has a free slot and that the actor has not claimed, submitted or
     skipped is leased to them for ``project.lease_minutes``, in the smallest free slot. Leases
     that ran out are released on the way: the actor's own, and those of the item taken. An item
@@ -741,47 +853,77 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     constraints are the final guard: a claim they refuse is rolled back to a savepoint and the
     next candidate is tried.
     """
-    require_role(
-        project=project,
-        actor=actor,
-        roles=ANNOTATORS,
-        action="take items",
-        outsider=PermissionDenied,
-    )
-    # The membership row, locked, gives the project's current settings, and the role again as
-    # of the lock (a role changed since the check above is seen here).
-    membership = (
-        membership_lock(project_id=project.pk, user_id=actor.pk)
-        if getattr(actor, "is_authenticated", False)
-        else None
-    )
-    if membership is None or membership.role not in ANNOTATORS:
-        raise PermissionDenied("only an annotator of this project may take items")
-    if membership.project.labelling_started_at is None:
-        raise InvalidTransition("labelling has not started in this project")
-    lease_minutes = membership.project.lease_minutes
-    now = timezone.now()
-    lease = timedelta(minutes=lease_minutes)
-    # The actor's leases, and in the same read the leases they let run out less than a lease
-    # length ago (the items cooling for them, see _claim_candidates).
-    # A plain statement (labeling/rows.py): every claim reads them.
-    own = raw_models(
-        Assignment,
-        "SELECT a.* FROM labeling_assignment a JOIN labeling_item i ON i.id = a.item_id "
-        "WHERE i.project_id = %s AND a.annotator_id = %s AND (a.status = %s "
-        "OR (a.status = %s AND a.ended_at > %s)) ORDER BY a.leased_at, a.id",
-        [
-            project.pk,
-            actor.pk,
-            AssignmentStatus.LEASED,
-            AssignmentStatus.EXPIRED,
-            now - lease,
-        ],
-    )
-    held = [a for a in own if a.status == AssignmentStatus.LEASED]
-    valid = [a for a in held if a.lease_expires_at > now]
+    start = _claim_start(project=project, actor=actor, action="take items")
+    valid = start.valid
     if valid:
         return valid[0]
+    return _claim_new(project=project, actor=actor, start=start, ahead=False)
+
+
+@transaction.atomic
+def item_claim_ahead(*, project: Project, actor: Any, assignment_id: int) -> Assignment | None:
+    """Reserve the item ``actor`` labels after ``assignment_id`` (the page prefetches it).
+
+    The rules (see the module's "Next item ahead"):
+
+    - ``assignment_id`` must be the actor's valid lease in the project: the item they are
+      working on. Otherwise (submitted, skipped, expired, released, someone else's) nothing is
+      reserved and ``InvalidTransition`` (``NotFound`` for an id that is not the actor's) says
+      so; the page then simply waits for its submit's answer.
+    - If the actor holds another valid lease in the project, that one is the reserve: it is
+      returned unchanged (the lease is not extended) and nothing is claimed. So a second tab,
+      or a prefetch asked again, gets the same reserve, and this function never makes an
+      annotator hold more than two valid leases: the current item and one ahead.
+    - Otherwise the next item is claimed exactly as :func:`item_claim_next` claims it: the same
+      serving order, slots and exactly-N constraints (the reserve holds a slot and counts in
+      ``assigned_count`` like any lease), the same lease length from now, the same gold rule.
+      While the actor's qualification is pending nothing is reserved (what they are served
+      next depends on the gold item they are labelling).
+
+    The reserve is an ordinary lease: it expires and is released as any lease, a skip gives
+    its slot back, and "next item" serves it once the current item is done (the oldest valid
+    lease first).
+
+    Returns:
+        The reserved assignment, or None when no item needs the actor.
+
+    Raises:
+        PermissionDenied: ``actor`` is not an annotator of the project.
+        NotFound: ``assignment_id`` is not an assignment of the actor in the project.
+        InvalidTransition: labelling has not started, or ``assignment_id`` is not the actor's
+            valid lease.
+        Conflict: as :func:`item_claim_next`.
+
+    Concurrency: as :func:`item_claim_next` (the actor's Membership lock serialises their
+    claims and reserves, so two tabs asking at once get one reserve).
+    """
+    start = _claim_start(project=project, actor=actor, action="take items")
+    valid = start.valid
+    if not any(a.pk == assignment_id for a in valid):
+        if not Assignment.objects.filter(
+            pk=assignment_id, annotator_id=actor.pk, item__project=project
+        ).exists():
+            raise NotFound(f"assignment {assignment_id} not found")
+        raise InvalidTransition(
+            "this item is no longer yours to label (submitted, skipped or its lease ran out): "
+            "nothing is reserved ahead of it"
+        )
+    others = [a for a in valid if a.pk != assignment_id]
+    if others:
+        return others[0]
+    return _claim_new(project=project, actor=actor, start=start, ahead=True)
+
+
+def _claim_new(
+    *, project: Project, actor: Any, start: _ClaimStart, ahead: bool
+) -> Assignment | None:
+    """Lease the next item to the actor (the claim's second half, under the Membership lock).
+
+    ``ahead``: a reserve (:func:`item_claim_ahead`): nothing while only gold work is allowed.
+    """
+    membership, own, now, lease = start.membership, start.own, start.now, start.lease
+    # The actor's leases that ran out (a valid one, the current item of a reserve, stays).
+    held = [a for a in own if a.status == AssignmentStatus.LEASED and a.lease_expires_at <= now]
     for held_item in items_lock(a.item_id for a in held):
         _expire_stale_leases(item=held_item, now=now)
     # A lease released just now (above) cools its item too.
@@ -798,7 +940,9 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
         now=now,
     )
     if not turn.regular:
-        return gold_claim(project=project, actor=actor, now=now, lease=lease) if turn.gold else None
+        if ahead or not turn.gold:
+            return None
+        return gold_claim(project=project, actor=actor, now=now, lease=lease)
     if (
         turn.gold
         and _claim_candidates(
@@ -811,11 +955,19 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
 
     tried: set[int] = set()
     waits = 0
+    swept = False
     for _ in range(MAX_CLAIM_ATTEMPTS):
         candidates = _claim_candidates(
             project=project, actor=actor, now=now, tried=tried, cooling=cooling
         )
         item = claimable_item_lock(candidates.sql, candidates.params)
+        if not swept and (item is None or _claim_annotation(item, "stale_in_project")):
+            # Leases that ran out hold slots until they are released: release the project's
+            # (once per claim), then look again, so an item whose place they held is served in
+            # its turn. Without any (the usual case) the look above stands.
+            swept = True
+            if _release_project_stale(project=project, now=now):
+                continue
         if item is None:
             # Every candidate may be held for a moment by another claim or submit (SKIP LOCKED
             # left them out). Look again briefly before answering "no work": once they commit,
@@ -826,8 +978,6 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
                 continue
             return None
         tried.add(item.pk)
-        if _claim_annotation(item, "has_stale") and _expire_stale_leases(item=item, now=now):
-            item.refresh_from_db(fields=["assigned_count", "version"])
         try:
             with transaction.atomic():
                 assignment = _take_slot(item=item, actor=actor, now=now, lease=lease)
@@ -850,6 +1000,7 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
                     "project_id": project.pk,
                     "annotator_id": actor.pk,
                     "slot": assignment.slot,
+                    "ahead": ahead,
                 },
             )
             return assignment

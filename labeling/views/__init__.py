@@ -17,6 +17,7 @@ probes of load balancers and supervisors (``/health/live``, ``/health/ready``: n
 
 from labeling.views.adjudicate import adjudication_item, adjudication_queue
 from labeling.views.annotate import (
+    annotate_ahead,
     annotate_form,
     annotate_next,
     annotate_skip,
@@ -48,6 +49,7 @@ __all__ = [
     "Segment",
     "adjudication_item",
     "adjudication_queue",
+    "annotate_ahead",
     "annotate_form",
     "annotate_next",
     "annotate_skip",

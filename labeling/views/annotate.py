@@ -1,5 +1,10 @@
 """Annotator pages: next item, the labelling form, skip, and the annotator's own annotations.
 
+The page script keeps the next item ready while the annotator works (``annotate_ahead``, and
+the ``reserve`` of each submit's JSON answer): a submit then shows it at once, without waiting
+for the server (see ``labeling/static/labeling/annotate.js`` and "Next item ahead" in
+:mod:`labeling.services.assignments`).
+
 Blindness (an annotator sees only their own work): these pages render only the question text, the
 candidate, its claims, the pinned sources and the actor's own labels. No question metadata,
 evaluator or prior label, other annotator, vote count or item status reaches them
@@ -17,6 +22,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from labeling import exceptions, permissions
@@ -34,7 +40,12 @@ from labeling.selectors.pages import (
 from labeling.selectors.review import LabellingFormView, labelling_form_view
 from labeling.selectors.work import assignment_current_for_actor, assignment_get_for_actor
 from labeling.services.annotations import annotation_submit
-from labeling.services.assignments import assignment_skip, assignment_skip_undo, item_claim_next
+from labeling.services.assignments import (
+    assignment_skip,
+    assignment_skip_undo,
+    item_claim_ahead,
+    item_claim_next,
+)
 from labeling.views.common import (
     form_add_domain_error,
     page_context,
@@ -221,6 +232,8 @@ def _workbench_json(
         "title": f"{'Revise your annotation' if view.current else 'Label an item'}"
         f" · {project.name} · certlabel",
         "html": render_to_string("labeling/_workbench.html", context, request=request),
+        # How long the lease still runs (the page keeps a reserve only while it does).
+        "lease_seconds": max(0.0, (assignment.lease_expires_at - timezone.now()).total_seconds()),
     }
 
 
@@ -276,6 +289,32 @@ def _saved_json(project: Project, annotation: Annotation, assignment: Assignment
     }
 
 
+def _ahead_id(request: HttpRequest) -> int | None:
+    """The reserve the page shows after this submit (its ``ahead`` field), if it names one."""
+    value = request.POST.get("ahead", "")
+    return int(value) if value.isdigit() and len(value) < 19 else None
+
+
+def _reserve_json(
+    request: HttpRequest, project: Project, role: str | None, current: Assignment
+) -> dict[str, Any] | None:
+    """The item reserved after ``current`` (claimed now if none is), rendered; None if none.
+
+    It is rendered as it will be shown once ``current`` is submitted: "Revise previous" opens
+    ``current``. Refused or failed (``current`` is no longer the actor's lease, a database
+    error), there is no reserve: the page then waits for its submit's answer.
+    """
+    try:
+        reserve = item_claim_ahead(project=project, actor=request.user, assignment_id=current.pk)
+    except exceptions.LabelingError:
+        return None
+    except DATABASE_ERRORS:
+        return None
+    if reserve is None:
+        return None
+    return {"for": current.pk, **_workbench_json(request, project, role, reserve, previous=current)}
+
+
 def _claim_quietly(request: HttpRequest, project: Project) -> Assignment | None:
     """Claim the next item after a write that committed; None when none could be claimed.
 
@@ -312,6 +351,19 @@ def _after_submit_json(
         else "Saved.",
         "next": None,
     }
+    ahead = None if revised else _ahead_id(request)
+    if ahead is not None:
+        # The page shows the reserve it fetched ahead already: confirm it (when it is the item
+        # "next" serves now), and send the reserve after it instead of the next item's page.
+        following = assignment_current_for_actor(project=project, actor=request.user)
+        if following is not None and following.pk == ahead:
+            body["next"] = {
+                "assignment_id": following.pk,
+                "url": reverse("annotate-form", args=[project.slug, following.pk]),
+                "ahead": True,
+            }
+            body["reserve"] = _reserve_json(request, project, role, following)
+            return JsonResponse(body)
     if revised:
         following = assignment_current_for_actor(project=project, actor=request.user)
     else:
@@ -338,7 +390,12 @@ def annotate_form(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
 
     A POST that accepts ``application/json`` (the page script's) is answered in JSON: on success
     ``{"saved", "message", "next": {"assignment_id", "url", "title", "html"} | null, "url"}``
-    (``html``: the next item's workbench, ``url`` without a next item: where to go); refused,
+    (``html``: the next item's workbench, ``url`` without a next item: where to go). A first
+    submit whose ``ahead`` field names the reserve the page shows next (fetched ahead) gets
+    ``"next": {"assignment_id", "url", "ahead": true}`` without ``html`` when that reserve is
+    the item served next, and ``"reserve"``: the item after it, as ``annotate_ahead`` answers
+    it; otherwise (the reserve was skipped or ran out meanwhile) the answer is as without
+    ``ahead``, and the page shows ``next`` instead. Refused,
     ``{"problems": [{"field", "target", "claim_position", "where", "text", "message"}],
     "status"}`` with the HTML answer's status.
     """
@@ -504,6 +561,36 @@ def annotate_skip_undo(request: HttpRequest, slug: str, assignment_id: int) -> H
         )
     messages.success(request, UNDONE_MESSAGE)
     return redirect("annotate-form", slug=project.slug, assignment_id=assignment.pk)
+
+
+@login_required
+@require_http_methods(["POST"])
+def annotate_ahead(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    """Reserve the item after ``assignment_id`` (the page's prefetch); answer it rendered.
+
+    JSON only (the page script's): ``{"reserve": {"for", "assignment_id", "url", "title",
+    "html", "lease_seconds"} | null}`` (null: no item is left for the annotator), or
+    ``{"problems": [...]}`` with status 409 when ``assignment_id`` is no longer the annotator's
+    lease (submitted, skipped, run out). The rules are :func:`item_claim_ahead`'s: at most one
+    reserve besides the current item, an ordinary lease counted like any other; asked again (or
+    from a second tab) it answers the same reserve.
+    """
+    project, role = project_for(request, slug, allowed=permissions.ANNOTATORS)
+    current = _own_assignment(request, project, assignment_id)
+    try:
+        reserve = item_claim_ahead(project=project, actor=request.user, assignment_id=current.pk)
+    except (exceptions.InvalidTransition, exceptions.Conflict) as exc:
+        return _problems_json(_general(exc.message), http_status(exc))
+    if reserve is None:
+        return JsonResponse({"reserve": None})
+    return JsonResponse(
+        {
+            "reserve": {
+                "for": current.pk,
+                **_workbench_json(request, project, role, reserve, previous=current),
+            }
+        }
+    )
 
 
 @login_required

@@ -5,18 +5,28 @@ Usage (from the repository root, with the project installed)::
     python tests/benchmarks/bench_start.py                        # SQLite, 50,000 items
     python tests/benchmarks/bench_start.py --items 10000 \\
         --postgres postgres://postgres@127.0.0.1:5432/postgres    # SQLite and PostgreSQL
+    python tests/benchmarks/bench_start.py --statements ...       # and each statement's share
 
 The workload: ``--items`` questions, each with one source, one candidate answer with one claim
 and two imported prior annotations (a quarter of them disagreeing on the answer label), so with
 overlap 2 the start compares every item: three quarters go to consensus, a quarter to the
 disagreement queue. Each backend runs in its own process on a fresh database
 (``DJANGO_DEBUG=false``): migrate, import (not timed), then ``project_labelling_start`` timed,
-as the background job runs it (progress callback included).
+as the background job runs it (progress callback included), to the end of its COMMIT.
 
-Reported per backend: items, seconds, items per second, the process's CPU seconds (the database
-server's are not included), the items' statuses afterwards, and the peak RSS.
+Reported per backend, each beside the target: the wall seconds; the CPU seconds of the
+benchmark's process; and the CPU seconds of the database: on PostgreSQL those of the server
+process serving the connection (the backend whose pid ``pg_backend_pid()`` gives, read from
+``/proc/<pid>/stat`` before and after, so the server must run on this machine; the server's
+shared background processes, e.g. the WAL writer, are not counted), on SQLite none apart (the
+database runs inside the process, whose CPU includes it). Also the items' statuses afterwards,
+the peak RSS and the load average before and after the run (other work on the machine stretches
+the wall time, not the CPU time). ``--statements`` adds each statement's wall and database CPU
+seconds, and the COMMIT's (on PostgreSQL the deferred foreign-key checks of every row written):
+the floor of the set-based start is their sum.
 
-Target: 50,000 items start "in a few seconds"; printed against 5 s.
+Target (issue 33): 50,000 items started in <= 3 s on both databases, the database's CPU
+included.
 Not collected by pytest (``python_files = test_*.py``).
 """
 
@@ -39,7 +49,8 @@ from bench_import import _sentence, child_env, scratch_database  # noqa: E402  (
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_DB = f"certlabel_bench_start_{os.getpid()}"  # one per run: two runs never share it
-SECONDS_TARGET = 5.0
+SECONDS_TARGET = 3.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def generate(path: Path, items: int) -> int:
@@ -71,6 +82,88 @@ def generate(path: Path, items: int) -> int:
             }
             out.write(json.dumps(record) + "\n")
     return path.stat().st_size
+
+
+def _process_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) a process has used so far, from /proc; None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except OSError:
+        return None
+    fields = data[data.rindex(b")") + 2 :].split()  # fields[n - 3] is proc(5)'s field n
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class _DatabaseCpu:
+    """The CPU seconds of the database server process of Django's connection (PostgreSQL).
+
+    ``read()`` is None on SQLite (the database runs in this process) and when the server's
+    process is not readable (another machine).
+    """
+
+    def __init__(self) -> None:
+        from django.db import connection
+
+        self.pid = None
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                self.pid = cursor.fetchone()[0]
+            if _process_cpu(self.pid) is None:
+                print("warning: the PostgreSQL backend is not on this machine", file=sys.stderr)
+                self.pid = None
+
+    def read(self) -> float | None:
+        return None if self.pid is None else _process_cpu(self.pid)
+
+
+class _StatementClock:
+    """Wall, process CPU and database CPU seconds of each statement Django runs, and of COMMIT.
+
+    An execute wrapper times the statements; the COMMIT (not a statement Django runs through
+    a cursor) is timed by wrapping the connection's ``_commit``. Statements are keyed by their
+    first words (the table they write or read).
+    """
+
+    def __init__(self, database: _DatabaseCpu) -> None:
+        from django.db import connection
+
+        self.database = database
+        self.times: dict[str, list[float]] = {}  # key: [count, wall, process CPU, database CPU]
+        self.connection = connection
+        self._commit = connection._commit
+
+        def commit() -> None:
+            self._timed("COMMIT", self._commit)
+
+        connection._commit = commit
+
+    def _timed(self, key: str, run: object) -> object:
+        cpu, process, started = self.database.read(), time.process_time(), time.perf_counter()
+        try:
+            return run()  # type: ignore[operator]
+        finally:
+            wall = time.perf_counter() - started
+            process = time.process_time() - process
+            after = self.database.read()
+            entry = self.times.setdefault(key, [0, 0.0, 0.0, 0.0])
+            entry[0] += 1
+            entry[1] += wall
+            entry[2] += process
+            entry[3] += (after - cpu) if cpu is not None and after is not None else 0.0
+
+    def __call__(self, execute, sql, params, many, context):  # noqa: ANN001, ANN204
+        words = " ".join(str(sql).replace("(", " ").split()[:4])
+        return self._timed(words, lambda: execute(sql, params, many, context))
+
+    def close(self) -> None:
+        del self.connection._commit  # the class's method again
 
 
 def child(workload: Path, profile_to: str | None) -> None:
@@ -113,21 +206,28 @@ def child(workload: Path, profile_to: str | None) -> None:
         )
     project_labelling_configure(project=project, actor=manager, overlap=2)
     reports: list[tuple[str, int, int]] = []
-    cpu_before = resource.getrusage(resource.RUSAGE_SELF)
+    database = _DatabaseCpu()
+    clock = _StatementClock(database)
+    load_before = os.getloadavg()
     profile = cProfile.Profile() if profile_to else None
-    started = time.perf_counter()
+    with connection.execute_wrapper(clock):
+        database_before, cpu_before = database.read(), _self_cpu()
+        started = time.perf_counter()
+        if profile:
+            profile.enable()
+        project_labelling_start(
+            project=project,
+            actor=manager,
+            progress=lambda step, done, total: reports.append((step, done, total)),
+        )
+        if profile:
+            profile.disable()
+        seconds = time.perf_counter() - started
+        cpu_seconds, database_after = _self_cpu() - cpu_before, database.read()
+    clock.close()
+    load_after = os.getloadavg()
     if profile:
-        profile.enable()
-    project_labelling_start(
-        project=project,
-        actor=manager,
-        progress=lambda step, done, total: reports.append((step, done, total)),
-    )
-    if profile:
-        profile.disable()
         profile.dump_stats(profile_to)
-    seconds = time.perf_counter() - started
-    cpu_after = resource.getrusage(resource.RUSAGE_SELF)
     items = Item.objects.filter(project=project).count()
     statuses = dict(
         Item.objects.filter(project=project)
@@ -142,17 +242,22 @@ def child(workload: Path, profile_to: str | None) -> None:
                 "items": items,
                 "seconds": round(seconds, 2),
                 "items_per_s": round(items / seconds),
-                "cpu_seconds": round(
-                    cpu_after.ru_utime
-                    + cpu_after.ru_stime
-                    - cpu_before.ru_utime
-                    - cpu_before.ru_stime,
-                    2,
-                ),
+                "cpu_seconds": round(cpu_seconds, 2),
+                # None: the database runs in the process (SQLite), or is not readable.
+                "database_cpu_seconds": None
+                if database_before is None or database_after is None
+                else round(database_after - database_before, 2),
                 "statuses": statuses,
                 "progress_reports": len(reports),
                 # ru_maxrss is in kilobytes on Linux.
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "load_average": [round(load_before[0], 2), round(load_after[0], 2)],
+                "statements": {
+                    key: [n, round(wall, 3), round(process, 3), round(cpu, 2)]
+                    for key, (n, wall, process, cpu) in sorted(
+                        clock.times.items(), key=lambda kv: -kv[1][1]
+                    )
+                },
             }
         )
     )
@@ -172,6 +277,31 @@ def run_child(workload: Path, database_url: str, profile_to: str | None) -> dict
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _against(seconds: float) -> str:
+    """``seconds`` beside the target."""
+    verdict = "<=" if seconds <= SECONDS_TARGET else "> "
+    return f"{seconds:6.2f} s {verdict} {SECONDS_TARGET:g} s"
+
+
+def _print_report(r: dict[str, object], statements: bool) -> None:
+    process, database = r["cpu_seconds"], r["database_cpu_seconds"]
+    print(f"{r['backend']}: {r['items']} items, {r['items_per_s']} items/s, {r['statuses']}")
+    print(f"  wall                     {_against(r['seconds'])}")
+    print(f"  process CPU              {_against(process)}")
+    if database is None:
+        print("  database CPU             (in the process: SQLite, or a server not on this host)")
+    else:
+        print(f"  database backend CPU     {_against(database)}")
+        print(f"  process + database CPU   {_against(process + database)}")
+    before, after = r["load_average"]
+    print(f"  peak RSS {r['peak_rss_mb']} MB; load average {before} before, {after} after")
+    if statements:
+        print(f"  {'statement':<44}{'runs':>6}{'wall s':>9}{'proc CPU s':>11}{'db CPU s':>10}")
+        for key, (n, wall, process_cpu, cpu) in r["statements"].items():
+            db = "-" if database is None else f"{cpu:.2f}"
+            print(f"  {key[:44]:<44}{n:>6}{wall:>9.3f}{process_cpu:>11.3f}{db:>10}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=int, default=50_000)
@@ -182,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="cProfile the start into FILE (with .<backend> appended); the figures then include "
         "the profiler's overhead",
+    )
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="print each statement's wall and database CPU seconds, and the COMMIT's",
     )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -205,13 +340,13 @@ def main(argv: list[str] | None = None) -> int:
                 reports.append(run_child(workload, url, profile_to))
             print(json.dumps(reports[-1]), flush=True)
 
-    print(f"\n{'backend':<12}{'items':>8}{'seconds':>10}{'items/s':>10}{'CPU s':>8}{'RSS MB':>9}")
+    print()
     for r in reports:
-        print(
-            f"{r['backend']:<12}{r['items']:>8}{r['seconds']:>10}{r['items_per_s']:>10}"
-            f"{r['cpu_seconds']:>8}{r['peak_rss_mb']:>9}  {r['statuses']}"
-        )
-    print(f"target: {args.items} items started in <= {SECONDS_TARGET:g} s")
+        _print_report(r, args.statements)
+    print(
+        f"target: {args.items} items started in <= {SECONDS_TARGET:g} s, "
+        "the database's CPU included"
+    )
     return 0
 
 

@@ -9,7 +9,7 @@ from django.apps import apps
 from django.db import transaction
 
 from certification.apps import DERIVED_SCHEDULER
-from certification.models import AgreementReport, DerivedResultState
+from certification.models import AgreementReport, DerivedResultState, ReliabilityReport
 from certification.tasks import derived_recompute_task
 from labeling.derived import derived_schedulers
 from labeling.models import DerivedChange, DerivedKind, Item, ItemStatus, ResolutionStatus, Role
@@ -96,6 +96,8 @@ def test_scheduler_is_registered_once():
 def test_announced_resolution_yields_a_report_after_commit(
     project, items, cast_vote, member, django_capture_on_commit_callbacks
 ):
+    # a resolution is an input of the per-person reliability (not of the agreement: the votes'
+    # own writes mark that)
     cast_vote(items[0], member(Role.ANNOTATOR), "admissible")
     cast_vote(items[0], member(Role.ANNOTATOR), "admissible")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -104,14 +106,15 @@ def test_announced_resolution_yields_a_report_after_commit(
                 project_id=project.pk, resolved=[(items[0].pk, ResolutionStatus.CONSENSUS)]
             )
         # nothing before commit
-        assert not AgreementReport.objects.exists()
+        assert not ReliabilityReport.objects.exists()
     assert len(callbacks) == 1
     # when the commit happens
     with django_capture_on_commit_callbacks(execute=True):
         callbacks[0]()
     # then
-    report = AgreementReport.objects.get(project=project)
-    assert report.answer["n_votes"] == 2
+    report = ReliabilityReport.objects.get(project=project)
+    assert report.policy_version == 1
+    assert not AgreementReport.objects.exists()
 
 
 def test_a_failing_recompute_does_not_break_the_resolution(
@@ -120,13 +123,14 @@ def test_a_failing_recompute_does_not_break_the_resolution(
     def broken(**kwargs):
         raise RuntimeError("stats exploded")
 
-    monkeypatch.setattr("certification.services.agreement.agreement_recompute", broken)
+    # a resolution marks the per-person reliability (the agreement reads only the votes)
+    monkeypatch.setattr("certification.services.reliability.reliability_recompute", broken)
     with django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
             announce_resolutions(project_id=project.pk, resolved=[(items[0].pk, "consensus")])
     # the error is logged, not raised into the code that resolved the item
     assert "stats exploded" in caplog.text
-    assert not AgreementReport.objects.exists()
+    assert not ReliabilityReport.objects.exists()
 
 
 # -- end to end through the labelling services -------------------------------------------------

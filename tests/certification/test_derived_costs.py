@@ -104,7 +104,7 @@ def _adjudicate(project: Any, item: Item, adjudicator: Any) -> None:
 # -- which write marks which kind --------------------------------------------------------------
 def test_without_a_spec_a_resolution_marks_no_calibration(project, split, member):
     _adjudicate(project, split["cal"], member(Role.ADJUDICATOR))
-    assert marks(project) == {AGREEMENT: 1, RELIABILITY: 1}
+    assert marks(project) == {RELIABILITY: 1}
 
 
 def test_a_resolution_marks_calibration_only_inside_a_partition_a_spec_reads(
@@ -115,18 +115,18 @@ def test_a_resolution_marks_calibration_only_inside_a_partition_a_spec_reads(
     adjudicator = member(Role.ADJUDICATOR)
     # outside every partition the spec reads (calibration, and the held-out test): no mark
     _adjudicate(project, split["dev"], adjudicator)
-    assert marks(project) == {AGREEMENT: 1, RELIABILITY: 1}
+    assert marks(project) == {RELIABILITY: 1}
     # inside it: marked
     clear(project)
     _adjudicate(project, split["cal"], adjudicator)
-    assert marks(project) == {AGREEMENT: 1, CALIBRATION: 1, RELIABILITY: 1}
+    assert marks(project) == {CALIBRATION: 1, RELIABILITY: 1}
 
 
 def test_a_spec_on_the_dev_partition_reads_dev_resolutions(project, split, member):
     make_spec(project, thresholds=[0.5], partition="dev")
     clear(project)
     _adjudicate(project, split["dev"], member(Role.ADJUDICATOR))
-    assert marks(project) == {AGREEMENT: 1, CALIBRATION: 1, RELIABILITY: 1}
+    assert marks(project) == {CALIBRATION: 1, RELIABILITY: 1}
 
 
 def test_a_resolution_marks_the_audits_only_of_an_item_an_audited_evaluator_labelled(
@@ -135,17 +135,17 @@ def test_a_resolution_marks_the_audits_only_of_an_item_an_audited_evaluator_labe
     manager, adjudicator = member(Role.MANAGER), member(Role.ADJUDICATOR)
     # no audit declared: the judged item marks no audit
     _adjudicate(project, split["judged"], adjudicator)
-    assert marks(project) == {AGREEMENT: 1, RELIABILITY: 1}
+    assert marks(project) == {RELIABILITY: 1}
     judge = split["judged"].candidate.evaluator_labels.get().evaluator
     audit_report_configure(project=project, evaluator=judge, actor=manager, score_threshold=0.5)
     clear(project)
     # an item the audited evaluator did not label: no audit mark
     _adjudicate(project, split["dev"], adjudicator)
-    assert marks(project) == {AGREEMENT: 1, RELIABILITY: 1}
+    assert marks(project) == {RELIABILITY: 1}
     # one it labelled (in the calibration partition; no spec: no calibration mark)
     clear(project)
     _adjudicate(project, split["cal"], adjudicator)
-    assert marks(project) == {AGREEMENT: 1, AUDIT: 1, RELIABILITY: 1}
+    assert marks(project) == {AUDIT: 1, RELIABILITY: 1}
 
 
 def test_a_vote_does_not_mark_calibration_its_consensus_does(project, import_records, member):
@@ -172,7 +172,7 @@ def test_a_vote_does_not_mark_calibration_its_consensus_does(project, import_rec
     assert vote().status == ItemStatus.OPEN
     assert marks(project) == {AGREEMENT: 1, RELIABILITY: 1}
     assert vote().status == ItemStatus.RESOLVED
-    assert marks(project) == {AGREEMENT: 3, CALIBRATION: 1, RELIABILITY: 3}
+    assert marks(project) == {AGREEMENT: 2, CALIBRATION: 1, RELIABILITY: 3}
 
 
 # -- cost-bounded spacing ----------------------------------------------------------------------

@@ -143,9 +143,9 @@ def test_a_consensus_marks_the_kinds_that_read_the_item(started, member):
     first = _submit(started, a, "admissible")
     second = _submit(started, b, "admissible")
     assert first == second and second.status == ItemStatus.RESOLVED
-    # two votes, and the consensus resolution marks agreement and reliability; not calibration
-    # and audit: no spec, no audit reads the item
-    assert marks(started) == {AGREEMENT: 3, RELIABILITY: 3}
+    # two votes mark agreement and reliability, the consensus resolution reliability; not
+    # calibration and audit: no spec, no audit reads the item
+    assert marks(started) == {AGREEMENT: 2, RELIABILITY: 3}
 
 
 def test_a_disagreement_marks_the_votes_and_an_adjudication_what_reads_it(started, member):
@@ -155,7 +155,7 @@ def test_a_disagreement_marks_the_votes_and_an_adjudication_what_reads_it(starte
     assert item.status == ItemStatus.DISAGREEMENT
     assert marks(started) == {AGREEMENT: 2, RELIABILITY: 2}
     _resolve(started, item, member(Role.ADJUDICATOR))
-    assert marks(started) == {AGREEMENT: 3, RELIABILITY: 3}
+    assert marks(started) == {AGREEMENT: 2, RELIABILITY: 3}
 
 
 def test_an_import_marks_every_kind(project, import_records):

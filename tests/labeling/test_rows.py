@@ -28,6 +28,7 @@ from labeling.rows import (
     in_ids,
     insert,
     insert_like,
+    insert_select,
     placeholders,
     raw_first,
     raw_models,
@@ -209,6 +210,37 @@ def test_insert_like_writes_the_template_with_each_rows_columns(started, django_
         insert_like(template, ["item"], [(items[0].pk,)])
     with pytest.raises(ValueError, match="a row of 1 values for the 2 columns"):
         insert_like(template, ["item_id", "number"], [(items[0].pk,)])
+
+
+def test_insert_select_writes_the_template_with_the_querys_columns(
+    started, django_assert_num_queries
+):
+    items = list(Item.objects.order_by("id"))
+    policy = LabelPolicy.objects.get(project=started)
+    template = Resolution(status=ResolutionStatus.CONSENSUS, policy=policy, number=1)
+    with django_assert_num_queries(1):
+        inserted = insert_select(
+            template,
+            {"item_id": "i.id", "number": "i.id", "answer_label": "i.status"},
+            "FROM labeling_item i WHERE i.project_id = %s ORDER BY i.id DESC",
+            [started.pk],
+        )
+    assert inserted == len(items) and template.pk is None
+    stored = list(Resolution.objects.order_by("pk"))  # ids in the ORDER BY's order
+    assert [(r.item_id, r.number, r.answer_label) for r in stored] == [
+        (item.pk, item.pk, item.status) for item in reversed(items)
+    ]
+    for r in stored:  # the other fields are the template's, as insert() stores them
+        assert (r.status, r.policy_id, r.rationale, r.supersedes_id, r.adjudicator_id) == (
+            "consensus",
+            policy.pk,
+            "",
+            None,
+            None,
+        )
+        assert r.created_at == template.created_at and r.created_at is not None
+    with pytest.raises(ValueError, match="no inserted field item"):
+        insert_select(template, {"item": "i.id"}, "FROM labeling_item i", [])
 
 
 @pytest.mark.django_db(transaction=True)

@@ -11,7 +11,9 @@
  * - the form is checked before it is sent (every problem at once, in the server's words), then
  *   sent with fetch (Accept: application/json); the answer carries the next item's workbench,
  *   which is swapped in place, its URL pushed to the history (back and reload open the URL);
- * - skip (a reason is required) and undo work the same way.
+ * - skip (a reason is required) and undo work the same way;
+ * - the next item is reserved and rendered ahead while the annotator works (see "the next item,
+ *   ready ahead" below), so a submit shows it at once and saves in the background.
  *
  * Offsets: chips carry the DOM's UTF-16 offsets (`unit` utf16) of what was selected, or the
  * stored code points (`unit` codepoint); the server converts and checks the quote.
@@ -274,19 +276,12 @@
         body = null;
       }
       if (!response.ok || !body) {
-        const problems = (body && body.problems) || [
-          { target: "general", where: "", text: "The server could not save this (" +
-            response.status + "): your input is kept; try again.",
-            message: "The server could not save this (" + response.status +
-            "): your input is kept; try again." },
-        ];
-        onProblems(problems);
+        onProblems(failure(body, response.status));
         return null;
       }
       return body;
     } catch (error) {
-      onProblems([{ target: "general", where: "", text: "", message:
-        "The server could not be reached: your input is kept; try again." }]);
+      onProblems(unreachable());
       return null;
     } finally {
       busy = false;
@@ -294,15 +289,26 @@
     }
   }
 
+  function failure(body, code) {
+    const message = "The server could not save this (" + code + "): your input is kept; try again.";
+    const general = { target: "general", where: "", text: message, message: message };
+    return (body && body.problems) || [general];
+  }
+
+  function unreachable() {
+    return [{ target: "general", where: "", text: "", message:
+      "The server could not be reached: your input is kept; try again." }];
+  }
+
   function arrive(body, startedAt) {
-    if (body.next) {
+    if (body.next && body.next.html) {
       root.innerHTML = body.next.html;
       if (body.next.title) document.title = body.next.title;
       history.pushState({ assignment: body.next.assignment_id }, "", body.next.url);
       mount();
       say(body.message || "");
       requestAnimationFrame(() => {
-        window.workbenchTimings.push(performance.now() - startedAt);
+        if (startedAt !== null) window.workbenchTimings.push(performance.now() - startedAt);
         root.dataset.ready = String(body.next.assignment_id);
       });
       window.scrollTo(0, 0);
@@ -311,9 +317,214 @@
     if (body.url) window.location.assign(body.url);
   }
 
+  // --- the next item, ready ahead --------------------------------------------------------------
+  //
+  // While the annotator labels an item, the next one is reserved for them and rendered
+  // (#item-meta[data-ahead-url]: POST, answered {"reserve"}; each submit's answer brings the
+  // reserve after the next one). A submit then shows the reserve at once and saves in the
+  // background: #workbench[data-saving] names the item being saved meanwhile, and
+  // #workbench[data-reserve] the reserve kept for the item shown. The server
+  // confirms the reserve is the item it serves next; if not (skipped or run out meanwhile), the
+  // item it serves is shown instead. A refused save brings the item back with its input and its
+  // problems, and keeps the reserve (with anything typed into it) for after it. A reserve is
+  // an ordinary lease: it is never used once it has run out.
+
+  // A reserve whose lease ends within this many milliseconds is not shown (the server's
+  // "next item" would release it and serve another).
+  const RESERVE_MARGIN_MS = 5000;
+  // {forId, id, url, title, fragment, expiresAt (performance.now() time), counted (its
+  // progress already counts the item before it done)} or null.
+  let reserve = null;
+  let asking = null; // the assignment whose reserve is being asked for
+  let saving = null; // the save of the item before the one shown (a Promise), or null
+
+  /** Keep `value` as the reserve (null: none); #workbench[data-reserve] names it. */
+  function setReserve(value) {
+    reserve = value;
+    if (value) root.dataset.reserve = value.id;
+    else delete root.dataset.reserve;
+  }
+
+  function shownId() {
+    const meta = root.querySelector("#item-meta");
+    return meta ? meta.dataset.assignmentId : null;
+  }
+
+  function csrfToken() {
+    const input = root.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  /** Keep the server's rendered reserve (parsed now, so showing it is a swap). */
+  function keep(data) {
+    if (!data || String(data.for) !== shownId()) return;
+    const template = document.createElement("template");
+    template.innerHTML = data.html;
+    setReserve({
+      forId: String(data.for),
+      id: String(data.assignment_id),
+      url: data.url,
+      title: data.title,
+      fragment: template.content,
+      expiresAt: performance.now() + Number(data.lease_seconds || 0) * 1000,
+    });
+  }
+
+  /** Ask for the reserve of the item shown, unless it is there or being asked for. */
+  async function prefetch() {
+    const meta = root.querySelector("#item-meta");
+    const url = meta && meta.dataset.aheadUrl;
+    const id = shownId();
+    if (!url || saving || asking === id || (reserve && reserve.forId === id)) return;
+    asking = id;
+    try {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { Accept: "application/json", "X-CSRFToken": csrfToken() },
+        credentials: "same-origin",
+      });
+      if (response.ok) keep((await response.json()).reserve);
+    } catch (error) {
+      // No reserve: the submit's answer brings the next item, as without one.
+    } finally {
+      if (asking === id) asking = null;
+    }
+  }
+
+  /** The reserve of the item shown, if its lease still runs. */
+  function usableReserve() {
+    if (!reserve || reserve.forId !== shownId()) return null;
+    if (reserve.expiresAt - performance.now() < RESERVE_MARGIN_MS) {
+      setReserve(null);
+      return null;
+    }
+    return reserve;
+  }
+
+  function detach() {
+    const nodes = document.createDocumentFragment();
+    while (root.firstChild) nodes.appendChild(root.firstChild);
+    return nodes;
+  }
+
+  /** The reserve was rendered while the item before it was held: that one is done now. */
+  function countDone() {
+    const done = root.querySelector("#progress-done");
+    const left = root.querySelector("#progress-left");
+    const bar = root.querySelector("#progress-bar");
+    if (!done || !left) return;
+    const count = parseInt(done.textContent, 10) + 1;
+    if (Number.isNaN(count)) return;
+    done.textContent = String(count);
+    // "1000+" (a capped count) stays as it is.
+    const remaining = left.textContent.trim();
+    if (!remaining.endsWith("+")) {
+      left.textContent = String(Math.max(0, (parseInt(remaining, 10) || 0) - 1));
+    }
+    if (bar) {
+      bar.value = count;
+      bar.textContent = count + " of " + bar.max;
+    }
+  }
+
+  /** Submit the item shown and show its reserve at once; the save goes on in the background. */
+  function submitAhead(ahead, startedAt) {
+    const form = page.form;
+    const data = new FormData(form);
+    data.append("ahead", ahead.id);
+    const before = { nodes: null, title: document.title, url: window.location.href, id: shownId() };
+    setReserve(null);
+    const request = fetch(form.action, {
+      method: "POST",
+      body: data,
+      headers: { Accept: "application/json" },
+      credentials: "same-origin",
+    });
+    // Set before the reserve is mounted: no reserve is asked for it while the save runs (the
+    // item saved still holds its lease until then; the save's answer brings the reserve).
+    root.dataset.saving = before.id;
+    const pending = settle(request, before, ahead).finally(() => {
+      if (saving === pending) saved();
+    });
+    saving = pending;
+    before.nodes = detach();
+    root.appendChild(ahead.fragment);
+    document.title = ahead.title;
+    history.pushState({ assignment: ahead.id }, "", ahead.url);
+    if (!ahead.counted) countDone();
+    mount();
+    say("Saving the previous item…");
+    requestAnimationFrame(() => window.workbenchTimings.push(performance.now() - startedAt));
+    window.scrollTo(0, 0);
+  }
+
+  /** Navigate (`go`) once the background save is answered: the page it opens reads what was
+   * saved. Meanwhile the item shown is no longer the page's (#workbench loses data-ready). */
+  function afterSaving(go) {
+    if (!saving) {
+      go();
+      return;
+    }
+    delete root.dataset.ready;
+    root.classList.add("loading");
+    saving.then(go);
+  }
+
+  /** The answer of a save made in the background (see submitAhead). */
+  async function settle(request, before, ahead) {
+    let response = null;
+    let body = null;
+    try {
+      response = await request;
+      body = await response.json();
+    } catch (error) {
+      body = null;
+    }
+    if (response && response.ok && body) {
+      if (body.next && body.next.ahead && String(body.next.assignment_id) === ahead.id) {
+        say(body.message || "");
+        keep(body.reserve);
+        return;
+      }
+      // The server serves another item next (the reserve was skipped or ran out meanwhile).
+      saved();
+      arrive(body, null);
+      return;
+    }
+    // Not saved: the item comes back as it was, and the reserve (with any input) waits for it.
+    const shown = detach();
+    root.appendChild(before.nodes);
+    document.title = before.title;
+    history.replaceState({ assignment: before.id }, "", before.url);
+    setReserve(Object.assign({}, ahead, { forId: before.id, fragment: shown, counted: true }));
+    mount();
+    if (response && response.status === 409) {
+      // As send() does: post the form as a page, whose answer shows the current state.
+      page.form.submit();
+      return;
+    }
+    showProblems(response ? failure(body, response.status) : unreachable());
+    say("Not saved: fix the problems listed.", true);
+  }
+
+  function saved() {
+    saving = null;
+    delete root.dataset.saving;
+  }
+
+  /** Wait for a save made in the background; false when the item shown changed meanwhile. */
+  async function settled() {
+    if (!saving) return true;
+    const mine = page;
+    say("Saving the previous item…");
+    await saving;
+    return page === mine;
+  }
+
   async function submit() {
     if (!page || page.editable === false) return;
     const startedAt = performance.now();
+    if (!(await settled()) || !page) return;
     const problems = check();
     if (showProblems(problems)) {
       say(problems.length === 1 ? "1 problem to fix." : problems.length + " problems to fix.", true);
@@ -321,6 +532,11 @@
     }
     const spent = page.form.querySelector("input[name=time_spent_seconds]");
     if (spent) spent.value = ((performance.now() - page.loadedAt) / 1000).toFixed(1);
+    const ahead = busy ? null : usableReserve();
+    if (ahead) {
+      submitAhead(ahead, startedAt);
+      return;
+    }
     say("Saving…");
     const body = await send(page.form, (found) => {
       showProblems(found);
@@ -330,6 +546,7 @@
   }
 
   async function skip() {
+    if (!(await settled())) return;
     const form = root.querySelector("#skip-form");
     if (!form) return;
     const reason = form.querySelector("select[name=reason]");
@@ -353,6 +570,7 @@
   }
 
   async function undo() {
+    if (!(await settled())) return;
     const form = root.querySelector("#undo-skip-form");
     if (!form) return;
     const startedAt = performance.now();
@@ -398,13 +616,21 @@
     if (first) activate(first, { suggest: true });
     else refresh();
     if (meta) root.dataset.ready = meta.dataset.assignmentId;
+    if (reserve && reserve.forId !== shownId()) setReserve(null);
+    if (page.editable) prefetch();
   }
 
   // --- events (bound once; they act on the mounted item) ---------------------------------------
 
   root.addEventListener("click", (event) => {
-    if (!page) return;
     const target = event.target;
+    const link = target.closest("a[href]");
+    if (link && saving && !link.hash) {
+      event.preventDefault();
+      afterSaving(() => window.location.assign(link.href));
+      return;
+    }
+    if (!page) return;
     const remove = target.closest(".chip-remove");
     if (remove) {
       event.preventDefault();
@@ -584,7 +810,7 @@
       case "p": {
         const link = root.querySelector("#revise-previous");
         if (!link) return;
-        window.location.assign(link.href);
+        afterSaving(() => window.location.assign(link.href));
         break;
       }
       default: return;
@@ -593,7 +819,7 @@
   });
 
   // Back and forward: the URL names the item; open it as a reload would.
-  window.addEventListener("popstate", () => window.location.reload());
+  window.addEventListener("popstate", () => afterSaving(() => window.location.reload()));
   history.replaceState({ assignment: root.querySelector("#item-meta") &&
     root.querySelector("#item-meta").dataset.assignmentId }, "", window.location.href);
 
