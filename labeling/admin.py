@@ -41,6 +41,7 @@ from labeling.models import (
     ImportBatch,
     Invitation,
     Item,
+    ItemVotes,
     Job,
     LabelPolicy,
     Membership,
@@ -58,6 +59,8 @@ from labeling.models import (
     RetrievalLink,
     SourceDocument,
     SourceVersion,
+    VoteTally,
+    VoteTallyDelta,
 )
 from labeling.services import membership_set, project_create
 from labeling.services.members import (
@@ -623,6 +626,30 @@ class DerivedChangeAdmin(ReadOnlyAdmin):
 
     list_display = ["id", "project", "kind", "created_at"]
     list_filter = ["kind"]
+    search_fields = ["project__slug"]
+
+
+@admin.register(VoteTally)
+class VoteTallyAdmin(ReadOnlyAdmin):
+    """A project's vote tally as of its last fold (counted again on "Recompute now")."""
+
+    list_display = ["project", "folded_at", "default_version"]
+    search_fields = ["project__slug"]
+
+
+@admin.register(ItemVotes)
+class ItemVotesAdmin(ReadOnlyAdmin):
+    """Each item's votes as last counted into its project's tally."""
+
+    list_display = ["item", "project"]
+    search_fields = ["project__slug"]
+
+
+@admin.register(VoteTallyDelta)
+class VoteTallyDeltaAdmin(ReadOnlyAdmin):
+    """Changes of a project's vote tally not folded yet: inserted by votes, deleted by the fold."""
+
+    list_display = ["id", "project"]
     search_fields = ["project__slug"]
 
 

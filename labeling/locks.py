@@ -87,12 +87,12 @@ def project_label_writes_lock(project_id: int, *, exclusive: bool = False) -> No
         cursor.execute(f"SELECT {function}(%s, %s)", [LABEL_WRITES_NAMESPACE, project_id])
 
 
-def vote_tally_lock(project_id: int) -> VoteTally:
-    """Lock and return a project's :class:`~labeling.models.VoteTally` row (it must exist).
+def vote_tally_lock(project_id: int) -> VoteTally | None:
+    """Lock and return a project's :class:`~labeling.models.VoteTally` row, None if it is gone.
 
     Taken only by the fold, in a transaction that holds no other lock.
     """
-    return VoteTally.objects.select_for_update().get(project_id=project_id)
+    return VoteTally.objects.select_for_update().filter(project_id=project_id).first()
 
 
 def project_lock(project_id: int, *, no_key: bool = False) -> Project:

@@ -159,7 +159,9 @@ _VOTES_SQL = (
 )
 _COUNTED_SQL = (
     " UNION ALL SELECT 's', NULL, v.item_id, NULL, NULL, NULL, CAST(v.votes AS TEXT), NULL "
-    "FROM labeling_itemvotes v JOIN labeling_item i ON i.id = v.item_id WHERE {items}"
+    "FROM labeling_itemvotes v JOIN labeling_item i ON i.id = v.item_id WHERE {items} "
+    "UNION ALL SELECT 't', NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+    "FROM labeling_votetally WHERE project_id = %s"
 )
 
 
@@ -181,7 +183,7 @@ def _votes_statement(
         *item_params,
     ]
     if counted:
-        params += item_params
+        params += [*item_params, project.pk]
     return sql.replace("{items}", items).replace("{default}", _DEFAULT_VERSION), params
 
 
@@ -193,16 +195,19 @@ def _vote_row(row: tuple[Any, ...]) -> VoteRow:
 
 def _rows(
     project: Project, item_ids: Sequence[int] | None, *, counted: bool
-) -> tuple[list[VoteRow], dict[int, list[list[Any]]]]:
+) -> tuple[list[VoteRow], dict[int, list[list[Any]]], bool]:
     sql, params = _votes_statement(project, item_ids, counted=counted)
     votes: list[VoteRow] = []
     stored: dict[int, list[list[Any]]] = {}
+    tallied = False
     for row in select_rows(sql, params):
         if row[0] == "s":
             stored[row[2]] = json.loads(row[6])
+        elif row[0] == "t":
+            tallied = True
         elif row[3] is not None:  # a vote without any version is left out
             votes.append(_vote_row(row))
-    return votes, stored
+    return votes, stored, tallied
 
 
 def vote_rows(*, project: Project, item_ids: Sequence[int] | None = None) -> list[VoteRow]:
@@ -222,12 +227,13 @@ def vote_rows(*, project: Project, item_ids: Sequence[int] | None = None) -> lis
 
 def items_votes_and_counted(
     *, project: Project, item_ids: Sequence[int]
-) -> tuple[list[VoteRow], dict[int, list[list[Any]]]]:
+) -> tuple[list[VoteRow], dict[int, list[list[Any]]], bool]:
     """Return :func:`vote_rows` of ``item_ids`` and their votes as last counted, in one statement.
 
     Returns:
-        The vote rows, and item id → the ``votes`` of its :class:`~labeling.models.ItemVotes`
-        row (items without one are absent).
+        The vote rows; item id → the ``votes`` of its :class:`~labeling.models.ItemVotes` row
+        (items without one are absent); whether the project has a
+        :class:`~labeling.models.VoteTally` (is counted at all).
     """
     return _rows(project, item_ids, counted=True)
 

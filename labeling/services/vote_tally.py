@@ -49,11 +49,13 @@ def _chunks(values: Sequence[int], size: int = CHUNK) -> Iterable[Sequence[int]]
 def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
     """Count the current votes of ``item_ids`` into their project's tally.
 
-    Call it inside the transaction that changed the items' votes, while holding the items'
-    locks (or the project's label writes), after the change: it reads each item's votes, stores
-    the item's new tally and inserts the difference from the stored one as one
+    Call it inside the transaction that changed the items' votes, while holding the project's
+    label writes (shared) and the items' locks, after the change: it reads each item's votes,
+    stores them and inserts the difference of their tally from the stored votes' as one
     :class:`~labeling.models.VoteTallyDelta` (none when nothing changed). Calling it again for
-    an unchanged item writes no delta.
+    an unchanged item writes no delta. A project not counted yet (no
+    :class:`~labeling.models.VoteTally`: before its first fold) is left alone: that fold counts
+    every item (so a first import pays nothing here).
 
     Args:
         project: the items' project.
@@ -70,7 +72,11 @@ def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
     ids = sorted(set(item_ids))
     change = Tally()
     for chunk in _chunks(ids):
-        rows, stored = items_votes_and_counted(project=project, item_ids=chunk)
+        rows, stored, counted = items_votes_and_counted(project=project, item_ids=chunk)
+        if not counted:
+            # Not counted yet: the first fold counts every item, this change included (its
+            # count waits for this transaction, which holds the project's label writes).
+            return Tally()
         fresh = items_votes(rows)
         changed = [i for i in chunk if fresh.get(i, []) != stored.get(i, [])]
         if not changed:
@@ -150,11 +156,15 @@ def vote_tally_fold(*, project: Project) -> Tally:
     Returns:
         The project's tally as of this fold (zero entries dropped).
     """
-    stored = VoteTally.objects.filter(project=project).first()
-    if stored is None or stored.default_version != default_vote_version(project):
+    stored = (
+        VoteTally.objects.filter(project=project).values_list("default_version", flat=True).first()
+    )
+    if stored is None or stored != default_vote_version(project):
         return vote_tally_rebuild(project=project)
     with transaction.atomic():
         row = vote_tally_lock(project.pk)
+        if row is None:  # dropped meanwhile (a manager's request): count from scratch
+            return vote_tally_rebuild(project=project)
         tally = Tally.from_json(row.counts)
         deltas = list(
             VoteTallyDelta.objects.filter(project=project)

@@ -36,6 +36,15 @@ the check read from the database: every item has exactly ``--overlap`` annotatio
 ``--overlap`` different annotators ("double assignments" counts items with more, or with one
 annotator twice; "unfinished" items with fewer). Target: p95 under 100 ms and zero double
 assignments. The client threads run on the same machine as the server and the database.
+Each annotator stops after ``--max-seconds`` (default 1800) even if work is left.
+
+The module also holds what the other benchmarks share: the scratch database, gunicorn and a
+Celery worker started in sessions of their own and stopped with their process groups on every
+way out (``spawn``, ``stop_process``; SIGINT and SIGTERM become SystemExit, an exit hook stops
+what is left), deadlines that stretch with the machine's load (``Deadline``, ``wait_for``:
+base seconds × the 1-minute load average per core, at least 1, at most 10), and CPU meters
+(``tree_cpu``: a process tree's utime + stime from /proc, exited children included;
+``PostgresCpu``: the PostgreSQL processes of one database).
 Not collected by pytest (``python_files = test_*.py``).
 """
 
@@ -43,6 +52,7 @@ Not collected by pytest (``python_files = test_*.py``).
 from __future__ import annotations
 
 import argparse
+import atexit
 import http.client
 import json
 import os
@@ -56,7 +66,9 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -213,9 +225,198 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_gunicorn(env: dict[str, str], port: int, workers: int, threads: int) -> subprocess.Popen:
+# -- child processes: each in a session of its own, stopped on every path ----------------------
+# Every server, worker and setup child the benchmarks start goes through spawn(): it runs in a
+# session (process group) of its own, and stop_process() ends the whole group (gunicorn's
+# workers, Celery's pool and beat). Callers stop their children in ``finally``; whatever is
+# still registered is stopped at exit, and SIGINT / SIGTERM become SystemExit, so the same
+# ``finally`` blocks and exit hook run then too.
+_CHILDREN: dict[int, subprocess.Popen] = {}
+_CLEANUP_INSTALLED = False
+
+
+def load_factor() -> float:
+    """The 1-minute load average per core, at least 1: how much slower than idle we may be."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1.0
+    return max(1.0, load / (os.cpu_count() or 1))
+
+
+class Deadline:
+    """A time limit of ``base`` seconds that stretches with the machine's load.
+
+    It has passed once the time since its start exceeds ``base`` × :func:`load_factor`, read
+    again at each check (a machine that others load meanwhile gets longer), and in any case
+    after ``base`` × ``cap``.
+    """
+
+    def __init__(self, base: float, cap: float = 10.0) -> None:
+        self.base, self.cap, self.began = base, cap, time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.began
+
+    def allowed(self) -> float:
+        return self.base * min(self.cap, load_factor())
+
+    def passed(self) -> bool:
+        return self.elapsed() > self.allowed()
+
+    def describe(self) -> str:
+        return (
+            f"{self.elapsed():.0f} s (allowed {self.allowed():.0f} s: {self.base:g} s × load "
+            f"factor {load_factor():.2f}, at most ×{self.cap:g})"
+        )
+
+
+def wait_for(
+    check: Callable[[], Any],
+    *,
+    what: str,
+    base: float,
+    watch: Iterable[subprocess.Popen] = (),
+    interval: float = 0.2,
+    cap: float = 10.0,
+) -> Any:
+    """Call ``check`` until it returns a true value, and return that; bounded.
+
+    Raises SystemExit when a process of ``watch`` exits meanwhile, or when the load-scaled
+    :class:`Deadline` of ``base`` seconds passes.
+    """
+    deadline = Deadline(base, cap)
+    while True:
+        for process in watch:
+            if process.poll() is not None:
+                raise SystemExit(f"{what}: {process.args[0]} exited with code {process.returncode}")
+        result = check()
+        if result:
+            return result
+        if deadline.passed():
+            raise SystemExit(f"{what}: not done after {deadline.describe()}")
+        time.sleep(interval)
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds through every ``finally``, then the exit hook
+
+
+def install_cleanup() -> None:
+    """Stop every registered child at exit, and turn SIGINT / SIGTERM into SystemExit."""
+    global _CLEANUP_INSTALLED
+    if _CLEANUP_INSTALLED:
+        return
+    _CLEANUP_INSTALLED = True
+    atexit.register(stop_all_children)
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _on_signal)
+
+
+def spawn(args: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    """Start a child in a session of its own and register it for :func:`stop_all_children`."""
+    install_cleanup()
+    process = subprocess.Popen(list(args), start_new_session=True, **kwargs)
+    _CHILDREN[process.pid] = process
+    return process
+
+
+def _killpg(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
+
+
+def stop_process(process: subprocess.Popen, grace: float = 30.0) -> None:
+    """SIGTERM to the child's process group, SIGKILL to what is left after ``grace`` seconds.
+
+    Every wait is bounded; a child that outlives SIGKILL's 10 s is reported, not waited for.
+    """
+    try:
+        if process.poll() is None:
+            _killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+        # The group can outlive its leader (a pool child whose master died): end it too.
+        _killpg(process.pid, signal.SIGKILL)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            print(f"warning: {process.args[0]} (pid {process.pid}) survived SIGKILL", flush=True)
+    finally:
+        _CHILDREN.pop(process.pid, None)
+
+
+def stop_all_children() -> None:
+    """Stop every child still registered (the exit hook; a no-op when all were stopped)."""
+    for process in list(_CHILDREN.values()):
+        stop_process(process, grace=5.0)
+
+
+def cleanup(*steps: Callable[[], object]) -> None:
+    """Run every step of a teardown, even after one fails; then raise the first failure."""
+    failure: BaseException | None = None
+    for step in steps:
+        try:
+            step()
+        except BaseException as exc:  # noqa: BLE001  (the other steps must still run)
+            print(f"warning: teardown step failed: {exc!r}", flush=True)
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+
+
+def run_child(args: Sequence[str], *, what: str, base_timeout: float, **kwargs: Any) -> str:
+    """Run a setup child to its end (its own session) and return its standard output.
+
+    Bounded by a load-scaled :class:`Deadline` of ``base_timeout`` seconds; the child is
+    stopped on every path out. Raises SystemExit when it fails or runs out of time.
+    """
+    process = spawn(args, stdout=subprocess.PIPE, text=True, **kwargs)
+    deadline = Deadline(base_timeout)
+    try:
+        while True:
+            try:
+                out, _ = process.communicate(timeout=2)
+                break
+            except subprocess.TimeoutExpired:
+                if deadline.passed():
+                    raise SystemExit(f"{what}: still running after {deadline.describe()}") from None
+        if process.returncode != 0:
+            raise SystemExit(f"{what} failed with code {process.returncode}")
+        return out
+    finally:
+        stop_process(process, grace=5.0)
+
+
+def _answers(port: int, path: str = "/health/live") -> bool:
+    """Whether the server on ``port`` answers ``path`` (any HTTP status)."""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            conn.request("GET", path)
+            conn.getresponse().read()
+        finally:
+            conn.close()
+    except (OSError, http.client.HTTPException):
+        return False
+    return True
+
+
+def start_gunicorn(
+    env: dict[str, str], port: int, workers: int, threads: int, *, base_deadline: float = 60.0
+) -> subprocess.Popen:
+    """gunicorn serving the application on ``port``, once it answers.
+
+    The start may take ``base_deadline`` seconds times the load factor (:class:`Deadline`);
+    gunicorn is stopped when it exits, does not answer in time, or the wait is interrupted.
+    """
     gunicorn = Path(sys.executable).with_name("gunicorn")
-    process = subprocess.Popen(
+    process = spawn(
         [
             str(gunicorn) if gunicorn.exists() else "gunicorn",
             "labeling.wsgi:application",
@@ -228,32 +429,217 @@ def start_gunicorn(env: dict[str, str], port: int, workers: int, threads: int) -
         ],
         cwd=REPO,
         env=env,
-        start_new_session=True,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"gunicorn exited with code {process.returncode}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/api/projects/")
-            conn.getresponse().read()
-            conn.close()
-            return process
-        except OSError:
-            time.sleep(0.2)
-    stop_gunicorn(process)
-    raise SystemExit("gunicorn did not answer within 60 s")
+    try:
+        wait_for(lambda: _answers(port), what="gunicorn start", base=base_deadline, watch=[process])
+    except BaseException:
+        stop_process(process)
+        raise
+    return process
 
 
-def stop_gunicorn(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+def start_celery_worker(
+    env: dict[str, str], workdir: Path, *, concurrency: int = 1, beat: bool = False
+) -> subprocess.Popen:
+    """A real Celery worker on every queue (docs/operations.md), its output in ``workdir``.
+
+    ``beat``: with the beat scheduler embedded (``-B``), as production runs one beat.
+    """
+    log = (workdir / "worker.log").open("wb")
+    args = [sys.executable, "-m", "celery", "-A", "labeling", "worker"]
+    args += ["-Q", "housekeeping,recompute,builds", f"--concurrency={concurrency}"]
+    args += ["--loglevel=WARNING", "-n", f"bench-{os.getpid()}-{time.monotonic_ns()}@%h"]
+    if beat:
+        args += ["-B", "-s", str(workdir / "celerybeat-schedule")]
+    try:
+        return spawn(args, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    finally:
+        log.close()  # the child holds its own descriptor
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The last ``lines`` lines of a child's log (its folder may be deleted after the run)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"({path}: {exc})"
+
+
+# -- CPU accounting ----------------------------------------------------------------------------
+# CPU seconds are read from /proc/<pid>/stat: utime + stime of a process (all its threads) and
+# cutime + cstime, the time of its children it has waited for. The servers must run on this
+# machine.
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> tuple[int, int, int, int] | None:
+    """(parent pid, own ticks, reaped children's ticks, start tick) of a process; None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except OSError:
+        return None
+    fields = data[data.rindex(b")") + 2 :].split()  # fields[n - 3] is proc(5)'s field n
+    return (
+        int(fields[1]),
+        int(fields[11]) + int(fields[12]),
+        int(fields[13]) + int(fields[14]),
+        int(fields[19]),
+    )
+
+
+def _uptime_ticks() -> int:
+    with open("/proc/uptime") as uptime:
+        return int(float(uptime.read().split()[0]) * CLOCK_TICKS)
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds used so far by ``root`` and every descendant, running or exited.
+
+    Each live process of the tree (found by walking /proc for children) counts its own time and
+    that of the children it has reaped; a descendant that exited is counted in its parent once
+    reaped, so the difference of two readings is exact however processes come and go inside the
+    tree (only a process re-parented away from it, e.g. a double-forked daemon, escapes).
+    """
+    table = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            table[int(entry.name)] = stat
+    children: dict[int, list[int]] = {}
+    for pid, stat in table.items():
+        children.setdefault(stat[0], []).append(pid)
+    ticks, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        if (stat := table.get(pid)) is not None:
+            ticks += stat[1] + stat[2]
+            stack.extend(children.get(pid, ()))
+    return ticks / CLOCK_TICKS
+
+
+class PostgresCpu:
+    """CPU seconds of the PostgreSQL processes serving one database, sampled from /proc.
+
+    Counted (``read``): every process that ``pg_stat_activity`` lists on ``database`` (client
+    backends, autovacuum and parallel workers) and the server's shared background processes
+    (checkpointer, background writer, WAL writer, autovacuum launcher), which write for every
+    database: on a server others use too they carry some of their share. A process is counted
+    from its first sample (from 0 when it started after this meter) to its last: one that exits
+    between two samples loses at most ``interval`` seconds of its time. ``server`` is the whole
+    server's process tree (:func:`tree_cpu` of the postmaster): exact, but everyone's.
+    """
+
+    SHARED = frozenset({"checkpointer", "background writer", "walwriter", "autovacuum launcher"})
+
+    def __init__(self, server_url: str, database: str, interval: float = 0.25) -> None:
+        import psycopg
+
+        self.database, self.interval = database, interval
+        # The meter's own session is on another database: not counted as the run's.
+        self.conn = psycopg.connect(
+            _with_database(server_url, "postgres"), autocommit=True, connect_timeout=10
+        )
+        [(backend,)] = self.conn.execute("SELECT pg_backend_pid()").fetchall()
+        stat = _stat(backend)
+        self.postmaster = stat[0] if stat else None
+        if self.postmaster is None:
+            print("warning: PostgreSQL is not on this machine: its CPU is not counted", flush=True)
+        self.began = _uptime_ticks()
+        self.first: dict[tuple[int, int], int] = {}
+        self.last: dict[tuple[int, int], int] = {}
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.sample()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def sample(self) -> None:
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT pid, datname, backend_type FROM pg_stat_activity"
+            ).fetchall()
+            for pid, datname, kind in rows:
+                if datname != self.database and kind not in self.SHARED:
+                    continue
+                if (stat := _stat(pid)) is None:
+                    continue
+                key = (pid, stat[3])  # a pid used again is another process
+                if key not in self.first:
+                    self.first[key] = 0 if stat[3] >= self.began else stat[1]
+                self.last[key] = stat[1]
+
+    def _run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            try:
+                self.sample()
+            except Exception as exc:  # noqa: BLE001  (a lost meter is reported, not fatal)
+                print(f"warning: PostgreSQL CPU sampling stopped: {exc!r}", flush=True)
+                return
+
+    def read(self) -> float:
+        """CPU seconds of the database's processes since this meter started."""
+        self.sample()
+        with self.lock:
+            ticks = sum(self.last[key] - self.first[key] for key in self.last)
+        return ticks / CLOCK_TICKS
+
+    def server(self) -> float:
+        """CPU seconds so far of the whole server (every database, every user)."""
+        return tree_cpu(self.postmaster) if self.postmaster else 0.0
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=10)
+        self.conn.close()
+
+
+def redis_pid(url: str) -> int | None:
+    """The pid of the Redis server at ``url`` when it runs on this machine, else None."""
+    import redis
+
+    try:
+        info = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5).info("server")
+    except redis.RedisError:
+        return None
+    pid = int(info.get("process_id", 0))
+    return pid if pid and _stat(pid) is not None else None
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process (the benchmark's clients and meters), its threads included."""
+    times = os.times()
+    return times.user + times.system
+
+
+class CpuMeter:
+    """Named cumulative CPU readings of a server's parts; ``mark`` reads them all.
+
+    ``parts``: name -> a function returning CPU seconds used so far. ``total`` names the parts
+    summed as the server's CPU; the others (the clients, the shared Redis, the whole PostgreSQL
+    server) are printed beside it.
+    """
+
+    def __init__(self, parts: dict[str, Callable[[], float]], total: Sequence[str]) -> None:
+        self.parts, self.total = parts, list(total)
+
+    def mark(self) -> dict[str, float]:
+        return {name: read() for name, read in self.parts.items()}
+
+    def between(self, before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+        spent = {name: after[name] - before[name] for name in self.parts}
+        spent["server"] = sum(spent[name] for name in self.total)
+        return spent
+
+
+def per_thousand(spent: dict[str, float], cycles: int) -> dict[str, float]:
+    """CPU seconds per 1,000 cycles of each reading (NaN without cycles)."""
+    return {k: (v * 1000 / cycles if cycles else float("nan")) for k, v in spent.items()}
+
+
+def cpu_text(per: dict[str, float], unit: str = "cycles") -> str:
+    """``12.30 server CPU-s per 1,000 cycles (web 5.10, worker 2.00, ...)``."""
+    others = ", ".join(f"{k} {v:.2f}" for k, v in per.items() if k != "server")
+    return f"{per['server']:.2f} server CPU-s per 1,000 {unit} ({others})"
 
 
 # -- simulated annotators ----------------------------------------------------------------------
@@ -280,6 +666,7 @@ def annotator(
     empty_retries: int,
     think: float,
     start: threading.Barrier,
+    stop_at: float,
 ) -> None:
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -300,9 +687,9 @@ def annotator(
 
     base = f"/api/projects/{SLUG}/assignments"
     empty = 0
-    start.wait()
+    start.wait(timeout=60)
     try:
-        while True:
+        while time.monotonic() < stop_at:
             status, data = call("next", "POST", f"{base}/next/")
             if status == 204:
                 empty += 1
@@ -402,6 +789,12 @@ def main() -> None:
     )
     parser.add_argument("--empty-retries", type=int, default=3)
     parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=1800.0,
+        help="annotators stop after this many seconds even if work is left (default 1800)",
+    )
+    parser.add_argument(
         "--broker-url",
         default=DEFAULT_BROKER,
         help="Celery broker the server enqueues to (emptied before and after), or 'eager'",
@@ -423,17 +816,16 @@ def main() -> None:
     if args.broker_url != "eager":
         empty_broker(args.broker_url)
     try:
-        done = subprocess.run(
+        out = run_child(
             [sys.executable, __file__, "--setup-child", "--database-url", url]
             + [f"--items={args.items}", f"--annotators={args.annotators}"]
             + [f"--overlap={args.overlap}"],
+            what="setup",
+            base_timeout=300 + args.items / 50,
             cwd=REPO,
             env=env,
-            stdout=subprocess.PIPE,
-            text=True,
-            check=True,
         )
-        setup = json.loads(done.stdout.strip().splitlines()[-1])
+        setup = json.loads(out.strip().splitlines()[-1])
         port = free_port()
         print(
             f"gunicorn on :{port}, {args.workers} workers x {args.threads} threads; "
@@ -455,19 +847,24 @@ def main() -> None:
                         args.empty_retries,
                         args.think_ms / 1000,
                         barrier,
+                        time.monotonic() + args.max_seconds,
                     ),
+                    daemon=True,
                 )
                 for n, token in enumerate(setup["tokens"])
             ]
             for thread in threads:
                 thread.start()
-            barrier.wait()
+            barrier.wait(timeout=60)
             began = time.perf_counter()
+            # Each annotator stops at --max-seconds; a request may then take its 60 s timeout.
             for thread in threads:
-                thread.join()
+                thread.join(timeout=max(0.0, began + args.max_seconds + 90 - time.perf_counter()))
             seconds = time.perf_counter() - began
+            if any(thread.is_alive() for thread in threads):
+                results.errors.append("an annotator did not stop within --max-seconds + 90 s")
         finally:
-            stop_gunicorn(server)
+            stop_process(server)
         check = verify(url, setup["project_id"], args.overlap)
     finally:
         if not args.keep:

@@ -6,6 +6,9 @@ Usage (from the repository root, with the project installed)::
     python tests/benchmarks/bench_vs_labelstudio.py --with-label-studio   # both, alternating
     python tests/benchmarks/bench_vs_labelstudio.py --with-label-studio --tasks 10000 50000 \\
         --clients 8 32 --postgres postgres://postgres@127.0.0.1:5432/postgres
+    python tests/benchmarks/bench_vs_labelstudio.py --with-label-studio --loops-only \\
+        --backends postgres --postgres postgres://postgres@127.0.0.1:5432/postgres \\
+        --clients 8 32                                                    # the loops alone
 
 ``--with-label-studio`` installs ``label-studio==1.23.2`` into a virtualenv of its own under the
 system's temporary folder (kept between runs; ``--label-studio-venv`` names another). It is a
@@ -51,14 +54,37 @@ Phases, each product in turn (certlabel, then Label Studio, then again for ``--r
    exactly ``--think``, so every second all of them send their request in the same instant
    and the p95 measures how long that burst takes to drain.
 
+``--loops-only`` runs phases 3 and 4 alone (``--tasks`` is then not used).
+
 Servers: certlabel under gunicorn (``--workers``, threads enough for every client), on the
 embedded default (a SQLite file, Celery tasks in-process) and, with ``--postgres``, on
-PostgreSQL with Redis (the benchmark's own database 15) and one Celery worker, as production;
-Label Studio as ``label-studio start`` serves it by default (its SQLite database).
+PostgreSQL with Redis (``--broker-url``, the benchmark's own database 13, emptied) and one real
+Celery worker (``celery -A labeling worker -Q housekeeping,recompute,builds``), as production;
+``--backends`` picks them. Label Studio as ``label-studio start`` serves it by default (one
+process, its SQLite database in-process).
 
-Ratios are Label Studio's time (or p95) over certlabel's: above 1, certlabel is faster.
-Targets (the speed issue): import >= 10x, export >= 50x, label-loop p95 at most 1/5, and with
-think time next and submit each under 100 ms at p95.
+CPU: beside each wall-clock figure, the server's CPU-seconds per 1,000 tasks (import, export)
+or cycles (loops), from /proc (utime + stime; bench_annotate.py's meters): certlabel's gunicorn
+process tree + the Celery worker's tree + on PostgreSQL the processes of its database (client
+backends, autovacuum workers) and the server's shared background writers; Label Studio's
+process tree. A process tree counts its exited children (reaped: cutime + cstime). The import's
+CPU includes the derived results it scheduled (recomputed after it), a loop's the wait after it
+until they are current again (work the loop's votes caused); the wall-clock times do not. Each
+part is printed (and Redis, the whole PostgreSQL server and the clients beside, not summed).
+The benchmark counts its own 4 processes against Label Studio's 1: wall-clock ratios alone
+favour the product that uses more cores.
+
+Ratios are Label Studio's time, p95 or CPU over certlabel's: above 1, certlabel is faster or
+cheaper. Targets (issue 33): import >= 10x, export >= 50x, label-loop cycle p95 at most 1/10 of
+Label Studio's at 8 and 32 clients, server CPU per cycle at most 1/3 of Label Studio's (the
+project-size side of it: bench_loop_scale.py), and with think time next and submit each under
+100 ms at p95.
+
+Every child (gunicorn, the worker, Label Studio, the setup children) runs in a session of its
+own and is stopped with its whole process group on every way out: failure, SIGINT, SIGTERM
+(bench_annotate.spawn). Starts and waits have deadlines that stretch with the load (base × the
+1-minute load average per core, at least 1, at most 10: gunicorn 60 s, Label Studio 300 s, a
+job or build or export 600 s, derived results 900 s); requests time out (a client's 120 s).
 Not collected by pytest (``python_files = test_*.py``).
 """
 
@@ -68,6 +94,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import math
 import os
 import random
 import secrets
@@ -87,15 +114,23 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_annotate as server  # noqa: E402  (the benchmarks' shared gunicorn helpers)
+import bench_annotate as server  # noqa: E402  (the benchmarks' process and CPU helpers)
 
 REPO = server.REPO
 LABEL_STUDIO = "label-studio==1.23.2"
 DEFAULT_VENV = Path(tempfile.gettempdir()) / "certlabel-bench-label-studio-1.23.2"
-BROKER = "redis://127.0.0.1:6379/15"
+# The benchmark's own Redis database (emptied before and after): not the test suite's 15.
+BROKER = "redis://127.0.0.1:6379/13"
 OVERLAP = 2
-TARGETS = {"import": 10.0, "export": 50.0, "loop": 5.0}
+# Wall-clock ratios (Label Studio's time or p95 over certlabel's) and, for the label loop
+# without think time, the CPU ratio (Label Studio's server CPU per cycle over certlabel's).
+TARGETS = {"import": 10.0, "export": 50.0, "loop": 10.0, "loop_cpu": 3.0}
 THINK_P95_TARGET_MS = 100
+# Base deadlines in seconds, each stretched by the load factor (bench_annotate.Deadline).
+JOB_DEADLINE = 600  # an import job, a release build, an export snapshot
+SETTLE_DEADLINE = 900  # derived results current
+LABEL_STUDIO_START_DEADLINE = 300
+CLIENT_TIMEOUT = 120  # one request of a label-loop client
 LABEL_CONFIG = (
     '<View><Header value="$question"/><Text name="passage" value="$passage"/>'
     '<Labels name="evidence" toName="passage"><Label value="evidence"/></Labels>'
@@ -317,6 +352,7 @@ class Loop:
     nexts: list[float] = field(default_factory=list)
     submits: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    out_of_work: int = 0  # clients that stopped before the deadline: no item left for them
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, took: tuple[float, float]) -> None:
@@ -352,7 +388,7 @@ def run_loop(
             return think * draws.uniform(1 - spread, 1 + spread)
 
     def worker(cycle: Cycle) -> None:
-        barrier.wait()
+        barrier.wait(timeout=120)
         if spread:
             with lock:
                 start = draws.uniform(0, think)
@@ -367,6 +403,8 @@ def run_loop(
             if took is None:
                 empty += 1
                 if empty > 3:
+                    with loop.lock:
+                        loop.out_of_work += 1
                     return
                 time.sleep(0.05 * empty)
                 continue
@@ -375,14 +413,21 @@ def run_loop(
             if think:
                 time.sleep(pause())
 
-    threads = [threading.Thread(target=worker, args=(c,)) for c in clients]
+    # Daemon threads: an interrupted run exits without waiting for them (its servers are
+    # stopped by then, so their requests fail at once anyway).
+    threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in clients]
     for thread in threads:
         thread.start()
     deadline.append(time.perf_counter() + seconds)
     began = time.perf_counter()
-    barrier.wait()
+    barrier.wait(timeout=120)
+    # Bounded: a client stops at the deadline, after the request (CLIENT_TIMEOUT) and the
+    # think time it is in.
+    stop_by = began + seconds + CLIENT_TIMEOUT + 2 * think + 30
     for thread in threads:
-        thread.join()
+        thread.join(timeout=max(0.0, stop_by - time.perf_counter()))
+    if any(thread.is_alive() for thread in threads):
+        loop.errors.append("a client did not stop in time (left running as a daemon thread)")
     return time.perf_counter() - began
 
 
@@ -397,6 +442,7 @@ def loop_figures(loop: Loop, wall: float, over: int) -> dict[str, Any]:
         "over_overlap": over,
         "errors": len(loop.errors),
         "first_error": loop.errors[0] if loop.errors else "",
+        "out_of_work": loop.out_of_work,
     }
 
 
@@ -440,18 +486,38 @@ def certlabel_setup_child(annotators: int, loops: int) -> None:
 
 
 class Certlabel:
-    """certlabel under gunicorn on one database."""
+    """certlabel under gunicorn on one database (on PostgreSQL with a real Celery worker)."""
 
     name = "certlabel"
 
     def __init__(
-        self, database: str, workdir: Path, annotators: int, loops: int, workers: int
+        self,
+        database: str,
+        workdir: Path,
+        annotators: int,
+        loops: int,
+        workers: int,
+        broker: str = BROKER,
     ) -> None:
         self.database, self.workdir, self.workers = database, workdir, workers
-        broker = "eager" if database.startswith("sqlite") else BROKER
-        if database.startswith("postgres"):
+        self.broker = broker
+        self.postgres = database.startswith("postgres")
+        self.process: subprocess.Popen | None = None
+        self.worker: subprocess.Popen | None = None
+        self.manager: Http | None = None
+        self.pg_cpu: server.PostgresCpu | None = None
+        try:
+            self._start(annotators, loops)
+        except BaseException:
+            self.close()  # nothing left running, whatever failed
+            raise
+
+    def _start(self, annotators: int, loops: int) -> None:
+        database, workdir = self.database, self.workdir
+        broker = self.broker if self.postgres else "eager"
+        if self.postgres:
             server.recreate_database(database)
-            server.empty_broker(BROKER)
+            server.empty_broker(self.broker)
         self.env = server.server_env(database, broker)
         for name in ("jobs", "releases", "mail"):
             (workdir / name).mkdir(parents=True, exist_ok=True)
@@ -460,50 +526,90 @@ class Certlabel:
             CERTLABEL_RELEASE_ROOT=str(workdir / "releases"),
             CERTLABEL_MAIL_DIR=str(workdir / "mail"),
         )
-        done = subprocess.run(
+        out = server.run_child(
             [sys.executable, __file__, "--certlabel-setup-child", str(annotators), str(loops)],
+            what="certlabel setup",
+            base_timeout=300,
             cwd=REPO,
             env=self.env,
-            stdout=subprocess.PIPE,
-            text=True,
-            check=True,
         )
-        self.tokens = json.loads(done.stdout.strip().splitlines()[-1])
+        self.tokens = json.loads(out.strip().splitlines()[-1])
         # On PostgreSQL, background work (a large upload's import job, labelling start, derived
         # results) goes to a Celery worker, as in production; on SQLite it runs in-process.
-        self.worker = None
-        if broker != "eager":
-            self.worker_log = (workdir / "worker.log").open("wb")
-            self.worker = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "labeling", "worker"]
-                + ["-Q", "housekeeping,recompute,builds", "--concurrency=1"]
-                + ["--loglevel=WARNING", "-n", f"bench-{os.getpid()}@%h"],
-                cwd=REPO,
-                env=self.env,
-                stdout=self.worker_log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        if self.postgres:
+            self.worker = server.start_celery_worker(self.env, workdir, concurrency=1)
         self.port = server.free_port()
-        threads = -(-(annotators + 1) // workers)
-        self.process = server.start_gunicorn(self.env, self.port, workers, threads)
+        threads = -(-(annotators + 1) // self.workers)
+        self.process = server.start_gunicorn(self.env, self.port, self.workers, threads)
         self.manager = Http(self.port, self.tokens["manager"])
         self.loops = 0
+        self.cpu = self._meter()
+
+    def _meter(self) -> server.CpuMeter:
+        """The CPU of the web tree and, on PostgreSQL, the worker and the database's backends."""
+        assert self.process is not None
+        web = self.process.pid
+        parts: dict[str, Callable[[], float]] = {"web": lambda: server.tree_cpu(web)}
+        if self.worker is not None:
+            worker = self.worker.pid
+            parts["worker"] = lambda: server.tree_cpu(worker)
+        if self.postgres:
+            self.pg_cpu = server.PostgresCpu(self.database, server._database_name(self.database))
+            parts["postgres"] = self.pg_cpu.read
+            parts["pg server"] = self.pg_cpu.server
+            if (redis := server.redis_pid(self.broker)) is not None:
+                parts["redis"] = lambda: server.tree_cpu(redis)
+        parts["clients"] = server.own_cpu
+        return server.CpuMeter(parts, [p for p in ("web", "worker", "postgres") if p in parts])
+
+    def children(self) -> list[subprocess.Popen]:
+        return [p for p in (self.process, self.worker) if p is not None]
+
+    def check_alive(self) -> None:
+        """Raise SystemExit when gunicorn or the worker has exited (nothing would finish)."""
+        for process in self.children():
+            if process.poll() is not None:
+                raise SystemExit(f"{process.args[:5]} exited with code {process.returncode}")
 
     def close(self) -> None:
-        self.manager.close()
-        server.stop_gunicorn(self.process)
-        if self.worker is not None:
-            server.stop_gunicorn(self.worker)  # SIGTERM to its session, then SIGKILL
-            self.worker_log.close()
-            server.empty_broker(BROKER)
-        if self.database.startswith("postgres"):
-            server.drop_database(self.database)
+        """Stop everything started (each step runs even if one before it failed)."""
+        if self.worker is not None and self.worker.poll() is not None:
+            print(f"the Celery worker had exited ({self.worker.returncode}); its log ends:")
+            print(server.log_tail(self.workdir / "worker.log"), flush=True)
+        steps: list[Callable[[], object]] = []
+        if self.manager is not None:
+            steps.append(self.manager.close)
+        if self.pg_cpu is not None:
+            steps.append(self.pg_cpu.close)
+        steps += [lambda p=p: server.stop_process(p) for p in self.children()]
+        if self.postgres:
+            steps += [
+                lambda: server.empty_broker(self.broker),
+                lambda: server.drop_database(self.database),
+            ]
+        self.process = self.worker = self.manager = self.pg_cpu = None
+        server.cleanup(*steps)
+
+    def _poll(self, what: str, path: str, done: Callable[[Any], bool], first: Any) -> Any:
+        """GET ``path`` until ``done`` says so; bounded (JOB_DEADLINE, load-scaled)."""
+        assert self.manager is not None
+        manager, state = self.manager, [first]
+
+        def check() -> bool:
+            if not done(state[0]):
+                state[0] = manager.json("GET", path)
+            return done(state[0])
+
+        server.wait_for(check, what=what, base=JOB_DEADLINE, watch=self.children(), interval=0.05)
+        return state[0]
 
     def wait_job(self, slug: str, job: dict[str, Any]) -> None:
-        while job["status"] not in ("done", "failed"):
-            time.sleep(0.05)
-            job = self.manager.json("GET", f"/api/projects/{slug}/jobs/{job['id']}/")
+        job = self._poll(
+            f"job {job['id']}",
+            f"/api/projects/{slug}/jobs/{job['id']}/",
+            lambda j: j["status"] in ("done", "failed"),
+            job,
+        )
         if job["status"] == "failed":
             raise SystemExit(f"job failed: {job}")
 
@@ -530,9 +636,9 @@ class Certlabel:
         release = self.manager.json("POST", "/api/projects/import/releases/", {"version": "1"})
         url = f"/api/projects/import/releases/{release['id']}/"
         # the files are built in the background (in-process on the embedded default)
-        while release["builds"][0]["status"] not in ("done", "failed"):
-            time.sleep(0.05)
-            release = self.manager.json("GET", url)
+        release = self._poll(
+            "release build", url, lambda r: r["builds"][0]["status"] in ("done", "failed"), release
+        )
         if release["builds"][0]["status"] == "failed" or not release["files"]:
             raise SystemExit(f"release build: {release['builds'][0]}")
         built = time.perf_counter()
@@ -551,28 +657,18 @@ class Certlabel:
         )
         return ended - began, size
 
-    def settle(self) -> float:
+    def settle(self, base: float = SETTLE_DEADLINE) -> float:
         """Wait until every derived result is current in every project; return the seconds.
 
         After the 50,000-task import its recomputations (agreement, reliability, calibration,
         audit over every resolved item) run in the background; the export and the label loop
         are measured once they are done, so each measures itself, not itself beside them.
-        Gives up after 900 s, saying so.
+        Gives up after ``base`` seconds (SETTLE_DEADLINE, 900) times the load factor, saying so
+        (``self.current`` is then False).
         """
-        began = time.perf_counter()
+        assert self.manager is not None
         slugs = ["import", *(f"loop{n}" for n in range(self.loops))]
-        while time.perf_counter() - began < 900:
-            kinds = [
-                k
-                for slug in slugs
-                for k in self.manager.json("GET", f"/api/projects/{slug}/derived/")
-            ]
-            if all(k["current"] or k["last_error"] for k in kinds):
-                break
-            time.sleep(0.5)
-        else:
-            print("  certlabel: derived results still not current after 900 s", flush=True)
-        return time.perf_counter() - began
+        return settle_derived(self, slugs, base)
 
     def start_loop(self, path: Path) -> None:
         slug = f"loop{self.loops}"
@@ -586,7 +682,7 @@ class Certlabel:
         self.loop_slug = slug
 
     def client(self, n: int) -> Cycle:
-        conn = Http(self.port, self.tokens["annotators"][n], timeout=120)
+        conn = Http(self.port, self.tokens["annotators"][n], timeout=CLIENT_TIMEOUT)
         base = f"/api/projects/{self.loop_slug}/assignments"
 
         def cycle() -> tuple[float, float] | None:
@@ -660,9 +756,13 @@ def label_studio_venv(path: Path) -> Path:
     """The virtualenv with Label Studio, made (once) if missing; returns its bin folder."""
     binary = path / "bin" / "label-studio"
     if not binary.exists():
-        print(f"installing {LABEL_STUDIO} into {path} (once) ...", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-        subprocess.run([str(path / "bin" / "pip"), "install", "-q", LABEL_STUDIO], check=True)
+        print(f"installing {LABEL_STUDIO} into {path} (once; minutes) ...", flush=True)
+        server.run_child([sys.executable, "-m", "venv", str(path)], what="venv", base_timeout=300)
+        server.run_child(
+            [str(path / "bin" / "pip"), "install", "-q", LABEL_STUDIO],
+            what=f"pip install {LABEL_STUDIO}",
+            base_timeout=3600,
+        )
     return path / "bin"
 
 
@@ -680,50 +780,66 @@ class LabelStudio:
         }
         self.port = server.free_port()
         token = secrets.token_hex(20)
-        self.log = (workdir / "label-studio.log").open("wb")
-        self.process = subprocess.Popen(
-            [
-                str(bin_dir / "label-studio"),
-                "start",
-                "--no-browser",
-                f"--port={self.port}",
-                "--username=bench@example.org",
-                f"--password={secrets.token_urlsafe(12)}",
-                f"--user-token={token}",
-                "--enable-legacy-api-token",
-            ],
-            env=self.env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self.process: subprocess.Popen | None = None
         self.manager = Http(self.port, token)
-        deadline = time.monotonic() + 300
-        while True:
-            if self.process.poll() is not None:
-                raise SystemExit(f"label-studio exited; see {self.log.name}")
-            try:
-                if self.manager.call("GET", "/api/projects/")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("label-studio did not answer within 300 s")
-            time.sleep(0.5)
-        done = subprocess.run(
-            [str(bin_dir / "python"), "-c", LS_USERS, str(annotators)],
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            check=True,
-        )
-        self.tokens = json.loads(done.stdout.strip().splitlines()[-1])
+        try:
+            with (workdir / "label-studio.log").open("wb") as log:
+                self.log = Path(log.name)
+                self.process = server.spawn(
+                    [
+                        str(bin_dir / "label-studio"),
+                        "start",
+                        "--no-browser",
+                        f"--port={self.port}",
+                        "--username=bench@example.org",
+                        f"--password={secrets.token_urlsafe(12)}",
+                        f"--user-token={token}",
+                        "--enable-legacy-api-token",
+                    ],
+                    env=self.env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            # Its first start migrates a new SQLite database: minutes on a loaded machine.
+            server.wait_for(
+                self._answers,
+                what=f"label-studio start (log: {self.log})",
+                base=LABEL_STUDIO_START_DEADLINE,
+                watch=[self.process],
+                interval=0.5,
+            )
+            out = server.run_child(
+                [str(bin_dir / "python"), "-c", LS_USERS, str(annotators)],
+                what="label-studio users",
+                base_timeout=300,
+                env=self.env,
+                stderr=subprocess.DEVNULL,
+            )
+            self.tokens = json.loads(out.strip().splitlines()[-1])
+            pid = self.process.pid
+            self.cpu = server.CpuMeter(
+                {"label-studio": lambda: server.tree_cpu(pid), "clients": server.own_cpu},
+                ["label-studio"],
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def _answers(self) -> bool:
+        """Whether Label Studio serves the API to the manager's token yet."""
+        try:
+            return self.manager.call("GET", "/api/projects/")[0] == 200
+        except (OSError, http.client.HTTPException):
+            return False
+
+    def children(self) -> list[subprocess.Popen]:
+        return [self.process] if self.process is not None else []
 
     def close(self) -> None:
-        self.manager.close()
-        server.stop_gunicorn(self.process)  # SIGTERM to the session, then SIGKILL
-        self.log.close()
+        steps: list[Callable[[], object]] = [self.manager.close]
+        steps += [lambda p=p: server.stop_process(p) for p in self.children()]
+        self.process = None
+        server.cleanup(*steps)
 
     def new_project(self) -> int:
         project = self.manager.json(
@@ -753,9 +869,21 @@ class LabelStudio:
         project = self.last_project
         began = time.perf_counter()
         snapshot = self.manager.json("POST", f"/api/projects/{project}/exports/", {})
-        while snapshot["status"] not in ("completed", "failed"):
-            time.sleep(0.05)
-            snapshot = self.manager.json("GET", f"/api/projects/{project}/exports/{snapshot['id']}")
+        state = [snapshot]
+
+        def built() -> bool:
+            if state[0]["status"] not in ("completed", "failed"):
+                path = f"/api/projects/{project}/exports/{snapshot['id']}"
+                state[0] = self.manager.json("GET", path)
+            return state[0]["status"] in ("completed", "failed")
+
+        server.wait_for(
+            built,
+            what="label studio export",
+            base=JOB_DEADLINE,
+            watch=self.children(),
+            interval=0.05,
+        )
         status, data, _ = self.manager.call(
             "GET", f"/api/projects/{project}/exports/{snapshot['id']}/download?exportType=JSON"
         )
@@ -763,7 +891,9 @@ class LabelStudio:
             raise SystemExit(f"label studio export download: {status}")
         return time.perf_counter() - began, len(data)
 
-    def settle(self) -> float:
+    current = True  # Label Studio has no derived results
+
+    def settle(self, base: float = SETTLE_DEADLINE) -> float:
         """Label Studio has no derived results: nothing to wait for."""
         return 0.0
 
@@ -772,7 +902,7 @@ class LabelStudio:
         self.upload(self.loop_project, path)
 
     def client(self, n: int) -> Cycle:
-        conn = Http(self.port, self.tokens[n], timeout=120)
+        conn = Http(self.port, self.tokens[n], timeout=CLIENT_TIMEOUT)
         project = self.loop_project
 
         def cycle() -> tuple[float, float] | None:
@@ -815,6 +945,36 @@ class LabelStudio:
         return int(row[0])
 
 
+def settle_derived(product: Any, slugs: list[str], base: float) -> float:
+    """Poll the projects' derived results until every kind is current (or failed); bounded.
+
+    ``product`` has ``manager`` (an :class:`Http`), ``check_alive`` and ``name``; its
+    ``current`` is set to whether they were current in time. Returns the seconds waited. The
+    polls go through the web server, whose CPU a loop's catch-up counts: they start 0.5 s apart
+    and space out to 5 s (a poll of a project of 1,000,000 labels costs about 10 ms).
+    """
+    began = time.perf_counter()
+    deadline = server.Deadline(base)
+    product.current = False
+    while not deadline.passed():
+        product.check_alive()
+        kinds = [
+            k
+            for slug in slugs
+            for k in product.manager.json("GET", f"/api/projects/{slug}/derived/")
+        ]
+        if all(k["current"] or k["last_error"] for k in kinds):
+            product.current = True
+            break
+        time.sleep(min(5.0, 0.5 + (time.perf_counter() - began) / 10))
+    else:
+        print(
+            f"  {product.name}: derived results still not current after {deadline.describe()}",
+            flush=True,
+        )
+    return time.perf_counter() - began
+
+
 # -- the run -----------------------------------------------------------------------------------
 def settle(product: Any) -> None:
     """Wait until the product's derived results are current; print a wait of over 1 s."""
@@ -823,51 +983,109 @@ def settle(product: Any) -> None:
         print(f"  {product.name}: derived results current after {settled:.1f} s", flush=True)
 
 
+def loop_measured(product: Any, path: Path, count: int, args, think: float = 0.0) -> dict:
+    """One label loop of ``count`` clients on a new project; its figures and its server CPU.
+
+    The CPU window is the loop and then the catch-up, the wait (``args.catch_up`` seconds at
+    most, load-scaled) until the derived results are current again: certlabel's worker
+    recomputes them after the loop's last votes, work the cycles caused (Label Studio has
+    none). ``cpu`` holds CPU-seconds per 1,000 cycles of each part and of the server
+    (``server``: web + worker + PostgreSQL, or Label Studio's process tree) over both;
+    ``cpu_loop`` over the loop alone; ``caught_up`` whether the catch-up ended in time (if not,
+    ``cpu`` leaves out what was still to do).
+    """
+    product.start_loop(path)
+    settle(product)
+    loop = Loop()
+    clients = [product.client(i) for i in range(count)]
+    spread = args.think_spread if think else 0.0
+    before = product.cpu.mark()
+    wall = run_loop(clients, args.loop_seconds, loop, think=think, spread=spread)
+    at_end = product.cpu.mark()
+    tail = product.settle(args.catch_up)
+    after = product.cpu.mark()
+    figures = loop_figures(loop, wall, product.over_overlap())
+    figures["cpu"] = server.per_thousand(product.cpu.between(before, after), figures["cycles"])
+    figures["cpu_loop"] = server.per_thousand(
+        product.cpu.between(before, at_end), figures["cycles"]
+    )
+    figures["cpu_per_1000"] = figures["cpu"]["server"]
+    figures["tail_s"] = tail
+    figures["caught_up"] = product.current
+    if figures["out_of_work"]:
+        print(
+            f"  warning: {figures['out_of_work']} of {count} clients ran out of items before "
+            "the loop's end (give the loop more items): fewer cycles than the time allowed",
+            flush=True,
+        )
+    return figures
+
+
 def measure(product: Any, n: int, files: dict[str, Path], clients: list[int], args) -> dict:
     """Import, export and the label loop at each client count; one product, one N."""
     out: dict[str, Any] = {}
-    seconds, rss = product.import_(files["import"])
-    out["import"] = {"seconds": seconds, "per_s": n / seconds, "rss_mib": rss}
-    # The export is measured on its own, as the loops are: not queued behind (one worker) or
-    # beside (in-process) the recomputation of the derived results the import scheduled.
-    settle(product)
-    seconds, size = product.export()
-    out["export"] = {"seconds": seconds, "per_s": n / seconds, "bytes": size}
-    print(
-        f"  {product.name}: import {n / out['import']['seconds']:,.0f} tasks/s, "
-        f"export {out['export']['per_s']:,.0f} rec/s ({size:,} bytes)",
-        flush=True,
-    )
-    for count in clients:
-        product.start_loop(files["loop"])
+    if not args.loops_only:
+        before = product.cpu.mark()
+        seconds, rss = product.import_(files["import"])
+        # The import's CPU counts the derived results it made stale (recomputed after it, in
+        # the background); its wall-clock time does not, nor does the export's.
         settle(product)
-        loop = Loop()
-        wall = run_loop([product.client(i) for i in range(count)], args.loop_seconds, loop)
-        out[f"loop{count}"] = loop_figures(loop, wall, product.over_overlap())
-        f = out[f"loop{count}"]
+        spent = server.per_thousand(product.cpu.between(before, product.cpu.mark()), n)
+        out["import"] = {
+            "seconds": seconds,
+            "per_s": n / seconds,
+            "rss_mib": rss,
+            "cpu": spent,
+            "cpu_per_1000": spent["server"],
+        }
+        # The export is measured on its own, as the loops are: not queued behind (one worker)
+        # or beside (in-process) the recomputation of the derived results the import scheduled.
+        before = product.cpu.mark()
+        seconds, size = product.export()
+        spent = server.per_thousand(product.cpu.between(before, product.cpu.mark()), n)
+        out["export"] = {
+            "seconds": seconds,
+            "per_s": n / seconds,
+            "bytes": size,
+            "cpu": spent,
+            "cpu_per_1000": spent["server"],
+        }
+        print(
+            f"  {product.name}: import {n / out['import']['seconds']:,.0f} tasks/s, "
+            f"{server.cpu_text(out['import']['cpu'], 'tasks')}; "
+            f"export {out['export']['per_s']:,.0f} rec/s ({size:,} bytes), "
+            f"{server.cpu_text(out['export']['cpu'], 'records')}",
+            flush=True,
+        )
+    for count in clients:
+        f = out[f"loop{count}"] = loop_measured(product, files["loop"], count, args)
         print(
             f"  {product.name}: {count} clients {f['cycles_per_s']:.1f} cycles/s, "
             f"p95 {f['p95_ms']:.0f} ms, {f['over_overlap']} over overlap, "
-            f"{f['errors']} errors {f['first_error']}",
+            f"{f['errors']} errors {f['first_error']}\n"
+            f"    {server.cpu_text(f['cpu'])}; the loop alone "
+            f"{f['cpu_loop']['server']:.2f}; {catch_up_text(f)}",
             flush=True,
         )
     if args.think_clients:
-        product.start_loop(files["loop"])
-        product.settle()
-        loop = Loop()
-        clients_ = [product.client(i) for i in range(args.think_clients)]
-        wall = run_loop(
-            clients_, args.loop_seconds, loop, think=args.think, spread=args.think_spread
+        f = out["think"] = loop_measured(
+            product, files["loop"], args.think_clients, args, think=args.think
         )
-        out["think"] = loop_figures(loop, wall, product.over_overlap())
-        f = out["think"]
         print(
             f"  {product.name}: {args.think_clients} clients, {think_label(args)}: "
             f"next p95 {f['next_p95_ms']:.0f} ms, submit p95 {f['submit_p95_ms']:.0f} ms, "
-            f"{f['over_overlap']} over overlap, {f['errors']} errors {f['first_error']}",
+            f"{f['over_overlap']} over overlap, {f['errors']} errors {f['first_error']}\n"
+            f"    {server.cpu_text(f['cpu'])}",
             flush=True,
         )
     return out
+
+
+def catch_up_text(figures: dict[str, Any]) -> str:
+    """How the catch-up after a loop went, in words."""
+    if figures["caught_up"]:
+        return f"derived results current {figures['tail_s']:.1f} s after the loop"
+    return f"derived results NOT current {figures['tail_s']:.0f} s after the loop (CPU left out)"
 
 
 def think_label(args: argparse.Namespace) -> str:
@@ -879,95 +1097,109 @@ def think_label(args: argparse.Namespace) -> str:
 
 
 def ratio(theirs: float | None, ours: float | None) -> str:
-    if not theirs or not ours:
+    if not theirs or not ours or math.isnan(theirs) or math.isnan(ours):
         return "—"
     return f"{theirs / ours:.1f}×"
 
 
 def report(results: dict[tuple[str, int], list[dict]], args) -> None:
+    """The table: each product's figures, the wall-clock ratio and the CPU ratio beside it.
+
+    Ratios are Label Studio's over certlabel's (above 1, certlabel is faster or cheaper), per
+    backend; with several rounds, each product's best round.
+    """
+
     def best(key: tuple[str, int], phase: str, figure: str, low: bool = False) -> float | None:
-        runs = results.get(key) or []
-        values = [r[phase][figure] for r in runs if phase in r]
+        values = [r[phase][figure] for r in results.get(key) or [] if phase in r]
         if not values:
             return None
         return min(values) if low else max(values)
 
-    print("\n| phase | N | Label Studio | certlabel SQLite | certlabel PostgreSQL | ratio |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    backends = (("sqlite", "SQLite"), ("postgres", "PostgreSQL"))
+
+    def ratios(n: int, phase: str, figure: str, *, low: bool, target: float | None) -> str:
+        """``SQLite 5.1×, PostgreSQL 4.2× (target 10×)``: Label Studio's over each backend's."""
+        theirs = best(("ls", n), phase, figure, low=low)
+        found = []
+        for key, name in backends:
+            ours = best((key, n), phase, figure, low=low)
+            if ours is not None:
+                # a rate (tasks/s) is better high: its ratio is ours over theirs
+                found.append(f"{name} {ratio(theirs, ours) if low else ratio(ours, theirs)}")
+        text = ", ".join(found) or "—"
+        return f"{text} (target {target:g}×)" if target else text
+
+    print(
+        "\n| phase | N | Label Studio | certlabel SQLite | certlabel PostgreSQL "
+        "| wall-clock ratio | CPU ratio |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    products = ("ls", "sqlite", "postgres")
     for n in args.tasks:
-        cells = {}
-        for product in ("ls", "sqlite", "postgres"):
-            per_s = best((product, n), "import", "per_s")
-            rss = best((product, n), "import", "rss_mib", low=True)
-            cells[product] = "—" if per_s is None else f"{per_s:,.0f}/s, {rss:,.0f} MiB"
-        ours = max(
-            filter(
-                None,
-                [best(("sqlite", n), "import", "per_s"), best(("postgres", n), "import", "per_s")],
-            ),
-            default=None,
-        )
-        theirs = best(("ls", n), "import", "per_s")
-        print(
-            f"| import | {n:,} | {cells['ls']} | {cells['sqlite']} | {cells['postgres']} | "
-            f"{ratio(ours, theirs)} (target {TARGETS['import']:.0f}×) |"
-        )
-        for product in ("ls", "sqlite", "postgres"):
-            per_s = best((product, n), "export", "per_s")
-            cells[product] = "—" if per_s is None else f"{per_s:,.0f} rec/s"
-        ours = max(
-            filter(
-                None,
-                [best(("sqlite", n), "export", "per_s"), best(("postgres", n), "export", "per_s")],
-            ),
-            default=None,
-        )
-        print(
-            f"| export | {n:,} | {cells['ls']} | {cells['sqlite']} | {cells['postgres']} | "
-            f"{ratio(ours, best(('ls', n), 'export', 'per_s'))} (target "
-            f"{TARGETS['export']:.0f}×) |"
-        )
+        for phase, unit in (("import", "tasks"), ("export", "rec")):
+            cells = {}
+            for product in products:
+                per_s = best((product, n), phase, "per_s")
+                cpu = best((product, n), phase, "cpu_per_1000", low=True)
+                extra = ""
+                if phase == "import" and per_s is not None:
+                    extra = f", {best((product, n), phase, 'rss_mib', low=True):,.0f} MiB"
+                cells[product] = (
+                    "—" if per_s is None else f"{per_s:,.0f} {unit}/s{extra}, {cpu:.2f} CPU-s/1k"
+                )
+            if all(c == "—" for c in cells.values()):
+                continue
+            print(
+                f"| {phase} | {n:,} | {cells['ls']} | {cells['sqlite']} | {cells['postgres']} | "
+                f"{ratios(n, phase, 'per_s', low=False, target=TARGETS[phase])} | "
+                f"{ratios(n, phase, 'cpu_per_1000', low=True, target=None)} |"
+            )
         for count in args.clients:
             phase = f"loop{count}"
-            for product in ("ls", "sqlite", "postgres"):
+            cells = {}
+            for product in products:
                 runs = [r[phase] for r in results.get((product, n), []) if phase in r]
                 cells[product] = (
-                    "—"
-                    if not runs
-                    else "; ".join(
+                    "; ".join(
                         f"{r['cycles_per_s']:.1f} cycles/s, p95 {r['p95_ms']:,.0f} ms, "
+                        f"{r['cpu_per_1000']:.2f} CPU-s/1k cycles"
+                        f"{'' if r['caught_up'] else ' (catch-up incomplete)'}, "
                         f"{r['over_overlap']} over overlap"
                         for r in runs
                     )
+                    or "—"
                 )
-            theirs = best(("ls", n), phase, "p95_ms", low=True)
-            ratios = ", ".join(
-                f"{name} {ratio(theirs, best((key, n), phase, 'p95_ms', low=True))}"
-                for key, name in (("sqlite", "SQLite"), ("postgres", "PostgreSQL"))
-                if best((key, n), phase, "p95_ms", low=True)
-            )
             print(
                 f"| next + submit, {count} clients | {args.loop_tasks:,} | {cells['ls']} | "
-                f"{cells['sqlite']} | {cells['postgres']} | cycle p95 {ratios or '—'} "
-                f"(target {TARGETS['loop']:.0f}×) |"
+                f"{cells['sqlite']} | {cells['postgres']} | cycle p95 "
+                f"{ratios(n, phase, 'p95_ms', low=True, target=TARGETS['loop'])} | "
+                f"{ratios(n, phase, 'cpu_per_1000', low=True, target=TARGETS['loop_cpu'])} |"
             )
         if args.think_clients:
-            for product in ("ls", "sqlite", "postgres"):
+            for product in products:
                 runs = [r["think"] for r in results.get((product, n), []) if "think" in r]
                 cells[product] = (
-                    "—"
-                    if not runs
-                    else "; ".join(
+                    "; ".join(
                         f"next p95 {r['next_p95_ms']:,.0f} ms, submit p95 "
-                        f"{r['submit_p95_ms']:,.0f} ms, {r['over_overlap']} over overlap"
+                        f"{r['submit_p95_ms']:,.0f} ms, {r['cpu_per_1000']:.2f} CPU-s/1k "
+                        f"cycles{'' if r['caught_up'] else ' (catch-up incomplete)'}, "
+                        f"{r['over_overlap']} over overlap"
                         for r in runs
                     )
+                    or "—"
                 )
             print(
                 f"| next / submit, {args.think_clients} clients, {think_label(args)} | "
                 f"{args.loop_tasks:,} | {cells['ls']} | {cells['sqlite']} | "
-                f"{cells['postgres']} | target p95 < {THINK_P95_TARGET_MS} ms each |"
+                f"{cells['postgres']} | target p95 < {THINK_P95_TARGET_MS} ms each | "
+                f"{ratios(n, 'think', 'cpu_per_1000', low=True, target=None)} |"
             )
+    print(
+        "\nCPU-s/1k: server CPU-seconds per 1,000 tasks, records or cycles: certlabel's web "
+        "process tree + Celery worker tree + the PostgreSQL processes of its database (and the "
+        "server's shared background writers); Label Studio's process tree (its SQLite is "
+        "in-process). The figures per part are printed above."
+    )
 
 
 def main() -> None:
@@ -990,9 +1222,32 @@ def main() -> None:
         default=0.5,
         help="think times uniform on think x (1 +- spread), random starts; 0: lock-step",
     )
+    parser.add_argument(
+        "--catch-up",
+        type=float,
+        default=SETTLE_DEADLINE,
+        help="after a loop, wait at most this many seconds (load-scaled) for the derived "
+        f"results, counting the CPU (default {SETTLE_DEADLINE})",
+    )
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--workers", type=int, default=max(2, (os.cpu_count() or 1) * 2))
     parser.add_argument("--postgres", help="a PostgreSQL server URL: certlabel runs there too")
+    parser.add_argument(
+        "--broker-url",
+        default=BROKER,
+        help=f"the Redis database of certlabel on PostgreSQL (emptied; default {BROKER})",
+    )
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        choices=["sqlite", "postgres"],
+        help="certlabel's backends (default: sqlite, and postgres with --postgres)",
+    )
+    parser.add_argument(
+        "--loops-only",
+        action="store_true",
+        help="only the label loops (no import and export phases; --tasks is not used)",
+    )
     parser.add_argument("--certlabel-setup-child", type=int, nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.certlabel_setup_child is not None:
@@ -1000,6 +1255,12 @@ def main() -> None:
         return
     if not 0 <= args.think_spread <= 1:
         parser.error("--think-spread: from 0 to 1")
+    backends = args.backends or ["sqlite", *(["postgres"] if args.postgres else [])]
+    if "postgres" in backends and not args.postgres:
+        parser.error("--backends postgres needs --postgres URL")
+    if args.loops_only:
+        args.tasks = args.tasks[:1]
+    server.install_cleanup()
     bin_dir = label_studio_venv(args.label_studio_venv) if args.with_label_studio else None
     annotators = max([*args.clients, args.think_clients])
     results: dict[tuple[str, int], list[dict]] = {}
@@ -1013,14 +1274,18 @@ def main() -> None:
                 },
                 "ls": {"import": work / f"ls-{n}.json", "loop": work / "ls-loop.json"},
             }
-            write_native(files["native"]["import"], n, annotated=True, salt=1)
+            if not args.loops_only:
+                write_native(files["native"]["import"], n, annotated=True, salt=1)
             write_native(files["native"]["loop"], args.loop_tasks, annotated=False, salt=2)
             if bin_dir:
-                write_label_studio(files["ls"]["import"], n, annotated=True, salt=1)
+                if not args.loops_only:
+                    write_label_studio(files["ls"]["import"], n, annotated=True, salt=1)
                 write_label_studio(files["ls"]["loop"], args.loop_tasks, annotated=False, salt=2)
             for round_ in range(args.rounds):
-                configs = [("sqlite", f"sqlite:///{work}/certlabel-{n}-{round_}.sqlite3")]
-                if args.postgres:
+                configs = []
+                if "sqlite" in backends:
+                    configs.append(("sqlite", f"sqlite:///{work}/certlabel-{n}-{round_}.sqlite3"))
+                if "postgres" in backends:
                     configs.append(
                         ("postgres", server._with_database(args.postgres, "certlabel_vs_ls"))
                     )
@@ -1032,6 +1297,7 @@ def main() -> None:
                         annotators,
                         len(args.clients) + (1 if args.think_clients else 0),
                         args.workers,
+                        args.broker_url,
                     )
                     try:
                         results.setdefault((key, n), []).append(
@@ -1052,6 +1318,16 @@ def main() -> None:
                         ls.close()
                         shutil.rmtree(ls_work, ignore_errors=True)
     report(results, args)
+    failed = [
+        f"{key[0]} {phase}"
+        for key, runs in results.items()
+        for run in runs
+        for phase, figures in run.items()
+        if phase.startswith(("loop", "think")) and (figures["errors"] or not figures["cycles"])
+    ]
+    if failed:
+        print(f"loops with errors or no cycle: {', '.join(failed)}", flush=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from labeling.services import (
 from labeling.services.gold import qualification_decide
 from labeling.services.members import invitation_create
 from labeling.services.tokens import api_token_create
+from labeling.services.vote_tally import vote_tally_fold
 from tests.conftest import import_native, module_data, native_record
 from tests.factories import (
     WORK_SOURCE,
@@ -150,8 +151,12 @@ def _rows():
 
 
 def _label_and_adjudicate(project):
-    """Two annotators disagree on one item, then an adjudicator resolves it (every work row)."""
+    """Two annotators disagree on one item, then an adjudicator resolves it (every work row).
+
+    The vote tally is counted first, so the votes leave their counted rows and a change.
+    """
     start_labelling(project, overlap=2)
+    vote_tally_fold(project=project)
     item = Item.objects.get(candidate__question__external_id="q2", candidate__key="c1")
     claim = item.candidate.claims.get()
     start, end = utf16_span(WORK_SOURCE, "opened in 1932")

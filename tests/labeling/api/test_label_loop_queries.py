@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 
 from labeling.models import Role
+from labeling.services.vote_tally import vote_tally_fold
 from tests.factories import work_record
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +51,9 @@ def big(project, import_records, member):
     from tests.factories import start_labelling
 
     import_records([work_record(f"q{i}") for i in range(40)])
-    return start_labelling(project, overlap=2)
+    started = start_labelling(project, overlap=2)
+    vote_tally_fold(project=started)  # counted: every vote then writes its change of the counts
+    return started
 
 
 def test_next_and_submit_stay_within_their_budgets(

@@ -174,11 +174,11 @@ def _full_figures(project) -> dict[int, dict[str, Any]]:
 
 
 def _check(project) -> None:
-    # the items' stored votes are their votes read again
+    # the folded tally is the full count (a project not counted yet is counted by the fold),
+    # and the items' stored votes are their votes read again
+    tally = vote_tally_fold(project=project)
     fresh = items_votes(vote_rows(project=project))
     assert dict(ItemVotes.objects.filter(project=project).values_list("item_id", "votes")) == fresh
-    # the folded tally is the full count
-    tally = vote_tally_fold(project=project)
     assert tally == votes_tally(v for votes in fresh.values() for v in votes).clean()
     assert not VoteTallyDelta.objects.filter(project=project).exists()
     report = agreement_recompute(project_id=project.pk)
@@ -265,9 +265,7 @@ def test_an_invalidated_tally_is_counted_again_from_scratch(labelled):
     _check(project)
 
 
-def test_a_managers_recompute_counts_every_vote_again(
-    labelled, django_capture_on_commit_callbacks
-):
+def test_a_managers_recompute_counts_every_vote_again(labelled, django_capture_on_commit_callbacks):
     from certification.services.derived import derived_recompute_request
 
     project, (_annotators, manager) = labelled
@@ -278,3 +276,40 @@ def test_a_managers_recompute_counts_every_vote_again(
     assert VoteTally.objects.get(project=project).counts != []
     report = agreement_recompute(project_id=project.pk)
     assert report.input_sha256 == votes_sha256(project_votes(project=project))
+
+
+def test_a_tally_dropped_while_a_fold_starts_is_counted_again(labelled, monkeypatch):
+    # a manager's "Recompute now" commits between the fold's first read and its lock
+    from labeling.services import vote_tally as module
+
+    project, _people = labelled
+    vote_tally_fold(project=project)
+    real = module.default_vote_version
+
+    def then_dropped(given):
+        version = real(given)
+        vote_tally_invalidate(project=given)
+        return version
+
+    monkeypatch.setattr(module, "default_vote_version", then_dropped)
+    tally = vote_tally_fold(project=project)
+    monkeypatch.undo()
+    assert tally and VoteTally.objects.filter(project=project).exists()
+    _check(project)
+
+
+def test_votes_before_the_first_count_are_counted_by_it(project, member):
+    # no tally yet: a vote writes nothing of it; the first fold counts every item
+    import_native(project, [_record(1, ("admissible",))])
+    start_labelling(project, overlap=3)
+    annotator = member(Role.ANNOTATOR)
+    assignment = item_claim_next(project=project, actor=annotator)
+    annotation_submit(
+        project=project,
+        assignment_id=assignment.pk,
+        actor=annotator,
+        data=_labels(assignment.item_id, "admissible", "not_supported"),
+    )
+    assert not ItemVotes.objects.filter(project=project).exists()
+    assert not VoteTallyDelta.objects.filter(project=project).exists()
+    _check(project)

@@ -9,6 +9,7 @@ import json
 from django.urls import reverse
 
 from labeling.models import Annotation, Assignment, AssignmentStatus
+from labeling.services.vote_tally import vote_tally_fold
 from tests.labeling.views.conftest import claim_next, form_url, labels_post
 
 JSON = {"HTTP_ACCEPT": "application/json"}
@@ -110,10 +111,10 @@ def test_the_html_fallback_shows_every_problem_next_to_its_field_and_in_a_summar
 # The JSON submit's queries: the session and the user; the project, the assignment and its form
 # view; the write (with its savepoint): the item's lock, the policy read under it (a new version
 # refuses a stale form), the labels check, the lease's compare-and-set, the vote tally's three
-# (the item's votes with those last counted, the counted votes, the change); the next claim (with its
-# savepoints; the membership's lock and its project are two statements); the next item's form
-# view; its progress and undoable skip. The answer's "saved" part and the "Revise previous" link
-# come from the submit's result, without a query.
+# (the item's votes with those last counted, the counted votes, the change); the next claim
+# (with its savepoints; the membership's lock and its project are two statements); the next
+# item's form view; its progress and undoable skip. The answer's "saved" part and the "Revise
+# previous" link come from the submit's result, without a query.
 # The gold rule adds three reads: the labelling policy and the actor's qualification in the
 # claim, and the labelling policy in the queue count (does it serve gold items?).
 BUDGET = 48
@@ -125,6 +126,7 @@ def test_a_json_submit_stays_within_its_query_budget(
     client, started, annotator, django_assert_num_queries
 ):
     client.force_login(annotator)
+    vote_tally_fold(project=started)  # counted: the vote writes its change of the counts
     assignment = claim_next(started, annotator)
     data = labels_post(assignment.item)
     client.get(form_url(assignment))  # session and user rows warm; the budget is the submit's
