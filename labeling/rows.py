@@ -16,7 +16,7 @@ portable (PostgreSQL and SQLite); column names that are SQL keywords (``index``,
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -27,6 +27,7 @@ from django.db.models.expressions import DatabaseDefault
 from django.db.models.sql import Query
 
 M = TypeVar("M", bound=models.Model)
+T = TypeVar("T")
 
 
 def _adapted(params: Sequence[Any]) -> list[Any]:
@@ -445,3 +446,9 @@ def aware(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
+
+
+def chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """Yield ``values`` in consecutive slices of at most ``size`` (the last may be shorter)."""
+    for at in range(0, len(values), size):
+        yield values[at : at + size]

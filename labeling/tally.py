@@ -47,14 +47,8 @@ class Tally(Counter[Key]):
     """Counts keyed as the module describes; zero counts are dropped by :meth:`clean`."""
 
     def clean(self) -> Tally:
-        """Return a copy without zero entries (a difference may leave zeros and negatives)."""
+        """Return a copy without zero entries (a subtraction may leave zeros and negatives)."""
         return Tally({key: count for key, count in self.items() if count})
-
-    def difference(self, older: Tally) -> Tally:
-        """Return ``self - older`` with negative counts kept (``Counter.__sub__`` drops them)."""
-        out = Tally(self)
-        out.subtract(older)
-        return out.clean()
 
     def add(self, other: Tally) -> None:
         """Add ``other`` in place, negative counts included."""

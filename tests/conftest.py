@@ -122,6 +122,17 @@ def _fresh_throttle_counters() -> Iterable[None]:
 
 
 @pytest.fixture(autouse=True)
+def _broker_reachable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with the broker taken as reachable.
+
+    After a failed enqueue the scheduler skips the broker for a couple of seconds (a
+    per-process backoff); a test that made one fail must not leave the next test's marks
+    unscheduled.
+    """
+    monkeypatch.setattr("certification.services.derived._broker_down_until", 0.0)
+
+
+@pytest.fixture(autouse=True)
 def _release_storage(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Keep built releases in a temporary directory per test, never in the repository.
 

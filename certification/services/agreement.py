@@ -201,6 +201,8 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
         {"policy_version": v, **{level: summary(v, level) for level in LEVELS}} for v in numbers
     ]
     newest = numbers[-1] if numbers else None
+    # the newest version's figures, computed once (empty levels when there is no vote)
+    current = versions[-1] if versions else {level: summary(None, level) for level in LEVELS}
     with transaction.atomic():
         report, created = agreement_report_lock(project)
         if not created and report.input_sha256 == digest:
@@ -215,8 +217,8 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
         report.input_sha256 = digest
         report.policy_version = newest
         report.versions = versions
-        report.answer = summary(newest, ANSWER_LEVEL)
-        report.claim = summary(newest, CLAIM_LEVEL)
+        report.answer = current[ANSWER_LEVEL]
+        report.claim = current[CLAIM_LEVEL]
         report.full_clean()
         report.save()
     logger.info(

@@ -121,10 +121,11 @@ def _matrix(level: str, votes: Iterable[tuple[int, str, str]]) -> VoteMatrix:
 # items' votes as last counted into the vote tally. A prior vote without a recorded version
 # counts under the version labelling started under (before the start, the lowest draft's).
 # ``{items}`` is the item filter, repeated in every branch; ``{default}`` that version.
-_DEFAULT_VERSION = (
-    "(SELECT version FROM labeling_labelpolicy WHERE project_id = %s "
-    "ORDER BY (frozen_at IS NULL), frozen_at, version LIMIT 1)"
+_DEFAULT_VERSION_SQL = (
+    "SELECT version FROM labeling_labelpolicy WHERE project_id = %s "
+    "ORDER BY (frozen_at IS NULL), frozen_at, version LIMIT 1"
 )
+_DEFAULT_VERSION = f"({_DEFAULT_VERSION_SQL})"
 _VOTES_SQL = (
     "SELECT 'a', 'answer', n.item_id, lp.version, n.item_id, CAST(n.annotator_id AS TEXT), "
     "r.answer_label, r.answer_reason "
@@ -208,6 +209,12 @@ def _rows(
         elif row[3] is not None:  # a vote without any version is left out
             votes.append(_vote_row(row))
     return votes, stored, tallied
+
+
+def default_vote_version(project: Project) -> int | None:
+    """The version an imported vote that records none counts under (see :func:`vote_rows`)."""
+    rows = select_rows(_DEFAULT_VERSION_SQL, [project.pk])
+    return rows[0][0] if rows else None
 
 
 def vote_rows(*, project: Project, item_ids: Sequence[int] | None = None) -> list[VoteRow]:

@@ -49,7 +49,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -90,7 +90,7 @@ from labeling.models import (
     SkipReason,
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
-from labeling.rows import execute, insert, placeholders, raw_models, select_rows
+from labeling.rows import chunks, execute, insert, placeholders, raw_models, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.comparison import items_compare
 from labeling.services.gold_serving import gold_claim, gold_turn
@@ -192,11 +192,6 @@ def queue_order(rows: Iterable[QueueRow], *, serving_order: str, seed: int | Non
     )
 
 
-def _chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    for i in range(0, len(values), size):
-        yield values[i : i + size]
-
-
 def _enqueue(
     *,
     project: Project,
@@ -239,7 +234,7 @@ def _enqueue(
         (pk, first_position + n, project.overlap, prior_votes[pk]) for n, pk in enumerate(ordered)
     ]
     done = 0
-    for chunk in _chunks(positioned, QUEUE_UPDATE_CHUNK):
+    for chunk in chunks(positioned, QUEUE_UPDATE_CHUNK):
         done += update_rows(Item, ["queue_position", "overlap", "prior_votes"], chunk)
         if progress is not None:
             progress(done, len(positioned))
@@ -550,7 +545,7 @@ def assignments_release_expired(*, now: datetime | None = None) -> int:
         .distinct()
     )
     released = 0
-    for chunk in _chunks(item_ids, RELEASE_CHUNK):
+    for chunk in chunks(item_ids, RELEASE_CHUNK):
         with transaction.atomic():
             for item in items_lock(chunk, skip_locked=True):
                 released += _expire_stale_leases(item=item, now=now)

@@ -36,7 +36,7 @@ and calibration figures count each version's votes apart
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -60,6 +60,7 @@ from labeling.models import (
     Project,
 )
 from labeling.permissions import MANAGERS, require_role
+from labeling.rows import chunks
 from labeling.selectors.policies import policy_description_data
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.policies import policy_description_check
@@ -213,11 +214,6 @@ def _ids(queryset: Any) -> list[int]:
     return list(queryset.order_by("pk").values_list("pk", flat=True))
 
 
-def _chunks(values: Sequence[int], size: int) -> Iterator[Sequence[int]]:
-    for at in range(0, len(values), size):
-        yield values[at : at + size]
-
-
 def items_return_for_labelling(*, project: Project, item_ids: Sequence[int], now: datetime) -> int:
     """Return items to labelling in a new round; return how many were returned.
 
@@ -360,7 +356,7 @@ def policy_version_publish(
             kept=kept,
             dry_run=True,
         )
-    for chunk in _chunks(_ids(Item.objects.filter(project=project)), LOCK_CHUNK):
+    for chunk in chunks(_ids(Item.objects.filter(project=project)), LOCK_CHUNK):
         items_lock(chunk)
     # Under the item locks the sets are exact: recompute them (a submit may have committed).
     restart_ids = _ids(_voted_open_items(project))

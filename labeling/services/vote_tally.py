@@ -23,27 +23,22 @@ recompute).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from django.db import transaction
-from django.db.models import F
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from labeling.locks import project_label_writes_lock, vote_tally_lock
-from labeling.models import ItemVotes, LabelPolicy, Project, VoteTally, VoteTallyDelta
-from labeling.selectors.votes import items_votes_and_counted, vote_rows
+from labeling.models import ItemVotes, Project, VoteTally, VoteTallyDelta
+from labeling.rows import chunks
+from labeling.selectors.votes import default_vote_version, items_votes_and_counted, vote_rows
 from labeling.tally import Tally, items_votes, votes_tally
 
 logger = logging.getLogger(__name__)
 
 # Items counted per statement when many items change at once (an import, a rebuild).
 CHUNK = 2000
-
-
-def _chunks(values: Sequence[int], size: int = CHUNK) -> Iterable[Sequence[int]]:
-    for start in range(0, len(values), size):
-        yield values[start : start + size]
 
 
 def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
@@ -71,7 +66,7 @@ def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
         raise TransactionManagementError("vote_tally_refresh runs inside the writing transaction")
     ids = sorted(set(item_ids))
     change = Tally()
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids, CHUNK):
         rows, stored, counted = items_votes_and_counted(project=project, item_ids=chunk)
         if not counted:
             # Not counted yet: the first fold counts every item, this change included (its
@@ -101,16 +96,6 @@ def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
     if change:
         VoteTallyDelta.objects.create(project_id=project.pk, counts=change.to_json())
     return change
-
-
-def default_vote_version(project: Project) -> int | None:
-    """The version an imported vote that records none counts under (see ``vote_rows``)."""
-    return (
-        LabelPolicy.objects.filter(project=project)
-        .order_by(F("frozen_at").asc(nulls_last=True), "version")
-        .values_list("version", flat=True)
-        .first()
-    )
 
 
 def vote_tally_rebuild(*, project: Project) -> Tally:

@@ -445,33 +445,7 @@ class ScaledCertlabel:
         return vs.settle_derived(self, [SLUG], base)
 
     def client(self, n: int) -> vs.Cycle:
-        conn = vs.Http(self.port, self.tokens["annotators"][n], timeout=vs.CLIENT_TIMEOUT)
-        base = f"/api/projects/{SLUG}/assignments"
-
-        def cycle() -> tuple[float, float] | None:
-            began = time.perf_counter()
-            status, data, _ = conn.call("POST", f"{base}/next/")
-            if status == 204:
-                return None
-            if status != 200:
-                raise RuntimeError(f"next {status} {data[:200]!r}")
-            form = json.loads(data)
-            served = time.perf_counter()
-            body = {
-                "answer_label": ("admissible", "inadmissible")[(n + form["item_id"]) % 2],
-                "claims": [{"claim_id": c["id"], "label": "not_supported"} for c in form["claims"]],
-            }
-            status, data, _ = conn.call(
-                "PUT",
-                f"{base}/{form['assignment_id']}/annotation/",
-                json.dumps(body).encode(),
-                "application/json",
-            )
-            if status != 200:
-                raise RuntimeError(f"submit {status} {data[:200]!r}")
-            return served - began, time.perf_counter() - served
-
-        return cycle
+        return vs.api_cycle(self.port, self.tokens["annotators"][n], SLUG, n)
 
     def over_overlap(self) -> int:
         """Items with more votes (the loop's annotations + prior votes) than the overlap."""

@@ -485,6 +485,37 @@ def certlabel_setup_child(annotators: int, loops: int) -> None:
     )
 
 
+def api_cycle(port: int, token: str, slug: str, n: int) -> Cycle:
+    """One annotator's next + submit cycle through the API (client ``n`` picks its labels)."""
+    conn = Http(port, token, timeout=CLIENT_TIMEOUT)
+    base = f"/api/projects/{slug}/assignments"
+
+    def cycle() -> tuple[float, float] | None:
+        began = time.perf_counter()
+        status, data, _ = conn.call("POST", f"{base}/next/")
+        if status == 204:
+            return None
+        if status != 200:
+            raise RuntimeError(f"next {status} {data[:200]!r}")
+        form = json.loads(data)
+        served = time.perf_counter()
+        body = {
+            "answer_label": ("admissible", "inadmissible")[(n + form["item_id"]) % 2],
+            "claims": [{"claim_id": c["id"], "label": "not_supported"} for c in form["claims"]],
+        }
+        status, data, _ = conn.call(
+            "PUT",
+            f"{base}/{form['assignment_id']}/annotation/",
+            json.dumps(body).encode(),
+            "application/json",
+        )
+        if status != 200:
+            raise RuntimeError(f"submit {status} {data[:200]!r}")
+        return served - began, time.perf_counter() - served
+
+    return cycle
+
+
 class Certlabel:
     """certlabel under gunicorn on one database (on PostgreSQL with a real Celery worker)."""
 
@@ -682,33 +713,7 @@ class Certlabel:
         self.loop_slug = slug
 
     def client(self, n: int) -> Cycle:
-        conn = Http(self.port, self.tokens["annotators"][n], timeout=CLIENT_TIMEOUT)
-        base = f"/api/projects/{self.loop_slug}/assignments"
-
-        def cycle() -> tuple[float, float] | None:
-            began = time.perf_counter()
-            status, data, _ = conn.call("POST", f"{base}/next/")
-            if status == 204:
-                return None
-            if status != 200:
-                raise RuntimeError(f"next {status} {data[:200]!r}")
-            form = json.loads(data)
-            served = time.perf_counter()
-            body = {
-                "answer_label": ("admissible", "inadmissible")[(n + form["item_id"]) % 2],
-                "claims": [{"claim_id": c["id"], "label": "not_supported"} for c in form["claims"]],
-            }
-            status, data, _ = conn.call(
-                "PUT",
-                f"{base}/{form['assignment_id']}/annotation/",
-                json.dumps(body).encode(),
-                "application/json",
-            )
-            if status != 200:
-                raise RuntimeError(f"submit {status} {data[:200]!r}")
-            return served - began, time.perf_counter() - served
-
-        return cycle
+        return api_cycle(self.port, self.tokens["annotators"][n], self.loop_slug, n)
 
     def over_overlap(self) -> int:
         query = (

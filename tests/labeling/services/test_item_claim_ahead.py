@@ -39,23 +39,6 @@ from labeling.services.annotations import AnnotationInput, ClaimInput, annotatio
 from tests.conftest import native_record
 
 
-class Clock:
-    """A controllable ``timezone.now``."""
-
-    def __init__(self) -> None:
-        self.now = timezone.now()
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(timezone, "now", lambda: clock.now)
-    return clock
-
-
 @pytest.fixture
 def started(project, member, import_records):
     """Start labelling with ``n`` questions (2 items each); return the item ids in queue order."""

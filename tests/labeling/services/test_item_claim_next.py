@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from labeling.exceptions import InvalidTransition, LeaseExpired, PermissionDenied
 from labeling.models import (
@@ -26,23 +25,6 @@ from labeling.services import (
 from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
 from tests.conftest import native_record
 from tests.factories import UserFactory
-
-
-class Clock:
-    """A controllable ``timezone.now``."""
-
-    def __init__(self) -> None:
-        self.now = timezone.now()
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(timezone, "now", lambda: clock.now)
-    return clock
 
 
 @pytest.fixture
