@@ -124,7 +124,7 @@ def _log_capital(
     level: float,
     population: int | None,
 ) -> NDArray[np.float64]:
-    """log K_t^{side}(m), shape (len(m), n); +inf where m is impossible (WoR)."""
+    """Return log K_t^{side}(m), shape (len(m), n); +inf where m is impossible (WoR)."""
     mt = _null_means(x, m, population)
     lam = plug_in_bets(x, level=level)[None, :]
     with np.errstate(divide="ignore"):
