@@ -217,6 +217,18 @@ class AuditSampleForm(SingleValueForm):
     )
 
 
+class AuditTargetForm(SingleValueForm):
+    """A manager's target for the workload error rate (empty: no target)."""
+
+    anytime_target = forms.DecimalField(
+        required=False,
+        max_digits=10,
+        decimal_places=8,
+        label="Target error rate",
+        help_text="In (0, 1), e.g. 0.10: the page says when labelling may stop.",
+    )
+
+
 class ReleaseFreezeForm(SingleValueForm):
     """Freeze a release: version, parent, the calibration runs it certifies, notes."""
 

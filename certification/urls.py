@@ -69,6 +69,11 @@ urlpatterns += [
         views.audit_sample_draw_view,
         name="audit-sample-draw",
     ),
+    path(
+        "p/<slug:slug>/certification/audits/<int:evaluator_id>/target/",
+        views.audit_target_view,
+        name="audit-target",
+    ),
 ]
 
 # Releases: certified label sets.

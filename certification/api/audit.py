@@ -31,6 +31,7 @@ from certification.services import (
     audit_report_configure,
     audit_sample_draw,
 )
+from certification.services.audit_anytime import audit_target_set
 from labeling.api.common import ErrorSerializer, paginated, written
 from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination
@@ -57,13 +58,21 @@ class AuditReportOutputSerializer(serializers.Serializer):
     score_threshold = serializers.FloatField(allow_null=True)
     flag_when = serializers.CharField()
     confidence = serializers.DecimalField(max_digits=10, decimal_places=8)
+    anytime_target = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=8,
+        allow_null=True,
+        help_text="The manager's target error rate; ``result.anytime.stop`` says whether "
+        "labelling may stop.",
+    )
     computed_at = serializers.DateTimeField(allow_null=True)
     input_sha256 = serializers.CharField()
     result = serializers.SerializerMethodField(
         help_text=(
             "The stored result. For an adjudicator, ``disagreements`` lists only the items no "
             "person may label or adjudicate any more (resolved by consensus); "
-            "``disagreements_withheld`` counts the rows left out."
+            "``disagreements_withheld`` counts the rows left out. ``error_rate`` holds the "
+            "fixed-n figures, ``anytime`` the anytime-valid ones (each with its ``kind``)."
         )
     )
 
@@ -204,3 +213,37 @@ class AuditSampleListApi(APIView):
             lambda sample: AuditSampleOutputSerializer(sample, context={"role": role}).data,
         )
         return Response(body, status=status.HTTP_201_CREATED)
+
+
+class AuditTargetApi(APIView):
+    """Set or clear (null) the audit's target error rate (POST: managers); returns the report."""
+
+    project_roles = READ_REVIEWERS_WRITE_MANAGERS
+
+    class InputSerializer(serializers.Serializer):
+        target = serializers.DecimalField(max_digits=10, decimal_places=8, allow_null=True)
+
+        class Meta:
+            ref_name = "AuditTargetInput"
+
+    @extend_schema(
+        operation_id="audit_target_set",
+        request=InputSerializer,
+        responses={200: AuditReportOutputSerializer, 400: INVALID, 403: FORBIDDEN, 404: NOT_FOUND},
+    )
+    def post(self, request: Request, slug: str, evaluator_id: int) -> Response:
+        """Set the target and return the recomputed report with its stop message."""
+        project, role = viewer(request, slug)
+        evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        body = written(
+            lambda: audit_target_set(
+                project=project,
+                evaluator=evaluator,
+                actor=request.user,
+                target=serializer.validated_data["target"],
+            ),
+            lambda report: AuditReportOutputSerializer(report, context={"role": role}).data,
+        )
+        return Response(body)

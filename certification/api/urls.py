@@ -99,6 +99,11 @@ urlpatterns += [
         audit.AuditSampleListApi.as_view(),
         name="api-audit-sample-list",
     ),
+    path(
+        "projects/<slug:slug>/audits/<int:evaluator_id>/target/",
+        audit.AuditTargetApi.as_view(),
+        name="api-audit-target",
+    ),
 ]
 
 # Releases: certified label sets. No PUT, PATCH or DELETE anywhere: releases are

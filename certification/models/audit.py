@@ -57,6 +57,14 @@ class AuditReport(models.Model):
     )
     flag_when = models.CharField(max_length=2, choices=FlagWhen.choices, default=FlagWhen.LT)
     confidence = models.DecimalField(max_digits=10, decimal_places=8, default="0.95")
+    anytime_target = models.DecimalField(
+        max_digits=10,
+        decimal_places=8,
+        null=True,
+        blank=True,
+        help_text="A manager's target for the workload error rate, in (0, 1): the anytime-valid "
+        "upper bound below it says labelling may stop.",
+    )
     configured_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -75,6 +83,11 @@ class AuditReport(models.Model):
             models.CheckConstraint(
                 condition=Q(confidence__gt=0) & Q(confidence__lt=1),
                 name="audit_report_confidence_open_unit",
+            ),
+            models.CheckConstraint(
+                condition=Q(anytime_target__isnull=True)
+                | (Q(anytime_target__gt=0) & Q(anytime_target__lt=1)),
+                name="audit_report_anytime_target_open_unit",
             ),
         ]
 

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Part of the input hash: bump it when the statistics or the stored JSON change.
-AUDIT_STATS_VERSION = 1
+AUDIT_STATS_VERSION = 2  # 2: the anytime-valid figures and the target
 #: The evaluator labels of a thresholded score (flag = positive).
 FLAG, PASS = "flag", "pass"
 #: Default declaration: FaithBench-style binary verdicts in the policy's answer schema.
@@ -258,6 +258,7 @@ def audit_inputs_sha256(
         "stats_version": AUDIT_STATS_VERSION,
         "sample": None if design is None else design.sample_id,
         "declaration": declaration_json(report),
+        "anytime_target": None if report.anytime_target is None else str(report.anytime_target),
         "rows": [
             [
                 r.item_id,
@@ -330,7 +331,8 @@ def audit_result_compute(
     ``metrics`` (:class:`AuditMetrics` as JSON, over the items with a resolution: unresolved
     ones in their own column; pending items are left out of the comparison and counted),
     ``slices`` (per dimension, per value: metrics), ``error_rate`` (the four estimates with their
-    assumptions, or ``{"reason": ...}``), ``disagreements`` (rows of
+    assumptions, or ``{"reason": ...}``; fixed-n), ``anytime`` (the anytime-valid figures,
+    ``certification.services.audit_anytime.anytime_json``), ``disagreements`` (rows of
     ``DISAGREEMENT_COLUMNS``) and ``disagreement_columns``; with an audit sample (``design``),
     ``sample`` (its id, seed, members, resolved members) and ``sample_metrics`` (the metrics
     over the sampled items, with Hájek-weighted population rates by 1 / inclusion probability),
@@ -338,6 +340,7 @@ def audit_result_compute(
     """
     import numpy as np
 
+    from certification.services.audit_anytime import anytime_json
     from certification.stats.audit import (
         DISAGREEMENT_COLUMNS,
         AuditRecord,
@@ -456,6 +459,7 @@ def audit_result_compute(
         "metrics": _metrics_json(metrics),
         "slices": slices,
         "error_rate": error_rate,
+        "anytime": anytime_json(report, rows, design),
         "disagreement_columns": list(DISAGREEMENT_COLUMNS),
         "disagreements": disagreement_rows,
     }

@@ -17,6 +17,7 @@ from certification.views.audit import (
     audit_disagreements_csv,
     audit_list,
     audit_sample_draw_view,
+    audit_target_view,
 )
 from certification.views.calibration import (
     calibration_home,
@@ -53,6 +54,7 @@ __all__ = [
     "audit_disagreements_csv",
     "audit_list",
     "audit_sample_draw_view",
+    "audit_target_view",
     "calibration_home",
     "calibration_run_detail",
     "calibration_run_start_view",

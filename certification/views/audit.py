@@ -18,7 +18,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods
 
 from certification.exceptions import AuditNotConfigured
-from certification.forms import AuditDeclarationForm, AuditSampleForm
+from certification.forms import AuditDeclarationForm, AuditSampleForm, AuditTargetForm
 from certification.models import AuditReport, AuditSample
 from certification.selectors import (
     audit_report_get,
@@ -28,6 +28,7 @@ from certification.selectors import (
     evaluator_get,
 )
 from certification.services import audit_report_configure, audit_sample_draw
+from certification.services.audit_anytime import audit_target_set
 from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
 from labeling.models import DerivedKind, Evaluator, Project
@@ -130,6 +131,10 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
         slices=result.get("slices") or {},
         error_rate=result.get("error_rate") or {},
         sample_form=AuditSampleForm(),
+        target_form=AuditTargetForm(
+            initial={"anytime_target": report.anytime_target if report is not None else None}
+        ),
+        anytime=result.get("anytime") or {},
         samples=AuditSample.objects.filter(evaluator=evaluator)[:10],
     )
     status = 400 if request.method == "POST" else 200
@@ -180,4 +185,28 @@ def audit_sample_draw_view(request: HttpRequest, slug: str, evaluator_id: int) -
                 request,
                 f"Audit sample {sample.pk} drawn ({sample.size} items, seed {sample.seed}).",
             )
+    return redirect("audit-detail", slug=project.slug, evaluator_id=evaluator.pk)
+
+
+@login_required
+@require_http_methods(["POST"])
+def audit_target_view(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResponse:
+    """Set or clear the audit's target error rate (managers) and recompute."""
+    project, role = certification_project(request, slug, manager_only=True)
+    evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
+    form = AuditTargetForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Target not set: {form.errors.as_text()}")
+    else:
+        try:
+            audit_target_set(
+                project=project,
+                evaluator=evaluator,
+                actor=request.user,
+                target=form.cleaned_data["anytime_target"],
+            )
+        except LabelingError as exc:
+            messages.error(request, f"Target not set: {exc.message}")
+        else:
+            messages.success(request, "Target saved; the audit is recomputed.")
     return redirect("audit-detail", slug=project.slug, evaluator_id=evaluator.pk)

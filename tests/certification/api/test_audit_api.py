@@ -127,3 +127,38 @@ def test_an_undeclared_audit_cannot_be_sampled(audited, api):
     response = api("manager").post(f"{BASE}/{hhem.pk}/samples/", {"size": 2, "seed": 1})
     assert response.status_code == 404
     assert response.json()["code"] == "audit_not_configured"
+
+
+# -- anytime-valid figures ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [("annotator", 403), ("adjudicator", 403), ("manager", 200), ("nonmember", 404)],
+)
+def test_only_managers_set_the_target(audited, api, role, status):
+    _, judge, _ = audited
+    response = api(role).post(f"{BASE}/{judge.pk}/target/", {"target": "0.2"}, format="json")
+    assert response.status_code == status
+
+
+def test_the_target_returns_the_report_with_its_stop_message(audited, api):
+    _, judge, _ = audited
+    client = api("manager")
+    client.post(f"{BASE}/{judge.pk}/samples/", {"size": 6, "seed": 2}, format="json")
+    data = client.post(f"{BASE}/{judge.pk}/target/", {"target": "0.9"}, format="json").json()
+    assert data["anytime_target"] == "0.90000000"
+    anytime = data["result"]["anytime"]
+    assert anytime["kind"] == "anytime-valid" and anytime["target"] == 0.9
+    bound = anytime["error_rate"]["upper_bound"]
+    assert anytime["stop"]["stop"] is (bound < 0.9)
+    assert f"upper bound {bound:.3f}" in anytime["stop"]["message"]
+    assert len(anytime["planner"]) == 3
+    # an adjudicator reads the same figures
+    read = api("adjudicator").get(f"{BASE}/{judge.pk}/").json()
+    assert read["result"]["anytime"]["stop"] == anytime["stop"]
+
+
+def test_a_target_outside_the_open_unit_is_a_400_naming_the_field(audited, api):
+    _, judge, _ = audited
+    response = api("manager").post(f"{BASE}/{judge.pk}/target/", {"target": "1"}, format="json")
+    assert response.status_code == 400
+    assert "anytime_target" in str(response.json())

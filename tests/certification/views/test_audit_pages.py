@@ -152,3 +152,47 @@ def test_only_managers_draw_samples(audited, login, role, status):
     response = login(role).post(f"{BASE}/{judge.pk}/samples/", {"size": "2", "seed": "1"})
     assert response.status_code == status
     assert not AuditSample.objects.exists()
+
+
+# -- anytime-valid figures ---------------------------------------------------------------------
+def test_a_manager_sets_a_target_and_the_page_says_whether_to_stop(audited, login):
+    _, judge, _ = audited
+    client = login("manager")
+    client.post(f"{BASE}/{judge.pk}/samples/", {"size": "6", "seed": "2"})
+    # when the manager sets a target of 0.9 on the page
+    response = client.post(f"{BASE}/{judge.pk}/target/", {"anytime_target": "0.9"})
+    assert response.status_code == 302
+    report = AuditReport.objects.get(evaluator=judge)
+    assert str(report.anytime_target) == "0.90000000"
+    # then the page shows the stored stop message, the figures' kinds and the planner
+    html = client.get(f"{BASE}/{judge.pk}/").content.decode()
+    stop = report.result["anytime"]["stop"]
+    assert 'id="anytime-stop"' in html and stop["message"] in html
+    assert "anytime-valid" in html and "fixed-n" in html
+    assert 'id="anytime-planner"' in html and "random permutation fixed by its seed" in html
+    assert 'id="audit-target-form"' in html
+
+
+def test_an_invalid_target_is_a_message_not_an_error(audited, login):
+    _, judge, _ = audited
+    response = login("manager").post(
+        f"{BASE}/{judge.pk}/target/", {"anytime_target": "1.5"}, follow=True
+    )
+    assert response.status_code == 200
+    assert "Target not set" in response.content.decode()
+    assert AuditReport.objects.get(evaluator=judge).anytime_target is None
+
+
+@pytest.mark.parametrize(("role", "status"), [("annotator", 404), ("adjudicator", 403)])
+def test_only_managers_set_targets(audited, login, role, status):
+    _, judge, _ = audited
+    response = login(role).post(f"{BASE}/{judge.pk}/target/", {"anytime_target": "0.2"})
+    assert response.status_code == status
+    assert AuditReport.objects.get(evaluator=judge).anytime_target is None
+
+
+def test_without_a_sample_the_page_says_why_there_is_no_sequence(audited, login):
+    _, judge, _ = audited
+    html = login("adjudicator").get(f"{BASE}/{judge.pk}/").content.decode()
+    assert 'id="anytime-undefined"' in html and "needs an audit sample" in html
+    assert 'id="audit-target-form"' not in html

@@ -1,0 +1,253 @@
+"""Anytime-valid audit figures: labelling may stop as soon as the evidence suffices.
+
+The fixed-n figures of the audit (``certification.services.audit``) hold at a sample size fixed
+in advance; a team that looks after every label and stops when they look good voids them. The
+figures here are confidence sequences by betting (``certification.stats.sequential``), valid at
+every sample size at once.
+
+Order. A sequence needs an order that does not depend on the labels. The audit sample's
+members are taken in its *sequential order*: a permutation of the members (by item id) drawn
+from ``numpy.random.default_rng([seed, 1])``, fixed by the sample's seed when it was drawn. The
+figures use the longest prefix of that order whose members are all resolved, never the members
+in the order their labels came back (items people disagree on take longer to adjudicate, and
+are more often errors: the order labels return in is not label-independent). Resolved members
+after the first open one wait until it is resolved.
+
+Figures (JSON under the audit result's ``anytime`` key, see :func:`anytime_json`):
+
+- the workload error rate: per stratum of the sample's design (verdict x slice), the prefix's
+  human error indicators (an unresolved item counts as an error, as the fixed-n default) feed
+  a sequence without replacement from the stratum's N_h items at delta/H; the strata combine by
+  their shares N_h/N (two-sided interval and one-sided upper bound);
+- the judge's false positive and false negative rates: two-sided sequences over the prefix's
+  items of each human class (an unavailable verdict is left out), treating the audited items
+  as i.i.d. draws from the population of items (the superpopulation the fixed-n rates also
+  target): exact for equal inclusion probabilities, and the range of the sample's
+  probabilities is stated beside them;
+- with a manager's target (``AuditReport.anytime_target``): the stop message, and a planner,
+  the simulated number of labels at which the test of "rate >= target" stops if the true rate
+  were a quarter, half or three quarters of the target (one stratum, the workload's N items).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+from certification.exceptions import InvalidAudit
+from certification.models import AuditReport
+from certification.selectors import AuditRow, audit_report_get
+from certification.services.audit import (
+    SampleDesign,
+    audit_report_recompute,
+    evaluator_verdict,
+    to_json,
+)
+from labeling.exceptions import PermissionDenied
+from labeling.models import Evaluator, Project
+from labeling.permissions import MANAGERS, require_role
+
+if TYPE_CHECKING:
+    import numpy as np
+
+logger = logging.getLogger(__name__)
+
+FIXED_N = "fixed-n"
+ANYTIME = "anytime-valid"
+#: The assumed true rates of the planner, as fractions of the target.
+PLANNER_FRACTIONS = (0.25, 0.5, 0.75)
+ORDER_NOTE = (
+    "members are taken in the sample's sequential order, a random permutation fixed by its "
+    "seed when it was drawn; the figures use the longest prefix of that order whose members are "
+    "all resolved, never the order in which labels came back"
+)
+
+
+def sequential_order(design: SampleDesign) -> list[int]:
+    """Return the sample's member item ids in its sequential order (fixed by the seed).
+
+    A permutation of the members sorted by item id, from ``default_rng([seed, 1])``: the same
+    sample always gives the same order, and the order depends on nothing but the seed.
+    """
+    import numpy as np
+
+    members = sorted(design.members)
+    permutation = np.random.default_rng([design.seed, 1]).permutation(len(members))
+    return [members[int(i)] for i in permutation]
+
+
+def _prefix(order: Sequence[int], rows: dict[int, AuditRow]) -> list[AuditRow]:
+    """The longest prefix of ``order`` whose items are resolved (a deleted item ends it too)."""
+    prefix = []
+    for item_id in order:
+        row = rows.get(item_id)
+        if row is None or not row.resolved:
+            break
+        prefix.append(row)
+    return prefix
+
+
+def _judge_rates(
+    report: AuditReport, prefix: Sequence[AuditRow], delta: float, design: SampleDesign
+) -> dict[str, Any]:
+    import numpy as np
+
+    from certification.stats.sequential import betting_cs
+
+    positive_h = set(report.human_positive)
+    positive_e = set(report.evaluator_positive)
+    rates: dict[str, Any] = {}
+    for name, human_class, judge_wrong in (
+        ("false_positive_rate", False, True),
+        ("false_negative_rate", True, False),
+    ):
+        x = [
+            float((verdict in positive_e) == judge_wrong)
+            for row in prefix
+            if row.human_label is not None and (row.human_label in positive_h) == human_class
+            if (verdict := evaluator_verdict(report, row)) is not None
+        ]
+        cs = betting_cs(np.array(x), alpha=delta)
+        rates[name] = {
+            "kind": ANYTIME,
+            "n": cs.n,
+            "k": int(sum(x)),
+            "estimate": sum(x) / len(x) if x else None,
+            "lower": cs.final_lower,
+            "upper": cs.final_upper,
+        }
+    probabilities = list(design.members.values())
+    rates["inclusion_probability_range"] = [min(probabilities), max(probabilities)]
+    rates["assumption"] = (
+        "the audited items of each human class, in the sequential order, are treated as i.i.d. "
+        "draws (exact when all inclusion probabilities are equal); items with an unavailable "
+        "verdict are left out"
+    )
+    return rates
+
+
+def _stop(upper_bound: float, target: float | None) -> dict[str, Any] | None:
+    if target is None:
+        return None
+    stop = upper_bound < target
+    if stop:
+        message = (
+            f"You may stop now: the anytime-valid upper bound {upper_bound:.3f} is below your "
+            f"target {target:g}."
+        )
+    else:
+        message = (
+            f"Keep labelling: the anytime-valid upper bound {upper_bound:.3f} is "
+            f"{upper_bound - target:.3f} above your target {target:g}."
+        )
+    return {"stop": stop, "target": target, "upper_bound": upper_bound, "message": message}
+
+
+def anytime_json(
+    report: AuditReport, rows: Sequence[AuditRow], design: SampleDesign | None
+) -> dict[str, Any]:
+    """Compute the audit's anytime-valid figures as JSON (no database access).
+
+    Keys: ``kind`` (:data:`ANYTIME`), ``order`` (how the sequence is ordered), ``n_prefix``
+    (resolved members in the prefix), ``n_waiting`` (resolved members after it), ``error_rate``
+    (the stratified bounds, :class:`~certification.stats.sequential.StratifiedSequenceBound`
+    as JSON), ``judge`` (false positive / negative rate sequences), ``target``, ``stop`` (the
+    message, or None without a target) and ``planner`` (simulated labels to stop, or None);
+    or ``{"kind": ..., "reason": ...}`` without an audit sample or labelled item.
+    """
+    import numpy as np
+
+    from certification.stats.sequential import stopping_plan, stratified_betting_bounds
+
+    if design is None:
+        return {
+            "kind": ANYTIME,
+            "reason": "needs an audit sample: its seeded order makes the sequence independent "
+            "of the labels",
+        }
+    if not rows:
+        return {"kind": ANYTIME, "reason": "the evaluator labelled no item"}
+    delta = 1.0 - float(report.confidence)
+    target = None if report.anytime_target is None else float(report.anytime_target)
+    by_id = {r.item_id: r for r in rows}
+    prefix = _prefix(sequential_order(design), by_id)
+    positive_h = set(report.human_positive)
+    strata = [design.strata.get(r.item_id, "(labelled after the draw)") for r in rows]
+    populations = {key: strata.count(key) for key in sorted(set(strata))}
+    in_design = {design.strata[pk] for pk in design.members if pk in by_id}
+    observations: dict[str, np.ndarray | None] = {
+        key: (np.zeros(0) if key in in_design else None) for key in populations
+    }
+    for key in in_design:
+        observations[key] = np.array(
+            [
+                float(r.human_label is None or r.human_label in positive_h)
+                for r in prefix
+                if design.strata[r.item_id] == key
+            ]
+        )
+    bound = stratified_betting_bounds(observations, populations, alpha=delta)
+    resolved_members = sum(1 for pk in design.members if pk in by_id and by_id[pk].resolved)
+    planner = None
+    if target is not None:
+        planner = [
+            to_json(
+                stopping_plan(
+                    target * fraction,
+                    target=target,
+                    delta=delta,
+                    population=len(rows),
+                    seed=design.seed,
+                )
+            )
+            for fraction in PLANNER_FRACTIONS
+        ]
+    return {
+        "kind": ANYTIME,
+        "order": ORDER_NOTE,
+        "n_prefix": len(prefix),
+        "n_waiting": resolved_members - len(prefix),
+        "error_rate": to_json(bound),
+        "judge": _judge_rates(report, prefix, delta, design),
+        "target": target,
+        "stop": _stop(bound.upper_bound, target),
+        "planner": planner,
+    }
+
+
+@transaction.atomic
+def audit_target_set(
+    *, project: Project, evaluator: Evaluator, actor: Any, target: Decimal | str | float | None
+) -> AuditReport:
+    """Set (or clear, with None) the audit's target error rate and recompute the report.
+
+    Raises:
+        PermissionDenied: if ``actor`` does not manage the project.
+        AuditNotConfigured: if the evaluator's audit is not declared.
+        InvalidAudit: (field ``anytime_target``) on a target that is not a number in (0, 1).
+
+    Opens its own transaction; writes the report row.
+    """
+    require_role(
+        project=project,
+        actor=actor,
+        roles=MANAGERS,
+        action="set an audit's target",
+        outsider=PermissionDenied,
+    )
+    report = audit_report_get(project=project, evaluator=evaluator)
+    value = None
+    if target is not None:
+        try:
+            value = Decimal(str(target))
+        except InvalidOperation as exc:
+            raise InvalidAudit("anytime_target", "must be a number") from exc
+        if not (0 < value < 1):
+            raise InvalidAudit("anytime_target", "must lie strictly between 0 and 1")
+    AuditReport.objects.filter(pk=report.pk).update(anytime_target=value)
+    logger.info("audit_target_set.done", extra={"report_id": report.pk})
+    return audit_report_recompute(report_id=report.pk)

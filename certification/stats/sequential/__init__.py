@@ -1,0 +1,47 @@
+"""Anytime-valid statistics: confidence sequences and e-processes by betting.
+
+A fixed-n interval is valid only at a sample size chosen in advance; looking after every label
+and stopping when it looks good voids it. The figures here are valid at every sample size at
+once (time-uniform), so a team may stop labelling as soon as the evidence suffices.
+
+Modules: :mod:`~certification.stats.sequential.betting` (confidence sequences, the below-target
+e-process, the stratified combination) and :mod:`~certification.stats.sequential.planning`
+(simulated number of labels to stop). Every public name is importable from here.
+
+Source: Waudby-Smith and Ramdas (2024), "Estimating means of bounded random variables by
+betting", JRSS-B 86(1), 1–27, arXiv:2010.09686.
+"""
+
+from certification.stats.sequential.betting import (
+    ASSUMPTION,
+    GRID,
+    BelowTargetTest,
+    ConfidenceSequence,
+    StratifiedSequenceBound,
+    StratumSequence,
+    below_target_test,
+    betting_cs,
+    betting_upper_cs,
+    check_observations,
+    plug_in_bets,
+    stratified_betting_bounds,
+)
+from certification.stats.sequential.planning import REPLICATES, StoppingPlan, stopping_plan
+
+__all__ = [
+    "ASSUMPTION",
+    "GRID",
+    "REPLICATES",
+    "BelowTargetTest",
+    "ConfidenceSequence",
+    "StoppingPlan",
+    "StratifiedSequenceBound",
+    "StratumSequence",
+    "below_target_test",
+    "betting_cs",
+    "betting_upper_cs",
+    "check_observations",
+    "plug_in_bets",
+    "stopping_plan",
+    "stratified_betting_bounds",
+]
