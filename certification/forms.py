@@ -28,6 +28,7 @@ from certification.models import (
     Loss,
     Multiplicity,
     Release,
+    SampleKind,
     Selector,
     TieRule,
     Utility,
@@ -202,9 +203,15 @@ class AuditDeclarationForm(SingleValueForm):
 
 
 class AuditSampleForm(SingleValueForm):
-    """Draw an audit sample: size, seed and the slice dimension of the strata."""
+    """Draw an audit sample: kind, size (the budget of an active one), seed, strata or floor."""
 
-    size = forms.IntegerField(min_value=1)
+    kind = forms.TypedChoiceField(
+        choices=SampleKind.choices,
+        initial=SampleKind.STRATIFIED,
+        required=False,
+        empty_value=SampleKind.STRATIFIED,
+    )
+    size = forms.IntegerField(min_value=1, help_text="For an active sample: the expected size.")
     seed = forms.IntegerField(min_value=0, initial=0)
     slice_dimension = forms.ChoiceField(
         required=False,
@@ -214,6 +221,12 @@ class AuditSampleForm(SingleValueForm):
             ("question_type", "question type"),
             ("generator", "generator"),
         ],
+        help_text="Stratified samples only.",
+    )
+    floor = forms.FloatField(
+        required=False,
+        help_text="Active samples only: each item's probability is at least this share of the "
+        "uniform rate (empty: 0.2).",
     )
 
 

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from certification.api.common import READ_REVIEWERS_WRITE_MANAGERS, viewer
-from certification.models import FlagWhen
+from certification.models import FlagWhen, SampleKind
 from certification.selectors import (
     audit_report_get,
     audit_result_for_viewer,
@@ -143,9 +143,10 @@ class AuditReportApi(APIView):
 
 
 class AuditSampleOutputSerializer(serializers.Serializer):
-    """An audit sample: seed, design per stratum and its members."""
+    """An audit sample: kind, seed, design (per stratum, or the active budget) and its members."""
 
     id = serializers.IntegerField()
+    kind = serializers.CharField()
     size = serializers.IntegerField()
     seed = serializers.IntegerField()
     slice_dimension = serializers.CharField()
@@ -177,6 +178,14 @@ class AuditSampleListApi(APIView):
         slice_dimension = serializers.ChoiceField(
             choices=["", "domain", "question_type", "generator"], required=False, default=""
         )
+        kind = serializers.ChoiceField(
+            choices=SampleKind.choices, required=False, default=SampleKind.STRATIFIED
+        )
+        floor = serializers.FloatField(
+            required=False,
+            help_text="Active samples: each item's probability is at least floor x the uniform "
+            "rate (default 0.2).",
+        )
 
         class Meta:
             ref_name = "AuditSampleInput"
@@ -198,7 +207,7 @@ class AuditSampleListApi(APIView):
         responses={201: AuditSampleOutputSerializer, 400: INVALID, 403: FORBIDDEN, 404: NOT_FOUND},
     )
     def post(self, request: Request, slug: str, evaluator_id: int) -> Response:
-        """Draw a seeded stratified sample; its open items are served first."""
+        """Draw a seeded stratified or active sample; its open items are served first."""
         project, role = viewer(request, slug)
         evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
         serializer = self.InputSerializer(data=request.data)

@@ -15,6 +15,7 @@ from certification.models.audit import (
     AuditSample,
     AuditSampleMember,
     FlagWhen,
+    SampleKind,
 )
 from certification.models.calibration import (
     LIVE_RUN_STATUSES,
@@ -66,6 +67,7 @@ __all__ = [
     "CountAs",
     "Denominator",
     "FlagWhen",
+    "SampleKind",
     "LIVE_RUN_STATUSES",
     "Loss",
     "Multiplicity",

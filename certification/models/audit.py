@@ -100,17 +100,33 @@ class AuditReport(models.Model):
         return self.score_threshold is not None
 
 
-class AuditSample(models.Model):
-    """A seeded stratified random sample of an evaluator's labelled items, for blind labelling.
+class SampleKind(models.TextChoices):
+    """How an audit sample was drawn."""
 
-    Strata are evaluator verdict (positive / negative / unavailable under the audit's declared
-    polarity) × the value of one slice dimension. ``design`` records, per stratum, its
-    population N_h, sampled n_h and inclusion probability n_h / N_h; ``population`` maps every
-    evaluator-labelled item id (as a string) to its stratum, so that the error-rate estimates
-    can weight the audited items by the design that drew them.
+    STRATIFIED = "stratified", "stratified random (judge verdict x slice)"
+    ACTIVE = "active", "active (probability grows with the judge's uncertainty)"
+
+
+class AuditSample(models.Model):
+    """A seeded random sample of an evaluator's labelled items, for blind labelling.
+
+    A ``stratified`` sample (the default ``kind``): strata are evaluator verdict (positive /
+    negative / unavailable under the audit's declared polarity) × the value of one slice dimension.
+    ``design`` records, per stratum, its population N_h, sampled n_h and inclusion probability n_h /
+    N_h; ``population`` maps every evaluator-labelled item id (as a string) to its stratum, so that
+    the error-rate estimates can weight the audited items by the design that drew them.
+
+    An ``active`` sample: each item is drawn independently with its own probability pi_i, which
+    grows with the evaluator's uncertainty and sums to the budget; ``design`` records the budget,
+    floor and uncertainty rule, ``population`` maps every item id (as a string) to its pi_i and
+    the evaluator's predicted error probability, both recorded at the draw, and ``size`` is the
+    number of items drawn.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="audit_samples")
+    kind = models.CharField(
+        max_length=16, choices=SampleKind.choices, default=SampleKind.STRATIFIED
+    )
     evaluator = models.ForeignKey(
         "labeling.Evaluator", on_delete=models.CASCADE, related_name="audit_samples"
     )
@@ -133,7 +149,7 @@ class AuditSample(models.Model):
 
 
 class AuditSampleMember(models.Model):
-    """One sampled item with its stratum and inclusion probability."""
+    """One sampled item with its stratum (``active`` in an active sample) and probability."""
 
     sample = models.ForeignKey(AuditSample, on_delete=models.CASCADE, related_name="members")
     item = models.ForeignKey("labeling.Item", on_delete=models.CASCADE, related_name="+")

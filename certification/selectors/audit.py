@@ -156,9 +156,10 @@ def audit_result_for_viewer(*, report: AuditReport, role: str | None) -> AuditVi
 def audit_sample_members(*, sample: AuditSample, role: str | None) -> list[dict[str, Any]]:
     """Return a sample's members as plain data, the strata hidden where the viewer is blind.
 
-    A member's ``stratum`` is the evaluator's verdict on the item ("positive"/"negative"), so a
-    viewer other than a manager gets ``null`` for every item a person may still label or
-    adjudicate (:func:`items_closed_to_people`).
+    A member's ``stratum`` is the evaluator's verdict on the item ("positive"/"negative"), and
+    its ``inclusion_probability`` tells the stratum, or in an active sample the evaluator's
+    uncertainty, so a viewer other than a manager gets ``null`` for both on every item a person
+    may still label or adjudicate (:func:`items_closed_to_people`).
     """
     members = list(sample.members.all())
     visible: set[int] | None = None
@@ -172,7 +173,9 @@ def audit_sample_members(*, sample: AuditSample, role: str | None) -> list[dict[
         {
             "item": m.item_id,
             "stratum": m.stratum if visible is None or m.item_id in visible else None,
-            "inclusion_probability": m.inclusion_probability,
+            "inclusion_probability": m.inclusion_probability
+            if visible is None or m.item_id in visible
+            else None,
         }
         for m in members
     ]

@@ -38,7 +38,7 @@ from django.utils import timezone
 
 from certification.exceptions import InvalidAudit
 from certification.locks import audit_report_lock
-from certification.models import AuditReport, AuditSample, FlagWhen
+from certification.models import AuditReport, AuditSample, FlagWhen, SampleKind
 from certification.selectors import AuditRow, audit_rows
 from certification.services.derived import SupersededInputs
 from certification.stats.errors import StatsError
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Part of the input hash: bump it when the statistics or the stored JSON change.
-AUDIT_STATS_VERSION = 2  # 2: the anytime-valid figures and the target
+AUDIT_STATS_VERSION = 3  # 2: the anytime-valid figures and the target; 3: the active design
 #: The evaluator labels of a thresholded score (flag = positive).
 FLAG, PASS = "flag", "pass"
 #: Default declaration: FaithBench-style binary verdicts in the policy's answer schema.
@@ -76,6 +76,23 @@ SAMPLED_ASSUMPTION = (
     "the audited items are the resolved members of the latest audit sample, a seeded stratified "
     "random sample (strata: evaluator verdict x slice); members not yet resolved are assumed "
     "missing at random within their stratum"
+)
+
+ACTIVE_ASSUMPTION = (
+    "the audited items are the members of the latest audit sample, an active sample: each item "
+    "was drawn independently with its recorded probability, which grows with the evaluator's "
+    "uncertainty"
+)
+#: Why the stratified estimates are not computed for an active sample.
+ACTIVE_NOT_STRATIFIED = (
+    "the latest audit sample is active (probabilities that differ item by item): the human-only, "
+    "PPI and union-bound estimates assume a stratified sample; see the active estimate"
+)
+#: Why the active estimate waits for every member.
+ACTIVE_PENDING = (
+    "pending until every member of the active sample is resolved: the estimate weights each "
+    "member by 1 / its probability, and the members people resolve last (disagreements, hard "
+    "items) are not missing at random"
 )
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -210,6 +227,48 @@ def evaluator_verdict(report: AuditReport, row: AuditRow) -> str | None:
     return row.label
 
 
+def judge_prediction(report: AuditReport, row: AuditRow) -> tuple[float | None, str]:
+    """Return the evaluator's predicted error probability of the item, or (None, why not).
+
+    A thresholded audit reads the score as a probability under its flag inequality: flagging
+    ``score < t`` (a low consistency score is an error, as HHEM) predicts 1 - score, flagging
+    ``score > t`` predicts the score. A label audit predicts 1 for a positive verdict, 0 for a
+    negative one.
+    """
+    if not row.available:
+        return None, "has no evaluator label (unavailable)"
+    if report.score_threshold is None:
+        if row.label is None:
+            return None, "has no evaluator verdict"
+        return (1.0 if row.label in report.evaluator_positive else 0.0), ""
+    if row.score is None:
+        return None, "has no evaluator score"
+    if not (0.0 <= row.score <= 1.0):
+        return None, f"has score {row.score}, not a probability in [0, 1]"
+    low_flags = report.flag_when in (FlagWhen.LT, FlagWhen.LE)
+    return (1.0 - row.score if low_flags else row.score), ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ActiveDesign:
+    """The latest audit sample of an evaluator when it is active.
+
+    Attributes:
+        sample_id: the :class:`~certification.models.AuditSample` id.
+        seed: its seed.
+        population: item id -> (inclusion probability, predicted error probability), recorded
+            at the draw for every item labelled then.
+        members: the drawn item ids.
+        floor: the design's floor share.
+    """
+
+    sample_id: int
+    seed: int
+    population: dict[int, tuple[float, float]]
+    members: frozenset[int]
+    floor: float
+
+
 @dataclasses.dataclass(frozen=True)
 class SampleDesign:
     """The latest audit sample of an evaluator, as the estimates need it.
@@ -227,11 +286,19 @@ class SampleDesign:
     members: dict[int, float]
 
 
-def sample_design(report: AuditReport) -> SampleDesign | None:
+def sample_design(report: AuditReport) -> SampleDesign | ActiveDesign | None:
     """Return the design of the evaluator's latest audit sample, or None without one."""
     sample = AuditSample.objects.filter(evaluator_id=report.evaluator_id).first()
     if sample is None:
         return None
+    if sample.kind == SampleKind.ACTIVE:
+        return ActiveDesign(
+            sample.pk,
+            sample.seed,
+            {int(pk): (pi, f) for pk, (pi, f) in sample.population.items()},
+            frozenset(sample.members.values_list("item_id", flat=True)),
+            float(sample.design["floor"]),
+        )
     members = dict(sample.members.values_list("item_id", "inclusion_probability"))
     strata = {int(pk): key for pk, key in sample.population.items()}
     return SampleDesign(sample.pk, sample.seed, strata, members)
@@ -251,7 +318,9 @@ def declaration_json(report: AuditReport) -> dict[str, Any]:
 
 
 def audit_inputs_sha256(
-    report: AuditReport, rows: Sequence[AuditRow], design: SampleDesign | None = None
+    report: AuditReport,
+    rows: Sequence[AuditRow],
+    design: SampleDesign | ActiveDesign | None = None,
 ) -> str:
     """Return the sha256 of the canonical JSON of the declaration, the sample and the inputs."""
     payload = {
@@ -321,8 +390,53 @@ def _codes_judge(verdicts: Sequence[str | None], positive: frozenset[str]) -> np
     )
 
 
+def active_result(
+    rows: Sequence[AuditRow], design: ActiveDesign, positive: frozenset[str], confidence: float
+) -> dict[str, Any]:
+    """Return the active estimate of the error rate as JSON, or its pending state.
+
+    Keys: ``status`` (``"pending"`` until every member has a resolution, then ``"done"``),
+    ``n_members``, ``n_resolved``, ``n_labelled_after_draw`` (items not covered: labelled after
+    the draw), ``n_unresolved_as_error`` (members closed as unresolved, counted as errors: the
+    project's default, conservative for the upper bound), ``floor``, ``reason`` (pending) or
+    ``estimate`` (:class:`~certification.stats.ppi.ActivePPIEstimate` as JSON, with ``clipped``:
+    estimate, lower, upper and upper bound within [0, 1]).
+    """
+    from certification.stats.ppi import active_ppi_mean
+
+    by_item = {r.item_id: r for r in rows}
+    resolved = [pk for pk in design.members if pk in by_item and by_item[pk].resolved]
+    base: dict[str, Any] = {
+        "n_members": len(design.members),
+        "n_resolved": len(resolved),
+        "n_labelled_after_draw": len(set(by_item) - set(design.population)),
+        "floor": design.floor,
+    }
+    if len(resolved) < len(design.members):
+        return {**base, "status": "pending", "reason": ACTIVE_PENDING}
+    order = sorted(design.population)
+    position = {pk: i for i, pk in enumerate(order)}
+    labelled = sorted(design.members)
+    labels = [by_item[pk].human_label for pk in labelled]
+    estimate = active_ppi_mean(
+        [design.population[pk][1] for pk in order],
+        [design.population[pk][0] for pk in order],
+        [position[pk] for pk in labelled],
+        [1.0 if label is None or label in positive else 0.0 for label in labels],
+        delta=1.0 - confidence,
+    )
+    return {
+        **base,
+        "status": "done",
+        "n_unresolved_as_error": sum(label is None for label in labels),
+        "estimate": {**to_json(estimate), "clipped": list(estimate.clipped())},
+    }
+
+
 def audit_result_compute(
-    report: AuditReport, rows: Sequence[AuditRow], design: SampleDesign | None = None
+    report: AuditReport,
+    rows: Sequence[AuditRow],
+    design: SampleDesign | ActiveDesign | None = None,
 ) -> dict[str, Any]:
     """Compute the audit's result JSON from aligned rows (no database access).
 
@@ -336,7 +450,9 @@ def audit_result_compute(
     ``DISAGREEMENT_COLUMNS``) and ``disagreement_columns``; with an audit sample (``design``),
     ``sample`` (its id, seed, members, resolved members) and ``sample_metrics`` (the metrics
     over the sampled items, with Hájek-weighted population rates by 1 / inclusion probability),
-    and the error-rate estimates use the sample's strata and resolved members.
+    and the error-rate estimates use the sample's strata and resolved members; with an active
+    sample, ``sample`` and ``active`` (:func:`active_result`) instead, and ``error_rate`` says
+    why the stratified estimates do not apply.
     """
     import numpy as np
 
@@ -395,7 +511,19 @@ def audit_result_compute(
     sample_json = None
     sample_metrics = None
     assumption = SAMPLE_ASSUMPTION
-    if design is None:
+    active = None
+    if isinstance(design, ActiveDesign):
+        audited = []
+        assumption = ACTIVE_ASSUMPTION
+        active = active_result(rows, design, positive_h, confidence)
+        sample_json = {
+            "id": design.sample_id,
+            "seed": design.seed,
+            "kind": SampleKind.ACTIVE.value,
+            "n_members": active["n_members"],
+            "n_resolved": active["n_resolved"],
+        }
+    elif design is None:
         audited = [i for i, r in enumerate(rows) if r.resolved]
     else:
         audited = [i for i, r in enumerate(rows) if r.resolved and r.item_id in design.members]
@@ -406,6 +534,7 @@ def audit_result_compute(
         sample_json = {
             "id": design.sample_id,
             "seed": design.seed,
+            "kind": SampleKind.STRATIFIED.value,
             "n_members": len(design.members),
             "n_resolved": len(audited),
         }
@@ -422,6 +551,8 @@ def audit_result_compute(
             )
     if not rows:
         error_rate = {"reason": "the evaluator labelled no item"}
+    elif active is not None:
+        error_rate = {"reason": ACTIVE_NOT_STRATIFIED}
     else:
         human_codes = np.array(
             [
@@ -456,6 +587,7 @@ def audit_result_compute(
         "n_pending": len(rows) - len(decided),
         "sample": sample_json,
         "sample_metrics": sample_metrics,
+        "active": active,
         "metrics": _metrics_json(metrics),
         "slices": slices,
         "error_rate": error_rate,

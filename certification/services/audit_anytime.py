@@ -42,6 +42,7 @@ from certification.exceptions import InvalidAudit
 from certification.models import AuditReport
 from certification.selectors import AuditRow, audit_report_get
 from certification.services.audit import (
+    ActiveDesign,
     SampleDesign,
     audit_report_recompute,
     evaluator_verdict,
@@ -148,7 +149,9 @@ def _stop(upper_bound: float, target: float | None) -> dict[str, Any] | None:
 
 
 def anytime_json(
-    report: AuditReport, rows: Sequence[AuditRow], design: SampleDesign | None
+    report: AuditReport,
+    rows: Sequence[AuditRow],
+    design: SampleDesign | ActiveDesign | None,
 ) -> dict[str, Any]:
     """Compute the audit's anytime-valid figures as JSON (no database access).
 
@@ -171,6 +174,13 @@ def anytime_json(
         }
     if not rows:
         return {"kind": ANYTIME, "reason": "the evaluator labelled no item"}
+    if not isinstance(design, SampleDesign):
+        return {
+            "kind": ANYTIME,
+            "reason": "an active sample includes items with unequal probabilities; these "
+            "sequences need equal probabilities within each stratum (the active estimate is "
+            "fixed-n)",
+        }
     delta = 1.0 - float(report.confidence)
     target = None if report.anytime_target is None else float(report.anytime_target)
     by_id = {r.item_id: r for r in rows}

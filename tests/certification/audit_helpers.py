@@ -58,3 +58,32 @@ def audited_project(project: Project) -> tuple[Project, Evaluator, Evaluator]:
         Evaluator.objects.get(project=project, name="judge"),
         Evaluator.objects.get(project=project, name="hhem"),
     )
+
+
+def scored_project(project: Project, *, open_items: int = 0) -> tuple[Project, Evaluator]:
+    """Import 40 items, each with an ``hhem@v1`` consistency score; return it with hhem.
+
+    ``judge@v1`` gives every item a verdict: inadmissible iff the score is below 0.5.
+
+    Item k (question ``s{k // 2}``, candidate ``c{k % 2}``) has score (k + 0.5) / 40 and the human
+    label inadmissible iff score < 0.5, except every fifth item, where people disagree with
+    the score; the last ``open_items`` items have no prior label and stay open.
+    """
+    records = []
+    for q in range(20):
+        candidates = []
+        for c in range(2):
+            k = 2 * q + c
+            score = (k + 0.5) / 40
+            error = (score < 0.5) != (k % 5 == 0)
+            label = None if k >= 40 - open_items else "inadmissible" if error else "admissible"
+            candidate = calibration_candidate(f"c{c}", answer=f"c{c}", label=label)
+            verdict = "inadmissible" if score < 0.5 else "admissible"
+            candidate["evaluator_labels"] = [
+                {"evaluator": "hhem", "version": "v1", "score": score},
+                {"evaluator": "judge", "version": "v1", "label": verdict},
+            ]
+            candidates.append(candidate)
+        records.append(calibration_record(f"s{q}", candidates, slices={"domain": "med"}))
+    project = calibration_project(project, {"test": records})
+    return project, Evaluator.objects.get(project=project, name="hhem")

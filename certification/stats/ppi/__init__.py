@@ -41,6 +41,12 @@ question under different assumptions, which each result records:
 :func:`estimate_error_rate` computes all of them from the population's judge labels, the audit
 sample and the design's strata.
 
+4. **Active** (:func:`active_ppi_mean`), *asymptotic (CLT)*: for an active sample, drawn item by
+   item with probabilities that grow with the judge's uncertainty
+   (:func:`active_inclusion_probabilities`), the inverse-probability-weighted prediction-powered
+   estimate of Zrnic and Candès (2024), with the number of labels a uniform design would need
+   for the same interval (:mod:`~certification.stats.ppi.active`).
+
 Modules: :mod:`~certification.stats.ppi.results` (codes, reasons, result types),
 :mod:`~certification.stats.ppi.human_only`, :mod:`~certification.stats.ppi.prediction_powered`
 and :mod:`~certification.stats.ppi.union` (the three estimators),
@@ -61,6 +67,12 @@ Särndal, Swensson and Wretman (1992), "Model Assisted Survey Sampling" (the dif
 estimator) for the weighted reading.
 """
 
+from certification.stats.ppi.active import (
+    ActivePPIEstimate,
+    active_inclusion_probabilities,
+    active_ppi_mean,
+    judge_uncertainty,
+)
 from certification.stats.ppi.estimate import estimate_error_rate
 from certification.stats.ppi.human_only import human_only_bound
 from certification.stats.ppi.prediction_powered import ppi_mean, ppi_plus_plus_mean
@@ -89,6 +101,7 @@ from certification.stats.ppi.union import union_bound, union_bound_joint
 __all__ = [
     "ASYMPTOTIC",
     "EXACT",
+    "ActivePPIEstimate",
     "FEWER_THAN_TWO_LABELLED",
     "MISSING",
     "NEGATIVE",
@@ -105,8 +118,11 @@ __all__ = [
     "StratumBound",
     "UnionBound",
     "UnresolvedPolicy",
+    "active_inclusion_probabilities",
+    "active_ppi_mean",
     "estimate_error_rate",
     "human_only_bound",
+    "judge_uncertainty",
     "ppi_mean",
     "ppi_plus_plus_mean",
     "union_bound",

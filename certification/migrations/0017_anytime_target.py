@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('certification', '0015_derived_state_duration'),
+        ('certification', '0016_active_sample'),
         ('labeling', '0019_label_loop_indexes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
