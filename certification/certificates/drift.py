@@ -17,8 +17,10 @@ from typing import Any
 
 from certification.certificates.apply import _prepared
 from certification.certificates.contract import Contract
-from certification.certificates.units import PreparedQuestion, selected_candidates
 from certification.stats.canonical import get_canonicaliser
+
+# As in certificates.apply: the units (and so NumPy) are imported where scores are taken, so
+# that the web process's pages and serializers, which import this module, do not load NumPy.
 
 
 def _score(candidate: Mapping[str, Any] | None) -> float | None:
@@ -44,6 +46,8 @@ def emitted_scores(
     Raises:
         StatsError: from the stopping rule or the canonicaliser on malformed answers.
     """
+    from certification.certificates.units import PreparedQuestion, selected_candidates
+
     # only the mode selector reads the answers (ranked); the others read the candidates alone
     canon = get_canonicaliser(contract.canonicaliser) if contract.selector == "mode" else None
     scores = []

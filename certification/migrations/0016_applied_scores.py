@@ -45,6 +45,7 @@ class Migration(migrations.Migration):
                 ('log_martingale', models.FloatField(default=0.0)),
                 ('crossed_seq', models.PositiveBigIntegerField(blank=True, null=True)),
                 ('crossed_at', models.DateTimeField(blank=True, null=True)),
+                ('crossed_observation', models.PositiveBigIntegerField(blank=True, null=True)),
                 ('unavailable', models.CharField(blank=True, default='', max_length=300)),
                 ('folded_at', models.DateTimeField(blank=True, null=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),

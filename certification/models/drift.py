@@ -42,7 +42,8 @@ class DriftWatch(LeasedWork):
     the martingale's time. ``bag`` is every score compared so far, sorted (float64 bytes), from
     ``n_reference`` calibration observations; None until the first fold. ``crossed_seq`` and
     ``crossed_at`` are the decision at which the martingale first reached ``1/delta`` and its
-    time. ``unavailable`` says why no martingale can be kept (no calibration score).
+    time, ``crossed_observation`` its place among the observations. ``unavailable`` says why no
+    martingale can be kept (no calibration score).
     """
 
     run = models.OneToOneField(CalibrationRun, on_delete=models.CASCADE, related_name="drift_watch")
@@ -58,6 +59,7 @@ class DriftWatch(LeasedWork):
     log_martingale = models.FloatField(default=0.0)
     crossed_seq = models.PositiveBigIntegerField(null=True, blank=True)
     crossed_at = models.DateTimeField(null=True, blank=True)
+    crossed_observation = models.PositiveBigIntegerField(null=True, blank=True)
     unavailable = models.CharField(max_length=300, blank=True, default="")
     folded_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
