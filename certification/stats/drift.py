@@ -180,13 +180,14 @@ def power_mixture_log(count: NDArray[np.int64] | int, log_p_sum: FloatArray | fl
         log_p_sum: ``sum log p_i`` (<= 0).
 
     Returns:
-        ``log M_n`` (float64 array of the broadcast shape); ``-log(n + 1)`` when every p is 1.
+        ``log M_n``, a float64 array of the inputs' broadcast shape (0-d for two scalars);
+        ``-log(n + 1)`` when every p is 1.
 
     Source: Vovk, Nouretdinov & Gammerman 2003, section 3 (the simple mixture); the closed
     form is the incomplete-gamma integral of ``eps^n exp(a (1 - eps))`` with ``a = -sum log p``.
     """
-    n = np.asarray(count, dtype=np.float64)
-    a = np.maximum(-np.asarray(log_p_sum, dtype=np.float64), 0.0)
+    n = np.atleast_1d(np.asarray(count, dtype=np.float64))
+    a = np.atleast_1d(np.maximum(-np.asarray(log_p_sum, dtype=np.float64), 0.0))
     n, a = np.broadcast_arrays(n, a)
     out = -np.log1p(n)  # a = 0: int eps^n = 1 / (n + 1)
     positive = a > 0
@@ -202,7 +203,8 @@ def power_mixture_log(count: NDArray[np.int64] | int, log_p_sum: FloatArray | fl
             n[positive]
         )
     out[positive] = np.where(p_lower >= _SMALL_GAMMAINC, gamma_form, series_form)
-    return np.asarray(out, dtype=np.float64)
+    shape = np.broadcast_shapes(np.shape(count), np.shape(log_p_sum))
+    return np.asarray(out, dtype=np.float64).reshape(shape)
 
 
 def drift_update(
