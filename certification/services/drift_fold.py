@@ -108,8 +108,7 @@ def _fold(watch_id: int, me: str) -> str:
     )
     if not rows and watch.n_reference is not None:
         return "current"
-    observed = [(seq, at, observation(scores)) for seq, scores, at in rows]
-    observed = [(seq, at, x) for seq, at, x in observed if x is not None]
+    observed = [(seq, at, x) for seq, scores, at in rows if (x := observation(scores)) is not None]
     thetas = drift_thetas(watch.seed, state.count, len(observed))
     new = drift_update(state, [x for _, _, x in observed], thetas, delta=watch.delta)
     crossing: dict[str, object] = {}

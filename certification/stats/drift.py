@@ -42,6 +42,7 @@ from scipy import special
 from certification.stats.errors import InsufficientDataError, StatsError
 
 FloatArray = NDArray[np.float64]
+Floats = Sequence[float] | FloatArray
 
 # Below this value of P(n+1, a) the incomplete-gamma form loses digits to cancellation; the
 # hypergeometric form converges quickly there (a is then well below n + 1).
@@ -79,7 +80,7 @@ class DriftState:
         return math.exp(self.log_martingale) if self.log_martingale < 709.0 else math.inf
 
 
-def _finite(scores: Sequence[float], what: str) -> FloatArray:
+def _finite(scores: Floats, what: str) -> FloatArray:
     values = np.asarray(scores, dtype=np.float64)
     if values.ndim != 1:
         raise StatsError(f"{what} must be a flat sequence of numbers")
@@ -89,7 +90,7 @@ def _finite(scores: Sequence[float], what: str) -> FloatArray:
     return values
 
 
-def drift_start(reference: Sequence[float]) -> DriftState:
+def drift_start(reference: Floats) -> DriftState:
     """Start a watch on the calibration scores ``reference`` (M_0 = 1).
 
     Args:
@@ -131,7 +132,7 @@ def drift_thetas(seed: int, start: int, count: int) -> FloatArray:
 
 
 def smoothed_p_values(
-    bag: FloatArray, scores: Sequence[float], thetas: Sequence[float]
+    bag: FloatArray, scores: Floats, thetas: Floats
 ) -> tuple[FloatArray, FloatArray]:
     """The smoothed conformal p-values of ``scores``, each among the bag and the scores before it.
 
@@ -207,9 +208,7 @@ def power_mixture_log(count: NDArray[np.int64] | int, log_p_sum: FloatArray | fl
     return np.asarray(out, dtype=np.float64).reshape(shape)
 
 
-def drift_update(
-    state: DriftState, scores: Sequence[float], thetas: Sequence[float], *, delta: float
-) -> DriftState:
+def drift_update(state: DriftState, scores: Floats, thetas: Floats, *, delta: float) -> DriftState:
     """Fold new scores (in arrival order) into the watch; record the first crossing of 1/delta.
 
     Args:
