@@ -70,8 +70,8 @@ class CertificationConfig(AppConfig):
     def ready(self) -> None:
         """Register the derived results' scheduler, this app's background work, the panels.
 
-        This app's kinds of background work are calibration runs, release builds and derived
-        results (``labeling.engine``).
+        This app's kinds of background work are calibration runs, release builds, derived
+        results and the drift watches of applied certificates (``labeling.engine``).
 
         Every write that marks a derived result stale (``labeling.derived.derived_mark``)
         hands the project's marked kinds to :func:`derived_schedule_after_commit` after its commit.
@@ -88,6 +88,7 @@ class CertificationConfig(AppConfig):
         from certification.services.audit import audit_reads
         from certification.services.calibration import calibration_reads, calibration_run_work_kind
         from certification.services.derived import derived_work_kind
+        from certification.services.drift import drift_watch_work_kind
         from certification.services.releases.build import release_build_work_kind
         from labeling.derived import derived_inputs_register, derived_scheduler_register
         from labeling.engine import work_kind_register
@@ -99,6 +100,7 @@ class CertificationConfig(AppConfig):
         derived_inputs_register(DerivedKind.AUDIT, audit_reads)
         for kind in (calibration_run_work_kind(), release_build_work_kind(), derived_work_kind()):
             work_kind_register(kind)
+        work_kind_register(drift_watch_work_kind())
         dashboard_panel_register(
             name=AGREEMENT_PANEL, template=AGREEMENT_TEMPLATE, context=agreement_panel_context
         )

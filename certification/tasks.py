@@ -153,3 +153,14 @@ def derived_recompute_task(self: Any, project_id: int, kind: str) -> str:
     return derived_recompute(
         project_id=project_id, kind=kind, compute=compute, task_id=self.request.id
     )
+
+
+@shared_task(bind=True, soft_time_limit=300, time_limit=360, max_retries=5, **RETRY_ON_DB_ERROR)
+def drift_watch_fold_task(self: Any, watch_id: int) -> str:
+    """Fold a run's recorded scores into its drift watch (``certification.services.drift_fold``).
+
+    Returns the outcome (``folded``, ``current``, ``busy``, ``unavailable``, ``missing``).
+    """
+    from certification.services.drift_fold import drift_watch_fold  # loads NumPy: worker only
+
+    return drift_watch_fold(watch_id=watch_id, task_id=self.request.id)

@@ -300,6 +300,13 @@ CERTLABEL_DERIVED_INTERVAL = env.float("CERTLABEL_DERIVED_INTERVAL", default=5.0
 CERTLABEL_DERIVED_MAX_SHARE = env.float("CERTLABEL_DERIVED_MAX_SHARE", default=0.1)
 if not 0 < CERTLABEL_DERIVED_MAX_SHARE <= 1:
     raise ImproperlyConfigured("CERTLABEL_DERIVED_MAX_SHARE must lie in (0, 1].")
+# The false-alarm probability of the drift watch of applied certificates: a run's watch alarms
+# when its conformal test martingale reaches 1 / delta, which happens with probability at most
+# delta while the traffic is exchangeable with the calibration data (docs/certification.md,
+# "Drift watch"). Frozen on each watch when the run is first applied.
+CERTLABEL_DRIFT_DELTA = env.float("CERTLABEL_DRIFT_DELTA", default=0.01)
+if not 0 < CERTLABEL_DRIFT_DELTA < 1:
+    raise ImproperlyConfigured("CERTLABEL_DRIFT_DELTA must lie in (0, 1).")
 # Without a broker (tasks in-process), a web process (labeling.wsgi) recomputes derived results
 # on a background thread (labeling.in_process), not inside the request whose change marked them;
 # the thread also runs the engine's recovery pass, as beat does. Management commands compute

@@ -1,7 +1,9 @@
 """REST API: apply a done calibration run's frozen certificate to new questions.
 
 Adjudicators and managers (who read the run) may apply it; annotators get 403, non-members and
-other projects' runs 404. Nothing is written: the same body always gets the same decisions.
+other projects' runs 404. The same body always gets the same decisions; the scores they saw
+(never texts or answers) are recorded for the run's drift watch, which the response's ``drift``
+field shows.
 """
 
 from __future__ import annotations
@@ -177,11 +179,39 @@ class CertificateDocSerializer(ReferenceDocSerializer):
         ref_name = "CertificateApplied"
 
 
+class DriftDocSerializer(serializers.Serializer):
+    """The run's drift watch as of its last fold (``certification.selectors.drift_json``)."""
+
+    status = serializers.ChoiceField(
+        choices=["no_traffic", "starting", "watching", "alarm", "unavailable"],
+        help_text="alarm: the traffic no longer looks like the calibration data, so the "
+        "certificate's guarantee may not hold.",
+    )
+    delta = serializers.FloatField(help_text="False-alarm probability (CERTLABEL_DRIFT_DELTA).")
+    threshold = serializers.FloatField(help_text="1/delta: the alarm fires at this value.")
+    martingale = serializers.JSONField(help_text='The martingale\'s value, or "inf".')
+    decisions_recorded = serializers.IntegerField()
+    decisions_folded = serializers.IntegerField(
+        help_text="Decisions the watch has read; the others wait for the background fold."
+    )
+    observations = serializers.IntegerField(help_text="Folded decisions with a score.")
+    calibration_observations = serializers.IntegerField(allow_null=True)
+    crossed_at = serializers.DateTimeField(allow_null=True)
+    crossed_at_decision = serializers.IntegerField(allow_null=True)
+    folded_at = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+    meaning = serializers.CharField()
+
+    class Meta:
+        ref_name = "CertificateDrift"
+
+
 class ApplyOutputDocSerializer(serializers.Serializer):
-    """The response: the certificate and one record per question, in request order."""
+    """The response: the certificate, one record per question in request order, the watch."""
 
     certificate = CertificateDocSerializer()
     decisions = QuestionDecisionDocSerializer(many=True)
+    drift = DriftDocSerializer()
 
     class Meta:
         ref_name = "CertificateApplyOutput"
@@ -230,7 +260,7 @@ class CalibrationRunApplyApi(APIView):
         ],
     )
     def post(self, request: Request, slug: str, run_id: int) -> Response:
-        """Decide each question under the run's certificate (nothing is written)."""
+        """Decide each question under the run's certificate; record the scores it saw."""
         project, _ = viewer(request, slug)
         run = calibration_run_get(project=project, run_id=run_id)
         given = ApplyInputSerializer(data=request.data)

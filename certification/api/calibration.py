@@ -28,6 +28,7 @@ from certification.selectors import (
     calibration_spec_json,
     calibration_spec_list,
     calibration_spec_plan,
+    drift_watch_get,
 )
 from certification.services import (
     calibration_run_start,
@@ -224,7 +225,7 @@ class RunSummarySerializer(LeasedWorkSerializer):
 
 
 class RunReportSerializer(serializers.Serializer):
-    """The full report of a run (``calibration_run_report``): run, spec, result."""
+    """The full report of a run (``calibration_run_report``): run, spec, result; drift watch."""
 
     run = serializers.DictField()
     spec = serializers.DictField()
@@ -233,6 +234,9 @@ class RunReportSerializer(serializers.Serializer):
     )
     inputs = serializers.JSONField(
         required=False, help_text="Only with ?include=inputs, for managers."
+    )
+    drift = serializers.JSONField(
+        help_text="The drift watch of the run's applied certificate (as in the apply response)."
     )
 
     class Meta:
@@ -391,7 +395,7 @@ class CalibrationRunListApi(APIView):
 
 
 class CalibrationRunDetailApi(APIView):
-    """A run's full report: certificate, conformal threshold, held-out report, ledger.
+    """A run's full report: certificate, conformal threshold, held-out report, ledger, drift.
 
     ``?include=inputs`` adds the per-item inputs snapshot, for managers only (it holds
     evaluator scores per candidate).
@@ -413,7 +417,8 @@ class CalibrationRunDetailApi(APIView):
         include = request.query_params.get("include") == "inputs"
         if include and not can_manage(role):
             raise PermissionDenied("only a manager may read a run's inputs snapshot")
-        return Response(calibration_run_report(run=run, include_inputs=include))
+        report = calibration_run_report(run=run, include_inputs=include)
+        return Response({**report, "drift": drift_watch_get(run=run)})
 
 
 class PlanRowSerializer(serializers.Serializer):

@@ -2,7 +2,8 @@
 
 ``agreement`` holds a project's inter-annotator agreement report; ``calibration`` the calibration
 specs (the frozen evaluation contract) and their runs; ``audit`` evaluator audits and their
-samples; ``reliability`` the per-person reliability report; ``releases`` the frozen certified
+samples; ``reliability`` the per-person reliability report; ``drift`` the
+scores applied certificates saw and their drift watch; ``releases`` the frozen certified
 label sets, their builds and tags. Invariants live in the database as constraints (and a trigger
 that refuses any update of a release).
 """
@@ -38,6 +39,7 @@ from certification.models.calibration import (
     Utility,
 )
 from certification.models.derived import DerivedResultState
+from certification.models.drift import AppliedScore, DriftWatch
 from certification.models.releases import (
     RELEASE_VERSION_PATTERN,
     BuildStatus,
@@ -53,6 +55,7 @@ __all__ = [
     "DerivedResultState",
     "Acceptance",
     "AgreementReport",
+    "AppliedScore",
     "AnswerField",
     "AuditReport",
     "AuditSample",
@@ -66,6 +69,7 @@ __all__ = [
     "CalibrationSpec",
     "CountAs",
     "Denominator",
+    "DriftWatch",
     "FlagWhen",
     "SampleKind",
     "LIVE_RUN_STATUSES",

@@ -49,6 +49,7 @@ from certification.selectors.decisions import (
     decision_rows,
 )
 from certification.selectors.derived import Freshness, derived_freshness
+from certification.selectors.drift import drift_json, drift_watch_get
 from certification.selectors.planning import calibration_spec_plan
 from certification.selectors.rccs import RCCS_PARTITIONS, rccs_report_get
 from certification.selectors.releases import (
@@ -90,6 +91,8 @@ __all__ = [
     "rccs_report_get",
     "Freshness",
     "derived_freshness",
+    "drift_json",
+    "drift_watch_get",
     "AgreementView",
     "AuditRow",
     "AuditView",

@@ -1,8 +1,9 @@
-"""Applying a done calibration run's frozen certificate to new questions (read-only).
+"""Applying a done calibration run's frozen certificate to new questions.
 
 The policy and its checks are pure (:mod:`certification.certificates.apply`); this module reads
 the run, refuses one whose certificate cannot be applied, and names a refused question by its
-position in the request.
+position in the request. The decisions' scores (never texts or answers) are recorded for the
+run's drift watch (:mod:`certification.services.drift`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from certification.certificates.apply import (
     certificate_freeze,
     question_parse,
 )
+from certification.certificates.drift import emitted_scores
 from certification.contract import spec_content
 from certification.exceptions import RunNotApplicable
 from certification.models import CalibrationRun, RunStatus
+from certification.selectors.drift import drift_json
+from certification.services.drift import drift_scores_record
 from labeling.exceptions import InvalidInput
 from labeling.permissions import REVIEWERS, require_role
 
@@ -110,7 +114,10 @@ def calibration_run_apply(
 ) -> dict[str, Any]:
     """Apply the run's certificate to ``questions``; return the certificate and the decisions.
 
-    Writes nothing. Adjudicators and managers may apply (as they read the run).
+    Records the scores of the decisions, in order, for the run's drift watch
+    (:func:`~certification.services.drift.drift_scores_record`: one insert); the decisions
+    themselves depend on the body alone. Adjudicators and managers may apply (as they read
+    the run).
 
     Args:
         run: the calibration run.
@@ -119,7 +126,8 @@ def calibration_run_apply(
 
     Returns:
         ``{"certificate": {run, spec_sha256, input_sha256, ledger_sha256, threshold, m_star},
-        "decisions": [...]}`` (``certificate_apply``'s records, in request order).
+        "decisions": [...], "drift": {...}}`` (``certificate_apply``'s records, in request
+        order; the drift watch as of its last fold, ``certification.selectors.drift_json``).
 
     Raises:
         NotFound / PermissionDenied: ``actor`` is not an adjudicator or manager of the project.
@@ -129,9 +137,12 @@ def calibration_run_apply(
     require_role(project=run.project, actor=actor, roles=REVIEWERS, action="apply a certificate")
     certificate = calibration_run_certificate(run=run)
     parsed = questions_parse(certificate, questions)
+    decisions = certificate_apply(certificate, parsed)
+    watch = drift_scores_record(run=run, scores=emitted_scores(parsed, certificate.contract))
     return {
         "certificate": certificate_json(certificate),
-        "decisions": certificate_apply(certificate, parsed),
+        "decisions": decisions,
+        "drift": drift_json(watch),
     }
 
 

@@ -28,6 +28,7 @@ from certification.selectors import (
     calibration_spec_list,
     calibration_spec_plan,
     derived_freshness,
+    drift_watch_get,
 )
 from certification.services import (
     calibration_run_start,
@@ -177,7 +178,10 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
-    """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report."""
+    """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report.
+
+    Also the drift watch of its applied certificate (``drift_watch_get``).
+    """
     project, role = certification_project(request, slug)
     run = calibration_run_get(project=project, run_id=run_id)
     report = calibration_run_report(run=run)
@@ -191,5 +195,6 @@ def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> Http
         result=result,
         plots=run_plots_get(run=run),
         refresh_ms=None if run.is_finished else REFRESH_MS,
+        drift=drift_watch_get(run=run),
     )
     return render(request, "certification/run_detail.html", context)
