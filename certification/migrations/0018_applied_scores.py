@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('certification', '0015_derived_state_duration'),
+        ('certification', '0017_anytime_target'),
     ]
 
     operations = [
