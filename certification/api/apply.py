@@ -76,9 +76,9 @@ class ApplyInputDocSerializer(serializers.Serializer):
 class ApplyInputSerializer(serializers.Serializer):
     """The body's outer shape; each question is validated by the service, naming its field."""
 
-    questions = serializers.ListField(
-        child=serializers.JSONField(), allow_empty=False, max_length=MAX_QUESTIONS
-    )
+    # No child field: DRF's JSONField refuses a number beyond the float range (1e400 reads as
+    # infinity) as "not valid JSON" naming only the question; the service names its field.
+    questions = serializers.ListField(allow_empty=False, max_length=MAX_QUESTIONS)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Refuse a key other than ``questions`` (a misspelt wrapper would pass unnoticed)."""

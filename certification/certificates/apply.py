@@ -235,12 +235,13 @@ def _candidate(raw: Any, field: str, contract: Contract, position: int) -> dict[
     if score is not None:
         if isinstance(score, bool) or not isinstance(score, int | float):
             raise InvalidQuestion(f"{field}.score", "must be a number or null")
+        beyond = f"must be a finite number within the 64-bit float range, got {repr(score)[:40]}"
         try:
             score = float(score)
         except OverflowError:  # an integer beyond the float range
-            raise InvalidQuestion(f"{field}.score", "must be finite") from None
-        if not math.isfinite(score):
-            raise InvalidQuestion(f"{field}.score", "must be finite")
+            raise InvalidQuestion(f"{field}.score", beyond) from None
+        if not math.isfinite(score):  # JSON's 1e400 is read as infinity
+            raise InvalidQuestion(f"{field}.score", beyond)
     selected = raw.get("selected", False)
     if not isinstance(selected, bool):
         raise InvalidQuestion(f"{field}.selected", "must be true or false")
