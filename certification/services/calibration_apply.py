@@ -12,12 +12,16 @@ from typing import Any
 
 from certification.certificates import STATS_VERSION
 from certification.certificates.apply import (
+    METHODS,
     FrozenCertificate,
     InvalidQuestion,
     certificate_apply,
     certificate_freeze,
+    certificate_methods,
+    contract_methods,
     question_parse,
 )
+from certification.certificates.contract import Contract
 from certification.contract import spec_content
 from certification.exceptions import RunNotApplicable
 from certification.models import CalibrationRun, RunStatus
@@ -28,14 +32,28 @@ from labeling.permissions import REVIEWERS, require_role
 MAX_QUESTIONS = 1_000
 
 
-def calibration_run_certificate(*, run: CalibrationRun) -> FrozenCertificate:
+def calibration_run_certificate(
+    *, run: CalibrationRun, method: str | None = None
+) -> FrozenCertificate:
     """Return the run's frozen certificate, refusing a run it cannot come from.
 
+    ``method`` (``selective_risk`` or ``conformal_set``) applies one method of a ``both`` spec
+    alone, so a run whose other method certifies nothing still gives the one that certifies;
+    None applies every method of the spec.
+
     Raises:
+        InvalidInput: ``method`` is not a method of the run's spec (``field`` "method").
         RunNotApplicable: the run is not done; it was computed by another version of the
             statistics than this server's (its result may differ: a new run recomputes it); or
-            it certifies no operating point (the reason names the method and why).
+            a method applied certifies nothing (the reason names it and why, and says which
+            method may be applied alone).
     """
+    if method is not None and method not in contract_methods(Contract.of(spec_content(run.spec))):
+        raise InvalidInput(
+            f"{method!r} is not a method of calibration run {run.pk}'s spec (method "
+            f"{run.spec.method}): one of {', '.join(METHODS)} that it certifies",
+            field="method",
+        )
     if run.status != RunStatus.DONE:
         raise RunNotApplicable(
             f"calibration run {run.pk} is {run.status}, not done: only a done run's "
@@ -53,10 +71,19 @@ def calibration_run_certificate(*, run: CalibrationRun) -> FrozenCertificate:
         input_sha256=run.input_sha256,
         contract=spec_content(run.spec),
         result=run.result,
+        method=method,
     )
     if certificate.refusal is not None:
+        certified = [
+            name for name, half in certificate_methods(run.result).items() if half["certified"]
+        ]
+        alone = (
+            f"; its {certified[0]} method certifies: apply it alone with method {certified[0]!r}"
+            if certified and method is None
+            else ""
+        )
         raise RunNotApplicable(
-            f"calibration run {run.pk} certifies nothing to apply: {certificate.refusal}"
+            f"calibration run {run.pk} certifies nothing to apply: {certificate.refusal}{alone}"
         )
     return certificate
 
@@ -106,7 +133,7 @@ def questions_parse(
 
 
 def calibration_run_apply(
-    *, run: CalibrationRun, actor: Any, questions: Sequence[Any]
+    *, run: CalibrationRun, actor: Any, questions: Sequence[Any], method: str | None = None
 ) -> dict[str, Any]:
     """Apply the run's certificate to ``questions``; return the certificate and the decisions.
 
@@ -116,6 +143,8 @@ def calibration_run_apply(
         run: the calibration run.
         actor: the requesting user (None: the command line).
         questions: the questions as decoded JSON (``question_parse``'s shape).
+        method: one method of a ``both`` spec to apply alone, or None for every method
+            (see :func:`calibration_run_certificate`).
 
     Returns:
         ``{"certificate": {run, spec_sha256, input_sha256, ledger_sha256, threshold, m_star},
@@ -124,10 +153,10 @@ def calibration_run_apply(
     Raises:
         NotFound / PermissionDenied: ``actor`` is not an adjudicator or manager of the project.
         RunNotApplicable: see :func:`calibration_run_certificate`.
-        InvalidInput: an invalid question (see :func:`questions_parse`).
+        InvalidInput: an invalid question (see :func:`questions_parse`) or method.
     """
     require_role(project=run.project, actor=actor, roles=REVIEWERS, action="apply a certificate")
-    certificate = calibration_run_certificate(run=run)
+    certificate = calibration_run_certificate(run=run, method=method)
     parsed = questions_parse(certificate, questions)
     return {
         "certificate": certificate_json(certificate),
