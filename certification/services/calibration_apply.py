@@ -7,7 +7,8 @@ position in the request.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from certification.certificates import STATS_VERSION
@@ -27,6 +28,7 @@ from certification.exceptions import RunNotApplicable
 from certification.models import CalibrationRun, RunStatus
 from labeling.exceptions import InvalidInput
 from labeling.permissions import REVIEWERS, require_role
+from labeling.services.imports import frequency_ranks
 
 #: The most questions one request (or one command line batch) may carry.
 MAX_QUESTIONS = 1_000
@@ -88,6 +90,65 @@ def calibration_run_certificate(
     return certificate
 
 
+@dataclass(frozen=True)
+class _Sample:
+    """A candidate of new traffic as the importer's frequency ranking reads it."""
+
+    canonical_form: str | None
+    sample_index: int
+
+
+def frequency_ranks_fill(
+    raw: Mapping[str, Any], question: dict[str, Any], contract: Contract
+) -> dict[str, Any]:
+    """Score each candidate by its frequency rank when the spec needs it and none was sent.
+
+    A spec whose score field is ``frequency_rank`` calibrated on the ranks the import computed
+    (:func:`labeling.services.imports.frequency_ranks`: the dense rank of the canonical form by
+    frequency among the question's candidates, 1 = most frequent, equal counts by the lower
+    sample index, None without a canonical form). When no candidate of the question carries a
+    ``score`` key, the same ranks are computed from the answers (the candidates' positions
+    are their sample indices); a question that sends scores keeps them. Other specs are left
+    alone.
+
+    Args:
+        raw: the question as decoded JSON, already accepted by ``question_parse``.
+        question: the parsed question (its candidates' ``score`` is filled in).
+        contract: the run's contract.
+
+    Returns:
+        ``question``.
+
+    Raises:
+        InvalidQuestion: ranks are needed but a candidate has no ``answer`` key, or the spec's
+            answers are texts (``answer_field`` text), whose ranks the import did not compute.
+    """
+    if not (contract.selective and contract.score_field == "frequency_rank"):
+        return question
+    candidates = raw["candidates"]
+    if any("score" in candidate for candidate in candidates):
+        return question
+    if contract.answer_field != "canonical_form":
+        raise InvalidQuestion(
+            "candidates[0].score",
+            "is required: the spec's score is frequency_rank, the rank of canonical forms, and "
+            "its answers are texts (answer_field text), so the ranks cannot be computed from "
+            "them: send each candidate's frequency_rank as its score",
+        )
+    for index, candidate in enumerate(candidates):
+        if "answer" not in candidate:
+            raise InvalidQuestion(
+                f"candidates[{index}].answer",
+                "is required: no candidate carries a score, so frequency ranks are computed "
+                "from the answers (the canonical forms; null = no answer)",
+            )
+    parsed = question["candidates"]
+    ranks = frequency_ranks([_Sample(c["answer"], c["sample"]) for c in parsed])
+    for candidate, rank in zip(parsed, ranks, strict=True):
+        candidate["score"] = None if rank is None else float(rank)
+    return question
+
+
 def questions_parse(
     certificate: FrozenCertificate, questions: Sequence[Any]
 ) -> list[dict[str, Any]]:
@@ -103,6 +164,9 @@ def questions_parse(
     Raises:
         InvalidInput: the first invalid question; ``field`` names it and the field, and the
             message names the question's id when it has one.
+
+    A spec on ``frequency_rank`` gets its ranks computed from the answers of a question that
+    sends no score (:func:`frequency_ranks_fill`).
     """
     if not questions:
         raise InvalidInput("at least one question is required", field="questions")
@@ -116,6 +180,7 @@ def questions_parse(
     for index, raw in enumerate(questions):
         try:
             question = question_parse(raw, certificate.contract)
+            frequency_ranks_fill(raw, question, certificate.contract)
         except InvalidQuestion as refused:
             field = f"questions[{index}]" + (f".{refused.field}" if refused.field else "")
             named = raw.get("id") if isinstance(raw, dict) else None

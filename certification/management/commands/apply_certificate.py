@@ -28,6 +28,7 @@ from certification.certificates.apply import (
 )
 from certification.selectors import calibration_run_get
 from certification.services import calibration_run_certificate
+from certification.services.calibration_apply import frequency_ranks_fill
 from labeling.exceptions import LabelingError
 from labeling.models import Project
 
@@ -52,7 +53,7 @@ def _questions(lines: Iterable[str], contract: Any) -> tuple[list[dict[str, Any]
             errors.append(f"line {number}: not JSON ({refused.msg}, column {refused.colno})")
             continue
         try:
-            question = question_parse(raw, contract)
+            question = frequency_ranks_fill(raw, question_parse(raw, contract), contract)
         except InvalidQuestion as refused:
             errors.append(f"line {number}: {refused}")
             continue
