@@ -351,7 +351,7 @@ def test_never_tells_impossible_from_beyond_the_budget():
     fixed = selective_plan(
         n=40, denominators=[40, 40], errors=[8, 0], alpha=0.1, delta=0.05, method="fixed_sequence"
     )
-    assert fixed.rows[1].never and fixed.rows[1].reason.startswith("fixed sequence, threshold 0")
+    assert fixed.rows[1].never and fixed.rows[1].reason.startswith("fixed sequence, threshold #0")
     conformal = conformal_plan(n=20, n_finite=17, n_mode_admissible=10, alpha="0.1")
     assert conformal.never and conformal.additional is None
 
