@@ -258,7 +258,8 @@ def _additional_for_chance(
 
     The chance of certifying rises with N up to small dips where one more planned error falls
     due, so the N returned is where it crosses the target (chance(N) >= target > chance(N - 1)
-    unless N = start), found in O(log budget) evaluations.
+    unless N = start), found in O(log budget) evaluations; past a dip a few smaller sizes may
+    reach the target too.
     """
     if chance(start) >= target:
         return ChanceSize(target, start, chance(start))
@@ -476,10 +477,12 @@ def selective_plan(
         def bound(more: int) -> float:
             return min(chance(r, more) for r in prefix)
 
-        for_chance = tuple(
-            _additional_for_chance(bound, fewest.additional or 0, cap, target)
-            for target in CHANCE_TARGETS
-        )
+        sizes: list[ChanceSize] = []
+        start = fewest.additional or 0
+        for target in CHANCE_TARGETS:  # ascending: each search starts at the previous size
+            sizes.append(_additional_for_chance(bound, start, cap, target))
+            start = sizes[-1].additional if sizes[-1].additional is not None else cap
+        for_chance = tuple(sizes)
     return SelectivePlan(
         alpha=a,
         delta=dl,
