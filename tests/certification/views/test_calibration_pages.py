@@ -330,8 +330,8 @@ def test_the_run_page_shows_each_method_and_the_statistics_version(data, login):
     run = calibration_run_execute(run_id=calibration_run_request(spec=spec, trigger="manual").pk)
     page = login("adjudicator").get(f"{BASE}/runs/{run.pk}/")
     body = page.content.decode()
-    assert '<span data-method="selective_risk" data-certified="no">' in body
-    assert '<span data-method="conformal_set" data-certified="yes">' in body
+    assert '<span data-method="selective_risk" data-method-certified="no">' in body
+    assert '<span data-method="conformal_set" data-method-certified="yes">' in body
     text = _text(page)
     assert 'Conformal sets: certifies; apply it alone with "method": "conformal_set"' in text
     assert (

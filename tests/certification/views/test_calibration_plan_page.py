@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import math
 import re
 
@@ -43,7 +44,8 @@ def _data(project):
 
 
 def text(response):
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode())).strip()
+    page = re.sub(r"<[^>]+>", " ", response.content.decode())
+    return re.sub(r"\s+", " ", html.unescape(page)).strip()
 
 
 def first_passing(n, k, alpha, level):
