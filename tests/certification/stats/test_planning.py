@@ -390,7 +390,8 @@ def test_the_chance_over_a_large_budget_equals_the_full_sum():
 def chance_by_outcomes(n, d, k, alpha, level, more):
     """P(certify with ``more`` units): every (new denominator, new errors) outcome summed."""
     total = 0.0
-    for added, weight in zip(range(more + 1), binom.pmf(np.arange(more + 1), more, d / n)):
+    weights = binom.pmf(np.arange(more + 1), more, d / n)
+    for added, weight in enumerate(weights):
         errors = np.arange(added + 1)
         passes = binom.cdf(k + errors, d + added, alpha) <= level
         total += weight * binom.pmf(errors[passes], added, k / d).sum()
