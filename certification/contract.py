@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from certification.certificates.contract import loss_content
+from certification.certificates.version import STATS_VERSION
 
 #: The contract's fields, in the order forms and the API list them (name and version aside).
 SPEC_FIELDS = (
@@ -77,3 +78,9 @@ def canonical_json(value: Any) -> str:
 def spec_sha256(spec: Any) -> str:
     """Return the sha256 of the canonical JSON of :func:`spec_content`."""
     return hashlib.sha256(canonical_json(spec_content(spec)).encode("utf-8")).hexdigest()
+
+
+def inputs_sha256(*, spec_sha: str, inputs: Mapping[str, Any]) -> str:
+    """The run's input hash: the spec's content hash, the statistics' version and the snapshot."""
+    payload = {"spec_sha256": spec_sha, "stats_version": STATS_VERSION, "inputs": inputs}
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()

@@ -56,7 +56,8 @@ from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 # 1.2: the manifest counts labels per label policy version (counts.per_policy_version).
 # 1.3: each run of the manifest's certifies says whether it certifies (certified, reason), and
 #      report.json holds each run's per-question decisions on its test partition (decisions).
-SCHEMA_VERSION = "1.3"
+# 1.4: each run of the manifest's certifies gives each method of its spec on its own (methods).
+SCHEMA_VERSION = "1.4"
 SCHEMA_MAJOR = 1
 FORMAT_NAME = "certlabel-release"
 

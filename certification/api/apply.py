@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from certification.api.common import viewer
-from certification.certificates.apply import MAX_ANSWER, MAX_CANDIDATES, printable
+from certification.certificates.apply import MAX_ANSWER, MAX_CANDIDATES, METHODS, printable
 from certification.selectors import calibration_run_get
 from certification.services import calibration_run_apply
 from certification.services.calibration_apply import MAX_QUESTIONS
@@ -64,12 +64,21 @@ class QuestionDocSerializer(serializers.Serializer):
         ref_name = "CertificateApplyQuestion"
 
 
+METHOD_HELP = (
+    "Optional: apply one method of a spec with method both alone, selective_risk (accept / "
+    "abstain) or conformal_set (prediction sets); absent = every method of the spec. A run "
+    "whose other method certifies nothing is applied this way; the method that certifies "
+    "nothing is refused (409)."
+)
+
+
 class ApplyInputDocSerializer(serializers.Serializer):
-    """The request: the questions to decide."""
+    """The request: the questions to decide, and optionally the method to apply."""
 
     questions = serializers.ListField(
         child=QuestionDocSerializer(), min_length=1, max_length=MAX_QUESTIONS
     )
+    method = serializers.ChoiceField(choices=METHODS, required=False, help_text=METHOD_HELP)
 
     class Meta:
         ref_name = "CertificateApplyInput"
@@ -78,16 +87,19 @@ class ApplyInputDocSerializer(serializers.Serializer):
 class ApplyInputSerializer(serializers.Serializer):
     """The body's outer shape; each question is validated by the service, naming its field."""
 
-    questions = serializers.ListField(
-        child=serializers.JSONField(), allow_empty=False, max_length=MAX_QUESTIONS
-    )
+    # No child field: DRF's JSONField refuses a number beyond the float range (1e400 reads as
+    # infinity) as "not valid JSON" naming only the question; the service names its field.
+    questions = serializers.ListField(allow_empty=False, max_length=MAX_QUESTIONS)
+    method = serializers.ChoiceField(choices=METHODS, required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """Refuse a key other than ``questions`` (a misspelt wrapper would pass unnoticed)."""
+        """Refuse a key other than ``questions`` and ``method`` (a misspelt one would pass)."""
         data = self.initial_data
-        unknown = sorted(printable(str(key)) for key in data if key != "questions")
+        unknown = sorted(printable(str(key)) for key in data if key not in ("questions", "method"))
         if unknown:
-            raise serializers.ValidationError({unknown[0]: "unknown field (allowed: questions)"})
+            raise serializers.ValidationError(
+                {unknown[0]: "unknown field (allowed: method, questions)"}
+            )
         return attrs
 
 
@@ -171,7 +183,9 @@ class QuestionDecisionDocSerializer(serializers.Serializer):
 class CertificateDocSerializer(ReferenceDocSerializer):
     """The certificate of the response: its reference, t and M*."""
 
-    method = serializers.CharField()
+    method = serializers.CharField(
+        help_text="The method(s) applied: the spec's, or the one the request named."
+    )
     threshold = serializers.FloatField(allow_null=True)
     m_star = serializers.JSONField(allow_null=True, help_text='An integer, "inf" or null.')
 
@@ -237,7 +251,9 @@ class CalibrationRunApplyApi(APIView):
             409: OpenApiResponse(
                 ErrorSerializer,
                 description="The run is not done, was computed by another statistics version, "
-                "or certifies no operating point (code `run_not_applicable`).",
+                "or a method applied certifies nothing, e.g. no certified operating point "
+                "(code `run_not_applicable`; the detail names a method that may be applied "
+                "alone).",
             ),
         },
         examples=[
@@ -266,6 +282,9 @@ class CalibrationRunApplyApi(APIView):
         given = ApplyInputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         body = calibration_run_apply(
-            run=run, actor=request.user, questions=given.validated_data["questions"]
+            run=run,
+            actor=request.user,
+            questions=given.validated_data["questions"],
+            method=given.validated_data.get("method"),
         )
         return Response(body)

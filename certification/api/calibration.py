@@ -449,6 +449,19 @@ class PlanRowSerializer(serializers.Serializer):
         ref_name = "CalibrationPlanRow"
 
 
+class PlanChanceSerializer(serializers.Serializer):
+    """The additional units at which a threshold certifies with at least a given chance."""
+
+    target = serializers.FloatField(help_text="The chance asked for, in (0, 1).")
+    additional = serializers.IntegerField(
+        allow_null=True, help_text="Null when not reached within the budget."
+    )
+    probability = serializers.FloatField(allow_null=True, help_text="The chance there.")
+
+    class Meta:
+        ref_name = "CalibrationPlanChance"
+
+
 class SelectivePlanSerializer(serializers.Serializer):
     """The selective-risk plan, one row per threshold in family order."""
 
@@ -469,7 +482,18 @@ class SelectivePlanSerializer(serializers.Serializer):
     fewest_index = serializers.IntegerField(
         allow_null=True, help_text="The threshold needing the fewest additional units."
     )
+    fewest_threshold = serializers.FloatField(
+        allow_null=True, help_text="That threshold's value (in the score field's units)."
+    )
     fewest_additional = serializers.IntegerField(allow_null=True)
+    fewest_probability = serializers.FloatField(
+        allow_null=True,
+        help_text="The chance that it certifies with fewest_additional more units (often only "
+        "50-70 %).",
+    )
+    fewest_for_chance = PlanChanceSerializer(
+        many=True, help_text="The additional units it needs for an 80 % and a 95 % chance."
+    )
     rows = PlanRowSerializer(many=True)
 
     class Meta:

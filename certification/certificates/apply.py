@@ -24,8 +24,8 @@ releases.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from certification.certificates.contract import Contract
@@ -47,6 +47,10 @@ MAX_ANSWER = 10_000
 MAX_ID = 200
 QUESTION_KEYS = frozenset({"id", "candidates"})
 CANDIDATE_KEYS = frozenset({"id", "answer", "score", "selected"})
+#: The methods of a contract, each certified, reported and applied on its own.
+SELECTIVE_RISK = "selective_risk"
+CONFORMAL_SET = "conformal_set"
+METHODS = (SELECTIVE_RISK, CONFORMAL_SET)
 #: Why a unit is not accepted (``reason`` of an abstention).
 NO_OPERATING_POINT = "no_certified_operating_point"
 NO_ANSWER = "no_answer"
@@ -127,25 +131,66 @@ class FrozenCertificate:
     refusal: str | None
 
 
-def certificate_status(result: Mapping[str, Any]) -> str | None:
-    """Return why a done run certifies nothing usable, or None when it certifies.
+def certificate_methods(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Return, per method of a done run, whether it certifies and why not.
 
-    A run certifies when each method of its spec found its operating point: a certified
-    threshold for selective risk, a conformal threshold M* for sets (an infinite M* certifies
-    the whole answer space: it is a certificate, a vacuous one).
+    Each method of a ``both`` spec certifies on its own: selective risk when a threshold is
+    certified, conformal sets when M* exists (an infinite M* certifies the whole answer space:
+    a certificate, a vacuous one). Either may then be applied alone (:func:`certificate_freeze`).
 
     Args:
         result: the run's stored result (``selective_risk``, ``conformal``).
 
     Returns:
-        The reason in words, or None.
+        ``{method: {"certified": bool, "reason": str | None}}`` for the methods of
+        :data:`METHODS` the result holds, in that order; ``reason`` says why one certifies
+        nothing (e.g. "no certified operating point: ...").
     """
     selective, conformal = result.get("selective_risk"), result.get("conformal")
-    if selective is not None and selective.get("chosen_threshold") is None:
-        return f"no certified operating point: {selective.get('reason') or 'none certified'}"
-    if conformal is not None and conformal.get("threshold") is None:
-        return f"no conformal threshold: {conformal.get('reason') or 'undefined'}"
-    return None
+    reasons: dict[str, str | None] = {}
+    if selective is not None:
+        reasons[SELECTIVE_RISK] = (
+            None
+            if selective.get("chosen_threshold") is not None
+            else f"no certified operating point: {selective.get('reason') or 'none certified'}"
+        )
+    if conformal is not None:
+        reasons[CONFORMAL_SET] = (
+            None
+            if conformal.get("threshold") is not None
+            else f"no conformal threshold: {conformal.get('reason') or 'undefined'}"
+        )
+    return {name: {"certified": why is None, "reason": why} for name, why in reasons.items()}
+
+
+def certificate_status(result: Mapping[str, Any], methods: Collection[str] = METHODS) -> str | None:
+    """Return why a done run certifies nothing usable in ``methods``, or None when it does.
+
+    Args:
+        result: the run's stored result (``selective_risk``, ``conformal``).
+        methods: the methods asked for (default: every method of the run).
+
+    Returns:
+        The first reason in words (:func:`certificate_methods`), or None.
+    """
+    reasons = [
+        half["reason"]
+        for name, half in certificate_methods(result).items()
+        if name in methods and half["reason"] is not None
+    ]
+    return reasons[0] if reasons else None
+
+
+def contract_methods(contract: Contract) -> tuple[str, ...]:
+    """The methods of :data:`METHODS` a contract certifies (both for ``both``)."""
+    return tuple(
+        name
+        for name, used in (
+            (SELECTIVE_RISK, contract.selective),
+            (CONFORMAL_SET, contract.conformal),
+        )
+        if used
+    )
 
 
 def certificate_freeze(
@@ -155,6 +200,7 @@ def certificate_freeze(
     input_sha256: str,
     contract: Mapping[str, Any],
     result: Mapping[str, Any],
+    method: str | None = None,
 ) -> FrozenCertificate:
     """Read a done run's certificate from its contract and stored result.
 
@@ -164,14 +210,19 @@ def certificate_freeze(
         input_sha256: the run's input hash.
         contract: the spec's contract (``spec_content``).
         result: the run's stored result (``calibration_result_compute``).
+        method: one method of a ``both`` contract (:data:`METHODS`) to apply alone, or None
+            for every method of the contract; the caller checks that the contract has it.
 
     Returns:
-        The :class:`FrozenCertificate` (its ``refusal`` says when it certifies nothing).
+        The :class:`FrozenCertificate` of the methods applied (its contract's ``method`` is
+        ``method`` when given; its ``refusal`` says when one of them certifies nothing).
 
     Raises:
         KeyError: if the result lacks the ledger or a section the contract names.
     """
     terms = Contract.of(contract)
+    if method is not None:
+        terms = replace(terms, method=method)
     threshold = m_star = None
     if terms.selective:
         threshold = result["selective_risk"]["chosen_threshold"]
@@ -188,7 +239,7 @@ def certificate_freeze(
         contract=terms,
         threshold=None if threshold is None else float(threshold),
         m_star=None if m_star is None else float(m_star),
-        refusal=certificate_status(result),
+        refusal=certificate_status(result, contract_methods(terms)),
     )
 
 
@@ -235,12 +286,13 @@ def _candidate(raw: Any, field: str, contract: Contract, position: int) -> dict[
     if score is not None:
         if isinstance(score, bool) or not isinstance(score, int | float):
             raise InvalidQuestion(f"{field}.score", "must be a number or null")
+        beyond = f"must be a finite number within the 64-bit float range, got {repr(score)[:40]}"
         try:
             score = float(score)
         except OverflowError:  # an integer beyond the float range
-            raise InvalidQuestion(f"{field}.score", "must be finite") from None
-        if not math.isfinite(score):
-            raise InvalidQuestion(f"{field}.score", "must be finite")
+            raise InvalidQuestion(f"{field}.score", beyond) from None
+        if not math.isfinite(score):  # JSON's 1e400 is read as infinity
+            raise InvalidQuestion(f"{field}.score", beyond)
     selected = raw.get("selected", False)
     if not isinstance(selected, bool):
         raise InvalidQuestion(f"{field}.selected", "must be true or false")

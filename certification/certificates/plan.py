@@ -59,9 +59,8 @@ def _selective(
         delta=float(terms.delta),
         method=cast(Method, terms.multiplicity),
         n_more=n_more,
+        names=[f"{terms.score_field} {terms.acceptance} {row['threshold']}" for row in rows],
     )
-    planned = [row for row in plan.rows if row.additional is not None]
-    fewest = min(planned, key=lambda row: row.additional or 0) if planned else None
     unit = "candidate" if terms.selector == "each_candidate" else "question"
     denominator = "accepted answers" if terms.denominator == "accepted_answers" else f"{unit}s"
     return {
@@ -79,8 +78,24 @@ def _selective(
         "probability_is_bound": plan.probability_is_bound,
         "certified_now": sum(1 for row in plan.rows if row.certified_now),
         # the threshold needing the fewest additional units (the first of equals), or None
-        "fewest_index": None if fewest is None else fewest.index,
-        "fewest_additional": None if fewest is None else fewest.additional,
+        "fewest_index": plan.fewest_index,
+        "fewest_threshold": None
+        if plan.fewest_index is None
+        else rows[plan.fewest_index]["threshold"],
+        "fewest_additional": None
+        if plan.fewest_index is None
+        else plan.rows[plan.fewest_index].additional,
+        "fewest_probability": None
+        if plan.fewest_index is None
+        else num(plan.rows[plan.fewest_index].probability_at_plan),
+        "fewest_for_chance": [
+            {
+                "target": size.target,
+                "additional": size.additional,
+                "probability": num(size.probability),
+            }
+            for size in plan.fewest_for_chance
+        ],
         "rows": [
             {
                 "index": row.index,

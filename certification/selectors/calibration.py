@@ -6,9 +6,11 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, Max, OuterRef, QuerySet, Subquery
 
-from certification.contract import spec_content
+from certification.certificates.apply import certificate_methods
+from certification.certificates.version import STATS_VERSION
+from certification.contract import inputs_sha256, spec_content
 from certification.exceptions import (
     RunNotFound,
     SpecNotFound,
@@ -18,6 +20,7 @@ from certification.models import (
     CalibrationRun,
     CalibrationSpec,
     Loss,
+    RunTrigger,
 )
 from labeling import vocabulary
 from labeling.models import (
@@ -27,6 +30,7 @@ from labeling.models import (
     Partition,
     Project,
     Question,
+    Resolution,
     ResolutionStatus,
     ResolvedClaimLabel,
 )
@@ -115,14 +119,46 @@ def calibration_spec_history(*, spec: CalibrationSpec) -> list[CalibrationSpec]:
     )
 
 
+def _with_previous(runs: QuerySet[CalibrationRun]) -> QuerySet[CalibrationRun]:
+    """Annotate each run with its spec's run before it: ``has_previous``, ``previous_input_id``.
+
+    They tell what started an automatic run (:func:`calibration_run_trigger_text`).
+    """
+    earlier = CalibrationRun.objects.filter(
+        spec_id=OuterRef("spec_id"), pk__lt=OuterRef("pk")
+    ).order_by("-pk")
+    return runs.annotate(
+        has_previous=Exists(earlier), previous_input_id=Subquery(earlier.values("input_id")[:1])
+    )
+
+
+def calibration_run_trigger_text(run: CalibrationRun) -> str:
+    """What started a run, in words (its ``trigger`` and, for a refresh, what changed).
+
+    A refresh (trigger ``labels_changed``) requests a run whenever a spec's inputs hash
+    changes, which is also the case for a spec's first run (the spec was just saved) and, on
+    unchanged labels, for a new statistics version. The run before it (annotated by
+    :func:`calibration_run_list` and :func:`calibration_run_get`) tells them apart: none, the
+    same stored snapshot, or another one.
+    """
+    if run.trigger != RunTrigger.LABELS_CHANGED:
+        return run.get_trigger_display()
+    if not getattr(run, "has_previous", True):
+        return "automatic: the spec was saved (its first run)"
+    if getattr(run, "previous_input_id", None) == run.input_id:
+        return "automatic: a new statistics version (same labels)"
+    return "automatic: the resolved labels or scores it reads changed"
+
+
 def calibration_run_list(
     *, project: Project, filters: Mapping[str, Any] | None = None
 ) -> QuerySet[CalibrationRun]:
     """Return the project's runs, newest first; ``filters`` may hold ``spec`` (a spec or id).
 
-    The large ``inputs`` and ``result`` columns are deferred.
+    The large ``inputs`` and ``result`` columns are deferred; each run carries what
+    :func:`calibration_run_trigger_text` reads.
     """
-    runs = (
+    runs = _with_previous(
         CalibrationRun.objects.filter(project=project)
         .select_related("spec", "requested_by")
         .defer("result")
@@ -139,11 +175,11 @@ def calibration_run_get(*, project: Project, run_id: int) -> CalibrationRun:
     Raises:
         RunNotFound: no such run in the project.
     """
-    run = (
-        CalibrationRun.objects.filter(project=project, pk=run_id)
-        .select_related("spec", "spec__project", "requested_by")
-        .first()
-    )
+    run = _with_previous(
+        CalibrationRun.objects.filter(project=project, pk=run_id).select_related(
+            "spec", "spec__project", "requested_by"
+        )
+    ).first()
     if run is None:
         raise RunNotFound(f"no calibration run {run_id} in project {project.slug!r}")
     return run
@@ -369,21 +405,90 @@ def calibration_spec_json(spec: CalibrationSpec) -> dict[str, Any]:
     }
 
 
+def calibration_run_freshness(*, run: CalibrationRun) -> dict[str, Any]:
+    """Whether newer inputs have superseded a run: its input hash against the current inputs'.
+
+    The current inputs are what a run of the spec would read now (:func:`calibration_inputs`);
+    their hash covers the spec and this server's statistics version too
+    (:func:`certification.contract.inputs_sha256`), so a run is superseded when labels,
+    evaluator scores or the partitions it reads changed since, or when it was computed by
+    another statistics version. Queries: the four of :func:`calibration_inputs` and, when
+    superseded, two (the newer resolutions' latest time, the run of the current inputs).
+
+    Returns:
+        ``superseded`` (bool); ``reason`` (in words, None when current);
+        ``current_input_sha256`` (the hash of the current inputs); ``changed_at`` (ISO time
+        of the latest resolution in the current inputs that the run did not read, None when
+        none: e.g. items returned for labelling, or another statistics version); and
+        ``newer_run`` (``{id, status, created_at}`` of a run of the current inputs, None when
+        none has been requested yet).
+    """
+    current = calibration_inputs(spec=run.spec)
+    digest = inputs_sha256(spec_sha=run.spec_sha256, inputs=current)
+    freshness: dict[str, Any] = {
+        "superseded": digest != run.input_sha256,
+        "reason": None,
+        "current_input_sha256": digest,
+        "changed_at": None,
+        "newer_run": None,
+    }
+    if not freshness["superseded"]:
+        return freshness
+    if run.stats_version != STATS_VERSION:
+        freshness["reason"] = (
+            f"computed by statistics version {run.stats_version}; this server computes "
+            f"version {STATS_VERSION}"
+        )
+    else:
+        freshness["reason"] = "the labels or scores it reads changed since it was requested"
+
+    def resolutions(inputs: Mapping[str, Any]) -> set[int]:
+        return {
+            c["resolution"]
+            for key in ("calibration", "test")
+            for q in inputs[key]
+            for c in q["candidates"]
+            if c["resolution"] is not None
+        }
+
+    newer = resolutions(current) - resolutions(run.inputs)
+    latest = Resolution.objects.filter(pk__in=newer).aggregate(at=Max("created_at"))["at"]
+    freshness["changed_at"] = latest.isoformat() if latest else None
+    successor = (
+        CalibrationRun.objects.filter(spec_id=run.spec_id, input_sha256=digest)
+        .order_by("-created_at", "-pk")
+        .values("pk", "status", "created_at")
+        .first()
+    )
+    if successor is not None:
+        freshness["newer_run"] = {
+            "id": successor["pk"],
+            "status": successor["status"],
+            "created_at": successor["created_at"].isoformat(),
+        }
+    return freshness
+
+
 def calibration_run_report(*, run: CalibrationRun, include_inputs: bool = False) -> dict[str, Any]:
     """The full report of a run as JSON primitives: what the API returns and ``certify`` prints.
 
-    Keys: ``run`` (id, status, trigger, times, hashes, outcome, error), ``spec`` (see
-    :func:`calibration_spec_json`) and ``result`` (the stored result, None until done; see
-    ``certification.certificates``). ``inputs`` (the per-item snapshot, which
-    holds evaluator scores per candidate) only when ``include_inputs`` is set: the caller
+    Keys: ``run`` (id, status, trigger and its words, times, hashes, statistics version and
+    the server's, outcome, error), ``spec`` (see :func:`calibration_spec_json`), ``result``
+    (the stored result, None until done; see ``certification.certificates``), ``methods``
+    (per method of the spec, whether it certifies and why not, each applicable alone:
+    ``certification.certificates.apply.certificate_methods``; None until done) and
+    ``freshness`` (:func:`calibration_run_freshness`). ``inputs`` (the per-item snapshot,
+    which holds evaluator scores per candidate) only when ``include_inputs`` is set: the caller
     decides who may see it (managers).
     """
     spec = run.spec
+    done = run.status == "done"
     report: dict[str, Any] = {
         "run": {
             "id": run.pk,
             "status": run.status,
             "trigger": run.trigger,
+            "trigger_text": calibration_run_trigger_text(run),
             "requested_by": run.requested_by.get_username()
             if run.requested_by is not None
             else None,
@@ -395,11 +500,14 @@ def calibration_run_report(*, run: CalibrationRun, include_inputs: bool = False)
             "spec_sha256": run.spec_sha256,
             "input_sha256": run.input_sha256,
             "stats_version": run.stats_version,
+            "stats_version_current": STATS_VERSION,
             "outcome": run.outcome,
             "error": run.error or None,
         },
         "spec": calibration_spec_json(spec),
-        "result": run.result if run.status == "done" else None,
+        "result": run.result if done else None,
+        "methods": certificate_methods(run.result) if done else None,
+        "freshness": calibration_run_freshness(run=run),
     }
     if include_inputs:
         report["inputs"] = run.inputs

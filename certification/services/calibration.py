@@ -29,7 +29,13 @@ from django.utils import timezone
 
 from certification.certificates import STATS_VERSION
 from certification.certificates.contract import BOUNDED_LOSS_SOURCES
-from certification.contract import SPEC_FIELDS, canonical_json, spec_content, spec_sha256
+from certification.contract import (
+    SPEC_FIELDS,
+    canonical_json,
+    inputs_sha256,
+    spec_content,
+    spec_sha256,
+)
 from certification.exceptions import CertificationError, InvalidSpec, RunNotFound, SpecFrozen
 from certification.locks import calibration_spec_lock
 from certification.models import (
@@ -479,12 +485,6 @@ def calibration_spec_revise(*, spec: CalibrationSpec, actor: Any, **fields: Any)
 # ---------------------------------------------------------------------------------------------
 # Runs
 # ---------------------------------------------------------------------------------------------
-
-
-def inputs_sha256(*, spec_sha: str, inputs: Mapping[str, Any]) -> str:
-    """The run's input hash: the spec's content hash, the statistics' version and the snapshot."""
-    payload = {"spec_sha256": spec_sha, "stats_version": STATS_VERSION, "inputs": inputs}
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
 def _check_spec_hash(spec: CalibrationSpec) -> str:

@@ -7,6 +7,8 @@ import math
 from django import template
 
 from certification.formatting import p_value_text
+from certification.models import CalibrationRun
+from certification.selectors import calibration_run_trigger_text
 
 register = template.Library()
 
@@ -61,3 +63,9 @@ def get(mapping: object, key: object) -> object:
 def pvalue(value: object) -> str:
     """Format a p-value so that a tiny one never reads as 0.0000 (see ``p_value_text``)."""
     return p_value_text(value)
+
+
+@register.filter
+def run_trigger(run: CalibrationRun) -> str:
+    """What started a calibration run, in words (``calibration_run_trigger_text``)."""
+    return calibration_run_trigger_text(run)

@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from certification.forms import CalibrationSpecForm, PlanForm
-from certification.models import CalibrationSpec
+from certification.models import CalibrationSpec, RunTrigger
 from certification.selectors import (
     calibration_run_get,
     calibration_run_list,
@@ -171,7 +171,14 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
     except LabelingError as exc:
         messages.error(request, f"The run was not started: {exc.message}")
         return redirect("calibration-spec-detail", slug=project.slug, spec_id=spec.pk)
-    messages.success(request, f"Run {run.pk}: {run.status}.")
+    if run.trigger == RunTrigger.MANUAL and run.requested_by_id == request.user.pk:
+        messages.success(request, f"Run {run.pk}: {run.status}.")
+    else:
+        messages.info(
+            request,
+            f"No new run: the inputs are unchanged since run {run.pk} ({run.status}), which "
+            "was started earlier and covers them.",
+        )
     return redirect("calibration-run-detail", slug=project.slug, run_id=run.pk)
 
 

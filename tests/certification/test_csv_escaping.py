@@ -121,7 +121,7 @@ def test_a_release_csv_escapes_formula_cells_and_its_rebuild_is_byte_identical(
     manifest = json.loads(_body(client.get(f"{base}/manifest.json")))
 
     assert csv_response.status_code == 200
-    assert manifest["schema_version"] == SCHEMA_VERSION == "1.3"
+    assert manifest["schema_version"] == SCHEMA_VERSION == "1.4"
     rows = list(csv.DictReader(io.StringIO(_body(csv_response).decode(), newline="")))
     by_text = {csv_cell_value(row["question_text"]): row for row in rows}
     assert sorted(by_text) == sorted(values)

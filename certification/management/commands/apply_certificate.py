@@ -6,7 +6,8 @@ writes one decision record per line, in input order, to stdout or a file. Every 
 before anything is written: errors name the line and the field (``line 3: candidates[0].score:
 must be a number or null``), at most :data:`MAX_ERRORS` of them, and the command exits non-zero
 writing nothing. Blank lines are skipped. The run must be done, computed by this server's
-statistics version, and certify an operating point.
+statistics version, and certify an operating point; ``--method`` applies one method of a spec
+with method ``both`` alone (``selective_risk`` or ``conformal_set``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,15 @@ from typing import Any, TextIO
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from certification.certificates.apply import InvalidQuestion, certificate_apply, question_parse
+from certification.certificates.apply import (
+    METHODS,
+    InvalidQuestion,
+    certificate_apply,
+    question_parse,
+)
 from certification.selectors import calibration_run_get
 from certification.services import calibration_run_certificate
+from certification.services.calibration_apply import frequency_ranks_fill
 from labeling.exceptions import LabelingError
 from labeling.models import Project
 
@@ -46,7 +53,7 @@ def _questions(lines: Iterable[str], contract: Any) -> tuple[list[dict[str, Any]
             errors.append(f"line {number}: not JSON ({refused.msg}, column {refused.colno})")
             continue
         try:
-            question = question_parse(raw, contract)
+            question = frequency_ranks_fill(raw, question_parse(raw, contract), contract)
         except InvalidQuestion as refused:
             errors.append(f"line {number}: {refused}")
             continue
@@ -78,6 +85,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--output", default="-", help="Where to write the decisions; '-' (default): stdout."
         )
+        parser.add_argument(
+            "--method",
+            choices=METHODS,
+            help="Apply one method of a spec with method both alone (default: every method).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Validate every line, then decide and write."""
@@ -86,7 +98,7 @@ class Command(BaseCommand):
             raise CommandError(f"no project {options['project']!r}")
         try:
             run = calibration_run_get(project=project, run_id=options["run"])
-            certificate = calibration_run_certificate(run=run)
+            certificate = calibration_run_certificate(run=run, method=options["method"])
         except LabelingError as refused:
             raise CommandError(refused.message) from None
         source = options["input"]

@@ -23,10 +23,18 @@ def _one_line(text: str) -> str:
 
 
 def verdict_text(entry: dict[str, Any]) -> str:
-    """Whether a named run certifies, for the card (empty for releases before schema 1.3)."""
+    """Whether a named run certifies, for the card (empty for releases before schema 1.3).
+
+    From schema 1.4 a run of a ``both`` spec whose one method certifies says which.
+    """
     if "certified" not in entry:
         return ""
-    return ": certifies" if entry["certified"] else f": certifies nothing ({entry['reason']})"
+    if entry["certified"]:
+        return ": certifies"
+    alone = [name for name, half in entry.get("methods", {}).items() if half["certified"]]
+    if alone:  # a method of a both spec certifies on its own (schema 1.4)
+        return f": certifies {alone[0]} only ({entry['reason']})"
+    return f": certifies nothing ({entry['reason']})"
 
 
 def dataset_card(release: Release, counts: dict[str, Any]) -> str:

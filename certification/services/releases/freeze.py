@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Max, Model
 from django.utils import timezone
 
-from certification.certificates.apply import certificate_status
+from certification.certificates.apply import certificate_methods, certificate_status
 from certification.locks import release_freeze_lock
 from certification.models import (
     RELEASE_VERSION_PATTERN,
@@ -116,13 +116,17 @@ def certifies_json(run: CalibrationRun) -> dict[str, Any]:
     """What a release records of a run it names: spec and run identity, hashes and verdict.
 
     ``certified`` says whether the run certifies (each method of its spec found its operating
-    point); when not, ``reason`` says why (e.g. "no certified operating point: ...").
+    point); when not, ``reason`` says why (e.g. "no certified operating point: ..."). ``methods``
+    gives each method of the spec on its own (``{method: {certified, reason}}``): with method
+    ``both``, one may certify while the other does not, and the one that certifies is applied
+    alone.
     """
     spec = run.spec
     reason = certificate_status(run.result)
     return {
         "certified": reason is None,
         "reason": reason,
+        "methods": certificate_methods(run.result),
         "spec": {
             "id": spec.pk,
             "name": spec.name,

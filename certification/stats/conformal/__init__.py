@@ -37,6 +37,7 @@ from certification.stats.conformal.scores import (
     AlphaLike,
     FrequencyProfile,
     TieRule,
+    canonical_order_key,
     frequency_profile,
     nonconformity_score,
     rank_score,
@@ -76,6 +77,7 @@ from certification.stats.conformal.vectorised import (
 
 __all__ = [
     "TIE_RULES",
+    "canonical_order_key",
     "ConformalCalibration",
     "ConformalThreshold",
     "EncodedSamples",

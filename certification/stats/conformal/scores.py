@@ -16,17 +16,36 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
-from certification.stats.canonical import Canonicaliser, get_canonicaliser
+from certification.stats.canonical import Canonicaliser, get_canonicaliser, parse_number
 from certification.stats.errors import StatsError
 
 TieRule = Literal["canonical_ascending", "first_seen"]
 #: Declared tie rules for classes with equal counts: ``"canonical_ascending"`` (the canonical
-#: strings in ascending order, the default) or ``"first_seen"`` (the class sampled
-#: first).
+#: classes in ascending order, :func:`canonical_order_key`; the default) or ``"first_seen"``
+#: (the class sampled first).
 TIE_RULES: tuple[TieRule, ...] = ("canonical_ascending", "first_seen")
 AlphaLike = float | str | Fraction | Decimal
 
 INF = math.inf
+
+
+def canonical_order_key(cls: str) -> tuple[int, Fraction, str]:
+    """The ascending order of the ``"canonical_ascending"`` tie rule, as a sort key.
+
+    Classes that parse as numbers (:func:`certification.stats.canonical.parse_number`, exactly,
+    so "5" < "1000" and "1/3" < "0.5") come first in numeric order, equal values in string
+    order; every other class follows in string (code point) order. Comparing numerically only
+    when both classes are numbers and as strings otherwise would not be an order ("2" < "10" <
+    "1a" < "2"), so numbers go first as a block.
+
+    Args:
+        cls: a canonical class.
+
+    Returns:
+        ``(0, value, cls)`` for a number, ``(1, 0, cls)`` otherwise.
+    """
+    value = parse_number(cls)
+    return (1, Fraction(0), cls) if value is None else (0, value, cls)
 
 
 def _resolve(canonicaliser: Canonicaliser | str) -> Canonicaliser:
@@ -92,7 +111,7 @@ def frequency_profile(
     counts = Counter(canonical)
     first = {cls: i for i, cls in reversed(list(enumerate(canonical)))}
     if tie_rule == "canonical_ascending":
-        ranked = sorted(counts, key=lambda cls: (-counts[cls], cls))
+        ranked = sorted(counts, key=lambda cls: (-counts[cls], canonical_order_key(cls)))
     else:
         ranked = sorted(counts, key=lambda cls: (-counts[cls], first[cls]))
     return FrequencyProfile(

@@ -22,7 +22,9 @@ every eligible unit) among n calibration units. With N more units:
   P(certify) = sum_A P(A) P(k_j + E <= e_max(d_j + A)), e_max(D) the most errors that pass
   with denominator D. Exact for Bonferroni; for fixed-sequence testing (where j needs every
   earlier threshold to pass too) the figure is an upper bound, the chance that j's own test
-  passes.
+  passes. The planned size certifies with the chance it shows, often only 50–70 %; the plan
+  also gives, for the threshold needing the fewest units, the first size whose chance reaches
+  80 % and 95 % (:data:`CHANCE_TARGETS`).
 - A threshold whose observed rate is at least alpha never certifies at that rate when the test
   level is below 1/2: a median of Binomial(m, alpha) is at most ceil(m alpha), so
   p >= 1/2 whenever k >= ceil(m alpha) (and any more conservative p-value, e.g.
@@ -55,6 +57,8 @@ from certification.stats.planning.conformal import (
     expected_reliability,
 )
 from certification.stats.planning.selective import (
+    CHANCE_TARGETS,
+    ChanceSize,
     PValues,
     SelectivePlan,
     ThresholdPlan,
@@ -62,7 +66,9 @@ from certification.stats.planning.selective import (
 )
 
 __all__ = [
+    "CHANCE_TARGETS",
     "MAX_ADDITIONAL",
+    "ChanceSize",
     "ConformalPlan",
     "PValues",
     "SelectivePlan",

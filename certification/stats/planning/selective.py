@@ -230,6 +230,53 @@ class ThresholdPlan:
     reason: str | None
 
 
+#: The chances of certifying that a plan also gives the size for: the planned size itself
+#: certifies with the chance it shows, often only 50–70 %.
+CHANCE_TARGETS = (0.8, 0.95)
+
+
+@dataclass(frozen=True)
+class ChanceSize:
+    """The additional units at which a threshold certifies with at least a given chance.
+
+    Attributes:
+        target: the chance asked for, in (0, 1).
+        additional: N, the additional calibration units (at least the plan's), or None when
+            the chance does not reach ``target`` within the budget.
+        probability: the chance of certifying with N more units (>= ``target``), or None.
+    """
+
+    target: float
+    additional: int | None
+    probability: float | None
+
+
+def _additional_for_chance(
+    chance: Callable[[int], float], start: int, budget: int, target: float
+) -> ChanceSize:
+    """The first N in [start, budget] where ``chance`` reaches ``target``: doubling, bisection.
+
+    The chance of certifying rises with N up to small dips where one more planned error falls
+    due, so the N returned is where it crosses the target (chance(N) >= target > chance(N - 1)
+    unless N = start), found in O(log budget) evaluations; past a dip a few smaller sizes may
+    reach the target too.
+    """
+    if chance(start) >= target:
+        return ChanceSize(target, start, chance(start))
+    low, step = start, 1
+    while True:
+        high = min(budget, start + step)
+        if chance(high) >= target:
+            break
+        if high == budget:
+            return ChanceSize(target, None, None)
+        low, step = high, step * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if chance(middle) >= target else (middle, high)
+    return ChanceSize(target, high, chance(high))
+
+
 @dataclass(frozen=True)
 class SelectivePlan:
     """The label budget plan of a selective-risk certificate.
@@ -249,6 +296,11 @@ class SelectivePlan:
             bounds (at the plan: the chance that the threshold's own test passes; at ``n_more``:
             the smallest such chance over it and the thresholds before it).
         rows: one :class:`ThresholdPlan` per threshold, in family order.
+        fewest_index: the planned threshold needing the fewest additional units (the first of
+            equals), or None when none is planned.
+        fewest_for_chance: for that threshold, one :class:`ChanceSize` per
+            :data:`CHANCE_TARGETS` (empty when none is planned); with fixed-sequence testing
+            the chance is the bound at ``n_more`` (the smallest over it and the earlier ones).
     """
 
     alpha: float
@@ -262,10 +314,12 @@ class SelectivePlan:
     budget: int
     probability_is_bound: bool
     rows: tuple[ThresholdPlan, ...]
+    fewest_index: int | None
+    fewest_for_chance: tuple[ChanceSize, ...]
 
 
 def _fixed_sequence_plans(
-    test: _Test, rates: Sequence[_Rates], budget: int, alpha: float
+    test: _Test, rates: Sequence[_Rates], budget: int, alpha: float, names: Sequence[str]
 ) -> list[_Step]:
     """Per threshold: the smallest N at which it and every earlier one pass together.
 
@@ -296,7 +350,9 @@ def _fixed_sequence_plans(
             blocked = [(i, step) for i, step in steps.items() if step.more is None]
             if blocked:
                 i, step = blocked[0]
-                stopped = _Step(None, f"fixed sequence, threshold {i}: {step.reason}", step.never)
+                stopped = _Step(
+                    None, f"fixed sequence, threshold {names[i]}: {step.reason}", step.never
+                )
                 plans.append(step if i == j else stopped)
                 break
             more = max(step.more for step in steps.values() if step.more is not None)
@@ -314,6 +370,7 @@ def selective_plan(
     n_more: int | None = None,
     p_values: PValues = binomial_p_values,
     budget: int = MAX_ADDITIONAL,
+    names: Sequence[str] | None = None,
 ) -> SelectivePlan:
     """Plan the labels a selective-risk certificate needs, per threshold, if the rates held.
 
@@ -328,6 +385,8 @@ def selective_plan(
         n_more: a number of additional units to give the chance of certifying for, or None.
         p_values: the certificate's p-value function (see the module docstring).
         budget: the largest number of additional units to search, integer >= 0.
+        names: shape (M,), how the reasons name each threshold (e.g. its value); default
+            ``"#j"``, its position in the family.
 
     Returns:
         A :class:`SelectivePlan` (see the module docstring for the rules).
@@ -372,7 +431,10 @@ def selective_plan(
                 by_counts[r.d, r.k] = _next_more(test, r, 0, cap, a)
         plans = [by_counts[r.d, r.k] for r in rates]
     else:
-        plans = _fixed_sequence_plans(test, rates, cap, a)
+        labels = list(names) if names is not None else [f"#{j}" for j in range(size)]
+        if len(labels) != size:
+            raise StatsError(f"names must give one name per threshold, got {len(labels)}")
+        plans = _fixed_sequence_plans(test, rates, cap, a, labels)
     chances: dict[tuple[int, int, int], float] = {}
 
     def chance(rates: _Rates, more: int) -> float:
@@ -406,6 +468,21 @@ def selective_plan(
                 reason=step.reason,
             )
         )
+    plannable = [row for row in rows if row.additional is not None]
+    fewest = min(plannable, key=lambda row: row.additional or 0) if plannable else None
+    for_chance: tuple[ChanceSize, ...] = ()
+    if fewest is not None:
+        prefix = rates[: fewest.index + 1] if method == "fixed_sequence" else [rates[fewest.index]]
+
+        def bound(more: int) -> float:
+            return min(chance(r, more) for r in prefix)
+
+        sizes: list[ChanceSize] = []
+        start = fewest.additional or 0
+        for target in CHANCE_TARGETS:  # ascending: each search starts at the previous size
+            sizes.append(_additional_for_chance(bound, start, cap, target))
+            start = sizes[-1].additional if sizes[-1].additional is not None else cap
+        for_chance = tuple(sizes)
     return SelectivePlan(
         alpha=a,
         delta=dl,
@@ -418,4 +495,6 @@ def selective_plan(
         budget=cap,
         probability_is_bound=method == "fixed_sequence",
         rows=tuple(rows),
+        fewest_index=None if fewest is None else fewest.index,
+        fewest_for_chance=for_chance,
     )

@@ -9,7 +9,8 @@ checked here too: see :func:`check_partition`.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from django.utils import timezone
 
@@ -53,12 +54,26 @@ ITEM_COLUMNS = (
 CLAIM_COLUMNS = ("candidate_id", "index", "text", "start", "end", "unanchored", "machine_split")
 
 
-def frequency_ranks(candidates: list[CandidateIn]) -> list[int | None]:
+class RankedSample(Protocol):
+    """A sampled answer as :func:`frequency_ranks` reads it.
+
+    An imported candidate, or a candidate of new traffic a certificate is applied to.
+    """
+
+    @property
+    def canonical_form(self) -> str | None: ...  # noqa: D102
+
+    @property
+    def sample_index(self) -> int | None: ...  # noqa: D102
+
+
+def frequency_ranks(candidates: Sequence[RankedSample]) -> list[int | None]:
     """Rank each candidate's canonical form by frequency among the question's K samples.
 
     Rank 1 is the most frequent form; candidates sharing a form share its rank (dense ranks).
     Tie rule: among forms with equal counts, the form first seen at the lower sample index ranks
-    higher. Candidates without a canonical form (e.g. no extractable answer) get None.
+    higher (a candidate without a sample index counts at its position). Candidates without a
+    canonical form (e.g. no extractable answer) get None.
     """
     counts: Counter[str] = Counter()
     first_seen: dict[str, int] = {}

@@ -166,7 +166,7 @@ def test_a_key_beside_questions_is_refused(run, api, key):
         f"{BASE}/{run.pk}/apply/", json.dumps(body), content_type="application/json"
     )
     assert response.status_code == 400
-    assert "unknown field (allowed: questions)" in response.json()["detail"]
+    assert "unknown field (allowed: method, questions)" in response.json()["detail"]
 
 
 def test_a_run_without_a_certified_operating_point_is_409_saying_why(data, api):
@@ -211,6 +211,8 @@ def test_the_schema_documents_the_endpoint(api):
     operation = document["paths"]["/api/projects/{slug}/calibration/runs/{run_id}/apply/"]["post"]
     assert operation["operationId"] == "calibration_runs_apply"
     assert {"200", "400", "403", "404", "409"} <= set(operation["responses"])
+    body = document["components"]["schemas"]["CertificateApplyInput"]
+    assert set(body["properties"]) == {"questions", "method"}
     question = document["components"]["schemas"]["CertificateApplyQuestion"]
     assert set(question["properties"]) == {"id", "candidates"}
     candidate = document["components"]["schemas"]["CertificateApplyCandidate"]
@@ -293,3 +295,178 @@ def test_the_command_refuses_a_run_that_certifies_nothing(data):
     run = _run(data, method="selective_risk", alpha="0.01", thresholds=[0.5])
     with pytest.raises(CommandError, match="no certified operating point"):
         call_command("apply_certificate", "--project", "study", "--run", str(run.pk))
+
+
+# -- a spec with both methods whose selective-risk half certifies nothing ---------------------
+@pytest.fixture
+def half_run(data):
+    # t = 0.5 accepts the 10 wrong answers of 60 (rate 1/6 < 0.2, yet p = 0.3 > 0.05): no
+    # certified operating point; M* = 1 still holds at alpha 0.2
+    return _run(data, thresholds=[0.5])
+
+
+def test_each_method_of_a_both_run_is_reported_on_its_own(half_run, api):
+    from scipy.stats import binom
+
+    selective = half_run.result["selective_risk"]
+    assert selective["chosen_threshold"] is None
+    assert selective["rows"][0]["p_value"] == pytest.approx(binom.cdf(10, 60, 0.2), rel=1e-9)
+    assert half_run.result["conformal"]["threshold"]["value"] == 1
+    report = api("adjudicator").get(f"{BASE}/{half_run.pk}/").json()
+    assert report["methods"] == {
+        "selective_risk": {
+            "certified": False,
+            "reason": f"no certified operating point: {selective['reason']}",
+        },
+        "conformal_set": {"certified": True, "reason": None},
+    }
+
+
+def test_apply_refuses_only_the_method_that_certifies_nothing(half_run, api):
+    questions = traffic(half_run)
+    url = f"{BASE}/{half_run.pk}/apply/"
+    # the spec's methods together: 409, naming the one to apply alone
+    both = api("manager").post(url, {"questions": questions}, format="json")
+    assert both.status_code == 409
+    assert "no certified operating point" in both.json()["detail"]
+    assert "apply it alone with method 'conformal_set'" in both.json()["detail"]
+    # the selective-risk half alone: 409
+    selective = api("manager").post(
+        url, {"questions": questions, "method": "selective_risk"}, format="json"
+    )
+    assert selective.status_code == 409
+    assert "no certified operating point" in selective.json()["detail"]
+    # the conformal half alone: the sets, as the held-out report counts them
+    sets = api("manager").post(
+        url, {"questions": questions, "method": "conformal_set"}, format="json"
+    )
+    assert sets.status_code == 200, sets.json()
+    body = sets.json()
+    assert body["certificate"]["method"] == "conformal_set"
+    assert (body["certificate"]["threshold"], body["certificate"]["m_star"]) == (None, 1)
+    assert all("selective_risk" not in r for r in body["decisions"])
+    labels = {
+        q["external_id"]: {c["answer"]: c["outcome"] for c in q["candidates"]}
+        for q in half_run.inputs["test"]
+    }
+    covered = sum(
+        any(labels[r["question"]][a] == "admissible" for a in r["prediction_set"]["classes"])
+        for r in body["decisions"]
+    )
+    assert covered == _metric(half_run, "set_coverage")["numerator"] == 25
+
+
+@pytest.mark.parametrize(
+    ("method", "fields", "words"),
+    [
+        ("sets", {}, '"sets" is not a valid choice'),
+        ("selective_risk", {"method": "conformal_set", "thresholds": []},
+         "'selective_risk' is not a method of calibration run"),
+    ],
+)  # fmt: skip
+def test_an_unknown_or_foreign_method_is_400(data, api, method, fields, words):
+    run = _run(data, name="other", **fields)
+    body = {"questions": [{"id": 1, "candidates": [{"answer": "x"}]}], "method": method}
+    response = api("manager").post(f"{BASE}/{run.pk}/apply/", body, format="json")
+    assert response.status_code == 400
+    body = response.json()
+    # a serializer error lists its fields, a service error names its one field
+    assert "method" in {e["field"] for e in body.get("errors", [])} | {body.get("field")}
+    assert words in body["detail"]
+
+
+def test_the_command_applies_one_method_alone(half_run, monkeypatch):
+    with pytest.raises(CommandError, match="apply it alone with method 'conformal_set'"):
+        call_command("apply_certificate", "--project", "study", "--run", str(half_run.pk))
+    line = json.dumps({"id": "new", "candidates": [{"answer": "x", "score": 0.95}]})
+    monkeypatch.setattr("sys.stdin", io.StringIO(line + "\n"))
+    out = io.StringIO()
+    call_command(
+        "apply_certificate",
+        *("--project", "study", "--run", str(half_run.pk), "--method", "conformal_set"),
+        stdout=out,
+    )
+    record = json.loads(out.getvalue())
+    assert record["prediction_set"]["classes"] == ["x"] and "selective_risk" not in record
+
+
+# -- a score beyond the float range -----------------------------------------------------------
+def test_a_score_beyond_the_float_range_names_the_question_and_the_field(run, api):
+    # JSON reads 1e400 as infinity: refused by the service, not as "not valid JSON"
+    body = (
+        '{"questions": [{"id": "q-ok", "candidates": [{"answer": "x", "score": 0.9}]}, '
+        '{"id": "q-big", "candidates": [{"answer": "x", "score": 1e400}]}]}'
+    )
+    response = api("manager").post(f"{BASE}/{run.pk}/apply/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["field"] == "questions[1].candidates[0].score"
+    assert "question 'q-big': must be a finite number" in response.json()["detail"]
+
+
+# -- frequency ranks computed from the answers ------------------------------------------------
+@pytest.fixture
+def rank_run(data):
+    # the first sample x ranks 1 (x and y once each: the lower sample index first), and is
+    # wrong on 10 of 60 calibration questions: p = P[Bin(60, 0.3) <= 10] < 0.05 certifies 1
+    return _run(
+        data,
+        name="ranks",
+        method="selective_risk",
+        selector="first_sample",
+        score_field="frequency_rank",
+        acceptance="<=",
+        alpha="0.3",
+        thresholds=[1],
+    )
+
+
+def test_frequency_ranks_are_computed_from_the_answers_as_the_import_did(rank_run, api):
+    assert rank_run.result["selective_risk"]["chosen_threshold"] == 1
+    url = f"{BASE}/{rank_run.pk}/apply/"
+    with_scores = traffic(rank_run)
+    without = copy.deepcopy(with_scores)
+    for question in without:
+        for candidate in question["candidates"]:
+            del candidate["score"]
+    # the test questions without scores decide as with the stored (imported) ranks
+    given = api("manager").post(url, {"questions": with_scores}, format="json").json()
+    computed = api("manager").post(url, {"questions": without}, format="json").json()
+    assert computed["decisions"] == given["decisions"]
+    assert {
+        d["score"] for r in computed["decisions"] for d in r["selective_risk"]["decisions"]
+    } == {1.0}
+    # ranks by hand: y, x, x, none -> x (twice) ranks 1, y 2, no answer none
+    question = {"id": "q", "candidates": [{"answer": "y"}, {"answer": "x"}, {"answer": "x"}]}
+    decided = api("manager").post(url, {"questions": [question]}, format="json").json()
+    [decision] = decided["decisions"][0]["selective_risk"]["decisions"]
+    assert (decision["answer"], decision["score"], decision["decision"]) == ("y", 2.0, "abstain")
+    assert decision["reason"] == "score_fails_threshold"
+
+
+@pytest.mark.parametrize(
+    ("fields", "question", "field", "words"),
+    [
+        ({}, {"id": "q", "candidates": [{"answer": "x"}, {"selected": True}]},
+         "questions[0].candidates[1].answer", "frequency ranks are computed from the answers"),
+        ({"answer_field": "text"}, {"id": "q", "candidates": [{"answer": "x"}]},
+         "questions[0].candidates[0].score", "answer_field text"),
+    ],
+)  # fmt: skip
+def test_ranks_that_cannot_be_computed_are_400(data, api, fields, question, field, words):
+    run = _run(
+        data,
+        name="ranks",
+        method="selective_risk",
+        selector="first_sample",
+        score_field="frequency_rank",
+        acceptance="<=",
+        alpha="0.3",
+        thresholds=[1],
+        **fields,
+    )
+    response = api("manager").post(
+        f"{BASE}/{run.pk}/apply/", {"questions": [question]}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["field"] == field
+    assert words in response.json()["detail"]

@@ -11,10 +11,11 @@ from django.db import transaction
 
 from certification.apps import DERIVED_SCHEDULER
 from certification.models import CalibrationRun, DerivedResultState, RunStatus
+from certification.selectors import calibration_run_get, calibration_run_report
 from certification.services import calibration_run_request
 from certification.tasks import derived_recompute_task
 from labeling.derived import derived_schedulers
-from labeling.models import DerivedKind, Item, ItemStatus, ResolutionStatus, Role
+from labeling.models import DerivedKind, Item, ItemStatus, Resolution, ResolutionStatus, Role
 from labeling.services import adjudication_resolve
 from labeling.signals import announce_resolutions
 from tests.factories import calibration_candidate as cand
@@ -156,3 +157,52 @@ def test_the_task_requests_and_computes_a_run_for_the_changed_labels(
     assert latest.result["pending"]["calibration"] == 0
     state = DerivedResultState.objects.get(project=project, kind=DerivedKind.CALIBRATION)
     assert state.last_error == "" and state.lease_owner == ""
+
+
+def test_a_run_says_when_newer_labels_superseded_it(
+    project, disputed, member, login, django_capture_on_commit_callbacks
+):
+    # given a done run that saw the disputed item as pending
+    spec = make_spec(project, thresholds=[0.5])
+    with django_capture_on_commit_callbacks(execute=True):
+        first = _start(spec)
+    first = calibration_run_get(project=project, run_id=first.pk)
+    assert calibration_run_report(run=first)["freshness"] == {
+        "superseded": False,
+        "reason": None,
+        "current_input_sha256": first.input_sha256,
+        "changed_at": None,
+        "newer_run": None,
+    }
+    # when the item is resolved (the refresh then computes a new run)
+    with django_capture_on_commit_callbacks(execute=True):
+        resolved = adjudication_resolve(
+            project=project,
+            item_id=disputed.pk,
+            actor=member(Role.ADJUDICATOR),
+            expected_version=disputed.version,
+            answer_label="inadmissible",
+            claims=[],
+            rationale="the second vote is right",
+        )
+    latest = CalibrationRun.objects.filter(spec=spec).order_by("-pk").first()
+    # then the first run is superseded by the newer input, with its hash, time and run
+    freshness = calibration_run_report(run=first)["freshness"]
+    changed_at = Resolution.objects.get(item_id=disputed.pk).created_at
+    assert freshness == {
+        "superseded": True,
+        "reason": "the labels or scores it reads changed since it was requested",
+        "current_input_sha256": latest.input_sha256,
+        "changed_at": changed_at.isoformat(),
+        "newer_run": {
+            "id": latest.pk,
+            "status": "done",
+            "created_at": latest.created_at.isoformat(),
+        },
+    }
+    assert resolved is not None
+    page = login("adjudicator").get(f"/p/study/certification/runs/{first.pk}/").content.decode()
+    assert 'data-superseded="true"' in page and f"/runs/{latest.pk}/" in page
+    newer = login("adjudicator").get(f"/p/study/certification/runs/{latest.pk}/").content.decode()
+    assert 'data-superseded="false"' in newer
+    assert "automatic: the resolved labels or scores it reads changed" in newer

@@ -49,7 +49,7 @@ def world() -> dict[str, Any]:
 def test_the_manifest_and_card_say_which_runs_certify(world, tmp_path):
     directory = release_export(release=world["release"], directory=tmp_path / "out")
     manifest = json.loads((directory / "manifest.json").read_text("utf-8"))
-    assert manifest["schema_version"] == "1.3"
+    assert manifest["schema_version"] == "1.4"
     verdicts = {e["run"]["id"]: (e["certified"], e["reason"]) for e in manifest["certifies"]}
     reason = world["nothing"].result["selective_risk"]["reason"]
     assert verdicts == {
@@ -110,3 +110,27 @@ def test_the_release_page_marks_the_run_that_certifies_nothing(world, client):
     listing = client.get("/p/study/releases/").content.decode()
     assert f"(run {world['nothing'].pk}: certifies nothing)" in listing
     assert f"(run {world['certified'].pk})" in listing
+
+
+def test_a_both_run_whose_selective_half_certifies_nothing_lists_each_half(tmp_path):
+    # given a both spec whose t = 0.5 certifies nothing (p = 0.3) while M* = 1 holds
+    project = apply_project(project_create(slug="halves", name="Halves"))
+    manager = UserFactory()
+    membership_set(project=project, user=manager, role=Role.MANAGER)
+    run = apply_run(project, thresholds=[0.5])
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        release = release_freeze(project=project, actor=manager, version="1", run_ids=[run.pk])
+    # when it is exported
+    directory = release_export(release=release, directory=tmp_path / "out")
+    manifest = json.loads((directory / "manifest.json").read_text("utf-8"))
+    [entry] = manifest["certifies"]
+    # then the run certifies nothing as a whole, and each half says its own verdict
+    reason = f"no certified operating point: {run.result['selective_risk']['reason']}"
+    assert (entry["certified"], entry["reason"]) == (False, reason)
+    assert entry["methods"] == {
+        "selective_risk": {"certified": False, "reason": reason},
+        "conformal_set": {"certified": True, "reason": None},
+    }
+    card = (directory / "README.md").read_text("utf-8")
+    assert f": certifies conformal_set only ({reason})." in card
+    verify_release(directory)

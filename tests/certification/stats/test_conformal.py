@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from fractions import Fraction
 
@@ -186,6 +187,28 @@ def test_tie_rules():
         frequency_profile(samples, tie_rule="random")
 
 
+@pytest.mark.parametrize(
+    ("samples", "classes"),
+    [
+        # numbers compare as numbers, never as strings ("1000" < "5" as strings)
+        (["1000", "5"], ("5", "1000")),
+        (["0.5", "1/3", "-2", "10"], ("-2", "1/3", "0.5", "10")),
+        # numbers first, then the other classes as strings: an order, where a pairwise
+        # "numeric if both are numbers, else string" rule would cycle (2 < 10 < 1a < 2)
+        (["b", "10", "1a", "2"], ("2", "10", "1a", "b")),
+        # equal values written differently (the exact canonicaliser) fall back to the string
+        (["5.0", "5", "05"], ("05", "5", "5.0")),
+    ],
+)
+def test_canonical_ascending_orders_numeric_classes_numerically(samples, classes):
+    assert frequency_profile(samples).classes == classes
+    encoded = encode_samples([samples])
+    assert encoded.vocabulary == classes
+    # the first class of the vocabulary is the mode of a tie (canonical_ascending)
+    ranks = rank_scores_from_codes(encoded.codes, np.zeros_like(encoded.codes, dtype=bool))
+    assert encoded.vocabulary[ranks.mode_codes[0]] == classes[0]
+
+
 def test_canonicaliser_applies_to_samples_and_admissible_answers():
     samples = ["$1,000", "1000", "1000.0", "999"]
     assert nonconformity_score(samples, ["1,000.00"], canonicaliser="numeric") == 1
@@ -217,6 +240,13 @@ def test_evaluation_counts_by_hand():
     assert "infinite" in infinite.reason
 
 
+def _ascending(cls):
+    # an independent reading of the rule for the plain decimals drawn below
+    if re.fullmatch(r"-?\d+(\.\d+)?", cls):
+        return (0, Fraction(cls), cls)
+    return (1, Fraction(0), cls)
+
+
 def brute_force_scores(samples, admissible, tie_rule):
     # an independent reference: Counter + sort, no shared code
     scores = []
@@ -226,7 +256,7 @@ def brute_force_scores(samples, admissible, tie_rule):
         for i, cls in enumerate(row):
             first.setdefault(cls, i)
         if tie_rule == "canonical_ascending":
-            ranked = sorted(counts, key=lambda c: (-counts[c], c))
+            ranked = sorted(counts, key=lambda c: (-counts[c], _ascending(c)))
         else:
             ranked = sorted(counts, key=lambda c: (-counts[c], first[c]))
         ranks = [r for r, c in enumerate(ranked, 1) if c in good]
@@ -234,9 +264,10 @@ def brute_force_scores(samples, admissible, tie_rule):
     return scores
 
 
+CLASSES = ["a", "b", "c", "5", "1000", "10", "2.5", "-3", "07"]
 question = st.tuples(
-    st.lists(st.sampled_from("abcdefg"), min_size=0, max_size=12),
-    st.sets(st.sampled_from("abcdefgh"), max_size=3),
+    st.lists(st.sampled_from(CLASSES), min_size=0, max_size=12),
+    st.sets(st.sampled_from([*CLASSES, "h"]), max_size=3),
 )
 
 

@@ -351,7 +351,7 @@ def test_never_tells_impossible_from_beyond_the_budget():
     fixed = selective_plan(
         n=40, denominators=[40, 40], errors=[8, 0], alpha=0.1, delta=0.05, method="fixed_sequence"
     )
-    assert fixed.rows[1].never and fixed.rows[1].reason.startswith("fixed sequence, threshold 0")
+    assert fixed.rows[1].never and fixed.rows[1].reason.startswith("fixed sequence, threshold #0")
     conformal = conformal_plan(n=20, n_finite=17, n_mode_admissible=10, alpha="0.1")
     assert conformal.never and conformal.additional is None
 
@@ -384,3 +384,64 @@ def test_the_chance_over_a_large_budget_equals_the_full_sum():
     )
     full = np.dot(binom.pmf(added, more, d / n), binom.cdf(e_max - k, added, k / d))
     assert plan.rows[0].probability_at_n_more == pytest.approx(full, rel=1e-12)
+
+
+# -- the sizes for an 80 % and a 95 % chance --------------------------------------------------
+def chance_by_outcomes(n, d, k, alpha, level, more):
+    """P(certify with ``more`` units): every (new denominator, new errors) outcome summed."""
+    total = 0.0
+    weights = binom.pmf(np.arange(more + 1), more, d / n)
+    for added, weight in enumerate(weights):
+        errors = np.arange(added + 1)
+        passes = binom.cdf(k + errors, d + added, alpha) <= level
+        total += weight * binom.pmf(errors[passes], added, k / d).sum()
+    return total
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "k", "alpha", "delta"),
+    [(20, 20, 1, 0.1, 0.05), (30, 12, 1, 0.2, 0.1), (40, 33, 2, 0.15, 0.05)],
+)
+def test_the_sizes_for_an_80_and_a_95_percent_chance_are_where_the_chance_crosses(
+    n, d, k, alpha, delta
+):
+    plan = selective_plan(n=n, denominators=[d], errors=[k], alpha=alpha, delta=delta)
+    row = plan.rows[0]
+    assert plan.fewest_index == 0
+    # the planned size itself certifies only with its chance, here below 80 %
+    assert row.probability_at_plan < 0.8
+    chances = {}
+
+    def chance(more):
+        if more not in chances:
+            chances[more] = chance_by_outcomes(n, d, k, alpha, delta, more)
+        return chances[more]
+
+    assert [size.target for size in plan.fewest_for_chance] == [0.8, 0.95]
+    previous = row.additional
+    for size in plan.fewest_for_chance:
+        # then: an N whose chance reaches the target while N - 1's misses it (the chance dips
+        # a little where a planned error falls due, so the crossing need not be the first)
+        assert size.probability == pytest.approx(chance(size.additional), abs=1e-12)
+        assert size.probability >= size.target
+        assert size.additional > previous and chance(size.additional - 1) < size.target
+        previous = size.additional
+
+
+def test_a_certified_threshold_is_sure_at_once_and_names_label_the_fixed_sequence_reason():
+    certified = selective_plan(n=100, denominators=[100], errors=[0], alpha=0.1, delta=0.05)
+    assert [(s.additional, s.probability) for s in certified.fewest_for_chance] == [
+        (0, 1.0),
+        (0, 1.0),
+    ]
+    blocked = selective_plan(
+        n=20,
+        denominators=[0, 20],
+        errors=[0, 1],
+        alpha=0.1,
+        delta=0.05,
+        method="fixed_sequence",
+        names=["score >= 0.95", "score >= 0.5"],
+    )
+    assert blocked.fewest_index is None and blocked.fewest_for_chance == ()
+    assert blocked.rows[1].reason.startswith("fixed sequence, threshold score >= 0.95:")

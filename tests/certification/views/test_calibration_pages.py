@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from certification.certificates import STATS_VERSION
 from certification.models import CalibrationRun, CalibrationSpec, RunStatus
 from certification.services import calibration_run_execute, calibration_run_request
 from labeling.services import project_create
@@ -314,3 +315,53 @@ def test_a_run_not_done_renders_no_plot(spec, login, monkeypatch):
     login("manager").get(f"{BASE}/runs/{run.pk}/")
     assert renderer.call_count == 0
     assert not CalibrationRunPlots.objects.exists()
+
+
+def _text(response):
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode())).strip()
+
+
+def test_the_run_page_shows_each_method_and_the_statistics_version(data, login):
+    # given a both spec whose t = 0.5 needs 59 answers without error at alpha 0.05 (50 here)
+    # while M* = 1 holds (k = 49 of 50 scores, all 1)
+    spec = make_spec(
+        data, name="half", method="both", selector="mode", thresholds=[0.5], alpha="0.05"
+    )
+    run = calibration_run_execute(run_id=calibration_run_request(spec=spec, trigger="manual").pk)
+    page = login("adjudicator").get(f"{BASE}/runs/{run.pk}/")
+    body = page.content.decode()
+    assert '<span data-method="selective_risk" data-method-certified="no">' in body
+    assert '<span data-method="conformal_set" data-method-certified="yes">' in body
+    text = _text(page)
+    assert 'Conformal sets: certifies; apply it alone with "method": "conformal_set"' in text
+    assert (
+        "Selective risk (Learn then Test): certifies nothing (no certified operating point" in text
+    )
+    assert f"Statistics version {STATS_VERSION} (this server's)" in text
+    # a run of another statistics version says so
+    CalibrationRun.objects.filter(pk=run.pk).update(stats_version=STATS_VERSION - 1)
+    text = _text(login("adjudicator").get(f"{BASE}/runs/{run.pk}/"))
+    assert f"this server computes version {STATS_VERSION}" in text
+
+
+def test_run_now_after_the_automatic_first_run_says_what_started_it(
+    data, login, django_capture_on_commit_callbacks
+):
+    # given a spec saved by a manager: its first run starts by itself (the derived refresh)
+    client = login("manager")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"{BASE}/specs/new/", {**FORM, "name": "auto"})
+    spec = CalibrationSpec.objects.get(name="auto")
+    [first] = CalibrationRun.objects.filter(spec=spec)
+    assert first.trigger == "labels_changed"
+    # when the manager clicks Run now on the same inputs
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"{BASE}/specs/{spec.pk}/run/", follow=True)
+    # then no run is added, the page says so and labels the run's trigger truly
+    assert CalibrationRun.objects.filter(spec=spec).count() == 1
+    text = _text(response)
+    assert f"No new run: the inputs are unchanged since run {first.pk}" in text
+    assert "Trigger automatic: the spec was saved (its first run)" in text
+    assert "resolved labels changed" not in text
+    listing = _text(client.get(f"{BASE}/specs/{spec.pk}/"))
+    assert "automatic: the spec was saved (its first run)" in listing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import math
 import re
 
@@ -43,7 +44,8 @@ def _data(project):
 
 
 def text(response):
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode())).strip()
+    page = re.sub(r"<[^>]+>", " ", response.content.decode())
+    return re.sub(r"\s+", " ", html.unescape(page)).strip()
 
 
 def first_passing(n, k, alpha, level):
@@ -52,6 +54,13 @@ def first_passing(n, k, alpha, level):
         for more in range(10_000)
         if binom.cdf(math.ceil(k * (n + more) / n), n + more, alpha) <= level
     )
+
+
+def chance(more, n=20, k=1, alpha=0.1, level=0.05 / 3):
+    """P(certify with ``more`` units) when every unit is accepted: Bin(more, k/n) new errors."""
+    total = n + more
+    passing = [e for e in range(total + 1) if binom.cdf(e, total, alpha) <= level]
+    return float(binom.cdf(max(passing) - k, more, k / n)) if passing else 0.0
 
 
 def test_a_manager_reads_how_many_more_labels_a_spec_that_certifies_nothing_needs(project, login):
@@ -64,8 +73,17 @@ def test_a_manager_reads_how_many_more_labels_a_spec_that_certifies_nothing_need
     assert "A plan is not a certificate" in page
     assert (
         f"Nothing certifies on the 20 calibration questions resolved now. If the observed rates "
-        f"held, threshold 0 would certify with {needed} more resolved calibration questions."
+        f"held, the threshold acceptance_score >= 0.5 would certify with {needed} more resolved "
+        f"calibration questions — but only with a chance of {100 * chance(needed):.2f}%"
     ) in page
+    # the sizes for an 80 % and a 95 % chance, where the chance (summed here) crosses them
+    for target, more in re.findall(r"at least a ([\d.]+)% chance: (\d+) more", page):
+        more, target = int(more), float(target) / 100
+        assert chance(more) >= target > chance(more - 1)
+    assert re.findall(r"at least a ([\d.]+)% chance: (\d+) more", page) == [
+        ("80.00", "232"),
+        ("95.00", "378"),
+    ]
     assert "Even with zero errors a threshold needs at least 39 accepted answers." in page
     # the threshold 0.95 accepts nothing: it never certifies at the observed answer rate
     rows = re.findall(
