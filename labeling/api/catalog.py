@@ -29,7 +29,7 @@ from labeling.api.common import (
 from labeling.api.fields import StrictCharField
 from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
-from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
+from labeling.api.parsers import StrictMultiPartParser
 from labeling.exceptions import PermissionDenied
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.importers import claims_choice_error, evaluator_version_error
@@ -590,7 +590,7 @@ class ItemDetailApi(APIView):
 class ImportCreateApi(APIView):
     """Import a workload file synchronously, atomically and idempotently (managers only)."""
 
-    parser_classes = [StrictMultiPartParser, StrictFormParser]
+    parser_classes = [StrictMultiPartParser]
     project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
@@ -686,7 +686,7 @@ class ImportCreateApi(APIView):
 class EvaluatorLabelImportApi(APIView):
     """Import an evaluator-label JSONL file (judges run after the workload; managers only)."""
 
-    parser_classes = [StrictMultiPartParser, StrictFormParser]
+    parser_classes = [StrictMultiPartParser]
     project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
