@@ -434,7 +434,7 @@ def test_parameter_bounds_are_in_the_schema(schema):
     detail = schema["paths"]["/api/projects/{slug}/items/{item_id}/"]["get"]["parameters"]
     item_id = next(p["schema"] for p in detail if p["name"] == "item_id")
     assert item_id["maximum"] == 2**63 - 1
-    settings_input = schema["components"]["schemas"]["PatchedLabellingSettingsInput"]
+    settings_input = schema["components"]["schemas"]["PatchedLabellingSettingsInputRequest"]
     overlap = settings_input["properties"]["overlap"]
     assert (overlap["minimum"], overlap["maximum"]) == (1, 100)
 

@@ -92,7 +92,7 @@ def test_no_work_is_documented_as_204(schema):
 
 def test_the_submission_body_documents_claims_with_evidence(schema):
     components = schema["components"]["schemas"]
-    assert set(components["AnnotationInput"]["properties"]) == {
+    assert set(components["AnnotationInputRequest"]["properties"]) == {
         "answer_label",
         "answer_reason",
         "comment",
