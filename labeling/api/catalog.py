@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -116,9 +117,9 @@ class ProjectListApi(APIView):
             return permissions.project_role(user=self.context["user"], project=project)
 
     class InputSerializer(serializers.Serializer):
-        slug = serializers.RegexField(
-            f"^{SLUG.pattern}$",
+        slug = StrictCharField(
             max_length=64,
+            validators=[RegexValidator(f"^{SLUG.pattern}$")],
             help_text="URL name, unique: ASCII letters, digits, '-' and '_'.",
         )
         name = StrictCharField(max_length=MAX_NAME_LENGTH)
