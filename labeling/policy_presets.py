@@ -8,8 +8,8 @@ self-contained Markdown explaining every label, when evidence is required and th
 ``DATA_NOTES``).
 
 Presets: ``source_relative`` (the default), ``external_truth``, ``faithbench``, ``expertqa``,
-``gsm8k`` and ``ragtruth``. A preset only fills the project's first policy version; the manager
-edits it freely while it is a draft.
+``gsm8k``, ``ragtruth`` and ``wice``. A preset only fills the project's first policy version;
+the manager edits it freely while it is a draft.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from labeling import vocabulary as v
 from labeling.exceptions import InvalidInput
-from labeling.importers import expertqa, faithbench, gsm8k, ragtruth
+from labeling.importers import expertqa, faithbench, gsm8k, ragtruth, wice
 from labeling.selectors.policies import (
     CANNOT_DECIDE_KEY,
     DEFAULT_DESCRIPTIONS,
@@ -281,6 +281,14 @@ def presets() -> dict[str, PolicyPreset]:
             "source_relative",
             _source_relative(),
             ragtruth.DATA_NOTES,
+        ),
+        _preset(
+            "wice",
+            "WiCE Wikipedia citations (source-relative faithfulness)",
+            "WiCE: is each Wikipedia sentence supported by the web page it cites?",
+            "source_relative",
+            _source_relative(),
+            wice.DATA_NOTES,
         ),
     ]
     return {preset.name: preset for preset in made}

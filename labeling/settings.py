@@ -356,12 +356,11 @@ REST_FRAMEWORK = {
         # Last: malformed, empty or unknown query parameters are a 400 (labeling/api/params.py).
         "labeling.api.params.QueryParameterCheck",
     ],
-    # One value per field: a repeated JSON key or form field is refused (labeling/api/parsers.py).
-    "DEFAULT_PARSER_CLASSES": [
-        "labeling.api.parsers.StrictJSONParser",
-        "labeling.api.parsers.StrictFormParser",
-        "labeling.api.parsers.StrictMultiPartParser",
-    ],
+    # JSON bodies only, one value per key (labeling/api/parsers.py): the schema then declares one
+    # media type per body, as generated clients need. Uploads set their own (multipart) parser.
+    "DEFAULT_PARSER_CLASSES": ["labeling.api.parsers.StrictJSONParser"],
+    # APIClient (tests) sends what the API takes.
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_PAGINATION_CLASS": "labeling.api.pagination.CappedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     # JSON only: errors are JSON of one shape (labeling/api_errors.py); the browsable API would
@@ -397,6 +396,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A component per direction (e.g. TokenObtainRequest, TokenObtain): a read-only output field
+    # is not required of a request, nor a write-only input field promised in a response.
+    "COMPONENT_SPLIT_REQUEST": True,
     # Query and path parameters: bounds and non-empty strings stated (labeling/api/schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

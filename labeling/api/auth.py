@@ -28,7 +28,6 @@ from rest_framework.views import APIView
 from labeling.api.account import ApiTokenCreatedSerializer, created_token_body
 from labeling.api.common import ErrorSerializer, written
 from labeling.api.fields import StrictCharField
-from labeling.api.parsers import StrictFormParser, StrictJSONParser
 from labeling.services.tokens import (
     TOKEN_DEFAULT_DAYS,
     TOKEN_MAX_DAYS,
@@ -56,7 +55,6 @@ class TokenObtainApi(APIView):
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
-    parser_classes = [StrictJSONParser, StrictFormParser]
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "token"
 

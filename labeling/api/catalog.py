@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -29,7 +30,7 @@ from labeling.api.common import (
 from labeling.api.fields import StrictCharField
 from labeling.api.jobs import JobSerializer, job_accepted
 from labeling.api.pagination import CappedLimitOffsetPagination
-from labeling.api.parsers import StrictFormParser, StrictMultiPartParser
+from labeling.api.parsers import StrictMultiPartParser
 from labeling.exceptions import PermissionDenied
 from labeling.forms import DEFAULT_PROPORTIONS, format_choices
 from labeling.importers import claims_choice_error, evaluator_version_error
@@ -116,9 +117,9 @@ class ProjectListApi(APIView):
             return permissions.project_role(user=self.context["user"], project=project)
 
     class InputSerializer(serializers.Serializer):
-        slug = serializers.RegexField(
-            f"^{SLUG.pattern}$",
+        slug = StrictCharField(
             max_length=64,
+            validators=[RegexValidator(f"^{SLUG.pattern}$")],
             help_text="URL name, unique: ASCII letters, digits, '-' and '_'.",
         )
         name = StrictCharField(max_length=MAX_NAME_LENGTH)
@@ -590,7 +591,7 @@ class ItemDetailApi(APIView):
 class ImportCreateApi(APIView):
     """Import a workload file synchronously, atomically and idempotently (managers only)."""
 
-    parser_classes = [StrictMultiPartParser, StrictFormParser]
+    parser_classes = [StrictMultiPartParser]
     project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):
@@ -686,7 +687,7 @@ class ImportCreateApi(APIView):
 class EvaluatorLabelImportApi(APIView):
     """Import an evaluator-label JSONL file (judges run after the workload; managers only)."""
 
-    parser_classes = [StrictMultiPartParser, StrictFormParser]
+    parser_classes = [StrictMultiPartParser]
     project_roles = {"POST": permissions.MANAGERS}
 
     class InputSerializer(serializers.Serializer):

@@ -1,12 +1,14 @@
 """Request body parsers of the API: one value per field, whatever the encoding.
 
-DRF's own parsers keep the last of several values: ``json`` keeps the last of two equal keys
-of an object, and a serializer reads the last value of a form field posted twice. These
-parsers (installed by ``REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"]``) refuse both with
-:class:`labeling.exceptions.MultipleValues` (HTTP 400, code ``multiple_values``) naming the
-field: ``answer_label``, or ``claims[1].label`` for a key repeated inside a nested object.
-The JSON check is the importers' (:func:`labeling.importers.native.unique_keys`). No endpoint
-takes a list as a repeated form field, so every form field must occur once.
+The API takes JSON bodies (``REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"]``), and multipart form
+data only where a file is uploaded (the views' own ``parser_classes``), so the schema declares
+one media type per request body. DRF's own parsers keep the last of several values: ``json``
+keeps the last of two equal keys of an object, and a serializer reads the last value of a form
+field posted twice. These parsers refuse both with :class:`labeling.exceptions.MultipleValues`
+(HTTP 400, code ``multiple_values``) naming the field: ``answer_label``, or
+``claims[1].label`` for a key repeated inside a nested object. The JSON check is the
+importers' (:func:`labeling.importers.native.unique_keys`). No upload takes a list as a
+repeated form field, so every form field must occur once.
 
 Its own module, importing no view: DRF reads ``DEFAULT_PARSER_CLASSES`` while
 ``rest_framework.views`` is being imported.
@@ -109,25 +111,6 @@ def _refuse_repeats(*fields: MultiValueDict[str, Any]) -> None:
         for key, given in values.lists():
             if len(given) > 1:
                 raise MultipleValues.of(_shown(key), len(given))
-
-
-class StrictFormParser(parsers.FormParser):
-    """DRF's URL-encoded form parser, refusing a field posted more than once."""
-
-    def parse(
-        self,
-        stream: IO[Any],
-        media_type: str | None = None,
-        parser_context: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """Parse the body as a URL-encoded form, each field once.
-
-        Raises:
-            MultipleValues: a field occurs more than once.
-        """
-        data = super().parse(stream, media_type, parser_context)
-        _refuse_repeats(data)
-        return data
 
 
 class StrictMultiPartParser(parsers.MultiPartParser):

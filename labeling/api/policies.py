@@ -21,7 +21,6 @@ from labeling import permissions
 from labeling.api.common import ErrorSerializer, paginated, project_and_role, written
 from labeling.api.fields import StrictBooleanField
 from labeling.api.pagination import CappedLimitOffsetPagination
-from labeling.api.parsers import StrictJSONParser
 from labeling.exceptions import InvalidTransition
 from labeling.markdown import markdown_html
 from labeling.models import EvidenceRelation, LabelPolicy
@@ -153,7 +152,6 @@ def policy_body(policy: LabelPolicy, *, manager: bool) -> dict[str, Any]:
 class ProjectPolicyApi(APIView):
     """The project's newest label policy version (GET, members); edit the draft (PUT, managers)."""
 
-    parser_classes = [StrictJSONParser]
     project_roles = {"PUT": permissions.MANAGERS}
 
     @extend_schema(

@@ -172,7 +172,17 @@ def _native(stream: IO[bytes], filename: str) -> RecordSource:
 
 def formats() -> dict[str, WorkloadFormat]:
     """Return every known format by name."""
-    from labeling.importers import expertqa, faithbench, gsm8k, otel, ragas, ragtruth, release
+    from labeling.importers import (
+        expertqa,
+        faithbench,
+        gsm8k,
+        otel,
+        ragas,
+        ragtruth,
+        release,
+        wice,
+        xsum,
+    )
 
     return {
         "native": WorkloadFormat(
@@ -187,4 +197,6 @@ def formats() -> dict[str, WorkloadFormat]:
         "ragas": ragas.FORMAT,
         "ragtruth": ragtruth.FORMAT,
         "release": release.FORMAT,
+        "wice": wice.FORMAT,
+        "xsum": xsum.FORMAT,
     }

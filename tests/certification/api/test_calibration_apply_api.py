@@ -211,11 +211,11 @@ def test_the_schema_documents_the_endpoint(api):
     operation = document["paths"]["/api/projects/{slug}/calibration/runs/{run_id}/apply/"]["post"]
     assert operation["operationId"] == "calibration_runs_apply"
     assert {"200", "400", "403", "404", "409"} <= set(operation["responses"])
-    body = document["components"]["schemas"]["CertificateApplyInput"]
+    body = document["components"]["schemas"]["CertificateApplyInputRequest"]
     assert set(body["properties"]) == {"questions", "method"}
-    question = document["components"]["schemas"]["CertificateApplyQuestion"]
+    question = document["components"]["schemas"]["CertificateApplyQuestionRequest"]
     assert set(question["properties"]) == {"id", "candidates"}
-    candidate = document["components"]["schemas"]["CertificateApplyCandidate"]
+    candidate = document["components"]["schemas"]["CertificateApplyCandidateRequest"]
     assert set(candidate["properties"]) == {"id", "answer", "score", "selected"}
 
 

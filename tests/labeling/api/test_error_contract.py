@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import io
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.db import OperationalError, connection, transaction
+from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from rest_framework.test import APIClient
 from rest_framework.throttling import UserRateThrottle
 
@@ -97,6 +99,20 @@ def test_a_role_refusal_is_a_json_403(api, project):
 def test_a_json_body_on_a_multipart_endpoint_is_a_json_415(api, project):
     response = api(Role.MANAGER).post(
         "/api/projects/study/imports/", {"format": "native"}, format="json"
+    )
+    assert_contract(response, 415, "unsupported_media_type")
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (encode_multipart(BOUNDARY, {"seed": "1"}), MULTIPART_CONTENT),
+        (urlencode({"seed": "1"}), "application/x-www-form-urlencoded"),
+    ],
+)
+def test_a_form_body_on_a_json_endpoint_is_a_json_415(api, project, body, content_type):
+    response = api(Role.MANAGER).post(
+        "/api/projects/study/partition/", body, content_type=content_type
     )
     assert_contract(response, 415, "unsupported_media_type")
 
@@ -418,7 +434,7 @@ def test_parameter_bounds_are_in_the_schema(schema):
     detail = schema["paths"]["/api/projects/{slug}/items/{item_id}/"]["get"]["parameters"]
     item_id = next(p["schema"] for p in detail if p["name"] == "item_id")
     assert item_id["maximum"] == 2**63 - 1
-    settings_input = schema["components"]["schemas"]["PatchedLabellingSettingsInput"]
+    settings_input = schema["components"]["schemas"]["PatchedLabellingSettingsInputRequest"]
     overlap = settings_input["properties"]["overlap"]
     assert (overlap["minimum"], overlap["maximum"]) == (1, 100)
 

@@ -108,6 +108,7 @@ def test_a_taken_slug_is_400_naming_slug(project):
     ("change", "field"),
     [
         ({"slug": "Not A Slug"}, "slug"),
+        ({"slug": 0}, "slug"),  # a JSON number is not the slug "0"
         ({"name": ""}, "name"),
         ({"preset": "vibes"}, "preset"),
         ({"overlap": 0}, "overlap"),

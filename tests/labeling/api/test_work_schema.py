@@ -92,7 +92,7 @@ def test_no_work_is_documented_as_204(schema):
 
 def test_the_submission_body_documents_claims_with_evidence(schema):
     components = schema["components"]["schemas"]
-    assert set(components["AnnotationInput"]["properties"]) == {
+    assert set(components["AnnotationInputRequest"]["properties"]) == {
         "answer_label",
         "answer_reason",
         "comment",
@@ -101,13 +101,13 @@ def test_the_submission_body_documents_claims_with_evidence(schema):
         "revision",
         "policy_version",
     }
-    assert set(components["ClaimInput"]["properties"]) == {
+    assert set(components["ClaimInputRequest"]["properties"]) == {
         "claim_id",
         "label",
         "reason",
         "boundary_error",
         "evidence",
     }
-    evidence = components["EvidenceInput"]["properties"]
+    evidence = components["EvidenceInputRequest"]["properties"]
     assert set(evidence) == {"source_version_id", "start", "end", "quote", "unit"}
     assert evidence["unit"]["default"] == "utf16"

@@ -143,7 +143,7 @@ def test_not_an_object_is_refused():
 
 
 @pytest.mark.parametrize("name", ["source_relative", "external_truth", "faithbench", "expertqa",
-                                  "gsm8k"])  # fmt: skip
+                                  "gsm8k", "wice"])  # fmt: skip
 def test_every_preset_is_valid_and_its_guideline_explains_every_label(name):
     preset = presets()[name]
     data = preset.description_data()
@@ -280,4 +280,6 @@ def test_every_format_names_a_preset():
         "ragas": "source_relative",
         "ragtruth": "ragtruth",
         "release": "source_relative",
+        "wice": "wice",
+        "xsum": "source_relative",
     }
