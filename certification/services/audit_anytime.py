@@ -154,6 +154,25 @@ def _judge_rates(
     return rates
 
 
+def audit_figure_kinds(result: dict[str, Any]) -> dict[str, Any]:
+    """Return the design of an audit result's sample and the kind of each figure it computed.
+
+    Keys: ``design`` (``stratified``, ``active``, or None without a sample: every resolved item
+    counts) and ``figures`` (the result's key of each computed figure -> :data:`FIXED_N` or
+    :data:`ANYTIME`; a figure that gives only a reason, or waits for members, is left out).
+    Reads the stored JSON only: a release records it beside the result it freezes.
+    """
+    sample = result.get("sample")
+    figures = {}
+    if result.get("error_rate") and "reason" not in result["error_rate"]:
+        figures["error_rate"] = FIXED_N
+    if (result.get("active") or {}).get("status") == "done":
+        figures["active"] = FIXED_N
+    if result.get("anytime") and "reason" not in result["anytime"]:
+        figures["anytime"] = ANYTIME
+    return {"design": None if sample is None else sample["kind"], "figures": figures}
+
+
 def _stop(upper_bound: float, target: float | None) -> dict[str, Any] | None:
     if target is None:
         return None
