@@ -59,7 +59,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Part of the input hash: bump it when the statistics or the stored JSON change.
-AUDIT_STATS_VERSION = 3  # 2: the anytime-valid figures and the target; 3: the active design
+AUDIT_STATS_VERSION = 4  # 2: the anytime-valid figures and the target; 3: the active design;
+# 4: the anytime-valid figures of an active sample
 #: The evaluator labels of a thresholded score (flag = positive).
 FLAG, PASS = "flag", "pass"
 #: Default declaration: FaithBench-style binary verdicts in the policy's answer schema.

@@ -27,6 +27,17 @@ Figures (JSON under the audit result's ``anytime`` key, see :func:`anytime_json`
 - with a manager's target (``AuditReport.anytime_target``): the stop message, and a planner,
   the simulated number of labels at which the test of "rate >= target" stops if the true rate
   were a quarter, half or three quarters of the target (one stratum, the workload's N items).
+
+An active sample (unequal probabilities) has its own sequence: the *whole workload* judged at
+the draw is taken in a seeded permutation (``default_rng([seed, 1])`` of its item ids), and item
+t contributes the active summand Z_t = f_t + (Y_t - f_t) xi_t / pi_t from its recorded
+prediction and probability: at once when it was not drawn, once resolved when it was (an
+unresolved one counts as an error). The sequence is the longest prefix whose drawn items are
+all resolved; the summands' range is fixed by the design before any label
+(``certification.stats.ppi.active_observation_range``), and the bounds are the betting
+sequences of ``certification.stats.sequential.active_betting_bounds``, treating the workload's
+items as i.i.d. draws from the traffic. The judge's rates and the planner are not given for it
+(the drawn items are not a simple random sample of either human class).
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from certification.exceptions import InvalidAudit
-from certification.models import AuditReport
+from certification.models import AuditReport, SampleKind
 from certification.selectors import AuditRow, audit_report_get
 from certification.services.audit import (
     ActiveDesign,
@@ -66,6 +77,13 @@ ORDER_NOTE = (
     "seed when it was drawn; the figures use the longest prefix of that order whose members are "
     "all resolved, never the order in which labels came back"
 )
+ACTIVE_ORDER_NOTE = (
+    "every item judged when the active sample was drawn is taken in a random permutation fixed "
+    "by the sample's seed; an item not drawn contributes the evaluator's prediction at once, a "
+    "drawn one its inverse-probability-weighted label once resolved; the figures use the "
+    "longest prefix whose drawn items are all resolved, never the order in which labels came "
+    "back"
+)
 
 
 def sequential_order(design: SampleDesign) -> list[int]:
@@ -74,11 +92,16 @@ def sequential_order(design: SampleDesign) -> list[int]:
     A permutation of the members sorted by item id, from ``default_rng([seed, 1])``: the same
     sample always gives the same order, and the order depends on nothing but the seed.
     """
+    return _permutation(list(design.members), design.seed)
+
+
+def _permutation(item_ids: Sequence[int], seed: int) -> list[int]:
+    """Return the item ids sorted, then permuted by ``default_rng([seed, 1])``."""
     import numpy as np
 
-    members = sorted(design.members)
-    permutation = np.random.default_rng([design.seed, 1]).permutation(len(members))
-    return [members[int(i)] for i in permutation]
+    ordered = sorted(item_ids)
+    permutation = np.random.default_rng([seed, 1]).permutation(len(ordered))
+    return [ordered[int(i)] for i in permutation]
 
 
 def _prefix(order: Sequence[int], rows: dict[int, AuditRow]) -> list[AuditRow]:
@@ -131,6 +154,25 @@ def _judge_rates(
     return rates
 
 
+def audit_figure_kinds(result: dict[str, Any]) -> dict[str, Any]:
+    """Return the design of an audit result's sample and the kind of each figure it computed.
+
+    Keys: ``design`` (``stratified``, ``active``, or None without a sample: every resolved item
+    counts) and ``figures`` (the result's key of each computed figure -> :data:`FIXED_N` or
+    :data:`ANYTIME`; a figure that gives only a reason, or waits for members, is left out).
+    Reads the stored JSON only: a release records it beside the result it freezes.
+    """
+    sample = result.get("sample")
+    figures = {}
+    if result.get("error_rate") and "reason" not in result["error_rate"]:
+        figures["error_rate"] = FIXED_N
+    if (result.get("active") or {}).get("status") == "done":
+        figures["active"] = FIXED_N
+    if result.get("anytime") and "reason" not in result["anytime"]:
+        figures["anytime"] = ANYTIME
+    return {"design": None if sample is None else sample["kind"], "figures": figures}
+
+
 def _stop(upper_bound: float, target: float | None) -> dict[str, Any] | None:
     if target is None:
         return None
@@ -148,6 +190,56 @@ def _stop(upper_bound: float, target: float | None) -> dict[str, Any] | None:
     return {"stop": stop, "target": target, "upper_bound": upper_bound, "message": message}
 
 
+def _active_anytime(
+    report: AuditReport, by_id: dict[int, AuditRow], design: ActiveDesign, target: float | None
+) -> dict[str, Any]:
+    """The anytime-valid error rate of an active sample (see the module docstring)."""
+    from certification.stats.ppi import active_observation_range
+    from certification.stats.sequential import active_betting_bounds
+
+    positive_h = set(report.human_positive)
+    predictions, inclusion, drawn, errors = [], [], [], []
+    for item_id in _permutation(list(design.population), design.seed):
+        pi, f = design.population[item_id]
+        error = 0.0
+        if item_id in design.members:
+            row = by_id.get(item_id)
+            if row is None or not row.resolved:
+                break
+            error = float(row.human_label is None or row.human_label in positive_h)
+        predictions.append(f)
+        inclusion.append(pi)
+        drawn.append(item_id in design.members)
+        errors.append(error)
+    lower, upper = active_observation_range(
+        [f for _, f in design.population.values()],
+        [pi for pi, _ in design.population.values()],
+        floor=design.floor,
+    )
+    bound = active_betting_bounds(
+        predictions,
+        inclusion,
+        drawn,
+        errors,
+        lower=lower,
+        upper=upper,
+        alpha=1.0 - float(report.confidence),
+    )
+    resolved = sum(1 for pk in design.members if pk in by_id and by_id[pk].resolved)
+    return {
+        "kind": ANYTIME,
+        "design": SampleKind.ACTIVE.value,
+        "order": ACTIVE_ORDER_NOTE,
+        "n_prefix": bound.n,
+        "n_waiting": resolved - bound.n_labelled,
+        "error_rate": {"kind": ANYTIME, **to_json(bound)},
+        "judge": None,
+        "target": target,
+        "stop": _stop(bound.upper_bound, target),
+        "planner": None,
+    }
+
+
 def anytime_json(
     report: AuditReport,
     rows: Sequence[AuditRow],
@@ -155,12 +247,16 @@ def anytime_json(
 ) -> dict[str, Any]:
     """Compute the audit's anytime-valid figures as JSON (no database access).
 
-    Keys: ``kind`` (:data:`ANYTIME`), ``order`` (how the sequence is ordered), ``n_prefix``
-    (resolved members in the prefix), ``n_waiting`` (resolved members after it), ``error_rate``
-    (the stratified bounds, :class:`~certification.stats.sequential.StratifiedSequenceBound`
-    as JSON), ``judge`` (false positive / negative rate sequences), ``target``, ``stop`` (the
-    message, or None without a target) and ``planner`` (simulated labels to stop, or None);
-    or ``{"kind": ..., "reason": ...}`` without an audit sample or labelled item.
+    Keys: ``kind`` (:data:`ANYTIME`), ``design`` (the sample's kind, ``stratified`` or
+    ``active``), ``order`` (how the sequence is ordered), ``n_prefix`` (resolved members in the
+    prefix; for an active sample, the workload's items in it, drawn or not), ``n_waiting``
+    (resolved members after it), ``error_rate`` (the stratified bounds,
+    :class:`~certification.stats.sequential.StratifiedSequenceBound` as JSON; for an active
+    sample :class:`~certification.stats.sequential.ActiveSequenceBound` as JSON with its
+    ``kind``), ``judge`` (false positive / negative rate sequences; None for an active
+    sample), ``target``, ``stop`` (the message, or None without a target) and ``planner``
+    (simulated labels to stop, or None); or ``{"kind": ..., "reason": ...}`` without an audit
+    sample or labelled item.
     """
     import numpy as np
 
@@ -174,16 +270,11 @@ def anytime_json(
         }
     if not rows:
         return {"kind": ANYTIME, "reason": "the evaluator labelled no item"}
-    if not isinstance(design, SampleDesign):
-        return {
-            "kind": ANYTIME,
-            "reason": "an active sample includes items with unequal probabilities; these "
-            "sequences need equal probabilities within each stratum (the active estimate is "
-            "fixed-n)",
-        }
-    delta = 1.0 - float(report.confidence)
     target = None if report.anytime_target is None else float(report.anytime_target)
     by_id = {r.item_id: r for r in rows}
+    if isinstance(design, ActiveDesign):
+        return _active_anytime(report, by_id, design, target)
+    delta = 1.0 - float(report.confidence)
     prefix = _prefix(sequential_order(design), by_id)
     positive_h = set(report.human_positive)
     strata = [design.strata.get(r.item_id, "(labelled after the draw)") for r in rows]
@@ -218,6 +309,7 @@ def anytime_json(
         ]
     return {
         "kind": ANYTIME,
+        "design": SampleKind.STRATIFIED.value,
         "order": ORDER_NOTE,
         "n_prefix": len(prefix),
         "n_waiting": resolved_members - len(prefix),

@@ -31,6 +31,7 @@ from certification.models import (
     release_version_key,
 )
 from certification.selectors import calibration_run_test_decisions, release_default_run_ids
+from certification.services.audit_anytime import audit_figure_kinds
 from certification.services.releases.build import RELEASE_BUILD
 from labeling import engine
 from labeling.exceptions import Conflict, InvalidInput
@@ -211,6 +212,7 @@ def _report_snapshot(
             {
                 "evaluator": {"name": audit.evaluator.name, "version": audit.evaluator.version},
                 "input_sha256": audit.input_sha256,
+                **audit_figure_kinds(audit.result),
                 "result": audit.result,
             }
             for audit in audits

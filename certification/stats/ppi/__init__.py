@@ -70,6 +70,7 @@ estimator) for the weighted reading.
 from certification.stats.ppi.active import (
     ActivePPIEstimate,
     active_inclusion_probabilities,
+    active_observation_range,
     active_ppi_mean,
     judge_uncertainty,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "UnionBound",
     "UnresolvedPolicy",
     "active_inclusion_probabilities",
+    "active_observation_range",
     "active_ppi_mean",
     "estimate_error_rate",
     "human_only_bound",

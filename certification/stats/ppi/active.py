@@ -84,6 +84,12 @@ def judge_uncertainty(predictions: ArrayLike) -> NDArray[np.float64]:
     return np.sqrt(p * (1.0 - p))
 
 
+def _design_shape(u: NDArray[np.float64], floor: float) -> NDArray[np.float64]:
+    """q_i = (1 - floor) u_i / mean(u) + floor, or 1 everywhere when every u_i is 0."""
+    mean_u = float(u.mean())
+    return np.ones(u.size) if mean_u == 0.0 else (1.0 - floor) * u / mean_u + floor
+
+
 def active_inclusion_probabilities(
     uncertainty: ArrayLike, *, budget: float, floor: float = DEFAULT_FLOOR
 ) -> NDArray[np.float64]:
@@ -119,8 +125,7 @@ def active_inclusion_probabilities(
         raise StatsError(f"budget must lie in (0, {big_n}], got {budget!r}")
     if isinstance(floor, bool) or not (0 < floor <= 1):
         raise StatsError(f"floor must lie in (0, 1], got {floor!r}")
-    mean_u = float(u.mean())
-    shape = np.ones(big_n) if mean_u == 0.0 else (1.0 - floor) * u / mean_u + floor
+    shape = _design_shape(u, floor)
     capped = np.zeros(big_n, dtype=bool)
     while True:
         # scale the uncapped items to spend what the capped ones leave
@@ -132,6 +137,65 @@ def active_inclusion_probabilities(
         if capped.all():
             break
     return np.where(capped, 1.0, np.minimum(1.0, scale * shape))
+
+
+def active_observation_range(
+    predictions: ArrayLike, inclusion: ArrayLike, *, floor: float
+) -> tuple[float, float]:
+    """Return (lo, hi): the range of the summand Z = f + (Y - f) xi / pi over the whole design.
+
+    For one item, Z = f when it is not drawn, and f (1 - 1/pi) (Y = 0) or f + (1 - f) / pi
+    (Y = 1) when it is; so Z lies in [f (1 - 1/pi), f + (1 - f) / pi], an interval that contains
+    f and [0, 1]. The design of :func:`active_inclusion_probabilities` gives every item
+    pi(f) = min(1, s q(u(f))) >= pi_0 = min(1, s q(0)), the probability of an item whose
+    prediction is certain (u = 0; q(0) = floor, or 1 when every recorded u is 0); s and mean(u)
+    are fixed by the workload at the draw. Since 1 - 1/pi_0 <= 0, f (1 - 1/pi) >= f (1 - 1/pi_0)
+    >= 1 - 1/pi_0 and f + (1 - f) / pi <= f + (1 - f) / pi_0 <= 1 / pi_0, with equality at f = 1
+    and f = 0 (certain predictions). Hence, for every item the design can draw,
+
+        lo = 1 - 1/pi_0 <= Z <= 1/pi_0 = hi,
+
+    the tightest bounds that hold before any item is seen: an anytime-valid sequence needs its
+    range fixed before the first observation (bounds that depend on item t itself would make
+    its bet depend on item t's prediction, and E[Y | f] is not the rate).
+
+    The scale is read back from the recorded probabilities of the items below the cap, for
+    which pi_i = s q_i. When every item is capped the budget is the whole workload (the
+    probabilities sum to it): every item is labelled, pi_0 = 1 and Z = Y.
+
+    Args:
+        predictions: shape (N,), the recorded predictions f_i in [0, 1].
+        inclusion: shape (N,), the recorded inclusion probabilities pi_i in (0, 1].
+        floor: tau in (0, 1], the design's floor share.
+
+    Returns:
+        (lo, hi) with lo <= 0 and hi >= 1; (0, 1) when pi_0 = 1 (every item labelled).
+
+    Raises:
+        StatsError: on misaligned or empty arrays, values out of range, or a floor outside
+            (0, 1].
+
+    Source: Zrnic and Candès (2024), arXiv:2403.03208, Sec. 3 (the summand) and Sec. 5 (the
+    design); the range as derived here.
+    """
+    f = unit_vector(predictions, name="predictions")
+    pi = np.asarray(inclusion, dtype=np.float64)
+    if f.size == 0 or pi.shape != f.shape:
+        raise StatsError(f"inclusion must have the non-empty shape of predictions {f.shape}")
+    if not np.all(np.isfinite(pi)) or bool(np.any(pi <= 0)) or bool(np.any(pi > 1)):
+        raise StatsError("inclusion probabilities must lie in (0, 1]")
+    if isinstance(floor, bool) or not (0 < floor <= 1):
+        raise StatsError(f"floor must lie in (0, 1], got {floor!r}")
+    u = judge_uncertainty(f)
+    shape = _design_shape(u, floor)
+    certain = floor if float(u.mean()) > 0.0 else 1.0
+    below = pi < 1.0
+    if not below.any():
+        return 0.0, 1.0
+    scale = float(np.max(pi[below] / shape[below]))
+    # the least recorded probability too: an item with u = 0 has exactly pi_0 (no rounding)
+    least = min(1.0, certain * scale, float(pi.min()))
+    return 1.0 - 1.0 / least, 1.0 / least
 
 
 @dataclass(frozen=True)

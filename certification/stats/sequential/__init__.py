@@ -5,13 +5,21 @@ and stopping when it looks good voids it. The figures here are valid at every sa
 once (time-uniform), so a team may stop labelling as soon as the evidence suffices.
 
 Modules: :mod:`~certification.stats.sequential.betting` (confidence sequences, the below-target
-e-process, the stratified combination) and :mod:`~certification.stats.sequential.planning`
-(simulated number of labels to stop). Every public name is importable from here.
+e-process, the stratified combination), :mod:`~certification.stats.sequential.active` (an
+active sample's inverse-probability-weighted summands, in a known wider range) and
+:mod:`~certification.stats.sequential.planning` (simulated number of labels to stop). Every
+public name is importable from here.
 
 Source: Waudby-Smith and Ramdas (2024), "Estimating means of bounded random variables by
 betting", JRSS-B 86(1), 1–27, arXiv:2010.09686.
 """
 
+from certification.stats.sequential.active import (
+    ACTIVE_SEQUENCE_ASSUMPTION,
+    ActiveSequenceBound,
+    active_betting_bounds,
+    bounded_betting_cs,
+)
 from certification.stats.sequential.betting import (
     ASSUMPTION,
     GRID,
@@ -29,17 +37,21 @@ from certification.stats.sequential.betting import (
 from certification.stats.sequential.planning import REPLICATES, StoppingPlan, stopping_plan
 
 __all__ = [
+    "ACTIVE_SEQUENCE_ASSUMPTION",
     "ASSUMPTION",
     "GRID",
     "REPLICATES",
+    "ActiveSequenceBound",
     "BelowTargetTest",
     "ConfidenceSequence",
     "StoppingPlan",
     "StratifiedSequenceBound",
     "StratumSequence",
+    "active_betting_bounds",
     "below_target_test",
     "betting_cs",
     "betting_upper_cs",
+    "bounded_betting_cs",
     "check_observations",
     "plug_in_bets",
     "stopping_plan",

@@ -12,10 +12,11 @@ from certification.models import AuditReport
 from certification.selectors import audit_rows
 from certification.services import audit_report_configure, audit_sample_draw
 from certification.services.audit_anytime import audit_target_set
-from certification.stats.sequential import betting_upper_cs
+from certification.stats.ppi import active_observation_range
+from certification.stats.sequential import active_betting_bounds, betting_cs, betting_upper_cs
 from labeling.exceptions import PermissionDenied
 from labeling.models import Evaluator, Role
-from tests.certification.audit_helpers import audited_project
+from tests.certification.audit_helpers import audited_project, scored_project
 from tests.factories import calibration_candidate, calibration_project, calibration_record
 
 pytestmark = pytest.mark.django_db
@@ -151,3 +152,79 @@ def test_only_managers_set_a_target(census, member):
         audit_target_set(
             project=project, evaluator=judge, actor=member(Role.ADJUDICATOR), target="0.1"
         )
+
+
+# -- an active sample -------------------------------------------------------------------------
+#: scored_project's item k (in item-id order): prediction 1 - score, a human error by its rule.
+SCORES = (np.arange(40) + 0.5) / 40
+HUMAN_ERROR = (SCORES < 0.5) != (np.arange(40) % 5 == 0)
+
+
+def _active(project, manager, *, size, seed, open_items=0):
+    project, hhem = scored_project(project, open_items=open_items)
+    audit_report_configure(project=project, evaluator=hhem, actor=manager, score_threshold=0.5)
+    sample = audit_sample_draw(
+        project=project, evaluator=hhem, actor=manager, size=size, seed=seed, kind="active"
+    )
+    ids = sorted(map(int, sample.population))
+    order = [ids[i] for i in np.random.default_rng([seed, 1]).permutation(len(ids))]
+    members = set(sample.members.values_list("item_id", flat=True))
+    return hhem, sample, ids, order, members
+
+
+def test_an_active_sample_bounds_the_rate_over_the_workload_in_the_seeded_order(project, manager):
+    hhem, sample, ids, order, members = _active(project, manager, size=12, seed=9)
+    anytime = AuditReport.objects.get(evaluator=hhem).result["anytime"]
+    # independent: every item in the permutation of the ids by default_rng([seed, 1]); a drawn
+    # item weighs its label by 1 / pi, an item not drawn gives its prediction 1 - score
+    k = {pk: i for i, pk in enumerate(ids)}
+    pi = {pk: sample.population[str(pk)][0] for pk in ids}
+    lo, hi = active_observation_range(1 - SCORES, [pi[pk] for pk in ids], floor=0.2)
+    expected = active_betting_bounds(
+        [1 - SCORES[k[pk]] for pk in order],
+        [pi[pk] for pk in order],
+        [pk in members for pk in order],
+        [float(HUMAN_ERROR[k[pk]]) for pk in order],
+        lower=lo,
+        upper=hi,
+        alpha=0.05,
+    )
+    rate = anytime["error_rate"]
+    assert (anytime["design"], rate["kind"]) == ("active", "anytime-valid")
+    assert (anytime["n_prefix"], rate["n"], rate["n_labelled"]) == (40, 40, len(members))
+    assert (rate["lower"], rate["upper"], rate["upper_bound"]) == pytest.approx(
+        (expected.lower, expected.upper, expected.upper_bound)
+    )
+    assert (rate["range_lower"], rate["range_upper"]) == pytest.approx((lo, hi))
+    assert anytime["judge"] is None and anytime["planner"] is None and anytime["stop"] is None
+
+
+def test_an_active_census_is_the_plain_sequence_of_the_labels(project, manager):
+    # given a budget of the whole workload: every item drawn with pi = 1, so Z = Y
+    hhem, _, ids, order, _ = _active(project, manager, size=40, seed=3)
+    k = {pk: i for i, pk in enumerate(ids)}
+    y = [float(HUMAN_ERROR[k[pk]]) for pk in order]
+    # when the manager sets a target of 0.9
+    report = audit_target_set(project=project, evaluator=hhem, actor=manager, target=Decimal("0.9"))
+    anytime = report.result["anytime"]
+    # then the bounds are the plain betting sequences of the labels in the seeded order
+    upper = betting_upper_cs(y, alpha=0.05).final_upper
+    assert anytime["error_rate"]["upper_bound"] == pytest.approx(upper)
+    assert anytime["error_rate"]["upper"] == pytest.approx(betting_cs(y, alpha=0.05).final_upper)
+    assert (anytime["error_rate"]["range_lower"], anytime["error_rate"]["range_upper"]) == (0, 1)
+    assert upper < 0.9 and anytime["stop"]["stop"] is True
+    assert anytime["stop"]["message"].startswith("You may stop now")
+
+
+def test_the_active_prefix_ends_at_the_first_open_drawn_item(project, manager):
+    # given the last 6 items open, and a budget of 20
+    hhem, _, ids, order, members = _active(project, manager, size=20, seed=4, open_items=6)
+    anytime = AuditReport.objects.get(evaluator=hhem).result["anytime"]
+    open_items = set(ids[-6:])
+    blocked = [t for t, pk in enumerate(order) if pk in members and pk in open_items]
+    assert blocked  # the seed draws an open item
+    # then the sequence stops before the first drawn open item; items not drawn never wait
+    assert anytime["n_prefix"] == blocked[0]
+    drawn_before = sum(pk in members for pk in order[: blocked[0]])
+    assert anytime["error_rate"]["n_labelled"] == drawn_before
+    assert anytime["n_waiting"] == len(members - open_items) - drawn_before

@@ -141,13 +141,3 @@ def test_invalid_active_draws_are_refused(project, manager, fields, field):
         audit_sample_draw(project=project, evaluator=hhem, actor=manager, **values)
     assert excinfo.value.field == field
     assert not AuditSample.objects.exists()
-
-
-def test_the_anytime_figures_say_why_an_active_sample_has_none(project, manager):
-    project, hhem = _declared(project, manager)
-    audit_sample_draw(
-        project=project, evaluator=hhem, actor=manager, size=20, seed=3, kind="active"
-    )
-    anytime = AuditReport.objects.get(evaluator=hhem).result["anytime"]
-    assert "unequal probabilities" in anytime["reason"]
-    assert "error_rate" not in anytime
