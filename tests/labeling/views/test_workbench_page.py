@@ -1,13 +1,13 @@
 """The labelling workbench page: progress figures, the guideline (rendered, sanitised, its
-version), label definitions as hints, sources titled by URI or key, reasons in words, and the
-"Revise previous" link."""
+version), label definitions as hints, sources numbered and headed by URI or first words,
+reasons in words, and the "Revise previous" link."""
 
 from __future__ import annotations
 
 from labeling.models import LabelPolicy
 from labeling.selectors.policies import LabelChoice
 from labeling.views.labels import label_options
-from tests.factories import start_labelling, work_record
+from tests.factories import WORK_SOURCE, start_labelling, work_record
 from tests.labeling.views.conftest import claim_next, form_url, labels_post
 
 
@@ -70,7 +70,7 @@ def test_label_definitions_become_hints_on_the_options():
     assert options[0].hint_id == "label-hint-supported"
 
 
-def test_sources_are_titled_by_uri_else_key_and_reasons_read_as_words(
+def test_sources_are_numbered_and_headed_by_uri_else_first_words_and_reasons_read_as_words(
     client, project, import_records, member
 ):
     record = work_record("q1")
@@ -96,8 +96,12 @@ def test_sources_are_titled_by_uri_else_key_and_reasons_read_as_words(
 
     assert titles == {
         '<h3 class="source-title">Source 1: <span class="source-uri">https://example.org/bridge</span>',
-        '<h3 class="source-title">Source 1: doc-q2',
+        # never the document key (often a hash): the first 8 words of the text
+        '<h3 class="source-title">Source 1: <span class="source-excerpt">'
+        + " ".join(WORK_SOURCE.split()[:8])
+        + " …</span>",
     }
+    assert "doc-q2" not in "".join(pages)
     assert '<option value="not_found">source not found</option>' in pages[0]
     assert ">not_found<" not in pages[0]
 
