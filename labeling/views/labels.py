@@ -217,6 +217,7 @@ def form_context(
         "claim_options": label_options(claim_choices, cannot_decide=cannot_decide),
         "reasons": list(reason_choices),
         "evidence_unavailable": EVIDENCE_UNAVAILABLE,
+        "label_texts": label_texts(answer_choices, claim_choices, reason_choices),
         "problem_words": PROBLEM_WORDS,
         "page_rules": {
             "evidence_required": sorted(evidence_labels),
@@ -227,6 +228,19 @@ def form_context(
             + label_options(answer_choices, cannot_decide=False)
         ),
     }
+
+
+def label_texts(*choices: Iterable[LabelChoice | ReasonChoice]) -> dict[str, str]:
+    """Return the policy's display text of each label and reason token, and "can't decide".
+
+    For the ``label_text`` template filter, which words a token the policy does not name (an
+    imported vote's, an older version's) as :func:`labeling.views.problems.label_words` does.
+    The answer level's text wins when a token is a label at both levels.
+    """
+    texts = {CANNOT_DECIDE: label_words(CANNOT_DECIDE)}
+    for group in reversed(choices):
+        texts.update((choice.value, choice.text) for choice in group)
+    return texts
 
 
 def _definitions(options: Iterable[LabelOption]) -> list[LabelOption]:
