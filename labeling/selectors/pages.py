@@ -140,12 +140,18 @@ def _serves_gold(project: Project) -> bool:
 def own_previous_submission(
     *, project: Project, actor: Any, exclude: int | None = None
 ) -> Assignment | None:
-    """Return the actor's most recently submitted assignment (not ``exclude``). One query.
+    """Return the actor's latest submission that can still be revised (not ``exclude``).
 
-    The labelling page links to it ("Revise previous").
+    One query. The labelling page links to it ("Revise previous"). Only an item still
+    collecting votes (open; gold work while gold) takes a revision, as
+    ``labelling_form_view``'s ``editable`` says: a submission whose vote closed its item is
+    never offered.
     """
     rows = Assignment.objects.filter(
-        item__project=project, annotator=actor, status=AssignmentStatus.SUBMITTED
+        Q(gold=False, item__status=ItemStatus.OPEN) | Q(gold=True, item__status=ItemStatus.GOLD),
+        item__project=project,
+        annotator=actor,
+        status=AssignmentStatus.SUBMITTED,
     )
     if exclude is not None:
         rows = rows.exclude(pk=exclude)

@@ -483,6 +483,7 @@
     if (response && response.ok && body) {
       if (body.next && body.next.ahead && String(body.next.assignment_id) === ahead.id) {
         say(body.message || "");
+        revisePrevious(body.next.previous_url);
         keep(body.reserve);
         return;
       }
@@ -505,6 +506,14 @@
     }
     showProblems(response ? failure(body, response.status) : unreachable());
     say("Not saved: fix the problems listed.", true);
+  }
+
+  /** Point "Revise previous" (p) at `url`; none (the vote just saved closed its item, and no
+   * earlier one can be revised): remove it, as the server renders the page. */
+  function revisePrevious(url) {
+    const link = root.querySelector("#revise-previous");
+    if (link && url) link.href = url;
+    else if (link) link.remove();
   }
 
   function saved() {
@@ -808,9 +817,12 @@
       case "s": submit(); break;
       case "u": if (root.querySelector("#undo-skip-form")) undo(); else return; break;
       case "p": {
-        const link = root.querySelector("#revise-previous");
-        if (!link) return;
-        afterSaving(() => window.location.assign(link.href));
+        if (!root.querySelector("#revise-previous")) return;
+        // Read the link once the save is answered: it may point elsewhere, or be gone, then.
+        settled().then(() => {
+          const link = root.querySelector("#revise-previous");
+          if (link) window.location.assign(link.href);
+        });
         break;
       }
       default: return;

@@ -4,7 +4,9 @@ reasons in words, and the "Revise previous" link."""
 
 from __future__ import annotations
 
-from labeling.models import LabelPolicy
+from django.urls import reverse
+
+from labeling.models import Assignment, AssignmentStatus, ItemStatus, LabelPolicy
 from labeling.selectors.policies import LabelChoice
 from labeling.views.labels import label_options
 from tests.factories import WORK_SOURCE, start_labelling, work_record
@@ -151,3 +153,45 @@ def test_the_policys_label_words_keys_definitions_and_evidence_rule_reach_the_fo
     rules = content[content.index('id="workbench-rules"') :]
     rules = rules[: rules.index("</script>")]
     assert '"not_supported"' in rules
+
+
+def test_a_submission_whose_vote_closed_its_item_is_not_offered_for_revision(
+    client, project, import_records, member
+):
+    # given overlap 1: the annotator's own vote closes each item
+    import_records([work_record("q1"), work_record("q2")])
+    started = start_labelling(project, overlap=1)
+    annotator = member("annotator")
+    client.force_login(annotator)
+    first = claim_next(started, annotator)
+
+    # when they submit it (the next item opens), and, ahead, the next one naming its reserve
+    response = client.post(form_url(first), labels_post(first.item))
+    content = client.get(response["Location"]).content.decode()
+    second = Assignment.objects.get(annotator=annotator, status=AssignmentStatus.LEASED)
+    reserve = client.post(
+        reverse("annotate-ahead", args=["study", second.pk]), HTTP_ACCEPT="application/json"
+    ).json()["reserve"]
+    body = client.post(
+        form_url(second),
+        labels_post(second.item, ahead=str(reserve["assignment_id"])),
+        HTTP_ACCEPT="application/json",
+    ).json()
+
+    # then neither page offers "Revise previous": the items are closed
+    first.item.refresh_from_db()
+    assert first.item.status != ItemStatus.OPEN
+    assert 'id="revise-previous"' not in content
+    assert body["next"]["ahead"] is True and body["next"]["previous_url"] is None
+    # and the closed item's page takes them back to the item they hold with one key (n: the
+    # nav's "Next item" form, which reopens the item held)
+    closed = client.get(form_url(first)).content.decode()
+    assert 'id="not-editable"' in closed
+    assert (
+        '<button type="submit" form="nav-next-form" class="link" id="back-to-work">'
+        "Back to your item <kbd>n</kbd></button>" in closed
+    )
+    assert (
+        f'action="{reverse("annotate-next", args=["study"])}" class="nav-form" id="nav-next-form"'
+        in closed
+    )
