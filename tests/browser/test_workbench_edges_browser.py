@@ -143,7 +143,7 @@ def test_the_guideline_is_beside_the_task_below_it_when_narrow_and_remembered_pe
         context.set_default_timeout(15_000)
         page = context.new_page()
         log_in(page, base, username, f"/p/{SLUG}/annotate/")
-        page.click("#next-item")
+        page.keyboard.press("n")  # the item held, else the next one
         ready(page)
         return page
 
