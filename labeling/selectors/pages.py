@@ -250,3 +250,27 @@ def resolved_claim_labels(*, resolution: Resolution | None) -> list[ResolvedClai
         .prefetch_related("evidence")
         .order_by("claim__index")
     )
+
+
+def labelling_start_preview(*, project: Project) -> dict[int, int]:
+    """Return how many open items carry each number of imported votes: ``{votes: items}``.
+
+    A vote is a prior annotation with an answer label. At the start, an item whose imported
+    votes reach the overlap is compared at once (to a consensus, or to the disagreement queue)
+    and never offered to annotators (``labeling.services.labelling_start``); the settings page
+    says how many items each overlap leaves open. One query.
+    """
+    counted = (
+        Item.objects.filter(project=project, status=ItemStatus.OPEN)
+        .annotate(
+            votes=Count(
+                "candidate__prior_annotations",
+                filter=Q(candidate__prior_annotations__answer_label__gt=""),
+            )
+        )
+        .values_list("votes", flat=True)
+    )
+    histogram: dict[int, int] = {}
+    for votes in counted:
+        histogram[votes] = histogram.get(votes, 0) + 1
+    return dict(sorted(histogram.items()))
