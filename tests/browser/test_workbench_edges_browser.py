@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from labeling.models import Role
 from labeling.services import membership_set
@@ -351,3 +352,38 @@ def test_every_text_of_the_labelling_and_adjudication_pages_meets_wcag_contrast_
         "p#not-editable.notice",
     ):
         assert any(w.startswith(what) for w in seen), what
+
+
+def test_a_running_jobs_page_updates_its_progress_in_place_and_loads_its_result_once(
+    live_server: Any, project: Any, new_page: Callable
+):
+    from labeling.models import Job, JobStatus
+
+    manager = person(project, "manager-mauve", Role.MANAGER)
+    job = Job.objects.create(
+        project=project, kind="labelling_start", actor=manager, progress_total=400
+    )
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, progress_done=100)
+    base = live_server.url
+    page = new_page()
+    log_in(page, base, manager.username, f"/p/{SLUG}/jobs/{job.pk}/")
+    assert page.locator("#job-percent").inner_text() == "25%"
+    page.evaluate("window.__notReloaded = true")  # survives only while the page is not loaded
+    # when the job advances, the page shows it without a reload
+    Job.objects.filter(pk=job.pk).update(progress_done=300, message="queueing items")
+    page.wait_for_function("() => document.getElementById('job-percent').textContent === '75%'")
+    assert page.evaluate("window.__notReloaded === true")
+    assert page.locator("#job-count").inner_text() == " (300 of 400 items)"
+    assert page.locator("#job-message").inner_text() == " · queueing items"
+    assert page.locator("#job-progress").evaluate("bar => bar.value") == 75
+    # when it ends, the page is loaded once and shows the result
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.DONE,
+        finished_at=timezone.now(),
+        progress_done=400,
+        result={"labelling_started_at": "2026-01-02 03:04", "items": 400},
+    )
+    page.locator("#job-result").wait_for()
+    assert page.evaluate("window.__notReloaded === undefined")
+    assert page.locator("#job-state").inner_text() == "done"
+    assert page.js_errors == [] and page.csp_violations == []
