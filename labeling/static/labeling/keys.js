@@ -1,8 +1,8 @@
 // The project pages' global keys (every page with the project navigation):
 //   n  the next item: submits the navigation's "Next item" form (#nav-next-form), which reopens
 //      the item held, else claims the next one (annotators);
-//   q  the queue: #project-nav's data-queue-url (the disagreement queue for reviewers, else the
-//      annotator's "Label items" page).
+//   q  the queue: the data-queue-url of #project-nav's links (the disagreement queue for
+//      reviewers, else the annotator's "Label items" page).
 // Never while typing in a field, with a dialog open, or with a modifier; and never a key a page
 // script took already: page scripts listen on document, which the event reaches before window,
 // and call preventDefault on the keys they use (the adjudication page's own n, a label's key).
@@ -27,8 +27,8 @@
       event.preventDefault();
       form.requestSubmit();
     } else if (event.key === "q") {
-      const nav = document.getElementById("project-nav");
-      const url = nav && nav.dataset.queueUrl;
+      const links = document.querySelector("#project-nav [data-queue-url]");
+      const url = links && links.dataset.queueUrl;
       if (!url) return;
       event.preventDefault();
       window.location.assign(url);
