@@ -387,3 +387,38 @@ def test_a_running_jobs_page_updates_its_progress_in_place_and_loads_its_result_
     assert page.evaluate("window.__notReloaded === undefined")
     assert page.locator("#job-state").inner_text() == "done"
     assert page.js_errors == [] and page.csp_violations == []
+
+
+def test_p_is_not_offered_when_the_vote_closed_the_item_and_n_goes_back_to_the_item_held(
+    live_server: Any, import_records: Callable, project: Any, new_page: Callable
+):
+    # given overlap 1: each vote closes its item
+    import_records([record(f"q{n}", [CLAIM_1]) for n in range(3)])
+    start_labelling(project, overlap=1)
+    user = person(project, "annotator-amber")
+    base = live_server.url
+    page = new_page()
+    log_in(page, base, user.username, f"/p/{SLUG}/annotate/")
+    page.click("#next-item")
+    first = ready(page)
+    unfocus(page)
+    # when the item is labelled and submitted while the next one is reserved ahead
+    page.wait_for_selector("#workbench[data-reserve]")
+    for key in ("c", "1", "Shift+Digit1", "s"):
+        page.keyboard.press(key)
+    page.wait_for_function(
+        f"() => document.querySelector('#item-meta').dataset.assignmentId !== '{first}'"
+    )
+    page.wait_for_function("() => !document.querySelector('#workbench').dataset.saving")
+    held = page.locator("#item-meta").get_attribute("data-assignment-id")
+    # then "Revise previous" is gone (the vote closed the item), and p does nothing
+    assert page.locator("#revise-previous").count() == 0
+    page.keyboard.press("p")
+    page.wait_for_timeout(300)
+    assert page.url.endswith(f"/annotate/{held}/")
+    # and the closed item's page goes back to the item held with one key
+    page.goto(f"{base}/p/{SLUG}/annotate/{first}/")
+    assert page.locator("#not-editable").is_visible()
+    page.keyboard.press("n")
+    page.wait_for_url(f"{base}/p/{SLUG}/annotate/{held}/")
+    assert page.js_errors == []
