@@ -140,12 +140,18 @@ def _serves_gold(project: Project) -> bool:
 def own_previous_submission(
     *, project: Project, actor: Any, exclude: int | None = None
 ) -> Assignment | None:
-    """Return the actor's most recently submitted assignment (not ``exclude``). One query.
+    """Return the actor's latest submission that can still be revised (not ``exclude``).
 
-    The labelling page links to it ("Revise previous").
+    One query. The labelling page links to it ("Revise previous"). Only an item still
+    collecting votes (open; gold work while gold) takes a revision, as
+    ``labelling_form_view``'s ``editable`` says: a submission whose vote closed its item is
+    never offered.
     """
     rows = Assignment.objects.filter(
-        item__project=project, annotator=actor, status=AssignmentStatus.SUBMITTED
+        Q(gold=False, item__status=ItemStatus.OPEN) | Q(gold=True, item__status=ItemStatus.GOLD),
+        item__project=project,
+        annotator=actor,
+        status=AssignmentStatus.SUBMITTED,
     )
     if exclude is not None:
         rows = rows.exclude(pk=exclude)
@@ -244,3 +250,27 @@ def resolved_claim_labels(*, resolution: Resolution | None) -> list[ResolvedClai
         .prefetch_related("evidence")
         .order_by("claim__index")
     )
+
+
+def labelling_start_preview(*, project: Project) -> dict[int, int]:
+    """Return how many open items carry each number of imported votes: ``{votes: items}``.
+
+    A vote is a prior annotation with an answer label. At the start, an item whose imported
+    votes reach the overlap is compared at once (to a consensus, or to the disagreement queue)
+    and never offered to annotators (``labeling.services.labelling_start``); the settings page
+    says how many items each overlap leaves open. One query.
+    """
+    counted = (
+        Item.objects.filter(project=project, status=ItemStatus.OPEN)
+        .annotate(
+            votes=Count(
+                "candidate__prior_annotations",
+                filter=Q(candidate__prior_annotations__answer_label__gt=""),
+            )
+        )
+        .values_list("votes", flat=True)
+    )
+    histogram: dict[int, int] = {}
+    for votes in counted:
+        histogram[votes] = histogram.get(votes, 0) + 1
+    return dict(sorted(histogram.items()))

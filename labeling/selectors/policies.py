@@ -38,8 +38,9 @@ CANNOT_DECIDE_KEY = "0"
 # The labelling and adjudication pages' own keys (labeling/static/labeling/annotate.js and
 # adjudicate.js): move (j k), cite (c), remove a citation (x), boundary (b), reason (r), submit
 # (s), undo a skip (u), revise the previous item (p), guideline (g), next item (n), use a vote
-# (u, a), rationale (w). A label's key never shadows one of them.
-PAGE_KEYS: frozenset[str] = frozenset("abcgjknprsuwx")
+# (u, a), rationale (w); on every project page (labeling/static/labeling/keys.js) next item (n)
+# and the queue (q). A label's key never shadows one of them.
+PAGE_KEYS: frozenset[str] = frozenset("abcgjknpqrsuwx")
 RESERVED_KEYS: frozenset[str] = PAGE_KEYS | {CANNOT_DECIDE_KEY}
 
 DEFAULT_TEXTS: Mapping[str, str] = {

@@ -42,6 +42,17 @@ def lookup(mapping: object, key: object) -> object:
         return ""
 
 
+@register.filter
+def label_text(value: object, texts: object) -> str:
+    """Render a label or reason token as the policy's display text (``texts``: token → text).
+
+    A token ``texts`` does not name is rendered as words (``not_supported`` → "not supported").
+    """
+    if isinstance(texts, dict) and value in texts:
+        return str(texts[value])
+    return words_filter(value)
+
+
 @register.filter(name="markdown")
 def markdown_filter(value: object, heading_offset: int = 0) -> SafeString:
     """Render ``value`` (Markdown, e.g. a policy's guideline) as sanitised HTML.

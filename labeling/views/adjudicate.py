@@ -53,7 +53,7 @@ from labeling.selectors.review import (
 )
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
 from labeling.views.common import page_context, project_for
-from labeling.views.labels import FormErrors, form_context, state_from_vote
+from labeling.views.labels import FormErrors, form_context, label_texts, state_from_vote
 from labeling.views.panels import adjudication_panels_render
 from labeling.views.problems import PageProblem, problems_of
 
@@ -159,6 +159,22 @@ def _cells(view: AdjudicationView) -> list[dict[str, Any]]:
     return rows
 
 
+def _voters_by_label(view: AdjudicationView) -> dict[str | int, dict[str, list[str]]]:
+    """Who voted what, by level: ``{"answer" | claim id: {label: [pseudonym, ...]}}``.
+
+    The adjudication panels say which annotators a model estimate sides with.
+    """
+    voters: dict[str | int, dict[str, list[str]]] = {"answer": {}}
+    for column in view.annotators:
+        if column.vote.answer_label:
+            voters["answer"].setdefault(column.vote.answer_label, []).append(column.pseudonym)
+        for claim_id, vote in column.vote.claims.items():
+            if vote.label:
+                level = voters.setdefault(claim_id, {})
+                level.setdefault(vote.label, []).append(column.pseudonym)
+    return voters
+
+
 #: The decision's own fields, as :func:`labeling.views.problems.problems_of` places them.
 DECISION_PAGE_FIELDS = {"reason": ("decision", ""), "rationale": ("decision", "Rationale")}
 
@@ -242,6 +258,9 @@ def _page(
     agreed = view.agreed
     prefilled_answer = prefilled and agreed is not None and agreed.answer
     prefilled_claims = agreed.claims if prefilled and agreed is not None else frozenset()
+    answer_choices = policy_label_choices(policy, "answer") if policy else ()
+    claim_choices = policy_label_choices(policy, "claim") if policy else ()
+    reason_choices = policy_reason_choices(policy) if policy else ()
     context = page_context(
         project,
         role,
@@ -274,6 +293,10 @@ def _page(
             project=project,
             item_id=view.item.pk,
             claim_ids=tuple(c.id for c in view.claims),
+            shared={
+                "label_texts": label_texts(answer_choices, claim_choices, reason_choices),
+                "voters_by_label": _voters_by_label(view),
+            },
         ),
         queue_url=reverse("adjudication-queue", args=[project.slug])
         + (f"?{query}" if query else ""),
@@ -284,9 +307,9 @@ def _page(
             sources=view.sources,
             state=state,
             errors=_form_errors(problems),
-            answer_choices=policy_label_choices(policy, "answer") if policy else (),
-            claim_choices=policy_label_choices(policy, "claim") if policy else (),
-            reason_choices=policy_reason_choices(policy) if policy else (),
+            answer_choices=answer_choices,
+            claim_choices=claim_choices,
+            reason_choices=reason_choices,
             evidence_labels=policy_evidence_labels(policy) if policy else (),
             # The final label is a label: "can't decide" is what "Mark unresolved" is for.
             cannot_decide=False,

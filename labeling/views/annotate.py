@@ -155,8 +155,8 @@ def _form_context(
 ) -> dict[str, Any]:
     """The labelling page's context: the form, the guideline, progress, undo and revise links.
 
-    ``previous``: the assignment "Revise previous" opens when the caller just saved it (else
-    it is read).
+    ``previous``: the assignment "Revise previous" opens when the page is rendered ahead of its
+    submit (else it is read: the latest submission that can still be revised).
     """
     policy = view.policy
     if previous is None or previous.pk == view.assignment_id:
@@ -219,7 +219,8 @@ def _workbench_json(
 ) -> dict[str, Any]:
     """The next item of a JSON answer: its URL, title and the page's workbench fragment.
 
-    ``previous``: the assignment just submitted (the "Revise previous" link), if any.
+    ``previous``: the assignment about to be submitted (the "Revise previous" link of a
+    reserve), if any.
     """
     view = labelling_form_view(project=project, assignment=assignment)
     state = replace(state_from_vote(view.current), revision=_based_on(view))
@@ -357,10 +358,18 @@ def _after_submit_json(
         # "next" serves now), and send the reserve after it instead of the next item's page.
         following = assignment_current_for_actor(project=project, actor=request.user)
         if following is not None and following.pk == ahead:
+            # The reserve was rendered before this submit: its "Revise previous" opens the item
+            # just saved, which this vote may have closed; the page follows ``previous_url``.
+            previous = own_previous_submission(
+                project=project, actor=request.user, exclude=following.pk
+            )
             body["next"] = {
                 "assignment_id": following.pk,
                 "url": reverse("annotate-form", args=[project.slug, following.pk]),
                 "ahead": True,
+                "previous_url": reverse("annotate-form", args=[project.slug, previous.pk])
+                if previous is not None
+                else None,
             }
             body["reserve"] = _reserve_json(request, project, role, following)
             return JsonResponse(body)
@@ -369,7 +378,8 @@ def _after_submit_json(
     else:
         following = _claim_quietly(request, project)
     if following is not None:
-        body["next"] = _workbench_json(request, project, role, following, previous=assignment)
+        # "Revise previous" is read: this vote may have closed the item just saved.
+        body["next"] = _workbench_json(request, project, role, following)
     else:
         # The page goes to ``url`` with a full load: the message is shown there.
         body["url"] = reverse("my-annotations" if revised else "annotate-next", args=[project.slug])

@@ -11,16 +11,17 @@ from labeling import permissions
 from labeling.selectors.jobs import job_get, job_list
 from labeling.views.common import page_context, project_for, signed_in_user
 
-# A page of a job still pending or running reloads itself this often (a meta refresh: no
-# script, so it works under a Content-Security-Policy without inline scripts).
-REFRESH_SECONDS = 2
+# A page of a job still pending or running asks for the job's JSON this often and updates its
+# progress in place (labeling/static/labeling/job_progress.js: a file, no inline script, so it
+# works under a Content-Security-Policy); a reload every time lost the reader's place.
+POLL_MS = 2000
 JOB_LIST_LENGTH = 50
 
 
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def job_detail(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
-    """A job's progress bar (refreshing until it ends), then its result or its errors."""
+    """A job's progress bar (updated in place until it ends), then its result or its errors."""
     project, role = project_for(request, slug, allowed=permissions.MANAGERS)
     job = job_get(project=project, job_id=job_id, actor=signed_in_user(request))
     errors = (job.error or {}).get("errors", []) if job.error else []
@@ -30,7 +31,7 @@ def job_detail(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
         job=job,
         errors=errors,
         created=sorted(((job.result or {}).get("created") or {}).items()),
-        refresh=None if job.finished else REFRESH_SECONDS,
+        poll_ms=None if job.finished else POLL_MS,
     )
     return render(request, "labeling/job_detail.html", context)
 

@@ -189,7 +189,7 @@ def form_context(
     The choices are the policy's (:mod:`labeling.selectors.policies`): the options' words,
     keys and definitions (shown as hints), the reasons' words, and ``evidence_labels``, the
     claim labels that must cite evidence (the page script checks them before sending); sources are
-    titled by :func:`source_title`; ``problem_words`` are the sentences the page script uses
+    named by :func:`source_labels`; ``problem_words`` are the sentences the page script uses
     for the problems it finds before submitting (:data:`labeling.views.problems.PROBLEM_WORDS`).
     """
     differing = set(differing_claim_ids)
@@ -210,13 +210,14 @@ def form_context(
         ],
         "unanchored": [c for c in claims if c.unanchored],
         "sources": sources,
-        "source_labels": {s.id: source_title(s) for s in sources},
+        "source_labels": source_labels(sources),
         "state": state,
         "errors": errors,
         "answer_options": label_options(answer_choices, cannot_decide=cannot_decide),
         "claim_options": label_options(claim_choices, cannot_decide=cannot_decide),
         "reasons": list(reason_choices),
         "evidence_unavailable": EVIDENCE_UNAVAILABLE,
+        "label_texts": label_texts(answer_choices, claim_choices, reason_choices),
         "problem_words": PROBLEM_WORDS,
         "page_rules": {
             "evidence_required": sorted(evidence_labels),
@@ -227,6 +228,19 @@ def form_context(
             + label_options(answer_choices, cannot_decide=False)
         ),
     }
+
+
+def label_texts(*choices: Iterable[LabelChoice | ReasonChoice]) -> dict[str, str]:
+    """Return the policy's display text of each label and reason token, and "can't decide".
+
+    For the ``label_text`` template filter, which words a token the policy does not name (an
+    imported vote's, an older version's) as :func:`labeling.views.problems.label_words` does.
+    The answer level's text wins when a token is a label at both levels.
+    """
+    texts = {CANNOT_DECIDE: label_words(CANNOT_DECIDE)}
+    for group in reversed(choices):
+        texts.update((choice.value, choice.text) for choice in group)
+    return texts
 
 
 def _definitions(options: Iterable[LabelOption]) -> list[LabelOption]:
@@ -245,9 +259,11 @@ def guideline_context(policy: PolicyVocabularyView) -> dict[str, Any]:
     return {"guideline": policy.guideline, "guideline_version": policy.version}
 
 
-def source_title(source: SourceRow) -> str:
-    """Return a source's title on the page: its URI when it has one, else its document key.
+def source_labels(sources: Sequence[SourceRow]) -> dict[int, str]:
+    """Return each source's short name on the page, by source version id: "Source N".
 
-    Sources store no title of their own; the URI says where the text comes from.
+    N counts the sources in page order from 1. Sources store no title of their own, and their
+    document keys are often hashes ("faithbench-source:2a0cb26b41b05662") that tell a reader
+    nothing; the page heads each source with its URI, else its first words.
     """
-    return source.uri or source.document_key
+    return {source.id: f"Source {n}" for n, source in enumerate(sources, start=1)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -11,6 +13,8 @@ from django.views.decorators.http import require_http_methods
 from labeling import permissions
 from labeling.exceptions import LabelingError
 from labeling.forms import ProjectSettingsForm
+from labeling.models import Project
+from labeling.selectors.pages import labelling_start_preview
 from labeling.services.assignments import project_labelling_configure, project_labelling_start
 from labeling.services.jobs import labelling_start_in_background, labelling_start_job_start
 from labeling.views.common import form_add_domain_error, page_context, project_for
@@ -42,9 +46,36 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "labeling/settings.html",
-        page_context(project, role, form=form, locked=locked),
+        page_context(
+            project,
+            role,
+            form=form,
+            locked=locked,
+            start=None if locked else _start_preview(project),
+        ),
         status=status,
     )
+
+
+def _start_preview(project: Project) -> dict[str, Any]:
+    """What starting with the saved overlap would do: items ``open`` to annotators, items
+    ``compared`` at once from their imported votes, and for each overlap from 1 to one more
+    than the most votes an item has (``by_overlap``, when any item has votes): (overlap, open,
+    compared)."""
+    histogram = labelling_start_preview(project=project)
+    total = sum(histogram.values())
+
+    def open_at(overlap: int) -> int:
+        return sum(n for votes, n in histogram.items() if votes < overlap)
+
+    most = max(histogram, default=0)
+    return {
+        "open": open_at(project.overlap),
+        "compared": total - open_at(project.overlap),
+        "by_overlap": [(k, open_at(k), total - open_at(k)) for k in range(1, most + 2)]
+        if most
+        else [],
+    }
 
 
 @login_required

@@ -122,9 +122,19 @@ def adjudication_panel_register(
 
 
 def adjudication_panels_render(
-    *, request: HttpRequest, project: Project, item_id: int, claim_ids: tuple[int, ...]
+    *,
+    request: HttpRequest,
+    project: Project,
+    item_id: int,
+    claim_ids: tuple[int, ...],
+    shared: Mapping[str, Any],
 ) -> list[tuple[str, SafeString]]:
-    """Render every adjudication panel for one item, in registration order, as (name, html)."""
+    """Render every adjudication panel for one item, in registration order, as (name, html).
+
+    ``shared``: what the page tells every panel besides its own context: ``label_texts`` (the
+    policy's display text by label token) and ``voters_by_label`` (``{"answer" | claim id:
+    {label: [pseudonym, ...]}}``, the side-by-side votes).
+    """
     return [
         (
             panel.name,
@@ -132,6 +142,7 @@ def adjudication_panels_render(
                 panel.template,
                 {
                     "project": project,
+                    **shared,
                     **panel.context(project=project, item_id=item_id, claim_ids=claim_ids),
                 },
                 request=request,

@@ -152,9 +152,35 @@
     if (options && options.scroll) row.scrollIntoView({ block: "nearest" });
     if (options && options.suggest && !labelOf(row) && !row.querySelector(".chip")) {
       const text = row.querySelector(".claim-text");
-      if (text) page.caret.suggest(text.textContent);
+      if (text && page.caret.suggest(text.textContent)) note(row, "");
+      else {
+        // A sentence still shown for the claim before must not be cited for this one.
+        page.caret.hide();
+        note(row, NOTHING_SELECTED);
+      }
     }
     refresh();
+  }
+
+  const NOTHING_SELECTED =
+    "No sentence is selected for this claim (none of the sources matches it well): c cites " +
+    "nothing and the claim stays active. Select the evidence first: ] next sentence, / find.";
+
+  /** Show `text` in the claim row, under the claim (empty: remove it). The status line alone
+   * is easy to miss while typing keys fast. */
+  function note(row, text) {
+    let shown = row.querySelector(".claim-note");
+    if (!text) {
+      if (shown) shown.remove();
+      return;
+    }
+    if (!shown) {
+      shown = document.createElement("p");
+      shown.className = "claim-note notice";
+      shown.setAttribute("role", "status");
+      row.querySelector(".claim-text").after(shown);
+    }
+    shown.textContent = text;
   }
 
   function move(step) {
@@ -192,8 +218,10 @@
     }
     picked = picked || page.caret.picked() || lastSelection;
     if (!picked || !picked.quote) {
+      note(row, NOTHING_SELECTED);
       return say("Select the evidence text in a source first: ] selects a sentence.", true);
     }
+    note(row, "");
     const before = complete(row);
     W.chips.add(row, {
       source_version_id: picked.container.dataset.sourceVersionId,
@@ -483,6 +511,7 @@
     if (response && response.ok && body) {
       if (body.next && body.next.ahead && String(body.next.assignment_id) === ahead.id) {
         say(body.message || "");
+        revisePrevious(body.next.previous_url);
         keep(body.reserve);
         return;
       }
@@ -505,6 +534,14 @@
     }
     showProblems(response ? failure(body, response.status) : unreachable());
     say("Not saved: fix the problems listed.", true);
+  }
+
+  /** Point "Revise previous" (p) at `url`; none (the vote just saved closed its item, and no
+   * earlier one can be revised): remove it, as the server renders the page. */
+  function revisePrevious(url) {
+    const link = root.querySelector("#revise-previous");
+    if (link && url) link.href = url;
+    else if (link) link.remove();
   }
 
   function saved() {
@@ -808,9 +845,12 @@
       case "s": submit(); break;
       case "u": if (root.querySelector("#undo-skip-form")) undo(); else return; break;
       case "p": {
-        const link = root.querySelector("#revise-previous");
-        if (!link) return;
-        afterSaving(() => window.location.assign(link.href));
+        if (!root.querySelector("#revise-previous")) return;
+        // Read the link once the save is answered: it may point elsewhere, or be gone, then.
+        settled().then(() => {
+          const link = root.querySelector("#revise-previous");
+          if (link) window.location.assign(link.href);
+        });
         break;
       }
       default: return;

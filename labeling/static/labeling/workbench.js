@@ -32,13 +32,8 @@
 
   W.COLOURS = COLOURS;
 
-  /** True while `target` takes typed text (text inputs, textareas, selects). */
-  W.typing = function (target) {
-    if (!target || !target.closest) return false;
-    if (target.closest("textarea, select, [contenteditable=true]")) return true;
-    const input = target.closest("input");
-    return Boolean(input && !["radio", "checkbox", "button", "submit", "reset"].includes(input.type));
-  };
+  /** True while `target` takes typed text (keys.js, loaded by every page, defines it). */
+  W.typing = window.CertlabelKeys.typing;
 
   /** The label shortcut a key press stands for: a digit or a lower-case letter (by the key's
    * position, so Shift+1 is "1" and Shift+D is "d"), else null. The policy chooses the keys; the
@@ -131,10 +126,21 @@
 
   // --- guideline panel -------------------------------------------------------------------------
 
-  /** Toggle the guideline <details> with its data-key (default g), not while typing. */
+  /** Toggle the guideline <details> with its data-key (default g), not while typing; keep the
+   * user's choice (open or closed) in localStorage under its data-remember. */
   W.guidelinePanel = function (details) {
     if (!details) return null;
     const key = details.dataset.key || "g";
+    const remember = details.dataset.remember;
+    try {
+      const stored = remember ? window.localStorage.getItem(remember) : null;
+      if (stored !== null) details.open = stored === "open";
+      details.addEventListener("toggle", () => {
+        if (remember) window.localStorage.setItem(remember, details.open ? "open" : "closed");
+      });
+    } catch (error) {
+      // Storage refused (a private window, a policy): the panel still toggles, unremembered.
+    }
     function toggle() {
       details.open = !details.open;
     }
@@ -422,6 +428,22 @@
     return { start: segment.start + lead, end: segment.end - trail };
   }
 
+  // A suggested sentence has at least this many words: shorter ones ("Contents.", a caption)
+  // say too little to be evidence of a claim.
+  const MIN_SUGGESTED_WORDS = 4;
+
+  /** Whether a sentence {start, end} of `text` may be suggested: enough words, and not a
+   * title, i.e. not a line of its own without a full stop at the end of its last word (a
+   * heading, or a title as "Poseidon (film) ." whose full stop stands apart). */
+  function suggestible(text, sentence) {
+    const body = text.slice(sentence.start, sentence.end);
+    if ((body.match(/[\p{L}\p{N}]+/gu) || []).length < MIN_SUGGESTED_WORDS) return false;
+    const ownLine =
+      (sentence.start === 0 || /[\r\n]/.test(text[sentence.start - 1])) &&
+      (sentence.end === text.length || /[\r\n]/.test(text[sentence.end]));
+    return !ownLine || /\S[.!?]["'’”)\]]*$/u.test(body);
+  }
+
   function tokens(text) {
     return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) || []).filter((w) => w.length > 2);
   }
@@ -433,7 +455,8 @@
    * next() / previous(): the next / previous sentence (across sources, trailing spaces left
    *   out); extend(+1 / -1): move the end by one word (punctuation and emoji count as words;
    *   spaces and line breaks are skipped); suggest(text): the sentence sharing most words with
-   *   `text` (e.g. the active claim's), returning whether one shares any; find(query): the next
+   *   `text` (e.g. the active claim's), never a title or a sentence of fewer than
+   *   MIN_SUGGESTED_WORDS words, returning whether one shares any; find(query): the next
    *   occurrence of `query` (case-insensitive) after the caret, wrapping around, returning
    *   whether it was found; picked(): the caret as a selection {container, start, end, quote}
    *   while it is shown, else null; hide(): stop showing it (its place is kept).
@@ -543,7 +566,9 @@
       let best = null;
       let bestScore = 0;
       flat().forEach((s) => {
-        const words = tokens(sources[s.source].text.slice(s.start, s.end));
+        const text = sources[s.source].text;
+        if (!suggestible(text, s)) return;
+        const words = tokens(text.slice(s.start, s.end));
         const score = new Set(words.filter((w) => wanted.has(w))).size;
         if (score > bestScore) {
           best = s;

@@ -9,9 +9,12 @@ import re
 import pytest
 from django.urls import reverse
 
+from certification.selectors import item_posterior_get
+from certification.services.reliability import reliability_recompute
 from labeling.models import (
     Item,
     ItemStatus,
+    LabelPolicy,
     Membership,
     Resolution,
     ResolutionStatus,
@@ -310,3 +313,46 @@ def test_an_unknown_action_is_refused_and_changes_nothing(login, disputed):
     assert response.status_code == 400
     disputed.refresh_from_db()
     assert disputed.resolution is None
+
+
+def test_votes_and_the_model_estimate_read_as_the_policys_labels_and_say_whom_it_sides_with(
+    login, disputed
+):
+    # given a policy with display texts of its own, and the model estimate computed
+    policy = LabelPolicy.objects.get(project=disputed.candidate.question.project)
+    policy.label_details = {
+        "answer": {"admissible": {"text": "Fine as it is"}, "inadmissible": {"text": "Must go"}},
+        "claim": {"supported": {"text": "Backed by the source"}},
+    }
+    policy.save()
+    reliability_recompute(project_id=policy.project_id)
+    claim_ids = tuple(disputed.candidate.claims.order_by("index").values_list("pk", flat=True))
+    posterior = item_posterior_get(project=policy.project, item_id=disputed.pk, claim_ids=claim_ids)
+    assert posterior is not None
+
+    content = login(Role.ADJUDICATOR).get(item_url(disputed)).content.decode()
+
+    # then the vote cells show the policy's texts, never the tokens
+    answers = re.search(r'<tr class="answer-votes[^"]*">(.*?)</tr>', content, re.S).group(1)
+    assert re.findall(r"<td>([^<(]*)</td>", answers) == ["Fine as it is", "Must go"]
+    claims = re.findall(r'<tr class="claim-votes[^"]*"[^>]*>.*?<td>([^<]*?)\s*<div', content, re.S)
+    assert claims[:1] == ["Backed by the source"]
+    table = content[content.index('id="model-posterior"') :]
+    table = table[: table.index("</table>")]
+    assert "admissible" not in table.replace("Fine as it is", "")
+    assert "supported" not in table
+    # and each row names the annotators who voted the estimate's most probable label
+    # (Annotator 1 voted admissible, Annotator 2 inadmissible; both the same claim labels)
+    texts = {"admissible": "Fine as it is", "inadmissible": "Must go"}
+    top = posterior.answer[0][0]
+    who = "Annotator 1" if top == "admissible" else "Annotator 2"
+    sides = re.findall(r'<td class="sides-with">(.*?)</td>', table)
+    assert sides[0] == f"{who} ({texts[top]})"
+    assert len(sides) == 1 + len(posterior.claims)
+    for pairs, text in zip(posterior.claims.values(), sides[1:], strict=True):
+        expected = (
+            "Annotator 1, Annotator 2 (Backed by the source)"
+            if pairs[0][0] == "supported"
+            else f"no annotator: none voted {pairs[0][0].replace('_', ' ')}"
+        )
+        assert text == expected

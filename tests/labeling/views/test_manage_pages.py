@@ -139,3 +139,55 @@ def test_an_out_of_range_overlap_is_shown_next_to_its_field(login, project):
     assert b"overlap: must be between" in response.content
     project.refresh_from_db()
     assert project.overlap == 2
+
+
+def with_priors(external_id: str, votes: int) -> dict:
+    """:func:`work_record` whose ``c0`` carries ``votes`` imported votes (``c1`` none)."""
+    record = work_record(external_id)
+    record["candidates"][0]["prior_annotations"] = [
+        {"annotator": f"ds-{n}", "answer_label": "admissible"} for n in range(votes)
+    ]
+    return record
+
+
+def preview_of(content: str) -> tuple[int, int, list[tuple[int, int, int]]]:
+    opened = int(re.search(r'<strong id="start-open">(\d+)</strong>', content).group(1))
+    compared = int(re.search(r'<strong id="start-compared">(\d+)</strong>', content).group(1))
+    table = content[content.index('id="start-by-overlap"') :]
+    rows = re.findall(
+        r'<th scope="row">(\d+)[^<]*</th><td class="num">(\d+)</td><td class="num">(\d+)</td>',
+        table[: table.index("</table>")],
+    )
+    return opened, compared, [tuple(int(v) for v in row) for row in rows]
+
+
+def test_the_settings_page_says_how_many_items_the_start_leaves_open(
+    login, project, import_records
+):
+    # given four items: one with 2 imported votes, one with 1, two with none; overlap 2
+    import_records([with_priors("q1", 2), with_priors("q2", 1)])
+    client = login(Role.MANAGER)
+
+    content = client.get(SETTINGS).content.decode()
+
+    # then the page says 3 items open and 1 compared at once, and so for each overlap
+    assert preview_of(content) == (3, 1, [(1, 2, 2), (2, 3, 1), (3, 4, 0)])
+    assert 'id="start-nothing-open"' not in content
+    # and the start does what it said
+    client.post(START)
+    assert project.items.filter(status="open").count() == 3
+
+
+def test_the_settings_page_warns_when_the_imported_votes_leave_annotators_nothing(
+    login, project, import_records
+):
+    # given every item with 2 imported votes (as FaithBench) and overlap 2
+    record = with_priors("q1", 2)
+    record["candidates"] = record["candidates"][:1]
+    import_records([record])
+    client = login(Role.MANAGER)
+
+    content = client.get(SETTINGS).content.decode()
+
+    assert preview_of(content) == (0, 1, [(1, 0, 1), (2, 0, 1), (3, 1, 0)])
+    assert 'id="start-nothing-open"' in content and "Raise the overlap" in content

@@ -149,7 +149,12 @@ def test_a_submit_that_shows_its_reserve_is_confirmed_and_brings_the_reserve_aft
     assert Annotation.objects.get(assignment=current).current.answer_label == "admissible"
     assert body["saved"]["assignment_id"] == current.pk and body["message"] == "Saved."
     shown = Assignment.objects.get(pk=reserve["assignment_id"])
-    assert body["next"] == {"assignment_id": shown.pk, "url": form_url(shown), "ahead": True}
+    assert body["next"] == {
+        "assignment_id": shown.pk,
+        "url": form_url(shown),
+        "ahead": True,
+        "previous_url": form_url(current),  # overlap 2: one vote leaves the item open
+    }
     following = body["reserve"]
     assert following["for"] == shown.pk
     assert following["assignment_id"] not in (current.pk, shown.pk)

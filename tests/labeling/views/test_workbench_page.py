@@ -1,13 +1,15 @@
 """The labelling workbench page: progress figures, the guideline (rendered, sanitised, its
-version), label definitions as hints, sources titled by URI or key, reasons in words, and the
-"Revise previous" link."""
+version), label definitions as hints, sources numbered and headed by URI or first words,
+reasons in words, and the "Revise previous" link."""
 
 from __future__ import annotations
 
-from labeling.models import LabelPolicy
+from django.urls import reverse
+
+from labeling.models import Assignment, AssignmentStatus, ItemStatus, LabelPolicy
 from labeling.selectors.policies import LabelChoice
 from labeling.views.labels import label_options
-from tests.factories import start_labelling, work_record
+from tests.factories import WORK_SOURCE, start_labelling, work_record
 from tests.labeling.views.conftest import claim_next, form_url, labels_post
 
 
@@ -70,7 +72,7 @@ def test_label_definitions_become_hints_on_the_options():
     assert options[0].hint_id == "label-hint-supported"
 
 
-def test_sources_are_titled_by_uri_else_key_and_reasons_read_as_words(
+def test_sources_are_numbered_and_headed_by_uri_else_first_words_and_reasons_read_as_words(
     client, project, import_records, member
 ):
     record = work_record("q1")
@@ -96,8 +98,12 @@ def test_sources_are_titled_by_uri_else_key_and_reasons_read_as_words(
 
     assert titles == {
         '<h3 class="source-title">Source 1: <span class="source-uri">https://example.org/bridge</span>',
-        '<h3 class="source-title">Source 1: doc-q2',
+        # never the document key (often a hash): the first 8 words of the text
+        '<h3 class="source-title">Source 1: <span class="source-excerpt">'
+        + " ".join(WORK_SOURCE.split()[:8])
+        + " …</span>",
     }
+    assert "doc-q2" not in "".join(pages)
     assert '<option value="not_found">source not found</option>' in pages[0]
     assert ">not_found<" not in pages[0]
 
@@ -147,3 +153,45 @@ def test_the_policys_label_words_keys_definitions_and_evidence_rule_reach_the_fo
     rules = content[content.index('id="workbench-rules"') :]
     rules = rules[: rules.index("</script>")]
     assert '"not_supported"' in rules
+
+
+def test_a_submission_whose_vote_closed_its_item_is_not_offered_for_revision(
+    client, project, import_records, member
+):
+    # given overlap 1: the annotator's own vote closes each item
+    import_records([work_record("q1"), work_record("q2")])
+    started = start_labelling(project, overlap=1)
+    annotator = member("annotator")
+    client.force_login(annotator)
+    first = claim_next(started, annotator)
+
+    # when they submit it (the next item opens), and, ahead, the next one naming its reserve
+    response = client.post(form_url(first), labels_post(first.item))
+    content = client.get(response["Location"]).content.decode()
+    second = Assignment.objects.get(annotator=annotator, status=AssignmentStatus.LEASED)
+    reserve = client.post(
+        reverse("annotate-ahead", args=["study", second.pk]), HTTP_ACCEPT="application/json"
+    ).json()["reserve"]
+    body = client.post(
+        form_url(second),
+        labels_post(second.item, ahead=str(reserve["assignment_id"])),
+        HTTP_ACCEPT="application/json",
+    ).json()
+
+    # then neither page offers "Revise previous": the items are closed
+    first.item.refresh_from_db()
+    assert first.item.status != ItemStatus.OPEN
+    assert 'id="revise-previous"' not in content
+    assert body["next"]["ahead"] is True and body["next"]["previous_url"] is None
+    # and the closed item's page takes them back to the item they hold with one key (n: the
+    # nav's "Next item" form, which reopens the item held)
+    closed = client.get(form_url(first)).content.decode()
+    assert 'id="not-editable"' in closed
+    assert (
+        '<button type="submit" form="nav-next-form" class="link" id="back-to-work">'
+        "Back to your item <kbd>n</kbd></button>" in closed
+    )
+    assert (
+        f'action="{reverse("annotate-next", args=["study"])}" class="nav-form" id="nav-next-form"'
+        in closed
+    )
