@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 # Part of the input hash: bump it when the statistics or the stored JSON change, so that the next
 # recomputation rewrites reports computed by older code even when the votes did not change.
-AGREEMENT_STATS_VERSION = 3
+AGREEMENT_STATS_VERSION = 4
 # Two-sided level of the pairwise kappa intervals.
 AGREEMENT_CONFIDENCE = 0.95
 
@@ -109,10 +109,11 @@ def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
     Keys: ``n_units`` (units with a vote), ``n_pairable_units`` (units with 2 or more votes),
     ``n_votes``, ``raters`` (rater ids with a vote, see ``labeling.selectors.votes``),
     ``label_counts`` (votes per value), ``alpha`` / ``fleiss_kappa`` / ``percent_agreement``
-    (``{"value": float | null, "reason": str | null}``), ``confidence`` and ``pairs`` (per
+    (``{"value": float | null, "reason": str | null}``), ``confidence``, ``pairs`` (per
     rater pair sharing a unit: ``rater_a``, ``rater_b``, ``n``, ``kappa``, ``se``, ``ci_low``,
-    ``ci_high``, ``observed_agreement``, ``reason``, ``interval_reason``). Proportions are in
-    [0, 1].
+    ``ci_high``, ``observed_agreement``, ``reason``, ``interval_reason``, and the test of
+    kappa = 0: ``se0`` its null standard error, ``z``, ``p_value`` two-sided) and
+    ``pairs_reason`` (why there is no pair, or null). Proportions are in [0, 1].
     """
     return {
         "n_units": summary.n_units,
@@ -136,9 +137,13 @@ def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
                 "observed_agreement": pair.result.observed_agreement,
                 "reason": pair.result.reason,
                 "interval_reason": pair.result.interval_reason,
+                "se0": pair.result.se0,
+                "z": pair.result.z,
+                "p_value": pair.result.p_value,
             }
             for pair in summary.pairs
         ],
+        "pairs_reason": summary.pairs_reason,
     }
 
 

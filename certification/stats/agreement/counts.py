@@ -40,6 +40,7 @@ from certification.stats.agreement.results import (
     Label,
     PairKappa,
     Statistic,
+    pairs_reason,
 )
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_open_unit
@@ -211,4 +212,5 @@ def agreement_summary_from_counts(
         percent_agreement=_percent(counts, n_pairable),
         pairs=tuple(pairs),
         confidence=level,
+        pairs_reason=pairs_reason(len(counts.raters), len(pairs)),
     )

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import threading
 
+import numpy as np
 import pytest
+from statsmodels.stats import inter_rater
 
 from certification.models import AgreementReport
 from certification.services import agreement_recompute, votes_sha256
 from certification.services.derived import SupersededInputs
-from certification.stats.agreement import NO_VARIATION, agreement_summary
+from certification.stats.agreement import FEWER_THAN_TWO_RATERS, NO_VARIATION, agreement_summary
 from labeling.exceptions import NotFound
 from labeling.models import CANNOT_DECIDE
 from labeling.selectors import project_votes
@@ -67,7 +69,23 @@ def test_stores_both_levels_with_rater_ids(project, voted):
         "not meaningful on 4 shared units: the large-sample interval needs about 2k² = 18 "
         "for k = 3 labels"
     )
+    # the test of kappa = 0 beside it, as statsmodels computes it from the pair's table
+    # (alice on rows: contradicted, not_supported, supported)
+    theirs = inter_rater.cohens_kappa(np.array([[1, 0, 0], [0, 0, 0], [0, 1, 2]]))
+    assert pair["kappa"] == pytest.approx(theirs.kappa, abs=1e-12)
+    assert pair["se0"] == pytest.approx(theirs.std_kappa0, rel=1e-9)
+    assert pair["z"] == pytest.approx(theirs.z_value, rel=1e-9)
+    assert pair["p_value"] == pytest.approx(theirs.pvalue_two_sided, rel=1e-9)
+    assert claim["pairs_reason"] is None
     assert report.computed_at.tzinfo is not None
+
+
+def test_a_single_rater_has_no_pair_and_the_report_says_why(project, items, cast_vote):
+    alice = UserFactory()
+    cast_vote(items[0], alice, "admissible")
+    cast_vote(items[1], alice, "inadmissible")
+    report = agreement_recompute(project_id=project.pk)
+    assert (report.answer["pairs"], report.answer["pairs_reason"]) == ([], FEWER_THAN_TWO_RATERS)
 
 
 def test_the_project_page_shows_the_flag_in_place_of_the_interval(project, voted, login):
