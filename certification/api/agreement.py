@@ -76,7 +76,11 @@ class LevelSerializer(serializers.Serializer):
     n_votes = serializers.IntegerField()
     n_raters = serializers.IntegerField()
     label_counts = serializers.SerializerMethodField()
-    alpha = StatisticSerializer(help_text="Krippendorff's alpha (nominal).")
+    scale = serializers.CharField(
+        help_text="The labels' declared level of measurement (nominal, ordinal, interval, "
+        "ratio): alpha uses its metric (Krippendorff 2011, metric differences)."
+    )
+    alpha = StatisticSerializer(help_text="Krippendorff's alpha with the metric of scale.")
     fleiss_kappa = StatisticSerializer()
     percent_agreement = StatisticSerializer()
     confidence = serializers.FloatField(help_text="Confidence level of the pair intervals.")

@@ -67,7 +67,8 @@ class LevelView:
     percent_agreement: StatisticView
     confidence: float
     pairs: tuple[PairView, ...]
-    pairs_reason: str | None
+    pairs_reason: str | None = None
+    scale: str = "nominal"
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ def _level(level: str, data: dict[str, Any], names: dict[str, str]) -> LevelView
             for pair in data.get("pairs", [])
         ),
         pairs_reason=data.get("pairs_reason"),
+        scale=data.get("scale", "nominal"),
     )
 
 

@@ -50,7 +50,14 @@ from certification.stats.agreement.cohen import (
     cohen_kappa_labels,
     contingency_table,
 )
-from certification.stats.agreement.counts import LevelCounts, agreement_summary_from_counts
+from certification.stats.agreement.counts import (
+    SCALE_KINDS,
+    LabelScale,
+    LevelCounts,
+    agreement_summary_from_counts,
+    krippendorff_alpha_from_counts,
+    off_scale,
+)
 from certification.stats.agreement.encoding import encode_ratings
 from certification.stats.agreement.multi_rater import (
     fleiss_kappa,
@@ -78,6 +85,10 @@ from certification.stats.agreement.results import (
 from certification.stats.agreement.summary import agreement_summary, pairwise_cohen_kappa
 
 __all__ = [
+    "SCALE_KINDS",
+    "LabelScale",
+    "krippendorff_alpha_from_counts",
+    "off_scale",
     "ALL_AGREE",
     "FEWER_THAN_TWO_RATERS",
     "NO_COMMON_LABEL",

@@ -176,6 +176,8 @@ class AgreementSummary:
         confidence: two-sided level of the pairwise intervals.
         pairs_reason: why ``pairs`` is empty (``FEWER_THAN_TWO_RATERS``,
             ``NO_SHARED_UNIT``), or None when it is not.
+        scale: the labels' level of measurement, whose metric ``alpha`` uses (nominal,
+            ordinal, interval or ratio).
     """
 
     n_units: int
@@ -189,3 +191,4 @@ class AgreementSummary:
     pairs: tuple[PairKappa, ...]
     confidence: float
     pairs_reason: str | None = None
+    scale: str = "nominal"
