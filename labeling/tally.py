@@ -17,7 +17,10 @@ Keys, per policy version ``v`` and label level ``l`` (votes of two versions are 
 - ``("agreeing", v, l, m)``: over units of ``m`` >= 2 votes, the sum of n_c (n_c - 1) over
   values c (n_c votes of value c in the unit): the ordered pairs of agreeing votes;
 - ``("pair", v, l, rater_a, rater_b, value_a, value_b)``: units both raters voted on with those
-  values (``rater_a`` before ``rater_b`` in :func:`rater_sort_key` order).
+  values (``rater_a`` before ``rater_b`` in :func:`rater_sort_key` order);
+- ``("coincident", v, l, m, value_c, value_k)``: over units of ``m`` >= 2 votes, the ordered
+  pairs of votes from different raters with values (c, k), n_c (n_k - [c = k]): Krippendorff's
+  coincidence matrix is the sum over m of these divided by m - 1 (alpha for any metric).
 
 Pure Python: no Django, no NumPy.
 """
@@ -92,6 +95,10 @@ def unit_tally(version: int, level: str, votes: dict[str, str]) -> Tally:
     for value, n in per_value.items():
         tally[("pairable", version, level, m, value)] += n
     tally[("agreeing", version, level, m)] += sum(n * (n - 1) for n in per_value.values())
+    for c, n_c in per_value.items():
+        for k, n_k in per_value.items():
+            if c != k or n_c > 1:
+                tally[("coincident", version, level, m, c, k)] += n_c * (n_k - (c == k))
     raters = sorted(votes, key=rater_sort_key)
     for i, rater_a in enumerate(raters):
         for rater_b in raters[i + 1 :]:

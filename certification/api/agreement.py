@@ -52,9 +52,15 @@ class PairSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_null=True)
     interval_reason = serializers.CharField(
         allow_null=True,
-        help_text="Why se and the interval, though given, are not meaningful (too few shared "
-        "units for the large-sample formula, or a standard error of 0); null when they are.",
+        help_text="Why se, the interval and the z test, though given, are not meaningful (one "
+        "rater used a single label, no label in common, too few shared units for the "
+        "large-sample formulas, or every unit agreed); null when they are.",
     )
+    se0 = serializers.FloatField(
+        allow_null=True, help_text="Standard error of kappa under kappa = 0 (Fleiss et al. 1969)."
+    )
+    z = serializers.FloatField(allow_null=True, help_text="kappa / se0: the test of kappa = 0.")
+    p_value = serializers.FloatField(allow_null=True, help_text="Two-sided p-value of z.")
 
     class Meta:
         ref_name = "AgreementPair"
@@ -70,11 +76,18 @@ class LevelSerializer(serializers.Serializer):
     n_votes = serializers.IntegerField()
     n_raters = serializers.IntegerField()
     label_counts = serializers.SerializerMethodField()
-    alpha = StatisticSerializer(help_text="Krippendorff's alpha (nominal).")
+    scale = serializers.CharField(
+        help_text="The labels' declared level of measurement (nominal, ordinal, interval, "
+        "ratio): alpha uses its metric (Krippendorff 2011, metric differences)."
+    )
+    alpha = StatisticSerializer(help_text="Krippendorff's alpha with the metric of scale.")
     fleiss_kappa = StatisticSerializer()
     percent_agreement = StatisticSerializer()
     confidence = serializers.FloatField(help_text="Confidence level of the pair intervals.")
     pairs = PairSerializer(many=True)
+    pairs_reason = serializers.CharField(
+        allow_null=True, help_text="Why there is no pair (fewer than 2 raters, no shared unit)."
+    )
 
     class Meta:
         ref_name = "AgreementLevel"

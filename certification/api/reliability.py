@@ -145,17 +145,31 @@ class AlphaSerializer(serializers.Serializer):
 
 
 class DawidSkeneSerializer(serializers.Serializer):
-    """A Dawid–Skene model estimate of one level (not a label)."""
+    """A Dawid–Skene model estimate of one level (not a label), or why there is none."""
 
-    labels = serializers.ListField(child=serializers.CharField())
-    priors = serializers.ListField(child=serializers.FloatField())
-    iterations = serializers.IntegerField()
-    converged = serializers.BooleanField()
+    reason = serializers.CharField(
+        allow_null=True,
+        help_text="Why there is no estimate (no label; no item labelled by two annotators, "
+        "where the model is not identified); null when there is one, and only it then.",
+    )
+    labels = serializers.ListField(child=serializers.CharField(), required=False)
+    priors = serializers.ListField(child=serializers.FloatField(), required=False)
+    iterations = serializers.IntegerField(required=False, help_text="EM iterations run.")
+    change = serializers.FloatField(
+        required=False, help_text="Largest change of a posterior in the last EM iteration."
+    )
+    tol = serializers.FloatField(required=False, help_text="EM stops when change < tol.")
+    max_iter = serializers.IntegerField(required=False, help_text="The EM iteration cap.")
+    converged = serializers.BooleanField(
+        required=False, help_text="False: EM stopped at max_iter with change >= tol."
+    )
     confusion = serializers.DictField(
+        required=False,
         child=serializers.ListField(child=serializers.ListField(child=serializers.FloatField())),
         help_text="Per rater: P(answer | true label), rows = true label.",
     )
     posteriors = serializers.DictField(
+        required=False,
         child=serializers.ListField(child=serializers.FloatField()),
         help_text="Per unit id: P(true label), aligned with labels.",
     )

@@ -43,6 +43,9 @@ class PairView:
     observed_agreement: float | None
     reason: str | None
     interval_reason: str | None
+    se0: float | None
+    z: float | None
+    p_value: float | None
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class LevelView:
     percent_agreement: StatisticView
     confidence: float
     pairs: tuple[PairView, ...]
+    pairs_reason: str | None = None
+    scale: str = "nominal"
 
 
 @dataclass(frozen=True)
@@ -155,9 +160,14 @@ def _level(level: str, data: dict[str, Any], names: dict[str, str]) -> LevelView
                 reason=pair["reason"],
                 # Results stored before the flag existed carry no such key.
                 interval_reason=pair.get("interval_reason"),
+                se0=pair.get("se0"),
+                z=pair.get("z"),
+                p_value=pair.get("p_value"),
             )
             for pair in data.get("pairs", [])
         ),
+        pairs_reason=data.get("pairs_reason"),
+        scale=data.get("scale", "nominal"),
     )
 
 

@@ -19,12 +19,13 @@ from certification.models import AgreementReport
 from certification.services.derived import SupersededInputs
 from certification.stats.agreement import (
     AgreementSummary,
+    LabelScale,
     LevelCounts,
     Statistic,
     agreement_summary_from_counts,
 )
 from labeling.exceptions import NotFound
-from labeling.models import Project
+from labeling.models import LabelPolicy, Project
 from labeling.selectors import ProjectVotes
 from labeling.selectors.votes import ANSWER_LEVEL, CLAIM_LEVEL, LEVELS
 from labeling.services.vote_tally import vote_tally_fold
@@ -34,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 # Part of the input hash: bump it when the statistics or the stored JSON change, so that the next
 # recomputation rewrites reports computed by older code even when the votes did not change.
-AGREEMENT_STATS_VERSION = 3
+AGREEMENT_STATS_VERSION = 5
 # Two-sided level of the pairwise kappa intervals.
 AGREEMENT_CONFIDENCE = 0.95
 
@@ -73,6 +74,7 @@ def level_counts(tally: Tally, version: int, level: str) -> LevelCounts:
     pairable: dict[int, dict[Any, int]] = {}
     agreeing: dict[int, int] = {}
     pairs: dict[tuple[str, str], dict[tuple[Any, Any], int]] = {}
+    coincident: dict[int, dict[tuple[Any, Any], int]] = {}
     for key, count in tally.items():
         if not count or key[1] != version or key[2] != level:
             continue
@@ -89,6 +91,8 @@ def level_counts(tally: Tally, version: int, level: str) -> LevelCounts:
             agreeing[rest[0]] = count
         elif name == "pair":
             pairs.setdefault((rest[0], rest[1]), {})[(rest[2], rest[3])] = count
+        elif name == "coincident":
+            coincident.setdefault(rest[0], {})[(rest[1], rest[2])] = count
     return LevelCounts(
         raters=tuple(sorted(raters, key=rater_sort_key)),
         votes=votes,
@@ -96,7 +100,23 @@ def level_counts(tally: Tally, version: int, level: str) -> LevelCounts:
         pairable=pairable,
         agreeing=agreeing,
         pairs=pairs,
+        coincident=coincident,
     )
+
+
+def _policy_scales(project: Project) -> dict[tuple[int, str], LabelScale]:
+    """Per (policy version, level), the declared scale of the label set (ordinal: its order)."""
+    scales = {}
+    for policy in LabelPolicy.objects.filter(project=project).only(
+        "version", "answer_labels", "claim_labels", "answer_scale", "claim_scale"
+    ):
+        for level, kind, labels in (
+            (ANSWER_LEVEL, policy.answer_scale, policy.answer_labels),
+            (CLAIM_LEVEL, policy.claim_scale, policy.claim_labels),
+        ):
+            order = tuple(labels) if kind == "ordinal" else ()
+            scales[(policy.version, level)] = LabelScale(kind, order)
+    return scales
 
 
 def _statistic_json(statistic: Statistic) -> dict[str, Any]:
@@ -109,10 +129,12 @@ def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
     Keys: ``n_units`` (units with a vote), ``n_pairable_units`` (units with 2 or more votes),
     ``n_votes``, ``raters`` (rater ids with a vote, see ``labeling.selectors.votes``),
     ``label_counts`` (votes per value), ``alpha`` / ``fleiss_kappa`` / ``percent_agreement``
-    (``{"value": float | null, "reason": str | null}``), ``confidence`` and ``pairs`` (per
+    (``{"value": float | null, "reason": str | null}``), ``confidence``, ``pairs`` (per
     rater pair sharing a unit: ``rater_a``, ``rater_b``, ``n``, ``kappa``, ``se``, ``ci_low``,
-    ``ci_high``, ``observed_agreement``, ``reason``, ``interval_reason``). Proportions are in
-    [0, 1].
+    ``ci_high``, ``observed_agreement``, ``reason``, ``interval_reason``, and the test of
+    kappa = 0: ``se0`` its null standard error, ``z``, ``p_value`` two-sided),
+    ``pairs_reason`` (why there is no pair, or null) and ``scale`` (the labels' declared
+    level of measurement, whose metric ``alpha`` uses). Proportions are in [0, 1].
     """
     return {
         "n_units": summary.n_units,
@@ -136,9 +158,14 @@ def level_to_json(summary: AgreementSummary) -> dict[str, Any]:
                 "observed_agreement": pair.result.observed_agreement,
                 "reason": pair.result.reason,
                 "interval_reason": pair.result.interval_reason,
+                "se0": pair.result.se0,
+                "z": pair.result.z,
+                "p_value": pair.result.p_value,
             }
             for pair in summary.pairs
         ],
+        "pairs_reason": summary.pairs_reason,
+        "scale": summary.scale,
     }
 
 
@@ -188,13 +215,19 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
         logger.info("agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest})
         return stored
 
+    scales = _policy_scales(project)
+
     def summary(version: int | None, level: str) -> dict[str, Any]:
         counts = (
             level_counts(tally, version, level)
             if version is not None
             else LevelCounts(raters=(), votes={}, units={})
         )
-        return level_to_json(agreement_summary_from_counts(counts, confidence=AGREEMENT_CONFIDENCE))
+        return level_to_json(
+            agreement_summary_from_counts(
+                counts, confidence=AGREEMENT_CONFIDENCE, scale=scales.get((version, level))
+            )
+        )
 
     numbers = tally.versions()
     versions = [

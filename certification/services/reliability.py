@@ -22,9 +22,12 @@ Clopper–Pearson interval at ``confidence``, ``estimate``/``lower``/``upper`` n
 - ``alpha``: per level, Krippendorff's alpha of all the votes and of the votes without the
   flagged people (``all``, ``without_flagged``: ``{value, reason}``, ``left_out``: raters);
   no label is changed or dropped from any other figure.
-- ``dawid_skene``: per level, the model estimate (``labels``, ``priors``, ``iterations``,
-  ``converged``, ``confusion`` {rater: matrix, rows = true label}, ``posteriors``
-  {unit id: probabilities aligned with ``labels``}); ``assumptions``: the model's assumptions.
+- ``dawid_skene``: per level, the model estimate (``reason`` null, ``labels``, ``priors``,
+  ``iterations``, ``change`` (the largest change of a posterior in the last EM iteration),
+  ``tol`` (EM stops when ``change`` < ``tol``), ``max_iter``, ``converged`` (false: stopped at
+  ``max_iter``), ``confusion`` {rater: matrix, rows = true label}, ``posteriors`` {unit id:
+  probabilities aligned with ``labels``}), or ``{"reason": ...}`` alone when undefined (no
+  label, or no item labelled by two annotators); ``assumptions``: the model's assumptions.
 
 A person is flagged ``below_threshold`` at a level when the interval's upper bound of their
 accuracy against resolutions, or on gold items, lies below the threshold: with 97.5%
@@ -53,9 +56,11 @@ from certification.services.derived import SupersededInputs
 from certification.stats.agreement import Statistic, krippendorff_alpha_nominal
 from certification.stats.reliability import (
     ASSUMPTIONS,
+    DAWID_SKENE_MAX_ITER,
     NEAR_SILENT_MIN_LABELS,
     NEAR_SILENT_RATIO,
     DawidSkeneEstimate,
+    DawidSkeneUndefined,
     Rate,
     RaterAccuracy,
     accuracy_against,
@@ -71,7 +76,7 @@ from labeling.selectors.votes import LEVELS, VoteMatrix, rater_sort_key
 logger = logging.getLogger(__name__)
 
 # Part of the input hash: bump it when the statistics or the stored JSON change.
-RELIABILITY_STATS_VERSION = 1
+RELIABILITY_STATS_VERSION = 2
 RELIABILITY_CONFIDENCE = 0.95
 
 
@@ -106,13 +111,17 @@ def _statistic_json(statistic: Statistic) -> dict[str, Any]:
     return {"value": statistic.value, "reason": statistic.reason}
 
 
-def _estimate_json(estimate: DawidSkeneEstimate | None) -> dict[str, Any] | None:
-    if estimate is None:
-        return None
+def _estimate_json(estimate: DawidSkeneEstimate | DawidSkeneUndefined) -> dict[str, Any]:
+    if isinstance(estimate, DawidSkeneUndefined):
+        return {"reason": estimate.reason}
     return {
+        "reason": None,
         "labels": list(estimate.labels),
         "priors": list(estimate.priors),
         "iterations": estimate.iterations,
+        "change": estimate.change,
+        "tol": estimate.tol,
+        "max_iter": estimate.max_iter,
         "converged": estimate.converged,
         "confusion": {
             rater: [list(row) for row in matrix]
@@ -285,7 +294,11 @@ def reliability_result(inputs: ReliabilityInputs) -> dict[str, Any]:
         "people": people,
         "alpha": {m.level: _alpha_without(m, flagged) for m in inputs.votes.levels()},
         "dawid_skene": {
-            m.level: _estimate_json(dawid_skene([list(r) for r in m.ratings], m.raters, m.units))
+            m.level: _estimate_json(
+                dawid_skene(
+                    [list(r) for r in m.ratings], m.raters, m.units, max_iter=DAWID_SKENE_MAX_ITER
+                )
+            )
             for m in inputs.votes.levels()
         },
         "assumptions": list(ASSUMPTIONS),

@@ -24,7 +24,7 @@ LEVEL_TITLES = {"answer": "Answer labels", "claim": "Claim labels"}
 
 def _model_rows(model: dict[str, Any] | None, names: dict[str, str]) -> list[dict[str, Any]]:
     """Per rater: the Dawid–Skene probability of each true label being answered correctly."""
-    if not model:
+    if not model or model.get("reason"):
         return []
     labels = model["labels"]
     return [

@@ -9,8 +9,10 @@ points of the stored text, 0-based and end-exclusive (``text[start:end]`` in Pyt
 from __future__ import annotations
 
 import secrets
+from fractions import Fraction
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Length
@@ -30,6 +32,34 @@ class Partition(models.TextChoices):
     DEV = "dev", "dev"
     CALIBRATION = "calibration", "calibration"
     TEST = "test", "test"
+
+
+class LabelScale(models.TextChoices):
+    """The level of measurement of a label set, which picks the agreement metric.
+
+    Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", metric differences:
+    nominal labels are names; ordinal labels are ranked in the set's declared order; interval
+    and ratio labels are numbers (ratio: >= 0, with a true zero).
+    """
+
+    NOMINAL = "nominal", "nominal"
+    ORDINAL = "ordinal", "ordinal (in the declared order)"
+    INTERVAL = "interval", "interval (labels are numbers)"
+    RATIO = "ratio", "ratio (labels are numbers >= 0)"
+
+
+def scale_problem(scale: str, labels: list[str]) -> str | None:
+    """Why ``labels`` cannot be read on ``scale`` (naming the first label), or None."""
+    if scale not in (LabelScale.INTERVAL, LabelScale.RATIO):
+        return None
+    for label in labels:
+        try:
+            number = Fraction(str(label).strip())
+        except (ValueError, ZeroDivisionError):
+            return f"label {label!r} is not a number, as the {scale} scale needs"
+        if scale == LabelScale.RATIO and number < 0:
+            return f"label {label!r} is negative, which a ratio scale does not allow"
+    return None
 
 
 class EvidenceRelation(models.TextChoices):
@@ -163,6 +193,18 @@ class LabelPolicy(models.Model):
     )
     answer_labels = models.JSONField(default=list)
     claim_labels = models.JSONField(default=list)
+    answer_scale = models.CharField(
+        max_length=10,
+        choices=LabelScale.choices,
+        default=LabelScale.NOMINAL,
+        help_text="Level of measurement of answer_labels (ordinal: in their listed order).",
+    )
+    claim_scale = models.CharField(
+        max_length=10,
+        choices=LabelScale.choices,
+        default=LabelScale.NOMINAL,
+        help_text="Level of measurement of claim_labels (ordinal: in their listed order).",
+    )
     unavailable_reasons = models.JSONField(default=list)
     label_details = models.JSONField(
         default=dict,
@@ -229,6 +271,19 @@ class LabelPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug} policy v{self.version}"
+
+    def clean(self) -> None:
+        """Refuse a numeric scale over labels that are not numbers, naming the label."""
+        problems = {
+            f"{level}_scale": problem
+            for level, scale, labels in (
+                ("answer", self.answer_scale, self.answer_labels),
+                ("claim", self.claim_scale, self.claim_labels),
+            )
+            if (problem := scale_problem(scale, list(labels or [])))
+        }
+        if problems:
+            raise ValidationError(problems)
 
 
 class Membership(models.Model):

@@ -42,8 +42,22 @@ Modules: :mod:`~certification.stats.agreement.results` (reasons and result types
 pair and per level). Every public name is importable from ``certification.stats.agreement``.
 """
 
-from certification.stats.agreement.cohen import cohen_kappa, cohen_kappa_labels, contingency_table
-from certification.stats.agreement.counts import LevelCounts, agreement_summary_from_counts
+from certification.stats.agreement.cohen import (
+    ALL_AGREE,
+    NO_COMMON_LABEL,
+    SINGLE_LABEL,
+    cohen_kappa,
+    cohen_kappa_labels,
+    contingency_table,
+)
+from certification.stats.agreement.counts import (
+    SCALE_KINDS,
+    LabelScale,
+    LevelCounts,
+    agreement_summary_from_counts,
+    krippendorff_alpha_from_counts,
+    off_scale,
+)
 from certification.stats.agreement.encoding import encode_ratings
 from certification.stats.agreement.multi_rater import (
     fleiss_kappa,
@@ -52,10 +66,12 @@ from certification.stats.agreement.multi_rater import (
     percent_agreement,
 )
 from certification.stats.agreement.results import (
+    FEWER_THAN_TWO_RATERS,
     FEWER_THAN_TWO_RATINGS_PER_UNIT,
     FEWER_THAN_TWO_SHARED_UNITS,
     FEWER_THAN_TWO_UNITS,
     NO_PAIRABLE_UNIT,
+    NO_SHARED_UNIT,
     NO_VARIATION,
     UNEQUAL_RATINGS_PER_UNIT,
     AgreementSummary,
@@ -63,11 +79,22 @@ from certification.stats.agreement.results import (
     EncodedRatings,
     Label,
     PairKappa,
+    PairwiseKappa,
     Statistic,
 )
 from certification.stats.agreement.summary import agreement_summary, pairwise_cohen_kappa
 
 __all__ = [
+    "SCALE_KINDS",
+    "LabelScale",
+    "krippendorff_alpha_from_counts",
+    "off_scale",
+    "ALL_AGREE",
+    "FEWER_THAN_TWO_RATERS",
+    "NO_COMMON_LABEL",
+    "NO_SHARED_UNIT",
+    "SINGLE_LABEL",
+    "PairwiseKappa",
     "LevelCounts",
     "agreement_summary_from_counts",
     "FEWER_THAN_TWO_SHARED_UNITS",

@@ -3,7 +3,9 @@
 Cohen (1960), "A coefficient of agreement for nominal scales", Educational and Psychological
 Measurement 20(1), 37–46, with the large-sample standard error of Fleiss, Cohen and Everitt (1969),
 "Large sample standard errors of kappa and weighted kappa", Psychological Bulletin 72(5), 323–327,
-and a Wald interval: the same numbers as ``statsmodels.stats.inter_rater.cohens_kappa``.
+a Wald interval, and the same paper's standard error under the null hypothesis kappa = 0 with its
+z test: the same numbers as ``statsmodels.stats.inter_rater.cohens_kappa`` (``std_kappa``,
+``kappa_low``/``kappa_upp``, ``std_kappa0``, ``z_value``, ``pvalue_two_sided``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.stats import norm
 
 from certification.stats.agreement.encoding import _check_table, _z, encode_ratings
 from certification.stats.agreement.results import (
@@ -49,6 +52,12 @@ def cohen_kappa(table: ArrayLike, *, confidence: float = 0.95) -> CohenKappa:
     var = [sum_i p_ii (1 - (p_i. + p_.i)(1 - k))^2 + (1 - k)^2 sum_{i != j} p_ij (p_.i + p_j.)^2
     - (k - p_e (1 - k))^2] / ((1 - p_e)^2 n). The interval is kappa ± z·se, clipped to [-1, 1]
     (the range of kappa); unclipped it equals statsmodels' ``kappa_low``/``kappa_upp``.
+
+    The null standard error (Fleiss, Cohen and Everitt 1969, eq. 14, kappa = 0 with the
+    observed marginals): var0 = [p_e + p_e^2 - sum_i p_i. p_.i (p_i. + p_.i)] / ((1 - p_e)^2 n);
+    z = kappa / se0 and the two-sided p-value 2 P(Z >= |z|). When one rater used a single
+    label on every shared unit, kappa is 0 whatever the other rater did and both standard errors
+    are 0; so too when the raters used no label in common: z is then undefined (None).
 
     The standard error is a large-sample one: with k categories, Cicchetti and Fleiss (1977),
     "Comparison of the null distributions of weighted kappa and the C ordinal statistic", Applied
@@ -89,6 +98,12 @@ def cohen_kappa(table: ArrayLike, *, confidence: float = 0.95) -> CohenKappa:
     # Algebraically >= 0 (0 at perfect agreement); rounding can leave a tiny negative.
     se = math.sqrt(max(variance, 0.0))
     half = _z(level) * se
+    single = min(sum(1 for r in rows if r), sum(1 for c in cols if c)) == 1
+    null_variance = (p_e + p_e * p_e - float((p_row * p_col * (p_row + p_col)).sum())) / (
+        (1.0 - p_e) ** 2 * n
+    )
+    se0 = math.sqrt(max(null_variance, 0.0))
+    z = None if single or chance == 0 else kappa / se0
     return CohenKappa(
         n=n,
         observed_agreement=p_o,
@@ -99,19 +114,44 @@ def cohen_kappa(table: ArrayLike, *, confidence: float = 0.95) -> CohenKappa:
         ci_high=min(1.0, kappa + half),
         confidence=level,
         reason=None,
-        interval_reason=_interval_reason(n, counts.shape[0], se),
+        interval_reason=_interval_reason(n, counts.shape[0], agree, chance, single=single),
+        se0=se0,
+        z=z,
+        p_value=None if z is None else float(2.0 * norm.sf(abs(z))),
     )
 
 
-def _interval_reason(n: int, k: int, se: float) -> str | None:
-    """Why a kappa's large-sample standard error and interval are not meaningful, or None."""
+# Why a kappa's standard errors, interval and z test are not to be read.
+SINGLE_LABEL = (
+    "not meaningful: one rater used a single label on every shared unit, so kappa is 0 "
+    "whatever the other rater did and its standard errors are 0"
+)
+NO_COMMON_LABEL = (
+    "not meaningful: the raters used no label in common, so kappa is 0 and its standard "
+    "errors are 0"
+)
+ALL_AGREE = "not meaningful: the standard error is 0 when every shared unit agrees"
+
+
+def _interval_reason(n: int, k: int, agree: int, chance: int, *, single: bool) -> str | None:
+    """Why a kappa's large-sample standard errors and interval are not meaningful, or None.
+
+    Decided on the integer counts, not on a computed standard error that rounding may leave
+    a hair above 0: a rater with a single label, or two raters without a label in common
+    (chance agreement 0), give se = se0 = 0 exactly in exact arithmetic, and perfect agreement
+    gives se = 0.
+    """
+    if single:
+        return SINGLE_LABEL
+    if chance == 0:
+        return NO_COMMON_LABEL
     if n < 2 * k * k:
         return (
             f"not meaningful on {n} shared units: the large-sample interval needs about "
             f"2k² = {2 * k * k} for k = {k} labels"
         )
-    if se == 0.0:
-        return "not meaningful: the standard error is 0 when every shared unit agrees"
+    if agree == n:
+        return ALL_AGREE
     return None
 
 

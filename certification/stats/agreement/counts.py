@@ -16,6 +16,14 @@ m_u >= 2 of n_uc (n = sum_c n_c):
 - Fleiss' (1971) kappa, when every unit with m_u >= 2 has the same m: P-bar = sum_u A_u /
   (N m (m - 1)), P_e = sum_c n_c² / (N m)²;
 - Cohen's kappa of a rater pair: their contingency table, a sum over the units both rated.
+- Krippendorff's (2011, §A–C) alpha for any metric: alpha = 1 - (n - 1) sum_ck o_ck δ²_ck /
+  sum_ck n_c n_k δ²_ck, from the coincidence matrix o_ck = sum_u C_uck / (m_u - 1), where
+  C_uck = n_uc (n_uk - [c = k]) counts the unit's ordered pairs of values (c, k) from
+  different ratings. C is an integer per unit, so its sum over units of m ratings is additive
+  (``coincident``) and o_ck = sum_m coincident[m][c, k] / (m - 1). The difference functions
+  δ²_ck (2011, §E "metric differences"): nominal 0 if c = k else 1; ordinal (sum_{g from c to
+  k} n_g - (n_c + n_k) / 2)², the ranks in the declared order; interval (c - k)²; ratio
+  ((c - k) / (c + k))², the labels read as numbers.
 
 Alpha, Fleiss' kappa and percent agreement are computed in exact rational arithmetic.
 """
@@ -26,6 +34,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Literal
 
 import numpy as np
 
@@ -40,6 +49,7 @@ from certification.stats.agreement.results import (
     Label,
     PairKappa,
     Statistic,
+    pairs_reason,
 )
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_open_unit
@@ -58,6 +68,8 @@ class LevelCounts:
         agreeing: m → over units of m >= 2 ratings, the sum of n_c (n_c - 1) over labels c.
         pairs: (rater_a, rater_b) → (label_a, label_b) → units both rated with those labels;
             rater_a comes before rater_b in ``raters``.
+        coincident: m → (label_c, label_k) → over units of m >= 2 ratings, the ordered pairs
+            of ratings from different raters with values (c, k): sum of n_uc (n_uk - [c = k]).
     """
 
     raters: tuple[str, ...]
@@ -66,6 +78,7 @@ class LevelCounts:
     pairable: Mapping[int, Mapping[Label, int]] = field(default_factory=dict)
     agreeing: Mapping[int, int] = field(default_factory=dict)
     pairs: Mapping[tuple[str, str], Mapping[tuple[Label, Label], int]] = field(default_factory=dict)
+    coincident: Mapping[int, Mapping[tuple[Label, Label], int]] = field(default_factory=dict)
 
     @classmethod
     def from_ratings(
@@ -82,6 +95,7 @@ class LevelCounts:
         pairable: dict[int, Counter[Label]] = {}
         agreeing: Counter[int] = Counter()
         pairs: dict[tuple[str, str], Counter[tuple[Label, Label]]] = {}
+        coincident: dict[int, Counter[tuple[Label, Label]]] = {}
         used: set[str] = set()
         for row in ratings:
             if len(row) != len(names):
@@ -98,6 +112,11 @@ class LevelCounts:
                 continue
             pairable.setdefault(m, Counter()).update(per_label)
             agreeing[m] += sum(n * (n - 1) for n in per_label.values())
+            cells = coincident.setdefault(m, Counter())
+            for c, n_c in per_label.items():
+                for k, n_k in per_label.items():
+                    if c != k or n_c > 1:
+                        cells[(c, k)] += n_c * (n_k - (c == k))
             for i, (rater_a, label_a) in enumerate(present):
                 for rater_b, label_b in present[i + 1 :]:
                     pairs.setdefault((rater_a, rater_b), Counter())[(label_a, label_b)] += 1
@@ -108,7 +127,151 @@ class LevelCounts:
             pairable={m: dict(c) for m, c in pairable.items()},
             agreeing=dict(agreeing),
             pairs={pair: dict(c) for pair, c in pairs.items()},
+            coincident={m: dict(c) for m, c in coincident.items()},
         )
+
+
+ScaleKind = Literal["nominal", "ordinal", "interval", "ratio"]
+SCALE_KINDS: tuple[ScaleKind, ...] = ("nominal", "ordinal", "interval", "ratio")
+
+
+@dataclass(frozen=True)
+class LabelScale:
+    """The declared level of measurement of a label set, and the alpha metric it implies.
+
+    Attributes:
+        kind: ``nominal`` (labels are names), ``ordinal`` (ranked in ``order``), ``interval``
+            or ``ratio`` (labels are decimal numbers, read exactly).
+        order: for ordinal, every label of the set, lowest first; empty otherwise.
+
+    Raises:
+        StatsError: an unknown kind; an ordinal scale without an order or with a repeated
+            label.
+    """
+
+    kind: ScaleKind = "nominal"
+    order: tuple[Label, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCALE_KINDS:
+            raise StatsError(f"scale must be one of {', '.join(SCALE_KINDS)}, got {self.kind!r}")
+        if self.kind == "ordinal" and (not self.order or len(set(self.order)) != len(self.order)):
+            raise StatsError("an ordinal scale needs its labels in order, each once")
+        if self.kind != "ordinal" and self.order:
+            raise StatsError(f"a {self.kind} scale takes no order")
+
+    def value(self, label: Label) -> Fraction:
+        """The number an interval or ratio label stands for, exactly (``"2.5"`` is 5/2).
+
+        Raises:
+            StatsError: the label does not parse as a finite decimal number (ratio: one >= 0).
+        """
+        try:
+            number = Fraction(str(label).strip())
+        except (ValueError, ZeroDivisionError):
+            raise StatsError(f"label {label!r} is not a number ({self.kind} scale)") from None
+        if self.kind == "ratio" and number < 0:
+            raise StatsError(f"label {label!r} is not a valid ratio value (negative)")
+        return number
+
+
+def off_scale(scale: LabelScale, labels: Sequence[Label]) -> tuple[Label, ...]:
+    """The labels a non-nominal ``scale`` cannot place (not in the order, not a number)."""
+    if scale.kind == "nominal":
+        return ()
+    if scale.kind == "ordinal":
+        return tuple(label for label in labels if label not in scale.order)
+    out = []
+    for label in labels:
+        try:
+            scale.value(label)
+        except StatsError:
+            out.append(label)
+    return tuple(out)
+
+
+def _coincidences(counts: LevelCounts) -> dict[tuple[Label, Label], Fraction]:
+    out: dict[tuple[Label, Label], Fraction] = {}
+    for m, cells in counts.coincident.items():
+        for pair, c in cells.items():
+            if c:
+                out[pair] = out.get(pair, Fraction(0)) + Fraction(c, m - 1)
+    return out
+
+
+def _delta2(
+    scale: LabelScale, marginals: Mapping[Label, Fraction]
+) -> dict[tuple[Label, Label], Fraction]:
+    """δ²_ck for every pair of labels with a marginal (Krippendorff 2011, §E)."""
+    labels = list(marginals)
+    if scale.kind == "nominal":
+        return {(c, k): Fraction(c != k) for c in labels for k in labels}
+    if scale.kind == "ordinal":
+        ranked = [label for label in scale.order if label in marginals]
+        rank = {label: i for i, label in enumerate(ranked)}
+        # cumulative[i] = sum of the marginals of ranks below i
+        cumulative = [Fraction(0)]
+        for label in ranked:
+            cumulative.append(cumulative[-1] + marginals[label])
+        out: dict[tuple[Label, Label], Fraction] = {}
+        for c in ranked:
+            for k in ranked:
+                lo, hi = sorted((rank[c], rank[k]))
+                between = cumulative[hi + 1] - cumulative[lo]
+                out[(c, k)] = (between - (marginals[c] + marginals[k]) / 2) ** 2
+        return out
+    values = {label: scale.value(label) for label in labels}
+    if scale.kind == "interval":
+        return {(c, k): (values[c] - values[k]) ** 2 for c in labels for k in labels}
+    return {
+        (c, k): Fraction(0)
+        if values[c] == values[k]
+        else ((values[c] - values[k]) / (values[c] + values[k])) ** 2
+        for c in labels
+        for k in labels
+    }
+
+
+def krippendorff_alpha_from_counts(counts: LevelCounts, scale: LabelScale) -> Statistic:
+    """Krippendorff's alpha of the counted ratings with the metric of ``scale``.
+
+    Units with fewer than 2 ratings drop out. Computed in exact rational arithmetic (numeric
+    labels are read as exact decimals), so counts added in any order give the same value.
+
+    Returns:
+        A :class:`Statistic`: undefined with ``FEWER_THAN_TWO_UNITS`` (fewer than 2 units
+        of 2 or more ratings), ``NO_VARIATION`` (one value, or an expected disagreement of 0),
+        or a reason naming the labels the scale cannot place (e.g. a "cannot decide" vote on
+        an ordinal scale): such votes are part of their units' counts and cannot be dropped
+        from them after the fact.
+
+    Source: Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", §A–C (the
+    coincidence matrix and alpha) and §E (the difference functions); the same values as the
+    ``krippendorff`` package with ``level_of_measurement`` nominal, ordinal, interval, ratio.
+    """
+    n_pairable_units = sum(units for m, units in counts.units.items() if m >= 2)
+    if n_pairable_units < 2:
+        return Statistic.undefined(FEWER_THAN_TWO_UNITS)
+    coincidences = _coincidences(counts)
+    marginals: dict[Label, Fraction] = {}
+    for (c, _), o in coincidences.items():
+        marginals[c] = marginals.get(c, Fraction(0)) + o
+    marginals = {c: n for c, n in marginals.items() if n}
+    if len(marginals) < 2:
+        return Statistic.undefined(NO_VARIATION)
+    outside = off_scale(scale, sorted(marginals, key=repr))
+    if outside:
+        named = ", ".join(str(label) for label in outside)
+        return Statistic.undefined(f"labels not on the {scale.kind} scale: {named}")
+    delta2 = _delta2(scale, marginals)
+    n = sum(marginals.values())
+    observed = sum(o * delta2[pair] for pair, o in coincidences.items())
+    expected = sum(
+        marginals[c] * marginals[k] * delta2[(c, k)] for c in marginals for k in marginals
+    )
+    if expected == 0:
+        return Statistic.undefined(NO_VARIATION)
+    return Statistic(value=float(1 - (n - 1) * observed / expected))
 
 
 def _alpha(counts: LevelCounts, n_pairable_units: int) -> Statistic:
@@ -160,7 +323,7 @@ def _fleiss(counts: LevelCounts) -> Statistic:
 
 
 def agreement_summary_from_counts(
-    counts: LevelCounts, *, confidence: float = 0.95
+    counts: LevelCounts, *, confidence: float = 0.95, scale: LabelScale | None = None
 ) -> AgreementSummary:
     """All agreement statistics of one label level, from its counts.
 
@@ -173,9 +336,11 @@ def agreement_summary_from_counts(
     Args:
         counts: the level's :class:`LevelCounts`.
         confidence: two-sided level of the pairwise kappa intervals, in (0, 1).
+        scale: the labels' declared scale, whose metric alpha uses (None: nominal).
 
     Returns:
-        An :class:`AgreementSummary`.
+        An :class:`AgreementSummary`; ``alpha`` with the metric of ``scale``
+        (:func:`krippendorff_alpha_from_counts`), ``scale`` its kind.
 
     Raises:
         StatsError: ``confidence`` outside (0, 1), or a pair names a rater not in
@@ -206,9 +371,13 @@ def agreement_summary_from_counts(
         n_ratings=sum(counts.votes.values()),
         raters=counts.raters,
         category_counts=tuple((label, int(counts.votes[label])) for label in labels),
-        alpha=_alpha(counts, n_pairable),
+        alpha=_alpha(counts, n_pairable)
+        if scale is None or scale.kind == "nominal"
+        else krippendorff_alpha_from_counts(counts, scale),
         fleiss_kappa=_fleiss(counts),
         percent_agreement=_percent(counts, n_pairable),
         pairs=tuple(pairs),
         confidence=level,
+        pairs_reason=pairs_reason(len(counts.raters), len(pairs)),
+        scale="nominal" if scale is None else scale.kind,
     )

@@ -24,6 +24,9 @@ FEWER_THAN_TWO_SHARED_UNITS = "fewer than 2 units rated by both raters"
 NO_PAIRABLE_UNIT = "no unit with 2 or more ratings"
 UNEQUAL_RATINGS_PER_UNIT = "units have different numbers of ratings"
 FEWER_THAN_TWO_RATINGS_PER_UNIT = "fewer than 2 ratings per unit"
+# Why a level has no pairwise kappa at all.
+FEWER_THAN_TWO_RATERS = "fewer than 2 raters: no pair to compare"
+NO_SHARED_UNIT = "no two raters rated a common unit"
 
 _MISSING = -1
 
@@ -71,9 +74,17 @@ class CohenKappa:
         ci_high: upper limit kappa + z * se, clipped at 1; None when kappa is.
         confidence: two-sided level of the interval, in (0, 1).
         reason: why kappa is undefined, or None.
-        interval_reason: why the standard error and interval, though computed, say nothing
-            useful (too few shared units for the large-sample formula, or a standard error of 0),
-            or None when they can be read. Shown in place of the interval.
+        interval_reason: why the standard errors, interval and z test, though computed, say
+            nothing useful (one rater used a single label; no label in common; too few
+            shared units for the
+            large-sample formulas; a standard error of 0 because every shared unit agrees), or
+            None when they can be read. Shown in place of the interval.
+        se0: standard error of kappa under the null hypothesis kappa = 0 (independent
+            raters with the observed marginals); None when kappa is.
+        z: kappa / se0, the large-sample test of kappa = 0; None when kappa is, or se0 is 0
+            (one rater used a single label, or the raters no label in common).
+        p_value: two-sided p-value of ``z`` under the standard normal, 2 P(Z >= |z|), in
+            [0, 1]; None when ``z`` is.
     """
 
     n: int
@@ -86,6 +97,9 @@ class CohenKappa:
     confidence: float
     reason: str | None
     interval_reason: str | None = None
+    se0: float | None = None
+    z: float | None = None
+    p_value: float | None = None
 
     @property
     def defined(self) -> bool:
@@ -106,6 +120,26 @@ class PairKappa:
     rater_a: str
     rater_b: str
     result: CohenKappa
+
+
+@dataclass(frozen=True)
+class PairwiseKappa:
+    """Cohen's kappa of every pair of raters who share a unit, or why there is none.
+
+    Attributes:
+        pairs: one :class:`PairKappa` per pair sharing at least one unit, in input order.
+        reason: why ``pairs`` is empty (``FEWER_THAN_TWO_RATERS``, ``NO_SHARED_UNIT``), or None.
+    """
+
+    pairs: tuple[PairKappa, ...]
+    reason: str | None
+
+
+def pairs_reason(n_raters: int, n_pairs: int) -> str | None:
+    """Why a level with ``n_raters`` raters (with a rating) has ``n_pairs`` kappas, or None."""
+    if n_raters < 2:
+        return FEWER_THAN_TWO_RATERS
+    return NO_SHARED_UNIT if n_pairs == 0 else None
 
 
 @dataclass(frozen=True)
@@ -140,6 +174,10 @@ class AgreementSummary:
         percent_agreement: mean over pairable units of the proportion of agreeing rater pairs.
         pairs: Cohen's kappa per pair of raters who share at least one unit, in input order.
         confidence: two-sided level of the pairwise intervals.
+        pairs_reason: why ``pairs`` is empty (``FEWER_THAN_TWO_RATERS``,
+            ``NO_SHARED_UNIT``), or None when it is not.
+        scale: the labels' level of measurement, whose metric ``alpha`` uses (nominal,
+            ordinal, interval or ratio).
     """
 
     n_units: int
@@ -152,3 +190,5 @@ class AgreementSummary:
     percent_agreement: Statistic
     pairs: tuple[PairKappa, ...]
     confidence: float
+    pairs_reason: str | None = None
+    scale: str = "nominal"

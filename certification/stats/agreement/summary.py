@@ -15,6 +15,8 @@ from certification.stats.agreement.results import (
     EncodedRatings,
     Label,
     PairKappa,
+    PairwiseKappa,
+    pairs_reason,
 )
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_open_unit
@@ -50,7 +52,7 @@ def pairwise_cohen_kappa(
     raters: Sequence[str],
     *,
     confidence: float = 0.95,
-) -> tuple[PairKappa, ...]:
+) -> PairwiseKappa:
     """Cohen's kappa for every pair of raters, over the units both rated.
 
     Args:
@@ -59,9 +61,10 @@ def pairwise_cohen_kappa(
         confidence: two-sided level of the intervals, in (0, 1).
 
     Returns:
-        One :class:`PairKappa` per pair (i < j in ``raters`` order) sharing at least one unit;
-        pairs that never rated a common unit are left out. Each pair's kappa may be undefined
-        (fewer than 2 shared units, no variation).
+        A :class:`PairwiseKappa`: one :class:`PairKappa` per pair (i < j in ``raters`` order)
+        sharing at least one unit; pairs that never rated a common unit are left out. Each
+        pair's kappa may be undefined (fewer than 2 shared units, no variation); with no pair
+        at all, ``reason`` says why (fewer than 2 raters with a rating, no shared unit).
 
     Raises:
         StatsError: if the matrix is ragged, the rater ids do not match its columns or repeat,
@@ -69,7 +72,9 @@ def pairwise_cohen_kappa(
     """
     names = _check_raters(raters)
     encoded = encode_ratings(ratings, n_raters=len(names))
-    return _pairs(encoded, names, check_open_unit(confidence, name="confidence"))
+    pairs = _pairs(encoded, names, check_open_unit(confidence, name="confidence"))
+    n_raters = int((encoded.codes != _MISSING).any(axis=0).sum())
+    return PairwiseKappa(pairs, pairs_reason(n_raters, len(pairs)))
 
 
 def agreement_summary(
@@ -100,6 +105,7 @@ def agreement_summary(
     k = len(encoded.categories)
     present = codes != _MISSING
     per_category = np.bincount(codes[present], minlength=k) if k else np.zeros(0, np.int64)
+    pairs = _pairs(encoded, names, level)
     return AgreementSummary(
         n_units=int(present.any(axis=1).sum()),
         n_pairable_units=int(_pairable(codes).sum()),
@@ -112,6 +118,7 @@ def agreement_summary(
         alpha=_alpha(codes),
         fleiss_kappa=_fleiss(codes, k),
         percent_agreement=_percent(codes, k),
-        pairs=_pairs(encoded, names, level),
+        pairs=pairs,
         confidence=level,
+        pairs_reason=pairs_reason(int(present.any(axis=0).sum()), len(pairs)),
     )

@@ -12,7 +12,10 @@ from certification.stats.reliability.latent_class import (
     ASSUMPTIONS,
     DAWID_SKENE_MAX_ITER,
     DAWID_SKENE_TOL,
+    NO_LABEL,
+    NOT_IDENTIFIED,
     DawidSkeneEstimate,
+    DawidSkeneUndefined,
     dawid_skene,
 )
 from certification.stats.reliability.rates import (
@@ -36,7 +39,10 @@ __all__ = [
     "DAWID_SKENE_TOL",
     "NEAR_SILENT_MIN_LABELS",
     "NEAR_SILENT_RATIO",
+    "NOT_IDENTIFIED",
+    "NO_LABEL",
     "DawidSkeneEstimate",
+    "DawidSkeneUndefined",
     "Rate",
     "RaterAccuracy",
     "Silence",

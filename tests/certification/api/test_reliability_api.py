@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from django.utils.html import escape
 from rest_framework.test import APIClient
 
 from certification.services import reliability_recompute
+from certification.stats.reliability import NOT_IDENTIFIED
 from labeling.models import Role
 from labeling.services.tokens import api_token_create
-from tests.certification.services.test_reliability_recompute import world  # noqa: F401
+from tests.certification.services.test_reliability_recompute import (  # noqa: F401
+    ADM,
+    INADM,
+    world,
+)
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -52,6 +59,9 @@ def test_managers_read_the_figures_with_names(project, world, api):  # noqa: F81
     assert kappa["value"] is not None
     assert kappa["interval_reason"].startswith("not meaningful")
     assert set(body["dawid_skene"]) == {"answer", "claim"}
+    model = body["dawid_skene"]["answer"]
+    assert model["reason"] is None and model["converged"] is True
+    assert model["change"] < model["tol"] == 1e-6 and model["max_iter"] == 10_000
     # computed outside the background job: the import's change is not covered, and the
     # figures do not claim to be current
     assert body["freshness"]["current"] is False
@@ -126,3 +136,34 @@ def test_the_whole_response_validates_against_its_schema(project, world, api, cl
     body["people"][0]["levels"]["answer"]["disputed"]["numerator"] = "two"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(body, document)
+
+
+def test_a_model_stopped_at_its_cap_says_so_in_the_api_and_on_the_page(
+    project,
+    world,  # noqa: F811
+    api,
+    login,
+    monkeypatch,
+):
+    # given an iteration cap of 1: EM stops before its posteriors settle
+    monkeypatch.setattr("certification.services.reliability.DAWID_SKENE_MAX_ITER", 1)
+    reliability_recompute(project_id=project.pk)
+    client, _ = api(Role.MANAGER)
+    model = client.get(URL).json()["dawid_skene"]["answer"]
+    assert (model["converged"], model["iterations"], model["max_iter"]) == (False, 1, 1)
+    assert model["change"] >= model["tol"]
+    html = login("manager").get("/p/study/certification/reliability/").content.decode()
+    assert "Not converged:" in html and "cap of 1 iterations" in html
+
+
+def test_one_annotator_gives_no_model_and_the_reason_in_the_api_and_on_the_page(
+    project, items, cast_vote, api, login
+):
+    annotator = UserFactory()
+    for index, label in enumerate((ADM, INADM)):
+        cast_vote(items[index], annotator, label)
+    reliability_recompute(project_id=project.pk)
+    client, _ = api(Role.MANAGER)
+    assert client.get(URL).json()["dawid_skene"]["answer"] == {"reason": NOT_IDENTIFIED}
+    html = login("manager").get("/p/study/certification/reliability/").content.decode()
+    assert f"No estimate: {escape(NOT_IDENTIFIED)}." in html

@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import threading
 
+import krippendorff
+import numpy as np
 import pytest
+from django.core.exceptions import ValidationError
+from statsmodels.stats import inter_rater
 
 from certification.models import AgreementReport
 from certification.services import agreement_recompute, votes_sha256
 from certification.services.derived import SupersededInputs
-from certification.stats.agreement import NO_VARIATION, agreement_summary
+from certification.stats.agreement import FEWER_THAN_TWO_RATERS, NO_VARIATION, agreement_summary
 from labeling.exceptions import NotFound
-from labeling.models import CANNOT_DECIDE
+from labeling.models import CANNOT_DECIDE, LabelPolicy
 from labeling.selectors import project_votes
 from tests.factories import UserFactory
 
@@ -67,7 +71,23 @@ def test_stores_both_levels_with_rater_ids(project, voted):
         "not meaningful on 4 shared units: the large-sample interval needs about 2k² = 18 "
         "for k = 3 labels"
     )
+    # the test of kappa = 0 beside it, as statsmodels computes it from the pair's table
+    # (alice on rows: contradicted, not_supported, supported)
+    theirs = inter_rater.cohens_kappa(np.array([[1, 0, 0], [0, 0, 0], [0, 1, 2]]))
+    assert pair["kappa"] == pytest.approx(theirs.kappa, abs=1e-12)
+    assert pair["se0"] == pytest.approx(theirs.std_kappa0, rel=1e-9)
+    assert pair["z"] == pytest.approx(theirs.z_value, rel=1e-9)
+    assert pair["p_value"] == pytest.approx(theirs.pvalue_two_sided, rel=1e-9)
+    assert claim["pairs_reason"] is None
     assert report.computed_at.tzinfo is not None
+
+
+def test_a_single_rater_has_no_pair_and_the_report_says_why(project, items, cast_vote):
+    alice = UserFactory()
+    cast_vote(items[0], alice, "admissible")
+    cast_vote(items[1], alice, "inadmissible")
+    report = agreement_recompute(project_id=project.pk)
+    assert (report.answer["pairs"], report.answer["pairs_reason"]) == ([], FEWER_THAN_TWO_RATERS)
 
 
 def test_the_project_page_shows_the_flag_in_place_of_the_interval(project, voted, login):
@@ -303,3 +323,35 @@ def test_concurrent_first_runs_leave_one_row(project, voted):
     assert errors == []
     report = AgreementReport.objects.get(project=project)
     assert report.input_sha256 == votes_sha256(project_votes(project=project))
+
+
+def test_alpha_uses_the_metric_of_the_declared_scale(project, voted, login):
+    # given the claim labels declared ordinal, in the policy's order
+    policy = LabelPolicy.objects.get(project=project)
+    policy.claim_scale = "ordinal"
+    policy.full_clean()
+    policy.save()
+    # when
+    report = agreement_recompute(project_id=project.pk)
+    # then claim alpha is the ordinal alpha of the krippendorff package over the ranks
+    matrix = project_votes(project=project).claim
+    rank = {label: float(i) for i, label in enumerate(policy.claim_labels)}
+    data = np.array([[np.nan if v is None else rank[v] for v in row] for row in matrix.ratings]).T
+    ordinal = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
+    assert report.claim["scale"] == "ordinal"
+    assert report.claim["alpha"]["value"] == pytest.approx(ordinal, abs=1e-12)
+    assert report.answer["scale"] == "nominal"
+    # and the page and the API say which metric
+    page = login("manager").get(f"/p/{project.slug}/").content.decode()
+    assert 'data-scale="ordinal"' in page and "ordinal metric" in page
+
+
+def test_a_numeric_scale_over_words_is_refused_naming_the_label(project):
+    policy = LabelPolicy.objects.get(project=project)
+    policy.answer_scale = "interval"
+    with pytest.raises(ValidationError) as raised:
+        policy.full_clean()
+    first = policy.answer_labels[0]
+    assert raised.value.message_dict["answer_scale"] == [
+        f"label {first!r} is not a number, as the interval scale needs"
+    ]

@@ -30,7 +30,7 @@ from certification.selectors import derived_freshness, item_posterior_get
 from certification.services import reliability_recompute
 from certification.services.derived import derived_recompute
 from certification.stats.agreement import FEWER_THAN_TWO_UNITS, krippendorff_alpha_nominal
-from certification.stats.reliability import dawid_skene
+from certification.stats.reliability import NO_LABEL, NOT_IDENTIFIED, dawid_skene
 from certification.tasks import DERIVED_COMPUTE
 from labeling.derived import derived_mark
 from labeling.exceptions import NotFound
@@ -174,7 +174,9 @@ def test_the_stored_model_estimate_is_the_dawid_skene_fit_of_the_votes(project, 
     votes = project_votes(project=project).answer
     fit = dawid_skene([list(r) for r in votes.ratings], votes.raters, votes.units)
     stored = report.result["dawid_skene"]["answer"]
-    assert stored["labels"] == list(fit.labels)
+    assert stored["labels"] == list(fit.labels) and stored["reason"] is None
+    assert (stored["iterations"], stored["converged"]) == (fit.iterations, True)
+    assert stored["change"] == fit.change < stored["tol"] == fit.tol
     for unit, row in zip(fit.units, fit.posteriors, strict=True):
         assert stored["posteriors"][str(unit)] == pytest.approx(list(row))
     assert report.result["assumptions"][2].startswith("annotators answer independently")
@@ -197,7 +199,8 @@ def test_recomputing_unchanged_inputs_writes_nothing(project, world):
 def test_a_project_without_votes_has_an_empty_report_and_a_missing_one_is_not_found(project):
     report = reliability_recompute(project_id=project.pk)
     assert report.result["people"] == []
-    assert report.result["dawid_skene"] == {"answer": None, "claim": None}
+    undefined = {"reason": NO_LABEL}
+    assert report.result["dawid_skene"] == {"answer": undefined, "claim": undefined}
     with pytest.raises(NotFound):
         reliability_recompute(project_id=project.pk + 999)
 
@@ -251,4 +254,13 @@ def test_accuracy_on_gold_items_is_kept_apart_from_accuracy_against_resolutions(
     _check(good["claim"]["gold"]["accuracy"], n_claims, n_claims)  # claims all not_supported
     # gold work is no vote: nothing against resolutions, no dispute, no model estimate
     assert good["answer"]["resolutions"] is None and good["answer"]["n_labels"] == 0
-    assert report.result["dawid_skene"]["answer"] is None
+    assert report.result["dawid_skene"]["answer"] == {"reason": NO_LABEL}
+
+
+def test_one_annotators_votes_give_no_model_estimate_and_say_why(project, items, cast_vote):
+    # given votes of one annotator only: the latent-class model is not identified
+    alice = UserFactory()
+    for index, label in enumerate((ADM, INADM, ADM)):
+        cast_vote(items[index], alice, label)
+    report = reliability_recompute(project_id=project.pk)
+    assert report.result["dawid_skene"]["answer"] == {"reason": NOT_IDENTIFIED}

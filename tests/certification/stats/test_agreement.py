@@ -19,13 +19,19 @@ from scipy.stats import norm
 from statsmodels.stats import inter_rater
 
 from certification.stats.agreement import (
+    FEWER_THAN_TWO_RATERS,
     FEWER_THAN_TWO_SHARED_UNITS,
     FEWER_THAN_TWO_UNITS,
+    NO_COMMON_LABEL,
     NO_PAIRABLE_UNIT,
+    NO_SHARED_UNIT,
     NO_VARIATION,
+    SINGLE_LABEL,
     UNEQUAL_RATINGS_PER_UNIT,
+    LevelCounts,
     Statistic,
     agreement_summary,
+    agreement_summary_from_counts,
     cohen_kappa,
     cohen_kappa_labels,
     contingency_table,
@@ -111,6 +117,13 @@ def test_three_coders_interval_alpha_of_the_package():
             [[12, 0], [0, 9]],
             "not meaningful: the standard error is 0 when every shared unit agrees",
         ),
+        # rater A said the first label every time and agrees on half the units: kappa 0
+        # whatever B does, and both standard errors 0 for that reason, not agreement
+        ([[6, 6], [0, 0]], SINGLE_LABEL),
+        ([[0, 0, 0], [7, 6, 8], [0, 0, 0]], SINGLE_LABEL),
+        ([[1, 0], [1, 0]], SINGLE_LABEL),  # rater B's single label comes first too
+        # the raters never use a label in common: kappa 0, both standard errors 0
+        ([[0, 0, 0, 0], [2, 0, 0, 0], [0, 0, 0, 0], [3, 0, 2, 0]], NO_COMMON_LABEL),
         ([[20, 5], [10, 15]], None),
         ([[4, 1], [1, 2]], None),  # n = 8 = 2k²: readable
     ],
@@ -119,9 +132,14 @@ def test_cohen_says_when_its_interval_is_not_meaningful(table, reason):
     result = cohen_kappa(table)
     assert result.kappa is not None
     assert result.interval_reason == reason
-    # the figures are still the formula's, equal to statsmodels'
-    theirs = inter_rater.cohens_kappa(np.asarray(table))
-    assert result.se == pytest.approx(theirs.std_kappa, abs=1e-12)
+    # the figures are still the formula's, equal to statsmodels' (whose z divides 0 by 0 when
+    # the null standard error is 0, and whose variance rounds to a hair below 0 there)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        theirs = inter_rater.cohens_kappa(np.asarray(table))
+    assert result.se**2 == pytest.approx(theirs.var_kappa, abs=1e-12)
+    assert result.se0**2 == pytest.approx(theirs.var_kappa0, abs=1e-12)
+    assert (result.z is None) == (result.se0 == 0.0)
 
 
 def test_cohen_two_by_two_kappa_se_and_ci():
@@ -484,8 +502,62 @@ def test_percent_agreement_is_the_mean_share_of_agreeing_pairs(matrix):
 
 def test_pairwise_kappa_skips_pairs_without_shared_units():
     rows = [["x", "y", None], ["y", "y", None], [None, None, "x"]]
-    pairs = pairwise_cohen_kappa(rows, ["a", "b", "c"])
-    assert [(p.rater_a, p.rater_b, p.result.n) for p in pairs] == [("a", "b", 2)]
+    result = pairwise_cohen_kappa(rows, ["a", "b", "c"])
+    assert [(p.rater_a, p.rater_b, p.result.n) for p in result.pairs] == [("a", "b", 2)]
+    assert result.reason is None
+
+
+@pytest.mark.parametrize(
+    ("rows", "raters", "reason"),
+    [
+        ([["x"], ["y"], ["x"]], ["a"], FEWER_THAN_TWO_RATERS),
+        ([["x", None], ["y", None]], ["a", "b"], FEWER_THAN_TWO_RATERS),  # b never rated
+        ([["x", None], [None, "y"]], ["a", "b"], NO_SHARED_UNIT),
+    ],
+)
+def test_no_pair_says_why_in_every_result(rows, raters, reason):
+    result = pairwise_cohen_kappa(rows, raters)
+    assert (result.pairs, result.reason) == ((), reason)
+    summary = agreement_summary(rows, raters)
+    assert (summary.pairs, summary.pairs_reason) == ((), reason)
+    counted = agreement_summary_from_counts(LevelCounts.from_ratings(rows, raters))
+    assert (counted.pairs, counted.pairs_reason) == ((), reason)
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        [[20, 5], [10, 15]],
+        [[4, 1], [1, 2]],
+        [[12, 0], [0, 9]],
+        [[3, 9], [8, 2]],  # kappa below 0
+        [[3, 1, 0], [0, 4, 1], [1, 0, 5]],
+        [[22, 2, 1, 0], [3, 15, 4, 1], [0, 5, 11, 2], [1, 0, 3, 9]],
+        [[40, 3, 0], [2, 1, 0], [0, 0, 1]],  # skewed marginals
+    ],
+)
+def test_null_standard_error_and_z_test_equal_statsmodels(table):
+    ours = cohen_kappa(table)
+    theirs = inter_rater.cohens_kappa(np.asarray(table))
+    assert ours.kappa == pytest.approx(theirs.kappa, abs=1e-12)
+    assert ours.se0**2 == pytest.approx(theirs.var_kappa0, rel=1e-9)
+    assert ours.z == pytest.approx(theirs.z_value, rel=1e-9)
+    assert ours.p_value == pytest.approx(theirs.pvalue_two_sided, rel=1e-9)
+
+
+def test_null_standard_error_of_the_worked_two_by_two():
+    # p_e = 0.5, margins all 0.5: var0 = (0.5 + 0.25 - 4 * 0.25 * 1 / 2) / (0.25 * 50) = 0.0192
+    result = cohen_kappa([[20, 5], [10, 15]])
+    assert result.se0 == pytest.approx(math.sqrt(0.0192), rel=1e-12)
+    assert result.z == pytest.approx(0.4 / math.sqrt(0.0192), rel=1e-12)
+    assert result.p_value == pytest.approx(2 * norm.sf(0.4 / math.sqrt(0.0192)), rel=1e-12)
+
+
+def test_a_single_label_rater_has_no_z_test():
+    result = cohen_kappa([[6, 6], [0, 0]])
+    assert (result.kappa, result.se, result.se0) == (0.0, 0.0, 0.0)
+    assert (result.z, result.p_value) == (None, None)
+    assert result.interval_reason == SINGLE_LABEL
 
 
 def test_nan_ratings_are_missing_as_in_the_krippendorff_package():

@@ -9,6 +9,7 @@ scipy.stats.binom.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -32,10 +33,11 @@ def _xlog(x: float, y: float) -> float:
     return 0.0 if x == 0 else x * math.log(x / y)
 
 
-def reference_p(total: float, n: int, alpha: float) -> float:
+def reference_p(total: float | Fraction, n: int, alpha: float) -> float:
+    """The formula at the exact total (an int or Fraction: its ceiling is exact)."""
     if n == 0:
         return 1.0
-    r = total / n
+    r = float(total / n)
     a = min(r, alpha)
     h1 = _xlog(a, alpha) + _xlog(1 - a, 1 - alpha)
     hoeffding = math.exp(-n * h1)
@@ -52,10 +54,11 @@ def test_p_value_matches_the_formula_over_a_grid() -> None:
     checked = 0
     for n in GRID_N:
         for alpha in GRID_ALPHA:
-            totals = [f * n for f in GRID_FRACTIONS] + [
-                float(k) for k in range(0, n + 1, max(1, n // 7))
+            # exact totals for the reference; their float values for the code
+            totals = [Fraction(str(f)) * n for f in GRID_FRACTIONS] + [
+                Fraction(k) for k in range(0, n + 1, max(1, n // 7))
             ]
-            got = hoeffding_bentkus_p_values(totals, [n] * len(totals), alpha)
+            got = hoeffding_bentkus_p_values([float(t) for t in totals], [n] * len(totals), alpha)
             for total, value in zip(totals, got, strict=True):
                 expected = reference_p(total, n, alpha)
                 assert value == pytest.approx(expected, rel=1e-10, abs=1e-300), (total, n, alpha)
@@ -69,8 +72,48 @@ def test_p_value_matches_the_formula_over_a_grid() -> None:
 )
 def test_scalar_p_value_takes_the_mean(risk: float, n: int, alpha: float) -> None:
     assert hoeffding_bentkus_p_value(risk, n, alpha) == pytest.approx(
-        reference_p(risk * n, n, alpha), rel=1e-12
+        reference_p(Fraction(str(risk)) * n, n, alpha), rel=1e-12
     )
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.1, 0.2, 0.3, 0.5, 0.9])
+def test_p_value_of_the_mean_k_over_n_is_that_of_the_integer_total(alpha: float) -> None:
+    # k/n as a float, times n, lands above k for many (k, n) (0.28 * 25 = 7.000000000000001):
+    # the ceiling must still be k, for the float mean, the Fraction and the float total
+    checked = 0
+    for n in range(1, 61):
+        for k in range(n + 1):
+            expected = reference_p(k, n, alpha)
+            assert hoeffding_bentkus_p_value(k / n, n, alpha) == pytest.approx(
+                expected, rel=1e-12
+            ), (k, n)
+            assert hoeffding_bentkus_p_value(Fraction(k, n), n, alpha) == pytest.approx(
+                expected, rel=1e-12
+            )
+            assert hoeffding_bentkus_p_values([(k / n) * n], [n], alpha)[0] == pytest.approx(
+                expected, rel=1e-12
+            )
+            checked += 1
+    assert checked == sum(n + 1 for n in range(1, 61))
+    # the case that exposed it: 7 of 25 at alpha 0.5
+    assert 0.28 * 25 > 7
+    assert hoeffding_bentkus_p_value(0.28, 25, 0.5) == pytest.approx(
+        math.e * binom.cdf(7, 25, 0.5), rel=1e-12
+    )
+
+
+def test_float_loss_sums_give_the_p_values_and_bounds_of_the_exact_totals() -> None:
+    # thirty losses of 0.1 sum to 3.0000000000000004 in floating point; exactly 3 in decimals
+    scores = np.arange(60) / 60
+    losses = np.where(np.arange(60) % 2 == 0, 0.1, 0.0)
+    counts = threshold_counts(scores, losses, [0.0, 0.5], bounded=True)
+    assert counts.loss_sums[0] > 3.0
+    cert = certify(counts, alpha=0.2, delta=0.1)
+    for row, total in zip(cert.results, (Fraction(3), Fraction(3, 2)), strict=True):
+        assert row.p_value == pytest.approx(reference_p(total, row.accepted, 0.2), rel=1e-12)
+    exact = hoeffding_bentkus_upper_bounds([3.0], [60], confidence=0.95)
+    rounded = hoeffding_bentkus_upper_bounds([counts.loss_sums[0]], [60], confidence=0.95)
+    assert rounded[0] == exact[0]
 
 
 def test_worked_values() -> None:
@@ -226,7 +269,8 @@ def test_certify_bounded_uses_hoeffding_bentkus() -> None:
         assert row.accepted == m
         assert row.loss_sum == pytest.approx(total, rel=1e-12)
         assert row.empirical_risk == pytest.approx(total / m)
-        assert row.p_value == pytest.approx(reference_p(row.loss_sum, m, 0.1), rel=1e-10)
+        exact = sum(Fraction(x) for x in losses[scores >= family[j]])  # the binary floats' sum
+        assert row.p_value == pytest.approx(reference_p(exact, m, 0.1), rel=1e-10)
         assert row.certified == (row.p_value <= 0.05 / 4)
         assert row.certified == (row.upper_bound <= 0.1)
     assert cert.certified_indices
