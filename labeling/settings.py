@@ -399,6 +399,8 @@ SPECTACULAR_SETTINGS = {
     # A component per direction (e.g. TokenObtainRequest, TokenObtain): a read-only output field
     # is not required of a request, nor a write-only input field promised in a response.
     "COMPONENT_SPLIT_REQUEST": True,
+    # One enum for the scale of both label sets (answer_scale, claim_scale).
+    "ENUM_NAME_OVERRIDES": {"LabelScaleEnum": "labeling.models.LabelScale"},
     # Query and path parameters: bounds and non-empty strings stated (labeling/api/schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
