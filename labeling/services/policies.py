@@ -386,10 +386,9 @@ def policy_description_check(data: Any) -> PolicyDescription:
         problems, data["unavailable_reasons"], vocabulary.EVIDENCE_UNAVAILABLE in offered
     )
     rule = _gold_rule(problems, data)
-    scales = {
-        field: _scale(problems, level, data.get(field, LabelScale.NOMINAL.value), labels)
-        for (level, field), labels in zip(SCALE_FIELDS.items(), (answer, claim), strict=True)
-    }
+    nominal = LabelScale.NOMINAL.value
+    answer_scale = _scale(problems, "answer", data.get("answer_scale", nominal), answer)
+    claim_scale = _scale(problems, "claim", data.get("claim_scale", nominal), claim)
     problems.raise_any()
     return PolicyDescription(
         evidence_relation=str(relation),
@@ -398,7 +397,8 @@ def policy_description_check(data: Any) -> PolicyDescription:
         claim_labels=claim,
         unavailable_reasons=reasons,
         **rule,
-        **scales,
+        answer_scale=answer_scale,
+        claim_scale=claim_scale,
     )
 
 
