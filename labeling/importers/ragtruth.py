@@ -167,8 +167,7 @@ def _typed(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: 
 
 
 def _one_of(value: Any, names: Collection[str]) -> bool:
-    """Whether ``value`` is one of the string ``names`` (a list or an object from the file is not,
-    rather than an unhashable key)."""
+    """Whether ``value`` is one of the string ``names`` (a list or object is not: no TypeError)."""
     return isinstance(value, str) and value in names
 
 

@@ -40,6 +40,7 @@ from labeling.exceptions import (
     NotFound,
     StaleVersion,
 )
+from labeling.importers.schema import echo
 from labeling.locks import item_lock, project_label_writes_lock
 from labeling.models import (
     CANNOT_DECIDE,
@@ -217,7 +218,7 @@ def _check_label(
     field, reason_field = fields
     choices = [*allowed, CANNOT_DECIDE] if allow_cannot_decide else list(allowed)
     if not isinstance(label, str) or label not in choices:
-        problems.add(field, f"{label!r} is not one of {choices}")
+        problems.add(field, f"{echo(label)} is not one of {choices}")
         return None
     if reason == "":
         reason = None
@@ -226,7 +227,7 @@ def _check_label(
             problems.add(reason_field, f"{label} needs a reason, one of {list(reasons)}")
             return None
         if not isinstance(reason, str) or reason not in reasons:
-            problems.add(reason_field, f"{reason!r} is not one of {list(reasons)}")
+            problems.add(reason_field, f"{echo(reason)} is not one of {list(reasons)}")
             return None
     elif reason is not None:
         problems.add(reason_field, f"a reason is given only with {EVIDENCE_UNAVAILABLE}")
@@ -309,7 +310,9 @@ def labels_check(
             problems.add(at, "expected a claim label")
             continue
         if claim.claim_id not in claim_ids:
-            problems.add(f"{at}.claim_id", f"claim {claim.claim_id!r} is not a claim of this item")
+            problems.add(
+                f"{at}.claim_id", f"claim {echo(claim.claim_id)} is not a claim of this item"
+            )
             continue
         if claim.claim_id in seen:
             problems.add(f"{at}.claim_id", f"claim {claim.claim_id} is labelled twice")
@@ -339,7 +342,7 @@ def labels_check(
             if version is None:
                 problems.add(
                     f"{where}.source_version_id",
-                    f"source version {evidence.source_version_id!r} is not a pinned source of "
+                    f"source version {echo(evidence.source_version_id)} is not a pinned source of "
                     "this item's question",
                 )
                 spans_valid = False
@@ -406,7 +409,7 @@ def _check_extras(data: AnnotationInput) -> tuple[str, float | None]:
         if not math.isfinite(spent) or not 0 <= spent <= MAX_TIME_SPENT_SECONDS:
             raise _invalid(
                 "time_spent_seconds",
-                f"expected 0 to {MAX_TIME_SPENT_SECONDS} seconds, got {spent!r}",
+                f"expected 0 to {MAX_TIME_SPENT_SECONDS} seconds, got {echo(spent)}",
             )
         spent = float(spent)
     based_on = data.based_on_revision
@@ -414,7 +417,8 @@ def _check_extras(data: AnnotationInput) -> tuple[str, float | None]:
         isinstance(based_on, bool) or not isinstance(based_on, int) or not 0 <= based_on <= MAX_ID
     ):
         raise _invalid(
-            "revision", f"expected a revision number (0 before the first submit), got {based_on!r}"
+            "revision",
+            f"expected a revision number (0 before the first submit), got {echo(based_on)}",
         )
     return comment, spent
 
@@ -582,7 +586,7 @@ def _policy_check(project: Project, given: Any, current: LabelPolicy) -> None:
     if given is None:
         return
     if isinstance(given, bool) or not isinstance(given, int) or not 1 <= given <= MAX_ID:
-        raise _invalid("policy_version", f"expected a policy version number, got {given!r}")
+        raise _invalid("policy_version", f"expected a policy version number, got {echo(given)}")
     if given != current.version:
         raise _policy_changed(project, given, current)
 
