@@ -429,8 +429,10 @@ if _unknown := sorted(set(CERTLABEL_READY_REQUIRES) - _READY_CHECKS):
 # ---------------------------------------------------------------------------------------------
 # Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username
 # from one address, logins of that username from that address are refused, even with the
-# right password, until AXES_COOLOFF_TIME has passed or `manage.py axes_reset_username NAME`
-# (or the admin's "Access attempts") clears them. Failures are counted in the database.
+# right password, and after CERTLABEL_LOGIN_ADDRESS_FAILURE_LIMIT wrong passwords for any
+# usernames from one address, every login from it, until AXES_COOLOFF_TIME has passed or
+# `manage.py axes_reset_username NAME` or `axes_reset_ip ADDRESS` (or the admin's "Access
+# attempts") clears them. Failures are counted in the database.
 # ---------------------------------------------------------------------------------------------
 AXES_ENABLED = env.bool("CERTLABEL_AXES_ENABLED", default=True)
 AXES_FAILURE_LIMIT = env.int("CERTLABEL_LOGIN_FAILURE_LIMIT", default=5)
@@ -438,6 +440,9 @@ AXES_FAILURE_LIMIT = env.int("CERTLABEL_LOGIN_FAILURE_LIMIT", default=5)
 _LOGIN_COOLOFF_HOURS = env.float("CERTLABEL_LOGIN_COOLOFF_HOURS", default=0.25)
 AXES_COOLOFF_TIME = _LOGIN_COOLOFF_HOURS or None
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# And per address, across usernames (password spraying): labeling.login_throttle.
+AXES_HANDLER = "labeling.login_throttle.LoginAttemptHandler"
+CERTLABEL_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("CERTLABEL_LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # The client address axes counts by: REMOTE_ADDR unless proxies are declared (see NUM_PROXIES).
