@@ -412,6 +412,17 @@ if env.str("CERTLABEL_CACHE_URL", default="").startswith(("redis://", "rediss://
         "socket_timeout": 0.5,
         **(CACHES["default"].get("OPTIONS") or {}),
     }
+# The token endpoint's budget (labeling.api.auth.SharedScopedRateThrottle) must hold across
+# processes and machines: it is counted in the default cache when that is Redis, else in the
+# database cache table certlabel_cache (created by a migration).
+CACHES["shared"] = (
+    CACHES["default"]
+    if CACHES["default"]["BACKEND"] == "labeling.cache.FallbackRedisCache"
+    else {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "certlabel_cache",
+    }
+)
 # Health endpoints (labeling/views/health.py): the checks whose failure makes /health/ready
 # answer 503, of database, cache, broker, storage.releases, storage.jobs. The default leaves out
 # the cache and the broker: labelling goes on while Redis is away, so a load balancer must not
