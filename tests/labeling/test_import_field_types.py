@@ -77,8 +77,12 @@ def zipped(members: dict[str, bytes]) -> bytes:
 
 
 def release_bytes(files: dict[str, Any], directory: Path) -> bytes:
-    """A release zip whose manifest verifies the (changed) labels and sources, or, when the
-    test helper cannot count the changed records, the changed files under a valid manifest."""
+    """A release zip whose manifest verifies the (changed) labels and sources' bytes.
+
+    When the test helper cannot count the changed records, the manifest keeps the valid
+    records' counts and takes the changed files' sha256 and sizes, so the records are read.
+    """
+    from labeling.release_format import MANIFEST, sha256_file
     from tests.labeling.test_release_import import write_release, zip_release
 
     try:
@@ -87,6 +91,10 @@ def release_bytes(files: dict[str, Any], directory: Path) -> bytes:
         write_release(directory, **release_files_valid())
         for name, lines in files.items():
             (directory / name).write_bytes(jsonl(lines))
+        manifest = json.loads((directory / MANIFEST).read_text("utf-8"))
+        for entry in manifest["files"]:
+            entry["sha256"], entry["size"] = sha256_file(directory / entry["name"])
+        (directory / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     return zip_release(directory)
 
 
