@@ -6,7 +6,8 @@ once (time-uniform), so a team may stop labelling as soon as the evidence suffic
 
 Modules: :mod:`~certification.stats.sequential.betting` (confidence sequences, the below-target
 e-process, the stratified combination) and :mod:`~certification.stats.sequential.planning`
-(simulated number of labels to stop). Every public name is importable from here.
+(simulated number of labels to stop) and :mod:`~certification.stats.sequential.selective` (the
+anytime-valid selective-risk test of a threshold family). Every public name is importable from here.
 
 Source: Waudby-Smith and Ramdas (2024), "Estimating means of bounded random variables by
 betting", JRSS-B 86(1), 1–27, arXiv:2010.09686.
@@ -27,16 +28,24 @@ from certification.stats.sequential.betting import (
     stratified_betting_bounds,
 )
 from certification.stats.sequential.planning import REPLICATES, StoppingPlan, stopping_plan
+from certification.stats.sequential.selective import (
+    AnytimeSelectiveTest,
+    AnytimeThresholdResult,
+    anytime_selective_test,
+)
 
 __all__ = [
     "ASSUMPTION",
     "GRID",
     "REPLICATES",
+    "AnytimeSelectiveTest",
+    "AnytimeThresholdResult",
     "BelowTargetTest",
     "ConfidenceSequence",
     "StoppingPlan",
     "StratifiedSequenceBound",
     "StratumSequence",
+    "anytime_selective_test",
     "below_target_test",
     "betting_cs",
     "betting_upper_cs",
