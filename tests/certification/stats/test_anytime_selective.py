@@ -48,7 +48,7 @@ def direct(
             rejected_value = 0.0 if denominator == "eligible_units" else alpha
             x.append(float(losses[i]) if accepted else rejected_value)
         log_k = _log_wealth(x, alpha, level)
-        crossed = next((t + 1 for t, k in enumerate(log_k) if k >= math.log(1 / level)), None)
+        crossed = next((i + 1 for i, k in enumerate(log_k) if k >= math.log(1 / level)), None)
         if method == "bonferroni":
             certified_at = crossed
         else:
@@ -259,7 +259,7 @@ def test_power_on_a_clearly_safe_threshold_and_its_stopping_times():
     assert np.median(certified) < 350
 
 
-def test_the_fixed_n_test_is_shown_beside_it_on_the_same_data():
+def test_agrees_with_the_fixed_n_test_on_clearly_safe_and_unsafe_thresholds():
     # the fixed-n binomial test and the anytime test agree on a clearly safe and a clearly
     # unsafe threshold (the anytime one pays for its time-uniformity with more units)
     rng = np.random.default_rng(8)
