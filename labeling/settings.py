@@ -399,6 +399,10 @@ SPECTACULAR_SETTINGS = {
     # A component per direction (e.g. TokenObtainRequest, TokenObtain): a read-only output field
     # is not required of a request, nor a write-only input field promised in a response.
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several outputs have a "status" with different choices: each enum gets its own name.
+    "ENUM_NAME_OVERRIDES": {
+        "InvitationStateEnum": ["pending", "accepted", "declined", "revoked", "expired"]
+    },
     # Query and path parameters: bounds and non-empty strings stated (labeling/api/schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
