@@ -9,6 +9,7 @@ from django.http import HttpRequest
 
 from certification.models import (
     AgreementReport,
+    AppliedScore,
     AuditReport,
     AuditSample,
     AuditSampleMember,
@@ -17,6 +18,7 @@ from certification.models import (
     CalibrationRunPlots,
     CalibrationSpec,
     DerivedResultState,
+    DriftWatch,
     Release,
     ReleaseBuild,
     ReleaseTag,
@@ -141,6 +143,23 @@ class AuditSampleMemberAdmin(_ReadOnlyAdmin):
 
     list_display = ("sample", "item", "stratum", "inclusion_probability")
     list_select_related = ("sample",)
+
+
+@admin.register(DriftWatch)
+class DriftWatchAdmin(_ReadOnlyAdmin):
+    """Drift watches of applied certificates, read-only (the apply API and its fold write them)."""
+
+    list_display = ("run", "recorded", "folded", "log_martingale", "crossed_seq", "heartbeat_at")
+    list_select_related = ("run",)
+    exclude = ("bag",)
+
+
+@admin.register(AppliedScore)
+class AppliedScoreAdmin(_ReadOnlyAdmin):
+    """Scores the apply API saw, one row per request (no texts), read-only and append-only."""
+
+    list_display = ("run", "seq", "created_at")
+    list_select_related = ("run",)
 
 
 # Releases: immutable. The database refuses any UPDATE of a release row; here no

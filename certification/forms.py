@@ -35,6 +35,7 @@ from certification.models import (
     release_version_key,
 )
 from certification.selectors import CANDIDATE_SCORE_FIELDS, RCCS_PARTITIONS
+from certification.services.calibration import SPEC_DEFAULTS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
 from certification.stats.limits import MAX_ADDITIONAL
@@ -47,26 +48,48 @@ def _choices(values: Iterable[str]) -> list[tuple[str, str]]:
     return [(v, v) for v in values]
 
 
+#: The first option of a required select without a default: nothing is chosen for the user.
+BLANK_CHOICE = [("", "— choose —")]
+
+
+def _initial(value: Any) -> Any:
+    """A contract value as the spec form shows it (a list as text, None as empty)."""
+    if isinstance(value, list):
+        return ", ".join(repr(v) for v in value)
+    return "" if value is None else value
+
+
 class CalibrationSpecForm(SingleValueForm):
     """The calibration contract: what a calibration certifies, fixed before it runs.
 
     Numbers are read as text so that the service sees exactly what was typed (alpha 0.1 is the
     decimal 0.1, not the nearest float). Validation errors come back from
-    ``calibration_spec_create`` / ``calibration_spec_revise`` naming the field.
+    ``calibration_spec_create`` / ``calibration_spec_revise`` naming the field; the initial
+    values are the service's defaults (``SPEC_DEFAULTS``), and the two required choices
+    (method, selector) start unchosen.
     """
 
-    name = forms.CharField(max_length=200, help_text="A revision keeps the name (version + 1).")
+    name = forms.CharField(
+        max_length=200,
+        help_text="A short name of the spec. A revision keeps the name and adds 1 to the version.",
+    )
     description = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="Population, source snapshot, generation policy: what the ledger should say.",
+        help_text="In words: which questions (the population), which data snapshot and how the "
+        "answers were generated. It is copied into the guarantee ledger.",
     )
-    method = forms.ChoiceField(choices=CalibrationMethod.choices)
+    method = forms.ChoiceField(
+        choices=BLANK_CHOICE + CalibrationMethod.choices,
+        help_text="What to certify. Selective risk finds score thresholds at which the error "
+        "rate of the answers given is at most alpha; conformal sets give each question a set "
+        "of answers that holds an admissible one with probability at least 1 − alpha.",
+    )
     loss = forms.ChoiceField(
         choices=Loss.choices,
-        initial=Loss.ANSWER_INADMISSIBLE,
-        help_text="0/1 losses use the exact binomial test; bounded losses in [0, 1] (selective "
-        "risk only) the Hoeffding–Bentkus test.",
+        help_text="What makes an answer wrong. The two 0/1 losses (wrong or not) use the exact "
+        "binomial test; the bounded losses (a number from 0 to 1 per answer, selective risk "
+        "only) use the Hoeffding–Bentkus test.",
     )
     loss_field = forms.CharField(
         required=False,
@@ -75,50 +98,110 @@ class CalibrationSpecForm(SingleValueForm):
         "retrieval_score or metadata.<key>, a number in [0, 1] of each candidate.",
     )
     denominator = forms.ChoiceField(
-        choices=Denominator.choices, initial=Denominator.ACCEPTED_ANSWERS
+        choices=Denominator.choices,
+        help_text="What the errors are divided by: the answers given (the error rate of what "
+        "is answered), or every eligible question (how often a wrong answer is given at all).",
     )
     alpha = forms.CharField(
-        max_length=20, help_text="Target risk (selective) or miscoverage (conformal), in (0, 1)."
+        max_length=20,
+        help_text="The error rate you accept, strictly between 0 and 1 (0.1 is 10 %): the "
+        "risk limit of selective risk, the share of questions whose set may miss for "
+        "conformal sets.",
     )
     delta = forms.CharField(
-        max_length=20, help_text="Probability of certifying an unsafe threshold, in (0, 1)."
+        max_length=20,
+        help_text="The chance you accept that the certificate itself is wrong (a threshold "
+        "certified although its true risk exceeds alpha), strictly between 0 and 1.",
     )
     thresholds = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="The threshold family, comma or space separated, in testing order.",
+        help_text="The score thresholds to test, fixed now, separated by commas or spaces, in "
+        "testing order. Every one counts in the multiplicity correction, even one that "
+        "accepts nothing. Selective risk needs at least one.",
     )
-    acceptance = forms.ChoiceField(choices=Acceptance.choices, initial=Acceptance.GE)
-    score_field = forms.ChoiceField(required=False)
-    selector = forms.ChoiceField(choices=Selector.choices, initial=Selector.MODE)
-    utility = forms.ChoiceField(choices=Utility.choices, initial=Utility.ANSWER_RATE)
-    multiplicity = forms.ChoiceField(choices=Multiplicity.choices, initial=Multiplicity.BONFERRONI)
-    canonicaliser = forms.ChoiceField(initial="exact")
-    tie_rule = forms.ChoiceField(choices=TieRule.choices, initial=TieRule.CANONICAL_ASCENDING)
+    acceptance = forms.ChoiceField(
+        choices=Acceptance.choices,
+        help_text="When an answer is given: its score compared with the threshold. Use <= for "
+        "a score where smaller is better (frequency_rank).",
+    )
+    score_field = forms.ChoiceField(
+        required=False,
+        help_text="The score the thresholds apply to: a candidate field, or an evaluator's "
+        "score in this project. Selective risk needs one; an answer without it is never given.",
+    )
+    selector = forms.ChoiceField(
+        choices=BLANK_CHOICE + Selector.choices,
+        help_text="Which candidate is a question's answer. With every candidate, each "
+        "candidate is a unit of its own (not allowed with conformal sets, which are per "
+        "question).",
+    )
+    utility = forms.ChoiceField(
+        choices=Utility.choices,
+        help_text="Which certified threshold becomes the operating point (ties: the earlier "
+        "one in the list).",
+    )
+    multiplicity = forms.ChoiceField(
+        choices=Multiplicity.choices,
+        help_text="How testing several thresholds is paid for: Bonferroni tests each at delta "
+        "divided by their number; fixed sequence tests them in the listed order at delta and "
+        "stops at the first that fails.",
+    )
+    canonicaliser = forms.ChoiceField(
+        help_text="When two sampled answers count as the same answer: exact (the same "
+        "string), text (case, spacing and punctuation ignored) or numeric (the same number, "
+        '"42.0" = "42").',
+    )
+    tie_rule = forms.ChoiceField(
+        choices=TieRule.choices,
+        help_text="How answers sampled equally often are ranked against each other.",
+    )
     answer_field = forms.ChoiceField(
-        choices=AnswerField.choices, initial=AnswerField.CANONICAL_FORM
+        choices=AnswerField.choices,
+        help_text="Which field of a candidate is its answer when answers are counted.",
     )
     stopping_delta = forms.CharField(
         required=False,
         max_length=20,
-        help_text="Hoeffding sequential stopping at this delta (empty: use every sample).",
+        help_text="Optional, strictly between 0 and 1: stop reading a question's samples once "
+        "its most frequent answer is a clear majority at this error chance (Hoeffding), alike "
+        "for calibration and test questions. Empty: read every sample.",
     )
     partition = forms.ChoiceField(
-        choices=CalibrationPartition.choices, initial=CalibrationPartition.CALIBRATION
+        choices=CalibrationPartition.choices,
+        help_text="The labelled questions to calibrate on. The test partition is always kept "
+        "apart for the held-out report.",
     )
-    unresolved_as = forms.ChoiceField(choices=CountAs.choices, initial=CountAs.ERROR)
-    evidence_unavailable_as = forms.ChoiceField(choices=CountAs.choices, initial=CountAs.ERROR)
-    abstained_as = forms.ChoiceField(choices=CountAs.choices, initial=CountAs.ERROR)
+    unresolved_as = forms.ChoiceField(
+        choices=CountAs.choices,
+        help_text="An answer the adjudication left unresolved: counted as an error (the safe "
+        "choice), or left out and its count reported.",
+    )
+    evidence_unavailable_as = forms.ChoiceField(
+        choices=CountAs.choices,
+        help_text="An answer whose evidence could not be read (not found, blocked, changed): "
+        "counted as an error, or left out and its count reported.",
+    )
+    abstained_as = forms.ChoiceField(
+        choices=CountAs.choices,
+        help_text="A refusal or non-answer: counted as an error, or left out and its count "
+        "reported.",
+    )
     pending_as = forms.ChoiceField(
         choices=CountAs.choices,
-        initial=CountAs.EXCLUDE,
         help_text="Items not resolved yet: excluded (the certificate then covers only resolved "
         "items) or counted as errors.",
     )
     report_confidence = forms.CharField(
-        max_length=20, initial="0.95", help_text="Two-sided level of the held-out intervals."
+        max_length=20,
+        help_text="The confidence of the intervals of the held-out test report, strictly "
+        "between 0 and 1 (0.95 is 95 %).",
     )
-    seed = forms.IntegerField(initial=0, min_value=0, help_text="Seed of the split simulations.")
+    seed = forms.IntegerField(
+        min_value=0,
+        help_text="Seed of the random calibration/test splits simulated for the report: the "
+        "same seed gives the same numbers.",
+    )
 
     def __init__(
         self, *args: Any, evaluators: Iterable[tuple[str, str]] = (), **kwargs: Any
@@ -133,14 +216,14 @@ class CalibrationSpecForm(SingleValueForm):
         ]
         fields["score_field"].choices = score_choices  # type: ignore[attr-defined]
         fields["canonicaliser"].choices = _choices(canonicaliser_names())  # type: ignore[attr-defined]
+        for name, default in SPEC_DEFAULTS.items():
+            fields[name].initial = _initial(default)
 
     @classmethod
     def initial_from(cls, spec: CalibrationSpec) -> dict[str, Any]:
         """Initial values that reproduce ``spec`` (for a revision)."""
-        content = spec_content(spec)
+        content = {key: _initial(value) for key, value in spec_content(spec).items()}
         content["loss"], content["loss_field"] = spec.loss, spec.loss_field
-        content["thresholds"] = ", ".join(repr(t) for t in content["thresholds"])
-        content["stopping_delta"] = content["stopping_delta"] or ""
         return {"name": spec.name, **content}
 
     def clean(self) -> dict[str, Any]:

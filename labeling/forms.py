@@ -15,6 +15,7 @@ from django.http import QueryDict
 from labeling.exceptions import InvalidInput, MultipleValues
 from labeling.importers import claims_choice_error, evaluator_version_error, formats
 from labeling.importers.claims import CLAIM_MODES
+from labeling.importers.schema import echo
 from labeling.models import ItemStatus, Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
 from labeling.services.annotations import AnnotationInput, ClaimInput, EvidenceInput
@@ -541,7 +542,7 @@ def _integer(value: str, name: str) -> int:
     try:
         return int(value)
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"{value!r} is not an integer", field=name) from exc
+        raise InvalidInput(f"{echo(value)} is not an integer", field=name) from exc
 
 
 class ApiTokenForm(SingleValueForm):

@@ -158,10 +158,11 @@ def require_role(
 
 
 def require_item_browser(role: str | None) -> None:
-    """Refuse the item browser to roles without it, as if the items did not exist.
+    """Refuse the item browser (its list and item pages) to roles without it.
 
     Raises:
-        NotFound: ``role`` may not browse items.
+        PermissionDenied: ``role`` (a member's, e.g. an annotator's) may not browse items, as
+            for every other list a member's role does not reach.
     """
     if not can_browse_items(role):
-        raise NotFound("not found")
+        raise PermissionDenied("browsing the project's items needs the adjudicator or manager role")

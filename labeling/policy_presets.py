@@ -22,6 +22,7 @@ from typing import Any
 from labeling import vocabulary as v
 from labeling.exceptions import InvalidInput
 from labeling.importers import expertqa, faithbench, gsm8k, ragtruth, wice
+from labeling.importers.schema import echo
 from labeling.selectors.policies import (
     CANNOT_DECIDE_KEY,
     DEFAULT_DESCRIPTIONS,
@@ -302,7 +303,7 @@ def preset_get(name: str) -> PolicyPreset:
     """
     found = presets().get(name) if isinstance(name, str) else None
     if found is None:
-        raise InvalidInput(f"unknown preset {name!r}; one of {list(presets())}", field="preset")
+        raise InvalidInput(f"unknown preset {echo(name)}; one of {list(presets())}", field="preset")
     return found
 
 

@@ -631,8 +631,8 @@ def verify_release(directory: Path) -> dict[str, Any]:
         try:
             with labels.open("rb") as stream:
                 counts = label_counts(iter_jsonl(stream, LABELS_JSONL))
-        except (ReleaseFormatError, KeyError, TypeError, AttributeError) as exc:
-            problems.append(f"{LABELS_JSONL}: cannot be counted ({exc})")
+        except (ReleaseFormatError, KeyError, TypeError, AttributeError, ValueError) as exc:
+            problems.append(f"{LABELS_JSONL}: cannot be counted ({_echo(str(exc))})")
         else:
             expected = manifest.get("counts", {})
             # Releases before schema 1.2 have no per-version counts.

@@ -399,8 +399,12 @@ SPECTACULAR_SETTINGS = {
     # A component per direction (e.g. TokenObtainRequest, TokenObtain): a read-only output field
     # is not required of a request, nor a write-only input field promised in a response.
     "COMPONENT_SPLIT_REQUEST": True,
-    # One enum for the scale of both label sets (answer_scale, claim_scale).
-    "ENUM_NAME_OVERRIDES": {"LabelScaleEnum": "labeling.models.LabelScale"},
+    # Names of enums that would collide or repeat: one enum for the scale of both label sets, and
+    # the invitation's status named apart from the other outputs' "status".
+    "ENUM_NAME_OVERRIDES": {
+        "LabelScaleEnum": "labeling.models.LabelScale",
+        "InvitationStateEnum": ["pending", "accepted", "declined", "revoked", "expired"],
+    },
     # Query and path parameters: bounds and non-empty strings stated (labeling/api/schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -423,6 +427,17 @@ if env.str("CERTLABEL_CACHE_URL", default="").startswith(("redis://", "rediss://
         "socket_timeout": 0.5,
         **(CACHES["default"].get("OPTIONS") or {}),
     }
+# The token endpoint's budget (labeling.api.auth.SharedScopedRateThrottle) must hold across
+# processes and machines: it is counted in the default cache when that is Redis, else in the
+# database cache table certlabel_cache (created by a migration).
+CACHES["shared"] = (
+    CACHES["default"]
+    if CACHES["default"]["BACKEND"] == "labeling.cache.FallbackRedisCache"
+    else {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "certlabel_cache",
+    }
+)
 # Health endpoints (labeling/views/health.py): the checks whose failure makes /health/ready
 # answer 503, of database, cache, broker, storage.releases, storage.jobs. The default leaves out
 # the cache and the broker: labelling goes on while Redis is away, so a load balancer must not
@@ -440,8 +455,10 @@ if _unknown := sorted(set(CERTLABEL_READY_REQUIRES) - _READY_CHECKS):
 # ---------------------------------------------------------------------------------------------
 # Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username
 # from one address, logins of that username from that address are refused, even with the
-# right password, until AXES_COOLOFF_TIME has passed or `manage.py axes_reset_username NAME`
-# (or the admin's "Access attempts") clears them. Failures are counted in the database.
+# right password, and after CERTLABEL_LOGIN_ADDRESS_FAILURE_LIMIT wrong passwords for any
+# usernames from one address, every login from it, until AXES_COOLOFF_TIME has passed or
+# `manage.py axes_reset_username NAME` or `axes_reset_ip ADDRESS` (or the admin's "Access
+# attempts") clears them. Failures are counted in the database.
 # ---------------------------------------------------------------------------------------------
 AXES_ENABLED = env.bool("CERTLABEL_AXES_ENABLED", default=True)
 AXES_FAILURE_LIMIT = env.int("CERTLABEL_LOGIN_FAILURE_LIMIT", default=5)
@@ -449,6 +466,9 @@ AXES_FAILURE_LIMIT = env.int("CERTLABEL_LOGIN_FAILURE_LIMIT", default=5)
 _LOGIN_COOLOFF_HOURS = env.float("CERTLABEL_LOGIN_COOLOFF_HOURS", default=0.25)
 AXES_COOLOFF_TIME = _LOGIN_COOLOFF_HOURS or None
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# And per address, across usernames (password spraying): labeling.login_throttle.
+AXES_HANDLER = "labeling.login_throttle.LoginAttemptHandler"
+CERTLABEL_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("CERTLABEL_LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # The client address axes counts by: REMOTE_ADDR unless proxies are declared (see NUM_PROXIES).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -167,6 +168,19 @@ def test_top_level_is_the_design_cards_list():
     top = {path.split("/", 1)[0] for path in listed.split("\0") if path}
     assert top - TOP_LEVEL_ALLOWED == set(), "top-level entries outside the design card's list"
     assert {name for name in TOP_LEVEL_REQUIRED if not (REPO / name).exists()} == set()
+
+
+def test_the_readmes_downloads_in_the_clone_root_are_ignored():
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout: nothing to ignore")
+    # the README's demo downloads release.zip and names demo-1.zip, both in the clone root
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    names = sorted(set(re.findall(r"\b([\w-]+\.zip)\b", readme)))
+    assert "demo-1.zip" in names
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", *names], cwd=REPO, capture_output=True, text=True
+    ).stdout.split()
+    assert ignored == names
 
 
 # Both apps have one shape: the same packages and modules, each named for what it holds.

@@ -559,6 +559,77 @@ def test_the_adjudicator_sees_no_verdict_of_an_item_still_open_to_people(correct
     assert all(strata[i] is None for i in decidable_ids(world) if i in strata)
 
 
+def derived_verdicts(sample: dict[str, Any]) -> dict[int, str]:
+    """Return the stratum (the evaluator's verdict) of every member that a reader of ``sample``
+    can derive: shown; the only stratum sampled; the only stratum with members left over once
+    the shown ones are counted; or an inclusion probability that one stratum alone has."""
+    members = sample["members"]
+    known = {m["item"]: m["stratum"] for m in members if m["stratum"] is not None}
+    unknown = [m for m in members if m["item"] not in known]
+    design = sample.get("design") or {}
+    left = {
+        key: s["sampled"] - sum(1 for v in known.values() if v == key) for key, s in design.items()
+    }
+    left_over = [key for key, n in left.items() if n > 0]
+    probability: dict[float, set[str]] = {}
+    for key, s in design.items():
+        probability.setdefault(s["inclusion_probability"], set()).add(key)
+    for m in members:
+        if m["stratum"] is not None and m["inclusion_probability"] is not None:
+            probability.setdefault(m["inclusion_probability"], set()).add(m["stratum"])
+    derived = dict(known)
+    for m in unknown:
+        by_probability = probability.get(m["inclusion_probability"], set())
+        if len(left_over) == 1:
+            derived[m["item"]] = left_over[0]
+        elif m["inclusion_probability"] is not None and len(by_probability) == 1:
+            derived[m["item"]] = next(iter(by_probability))
+    return derived
+
+
+def managed_strata(sample: dict[str, Any]) -> dict[int, str]:
+    return {m["item"]: m["stratum"] for m in sample["members"]}
+
+
+def page_strata(body: str) -> dict[str, int]:
+    """The sampled count per stratum that the audit page's sample table shows."""
+    return {key: int(n) for key, _, n in re.findall(r"([\w|:-]+): (\d+) → (\d+)", body)}
+
+
+def test_no_field_the_adjudicator_reads_derives_a_pending_verdict(corrected_world):
+    # given a sample whose members are all in one stratum (the evaluator says inadmissible of
+    # every item), most of them still open to people
+    world = corrected_world
+    slug, evaluator = world.a.slug, world.evaluators["a"].pk
+    url = f"/api/projects/{slug}/audits/{evaluator}/samples/"
+    page_url = f"/p/{slug}/certification/audits/{evaluator}/"
+    pending = decidable_ids(world)
+    api, page = _clients(world, "manager")
+    managed = api.get(url).json()["results"][0]
+    assert {m["item"] for m in managed["members"]} & pending
+    # (the detector works: the manager's sample with the pending strata blanked still tells
+    # them, through the design and the inclusion probabilities)
+    blanked = {
+        **managed,
+        "members": [
+            {**m, "stratum": None} if m["item"] in pending else m for m in managed["members"]
+        ],
+    }
+    assert set(derived_verdicts(blanked)) >= pending & {m["item"] for m in managed["members"]}
+    assert len([n for n in page_strata(page.get(page_url).content.decode()).values() if n]) == 1
+    # when the adjudicator reads the sample (API) and the audit page
+    api, page = _clients(world, "adjudicator")
+    sample = api.get(url).json()["results"][0]
+    body = page.get(page_url).content.decode()
+    # then no field derives the verdict of a pending member, and the page shows no strata
+    assert set(derived_verdicts(sample)) & pending == set()
+    assert sample["design"] is None
+    assert page_strata(body) == {}
+    # while a closed member's stratum stays shown
+    consensus = world.items["consensus"].pk
+    assert derived_verdicts(sample)[consensus] == managed_strata(managed)[consensus]
+
+
 def test_no_get_response_to_the_adjudicator_reveals_an_evaluator_verdict(corrected_world):
     # every GET URL of the application with every parameter, as the adjudicator: release files,
     # item pages, the queue and the side-by-side view included

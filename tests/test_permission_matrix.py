@@ -61,8 +61,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     # creating a project: staff, labeling.add_project or the setting; no member of the world
     "api-project-list": {"GET": (200, 200, 200, 200, 401), "POST": (403, 403, 403, 403, 401)},
     "api-project-detail": {"GET": (200, 200, 200, 404, 401)},
-    "api-item-list": {"GET": (404, 200, 200, 404, 401)},
-    "api-item-detail": {"GET": (404, 200, 200, 404, 401)},
+    "api-item-list": {"GET": (403, 200, 200, 404, 401)},
+    "api-item-detail": {"GET": (403, 200, 200, 404, 401)},
     "api-import-create": {"POST": (403, 403, 201, 404, 401)},
     # evaluator labels as their own import: a new judge version's label, managers only
     "api-evaluator-label-import": {"POST": (403, 403, 201, 404, 401)},
@@ -224,6 +224,8 @@ EXPECTED: dict[str, dict[str, tuple[int | str, ...]]] = {
     },
     "audit-disagreements-csv": {"GET": (404, 200, 200, 404, LOGIN)},
     "audit-sample-draw": {"POST": (404, 403, 302, 404, LOGIN)},
+    "audit-target": {"POST": (404, 403, 302, 404, LOGIN)},
+    "api-audit-target": {"POST": (403, 403, 200, 404, 401)},
     "api-audit-sample-list": {
         "GET": (403, 200, 200, 404, 401),
         "POST": (403, 403, 201, 404, 401),
@@ -571,6 +573,8 @@ BODIES: dict[tuple[str, str], Callable[[World], tuple[Any, str]]] = {
     ),
     ("api-audit-detail", "POST"): lambda w: ({"human_positive": ["inadmissible"]}, "json"),
     ("audit-sample-draw", "POST"): lambda w: ({"size": "2", "seed": "1"}, "form"),
+    ("audit-target", "POST"): lambda w: ({"anytime_target": "0.1"}, "form"),
+    ("api-audit-target", "POST"): lambda w: ({"target": "0.1"}, "json"),
     ("api-audit-sample-list", "POST"): lambda w: ({"size": 2, "seed": 1}, "json"),
     ("calibration-spec-revise", "POST"): lambda w: (_spec_form("world"), "form"),
     ("release-list", "POST"): lambda w: (

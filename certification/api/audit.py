@@ -24,7 +24,7 @@ from certification.selectors import (
     audit_report_get,
     audit_result_for_viewer,
     audit_sample_list,
-    audit_sample_members,
+    audit_sample_view,
     evaluator_get,
 )
 from certification.services import (
@@ -143,7 +143,12 @@ class AuditReportApi(APIView):
 
 
 class AuditSampleOutputSerializer(serializers.Serializer):
-    """An audit sample: kind, seed, design (per stratum, or the active budget) and its members."""
+    """An audit sample: kind, seed, design (per stratum, or the active budget) and its members.
+
+    For an adjudicator, a member's ``stratum`` (the evaluator's verdict) and
+    ``inclusion_probability`` are null wherever a person may still label or adjudicate the item,
+    and ``design`` is null while any member is (``certification.selectors.audit_sample_view``).
+    """
 
     id = serializers.IntegerField()
     kind = serializers.CharField()
@@ -151,18 +156,17 @@ class AuditSampleOutputSerializer(serializers.Serializer):
     seed = serializers.IntegerField()
     slice_dimension = serializers.CharField()
     declaration = serializers.JSONField()
-    design = serializers.JSONField()
+    design = serializers.JSONField(allow_null=True)
     created_at = serializers.DateTimeField()
-    members = serializers.SerializerMethodField()
+    members = serializers.ListField(child=serializers.DictField())
 
     class Meta:
         ref_name = "AuditSample"
 
-    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
-    def get_members(self, sample: Any) -> list[dict[str, Any]]:
-        # A member's stratum is the evaluator's verdict: null for an adjudicator wherever a
-        # person may still label or adjudicate the item.
-        return audit_sample_members(sample=sample, role=self.context.get("role"))
+    def to_representation(self, instance: Any) -> Any:
+        """Serialize the sample as the viewer (``context["role"]``) may see it."""
+        view = audit_sample_view(sample=instance, role=self.context.get("role"))
+        return super().to_representation(view)
 
 
 class AuditSampleListApi(APIView):

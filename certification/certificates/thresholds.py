@@ -5,8 +5,10 @@ Source: the selective-risk certificate of :mod:`certification.stats.selective_ri
 Calibrating predictive algorithms to achieve risk control", arXiv:2110.01052, with exact binomial
 p-values and Bonferroni or fixed-sequence multiplicity control). A bounded loss in [0, 1] is tested
 with the Hoeffding–Bentkus p-value instead (the same paper, section 3); its section says so
-(``p_value_test``) and its rows carry the accepted loss totals. The section of a 0/1 loss is as
-it always was, key for key.
+(``p_value_test``) and its rows carry the accepted loss totals. Beside the fixed-n test, the
+section carries the anytime-valid test of the same family (``anytime``,
+:mod:`certification.stats.sequential.selective`): betting e-processes over the units in the
+spec's seeded random order, with the same multiplicity, valid at every prefix at once.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ from certification.stats.selective_risk import (
     certify,
     smallest_certifiable_count,
     threshold_counts,
+)
+from certification.stats.sequential.selective import (
+    AnytimeSelectiveTest,
+    Denominator,
+    anytime_selective_test,
 )
 
 
@@ -111,6 +118,45 @@ def _unit_counts(
     return counts
 
 
+#: What each unit contributes to the anytime test, per denominator (A: accepted, L: its loss).
+TESTED_VARIABLE = {
+    "accepted_answers": "A·L + (1 − A)·alpha: an accepted unit's loss, alpha for a rejected one",
+    "eligible_units": "A·L: an accepted unit's loss, 0 for a rejected one",
+}
+
+
+def _anytime(test: AnytimeSelectiveTest, chosen: int | None, contract: Contract) -> dict[str, Any]:
+    """The anytime-valid test as JSON primitives; ``chosen`` is the fixed-n operating point."""
+    rows = [
+        {
+            "index": row.index,
+            "threshold": contract.thresholds[row.index],
+            "wealth": num(row.wealth),
+            "max_wealth": num(row.max_wealth),
+            "crossed_at": row.crossed_at,
+            "tested": row.tested,
+            "certified": row.certified,
+            "certified_at": row.certified_at,
+        }
+        for row in test.results
+    ]
+    return {
+        "kind": "anytime-valid",
+        "test": "betting e-process (Waudby-Smith and Ramdas 2024), H0: risk > alpha",
+        "tested_variable": TESTED_VARIABLE[test.denominator],
+        "multiplicity": test.method,
+        "level": num(test.level),
+        "evidence_threshold": num(test.evidence_threshold),
+        "n": test.n,
+        "seed": test.seed,
+        "order": test.order,
+        "assumption": test.assumption,
+        "rows": rows,
+        "certified_indices": list(test.certified_indices),
+        "chosen": None if chosen is None else rows[chosen],
+    }
+
+
 def selective_section(
     units: Sequence[Unit], contract: Contract
 ) -> tuple[dict[str, Any], Certificate]:
@@ -149,6 +195,17 @@ def selective_section(
         delta=delta,
         n_thresholds=counts.size if method == "bonferroni" else 1,
     )
+    anytime = anytime_selective_test(
+        scores,
+        losses,
+        thresholds,
+        accept=accept,
+        alpha=alpha,
+        delta=delta,
+        method=method,
+        denominator=cast(Denominator, contract.denominator),
+        seed=contract.seed,
+    )
     section = {
         "alpha": str(contract.alpha),
         "delta": str(contract.delta),
@@ -169,6 +226,7 @@ def selective_section(
         "reason": certificate.reason,
         "smallest_certifiable_count_zero_errors": needed,
         "counts": _unit_counts(units, used, n, contract),
+        "anytime": _anytime(anytime, chosen, contract),
     }
     if contract.bounded:
         section["p_value_test"] = certificate.test

@@ -9,5 +9,6 @@ the statistics (NumPy, SciPy) into the web process.
 #: states its rule without pointing at a document. 3: coverage variability is tie-aware (ties,
 #: tied_split, the simulation's reference and predicted_reason) and the conformal curve marks
 #: infinite M* (infinite, covered_unsolvable, curve_infinite). 4: the canonical_ascending tie
-#: rule orders numeric classes numerically ("5" before "1000"), then the others as strings.
-STATS_VERSION = 4
+#: rule orders numeric classes numerically ("5" before "1000"), then the others as strings. 5: the
+#: selective-risk section carries the anytime-valid test of its family (``anytime``).
+STATS_VERSION = 5

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -153,32 +154,64 @@ def audit_result_for_viewer(*, report: AuditReport, role: str | None) -> AuditVi
     return AuditView(result=result, withheld=len(rows) - len(kept))
 
 
-def audit_sample_members(*, sample: AuditSample, role: str | None) -> list[dict[str, Any]]:
-    """Return a sample's members as plain data, the strata hidden where the viewer is blind.
+@dataclass(frozen=True)
+class AuditSampleView:
+    """An audit sample as one viewer may see it.
 
-    A member's ``stratum`` is the evaluator's verdict on the item ("positive"/"negative"), and
-    its ``inclusion_probability`` tells the stratum, or in an active sample the evaluator's
-    uncertainty, so a viewer other than a manager gets ``null`` for both on every item a person
-    may still label or adjudicate (:func:`items_closed_to_people`).
+    ``kind``: the sample design (stratified or active). ``design``: stratum -> ``{"population",
+    "sampled", "inclusion_probability"}`` (an active sample: its budget and floor), or None for a
+    blind viewer while any member is pending. ``members``: ``{"item", "stratum",
+    "inclusion_probability"}`` dicts, the last two None for a pending member and a blind viewer.
+    """
+
+    id: int
+    kind: str
+    size: int
+    seed: int
+    slice_dimension: str
+    declaration: dict[str, Any]
+    design: dict[str, Any] | None
+    created_at: datetime
+    members: list[dict[str, Any]]
+
+
+def audit_sample_view(*, sample: AuditSample, role: str | None) -> AuditSampleView:
+    """Return a sample with what would reveal a pending member's verdict hidden from the viewer.
+
+    A member's stratum is the evaluator's verdict on the item ("positive"/"negative"). A viewer
+    other than a manager (``labeling.permissions.LABEL_VIEWER_ROLES``) gets, for every member a
+    person may still label or adjudicate (:func:`items_closed_to_people`), a null ``stratum``
+    and a null ``inclusion_probability`` (n_h / N_h differs between strata), and, while any
+    member is pending, a null ``design``: its per-stratum counts would tell a pending member's
+    verdict whenever one stratum is empty or sampled exhaustively. Two queries.
     """
     members = list(sample.members.all())
-    visible: set[int] | None = None
+    pending: set[int] = set()
     if not can_see_labels(role):
-        visible = set(
+        closed = set(
             items_closed_to_people(project=sample.project)
             .filter(pk__in=[m.item_id for m in members])
             .values_list("pk", flat=True)
         )
-    return [
-        {
-            "item": m.item_id,
-            "stratum": m.stratum if visible is None or m.item_id in visible else None,
-            "inclusion_probability": m.inclusion_probability
-            if visible is None or m.item_id in visible
-            else None,
-        }
-        for m in members
-    ]
+        pending = {m.item_id for m in members} - closed
+    return AuditSampleView(
+        id=sample.pk,
+        kind=sample.kind,
+        size=sample.size,
+        seed=sample.seed,
+        slice_dimension=sample.slice_dimension,
+        declaration=sample.declaration,
+        design=None if pending else sample.design,
+        created_at=sample.created_at,
+        members=[
+            {
+                "item": m.item_id,
+                "stratum": None if m.item_id in pending else m.stratum,
+                "inclusion_probability": None if m.item_id in pending else m.inclusion_probability,
+            }
+            for m in members
+        ],
+    )
 
 
 def _slice_value(slices: Mapping[str, Any], key: str) -> str | None:

@@ -8,6 +8,7 @@ else's data.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,10 +125,10 @@ def release_rebuilds(release: Release) -> list[ReleaseBuild]:
     )
 
 
-def release_is_building(releases: list[Release]) -> bool:
-    """Whether any build of these releases is still pending or running (the page refreshes)."""
+def release_is_building(builds: Iterable[ReleaseBuild | None]) -> bool:
+    """Whether any of these builds is still pending or running (the page shows its progress)."""
     live = (BuildStatus.PENDING, BuildStatus.RUNNING)
-    return any(build.status in live for release in releases for build in release.builds.all())
+    return any(build is not None and build.status in live for build in builds)
 
 
 def release_files(build: ReleaseBuild | None) -> list[ReleaseFile]:

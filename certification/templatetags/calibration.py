@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from django import template
 
 from certification.formatting import p_value_text
 from certification.models import CalibrationRun
 from certification.selectors import calibration_run_trigger_text
+from certification.services.releases.card import certifying_methods
 
 register = template.Library()
 
@@ -69,3 +71,9 @@ def pvalue(value: object) -> str:
 def run_trigger(run: CalibrationRun) -> str:
     """What started a calibration run, in words (``calibration_run_trigger_text``)."""
     return calibration_run_trigger_text(run)
+
+
+@register.filter
+def certifies_alone(entry: dict[str, Any]) -> list[str]:
+    """The methods of a release's named run that certify on their own (``certifying_methods``)."""
+    return certifying_methods(entry)

@@ -23,6 +23,7 @@ from certification.models import AuditReport, AuditSample
 from certification.selectors import (
     audit_report_get,
     audit_result_for_viewer,
+    audit_sample_view,
     derived_freshness,
     evaluator_audit_list,
     evaluator_get,
@@ -135,7 +136,10 @@ def audit_detail(request: HttpRequest, slug: str, evaluator_id: int) -> HttpResp
             initial={"anytime_target": report.anytime_target if report is not None else None}
         ),
         anytime=result.get("anytime") or {},
-        samples=AuditSample.objects.filter(evaluator=evaluator)[:10],
+        samples=[
+            audit_sample_view(sample=s, role=role)
+            for s in AuditSample.objects.filter(evaluator=evaluator)[:10]
+        ],
     )
     status = 400 if request.method == "POST" else 200
     return render(request, "certification/audit_detail.html", context, status=status)

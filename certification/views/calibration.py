@@ -41,8 +41,10 @@ from labeling.exceptions import LabelingError
 from labeling.models import DerivedKind, Evaluator, Project
 from labeling.views.common import form_add_domain_error, page_context
 
-#: How often a pending or running run's page reloads itself, in milliseconds.
-REFRESH_MS = 3000
+#: How often a pending or running run's page asks for the run's JSON, in milliseconds (it
+#: updates the status in place and loads the page once the run ends: labeling's
+#: work_progress.js, a file, so it runs under the Content-Security-Policy).
+POLL_MS = 3000
 
 
 def _evaluators(project: Project) -> list[tuple[str, str]]:
@@ -185,7 +187,7 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
-    """Show a run: status (refreshing until it finishes), certificate, plots, ledger, report.
+    """Show a run: status (updated in place until it finishes), certificate, plots, ledger, report.
 
     Also the drift watch of its applied certificate (``drift_watch_get``).
     """
@@ -201,7 +203,7 @@ def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> Http
         report=report,
         result=result,
         plots=run_plots_get(run=run),
-        refresh_ms=None if run.is_finished else REFRESH_MS,
+        poll_ms=None if run.is_finished else POLL_MS,
         drift=drift_watch_get(run=run),
     )
     return render(request, "certification/run_detail.html", context)

@@ -50,8 +50,10 @@ from labeling.models import Project
 from labeling.release_format import ARCHIVE
 from labeling.views.common import form_add_domain_error, page_context
 
-#: How often a page with a pending or running build reloads itself, in milliseconds.
-REFRESH_MS = 3000
+#: How often a page with a pending or running build asks for the builds' JSON, in
+#: milliseconds (labeling's work_progress.js updates them in place and loads the page once
+#: they end).
+POLL_MS = 3000
 
 
 def _freeze_form(project: Project, releases: list[Release], data: Any) -> ReleaseFreezeForm:
@@ -99,13 +101,14 @@ def release_list_view(request: HttpRequest, slug: str) -> HttpResponse:
                 f"Release {release.version} frozen; its build status is shown below.",
             )
             return redirect("release-detail", slug=project.slug, release_id=release.pk)
+    shown = [(release, release_content_build(release)) for release in releases]
     context = page_context(
         project,
         role,
-        releases=[(release, release_content_build(release)) for release in releases],
+        releases=shown,
         tags=release_tag_list(project=project),
         form=form,
-        refresh_ms=REFRESH_MS if release_is_building(releases) else None,
+        poll_ms=POLL_MS if release_is_building(build for _, build in shown) else None,
     )
     status = 400 if request.method == "POST" else 200
     return render(request, "certification/releases/release_list.html", context, status=status)
@@ -131,7 +134,7 @@ def release_detail(request: HttpRequest, slug: str, release_id: int) -> HttpResp
         tags=list(release.tags.all()),
         tag_moves=release_tag_moves(release=release),
         tag_form=ReleaseTagForm() if permissions.can_manage(role) else None,
-        refresh_ms=REFRESH_MS if release_is_building([release]) else None,
+        poll_ms=POLL_MS if release_is_building(release.builds.all()) else None,
     )
     return render(request, "certification/releases/release_detail.html", context)
 

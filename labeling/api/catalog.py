@@ -266,6 +266,9 @@ class ProjectDetailApi(APIView):
 class ClaimSerializer(serializers.Serializer):
     """A claim with its code-point span in the answer (null when unanchored)."""
 
+    claim_id = serializers.IntegerField(
+        source="pk", help_text="The id a label or a gold reference names (claims[i].claim_id)."
+    )
     index = serializers.IntegerField()
     text = serializers.CharField(trim_whitespace=False)
     start = serializers.IntegerField(allow_null=True, help_text="Code points, 0-based.")
@@ -368,10 +371,15 @@ class ItemListApi(APIView):
 
     @extend_schema(
         parameters=[FilterSerializer],
-        responses={200: OutputSerializer(many=True), 400: ErrorSerializer, 404: NOT_FOUND},
+        responses={
+            200: OutputSerializer(many=True),
+            400: ErrorSerializer,
+            403: ErrorSerializer,
+            404: NOT_FOUND,
+        },
     )
     def get(self, request: Request, slug: str) -> Response:
-        """List items (annotators get 404: they never browse the project's items)."""
+        """List items (annotators get 403: they never browse the project's items)."""
         project, role = project_and_role(request, slug)
         permissions.require_item_browser(role)
         filters = self.FilterSerializer(data=request.query_params)
@@ -570,6 +578,7 @@ class ItemDetailApi(APIView):
                 ManagerOutputSerializer,
                 description="evaluator_labels and prior_annotations are present for managers only.",
             ),
+            403: ErrorSerializer,
             404: NOT_FOUND,
         }
     )

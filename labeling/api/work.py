@@ -231,7 +231,7 @@ class AnnotationSubmitApi(APIView):
             help_text="The revision the labels were made on (0 before the first submit; the "
             "form's current.revision, or the ETag of the form or of the last PUT). A submit "
             "made on an older revision is refused with 409 stale_version. Omitted (and no "
-            "If-Match header): no check.",
+            "If-Match header): 0, a first submit; a revision sends the revision it replaces.",
         )
         policy_version = serializers.IntegerField(
             min_value=1,

@@ -154,6 +154,11 @@ def answer_label(label_lists: Sequence[Sequence[str]]) -> str:
     return INADMISSIBLE if flagged else ADMISSIBLE
 
 
+# The header of FaithBench.csv, the dataset's summary table (one row per summary, the worst and
+# best label of its annotators), which people upload in place of the batch files.
+SUMMARY_CSV_HEADER = "source,summary,llm,"
+
+
 def _load(stream: IO[bytes], filename: str) -> Any:
     """Parse the whole file as strict JSON, or return a RecordError naming the problem."""
     data = stream.read()
@@ -170,6 +175,14 @@ def _load(stream: IO[bytes], filename: str) -> Any:
     except RecursionError:
         return RecordError(filename, "(file)", "JSON nested too deeply")
     except json.JSONDecodeError as exc:
+        if text.partition("\n")[0].strip().lower().startswith(SUMMARY_CSV_HEADER):
+            return RecordError(
+                filename,
+                "(file)",
+                "this is FaithBench.csv, the summary table (source, summary, LLM, worst-label, "
+                "best-label: no annotations or spans); import the release files "
+                "data_for_release/batch_N.json instead",
+            )
         return RecordError(
             filename, "(file)", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         )
@@ -227,6 +240,29 @@ def _require(obj: dict[str, Any], key: str, kind: type, where: str, at: str) -> 
     return value
 
 
+def _text(obj: dict[str, Any], key: str, where: str, at: str) -> str:
+    """Return ``obj[key]``, a string with more than whitespace, else raise naming the field."""
+    value: str = _require(obj, key, str, where, at)
+    if not value.strip():
+        raise RecordError(
+            where, f"{at}{key}", "empty or only whitespace: there is nothing to judge"
+        )
+    return value
+
+
+def _identifier(obj: dict[str, Any], key: str, where: str, at: str) -> str:
+    """Return ``obj[key]``, a string id not starting with a byte-order mark, else raise."""
+    value: str = _require(obj, key, str, where, at)
+    if value.startswith("\ufeff"):
+        raise RecordError(
+            where,
+            f"{at}{key}",
+            f"{echo(value)} starts with a byte-order mark (U+FEFF): a copy from a file read "
+            "with the wrong encoding; remove it",
+        )
+    return value
+
+
 class _Sample:
     """One validated sample of a batch file."""
 
@@ -237,8 +273,8 @@ class _Sample:
         self.sample_id: int = _require(raw, "sample_id", int, where, "")
         self.where = f"{filename} sample {self.sample_id}"
         where = self.where
-        self.source: str = _require(raw, "source", str, where, "")
-        self.summary: str = _require(raw, "summary", str, where, "")
+        self.source: str = _text(raw, "source", where, "")
+        self.summary: str = _text(raw, "summary", where, "")
         annotations = _require(raw, "annotations", list, where, "")
         metadata = _require(raw, "metadata", dict, where, "")
         self.summarizer: str = _require(metadata, "summarizer", str, where, "metadata.")
@@ -279,8 +315,8 @@ class _Sample:
                 _require(raw, "source_span", str, where, at),
             )
         return {
-            "annot_id": raw.get("annot_id"),
-            "annotator": _require(raw, "annotator_id", str, where, at),
+            "annot_id": _require(raw, "annot_id", int, where, at),
+            "annotator": _identifier(raw, "annotator_id", where, at),
             "labels": list(labels),
             "note": note or "",
             "start": _require(raw, "summary_start", int, where, at),

@@ -25,7 +25,8 @@ Arrow IPC stream (one ``data-*.arrow`` file) or file (``ARROW1``, ``.feather``),
 Hugging Face ``datasets`` folder written by ``Dataset.save_to_disk`` (``state.json``,
 ``dataset_info.json``, ``data-*.arrow``), JSONL (first character ``{``) and otherwise CSV,
 UTF-8 with a header row, whose list cells (``contexts``) are JSON-encoded (``["first context",
-"second"]``). The folder itself is read by :func:`open_ragas_directory`. Arrow and Parquet
+"second"]``) or Python list literals of strings as pandas writes them (RAGAS' own ``to_csv``).
+The folder itself is read by :func:`open_ragas_directory`. Arrow and Parquet
 are read with pyarrow, a batch at a time (imported when such a file is read: the web process
 loads this module to list the formats, and must not load pyarrow with it); the ``datasets``
 package is not needed.
@@ -37,6 +38,7 @@ columns without a declared evaluator version.
 
 from __future__ import annotations
 
+import ast
 import codecs
 import csv
 import hashlib
@@ -126,6 +128,26 @@ def _json_value(value: Any, where: str, field: str) -> Any:
     raise RecordError(where, field, f"a {type(value).__name__} cannot be kept; expected JSON data")
 
 
+def python_list_of_strings(text: str) -> list[str] | None:
+    """Read a Python list literal of strings, as pandas writes a list cell; None if it is not.
+
+    RAGAS' own CSV files (``EvaluationDataset.to_csv()``, ``result.to_pandas().to_csv()``) hold
+    ``str(list)``: ``['Water boils at 100 C.', "It's"]``, which is not JSON. The text is parsed
+    (never evaluated) and accepted only when the whole expression is a list whose elements are
+    all string literals: what ``ast.literal_eval`` would return, restricted to that shape.
+    """
+    try:
+        body = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not isinstance(body, ast.List):
+        return None
+    elements = body.elts
+    if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in elements):
+        return None
+    return [e.value for e in elements]  # type: ignore[attr-defined]
+
+
 class _Rows:
     """Maps the rows of one table to native records, with the import's options and counters."""
 
@@ -207,7 +229,7 @@ class _Rows:
         return record
 
     def _cell_json(self, value: Any, where: str, field: str) -> Any:
-        """A CSV cell holding a list or object is JSON-encoded; decode it."""
+        """A CSV cell holding a list or object is JSON-encoded (or a Python list); decode it."""
         if not self.csv_cells or not isinstance(value, str) or value[:1] not in ("[", "{"):
             return value
         try:
@@ -215,7 +237,10 @@ class _Rows:
         except RecordError as exc:
             raise RecordError(where, field, exc.reason) from None
         except (ValueError, RecursionError):
-            raise RecordError(where, field, "expected a JSON-encoded value") from None
+            strings = python_list_of_strings(value)
+            if strings is None:
+                raise RecordError(where, field, "expected a JSON-encoded value") from None
+            return strings
 
     def _contexts(self, value: Any, where: str, field: str) -> list[str]:
         if self.csv_cells and isinstance(value, str):
@@ -224,11 +249,14 @@ class _Rows:
             except RecordError as exc:
                 raise RecordError(where, field, exc.reason) from None
             except (ValueError, RecursionError):
-                raise RecordError(
-                    where,
-                    field,
-                    'expected a JSON-encoded list of strings, e.g. ["first context", "second"]',
-                ) from None
+                value = python_list_of_strings(value)
+                if value is None:
+                    raise RecordError(
+                        where,
+                        field,
+                        'expected a list of strings, JSON ["first context", "second"] or '
+                        "Python ['first context', 'second'] as pandas writes it",
+                    ) from None
         if not isinstance(value, list):
             raise RecordError(
                 where, field, f"expected a list of context strings, got {type(value).__name__}"

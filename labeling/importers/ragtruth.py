@@ -47,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -166,6 +166,11 @@ def _typed(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: 
     return value
 
 
+def _one_of(value: Any, names: Collection[str]) -> bool:
+    """Whether ``value`` is one of the string ``names`` (a list or object is not: no TypeError)."""
+    return isinstance(value, str) and value in names
+
+
 class _Lines:
     """A JSONL file indexed by line offsets, so lines are read again one by one when needed."""
 
@@ -231,7 +236,7 @@ class _Reader:
                     raise obj
                 source_id = _typed(obj, "source_id", str, location)
                 split = obj.get("split")
-                if split is not None and split not in PARTITIONS:
+                if split is not None and not _one_of(split, PARTITIONS):
                     raise RecordError(
                         location, "split", f"expected train, test or null, got {echo(split)}"
                     )
@@ -359,7 +364,7 @@ class _Reader:
         model = _typed(obj, "model", str, where)
         temperature = _typed(obj, "temperature", (int, float), where)
         quality = obj.get("quality", "good")
-        if quality not in QUALITIES:
+        if not _one_of(quality, QUALITIES):
             raise RecordError(
                 where, "quality", f"unknown quality {echo(quality)}; one of {sorted(QUALITIES)}"
             )
@@ -404,7 +409,7 @@ class _Reader:
                 f"{echo(response[start:end])}",
             )
         label_type = raw.get("label_type")
-        if label_type not in LABEL_TYPES:
+        if not _one_of(label_type, LABEL_TYPES):
             raise RecordError(
                 where,
                 f"{at}.label_type",

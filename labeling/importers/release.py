@@ -291,13 +291,14 @@ class _Sources:
                         raise RecordError(
                             location,
                             "sha256",
-                            f"the text's sha256 is {digest}, the line says {expected}",
+                            f"the text's sha256 is {digest}, the line says {echo(expected)}",
                         )
                     if len(text) != _need(line, "length"):
                         raise RecordError(
                             location,
                             "length",
-                            f"the text has {len(text)} code points, the line says {line['length']}",
+                            f"the text has {len(text)} code points, the line says "
+                            f"{echo(line['length'])}",
                         )
                     yield (
                         location,
@@ -434,13 +435,14 @@ class _Converter:
             raise RecordError(
                 at,
                 f"{field}.version",
-                f"cites version {version} of {echo(source)}, which the question does not retrieve",
+                f"cites version {echo(version)} of {echo(source)}, which the question does not "
+                "retrieve",
             )
         if _need(span, "sha256") != cited[source][1]:
             raise RecordError(
                 at,
                 f"{field}.sha256",
-                f"differs from the sha256 of version {version} of {echo(source)}",
+                f"differs from the sha256 of version {echo(version)} of {echo(source)}",
             )
         return {
             "source": source,

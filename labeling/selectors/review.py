@@ -20,6 +20,7 @@ from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sub
 from django.utils import timezone
 
 from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
+from labeling.importers.schema import echo
 from labeling.models import (
     CANNOT_DECIDE,
     LIVE_ASSIGNMENT_STATUSES,
@@ -524,7 +525,9 @@ def disagreement_queue(
     elif level == "claim":
         items = items.filter(claims_differ=True)
     elif level:
-        raise InvalidInput(f"unknown level {level!r}; one of {list(QUEUE_LEVELS)}", field="level")
+        raise InvalidInput(
+            f"unknown level {echo(level)}; one of {list(QUEUE_LEVELS)}", field="level"
+        )
     age = filters.get("min_age_hours")
     if age not in (None, ""):
         try:

@@ -29,6 +29,7 @@ from labeling.exceptions import (
     PermissionDenied,
     StaleVersion,
 )
+from labeling.importers.schema import echo
 from labeling.locks import project_label_writes_lock
 from labeling.models import (
     Disagreement,
@@ -351,7 +352,7 @@ def adjudication_mark_unresolved(
     policy = labelling_policy_get(project=project)
     problems = Problems()
     if reason not in UnresolvedReason.values:
-        problems.add("reason", f"{reason!r} is not one of {UnresolvedReason.values}")
+        problems.add("reason", f"{echo(reason)} is not one of {UnresolvedReason.values}")
     text = _check_rationale(rationale, required=reason == UnresolvedReason.OTHER, problems=problems)
     problems.raise_any()
     return _decide(

@@ -4,11 +4,11 @@ An annotation is one annotator's judgement of one item, kept as append-only revi
 submit creates the annotation and revision 1, a later submit with different content appends a
 revision (``previous`` links the old one) and moves ``Annotation.current``; a submit with the
 same content writes nothing (idempotent). A submit says which revision its labels were made on
-(``AnnotationInput.based_on_revision``, 0 before the first submit); when another session of the
-annotator saved a revision since, it is refused with ``StaleVersion`` carrying the current
-labels, so no revision replaces another unseen. Content is compared by the sha256 of its canonical
-JSON (labels, reasons, boundary flags, evidence in code points, comment; not the time spent,
-which a retried request measures anew).
+(``AnnotationInput.based_on_revision``, 0 before the first submit, also when it says none); when
+another session of the annotator saved a revision since, it is refused with ``StaleVersion``
+carrying the current labels, so no revision replaces another unseen. Content is compared by the
+sha256 of its canonical JSON (labels, reasons, boundary flags, evidence in code points, comment;
+not the time spent, which a retried request measures anew).
 
 Labels are checked against the project's current labelling policy (its newest frozen version:
 answer labels, claim labels and unavailable reasons) plus ``cannot_decide``, and record that
@@ -40,6 +40,7 @@ from labeling.exceptions import (
     NotFound,
     StaleVersion,
 )
+from labeling.importers.schema import echo
 from labeling.locks import item_lock, project_label_writes_lock
 from labeling.models import (
     CANNOT_DECIDE,
@@ -108,8 +109,9 @@ class AnnotationInput:
     comment: str = ""
     time_spent_seconds: float | None = None
     #: The revision number the labels were made on (``0``: before the first submit); a submit
-    #: based on another revision than the current one is refused (``StaleVersion``). None: no
-    #: precondition (the submit replaces whatever is current).
+    #: based on another revision than the current one is refused (``StaleVersion``). None: taken
+    #: as 0, a first submit, so of two sessions that both submit first the second is refused
+    #: rather than replacing the first unseen; a revision names the revision it replaces.
     based_on_revision: int | None = None
     #: The label policy version the form was loaded under; a submit made under another version
     #: than the project's current labelling policy is refused (``StaleVersion``). None: no
@@ -216,7 +218,7 @@ def _check_label(
     field, reason_field = fields
     choices = [*allowed, CANNOT_DECIDE] if allow_cannot_decide else list(allowed)
     if not isinstance(label, str) or label not in choices:
-        problems.add(field, f"{label!r} is not one of {choices}")
+        problems.add(field, f"{echo(label)} is not one of {choices}")
         return None
     if reason == "":
         reason = None
@@ -225,7 +227,7 @@ def _check_label(
             problems.add(reason_field, f"{label} needs a reason, one of {list(reasons)}")
             return None
         if not isinstance(reason, str) or reason not in reasons:
-            problems.add(reason_field, f"{reason!r} is not one of {list(reasons)}")
+            problems.add(reason_field, f"{echo(reason)} is not one of {list(reasons)}")
             return None
     elif reason is not None:
         problems.add(reason_field, f"a reason is given only with {EVIDENCE_UNAVAILABLE}")
@@ -308,7 +310,9 @@ def labels_check(
             problems.add(at, "expected a claim label")
             continue
         if claim.claim_id not in claim_ids:
-            problems.add(f"{at}.claim_id", f"claim {claim.claim_id!r} is not a claim of this item")
+            problems.add(
+                f"{at}.claim_id", f"claim {echo(claim.claim_id)} is not a claim of this item"
+            )
             continue
         if claim.claim_id in seen:
             problems.add(f"{at}.claim_id", f"claim {claim.claim_id} is labelled twice")
@@ -338,7 +342,7 @@ def labels_check(
             if version is None:
                 problems.add(
                     f"{where}.source_version_id",
-                    f"source version {evidence.source_version_id!r} is not a pinned source of "
+                    f"source version {echo(evidence.source_version_id)} is not a pinned source of "
                     "this item's question",
                 )
                 spans_valid = False
@@ -405,7 +409,7 @@ def _check_extras(data: AnnotationInput) -> tuple[str, float | None]:
         if not math.isfinite(spent) or not 0 <= spent <= MAX_TIME_SPENT_SECONDS:
             raise _invalid(
                 "time_spent_seconds",
-                f"expected 0 to {MAX_TIME_SPENT_SECONDS} seconds, got {spent!r}",
+                f"expected 0 to {MAX_TIME_SPENT_SECONDS} seconds, got {echo(spent)}",
             )
         spent = float(spent)
     based_on = data.based_on_revision
@@ -413,7 +417,8 @@ def _check_extras(data: AnnotationInput) -> tuple[str, float | None]:
         isinstance(based_on, bool) or not isinstance(based_on, int) or not 0 <= based_on <= MAX_ID
     ):
         raise _invalid(
-            "revision", f"expected a revision number (0 before the first submit), got {based_on!r}"
+            "revision",
+            f"expected a revision number (0 before the first submit), got {echo(based_on)}",
         )
     return comment, spent
 
@@ -581,7 +586,7 @@ def _policy_check(project: Project, given: Any, current: LabelPolicy) -> None:
     if given is None:
         return
     if isinstance(given, bool) or not isinstance(given, int) or not 1 <= given <= MAX_ID:
-        raise _invalid("policy_version", f"expected a policy version number, got {given!r}")
+        raise _invalid("policy_version", f"expected a policy version number, got {echo(given)}")
     if given != current.version:
         raise _policy_changed(project, given, current)
 
@@ -636,10 +641,11 @@ def annotation_submit(
             was retired (a new policy version returned the item for labelling).
         LeaseExpired: the lease expired (or the item was skipped) and the slot was given back;
             nothing is saved.
-        StaleVersion: ``data.based_on_revision`` is not the current revision (another session
-            of the annotator saved one since); nothing is saved, and the error's ``data``
-            carries ``current_revision`` and the ``current`` labels. The same content as the
-            current revision is not refused (a retry of a submit that was saved). Also (field
+        StaleVersion: ``data.based_on_revision`` (None: 0) is not the current revision
+            (another session of the annotator saved one since); nothing is saved, and the
+            error's ``data`` carries ``current_revision`` and the ``current`` labels. The same
+            content as the current revision is not refused (a retry of a submit that was
+            saved). Also (field
             ``policy_version``, ``data`` with ``policy_version`` and
             ``current_policy_version``) when ``data.policy_version`` is not the current
             labelling policy's version.
@@ -693,7 +699,7 @@ def annotation_submit(
         "comment": comment,
         "time_spent": time_spent,
         "content": content,
-        "based_on": data.based_on_revision,
+        "based_on": 0 if data.based_on_revision is None else data.based_on_revision,
     }
     # Compare-and-set on the status read before the lock: the first submit of a live lease
     # flips it here; one that changed meanwhile (released, skipped, submitted by another tab)
@@ -750,11 +756,11 @@ def _first_submit(
     comment: str,
     time_spent: float | None,
     content: str,
-    based_on: int | None,
+    based_on: int,
     item: Item,
 ) -> Annotation:
     """Write the first annotation of ``assignment``, which the caller has just flipped submitted."""
-    if based_on is not None and based_on != 0:
+    if based_on != 0:
         # Made on a revision that does not exist (yet): nothing of this assignment is stored.
         raise _changed_elsewhere(based_on, None)
     _item_touch(item)
@@ -813,7 +819,7 @@ def _revise(
     comment: str,
     time_spent: float | None,
     content: str,
-    based_on: int | None,
+    based_on: int,
     item: Item,
 ) -> Annotation:
     annotation = Annotation.objects.select_related("current").filter(assignment=assignment).first()
@@ -822,7 +828,7 @@ def _revise(
     if annotation.current.content_sha256 == content:
         # The same content arrived twice at once; the other request wrote it.
         return annotation
-    if based_on is not None and based_on != annotation.current.number:
+    if based_on != annotation.current.number:
         # Another session saved a revision since these labels were loaded: never replace it
         # unseen (checked under the item's lock, so two submits on one revision: one wins).
         raise _changed_elsewhere(based_on, annotation.current)

@@ -67,6 +67,7 @@ from labeling.exceptions import (
     NotFound,
     PermissionDenied,
 )
+from labeling.importers.schema import echo
 from labeling.locks import (
     claimable_item_lock,
     item_lock,
@@ -188,7 +189,7 @@ def queue_order(rows: Iterable[QueueRow], *, serving_order: str, seed: int | Non
         random.Random(seed).shuffle(ids)
         return ids
     raise InvalidInput(
-        f"unknown {serving_order!r}; one of {ServingOrder.values}", field="serving_order"
+        f"unknown {echo(serving_order)}; one of {ServingOrder.values}", field="serving_order"
     )
 
 
@@ -267,7 +268,7 @@ def _compare_full_items(
 
 def _check_int(field: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"expected an integer, got {value!r}", field=field)
+        raise InvalidInput(f"expected an integer, got {echo(value)}", field=field)
     if not low <= value <= high:
         raise InvalidInput(f"must be between {low} and {high}, got {value}", field=field)
     return value
@@ -311,7 +312,8 @@ def project_labelling_configure(
     if serving_order is not None:
         if serving_order not in ServingOrder.values:
             raise InvalidInput(
-                f"unknown {serving_order!r}; one of {ServingOrder.values}", field="serving_order"
+                f"unknown {echo(serving_order)}; one of {ServingOrder.values}",
+                field="serving_order",
             )
         wanted["serving_order"] = serving_order
     if serving_seed is not None:
@@ -319,7 +321,7 @@ def project_labelling_configure(
     if allow_self_adjudication is not None:
         if not isinstance(allow_self_adjudication, bool):
             raise InvalidInput(
-                f"expected true or false, got {allow_self_adjudication!r}",
+                f"expected true or false, got {echo(allow_self_adjudication)}",
                 field="allow_self_adjudication",
             )
         wanted["allow_self_adjudication"] = allow_self_adjudication
@@ -1029,7 +1031,7 @@ def assignment_skip(
         outsider=PermissionDenied,
     )
     if reason not in SkipReason.values:
-        raise InvalidInput(f"unknown {reason!r}; one of {SkipReason.values}", field="reason")
+        raise InvalidInput(f"unknown {echo(reason)}; one of {SkipReason.values}", field="reason")
     if len(note) > MAX_SKIP_NOTE:
         raise InvalidInput(f"at most {MAX_SKIP_NOTE} characters, got {len(note)}", field="note")
     assignment = Assignment.objects.filter(

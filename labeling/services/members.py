@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
+from labeling.importers.schema import echo
 from labeling.locks import invitation_lock, project_lock
 from labeling.mail import mail_send
 from labeling.models import MAX_ID, Invitation, InvitationStatus, Membership, Project, Role
@@ -48,7 +49,7 @@ def token_hash(token: str) -> str:
 
 def _check_role(role: str) -> None:
     if role not in Role.values:
-        raise InvalidInput(f"unknown role {role!r}; one of {Role.values}", field="role")
+        raise InvalidInput(f"unknown role {echo(role)}; one of {Role.values}", field="role")
 
 
 def membership_refusal(membership: Membership, *, role: str, is_active: bool) -> str | None:
@@ -276,7 +277,7 @@ def _check_invitee(invitee: str) -> None:
             validate_email(invitee)
         except ValidationError as exc:
             raise InvalidInput(
-                f"{invitee!r} is not a valid e-mail address", field="invitee"
+                f"{echo(invitee)} is not a valid e-mail address", field="invitee"
             ) from exc
         return
     validator = get_user_model().username_validator
@@ -352,7 +353,7 @@ def invitation_create(
         user = _find_account(invitee)
         if user is not None and Membership.objects.filter(project=project, user=user).exists():
             raise InvalidInput(
-                f"{invitee!r} is already a member of this project; change their role instead",
+                f"{echo(invitee)} is already a member of this project; change their role instead",
                 field="invitee",
             )
         now = timezone.now()

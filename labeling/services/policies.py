@@ -31,6 +31,7 @@ from django.db import transaction
 from labeling import permissions, vocabulary
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidTransition, PermissionDenied
+from labeling.importers.schema import echo
 from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import DerivedKind, EvidenceRelation, LabelPolicy, LabelScale, Project
 from labeling.models.catalog import scale_problem
@@ -219,7 +220,7 @@ def _labels(problems: Problems, level: Level, given: Any) -> tuple[LabelChoice, 
         if not isinstance(value, str) or value not in allowed:
             problems.add(
                 f"{at}.value",
-                f"{value!r} is not a {level} label; a policy chooses from {list(allowed)}",
+                f"{echo(value)} is not a {level} label; a policy chooses from {list(allowed)}",
             )
             continue
         if value in seen:
@@ -246,15 +247,15 @@ def _labels(problems: Problems, level: Level, given: Any) -> tuple[LabelChoice, 
         )
         key = entry.get("key", default_key(position))
         if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
-            problems.add(f"{at}.key", f"{key!r} is not one lower-case letter or digit")
+            problems.add(f"{at}.key", f"{echo(key)} is not one lower-case letter or digit")
         elif key in RESERVED_KEYS:
             problems.add(
                 f"{at}.key",
-                f"{key!r} is reserved ({''.join(sorted(RESERVED_KEYS))} are the labelling "
+                f"{echo(key)} is reserved ({''.join(sorted(RESERVED_KEYS))} are the labelling "
                 "page's own shortcuts and \"can't decide\")",
             )
         elif key in keys:
-            problems.add(f"{at}.key", f"{key!r} is already the key of {keys[key]}")
+            problems.add(f"{at}.key", f"{echo(key)} is already the key of {keys[key]}")
         else:
             keys[key] = value
         requires = entry.get("requires_evidence", False)
@@ -293,7 +294,7 @@ def _reasons(problems: Problems, given: Any, needed: bool) -> tuple[ReasonChoice
             continue
         value = entry.get("value")
         if not isinstance(value, str) or value not in REASONS:
-            problems.add(f"{at}.value", f"{value!r} is not a reason; one of {list(REASONS)}")
+            problems.add(f"{at}.value", f"{echo(value)} is not a reason; one of {list(REASONS)}")
             continue
         if any(r.value == value for r in reasons):
             problems.add(f"{at}.value", f"{value} is offered twice")
@@ -370,7 +371,9 @@ def policy_description_check(data: Any) -> PolicyDescription:
     problems.raise_any()
     relation = data["evidence_relation"]
     if relation not in EvidenceRelation.values:
-        problems.add("evidence_relation", f"{relation!r} is not one of {EvidenceRelation.values}")
+        problems.add(
+            "evidence_relation", f"{echo(relation)} is not one of {EvidenceRelation.values}"
+        )
     guideline = data["guideline"]
     if not isinstance(guideline, str):
         problems.add("guideline", "expected Markdown text")
@@ -405,7 +408,7 @@ def policy_description_check(data: Any) -> PolicyDescription:
 def _share(problems: Problems, name: str, value: Any) -> float:
     """A number in [0, 1] (not a boolean), else a problem and the default."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        problems.add(name, f"expected a number from 0 to 1, got {value!r}")
+        problems.add(name, f"expected a number from 0 to 1, got {echo(value)}")
         return float(GOLD_RULE_DEFAULTS[name])
     return float(value)
 
@@ -415,11 +418,11 @@ def _gold_rule(problems: Problems, data: Mapping[str, Any]) -> dict[str, Any]:
     given = {name: data.get(name, default) for name, default in GOLD_RULE_DEFAULTS.items()}
     required = given["qualification_required"]
     if not isinstance(required, bool):
-        problems.add("qualification_required", f"expected true or false, got {required!r}")
+        problems.add("qualification_required", f"expected true or false, got {echo(required)}")
         required = False
     items = given["qualification_items"]
     if isinstance(items, bool) or not isinstance(items, int):
-        problems.add("qualification_items", f"expected an integer, got {items!r}")
+        problems.add("qualification_items", f"expected an integer, got {echo(items)}")
         items = GOLD_RULE_DEFAULTS["qualification_items"]
     elif not 1 <= items <= MAX_QUALIFICATION_ITEMS:
         problems.add(

@@ -48,6 +48,7 @@ from django.utils import timezone
 
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, InvalidTransition, PermissionDenied, StaleVersion
+from labeling.importers.schema import echo
 from labeling.locks import items_lock, project_label_writes_lock, project_lock
 from labeling.models import (
     MAX_ID,
@@ -309,7 +310,9 @@ def policy_version_publish(
     """
     require_role(project=project, actor=actor, roles=MANAGERS, outsider=PermissionDenied)
     if resolved not in Resolved.CHOICES:
-        raise InvalidInput(f"{resolved!r} is not one of {list(Resolved.CHOICES)}", field="resolved")
+        raise InvalidInput(
+            f"{echo(resolved)} is not one of {list(Resolved.CHOICES)}", field="resolved"
+        )
     text = _note_check(note)
     if (
         isinstance(based_on_version, bool)
@@ -317,7 +320,7 @@ def policy_version_publish(
         or not 1 <= based_on_version <= MAX_ID
     ):
         raise InvalidInput(
-            f"expected the policy version the change is based on, got {based_on_version!r}",
+            f"expected the policy version the change is based on, got {echo(based_on_version)}",
             field="based_on_version",
         )
     project_label_writes_lock(project.pk)

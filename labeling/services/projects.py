@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, PermissionDenied
+from labeling.importers.schema import echo
 from labeling.locks import project_label_writes_lock
 from labeling.models import (
     DEFAULT_ANSWER_LABELS,
@@ -178,7 +179,7 @@ def policy_create(
         InvalidInput: the evidence relation is unknown or a label list is empty.
     """
     if evidence_relation not in EvidenceRelation.values:
-        raise InvalidInput(f"unknown evidence relation {evidence_relation!r}")
+        raise InvalidInput(f"unknown evidence relation {echo(evidence_relation)}")
     return _policy_next(
         project,
         {

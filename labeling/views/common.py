@@ -95,12 +95,15 @@ def page_context(project: Project, role: str | None, **extra: Any) -> dict[str, 
 def form_field_of(form: forms.Form, error: LabelingError) -> str | None:
     """Return the form field ``error`` is about: its ``field``, or that name's root, or None.
 
-    None (the whole form) when the error names no field or one the form does not have.
+    A dotted name may be one form field written with an underscore (``loss.field`` is the
+    input ``loss_field``). None (the whole form) when the error names no field or one the form
+    does not have.
     """
     if not error.field:
         return None
-    if error.field in form.fields:
-        return error.field
+    for name in (error.field, error.field.replace(".", "_")):
+        if name in form.fields:
+            return name
     root = _FIELD_ROOT.match(error.field)
     return root.group(0) if root and root.group(0) in form.fields else None
 

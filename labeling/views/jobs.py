@@ -12,7 +12,7 @@ from labeling.selectors.jobs import job_get, job_list
 from labeling.views.common import page_context, project_for, signed_in_user
 
 # A page of a job still pending or running asks for the job's JSON this often and updates its
-# progress in place (labeling/static/labeling/job_progress.js: a file, no inline script, so it
+# progress in place (labeling/static/labeling/work_progress.js: a file, no inline script, so it
 # works under a Content-Security-Policy); a reload every time lost the reader's place.
 POLL_MS = 2000
 JOB_LIST_LENGTH = 50

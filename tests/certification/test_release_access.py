@@ -449,13 +449,13 @@ def test_the_freeze_form_is_prefilled_and_freezes(world):
     assert response.status_code == 302
     assert response["Location"] == page_url(world, release=new)
     assert new.parent == release and new.certifies[0]["run"]["id"] == world.runs["a"].pk
-    # while the build is pending, both pages show its progress and reload themselves
-    assert 'data-refresh-ms="3000"' in page.get(url).content.decode()
+    # while the build is pending, both pages show its progress and update it from the JSON
+    assert 'data-poll-path="results.*.build" data-poll-ms="3000"' in page.get(url).content.decode()
     detail = page.get(page_url(world, release=new)).content.decode()
-    assert 'data-build-status="pending"' in detail and 'data-refresh-ms="3000"' in detail
+    assert 'data-build-status="pending"' in detail and 'data-poll-path="builds.*"' in detail
     built(new)
     detail = page.get(page_url(world, release=new)).content.decode()
-    assert "data-refresh-ms" not in detail
+    assert "data-poll-url" not in detail
     assert 'data-build-status="done"' in detail
     assert build_of(new).manifest_sha256 in detail
     assert 'id="release-counts"' in detail and 'data-count="items"' in detail

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import re
 
 import pytest
@@ -150,3 +151,17 @@ def test_the_demo_manager_may_create_projects_and_the_annotators_may_not(setting
     assert can_create_projects(users.get(username="manager"))
     assert not can_create_projects(users.get(username="annotator1"))
     assert not can_create_projects(users.get(username="adjudicator"))
+
+
+def test_logs_nothing_below_warning_unless_verbose(settings, caplog):
+    # given INFO records captured from every logger
+    settings.DEBUG = True
+    caplog.set_level(logging.INFO)
+    # when the demo is set up at the default verbosity
+    out = run_demo_setup()
+    # then its summary is all it prints: no INFO line of the imports and tasks it runs
+    assert "is ready" in out
+    assert [r.getMessage() for r in caplog.records if r.levelno < logging.WARNING] == []
+    # and logging is back on afterwards
+    logging.getLogger("labeling").info("after")
+    assert caplog.records[-1].getMessage() == "after"

@@ -22,6 +22,11 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def certifying_methods(entry: dict[str, Any]) -> list[str]:
+    """The methods of a named run that certify on their own (``methods``, from schema 1.4)."""
+    return [name for name, half in entry.get("methods", {}).items() if half["certified"]]
+
+
 def verdict_text(entry: dict[str, Any]) -> str:
     """Whether a named run certifies, for the card (empty for releases before schema 1.3).
 
@@ -31,7 +36,7 @@ def verdict_text(entry: dict[str, Any]) -> str:
         return ""
     if entry["certified"]:
         return ": certifies"
-    alone = [name for name, half in entry.get("methods", {}).items() if half["certified"]]
+    alone = certifying_methods(entry)
     if alone:  # a method of a both spec certifies on its own (schema 1.4)
         return f": certifies {alone[0]} only ({entry['reason']})"
     return f": certifies nothing ({entry['reason']})"

@@ -6,9 +6,10 @@ once (time-uniform), so a team may stop labelling as soon as the evidence suffic
 
 Modules: :mod:`~certification.stats.sequential.betting` (confidence sequences, the below-target
 e-process, the stratified combination), :mod:`~certification.stats.sequential.active` (an
-active sample's inverse-probability-weighted summands, in a known wider range) and
-:mod:`~certification.stats.sequential.planning` (simulated number of labels to stop). Every
-public name is importable from here.
+active sample's inverse-probability-weighted summands, in a known wider range),
+:mod:`~certification.stats.sequential.planning` (simulated number of labels to stop) and
+:mod:`~certification.stats.sequential.selective` (the anytime-valid selective-risk test of a
+threshold family). Every public name is importable from here.
 
 Source: Waudby-Smith and Ramdas (2024), "Estimating means of bounded random variables by
 betting", JRSS-B 86(1), 1–27, arXiv:2010.09686.
@@ -35,6 +36,11 @@ from certification.stats.sequential.betting import (
     stratified_betting_bounds,
 )
 from certification.stats.sequential.planning import REPLICATES, StoppingPlan, stopping_plan
+from certification.stats.sequential.selective import (
+    AnytimeSelectiveTest,
+    AnytimeThresholdResult,
+    anytime_selective_test,
+)
 
 __all__ = [
     "ACTIVE_SEQUENCE_ASSUMPTION",
@@ -42,12 +48,15 @@ __all__ = [
     "GRID",
     "REPLICATES",
     "ActiveSequenceBound",
+    "AnytimeSelectiveTest",
+    "AnytimeThresholdResult",
     "BelowTargetTest",
     "ConfidenceSequence",
     "StoppingPlan",
     "StratifiedSequenceBound",
     "StratumSequence",
     "active_betting_bounds",
+    "anytime_selective_test",
     "below_target_test",
     "betting_cs",
     "betting_upper_cs",

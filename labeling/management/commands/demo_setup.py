@@ -20,6 +20,7 @@ Running it again changes nothing but the passwords, which it sets again.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The setup runs imports and background work in-process, whose INFO lines (about 60,
+        # one per task) would bury the summary: shown from --verbosity 2 on.
+        if options["verbosity"] < 2:
+            logging.disable(logging.INFO)
+        try:
+            self._setup(**options)
+        finally:
+            logging.disable(logging.NOTSET)
+
+    def _setup(self, **options: Any) -> None:
         if not settings.DEBUG:
             raise CommandError(
                 "demo_setup creates users with a published password and runs only with "

@@ -112,7 +112,7 @@ def test_the_release_page_marks_the_run_that_certifies_nothing(world, client):
     assert f"(run {world['certified'].pk})" in listing
 
 
-def test_a_both_run_whose_selective_half_certifies_nothing_lists_each_half(tmp_path):
+def test_a_both_run_whose_selective_half_certifies_nothing_lists_each_half(tmp_path, client):
     # given a both spec whose t = 0.5 certifies nothing (p = 0.3) while M* = 1 holds
     project = apply_project(project_create(slug="halves", name="Halves"))
     manager = UserFactory()
@@ -134,3 +134,8 @@ def test_a_both_run_whose_selective_half_certifies_nothing_lists_each_half(tmp_p
     card = (directory / "README.md").read_text("utf-8")
     assert f": certifies conformal_set only ({reason})." in card
     verify_release(directory)
+    # and the release list names the half that certifies
+    client.force_login(manager)
+    listing = client.get("/p/halves/releases/").content.decode()
+    assert f"(run {run.pk}: certifies conformal_set only)" in listing
+    assert "certifies nothing" not in listing

@@ -219,15 +219,23 @@ def test_the_run_page_shows_certificate_plots_ledger_and_report(done_run, login)
     assert "Slice: domain" in body
     # the pending candidate is reported and the certificate's scope said
     assert 'id="pending-note"' in body and "covers only the resolved items" in body
-    # a finished run does not reload itself
-    assert "data-refresh-ms" not in body and "run_refresh.js" not in body
+    # a finished run does not ask for its JSON
+    assert "data-poll-url" not in body and "work_progress.js" not in body
 
 
-def test_a_pending_run_page_refreshes_itself(spec, login):
+def test_a_pending_run_page_updates_itself_from_the_runs_json(spec, login):
     run = calibration_run_request(spec=spec, trigger="manual")
-    body = login("manager").get(f"{BASE}/runs/{run.pk}/").content.decode()
-    assert 'data-refresh-ms="3000"' in body and "certification/run_refresh.js" in body
-    assert 'id="ledger"' not in body
+    client = login("adjudicator")
+    body = client.get(f"{BASE}/runs/{run.pk}/").content.decode()
+    url = f"/api/projects/study/calibration/runs/{run.pk}/"
+    assert (
+        f'data-work-id="{run.pk}" data-poll-url="{url}" data-poll-path="run" data-poll-ms="3000"'
+    ) in body
+    assert '<script src="/static/labeling/work_progress.js" defer>' in body
+    assert 'data-work-field="status">pending<' in body and 'id="ledger"' not in body
+    # the JSON the script reads answers the page's session, with what it shows
+    shown = client.get(url).json()["run"]
+    assert (shown["id"], shown["status"], shown["worker_lost"]) == (run.pk, "pending", False)
 
 
 def test_a_failed_run_shows_its_error_and_no_certificate(spec, login):

@@ -123,7 +123,9 @@ def test_a_repeated_submit_is_idempotent_and_a_change_is_a_revision(client_for, 
     assert again.json() == first.json()
     assert AnnotationRevision.objects.count() == 1
 
-    revised = client.put(url(leased.pk), {**body, "answer_label": "inadmissible"}, format="json")
+    revised = client.put(
+        url(leased.pk), {**body, "answer_label": "inadmissible"}, format="json", HTTP_IF_MATCH='"1"'
+    )
 
     assert revised.status_code == 200
     assert revised.json()["revision_count"] == 2
@@ -213,6 +215,27 @@ def test_a_late_submit_after_the_slot_was_given_back_is_409(client_for, annotato
     assert not Annotation.objects.exists()
 
 
+def test_a_second_first_submit_without_if_match_is_409_not_a_silent_replacement(
+    client_for, annotator, leased
+):
+    # given two clients of one annotator that loaded the same leased assignment
+    first_client, second_client = client_for(annotator), client_for(annotator)
+    # when both submit their first labels, neither with If-Match, one after the other
+    first = first_client.put(url(leased.pk), labels_body(leased.item), format="json")
+    second = second_client.put(
+        url(leased.pk), labels_body(leased.item, answer="inadmissible"), format="json"
+    )
+    # then the first is saved and the second refused, with the labels it would have replaced
+    assert first.status_code == 200
+    assert second.status_code == 409
+    assert second.json()["code"] == "stale_version"
+    assert second.json()["current_revision"] == 1
+    annotation = Annotation.objects.get()
+    assert annotation.revision_count == 1
+    assert annotation.current.answer_label == "admissible"
+    assert AnnotationRevision.objects.count() == 1
+
+
 def test_revising_a_resolved_item_is_409(client_for, member, started, annotator, leased):
     # given both annotators agreed: the item is resolved by consensus
     client_for(annotator).put(url(leased.pk), labels_body(leased.item), format="json")
@@ -226,7 +249,7 @@ def test_revising_a_resolved_item_is_409(client_for, member, started, annotator,
 
     # when the first annotator tries to revise
     body = labels_body(leased.item, answer="inadmissible")
-    response = client_for(annotator).put(url(leased.pk), body, format="json")
+    response = client_for(annotator).put(url(leased.pk), body, format="json", HTTP_IF_MATCH='"1"')
 
     # then it is refused
     assert response.status_code == 409

@@ -93,6 +93,23 @@ def test_set_read_and_revise_a_reference(client_for, manager, started):
     assert [row["item_id"] for row in listed["results"]] == [item.pk]
 
 
+def test_a_reference_is_set_from_the_claim_ids_the_item_detail_lists(client_for, manager, started):
+    # given the item as its detail lists it (no other source of claim ids)
+    item = first_item()
+    client = client_for(manager)
+    claims = client.get(f"/api/projects/study/items/{item.pk}/").json()["claims"]
+    # when the manager labels each listed claim by its claim_id
+    body = {
+        "answer_label": "inadmissible",
+        "claims": [{"claim_id": c["claim_id"], "label": "not_supported"} for c in claims],
+    }
+    response = client.put(reference_url(item.pk), body, format="json")
+    # then the reference is saved for exactly those claims
+    assert response.status_code == 200, response.json()
+    assert [c["claim_id"] for c in claims] == claim_ids(item)
+    assert [c["claim_id"] for c in response.json()["claim_labels"]] == claim_ids(item)
+
+
 def test_bad_references_are_400_naming_the_field(client_for, manager, started):
     item = first_item()
     client = client_for(manager)

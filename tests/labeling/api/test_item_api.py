@@ -7,7 +7,7 @@ import json
 import pytest
 from django.utils.dateparse import parse_datetime
 
-from labeling.models import Item, Role
+from labeling.models import Claim, Item, Role
 from labeling.services import partition_freeze, project_create
 from tests.conftest import native_record
 
@@ -58,7 +58,7 @@ def item(external_id: str = "q1", key: str = "c0") -> Item:
     [
         (Role.MANAGER, 200),
         (Role.ADJUDICATOR, 200),
-        (Role.ANNOTATOR, 404),
+        (Role.ANNOTATOR, 403),
         ("nonmember", 404),
         ("anonymous", 401),
     ],
@@ -156,7 +156,7 @@ def test_item_list_query_count_does_not_grow(api, import_records, django_assert_
     [
         (Role.MANAGER, 200),
         (Role.ADJUDICATOR, 200),
-        (Role.ANNOTATOR, 404),
+        (Role.ANNOTATOR, 403),
         ("nonmember", 404),
         ("anonymous", 401),
     ],
@@ -187,6 +187,7 @@ def test_item_detail_has_question_claims_sources_and_siblings(api, import_record
     assert body["candidate"]["text"] == "🚀 It opened in 1932. It spans the harbour."
     assert body["claims"] == [
         {
+            "claim_id": Claim.objects.get(candidate=item().candidate).pk,
             "index": 0,
             "text": "It opened in 1932.",
             "start": 2,

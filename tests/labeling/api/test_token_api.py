@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db import connection
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -74,6 +76,23 @@ def test_token_endpoint_is_throttled_per_address_at_the_configured_rate(zed):
     other = APIClient(REMOTE_ADDR="10.9.9.9")
     response = other.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
     assert response.status_code == 200
+
+
+def test_the_token_budget_holds_across_processes(zed):
+    # given an address that spent its 10 requests of the minute
+    client = APIClient()
+    for i in range(10):
+        client.post(URL, {"username": f"u{i}", "password": "no"}, format="json")
+    # when the next request reaches a process whose memory holds no counter (a new process:
+    # the default cache is per process)
+    cache.clear()
+    response = client.post(URL, {"username": "zed", "password": PASSWORD}, format="json")
+    # then it is still refused: the counter lives in the cache every process shares (the
+    # database table certlabel_cache, Redis is not configured)
+    assert response.status_code == 429
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM certlabel_cache")
+        assert cursor.fetchone()[0] >= 1
 
 
 def test_wrong_passwords_lock_the_token_endpoint_out_too(zed, settings):

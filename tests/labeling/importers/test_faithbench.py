@@ -421,14 +421,17 @@ def test_legacy_raw_export_refused_with_one_clear_error(shared_data):
 
 @pytest.mark.django_db
 def test_csv_export_refused_as_not_a_batch_file(shared_data):
-    # quirk 12 concerns FaithBench.csv, which this adapter does not read: it says so clearly
+    # quirk 12 concerns FaithBench.csv, which this adapter does not read: it says which file to
+    # import instead, not "invalid JSON"
     path = shared_data / "faithbench" / "FaithBench.csv"
     with path.open("rb") as stream:
         records = list(faithbench.FORMAT.open(stream, path.name))
     assert len(records) == 1
     error = records[0][1]
     assert isinstance(error, RecordError) and error.location == "FaithBench.csv"
-    assert error.reason.startswith("invalid JSON")
+    assert "FaithBench.csv, the summary table" in error.reason
+    assert "data_for_release/batch_N.json" in error.reason
+    assert "invalid JSON" not in error.reason
 
 
 # -- synthetic: mapping rules ----------------------------------------------------------------
@@ -837,3 +840,38 @@ def test_command_creates_project_with_the_faithbench_policy(tmp_path):
     assert policy.evidence_relation == "source_relative"
     batch = ImportBatch.objects.get()
     assert batch.format == "faithbench" and batch.report["notes"]["samples"] == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "reason"),
+    [
+        ({"source": " \n\t"}, "source", "only whitespace"),
+        ({"summary": "   "}, "summary", "only whitespace"),
+        ({"annot_id": 1.5}, "annotations[0].annot_id", "expected int, got float"),
+        ({"annotator_id": "\ufeffa1"}, "annotations[0].annotator_id", "byte-order mark"),
+    ],
+    ids=["blank source", "blank summary", "fractional annot_id", "BOM id"],
+)
+def test_a_blank_text_a_fractional_annot_id_and_a_bom_id_are_refused(change, field, reason):
+    # given one valid sample with one of its fields spoilt
+    doc_sample = sample(0, [annotation("a1", ["Unwanted"], 1, 21)])
+    if field.startswith("annotations"):
+        doc_sample["annotations"][0].update(change)
+    else:
+        doc_sample.update(change)
+    # when the batch is read
+    records, _ = read({"samples": [doc_sample]})
+    # then the sample is refused, naming the record and the field
+    [(location, error)] = records
+    assert isinstance(error, RecordError)
+    assert (error.location, error.field) == ("batch_9.json sample 0", field)
+    assert reason in error.reason
+
+
+def test_the_summary_csv_is_named_with_the_file_to_import_instead():
+    # the first bytes of FaithBench.csv, as the dataset ships it
+    data = b'source,summary,LLM,worst-label,best-label\n"A source."," A summary.",org/m,Benign,\n'
+    [(_, error)] = read(data, "FaithBench.csv")[0]
+    assert isinstance(error, RecordError)
+    assert error.field == "(file)"
+    assert "import the release files data_for_release/batch_N.json instead" in error.reason

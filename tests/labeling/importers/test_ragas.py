@@ -458,3 +458,33 @@ def test_the_command_reads_parquet_and_a_zipped_folder_through_its_progress_bar(
             archive.write(path, path.name)
     assert "3 records" in command(tmp_path / "eval_dataset.zip", "zipped")
     assert Question.objects.filter(project__slug="zipped").count() == 3
+
+
+def test_csv_written_by_pandas_with_python_list_cells_is_read(project, tmp_path):
+    # given the rows written as RAGAS writes its CSV (EvaluationDataset.to_csv() and
+    # result.to_pandas().to_csv() both call pandas): list cells become str(list), Python literals
+    import pandas as pd
+
+    data = [
+        {k: row.get(k, "") for k in ("user_input", "retrieved_contexts", "response", "reference")}
+        for row in rows()
+    ]
+    data[0]["retrieved_contexts"] = ["Water boils at 100 °C.", 'It\'s "hot", they said.']
+    path = tmp_path / "ragas.csv"
+    pd.DataFrame(data).to_csv(path, index=False)
+    assert "['Water boils at 100 °C.'," in path.read_text("utf-8")
+    # when it is imported
+    import_bytes(project, path.read_bytes(), "ragas.csv", version=None)
+    # then every row's contexts are its sources, in order
+    got = imported()
+    for row in data:
+        assert got[row["user_input"]]["sources"] == row["retrieved_contexts"]
+
+
+@pytest.mark.parametrize(
+    "cell",
+    ["['a', 1]", "[print('x')]", "__import__('os').getcwd()", "['a'] + ['b']", "[b'bytes']"],
+)
+def test_a_python_cell_that_is_not_a_list_of_strings_is_refused_unevaluated(project, cell):
+    data = f'question,contexts,answer\nQ?,"{cell}",An answer.\n'.encode()
+    assert refusal(project, data, "e.csv", version=None) == [("row 1", "contexts")]

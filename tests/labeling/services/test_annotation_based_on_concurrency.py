@@ -4,7 +4,9 @@ Each round, two threads (one annotator's two sessions, each with its own databas
 wait at a barrier and submit different labels based on the current revision. The check runs in
 the service under the item's row lock (PostgreSQL: the second waits, then sees the new
 revision), so exactly one is saved and the other is refused with StaleVersion, every round.
-SQLite runs the same scenario with its writers serialised.
+SQLite runs the same scenario with its writers serialised. Two first submits that name no
+revision (no If-Match) race the same way: each is taken as made on revision 0, so the second is
+refused rather than replacing the first.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tests.labeling.api.conftest import labels_input
 ROUNDS = 12
 
 
-def _round(project, assignment, annotator, number: int, based_on: int) -> Counter[str]:
+def _round(project, assignment, annotator, number: int, based_on: int | None) -> Counter[str]:
     """Two sessions submit different labels made on ``based_on`` at once; count the outcomes."""
     barrier = threading.Barrier(2)
     seen: Counter[str] = Counter()
@@ -99,3 +101,33 @@ def test_two_sessions_on_one_revision_exactly_one_wins_with_row_locks(
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="the SQLite variant of the test above")
 def test_two_sessions_on_one_revision_exactly_one_wins_on_sqlite(project, import_records, member):
     _run(project, import_records, member)
+
+
+def _run_first_submits(project, import_records, member):
+    import_records([work_record(f"q{n}") for n in range(ROUNDS // 2)])
+    start_labelling(project)
+    annotator = member("annotator")
+    outcomes = []
+    for number in range(ROUNDS):
+        assignment = item_claim_next(project=project, actor=annotator)
+        assert assignment is not None
+        outcomes.append(_round(project, assignment, annotator, number, None))
+        annotation = Annotation.objects.get(assignment=assignment)
+        assert annotation.revision_count == 1
+    assert outcomes == [Counter(saved=1, refused=1)] * ROUNDS
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks of PostgreSQL")
+def test_two_first_submits_without_a_revision_exactly_one_wins_with_row_locks(
+    project, import_records, member
+):
+    _run_first_submits(project, import_records, member)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="the SQLite variant of the test above")
+def test_two_first_submits_without_a_revision_exactly_one_wins_on_sqlite(
+    project, import_records, member
+):
+    _run_first_submits(project, import_records, member)

@@ -74,7 +74,9 @@ def test_a_changed_submit_appends_a_revision_and_keeps_the_old_one(project, item
     first = submit(project, assignment, labels(item)).current
     first_rows = list(ClaimLabel.objects.filter(revision=first).values_list("pk", "label"))
     # when the annotator changes a claim label
-    annotation = submit(project, assignment, labels(item, second="not_supported"))
+    annotation = submit(
+        project, assignment, labels(item, second="not_supported", based_on_revision=1)
+    )
     # then revision 2 follows revision 1, which is unchanged
     assert annotation.revision_count == 2
     revision = annotation.current
@@ -97,8 +99,8 @@ def test_the_same_content_again_writes_nothing(project, item, repeat):
     assignment = AssignmentFactory(item=item)
     submit(project, assignment, labels(item))
     if repeat == "after a revision":
-        submit(project, assignment, labels(item, answer="inadmissible"))
-        data = labels(item, answer="inadmissible")
+        submit(project, assignment, labels(item, answer="inadmissible", based_on_revision=1))
+        data = labels(item, answer="inadmissible", based_on_revision=2)
     else:
         data = labels(item)
     before = row_counts()
@@ -114,7 +116,9 @@ def test_the_same_content_again_writes_nothing(project, item, repeat):
 def test_a_changed_comment_alone_is_a_new_revision(project, item):
     assignment = AssignmentFactory(item=item)
     submit(project, assignment, labels(item))
-    annotation = submit(project, assignment, labels(item, comment="second thoughts"))
+    annotation = submit(
+        project, assignment, labels(item, comment="second thoughts", based_on_revision=1)
+    )
     assert annotation.revision_count == 2
     assert annotation.current.comment == "second thoughts"
 
@@ -132,7 +136,7 @@ def test_a_revision_is_refused_once_the_votes_were_compared_whatever_the_outcome
     before = row_counts()
     # when the first annotator tries to revise
     with pytest.raises(InvalidTransition) as refused:
-        submit(project, a, labels(item, answer="abstained"))
+        submit(project, a, labels(item, answer="abstained", based_on_revision=1))
     # then nothing changed, and the refusal does not tell how the other vote went
     assert row_counts() == before
     assert str(refused.value) == (

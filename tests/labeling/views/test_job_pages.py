@@ -39,7 +39,7 @@ def test_a_large_upload_redirects_to_the_job_page_which_shows_it_done(
     assert page.status_code == 200
     html = page.content.decode()
     assert 'id="job-progress" value="100" max="100"' in html
-    assert '<strong id="job-state">done</strong>' in html
+    assert '<strong id="job-state" data-work-field="status">done</strong>' in html
     assert f"Batch #{job.result['batch']}, 2 records." in html
     assert re.search(r"<td>questions</td><td>2</td>", html)
     # a finished job's page neither reloads nor asks for the job
@@ -67,7 +67,7 @@ def test_a_job_still_running_updates_its_progress_in_place(login, project, membe
     assert 'http-equiv="refresh"' not in html
     assert (
         f'data-poll-url="/api/projects/study/jobs/{job.pk}/" data-poll-ms="2000"' in html
-        and '<script src="/static/labeling/job_progress.js" defer>' in html
+        and '<script src="/static/labeling/work_progress.js" defer>' in html
     )
     assert 'id="job-progress" value="25" max="100"' in html
     assert "100 of 400 bytes" in html
@@ -86,7 +86,7 @@ def test_a_failed_import_job_lists_every_error_with_line_and_field(
         response = client.post("/p/study/import/", {"file": upload(data), "format": "native"})
 
     html = client.get(response["Location"]).content.decode()
-    assert '<strong id="job-state">failed</strong>' in html
+    assert '<strong id="job-state" data-work-field="status">failed</strong>' in html
     assert "Nothing was written." in html
     rows = re.findall(r'<tr><td>(line \d+)</td><td class="mono">([^<]*)</td>', html)
     assert rows == [("line 2", "candidates[0].claims[0]"), ("line 3", "(line)")]
@@ -105,7 +105,7 @@ def test_starting_labelling_on_a_large_project_goes_through_a_job(
     job = Job.objects.get(kind="labelling_start")
     assert response["Location"] == f"/p/study/jobs/{job.pk}/"
     html = client.get(response["Location"]).content.decode()
-    assert '<strong id="job-state">done</strong>' in html
+    assert '<strong id="job-state" data-work-field="status">done</strong>' in html
     assert "on 2 items" in html
     project.refresh_from_db()
     assert project.labelling_started_at is not None

@@ -109,3 +109,22 @@ def test_test_client_login_without_a_request_still_works(zed):
     client = Client()
     assert client.login(username="zed", password=PASSWORD)
     assert not client.login(username="zed", password="wrong")
+
+
+def test_one_wrong_password_for_each_of_many_accounts_locks_the_address_out(zed, settings):
+    # given an address limit of 4 wrong passwords, any usernames (each account below its own)
+    settings.CERTLABEL_LOGIN_ADDRESS_FAILURE_LIMIT = 4
+    for n in range(4):
+        Client().post(
+            "/accounts/login/",
+            {"username": f"user{n}", "password": "guess"},
+            REMOTE_ADDR="10.0.0.1",
+        )
+    # when zed logs in with the right password from that address, and from another one
+    sprayed, elsewhere = Client(), Client()
+    refused = login(sprayed, PASSWORD, address="10.0.0.1")
+    # then the sprayed address is refused with the lockout, the other address logs in
+    assert refused.status_code == 429
+    assert not logged_in(sprayed)
+    assert login(elsewhere, PASSWORD, address="10.0.0.2").status_code == 302
+    assert logged_in(elsewhere)

@@ -12,7 +12,7 @@ def drop_vote_tallies(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("labeling", "0019_label_loop_indexes"),
+        ("labeling", "0020_edges"),
     ]
 
     operations = [

@@ -1,0 +1,273 @@
+"""An anytime-valid (time-uniform) selective-risk test: Learn then Test with e-processes.
+
+The fixed-n certificate (:mod:`certification.stats.selective_risk`) is valid at the calibration
+size chosen in advance. This test is valid at every prefix of the calibration units at once, so
+it also says after how many units the evidence would have allowed stopping.
+
+**The tested variable.** For a threshold t, unit i has the acceptance indicator A_i (its score
+passes t) and the loss L_i in [0, 1] (0/1 or bounded). The selective risk is
+R = E[A L] / E[A]. Since E[A] >= 0,
+
+    R > alpha  <=>  E[A (L - alpha)] > 0   (when E[A] > 0),
+
+and when E[A] = 0 (the threshold accepts nothing) E[A (L - alpha)] = 0: the risk is undefined
+and the threshold stays in the null. So the null "R > alpha or undefined" is contained in
+E[A (L - alpha)] >= 0; no division by a random denominator is needed. The bounded variable
+Z_i = A_i (L_i - alpha) lies in [-alpha, 1 - alpha], a range of width 1, so the shift
+
+    X_i = Z_i + alpha = A_i L_i + (1 - A_i) alpha   in [0, 1]
+
+rescales it to [0, 1]: an accepted unit contributes its loss and a rejected unit contributes
+exactly alpha (neutral evidence), and the null is E[X] >= alpha. With the ``eligible_units``
+denominator the risk is E[A L] itself and X_i = A_i L_i, with the same null E[X] >= alpha. The
+betting e-process of :func:`~certification.stats.sequential.betting.below_target_test` with
+target alpha is a nonnegative supermartingale under every mean >= alpha, so by Ville's
+inequality P(sup_t K_t >= 1/level) <= level: the threshold is certified once its wealth reaches
+1/level, at the first crossing or any later look.
+
+**Multiplicity** (as the fixed-n certificate, and for the same reason: the operating point is
+chosen among the certified thresholds after looking): ``bonferroni`` runs every one of the M
+thresholds' e-processes at delta/M and certifies a threshold once its wealth reaches M/delta
+(a union bound: P(some unsafe one ever crosses) <= delta); ``fixed_sequence`` runs them at
+delta, in the spec's order, and certifies threshold j once thresholds 0..j have all reached
+1/delta (its time is the latest of their crossings). Wrongly certifying anything then needs the
+first unsafe threshold's e-process to reach 1/delta, probability <= delta by Ville's inequality,
+whenever the look happens (each e-process runs over every unit from the first; testing it later
+consults it, it does not restart it).
+
+**Order and assumptions.** The units are taken in the order
+``numpy.random.default_rng(seed).permutation(n)`` of their input order: a uniformly random
+order drawn from the spec's seed, which depends on n and the seed only, never on a label or a
+score (an order sorted by score or by resolution time would void the test). The units are
+assumed i.i.d. (or exchangeable) draws from the distribution the risk is about, as for the
+fixed-n test. "Stopping after t units" means: had the units been labelled in this order, one
+could have stopped at t with the same guarantee. A later run on a larger snapshot draws a new
+order: it is a new test, not a continuation of this one.
+
+Sources: Waudby-Smith and Ramdas (2024), "Estimating means of bounded random variables by
+betting", JRSS-B 86(1), 1–27, arXiv:2010.09686, Sec. 4 (the capital process and its predictable
+plug-in bets); Ville (1939) (the maximal inequality); Angelopoulos, Bates, Candès, Jordan and
+Lei (2021), "Learn then Test", arXiv:2110.01052, Sec. 2–3 (Bonferroni and fixed-sequence
+family-wise error control over a prespecified threshold family); Vovk and Wang (2021),
+"E-values: calibration, combination and applications", Ann. Statist. 49(3) (e-values tested
+at delta/M under a union bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from certification.stats.errors import StatsError
+from certification.stats.intervals import check_open_unit
+from certification.stats.sequential.betting import below_target_test, check_observations
+
+Acceptance = Literal[">=", ">"]
+Method = Literal["bonferroni", "fixed_sequence"]
+Denominator = Literal["accepted_answers", "eligible_units"]
+
+ORDER = "numpy.random.default_rng(seed).permutation(n) of the units' input order"
+ASSUMPTION = (
+    "anytime-valid (time-uniform) along the seeded random order of the calibration units: units "
+    "i.i.d. (or exchangeable), the order drawn from the spec's seed independently of labels and "
+    "scores; valid at every prefix at once, so one may stop as soon as the evidence suffices"
+)
+
+
+@dataclass(frozen=True)
+class AnytimeThresholdResult:
+    """One threshold's e-process in the anytime test.
+
+    Attributes:
+        index: position in the prespecified family (0-based).
+        threshold: the threshold value.
+        wealth: the e-process K_n after all n units (>= 0; inf only on overflow).
+        max_wealth: the largest wealth over t = 0..n (1 before any unit).
+        crossed_at: the first t (1-based units) with K_t >= 1/level, or None.
+        tested: False for thresholds after one that never crossed (fixed sequence only).
+        certified: whether the threshold is certified after the n units.
+        certified_at: the number of units after which it is certified (bonferroni: its own
+            crossing; fixed sequence: the latest crossing of thresholds 0..j), or None.
+    """
+
+    index: int
+    threshold: float
+    wealth: float
+    max_wealth: float
+    crossed_at: int | None
+    tested: bool
+    certified: bool
+    certified_at: int | None
+
+
+@dataclass(frozen=True)
+class AnytimeSelectiveTest:
+    """The anytime-valid selective-risk test of a prespecified threshold family.
+
+    Attributes:
+        alpha: target selective risk in (0, 1).
+        delta: family-wise failure probability in (0, 1).
+        method: ``"bonferroni"`` or ``"fixed_sequence"``.
+        denominator: ``"accepted_answers"`` (selective risk) or ``"eligible_units"``.
+        level: the per-test level: delta / M (bonferroni) or delta (fixed sequence).
+        evidence_threshold: 1 / level, the wealth that certifies.
+        n: the calibration units, in the seeded order.
+        seed: the seed of the order.
+        results: one row per threshold, in family order.
+        certified_indices: the certified thresholds, in family order.
+        order: how the order was drawn.
+        assumption: what validity rests on.
+    """
+
+    alpha: float
+    delta: float
+    method: Method
+    denominator: Denominator
+    level: float
+    evidence_threshold: float
+    n: int
+    seed: int
+    results: tuple[AnytimeThresholdResult, ...]
+    certified_indices: tuple[int, ...]
+    order: str = ORDER
+    assumption: str = ASSUMPTION
+
+
+def tested_observations(
+    accepted: NDArray[np.bool_],
+    losses: NDArray[np.float64],
+    *,
+    alpha: float,
+    denominator: Denominator,
+) -> NDArray[np.float64]:
+    """The [0, 1] variable whose mean is below alpha iff the risk is (see the module docstring).
+
+    ``accepted``, ``losses``: shape (n,). Returns shape (n,): A L + (1 - A) alpha for
+    ``accepted_answers``, A L for ``eligible_units``.
+    """
+    if denominator == "eligible_units":
+        return np.where(accepted, losses, 0.0)
+    return np.where(accepted, losses, alpha)
+
+
+def anytime_selective_test(
+    scores: ArrayLike,
+    losses: ArrayLike,
+    thresholds: Sequence[float] | ArrayLike,
+    *,
+    accept: Acceptance = ">=",
+    alpha: float,
+    delta: float,
+    method: Method = "bonferroni",
+    denominator: Denominator = "accepted_answers",
+    seed: int,
+) -> AnytimeSelectiveTest:
+    """Test H0: selective risk > alpha at every threshold of a family, anytime-valid.
+
+    Args:
+        scores: shape (n,), acceptance scores in the units' input order; +-inf allowed (a
+            missing score is -inf: never accepted), NaN refused.
+        losses: shape (n,), losses in [0, 1] (0/1 or bounded), aligned with ``scores``.
+        thresholds: shape (M,), the prespecified family in spec order.
+        accept: ``">="`` accepts a unit iff score >= t; ``">"`` iff score > t.
+        alpha: target selective risk in (0, 1).
+        delta: family-wise failure probability in (0, 1).
+        method: ``"bonferroni"`` or ``"fixed_sequence"`` (see the module docstring).
+        denominator: ``"accepted_answers"`` (risk among accepted answers) or
+            ``"eligible_units"`` (accepted errors over all units).
+        seed: the seed of the units' random order, an integer >= 0.
+
+    Returns:
+        An :class:`AnytimeSelectiveTest`; with n = 0 nothing is certified.
+
+    Raises:
+        StatsError: if shapes disagree, a score or threshold is NaN, a loss is outside [0, 1],
+            the family is empty, alpha or delta is outside (0, 1), or the method, acceptance,
+            denominator or seed is invalid.
+
+    Source: see the module docstring (Waudby-Smith and Ramdas 2024, Sec. 4; Ville 1939;
+    Learn then Test, Angelopoulos et al. 2021, Sec. 2–3).
+    """
+    a = check_open_unit(alpha, name="alpha")
+    d = check_open_unit(delta, name="delta")
+    if accept not in (">=", ">"):
+        raise StatsError(f"accept must be '>=' or '>', got {accept!r}")
+    if method not in ("bonferroni", "fixed_sequence"):
+        raise StatsError(f"method must be 'bonferroni' or 'fixed_sequence', got {method!r}")
+    if denominator not in ("accepted_answers", "eligible_units"):
+        raise StatsError(
+            f"denominator must be 'accepted_answers' or 'eligible_units', got {denominator!r}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise StatsError(f"seed must be an integer >= 0, got {seed!r}")
+    score_arr = np.asarray(scores, dtype=np.float64)
+    if score_arr.ndim != 1 or np.isnan(score_arr).any():
+        raise StatsError("scores must be one-dimensional with no NaN")
+    loss_arr = check_observations(losses, name="losses")
+    if loss_arr.shape != score_arr.shape:
+        raise StatsError(
+            f"losses must have shape {score_arr.shape} like scores, got {loss_arr.shape}"
+        )
+    family = np.asarray(thresholds, dtype=np.float64)
+    if family.ndim != 1 or family.size == 0 or np.isnan(family).any():
+        raise StatsError("thresholds must be a non-empty 1-D list with no NaN")
+
+    n, size = int(score_arr.size), int(family.size)
+    order = np.random.default_rng(int(seed)).permutation(n)
+    score_arr, loss_arr = score_arr[order], loss_arr[order]
+    level = d / size if method == "bonferroni" else d
+    # The acceptance sets of a family are nested, so thresholds accepting as many units accept
+    # the same ones and share their e-process: computed once per distinct count.
+    by_count: dict[int, tuple[float, float, int | None]] = {}
+    crossings = []
+    for t in family.tolist():
+        passes = score_arr >= t if accept == ">=" else score_arr > t
+        count = int(passes.sum())
+        if count not in by_count:
+            x = tested_observations(passes, loss_arr, alpha=a, denominator=denominator)
+            # A wealth past ~1e308 overflows to inf: far beyond any 1/level, still certified.
+            with np.errstate(over="ignore"):
+                test = below_target_test(x, target=a, delta=level)
+            final = float(test.wealth[-1]) if n else 1.0
+            by_count[count] = (final, test.max_wealth, test.stopped_at)
+        crossings.append(by_count[count])
+
+    rows = []
+    prefix_at: int | None = 0  # latest crossing of thresholds 0..j-1 (fixed sequence)
+    for j, (final, peak, crossed_at) in enumerate(crossings):
+        if method == "bonferroni":
+            tested, certified_at = True, crossed_at
+        else:
+            tested = prefix_at is not None
+            certified_at = (
+                None if prefix_at is None or crossed_at is None else max(prefix_at, crossed_at)
+            )
+            prefix_at = certified_at
+        rows.append(
+            AnytimeThresholdResult(
+                index=j,
+                threshold=float(family[j]),
+                wealth=final,
+                max_wealth=peak,
+                crossed_at=crossed_at,
+                tested=tested,
+                certified=certified_at is not None,
+                certified_at=certified_at,
+            )
+        )
+    return AnytimeSelectiveTest(
+        alpha=a,
+        delta=d,
+        method=method,
+        denominator=denominator,
+        level=level,
+        evidence_threshold=1.0 / level,
+        n=n,
+        seed=int(seed),
+        results=tuple(rows),
+        certified_indices=tuple(r.index for r in rows if r.certified),
+    )
