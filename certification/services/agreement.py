@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -25,6 +25,7 @@ from certification.stats.agreement import (
     Statistic,
     agreement_summary_from_counts,
 )
+from certification.stats.agreement.counts import ScaleKind
 from labeling.exceptions import NotFound
 from labeling.models import LabelPolicy, Project
 from labeling.selectors import ProjectVotes
@@ -127,7 +128,7 @@ def _policy_scales(project_id: int) -> Scales:
             (CLAIM_LEVEL, policy.claim_scale, policy.claim_labels),
         ):
             order = tuple(labels) if kind == "ordinal" else ()
-            scales[(policy.version, level)] = LabelScale(kind, order)
+            scales[(policy.version, level)] = LabelScale(cast(ScaleKind, kind), order)
     return scales
 
 
@@ -237,7 +238,9 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
         )
         return level_to_json(
             agreement_summary_from_counts(
-                counts, confidence=AGREEMENT_CONFIDENCE, scale=scales.get((version, level))
+                counts,
+                confidence=AGREEMENT_CONFIDENCE,
+                scale=None if version is None else scales.get((version, level)),
             )
         )
 
