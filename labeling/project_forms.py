@@ -7,8 +7,8 @@ back on the form by :meth:`PolicyForm.add_service_error`.
 
 The policy form has one fixed row per label of the schema and level (offered or not, position,
 display text, description, shortcut key and, for claim labels that can cite, "requires
-evidence") and one per reason (offered, display text): a page without JavaScript can leave
-labels out, reorder them and rename them.
+evidence"), one per reason (offered, display text) and a scale per level: a page without
+JavaScript can leave labels out, reorder them and rename them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django import forms
 
 from labeling.exceptions import LabelingError
 from labeling.forms import SingleValueForm
-from labeling.models import EvidenceRelation, LabelPolicy
+from labeling.models import EvidenceRelation, LabelPolicy, LabelScale
 from labeling.policy_presets import DEFAULT_PRESET, preset_choices
 from labeling.selectors.policies import (
     CITABLE,
@@ -42,6 +42,7 @@ from labeling.services.policies import (
     MAX_QUALIFICATION_ITEMS,
     MAX_REASON_TEXT_LENGTH,
     MAX_TEXT_LENGTH,
+    SCALE_FIELDS,
 )
 from labeling.services.projects import MAX_NAME_LENGTH, MAX_PROJECT_DESCRIPTION_LENGTH
 
@@ -148,6 +149,17 @@ class PolicyForm(SingleValueForm):
         widget=forms.NumberInput(attrs={"step": "0.01"}),
         help_text="Share (0 to 1) of the k items' labels equal to the reference.",
     )
+    # Each level's scale (labeling.models.LabelScale); the service checks it against the labels.
+    answer_scale = forms.ChoiceField(
+        label="Scale of the answer labels",
+        choices=LabelScale.choices,
+        widget=forms.Select(attrs={"aria-describedby": "scale-help"}),
+    )
+    claim_scale = forms.ChoiceField(
+        label="Scale of the claim labels",
+        choices=LabelScale.choices,
+        widget=forms.Select(attrs={"aria-describedby": "scale-help"}),
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -214,6 +226,7 @@ class PolicyForm(SingleValueForm):
             "evidence_relation": data["evidence_relation"],
             "guideline": data["guideline"],
             **{name: data[name] for name in GOLD_RULE_DEFAULTS},
+            **{name: data[name] for name in SCALE_FIELDS.values()},
         }
         for level in LEVELS:
             rows = {row["value"]: row for row in data[f"{level}_labels"]}
@@ -303,6 +316,7 @@ class PolicyForm(SingleValueForm):
             "evidence_relation": data["evidence_relation"],
             "guideline": data["guideline"],
             **{name: data[name] for name in GOLD_RULE_DEFAULTS},
+            **{name: data[name] for name in SCALE_FIELDS.values()},
         }
         for level in LEVELS:
             offered = [v for v in SCHEMA[level] if data.get(_name(level, v, "offered"))]
@@ -349,7 +363,7 @@ class PolicyForm(SingleValueForm):
     def _field_of(self, name: Any) -> str | None:
         if not isinstance(name, str):
             return None
-        if name in ("evidence_relation", "guideline", *GOLD_RULE_DEFAULTS):
+        if name in ("evidence_relation", "guideline", *GOLD_RULE_DEFAULTS, *SCALE_FIELDS.values()):
             return name
         match = _ROW_FIELD.match(name)
         if match is None:

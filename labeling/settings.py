@@ -399,9 +399,11 @@ SPECTACULAR_SETTINGS = {
     # A component per direction (e.g. TokenObtainRequest, TokenObtain): a read-only output field
     # is not required of a request, nor a write-only input field promised in a response.
     "COMPONENT_SPLIT_REQUEST": True,
-    # Several outputs have a "status" with different choices: each enum gets its own name.
+    # Names of enums that would collide or repeat: one enum for the scale of both label sets, and
+    # the invitation's status named apart from the other outputs' "status".
     "ENUM_NAME_OVERRIDES": {
-        "InvitationStateEnum": ["pending", "accepted", "declined", "revoked", "expired"]
+        "LabelScaleEnum": "labeling.models.LabelScale",
+        "InvitationStateEnum": ["pending", "accepted", "declined", "revoked", "expired"],
     },
     # Query and path parameters: bounds and non-empty strings stated (labeling/api/schema.py).
     "POSTPROCESSING_HOOKS": [

@@ -463,6 +463,8 @@ def _policy_preview_form(world: World) -> dict[str, str]:
         "gold_rate": str(content["gold_rate"]),
         "qualification_items": str(content["qualification_items"]),
         "qualification_threshold": str(content["qualification_threshold"]),
+        "answer_scale": content["answer_scale"],
+        "claim_scale": content["claim_scale"],
     }
     for level in ("answer", "claim"):
         for n, row in enumerate(content[f"{level}_labels"], start=1):

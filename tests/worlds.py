@@ -122,7 +122,11 @@ SECRETS: dict[str, str] = {
 
 # A pinned source holding the other annotator's evidence quote (plain ASCII, one line, so that
 # it appears verbatim in JSON and HTML wherever the source is shown in full).
-QUOTE_SOURCE = f"Records of the harbour authority: {OTHER_QUOTE} marks the disputed opening date."
+# The quote stands past the source's first eight words, which head an untitled source on the page.
+QUOTE_SOURCE = (
+    f"Records kept by the harbour authority since its founding: {OTHER_QUOTE} marks the disputed "
+    "opening date."
+)
 ANSWER = "It opened in 1932. It spans the harbour."
 
 

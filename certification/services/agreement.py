@@ -1,15 +1,16 @@
 """The agreement report: a project's agreement statistics, kept equal to its current votes.
 
 ``agreement_recompute`` folds the vote changes since its last run into the project's vote tally
-and stores the statistics computed from the counts; ``votes_sha256`` is the full count's hash,
-the check that the incremental count is right.
+and stores the statistics computed from the counts and the label sets' declared scales;
+``votes_sha256`` is the hash of the full count (and the scales), the check that the incremental
+count is right.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -24,6 +25,7 @@ from certification.stats.agreement import (
     Statistic,
     agreement_summary_from_counts,
 )
+from certification.stats.agreement.counts import ScaleKind
 from labeling.exceptions import NotFound
 from labeling.models import LabelPolicy, Project
 from labeling.selectors import ProjectVotes
@@ -40,18 +42,29 @@ AGREEMENT_STATS_VERSION = 5
 AGREEMENT_CONFIDENCE = 0.95
 
 
-def _tally_sha256(tally: Tally) -> str:
-    return tally.sha256(stats_version=AGREEMENT_STATS_VERSION, confidence=AGREEMENT_CONFIDENCE)
+Scales = dict[tuple[int, str], LabelScale]
+
+
+def _tally_sha256(tally: Tally, scales: Scales) -> str:
+    return tally.sha256(
+        stats_version=AGREEMENT_STATS_VERSION,
+        confidence=AGREEMENT_CONFIDENCE,
+        scales=sorted(
+            [version, level, scale.kind, list(scale.order)]
+            for (version, level), scale in scales.items()
+        ),
+    )
 
 
 def votes_sha256(votes: ProjectVotes) -> str:
     """Return the input hash of the agreement figures of ``votes``, counted in full.
 
     The sha256 of the canonical JSON of the votes' tally (``labeling.tally``: the counts every
-    figure is a function of) and of the statistics' version. Equal counts give an equal hash
-    whatever the order the votes were cast in. A report kept current vote by vote stores the
-    hash of its folded tally: the two are equal exactly when the incremental count equals the
-    full one.
+    figure is a function of), of the declared scale of each policy version's label sets (an
+    ordinal scale with its order: a scale changed over the same votes changes alpha) and of the
+    statistics' version. Equal counts give an equal hash whatever the order the votes were cast
+    in. A report kept current vote by vote stores the hash of its folded tally: the two are
+    equal exactly when the incremental count equals the full one.
     """
     tallies = (
         unit_tally(version.policy_version, matrix.level, _unit_votes(matrix.raters, row))
@@ -59,7 +72,7 @@ def votes_sha256(votes: ProjectVotes) -> str:
         for matrix in version.levels()
         for row in matrix.ratings
     )
-    return _tally_sha256(total(tallies))
+    return _tally_sha256(total(tallies), _policy_scales(votes.project_id))
 
 
 def _unit_votes(raters: Sequence[str], row: Sequence[str | None]) -> dict[str, str]:
@@ -104,10 +117,10 @@ def level_counts(tally: Tally, version: int, level: str) -> LevelCounts:
     )
 
 
-def _policy_scales(project: Project) -> dict[tuple[int, str], LabelScale]:
+def _policy_scales(project_id: int) -> Scales:
     """Per (policy version, level), the declared scale of the label set (ordinal: its order)."""
     scales = {}
-    for policy in LabelPolicy.objects.filter(project=project).only(
+    for policy in LabelPolicy.objects.filter(project_id=project_id).only(
         "version", "answer_labels", "claim_labels", "answer_scale", "claim_scale"
     ):
         for level, kind, labels in (
@@ -115,7 +128,7 @@ def _policy_scales(project: Project) -> dict[tuple[int, str], LabelScale]:
             (CLAIM_LEVEL, policy.claim_scale, policy.claim_labels),
         ):
             order = tuple(labels) if kind == "ordinal" else ()
-            scales[(policy.version, level)] = LabelScale(kind, order)
+            scales[(policy.version, level)] = LabelScale(cast(ScaleKind, kind), order)
     return scales
 
 
@@ -178,7 +191,8 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     kappa from the counts, for the answer and claim levels of each policy version apart (votes
     of two versions are never pooled). It upserts the project's one :class:`AgreementReport`:
     ``versions`` lists every version's figures, ``answer``/``claim`` repeat those of the newest
-    version with votes (``policy_version``). Votes are the current revisions of submitted
+    version with votes (``policy_version``); alpha takes the metric of each label set's
+    declared scale, part of the input hash. Votes are the current revisions of submitted
     annotations and the imported prior annotations (``labeling.selectors.vote_rows``). When the
     tally's hash equals the stored ``input_sha256`` nothing is written (``computed_at`` stays);
     the hash equals :func:`votes_sha256` of the votes counted in full. The result depends only
@@ -209,13 +223,12 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
         raise NotFound(f"project {project_id} does not exist")
     read_at = timezone.now()
     tally = vote_tally_fold(project=project)
-    digest = _tally_sha256(tally)
+    scales = _policy_scales(project.pk)
+    digest = _tally_sha256(tally, scales)
     stored = AgreementReport.objects.filter(project=project).first()
     if stored is not None and stored.input_sha256 == digest:
         logger.info("agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest})
         return stored
-
-    scales = _policy_scales(project)
 
     def summary(version: int | None, level: str) -> dict[str, Any]:
         counts = (
@@ -225,7 +238,9 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
         )
         return level_to_json(
             agreement_summary_from_counts(
-                counts, confidence=AGREEMENT_CONFIDENCE, scale=scales.get((version, level))
+                counts,
+                confidence=AGREEMENT_CONFIDENCE,
+                scale=None if version is None else scales.get((version, level)),
             )
         )
 

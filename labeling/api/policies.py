@@ -23,7 +23,7 @@ from labeling.api.fields import StrictBooleanField
 from labeling.api.pagination import CappedLimitOffsetPagination
 from labeling.exceptions import InvalidTransition
 from labeling.markdown import markdown_html
-from labeling.models import EvidenceRelation, LabelPolicy
+from labeling.models import EvidenceRelation, LabelPolicy, LabelScale
 from labeling.selectors.evaluators import evaluator_list
 from labeling.selectors.policies import REASONS, SCHEMA, policy_description_data
 from labeling.services.policies import (
@@ -36,6 +36,14 @@ from labeling.services.policies import (
 )
 
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such project (or not a member).")
+SCALE_HELP = (
+    "Level of measurement of the {level} labels, which picks the metric of Krippendorff's "
+    "alpha: nominal (names: any two different labels disagree equally), ordinal (ranked in "
+    "the listed order, lowest first: labels further apart disagree more), interval (the labels "
+    "are numbers: disagreement grows with the squared difference) or ratio (numbers >= 0 with "
+    "a true zero: disagreement is relative to their size). Interval and ratio need every "
+    "label to be a number. Default nominal."
+)
 FORBIDDEN = OpenApiResponse(ErrorSerializer, description="Not authenticated, or not allowed.")
 
 
@@ -107,6 +115,12 @@ class PolicyDescriptionSerializer(serializers.Serializer):
     )
     qualification_threshold = serializers.FloatField(
         required=False, min_value=0, max_value=1, help_text="Managers only. Default 0.8."
+    )
+    answer_scale = serializers.ChoiceField(
+        choices=LabelScale.choices, required=False, help_text=SCALE_HELP.format(level="answer")
+    )
+    claim_scale = serializers.ChoiceField(
+        choices=LabelScale.choices, required=False, help_text=SCALE_HELP.format(level="claim")
     )
 
     class Meta:

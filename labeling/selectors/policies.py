@@ -209,7 +209,8 @@ def policy_description_data(policy: LabelPolicy) -> dict[str, Any]:
          "claim_labels": [{"value", "text", "description", "key", "requires_evidence"}],
          "unavailable_reasons": [{"value", "text"}],
          "gold_rate": float, "qualification_required": bool, "qualification_items": int,
-         "qualification_threshold": float}
+         "qualification_threshold": float,
+         "answer_scale": str, "claim_scale": str}  (LabelScale values)
     """
     reasons = policy_reason_choices(policy)
     answer, reason_rows = description_rows(
@@ -226,4 +227,6 @@ def policy_description_data(policy: LabelPolicy) -> dict[str, Any]:
         "qualification_required": policy.qualification_required,
         "qualification_items": policy.qualification_items,
         "qualification_threshold": policy.qualification_threshold,
+        "answer_scale": policy.answer_scale,
+        "claim_scale": policy.claim_scale,
     }

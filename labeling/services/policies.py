@@ -7,7 +7,9 @@ and shortcut key, which claim labels must cite evidence, the reasons offered for
 ``evidence_unavailable`` with their display text, and the gold rule: how often gold items are
 served (``gold_rate``) and whether a new annotator first qualifies on gold items
 (``qualification_required``, ``qualification_items`` k, ``qualification_threshold``; see
-:mod:`labeling.services.gold`). :func:`policy_description_check` validates
+:mod:`labeling.services.gold`), and each label set's level of measurement (``answer_scale``,
+``claim_scale``: a :class:`~labeling.models.LabelScale`, which picks the metric of
+Krippendorff's alpha). :func:`policy_description_check` validates
 one and returns a :class:`PolicyDescription`, whose :meth:`~PolicyDescription.model_fields` are
 the :class:`~labeling.models.LabelPolicy` fields it sets; a new version is made from the same
 description (publishing v+1 validates with the same function).
@@ -27,10 +29,12 @@ from typing import Any
 from django.db import transaction
 
 from labeling import permissions, vocabulary
+from labeling.derived import derived_mark
 from labeling.exceptions import InvalidTransition, PermissionDenied
 from labeling.importers.schema import echo
 from labeling.locks import project_label_writes_lock, project_lock
-from labeling.models import EvidenceRelation, LabelPolicy, Project
+from labeling.models import DerivedKind, EvidenceRelation, LabelPolicy, LabelScale, Project
+from labeling.models.catalog import scale_problem
 from labeling.selectors.policies import (
     CITABLE,
     DEFAULT_DESCRIPTIONS,
@@ -76,6 +80,12 @@ GOLD_RULE_DEFAULTS: Mapping[str, Any] = {
 }
 # k above this is certainly a typo (a qualification of a thousand gold items).
 MAX_QUALIFICATION_ITEMS = 1000
+# Each label set's declared scale: optional, absent means nominal (labels are names), the
+# meaning of every description written before scales could be declared.
+SCALE_FIELDS: Mapping[Level, str] = {"answer": "answer_scale", "claim": "claim_scale"}
+# The policy fields the agreement figures read besides the votes: the scales and, for an
+# ordinal scale, the labels' order.
+AGREEMENT_FIELDS = ("answer_labels", "claim_labels", *SCALE_FIELDS.values())
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,8 @@ class PolicyDescription:
 
     ``answer_labels`` and ``claim_labels`` are in display order; ``requires_evidence`` is set
     only on claim labels. ``unavailable_reasons`` may be empty only when no level offers
-    ``evidence_unavailable``.
+    ``evidence_unavailable``. ``answer_scale`` and ``claim_scale`` are
+    :class:`~labeling.models.LabelScale` values.
     """
 
     evidence_relation: str
@@ -96,6 +107,8 @@ class PolicyDescription:
     qualification_required: bool = False
     qualification_items: int = 5
     qualification_threshold: float = 0.8
+    answer_scale: str = LabelScale.NOMINAL.value
+    claim_scale: str = LabelScale.NOMINAL.value
 
     def gold_rule(self) -> dict[str, Any]:
         """Return the gold rule's fields (``GOLD_RULE_DEFAULTS``' keys) and values."""
@@ -112,6 +125,8 @@ class PolicyDescription:
             "claim_labels": claim,
             "unavailable_reasons": reasons,
             **self.gold_rule(),
+            "answer_scale": self.answer_scale,
+            "claim_scale": self.claim_scale,
         }
 
     def model_fields(self) -> dict[str, Any]:
@@ -120,7 +135,8 @@ class PolicyDescription:
         Keys: ``evidence_relation``, ``guideline``, ``answer_labels``, ``claim_labels``,
         ``unavailable_reasons`` (lists of values), ``label_details`` (``{level: {value:
         {"text", "description", "key"}}}``), ``evidence_labels`` (claim values) and
-        ``reason_texts`` (``{reason: text}``), and the gold rule's four fields.
+        ``reason_texts`` (``{reason: text}``), the gold rule's four fields, ``answer_scale``
+        and ``claim_scale``.
         """
         levels = {"answer": self.answer_labels, "claim": self.claim_labels}
         return {
@@ -139,6 +155,8 @@ class PolicyDescription:
             "evidence_labels": [c.value for c in self.claim_labels if c.requires_evidence],
             "reason_texts": {r.value: r.text for r in self.unavailable_reasons},
             **self.gold_rule(),
+            "answer_scale": self.answer_scale,
+            "claim_scale": self.claim_scale,
         }
 
 
@@ -300,6 +318,18 @@ def _reasons(problems: Problems, given: Any, needed: bool) -> tuple[ReasonChoice
     return tuple(reasons)
 
 
+def _scale(problems: Problems, level: Level, given: Any, labels: tuple[LabelChoice, ...]) -> str:
+    """Check one label set's declared scale against its labels (absent: nominal)."""
+    field = SCALE_FIELDS[level]
+    if given not in LabelScale.values:
+        problems.add(field, f"{given!r} is not a scale; one of {LabelScale.values}")
+        return LabelScale.NOMINAL.value
+    problem = scale_problem(given, [c.value for c in labels])
+    if problem:
+        problems.add(field, f"the {level} {problem}")
+    return str(given)
+
+
 def policy_description_check(data: Any) -> PolicyDescription:
     """Validate a full label policy description; return it normalised.
 
@@ -320,7 +350,10 @@ def policy_description_check(data: Any) -> PolicyDescription:
     guideline at most 100 000 characters, no control characters but tab and newline; the gold
     rule (optional keys, defaults ``GOLD_RULE_DEFAULTS``): ``gold_rate`` and
     ``qualification_threshold`` numbers from 0 to 1, ``qualification_required`` a boolean,
-    ``qualification_items`` an integer from 1 to 1000.
+    ``qualification_items`` an integer from 1 to 1000; the scales (optional keys
+    ``answer_scale``, ``claim_scale``, default ``nominal``) one of ``nominal``, ``ordinal``
+    (the labels ranked in their listed order, lowest first), ``interval`` or ``ratio``, whose
+    labels must all be numbers (ratio: none negative).
 
     Raises:
         InvalidInput: naming the first problem's field (e.g. ``claim_labels[2].key``);
@@ -330,7 +363,7 @@ def policy_description_check(data: Any) -> PolicyDescription:
     if not isinstance(data, Mapping):
         problems.add("policy", "expected an object")
         problems.raise_any()
-    known = TOP_KEYS | set(GOLD_RULE_DEFAULTS)
+    known = TOP_KEYS | set(GOLD_RULE_DEFAULTS) | set(SCALE_FIELDS.values())
     for name in sorted(set(data) - known, key=str):
         problems.add(str(name), f"unknown field; the fields are {sorted(known)}")
     for name in sorted(TOP_KEYS - set(data)):
@@ -356,6 +389,9 @@ def policy_description_check(data: Any) -> PolicyDescription:
         problems, data["unavailable_reasons"], vocabulary.EVIDENCE_UNAVAILABLE in offered
     )
     rule = _gold_rule(problems, data)
+    nominal = LabelScale.NOMINAL.value
+    answer_scale = _scale(problems, "answer", data.get("answer_scale", nominal), answer)
+    claim_scale = _scale(problems, "claim", data.get("claim_scale", nominal), claim)
     problems.raise_any()
     return PolicyDescription(
         evidence_relation=str(relation),
@@ -364,6 +400,8 @@ def policy_description_check(data: Any) -> PolicyDescription:
         claim_labels=claim,
         unavailable_reasons=reasons,
         **rule,
+        answer_scale=answer_scale,
+        claim_scale=claim_scale,
     )
 
 
@@ -406,6 +444,7 @@ def policy_update(*, project: Project, actor: Any, description: Any) -> LabelPol
 
     The draft is the project's newest policy version while it is not frozen (labelling has
     not started on it). The whole description is given (see :func:`policy_description_check`).
+    A change of a label set's scale or order marks the agreement figures stale.
 
     Returns:
         The updated policy, refreshed.
@@ -437,9 +476,13 @@ def policy_update(*, project: Project, actor: Any, description: Any) -> LabelPol
         )
     checked = policy_description_check(description)
     fields = checked.model_fields()
+    before = [getattr(policy, name) for name in AGREEMENT_FIELDS]
     for name, value in fields.items():
         setattr(policy, name, value)
     policy.save(update_fields=list(fields))
+    if [getattr(policy, name) for name in AGREEMENT_FIELDS] != before:
+        # Imported votes may already count under the draft: their alpha takes the new metric.
+        derived_mark(project_id=project.pk, kinds=[DerivedKind.AGREEMENT])
     logger.info(
         "policy.updated",
         extra={

@@ -2,7 +2,7 @@
 
 **Publishing.** A manager publishes version v+1 of the project's labelling policy (the newest
 frozen version, v): its full description (labels offered, display texts, evidence-required
-labels, reasons, guideline), a required change note and the version it is based on. The
+labels, scales, reasons, guideline), a required change note and the version it is based on. The
 description is checked by the one validation of every policy
 (:func:`labeling.services.policies.policy_description_check`); the diff against v is shown
 before confirming (``dry_run``). v+1 is frozen when published: from that commit every new label
@@ -86,6 +86,8 @@ CONTENT_FIELDS: tuple[str, ...] = (
     "evidence_relation",
     "answer_labels",
     "claim_labels",
+    "answer_scale",
+    "claim_scale",
     "unavailable_reasons",
     "guideline",
     "gold_rate",

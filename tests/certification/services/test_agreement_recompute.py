@@ -355,3 +355,53 @@ def test_a_numeric_scale_over_words_is_refused_naming_the_label(project):
     assert raised.value.message_dict["answer_scale"] == [
         f"label {first!r} is not a number, as the interval scale needs"
     ]
+
+
+@pytest.fixture
+def imported(items, prior_vote):
+    """Three imported annotators over three items of two claims each; no vote made here."""
+    a0, a2, a4 = items[0], items[2], items[4]
+    prior_vote(a0, "p1", "admissible", claims=["supported", "contradicted"])
+    prior_vote(a0, "p2", "admissible", claims=["supported", "not_supported"])
+    prior_vote(a0, "p3", "inadmissible", claims=["contradicted", "not_supported"])
+    prior_vote(a2, "p1", "inadmissible", claims=["not_supported", "supported"])
+    prior_vote(a2, "p2", "inadmissible", claims=["contradicted", "supported"])
+    prior_vote(a4, "p1", "admissible", claims=["supported", "not_supported"])
+    prior_vote(a4, "p3", "abstained", claims=["supported", "contradicted"])
+
+
+def _claim_alpha(project, order, level):
+    """The krippendorff package's alpha of the claim votes, labels as their rank in ``order``."""
+    matrix = project_votes(project=project).claim
+    rank = {label: float(i) for i, label in enumerate(order)}
+    data = np.array([[np.nan if v is None else rank[v] for v in row] for row in matrix.ratings]).T
+    return krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+
+
+def test_a_scale_change_of_the_draft_recomputes_alpha_with_its_metric(
+    project, imported, api, django_capture_on_commit_callbacks
+):
+    # given the figures of the imported votes under the draft, nominal
+    policy = LabelPolicy.objects.get(project=project)
+    first = agreement_recompute(project_id=project.pk)
+    assert first.claim["scale"] == "nominal"
+    nominal = _claim_alpha(project, policy.claim_labels, "nominal")
+    assert first.claim["alpha"]["value"] == pytest.approx(nominal, abs=1e-12)
+    client = api("manager")
+    body = client.get(f"/api/projects/{project.slug}/policy/").json()
+    skip = ("version", "frozen_at", "editable", "guideline_html")
+    description = {k: v for k, v in body.items() if k not in skip}
+    # when the manager declares the claim labels ordinal (the recomputation runs after commit)
+    description["claim_scale"] = "ordinal"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.put(f"/api/projects/{project.slug}/policy/", description, format="json")
+    assert response.status_code == 200, response.json()
+    # then the same votes were recomputed with the ordinal metric over the policy's order
+    report = AgreementReport.objects.get(project=project)
+    ordinal = _claim_alpha(project, policy.claim_labels, "ordinal")
+    assert report.claim["scale"] == "ordinal"
+    assert report.claim["alpha"]["value"] == pytest.approx(ordinal, abs=1e-12)
+    assert ordinal != pytest.approx(nominal, abs=1e-3)
+    assert report.input_sha256 != first.input_sha256
+    assert report.input_sha256 == votes_sha256(project_votes(project=project))
+    assert report.answer == first.answer

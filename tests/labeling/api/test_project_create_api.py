@@ -207,6 +207,59 @@ def test_a_frozen_policy_is_refused_with_a_clear_error(started, api, manager):
     assert LabelPolicy.objects.get(project=started).guideline != "changed"
 
 
+def _description(body: dict) -> dict:
+    """The editable description in a policy GET body (version, state and HTML left out)."""
+    return {k: v for k, v in body.items() if k not in ("version", "frozen_at", "editable",
+                                                       "guideline_html")}  # fmt: skip
+
+
+@pytest.mark.parametrize("level", ["answer", "claim"])
+@pytest.mark.parametrize("scale", ["ordinal", "nominal"])
+def test_a_manager_sets_a_scale_and_every_member_reads_it(project, api, level, scale):
+    client = api("manager")
+    description = _description(client.get("/api/projects/study/policy/").json())
+    assert (description["answer_scale"], description["claim_scale"]) == ("nominal", "nominal")
+    LabelPolicy.objects.filter(project=project).update(**{f"{level}_scale": "ordinal"})
+    description[f"{level}_scale"] = scale
+
+    response = client.put("/api/projects/study/policy/", description, format="json")
+
+    assert response.status_code == 200, response.json()
+    assert response.json()[f"{level}_scale"] == scale
+    assert getattr(LabelPolicy.objects.get(project=project), f"{level}_scale") == scale
+    read = api("annotator").get("/api/projects/study/policy/").json()
+    other = "answer_scale" if level == "claim" else "claim_scale"
+    assert (read[f"{level}_scale"], read[other]) == (scale, "nominal")
+
+
+@pytest.mark.parametrize(("level", "first"), [("answer", "admissible"), ("claim", "supported")])
+@pytest.mark.parametrize("scale", ["interval", "ratio"])
+def test_a_numeric_scale_over_named_labels_is_400_naming_the_label(project, api, level, first,
+                                                                   scale):  # fmt: skip
+    client = api("manager")
+    description = _description(client.get("/api/projects/study/policy/").json())
+    description[f"{level}_scale"] = scale
+
+    response = client.put("/api/projects/study/policy/", description, format="json")
+
+    assert response.status_code == 400
+    reason = f"the {level} label {first!r} is not a number, as the {scale} scale needs"
+    assert response.json()["errors"] == [{"field": f"{level}_scale", "reason": reason}]
+    assert getattr(LabelPolicy.objects.get(project=project), f"{level}_scale") == "nominal"
+
+
+def test_the_schema_documents_the_scales_as_one_enum_with_help(client):
+    schema = client.get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]
+
+    assert schema["LabelScaleEnum"]["enum"] == ["nominal", "ordinal", "interval", "ratio"]
+    for component in ("PolicyDescriptionRequest", "Policy"):
+        for level in ("answer", "claim"):
+            field = schema[component]["properties"][f"{level}_scale"]
+            assert field["allOf"] == [{"$ref": "#/components/schemas/LabelScaleEnum"}]
+            assert f"the {level} labels" in field["description"]
+            assert "ordinal (ranked in the listed order" in field["description"]
+
+
 def test_a_policy_body_that_is_not_an_object_is_400(project, api):
     response = api("manager").put("/api/projects/study/policy/", ["x"], format="json")
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from labeling.exceptions import InvalidInput, InvalidTransition, PermissionDenied
 from labeling.importers import formats
 from labeling.markdown import markdown_html
-from labeling.models import Claim, Item, LabelPolicy, Role
+from labeling.models import Claim, DerivedChange, DerivedKind, Item, LabelPolicy, Role
 from labeling.policy_presets import DEFAULT_PRESET, preset_get, presets
 from labeling.selectors.policies import (
     policy_description_data,
@@ -139,6 +139,52 @@ def test_not_an_object_is_refused():
     assert _refused(["a"]).field == "policy"
 
 
+def test_a_description_without_scales_is_nominal():
+    data = _default()
+    del data["answer_scale"], data["claim_scale"]
+
+    fields = policy_description_check(data).model_fields()
+
+    assert (fields["answer_scale"], fields["claim_scale"]) == ("nominal", "nominal")
+
+
+@pytest.mark.parametrize("level", ["answer", "claim"])
+@pytest.mark.parametrize("scale", ["nominal", "ordinal"])
+def test_a_scale_over_named_labels_is_kept(level, scale):
+    data = _default()
+    data[f"{level}_scale"] = scale
+
+    checked = policy_description_check(data)
+
+    assert checked.model_fields()[f"{level}_scale"] == scale
+    assert checked.data()[f"{level}_scale"] == scale
+
+
+@pytest.mark.parametrize(("level", "first"), [("answer", "admissible"), ("claim", "supported")])
+@pytest.mark.parametrize("scale", ["interval", "ratio"])
+def test_a_numeric_scale_over_named_labels_names_the_level_and_label(level, first, scale):
+    data = _default()
+    data[f"{level}_scale"] = scale
+
+    error = _refused(data)
+
+    assert error.field == f"{level}_scale"
+    reason = f"the {level} label {first!r} is not a number, as the {scale} scale needs"
+    assert error.reason == reason
+
+
+def test_an_unknown_scale_is_refused():
+    data = _default()
+    data["claim_scale"] = "Ordinal"
+
+    error = _refused(data)
+
+    assert (error.field, error.reason) == (
+        "claim_scale",
+        "'Ordinal' is not a scale; one of ['nominal', 'ordinal', 'interval', 'ratio']",
+    )
+
+
 # -- presets ----------------------------------------------------------------------------------
 
 
@@ -157,6 +203,12 @@ def test_every_preset_is_valid_and_its_guideline_explains_every_label(name):
     assert "DESIGN" not in guideline and "§" not in guideline
     html = markdown_html(guideline)
     assert "<h2>" in html and "<li>" in html
+
+
+def test_every_preset_is_nominal():
+    for preset in presets().values():
+        data = preset.description_data()
+        assert (data["answer_scale"], data["claim_scale"]) == ("nominal", "nominal")
 
 
 def test_source_relative_requires_evidence_and_external_truth_does_not():
@@ -220,6 +272,23 @@ def test_a_manager_edits_the_draft(project, member):
     choice = policy_label_choices(policy, "claim")[0]
     assert (choice.text, choice.key) == ("backed by the source", "y")
     assert policy_description_data(policy) == policy_description_check(data).data()
+
+
+@pytest.mark.django_db
+def test_a_scale_change_marks_the_agreement_stale_and_other_edits_do_not(project, member):
+    manager = member(Role.MANAGER)
+    data = policy_description_data(LabelPolicy.objects.get(project=project))
+    marks = DerivedChange.objects.filter(project=project, kind=DerivedKind.AGREEMENT)
+    data["guideline"] = "Be careful."
+    policy_update(project=project, actor=manager, description=data)
+    assert not marks.exists()
+
+    data["claim_scale"] = "ordinal"
+    policy = policy_update(project=project, actor=manager, description=data)
+
+    policy.refresh_from_db()
+    assert (policy.answer_scale, policy.claim_scale) == ("nominal", "ordinal")
+    assert marks.count() == 1
 
 
 @pytest.mark.django_db

@@ -36,6 +36,7 @@ from labeling.selectors.policies import policy_description_data
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
 from labeling.services.assignments import item_claim_next
+from labeling.services.policies import policy_update
 from labeling.services.policy_versions import (
     Resolved,
     policy_diff,
@@ -364,6 +365,36 @@ def test_the_diff_names_changed_display_texts_and_evidence_rules(study):
     policy = publish(study, content=data).policy
     assert "not_supported" in policy.evidence_labels
     assert policy.label_details["claim"]["supported"]["text"] == "Backed by the source"
+
+
+def test_a_version_keeps_its_scale_and_the_diff_shows_a_scale_change(study):
+    project = study["project"]
+    data = description(project, claim_scale="ordinal")
+    # when the manager previews, then publishes, v2 with ordinal claim labels
+    preview = publish(study, content=data, dry_run=True)
+    policy = publish(study, content=data).policy
+    # then the diff is the scale alone, v2 has it and v1 keeps its own
+    assert [c.as_json() for c in preview.diff] == [
+        {
+            "field": "claim_scale",
+            "old": "nominal",
+            "new": "ordinal",
+            "added": [],
+            "removed": [],
+            "changed": [],
+        }
+    ]
+    assert (policy.version, policy.answer_scale, policy.claim_scale) == (2, "nominal", "ordinal")
+    assert project.policies.get(version=1).claim_scale == "nominal"
+    # and the frozen v2 never changes its scale: a draft edit is refused
+    with pytest.raises(InvalidTransition) as refused:
+        policy_update(
+            project=project,
+            actor=study["manager"],
+            description=description(project, claim_scale="nominal"),
+        )
+    assert refused.value.code == "policy_frozen"
+    assert project.policies.get(version=2).claim_scale == "ordinal"
 
 
 def test_policy_diff_lists_text_and_order_changes():

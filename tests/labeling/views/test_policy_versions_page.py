@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -33,6 +34,8 @@ def form_fields(project, *, drop: str = "abstained", **extra: str) -> dict[str, 
         "gold_rate": str(content["gold_rate"]),
         "qualification_items": str(content["qualification_items"]),
         "qualification_threshold": str(content["qualification_threshold"]),
+        "answer_scale": content["answer_scale"],
+        "claim_scale": content["claim_scale"],
     }
     for level in ("answer", "claim"):
         for n, row in enumerate(content[f"{level}_labels"], start=1):
@@ -89,6 +92,20 @@ def test_preview_shows_the_diff_then_publish_creates_v2(manager_client, started)
     assert "abstained" not in v2.answer_labels
     assert v2.change_note == "abstained is no longer an answer label"
     assert 'data-version="2"' in manager_client.get(page(started)).content.decode()
+
+
+def test_a_scale_change_is_previewed_as_before_and_after_then_published(manager_client, started):
+    fields = form_fields(started, drop="", claim_scale="ordinal", note="claims are ranked")
+    response = manager_client.post(page(started), fields)
+    assert response.status_code == 200
+    html = response.content.decode()
+    row = re.search(r'<tr data-field="claim_scale">(.*?)</tr>', html, re.S)
+    assert row is not None and "nominal → ordinal" in row.group(1)
+    assert 'data-field="answer_scale"' not in html  # only what changed
+    response = manager_client.post(page(started), {**fields, "action": "publish"})
+    assert response.status_code == 302
+    scales = LabelPolicy.objects.filter(project=started).values_list("version", "claim_scale")
+    assert sorted(scales) == [(1, "nominal"), (2, "ordinal")]
 
 
 def test_a_missing_note_is_shown_and_nothing_is_published(manager_client, started):

@@ -141,6 +141,50 @@ def test_the_manager_saves_the_policy(login, project):
     assert policy.guideline == "# New rules\n\nCite everything."
 
 
+@pytest.mark.parametrize("level", ["answer", "claim"])
+@pytest.mark.parametrize("scale", ["ordinal", "nominal"])
+def test_the_manager_sets_a_scale_with_its_select(login, project, level, scale):
+    LabelPolicy.objects.filter(project=project).update(**{f"{level}_scale": "ordinal"})
+    client = login(Role.MANAGER)
+    html = client.get(POLICY).content.decode()
+    # the select shows the stored scale, described in plain words
+    assert '<option value="ordinal" selected>ordinal (in the declared order)</option>' in html
+    assert f'name="{level}_scale" aria-describedby="scale-help"' in html
+    assert "disagreement is their difference relative to their size" in html
+
+    response = client.post(POLICY, policy_post(project, **{f"{level}_scale": scale,
+                                                           "action": "save"}))  # fmt: skip
+
+    assert response.status_code == 302, response.context["form"].errors
+    assert getattr(LabelPolicy.objects.get(project=project), f"{level}_scale") == scale
+
+
+@pytest.mark.parametrize(("level", "first"), [("answer", "admissible"), ("claim", "supported")])
+@pytest.mark.parametrize("scale", ["interval", "ratio"])
+def test_a_numeric_scale_over_named_labels_is_shown_on_its_select(login, project, level, first,
+                                                                  scale):  # fmt: skip
+    client = login(Role.MANAGER)
+
+    response = client.post(POLICY, policy_post(project, **{f"{level}_scale": scale,
+                                                           "action": "save"}))  # fmt: skip
+
+    assert response.status_code == 400
+    assert response.context["form"].errors[f"{level}_scale"] == [
+        f"the {level} label {first!r} is not a number, as the {scale} scale needs"
+    ]
+    assert "is not a number, as the" in response.content.decode()
+    assert getattr(LabelPolicy.objects.get(project=project), f"{level}_scale") == "nominal"
+
+
+def test_the_read_only_policy_shows_each_scale(login, project):
+    LabelPolicy.objects.filter(project=project).update(claim_scale="ordinal")
+
+    html = login(Role.ANNOTATOR).get(POLICY).content.decode()
+
+    assert re.search(r'id="answer-scale">[^<]*<strong>nominal</strong>', html)
+    assert re.search(r'id="claim-scale">[^<]*<strong>ordinal \(in the declared order\)', html)
+
+
 def test_a_duplicate_key_is_shown_on_its_row(login, project):
     client = login(Role.MANAGER)
     data = policy_post(project, **{"claim-contradicted-key": "1", "action": "save"})
