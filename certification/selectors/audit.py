@@ -132,26 +132,51 @@ class AuditView:
 
 
 def audit_result_for_viewer(*, report: AuditReport, role: str | None) -> AuditView:
-    """Return the report's result without per-item evaluator labels the viewer must not see.
+    """Return the report's result without what would tell the viewer an evaluator's verdict.
 
-    Managers (``labeling.permissions.LABEL_VIEWER_ROLES``) see every row. Anyone else (an
+    Managers (``labeling.permissions.LABEL_VIEWER_ROLES``) see everything. Anyone else (an
     adjudicator) sees the disagreement rows only of items no person may decide any more
-    (:func:`items_closed_to_people`): the rows name the evaluator's label of an item. The
-    aggregate figures (counts, rates, intervals) stay.
+    (:func:`items_closed_to_people`): the rows name the evaluator's label of an item. While any
+    audited item is still open to people, such a viewer also gets no per-stratum figures (a
+    stratum's population counts the evaluator's verdicts in a slice, which names the verdict of
+    an item alone in its slice) and no anytime-valid figures of an active sample (its prefix adds
+    the evaluator's predictions of open items one by one). The aggregate figures stay. Two
+    queries.
     """
     result = dict(report.result or {})
-    rows = list(result.get("disagreements") or [])
-    if can_see_labels(role) or not rows:
+    if can_see_labels(role):
         return AuditView(result=result, withheld=0)
     closed = {
         f"{external_id}/{key}"
-        for external_id, key in items_closed_to_people(project=report.project).values_list(
-            "candidate__question__external_id", "candidate__key"
-        )
+        for external_id, key in items_closed_to_people(project=report.project)
+        .filter(candidate__evaluator_labels__evaluator=report.evaluator)
+        .distinct()
+        .values_list("candidate__question__external_id", "candidate__key")
     }
+    if len(closed) < int(result.get("n_items") or 0):
+        for key in ("error_rate", "anytime"):
+            if isinstance(result.get(key), dict):
+                result[key] = _without_strata(result[key])
+        sample = result.get("sample") or {}
+        if sample.get("kind") == "active" and isinstance(result.get("anytime"), dict):
+            result["anytime"] = {
+                "kind": result["anytime"].get("kind"),
+                "reason": "hidden from adjudicators while audited items are open to people: "
+                "an active sample's sequence adds the evaluator's predictions item by item",
+            }
+    rows = list(result.get("disagreements") or [])
     kept = [row for row in rows if row and row[0] in closed]
     result["disagreements"] = kept
     return AuditView(result=result, withheld=len(rows) - len(kept))
+
+
+def _without_strata(value: Any) -> Any:
+    """Return ``value`` (JSON) with every ``strata`` entry removed, at any depth."""
+    if isinstance(value, dict):
+        return {k: _without_strata(v) for k, v in value.items() if k != "strata"}
+    if isinstance(value, list):
+        return [_without_strata(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,9 @@ def _active_draw(
     """Draw the active design: (design JSON, population item -> [pi, prediction], members).
 
     Raises:
-        InvalidAudit: (field ``kind``) if an item has no usable prediction.
+        InvalidAudit: (field ``kind``) if an item has no usable prediction; (field ``size``)
+            if the draw selected no item (each item is drawn on its own, so a small budget can
+            draw none).
     """
     import numpy as np
 
@@ -120,6 +122,12 @@ def _active_draw(
         predictions.append(prediction)
     pi = active_inclusion_probabilities(judge_uncertainty(predictions), budget=budget, floor=floor)
     drawn = np.random.default_rng(seed).random(len(rows)) < pi
+    if not drawn.any():
+        raise InvalidAudit(
+            "size",
+            f"the active draw with seed {seed} selected no item (expected {pi.sum():.1f} of "
+            f"{len(rows)}): raise the budget or draw with another seed",
+        )
     design = {
         "budget": budget,
         "floor": floor,

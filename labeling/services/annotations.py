@@ -547,17 +547,30 @@ def _revision_json(revision: AnnotationRevision | None) -> dict[str, Any] | None
     }
 
 
-def _changed_elsewhere(based_on: int, current: AnnotationRevision | None) -> StaleVersion:
-    """The refusal of a submit made on ``based_on`` while ``current`` is the newest revision."""
+def _changed_elsewhere(based_on: int | None, current: AnnotationRevision | None) -> StaleVersion:
+    """The refusal of a submit made on ``based_on`` while ``current`` is the newest revision.
+
+    ``based_on`` None: the submit named no revision (a first submit, as far as it says).
+    """
     number = current.number if current is not None else 0
+    if based_on is None:
+        message = (
+            f"this annotation is already saved (revision {number}) and the submit named no "
+            "revision: nothing was saved. Check the current labels and submit again with the "
+            "revision they replace (If-Match or `revision`)"
+        )
+    else:
+        message = (
+            f"another session changed this annotation: your labels were made on revision "
+            f"{based_on}, the current one is revision {number}; nothing was saved. Check the "
+            "current labels and submit again"
+        )
     return StaleVersion(
-        f"another session changed this annotation: your labels were made on revision "
-        f"{based_on}, the current one is revision {number}; nothing was saved. Check the "
-        "current labels and submit again",
+        message,
         field="revision",
         prefix=False,
         data={
-            "based_on_revision": based_on,
+            "based_on_revision": based_on or 0,
             "current_revision": number,
             "current": _revision_json(current),
         },
@@ -699,7 +712,7 @@ def annotation_submit(
         "comment": comment,
         "time_spent": time_spent,
         "content": content,
-        "based_on": 0 if data.based_on_revision is None else data.based_on_revision,
+        "based_on": data.based_on_revision,
     }
     # Compare-and-set on the status read before the lock: the first submit of a live lease
     # flips it here; one that changed meanwhile (released, skipped, submitted by another tab)
@@ -756,11 +769,11 @@ def _first_submit(
     comment: str,
     time_spent: float | None,
     content: str,
-    based_on: int,
+    based_on: int | None,
     item: Item,
 ) -> Annotation:
     """Write the first annotation of ``assignment``, which the caller has just flipped submitted."""
-    if based_on != 0:
+    if based_on is not None and based_on != 0:
         # Made on a revision that does not exist (yet): nothing of this assignment is stored.
         raise _changed_elsewhere(based_on, None)
     _item_touch(item)
@@ -819,7 +832,7 @@ def _revise(
     comment: str,
     time_spent: float | None,
     content: str,
-    based_on: int,
+    based_on: int | None,
     item: Item,
 ) -> Annotation:
     annotation = Annotation.objects.select_related("current").filter(assignment=assignment).first()
@@ -828,7 +841,7 @@ def _revise(
     if annotation.current.content_sha256 == content:
         # The same content arrived twice at once; the other request wrote it.
         return annotation
-    if based_on != annotation.current.number:
+    if (based_on or 0) != annotation.current.number:
         # Another session saved a revision since these labels were loaded: never replace it
         # unseen (checked under the item's lock, so two submits on one revision: one wins).
         raise _changed_elsewhere(based_on, annotation.current)

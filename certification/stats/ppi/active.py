@@ -261,6 +261,8 @@ def _checked(
     if not np.all(np.isfinite(pi)) or bool(np.any(pi <= 0)) or bool(np.any(pi > 1)):
         raise StatsError("inclusion probabilities must lie in (0, 1]")
     index = np.asarray(labelled)
+    if index.size == 0:
+        index = index.astype(np.int64)
     if index.ndim != 1 or (
         index.size and (index.dtype == np.bool_ or not np.issubdtype(index.dtype, np.integer))
     ):

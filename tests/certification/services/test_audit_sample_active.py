@@ -7,6 +7,7 @@ import pytest
 
 from certification.exceptions import InvalidAudit
 from certification.models import AuditReport, AuditSample, SampleKind
+from certification.selectors import audit_result_for_viewer
 from certification.services import audit_report_configure, audit_sample_draw
 from certification.stats.ppi import active_inclusion_probabilities, judge_uncertainty
 from labeling.models import Evaluator, Item, Role
@@ -141,3 +142,74 @@ def test_invalid_active_draws_are_refused(project, manager, fields, field):
         audit_sample_draw(project=project, evaluator=hhem, actor=manager, **values)
     assert excinfo.value.field == field
     assert not AuditSample.objects.exists()
+
+
+def _keys(value):
+    """Every key of a JSON document, at any depth."""
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+@pytest.mark.parametrize("kind", ["active", "stratified"])
+def test_an_adjudicator_gets_no_per_item_figure_while_audited_items_are_open(
+    project, manager, kind
+):
+    # given an audit with three items still open to people and a sample of either design
+    project, hhem = _declared(project, manager, open_items=3)
+    audit_sample_draw(project=project, evaluator=hhem, actor=manager, size=20, seed=4, kind=kind)
+    report = AuditReport.objects.get(evaluator=hhem)
+    # when a manager and an adjudicator read the result
+    seen = audit_result_for_viewer(report=report, role=Role.MANAGER).result
+    blind = audit_result_for_viewer(report=report, role=Role.ADJUDICATOR).result
+    # then the manager sees the strata (stratified) or the active sequence; the adjudicator gets
+    # no per-stratum population anywhere, and no active sequence (its prefix adds predictions)
+    assert "strata" not in _keys(blind)
+    if kind == "stratified":
+        assert "strata" in _keys(seen)
+        assert blind["error_rate"]["ppi"] == seen["error_rate"]["ppi"]
+    else:
+        assert "n_prefix" in seen["anytime"]
+        assert "hidden from adjudicators" in blind["anytime"]["reason"]
+        assert "n_prefix" not in blind["anytime"]
+
+
+def test_an_adjudicator_sees_every_figure_once_every_audited_item_is_closed(project, manager):
+    # given an audit whose items are all resolved by consensus, and an active sample
+    project, hhem = _declared(project, manager)
+    audit_sample_draw(
+        project=project, evaluator=hhem, actor=manager, size=20, seed=4, kind="active"
+    )
+    report = AuditReport.objects.get(evaluator=hhem)
+    # then the adjudicator reads what the manager reads
+    assert (
+        audit_result_for_viewer(report=report, role=Role.ADJUDICATOR).result
+        == audit_result_for_viewer(report=report, role=Role.MANAGER).result
+    )
+
+
+def test_a_draw_that_selects_no_item_is_refused_and_writes_nothing(project, manager):
+    # given a budget of one item: each item is drawn on its own, so some seeds draw none
+    project, hhem = _declared(project, manager)
+    refused = []
+    for seed in range(20):
+        try:
+            audit_sample_draw(
+                project=project, evaluator=hhem, actor=manager, size=1, seed=seed, kind="active"
+            )
+        except InvalidAudit as exc:
+            refused.append((seed, exc))
+    # then those draws are refused on the size, naming the seed, and leave no sample behind
+    assert refused
+    seed, exc = refused[0]
+    assert exc.field == "size" and f"seed {seed} selected no item" in exc.message
+    assert AuditSample.objects.filter(evaluator=hhem).count() == 20 - len(refused)
+
+
+def test_the_active_estimate_accepts_an_empty_sample():
+    from certification.stats.ppi import active_ppi_mean
+
+    estimate = active_ppi_mean([0.2, 0.4], [0.5, 0.5], [], [], delta=0.1)
+    assert estimate.estimate == pytest.approx(0.3)

@@ -230,6 +230,8 @@ def test_a_second_first_submit_without_if_match_is_409_not_a_silent_replacement(
     assert second.status_code == 409
     assert second.json()["code"] == "stale_version"
     assert second.json()["current_revision"] == 1
+    assert second.json()["based_on_revision"] == 0
+    assert "the submit named no revision" in second.json()["detail"]
     annotation = Annotation.objects.get()
     assert annotation.revision_count == 1
     assert annotation.current.answer_label == "admissible"
