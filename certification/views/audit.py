@@ -200,7 +200,10 @@ def audit_target_view(request: HttpRequest, slug: str, evaluator_id: int) -> Htt
     evaluator = evaluator_get(project=project, evaluator_id=evaluator_id)
     form = AuditTargetForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"Target not set: {form.errors.as_text()}")
+        problems = "; ".join(
+            f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()
+        )
+        messages.error(request, f"Target not set: {problems}")
     else:
         try:
             audit_target_set(

@@ -322,7 +322,11 @@ def _scale(problems: Problems, level: Level, given: Any, labels: tuple[LabelChoi
     """Check one label set's declared scale against its labels (absent: nominal)."""
     field = SCALE_FIELDS[level]
     if given not in LabelScale.values:
-        problems.add(field, f"{given!r} is not a scale; one of {LabelScale.values}")
+        problems.add(
+            field,
+            f"expected one of {', '.join(LabelScale.values)}, "
+            f"got {'null' if given is None else echo(given)}",
+        )
         return LabelScale.NOMINAL.value
     problem = scale_problem(given, [c.value for c in labels])
     if problem:

@@ -181,7 +181,7 @@ def test_an_unknown_scale_is_refused():
 
     assert (error.field, error.reason) == (
         "claim_scale",
-        "'Ordinal' is not a scale; one of ['nominal', 'ordinal', 'interval', 'ratio']",
+        "expected one of nominal, ordinal, interval, ratio, got 'Ordinal'",
     )
 
 
