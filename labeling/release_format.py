@@ -632,7 +632,9 @@ def verify_release(directory: Path) -> dict[str, Any]:
             with labels.open("rb") as stream:
                 counts = label_counts(iter_jsonl(stream, LABELS_JSONL))
         except (ReleaseFormatError, KeyError, TypeError, AttributeError, ValueError) as exc:
-            problems.append(f"{LABELS_JSONL}: cannot be counted ({_echo(str(exc))})")
+            # Our own refusal already caps what it quotes; any other error may hold a whole value.
+            detail = str(exc) if isinstance(exc, ReleaseFormatError) else _echo(str(exc))
+            problems.append(f"{LABELS_JSONL}: cannot be counted ({detail})")
         else:
             expected = manifest.get("counts", {})
             # Releases before schema 1.2 have no per-version counts.

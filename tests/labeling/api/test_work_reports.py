@@ -60,7 +60,9 @@ def team(started: Project, member: Callable[[str], Any]) -> dict[str, Any]:
         label(started, ann, 30)
         label(started, ann, 90)
     third = label(started, ann, 45)
-    revised = replace(labels_input(third.item, answer="inadmissible"), time_spent_seconds=15)
+    revised = replace(
+        labels_input(third.item, answer="inadmissible"), time_spent_seconds=15, based_on_revision=1
+    )
     annotation_submit(project=started, assignment_id=third.pk, actor=ann, data=revised)
     fourth = item_claim_next(project=started, actor=ann)
     assignment_skip(project=started, assignment_id=fourth.pk, actor=ann, reason="other")

@@ -10,6 +10,7 @@ matrices. Runs on SQLite and, with ``DATABASE_URL`` set, on PostgreSQL.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from certification.services import agreement_recompute, votes_sha256
 from certification.stats.agreement import agreement_summary
 from labeling.exceptions import InvalidInput, InvalidTransition
 from labeling.models import (
+    Annotation,
     Assignment,
     AssignmentStatus,
     Claim,
@@ -118,11 +120,15 @@ def _run(project, people, step, counter) -> None:  # noqa: C901 - one branch per
                 .first()
             )
             if done is not None:
+                current = Annotation.objects.get(assignment=done).current
                 annotation_submit(
                     project=project,
                     assignment_id=done.pk,
                     actor=annotators[who],
-                    data=_labels(done.item_id, answer, claim),
+                    data=replace(
+                        _labels(done.item_id, answer, claim),
+                        based_on_revision=current.number if current is not None else 0,
+                    ),
                 )
         elif kind == "skip":
             assignment = item_claim_next(project=project, actor=annotators[step[1]])

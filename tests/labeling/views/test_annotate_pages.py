@@ -387,9 +387,9 @@ def test_revising_creates_a_new_revision_and_returns_to_the_item_held_now(
     annotation = Annotation.objects.get(assignment=assignment)
 
     # the pre-filled form posted back unchanged is idempotent
-    again = client.post(form_url(assignment), labels_post(assignment.item))
+    again = client.post(form_url(assignment), labels_post(assignment.item, revision="1"))
     changed = client.post(
-        form_url(assignment), labels_post(assignment.item, comment="on reflection")
+        form_url(assignment), labels_post(assignment.item, comment="on reflection", revision="1")
     )
 
     annotation.refresh_from_db()

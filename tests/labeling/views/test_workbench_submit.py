@@ -169,7 +169,9 @@ def test_a_json_revision_returns_to_the_item_held_now(client, started, annotator
     held = Assignment.objects.get(annotator=annotator, status=AssignmentStatus.LEASED)
 
     response = client.post(
-        form_url(assignment), labels_post(assignment.item, comment="on reflection"), **JSON
+        form_url(assignment),
+        labels_post(assignment.item, comment="on reflection", revision="1"),
+        **JSON,
     )
 
     body = response.json()
