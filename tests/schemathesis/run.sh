@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # The virtualenv: $VENV (as the Makefile and .ci/run set it), else .venv.
 PY="${VENV:-.venv}/bin/python"
-BIN=$(dirname "$PY")
+BIN=$(cd "$(dirname "$PY")" && pwd)  # absolute: the runs below start in the temp dir
 MAX_EXAMPLES="${ST_MAX_EXAMPLES:-5}"
 SEED="${ST_SEED:-20261201}"
 
