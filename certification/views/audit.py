@@ -201,7 +201,7 @@ def audit_target_view(request: HttpRequest, slug: str, evaluator_id: int) -> Htt
     form = AuditTargetForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(
-            f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()
+            f"{field}: {' '.join(str(e) for e in errors)}" for field, errors in form.errors.items()
         )
         messages.error(request, f"Target not set: {problems}")
     else:
