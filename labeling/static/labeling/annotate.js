@@ -536,12 +536,27 @@
     say("Not saved: fix the problems listed.", true);
   }
 
-  /** Point "Revise previous" (p) at `url`; none (the vote just saved closed its item, and no
-   * earlier one can be revised): remove it, as the server renders the page. */
+  /** Point "Revise previous" (p) at `url`, adding the link when the item shown was rendered
+   * without one (a reserve fetched before any submission could be revised); none (the vote just
+   * saved closed its item, and no earlier one can be revised): remove it, as the server renders
+   * the page. */
   function revisePrevious(url) {
-    const link = root.querySelector("#revise-previous");
-    if (link && url) link.href = url;
-    else if (link) link.remove();
+    let link = root.querySelector("#revise-previous");
+    if (!url) {
+      if (link) link.remove();
+      return;
+    }
+    if (!link) {
+      const links = root.querySelector(".workbench-links");
+      if (!links) return;
+      link = document.createElement("a");
+      link.id = "revise-previous";
+      const key = document.createElement("kbd");
+      key.textContent = "p";
+      link.append("Revise previous ", key);
+      links.prepend(link);
+    }
+    link.href = url;
   }
 
   function saved() {
