@@ -333,6 +333,11 @@ class _AnyAccept(BaseContentNegotiation):
         return renderer, renderer.media_type
 
 
+def _is_json(media_type: str) -> bool:
+    """Whether ``media_type`` is JSON itself (application/json, application/ld+json), not JSONL."""
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
 class ReleaseFileApi(APIView):
     """Download one file of a release's build, or ``release.zip`` (all of them), streamed.
 
@@ -350,7 +355,9 @@ class ReleaseFileApi(APIView):
         responses={
             **{
                 (200, media_type): OpenApiResponse(
-                    OpenApiTypes.BINARY,
+                    # A JSON file is parsed by clients (and by schema checkers) as JSON: any
+                    # JSON value (the ledger is an array, the others objects); the rest are bytes.
+                    OpenApiTypes.ANY if _is_json(media_type) else OpenApiTypes.BINARY,
                     description="The file as an attachment with X-Content-SHA256, in its own "
                     "media type: "
                     + ", ".join(f"{name}: {media}" for name, media in MEDIA_TYPES.items())

@@ -422,6 +422,11 @@ def test_release_files_are_documented_in_the_types_they_are_served_in(schema):
     assert {"text/csv", "application/jsonl", "application/zip"} <= served
     assert "application/vnd.apache.parquet" in served
     assert "application/octet-stream" not in served
+    # report.json and ledger.json are JSON on the wire: a schema of binary bytes would make
+    # every schema-checking client (schemathesis included) refuse the file it was served.
+    for media_type, content in operation["responses"]["200"]["content"].items():
+        is_json = media_type == "application/json" or media_type.endswith("+json")
+        assert (content["schema"].get("format") == "binary") is not is_json, media_type
 
 
 def test_parameter_bounds_are_in_the_schema(schema):
