@@ -59,6 +59,7 @@ from labeling.models import (
     RetrievalLink,
     SourceDocument,
     SourceVersion,
+    SsoIdentity,
     VoteTally,
     VoteTallyDelta,
 )
@@ -207,15 +208,17 @@ class MembershipAdmin(admin.ModelAdmin):
     """Memberships, written through the membership services (the last-manager rule holds)."""
 
     form = MembershipAdminForm
-    list_display = ["project", "user", "role", "is_active", "created_at"]
-    list_filter = ["role", "is_active", "project"]
+    list_display = ["project", "user", "role", "is_active", "from_groups", "created_at"]
+    list_filter = ["role", "is_active", "from_groups", "project"]
     search_fields = ["project__slug", "user__username", "user__email"]
     raw_id_fields = ["project", "user"]
     list_select_related = ["project", "user"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         # A membership is one (project, user): another pair is another membership.
-        return ["project", "user", "created_at"] if obj is not None else ["created_at"]
+        if obj is not None:
+            return ["project", "user", "from_groups", "created_at"]
+        return ["from_groups", "created_at"]
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         # The bulk delete would bypass the services; members are removed one at a time.
@@ -296,6 +299,18 @@ class ApiTokenAdmin(ReadOnlyAdmin):
     raw_id_fields = ["user"]
     list_select_related = ["user"]
     exclude = ["digest"]
+
+
+@admin.register(SsoIdentity)
+class SsoIdentityAdmin(ReadOnlyAdmin):
+    """Single sign-on identities, view-only (the provider's refresh tokens are not shown)."""
+
+    list_display = ["user", "issuer", "subject", "signed_in_at", "checked_at", "deactivated_at"]
+    list_filter = ["issuer"]
+    search_fields = ["user__username", "subject"]
+    raw_id_fields = ["user"]
+    list_select_related = ["user"]
+    exclude = ["refresh_token"]
 
 
 @admin.register(ImportBatch)

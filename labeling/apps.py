@@ -12,6 +12,13 @@ def _recover_now() -> None:
     work_recover_task.apply()
 
 
+def _sso_recheck_now() -> None:
+    """Recheck the single sign-on accounts that are due, here (the embedded default's thread)."""
+    from labeling.tasks import sso_recheck_task
+
+    sso_recheck_task.apply()
+
+
 class LabelingConfig(AppConfig):
     """Projects, policies, pinned sources, questions, candidates, claims, items and imports."""
 
@@ -38,6 +45,11 @@ class LabelingConfig(AppConfig):
         periodic_register(
             "work-recover", float(settings.CERTLABEL_WORK_RECOVER_SECONDS), _recover_now
         )
+        periodic_register("sso-recheck", 60.0, _sso_recheck_now)
+        if settings.CERTLABEL_OIDC_ISSUER:
+            from labeling.services.sso import role_map
+
+            role_map()  # a malformed CERTLABEL_OIDC_ROLE_MAP fails the start, naming the entry
 
         pre_save.connect(
             password_change_revokes_tokens,

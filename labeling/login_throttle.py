@@ -5,7 +5,8 @@ login before its password is checked (settings ``AXES_*``). Its backend requires
 the login page, the admin's login and the token endpoint always pass one. A call without a
 request is not a web login (Django's test client ``login()``, a shell) and is passed on to the
 next backend unchecked, instead of failing as the stock backend does. The handler
-(``AXES_HANDLER``) adds a lockout per address across usernames.
+(``AXES_HANDLER``) adds a lockout per address across usernames. With
+``CERTLABEL_PASSWORD_LOGIN`` false (single sign-on only) every password is refused here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_failure_limit
 from axes.models import AccessAttempt
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db.models import Sum
 from django.http import HttpRequest
 
@@ -42,7 +44,11 @@ class LoginThrottleBackend(AxesStandaloneBackend):
 
         Raises:
             AxesBackendPermissionDenied: the username is locked out from this address.
+            PermissionDenied: local passwords are switched off (``CERTLABEL_PASSWORD_LOGIN``);
+                Django's ``authenticate`` then tries no further backend.
         """
+        if password is not None and not settings.CERTLABEL_PASSWORD_LOGIN:
+            raise PermissionDenied("local passwords are switched off")
         if request is None:
             return None
         return super().authenticate(request, username, password, **kwargs)

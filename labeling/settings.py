@@ -8,6 +8,7 @@ separately. See README.md.
 
 from __future__ import annotations
 
+import urllib.parse
 from pathlib import Path
 
 import environ
@@ -62,6 +63,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Rechecks a single sign-on session with the identity provider (CERTLABEL_OIDC_*).
+    "labeling.views.sso.SsoSessionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
@@ -91,6 +94,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # sign_in: single sign-on and local passwords, on or off (login pages).
+                "labeling.views.sso.sign_in_options",
             ],
         },
     },
@@ -149,7 +154,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # The axes backend first: it refuses a locked-out login before the password is checked
-# (labeling/login_throttle.py).
+# (labeling/login_throttle.py); it refuses every password when CERTLABEL_PASSWORD_LOGIN is false.
 AUTHENTICATION_BACKENDS = [
     "labeling.login_throttle.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -157,6 +162,26 @@ AUTHENTICATION_BACKENDS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "project-list"
 LOGOUT_REDIRECT_URL = "login"
+
+# Single sign-on through any OpenID Connect provider (authorization code flow with PKCE;
+# labeling/services/sso.py, docs/operations.md). Off while CERTLABEL_OIDC_ISSUER is empty.
+CERTLABEL_OIDC_ISSUER = env.str("CERTLABEL_OIDC_ISSUER", default="").rstrip("/")
+CERTLABEL_OIDC_CLIENT_ID = env.str("CERTLABEL_OIDC_CLIENT_ID", default="")
+CERTLABEL_OIDC_CLIENT_SECRET = env.str("CERTLABEL_OIDC_CLIENT_SECRET", default="")
+CERTLABEL_OIDC_SCOPES = env.str("CERTLABEL_OIDC_SCOPES", default="openid email profile")
+# The name on the login page's button ("Sign in with …").
+CERTLABEL_OIDC_NAME = env.str("CERTLABEL_OIDC_NAME", default="single sign-on")
+# The ID token or userinfo claim that lists the person's groups, and the roles they grant:
+# comma-separated GROUP=PROJECT_SLUG:ROLE entries, applied at each sign-in.
+CERTLABEL_OIDC_GROUPS_CLAIM = env.str("CERTLABEL_OIDC_GROUPS_CLAIM", default="groups")
+CERTLABEL_OIDC_ROLE_MAP = env.list("CERTLABEL_OIDC_ROLE_MAP", default=[])
+# Seconds between two checks with the provider that a signed-in person may still sign in
+# (their refresh token is refused once they are deactivated there).
+CERTLABEL_OIDC_RECHECK_SECONDS = env.float("CERTLABEL_OIDC_RECHECK_SECONDS", default=300.0)
+# Seconds to wait for the provider's answer.
+CERTLABEL_OIDC_TIMEOUT = env.float("CERTLABEL_OIDC_TIMEOUT", default=10.0)
+# Local passwords (login page, admin, POST /api/auth/token/). Switch off once SSO works.
+CERTLABEL_PASSWORD_LOGIN = env.bool("CERTLABEL_PASSWORD_LOGIN", default=True)
 
 # ---------------------------------------------------------------------------------------------
 # Internationalisation, static files, uploads
@@ -334,6 +359,13 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Recompute every pinned source text's sha256 and length (a mismatch is logged as an error).
     # Reads only; a run that waited an hour for a worker is dropped, the next day's comes.
+    # Ask the identity provider whether each single sign-on account may still sign in
+    # (labeling/services/sso.py); a refusal deactivates the account and revokes its API tokens.
+    "sso-recheck": {
+        "task": "labeling.tasks.sso_recheck_task",
+        "schedule": 60.0,
+        "options": {"expires": 60, "queue": "housekeeping"},
+    },
     "source-versions-verify": {
         "task": "labeling.tasks.source_versions_verify_all_task",
         "schedule": 24 * 60 * 60.0,
@@ -534,6 +566,12 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": ["'none'"],
     },
 }
+if CERTLABEL_OIDC_ISSUER:
+    # Logging out (a form) ends at the provider's end-session page.
+    _issuer = urllib.parse.urlsplit(CERTLABEL_OIDC_ISSUER)
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(
+        f"{_issuer.scheme}://{_issuer.netloc}"
+    )
 
 # ---------------------------------------------------------------------------------------------
 # Logging

@@ -12,6 +12,7 @@ from labeling import engine
 from labeling.models import Project
 from labeling.services import assignments_release_expired, source_versions_verify
 from labeling.services.jobs import job_execute
+from labeling.services.sso import sso_enabled, sso_recheck_due
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,16 @@ def assignments_release_expired_task() -> int:
     if not engine.periodic_due("assignments-release-expired", 60.0):
         return 0
     return assignments_release_expired()
+
+
+# Scheduled every minute by beat (CELERY_BEAT_SCHEDULE); each identity is checked once per
+# CERTLABEL_OIDC_RECHECK_SECONDS. Nothing to do while single sign-on is off.
+@shared_task(soft_time_limit=50, time_limit=55)
+def sso_recheck_task() -> dict[str, int]:
+    """Recheck the single sign-on accounts that are due; returns the count per outcome."""
+    if not sso_enabled() or not engine.periodic_due("sso-recheck", 60.0):
+        return {}
+    return sso_recheck_due()
 
 
 # Long work (large imports, starting labelling on a large project) runs on the ``builds`` queue

@@ -9,7 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from labeling.views import health
+from labeling.views import health, sso
 from labeling.views.members import PasswordResetView
 
 # Swagger UI is served from this site's static files (drf-spectacular-sidecar), never a CDN; its
@@ -42,6 +42,9 @@ urlpatterns = [
     path("api/redoc/", api_redoc, name="api-redoc"),
     # "Forgot password" that says when its e-mail could not be sent (before Django's own)
     path("accounts/password_reset/", PasswordResetView.as_view(), name="password_reset"),
+    path("accounts/logout/", sso.logout_view, name="logout"),
+    path("accounts/sso/login/", sso.sso_login, name="sso-login"),
+    path("accounts/sso/callback/", sso.sso_callback, name="sso-callback"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("labeling.web_urls")),
     path("", include("certification.urls")),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from axes.helpers import get_lockout_message
+from django.conf import settings
 from django.core.cache import caches
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -29,6 +30,7 @@ from rest_framework.views import APIView
 from labeling.api.account import ApiTokenCreatedSerializer, created_token_body
 from labeling.api.common import ErrorSerializer, written
 from labeling.api.fields import StrictCharField
+from labeling.exceptions import PermissionDenied
 from labeling.services.tokens import (
     TOKEN_DEFAULT_DAYS,
     TOKEN_MAX_DAYS,
@@ -81,6 +83,12 @@ class TokenObtainApi(APIView):
         },
     )
     def post(self, request: Request) -> Response:
+        if not settings.CERTLABEL_PASSWORD_LOGIN:
+            raise PermissionDenied(
+                "local passwords are switched off: sign in through single sign-on and make a "
+                "token on the My account page",
+                code="password_login_disabled",
+            )
         serializer = TokenObtainSerializer(data=request.data, context={"request": request})
         try:
             serializer.is_valid(raise_exception=True)

@@ -56,7 +56,7 @@ from labeling.models.gold import (
 )
 from labeling.models.jobs import JOB_FINISHED_STATUSES, Job, JobKind, JobStatus
 from labeling.models.lease import LeasedWork, PeriodicRun
-from labeling.models.tokens import ApiToken, TokenRevocation
+from labeling.models.tokens import ApiToken, SsoIdentity, TokenRevocation
 from labeling.models.work import (
     CANNOT_DECIDE,
     LIVE_ASSIGNMENT_STATUSES,
@@ -79,6 +79,7 @@ __all__ = [
     "LeasedWork",
     "PeriodicRun",
     "ApiToken",
+    "SsoIdentity",
     "TokenRevocation",
     "DerivedChange",
     "DerivedKind",

@@ -297,6 +297,9 @@ class Membership(models.Model):
     # A deactivated member keeps the row (and their labels stay attributed) but has no role:
     # they see nothing of the project and hold no lease.
     is_active = models.BooleanField(default=True)
+    # The role comes from the identity provider's groups (CERTLABEL_OIDC_ROLE_MAP): each sign-in
+    # sets it, and deactivates it when the person left every group that grants one.
+    from_groups = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -18,6 +18,7 @@ class TokenRevocation(models.TextChoices):
 
     OWNER = "owner", "revoked by its owner"
     PASSWORD_CHANGED = "password_changed", "the password was changed"
+    DEACTIVATED = "deactivated", "the account was deactivated at the identity provider"
 
 
 class ApiToken(models.Model):
@@ -51,3 +52,36 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class SsoIdentity(models.Model):
+    """The account an OpenID Connect subject signs in to: one per (issuer, subject).
+
+    Accounts are found by the provider's subject, never by an e-mail address. ``refresh_token``
+    (the provider's, encrypted with a key derived from ``SECRET_KEY``; empty when the provider
+    issued none) lets the background check ask the provider whether the person may still sign
+    in; ``checked_at`` is when it last said yes. ``deactivated_at`` is set when the provider
+    refused: the account was made inactive and its API tokens revoked, until the next
+    successful sign-in.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    refresh_token = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    signed_in_at = models.DateTimeField()
+    checked_at = models.DateTimeField()
+    deactivated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique"),
+            models.UniqueConstraint(fields=["user", "issuer"], name="sso_identity_one_per_user"),
+        ]
+        indexes = [models.Index(fields=["checked_at"], name="sso_identity_checked_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

@@ -509,3 +509,77 @@ def invitation_join(*, token: str, username: str, password: str) -> Membership:
     user.set_password(password)
     user.save()
     return _join(invitation, user)
+
+
+def membership_from_groups(*, project: Project, user: Any, role: str | None) -> str:
+    """Apply what the identity provider's groups grant ``user`` in ``project`` at a sign-in.
+
+    ``role`` is the role the groups grant (None: none). A granted role is set (the membership
+    made or changed, active, marked ``from_groups``); without one, a membership the groups gave
+    is deactivated, while one a manager gave is left alone. The last-manager rule holds: a
+    change that would take the project's last active manager out is skipped (and logged).
+
+    Returns:
+        What happened: ``"granted"``, ``"changed"``, ``"kept"``, ``"deactivated"``,
+        ``"untouched"`` or ``"refused"`` (the last-manager rule).
+
+    Raises:
+        InvalidInput: ``role`` is not a role.
+    """
+    if role is not None:
+        _check_role(role)
+    with transaction.atomic():
+        project_lock(project.pk)
+        membership = Membership.objects.filter(project=project, user=user).first()
+        if role is None:
+            if membership is None or not (membership.from_groups and membership.is_active):
+                return "untouched"
+            target = (membership.role, False)
+        elif membership is None:
+            Membership.objects.create(project=project, user=user, role=role, from_groups=True)
+            _log("membership.from_groups", project, user, role=role)
+            return "granted"
+        else:
+            target = (role, True)
+        if (membership.role, membership.is_active, membership.from_groups) == (*target, True):
+            return "kept"
+        refusal = membership_refusal(membership, role=target[0], is_active=target[1])
+        if refusal is not None:
+            logger.warning(
+                "membership.from_groups_refused project=%s user=%s reason=%s",
+                project.slug,
+                user.pk,
+                refusal,
+            )
+            return "refused"
+        membership.role, membership.is_active, membership.from_groups = *target, True
+        membership.save(update_fields=["role", "is_active", "from_groups"])
+        _log("membership.from_groups", project, user, role=target[0], is_active=target[1])
+        return "changed" if target[1] else "deactivated"
+
+
+def invitations_accept_by_email(*, user: Any, email: str) -> list[Membership]:
+    """Accept every pending, unexpired invitation sent to ``email`` on behalf of ``user``.
+
+    For a single sign-on whose address the identity provider verified (the caller checks
+    that): the person becomes a member with the invited role. An invitation to a project the
+    user already belongs to (through their groups, say) stays pending.
+
+    Returns:
+        The memberships made, in the order of the invitations.
+    """
+    if not email:
+        return []
+    pending = Invitation.objects.filter(
+        email__iexact=email, status=InvitationStatus.PENDING, expires_at__gt=timezone.now()
+    )
+    joined = []
+    for invitation_id in pending.order_by("pk").values_list("pk", flat=True):
+        with transaction.atomic():
+            invitation = invitation_lock(Invitation.objects.all(), invitation_id)
+            if invitation is None or invitation.status != InvitationStatus.PENDING:
+                continue
+            if Membership.objects.filter(project_id=invitation.project_id, user=user).exists():
+                continue
+            joined.append(_join(invitation, user))
+    return joined

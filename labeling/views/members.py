@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
@@ -194,7 +195,11 @@ def invitation_join_view(request: HttpRequest, token: str) -> HttpResponse:
     except NotFound as exc:
         return render(request, "registration/join.html", {"invalid": exc.message}, status=404)
     form = JoinForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and not settings.CERTLABEL_PASSWORD_LOGIN:
+        # Local passwords are off: the invitation is accepted by a single sign-on of the
+        # invited address (labeling.services.sso), which the page offers instead.
+        form.add_error(None, "local passwords are switched off: sign in with single sign-on")
+    elif request.method == "POST" and form.is_valid():
         try:
             membership = invitation_join(
                 token=token,

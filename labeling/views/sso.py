@@ -1,0 +1,191 @@
+"""Signing in and out: the login page's options, single sign-on's two steps, logout, the recheck.
+
+Single sign-on (``/accounts/sso/login/`` → the provider → ``/accounts/sso/callback/``) is
+Authlib's authorization code flow with PKCE; the account, roles and invitations are
+:mod:`labeling.services.sso`'s. A refused or failed sign-in shows the login page with the
+reason (400, or 503 when the provider cannot be reached), never a 500. Logging out ends the
+local session and, when the provider offers RP-initiated logout, the provider's.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login, logout
+from django.contrib.auth.forms import AuthenticationForm
+from django.db import IntegrityError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render, resolve_url
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from labeling.exceptions import PermissionDenied
+from labeling.models import SsoIdentity
+from labeling.services.sso import (
+    PROVIDER_ERRORS,
+    SESSION_KEY,
+    sso_client,
+    sso_enabled,
+    sso_identity_recheck,
+    sso_sign_in,
+)
+
+logger = logging.getLogger(__name__)
+
+_NEXT_KEY = "sso_next"
+
+
+def sign_in_options(request: HttpRequest) -> dict[str, Any]:
+    """Template context: ``sign_in`` with ``sso`` (on or off), ``sso_name`` and ``password``."""
+    return {
+        "sign_in": {
+            "sso": sso_enabled(),
+            "sso_name": settings.CERTLABEL_OIDC_NAME,
+            "password": settings.CERTLABEL_PASSWORD_LOGIN,
+        }
+    }
+
+
+def _refused(request: HttpRequest, reason: str, *, status: int = 400) -> HttpResponse:
+    return render(
+        request,
+        "registration/login.html",
+        {
+            "sso_error": reason,
+            "form": AuthenticationForm(request),
+            "next": request.session.get(_NEXT_KEY, ""),
+        },
+        status=status,
+    )
+
+
+def _safe_next(request: HttpRequest, target: str) -> str:
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return resolve_url(settings.LOGIN_REDIRECT_URL)
+
+
+@never_cache
+@require_GET
+def sso_login(request: HttpRequest) -> HttpResponse:
+    """Send the browser to the provider (state, nonce and PKCE challenge kept in the session)."""
+    if not sso_enabled():
+        raise Http404("single sign-on is not configured")
+    request.session[_NEXT_KEY] = _safe_next(request, request.GET.get("next", ""))
+    try:
+        response: HttpResponse = sso_client().authorize_redirect(
+            request, request.build_absolute_uri(reverse("sso-callback"))
+        )
+    except PROVIDER_ERRORS as exc:
+        logger.warning("sso.provider_unreachable error=%s", exc)
+        return _refused(
+            request, "the identity provider cannot be reached; try again later", status=503
+        )
+    return response
+
+
+@never_cache
+@require_GET
+def sso_callback(request: HttpRequest) -> HttpResponse:
+    """The provider's answer: check the code, state and ID token, then sign the person in."""
+    if not sso_enabled():
+        raise Http404("single sign-on is not configured")
+    client = sso_client()
+    try:
+        token = client.authorize_access_token(request)
+        claims = dict(token["userinfo"])
+        if client.load_server_metadata().get("userinfo_endpoint"):
+            extra = client.userinfo(token=token)
+            if extra.get("sub") == claims["sub"]:
+                claims = {**extra, **claims}
+    except PROVIDER_ERRORS as exc:
+        reason = getattr(exc, "description", None) or getattr(exc, "error", None) or str(exc)
+        logger.warning("sso.refused error=%s", reason)
+        return _refused(request, f"single sign-on failed: {reason}")
+    try:
+        signed_in = sso_sign_in(claims=claims, refresh_token=token.get("refresh_token") or "")
+    except PermissionDenied as exc:
+        return _refused(request, exc.message, status=403)
+    except IntegrityError:
+        return _refused(request, "this account was being set up at the same time; try again")
+    target = request.session.pop(_NEXT_KEY, "")
+    login(request, signed_in.user, backend="django.contrib.auth.backends.ModelBackend")
+    request.session[SESSION_KEY] = {
+        "identity": signed_in.identity.pk,
+        "checked_at": time.time(),
+        "id_token": token.get("id_token", ""),
+    }
+    for slug in signed_in.joined:
+        messages.success(request, f"You joined {slug} by its invitation.")
+    return HttpResponseRedirect(_safe_next(request, target))
+
+
+@require_POST
+def logout_view(request: HttpRequest) -> HttpResponse:
+    """End the local session; then the provider's, when it offers RP-initiated logout."""
+    state = request.session.get(SESSION_KEY) or {}
+    logout(request)
+    if state and sso_enabled():
+        try:
+            client = sso_client()
+            if client.load_server_metadata().get("end_session_endpoint"):
+                url = client.create_logout_url(
+                    post_logout_redirect_uri=request.build_absolute_uri(reverse("login")),
+                    id_token_hint=state.get("id_token") or None,
+                )["url"]
+                return HttpResponseRedirect(url)
+        except PROVIDER_ERRORS as exc:
+            logger.warning("sso.logout_provider_unreachable error=%s", exc)
+    return redirect(settings.LOGOUT_REDIRECT_URL)
+
+
+class SsoSessionMiddleware:
+    """Recheck a single sign-on session with the provider every ``CERTLABEL_OIDC_RECHECK_SECONDS``.
+
+    On a page load (GET or HEAD, so a form being saved is never interrupted) of a session
+    signed in through the provider and not checked for the interval, the refresh token is
+    used (:func:`labeling.services.sso.sso_identity_recheck`). A refusal deactivates the
+    account (every session and API token of it ends); a session without a refresh token is
+    ended, so the person signs in again through the provider (silently while their session
+    there lasts). An unreachable provider is tried again a minute later.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method in ("GET", "HEAD") and SESSION_KEY in getattr(request, "session", {}):
+            self._recheck(request)
+        return self.get_response(request)
+
+    def _recheck(self, request: HttpRequest) -> None:
+        state = request.session[SESSION_KEY]
+        now = time.time()
+        if now - float(state.get("checked_at", 0)) < settings.CERTLABEL_OIDC_RECHECK_SECONDS:
+            return
+        identity = (
+            SsoIdentity.objects.select_related("user")
+            .filter(pk=state.get("identity"), user_id=request.user.pk)
+            .first()
+        )
+        outcome = sso_identity_recheck(identity) if identity is not None else "gone"
+        if outcome == "active":
+            request.session[SESSION_KEY] = {**state, "checked_at": now}
+        elif outcome == "unknown":
+            retry_in = min(60.0, settings.CERTLABEL_OIDC_RECHECK_SECONDS)
+            request.session[SESSION_KEY] = {
+                **state,
+                "checked_at": now - settings.CERTLABEL_OIDC_RECHECK_SECONDS + retry_in,
+            }
+        else:
+            logout(request)
+            messages.info(request, "Your single sign-on session ended: please sign in again.")
