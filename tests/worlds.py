@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.test import override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
@@ -77,11 +78,14 @@ from labeling.services.gold import GoldReferenceInput, gold_reference_set
 from labeling.services.imports import fingerprint
 from labeling.services.members import invitation_create
 from labeling.services.policies import policy_update
+from labeling.services.sso import sso_sign_in
 from labeling.services.tokens import api_token_create
 from tests.conftest import jsonl_bytes
 from tests.factories import WORK_SOURCE, UserFactory
 
 OTHER_USERNAME = "zz-other-annotator-5521"
+# The identity provider of the annotator of A (an account made by single sign-on).
+SSO_ISSUER = "https://idp.example.org"
 OTHER_COMMENT = "ZZ-OTHER-COMMENT-7731"
 OTHER_SKIP_NOTE = "ZZ-OTHER-SKIPNOTE-1180"
 OTHER_QUOTE = "ZZ-OTHER-QUOTE-4410"
@@ -295,14 +299,31 @@ def _user(username: str | None = None) -> AbstractBaseUser:
     return UserFactory(username=username) if username else UserFactory()
 
 
+def _sso_user(username: str, project: Project, role: str) -> Any:
+    """An account made by a single sign-on, its role in ``project`` granted by a group."""
+    group = f"{project.slug}-{role}s"
+    with override_settings(CERTLABEL_OIDC_ROLE_MAP=[f"{group}={project.slug}:{role}"]):
+        signed_in = sso_sign_in(
+            claims={
+                "iss": SSO_ISSUER,
+                "sub": f"subject-of-{username}",
+                "preferred_username": username,
+                "groups": [group],
+            }
+        )
+    assert signed_in.created and signed_in.roles == {project.slug: role}
+    return signed_in.user
+
+
 def build_world() -> World:
     """Build the world (see the module docstring) through the real services."""
-    manager, adjudicator, me = _user("mgr-a"), _user("adj-a"), _user("ann-a")
+    manager, adjudicator = _user("mgr-a"), _user("adj-a")
     other, b_member, b_other = _user(OTHER_USERNAME), _user("ann-b"), _user("ann-b2")
 
     a = project_create(slug="study", name="Study", manager=manager)
     membership_set(project=a, user=adjudicator, role=Role.ADJUDICATOR)
-    membership_set(project=a, user=me, role=Role.ANNOTATOR)
+    # The annotator of A signs in through single sign-on; their role comes from a group.
+    me = _sso_user("ann-a", a, Role.ANNOTATOR)
     membership_set(project=a, user=other, role=Role.ANNOTATOR)
     _import(
         a, [_record("q1"), _record("q2", prior=True), _record("q3"), _record("q4"), _record("q5")]

@@ -38,7 +38,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import transaction
+from django.db.models import CharField
 from django.utils import timezone
+from joserfc.errors import JoseError
 
 from labeling.exceptions import PermissionDenied
 from labeling.models import Project, Role, SsoIdentity, TokenRevocation
@@ -117,7 +119,13 @@ def sso_client() -> Any:
 
 #: What a failed exchange with the provider raises: its own refusals (Authlib's errors, with
 #: ``.error``), the ID token's failed checks, and the network.
-PROVIDER_ERRORS = (AuthlibBaseError, requests.RequestException, ValueError, KeyError)
+PROVIDER_ERRORS = (
+    AuthlibBaseError,
+    JoseError,
+    requests.RequestException,
+    ValueError,
+    KeyError,
+)
 
 
 def _fernet() -> Fernet:
@@ -158,11 +166,13 @@ def _new_username(claims: dict[str, Any], email: str) -> str:
     """A free, valid username from ``preferred_username``, the address or the subject."""
     users = get_user_model()
     field = users._meta.get_field(users.USERNAME_FIELD)
+    assert isinstance(field, CharField)  # the username of Django's user model
+    longest = (field.max_length or 150) - 4
     preferred = claims.get("preferred_username")
     candidates = [preferred if isinstance(preferred, str) else "", email.split("@")[0]]
     subject_hash = hashlib.sha256(str(claims["sub"]).encode()).hexdigest()[:10]
     for base in [*candidates, f"sso-{subject_hash}"]:
-        base = re.sub(r"[^\w.@+-]", "", base)[: field.max_length - 4]
+        base = re.sub(r"[^\w.@+-]", "", base)[:longest]
         if not base:
             continue
         for suffix in ["", *(f"-{n}" for n in range(2, 100))]:

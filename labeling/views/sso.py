@@ -174,7 +174,7 @@ class SsoSessionMiddleware:
             return
         identity = (
             SsoIdentity.objects.select_related("user")
-            .filter(pk=state.get("identity"), user_id=request.user.pk)
+            .filter(pk=state.get("identity"), user_id=request.user.pk or 0)
             .first()
         )
         outcome = sso_identity_recheck(identity) if identity is not None else "gone"
