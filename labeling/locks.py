@@ -53,6 +53,7 @@ from labeling.models import (
     Item,
     Membership,
     Project,
+    SsoIdentity,
     VoteTally,
 )
 from labeling.rows import raw_first
@@ -204,4 +205,17 @@ def stale_leases_lock(*, item_id: int, now: datetime) -> list[Assignment]:
         Assignment.objects.select_for_update(skip_locked=True, of=("self",))
         .filter(item_id=item_id, status=AssignmentStatus.LEASED, lease_expires_at__lte=now)
         .order_by("pk")
+    )
+
+
+def sso_identity_lock(issuer: str, subject: str) -> SsoIdentity | None:
+    """Lock and return the single sign-on identity of (``issuer``, ``subject``), None if none.
+
+    Two sign-ins of one person at once then update it one after the other.
+    """
+    return (
+        SsoIdentity.objects.select_for_update()
+        .select_related("user")
+        .filter(issuer=issuer, subject=subject)
+        .first()
     )

@@ -43,6 +43,7 @@ from django.utils import timezone
 from joserfc.errors import JoseError
 
 from labeling.exceptions import PermissionDenied
+from labeling.locks import sso_identity_lock
 from labeling.models import Project, Role, SsoIdentity, TokenRevocation
 from labeling.services.members import invitations_accept_by_email, membership_from_groups
 from labeling.services.tokens import api_tokens_revoke_all
@@ -189,12 +190,7 @@ def _new_username(claims: dict[str, Any], email: str) -> str:
 
 def _account(issuer: str, claims: dict[str, Any], email: str) -> tuple[Any, SsoIdentity | None]:
     """The account of (issuer, subject), else one to link by verified address, else None."""
-    identity = (
-        SsoIdentity.objects.select_for_update()
-        .select_related("user")
-        .filter(issuer=issuer, subject=str(claims["sub"]))
-        .first()
-    )
+    identity = sso_identity_lock(issuer, str(claims["sub"]))
     if identity is not None:
         return identity.user, identity
     if not email:

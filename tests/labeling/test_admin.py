@@ -31,6 +31,7 @@ from labeling.services import (
 )
 from labeling.services.gold import qualification_decide
 from labeling.services.members import invitation_create
+from labeling.services.sso import sso_sign_in
 from labeling.services.tokens import api_token_create
 from labeling.services.vote_tally import vote_tally_fold
 from tests.conftest import import_native, module_data, native_record
@@ -148,6 +149,7 @@ def _rows():
         project=project, actor=None, invitee="new@example.org", role=Role.ANNOTATOR, site="http://x"
     )
     api_token_create(user=UserFactory(), name="admin page")
+    sso_sign_in(claims={"iss": "https://idp.example.org", "sub": "admin-page", "email": "x"})
 
 
 def _label_and_adjudicate(project):
