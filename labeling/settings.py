@@ -8,7 +8,6 @@ separately. See README.md.
 
 from __future__ import annotations
 
-import urllib.parse
 from pathlib import Path
 
 import environ
@@ -67,8 +66,9 @@ MIDDLEWARE = [
     # Rechecks a single sign-on session with the identity provider (CERTLABEL_OIDC_*).
     "labeling.views.sso.SsoSessionMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
-    "csp.middleware.CSPMiddleware",
+    # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below; with single
+    # sign-on, forms may also end at the provider: logging out does).
+    "labeling.views.sso.CspMiddleware",
     # Turns an axes lockout of a login into the lockout page (AXES_* below).
     "axes.middleware.AxesMiddleware",
     # A domain error escaping an HTML view becomes the page of its status (404, 403, 409, 400);
@@ -566,12 +566,6 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": ["'none'"],
     },
 }
-if CERTLABEL_OIDC_ISSUER:
-    # Logging out (a form) ends at the provider's end-session page.
-    _issuer = urllib.parse.urlsplit(CERTLABEL_OIDC_ISSUER)
-    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(
-        f"{_issuer.scheme}://{_issuer.netloc}"
-    )
 
 # ---------------------------------------------------------------------------------------------
 # Logging

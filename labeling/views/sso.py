@@ -13,13 +13,21 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
+import csp.middleware
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.forms import AuthenticationForm
 from django.db import IntegrityError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseRedirect,
+)
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -146,6 +154,29 @@ def logout_view(request: HttpRequest) -> HttpResponse:
         except PROVIDER_ERRORS as exc:
             logger.warning("sso.logout_provider_unreachable error=%s", exc)
     return redirect(settings.LOGOUT_REDIRECT_URL)
+
+
+class CspMiddleware(csp.middleware.CSPMiddleware):
+    """django-csp's middleware; with single sign-on, ``form-action`` also allows the provider.
+
+    The logout form's answer redirects to the provider's end-session page, and a browser
+    checks every redirect of a form's submission against ``form-action``.
+    """
+
+    def get_policy_parts(
+        self, request: HttpRequest, response: HttpResponseBase, report_only: bool = False
+    ) -> csp.middleware.PolicyParts:
+        """The policy of ``response``, with the provider's origin added to ``form-action``."""
+        parts = super().get_policy_parts(request, response, report_only)
+        if sso_enabled():
+            issuer = urlsplit(settings.CERTLABEL_OIDC_ISSUER)
+            update = dict(parts.update or {})
+            update["form-action"] = [
+                *update.get("form-action", []),
+                f"{issuer.scheme}://{issuer.netloc}",
+            ]
+            parts.update = update
+        return parts
 
 
 class SsoSessionMiddleware:

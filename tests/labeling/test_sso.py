@@ -441,3 +441,14 @@ def test_an_unreachable_provider_at_sign_in_is_a_503(client: Client, settings: A
     settings.CERTLABEL_OIDC_TIMEOUT = 2.0
     response = client.get("/accounts/sso/login/")
     assert response.status_code == 503 and "cannot be reached" in response.content.decode()
+
+
+def test_forms_may_end_at_the_provider_only_with_sso(client: Client, settings: Any, db: None):
+    def form_action() -> str:
+        policy = client.get("/accounts/login/")["Content-Security-Policy"]
+        return next(d for d in policy.split("; ") if d.startswith("form-action"))
+
+    assert form_action() == "form-action 'self'"
+    settings.CERTLABEL_OIDC_ISSUER = "https://login.example.org/realms/eval"
+    settings.CERTLABEL_OIDC_CLIENT_ID = "certlabel"
+    assert form_action() == "form-action 'self' https://login.example.org"
