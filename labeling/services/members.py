@@ -117,8 +117,8 @@ def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Me
         if membership is None:
             return Membership.objects.create(project=project, user=cast(User, user), role=role)
         _keep_a_manager(membership, role=role, is_active=True)
-        membership.role, membership.is_active = role, True
-        membership.save(update_fields=["role", "is_active"])
+        membership.role, membership.is_active, membership.from_groups = role, True, False
+        membership.save(update_fields=["role", "is_active", "from_groups"])
         return membership
 
 
@@ -175,8 +175,8 @@ def membership_change(*, project: Project, actor: Any, user_id: int, role: str) 
         return membership
     _keep_a_manager(membership, role=role, is_active=membership.is_active)
     old = membership.role
-    membership.role = role
-    membership.save(update_fields=["role"])
+    membership.role, membership.from_groups = role, False
+    membership.save(update_fields=["role", "from_groups"])
     _log("membership.role_changed", project, actor, user_id=user_id, old_role=old, role=role)
     return membership
 
@@ -198,8 +198,8 @@ def membership_deactivate(*, project: Project, actor: Any, user_id: int) -> Memb
     if not membership.is_active:
         return membership
     _keep_a_manager(membership, role=membership.role, is_active=False)
-    membership.is_active = False
-    membership.save(update_fields=["is_active"])
+    membership.is_active, membership.from_groups = False, False
+    membership.save(update_fields=["is_active", "from_groups"])
     released = assignments_release_member(project=project, user_id=user_id)
     _log("membership.deactivated", project, actor, user_id=user_id, leases_released=released)
     return membership
@@ -216,8 +216,8 @@ def membership_reactivate(*, project: Project, actor: Any, user_id: int) -> Memb
     _require_manager(project, actor, "reactivate members")
     membership = _member_for_update(project, user_id)
     if not membership.is_active:
-        membership.is_active = True
-        membership.save(update_fields=["is_active"])
+        membership.is_active, membership.from_groups = True, False
+        membership.save(update_fields=["is_active", "from_groups"])
         _log("membership.reactivated", project, actor, user_id=user_id)
     return membership
 
@@ -514,10 +514,12 @@ def invitation_join(*, token: str, username: str, password: str) -> Membership:
 def membership_from_groups(*, project: Project, user: Any, role: str | None) -> str:
     """Apply what the identity provider's groups grant ``user`` in ``project`` at a sign-in.
 
-    ``role`` is the role the groups grant (None: none). A granted role is set (the membership
-    made or changed, active, marked ``from_groups``); without one, a membership the groups gave
-    is deactivated, while one a manager gave is left alone. The last-manager rule holds: a
-    change that would take the project's last active manager out is skipped (and logged).
+    ``role`` is the role the groups grant (None: none). The groups own the memberships they
+    made (``from_groups``): without one, a granted role makes it; with one, the role is set,
+    or, when no group grants one any more, the membership is deactivated (its leases given
+    back; the labels stay attributed). A membership a manager gave or changed by hand is the
+    manager's: the groups leave it alone. The last-manager rule holds: a change that would take
+    the project's last active manager out is skipped and logged.
 
     Returns:
         What happened: ``"granted"``, ``"changed"``, ``"kept"``, ``"deactivated"``,
@@ -531,17 +533,16 @@ def membership_from_groups(*, project: Project, user: Any, role: str | None) -> 
     with transaction.atomic():
         project_lock(project.pk)
         membership = Membership.objects.filter(project=project, user=user).first()
-        if role is None:
-            if membership is None or not (membership.from_groups and membership.is_active):
+        if membership is None:
+            if role is None:
                 return "untouched"
-            target = (membership.role, False)
-        elif membership is None:
             Membership.objects.create(project=project, user=user, role=role, from_groups=True)
             _log("membership.from_groups", project, user, role=role)
             return "granted"
-        else:
-            target = (role, True)
-        if (membership.role, membership.is_active, membership.from_groups) == (*target, True):
+        if not membership.from_groups:
+            return "untouched"
+        target = (role, True) if role is not None else (membership.role, False)
+        if (membership.role, membership.is_active) == target:
             return "kept"
         refusal = membership_refusal(membership, role=target[0], is_active=target[1])
         if refusal is not None:
@@ -552,8 +553,10 @@ def membership_from_groups(*, project: Project, user: Any, role: str | None) -> 
                 refusal,
             )
             return "refused"
-        membership.role, membership.is_active, membership.from_groups = *target, True
-        membership.save(update_fields=["role", "is_active", "from_groups"])
+        membership.role, membership.is_active = target
+        membership.save(update_fields=["role", "is_active"])
+        if not membership.is_active:
+            assignments_release_member(project=project, user_id=user.pk)
         _log("membership.from_groups", project, user, role=target[0], is_active=target[1])
         return "changed" if target[1] else "deactivated"
 

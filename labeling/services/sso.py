@@ -304,6 +304,11 @@ def sso_deactivate(identity: SsoIdentity, *, reason: str) -> None:
     logger.warning("sso.deactivated user=%s reason=%s", identity.user_id, reason)
 
 
+def _same_issuer(issuer: str) -> bool:
+    """Whether ``issuer`` is the configured provider's (a trailing slash aside: Auth0's has one)."""
+    return issuer.rstrip("/") == settings.CERTLABEL_OIDC_ISSUER.rstrip("/")
+
+
 def sso_identity_recheck(identity: SsoIdentity) -> str:
     """Ask the provider whether ``identity`` may still sign in, with its refresh token.
 
@@ -312,10 +317,10 @@ def sso_identity_recheck(identity: SsoIdentity) -> str:
         ``"deactivated"`` (the provider refused the grant: :func:`sso_deactivate` ran),
         ``"unknown"`` (the provider could not be reached, or answered an error that says
         nothing of the person: nothing changes), or ``"no_refresh_token"`` (the provider
-        issued none: only a new sign-in can tell).
+        issued none, or the identity is another provider's: only a new sign-in can tell).
     """
     refresh_token = _unseal(identity.refresh_token)
-    if not refresh_token:
+    if not refresh_token or not sso_enabled() or not _same_issuer(identity.issuer):
         return "no_refresh_token"
     try:
         token = sso_client().fetch_access_token(
@@ -350,7 +355,7 @@ def sso_recheck_due(*, limit: int = 500) -> dict[str, int]:
     due = (
         SsoIdentity.objects.select_related("user")
         .filter(
-            issuer=settings.CERTLABEL_OIDC_ISSUER,
+            issuer__in=[settings.CERTLABEL_OIDC_ISSUER, settings.CERTLABEL_OIDC_ISSUER + "/"],
             deactivated_at__isnull=True,
             checked_at__lt=cutoff,
             user__is_active=True,

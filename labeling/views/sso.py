@@ -110,6 +110,8 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
     client = sso_client()
     try:
         token = client.authorize_access_token(request)
+        if "userinfo" not in token:
+            return _refused(request, "the provider sent no ID token (is openid in the scopes?)")
         claims = dict(token["userinfo"])
         if client.load_server_metadata().get("userinfo_endpoint"):
             extra = client.userinfo(token=token)

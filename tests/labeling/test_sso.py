@@ -21,12 +21,13 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from rest_framework.test import APIClient
 
-from labeling.models import ApiToken, Invitation, Membership, Role, SsoIdentity
-from labeling.services import membership_set, project_create
-from labeling.services.members import invitation_create
+from labeling.models import ApiToken, Assignment, Invitation, Membership, Role, SsoIdentity
+from labeling.services import item_claim_next, membership_set, project_create
+from labeling.services.members import invitation_create, membership_deactivate
 from labeling.services.sso import role_map, sso_client, sso_recheck_due
 from labeling.services.tokens import api_token_create
-from tests.factories import UserFactory
+from tests.conftest import import_native
+from tests.factories import UserFactory, start_labelling, work_record
 from tests.sso_provider import Provider, provider_running
 
 pytestmark = pytest.mark.django_db
@@ -148,6 +149,37 @@ def test_groups_never_take_away_a_role_a_manager_gave(client: Client, sso: Provi
         True,
         False,
     )
+
+
+def test_a_manager_s_change_takes_the_membership_over_from_the_groups(
+    client: Client, sso: Provider, study: Any
+):
+    sso.user("tom-sub", preferred_username="tom", groups=["study-annotators"])
+    sign_in(client, sso, "tom-sub")
+    tom = get_user_model().objects.get(username="tom")
+    boss = get_user_model().objects.get(username="boss")
+    membership_deactivate(project=study, actor=boss, user_id=tom.pk)
+
+    sign_in(Client(), sso, "tom-sub")  # still in the group
+
+    membership = Membership.objects.get(project=study, user=tom)
+    assert (membership.is_active, membership.from_groups) == (False, False)
+
+
+def test_leaving_the_groups_gives_back_the_leases(client: Client, sso: Provider, study: Any):
+    import_native(study, [work_record("q1")])
+    start_labelling(study, overlap=1)
+    sso.user("uma-sub", preferred_username="uma", groups=["study-annotators"])
+    sign_in(client, sso, "uma-sub")
+    uma = get_user_model().objects.get(username="uma")
+    assert item_claim_next(project=study, actor=uma) is not None
+    assert Assignment.objects.filter(annotator=uma, status="leased").count() == 1
+
+    sso.user("uma-sub", preferred_username="uma", groups=[])
+    sign_in(Client(), sso, "uma-sub")
+
+    assert not Membership.objects.get(project=study, user=uma).is_active
+    assert not Assignment.objects.filter(annotator=uma, status="leased").exists()
 
 
 def test_the_last_manager_is_not_taken_out_by_groups(client: Client, sso: Provider, db: None):
@@ -332,6 +364,16 @@ def test_deactivation_at_the_provider_ends_sessions_and_api_tokens(
     assert sign_in(Client(), sso, "liv-sub").status_code == 302
     liv.refresh_from_db()
     assert liv.is_active and SsoIdentity.objects.get(user=liv).deactivated_at is None
+
+
+def test_an_identity_of_another_provider_is_not_asked_here(sso: Provider, settings: Any):
+    sso.user("vic-sub", preferred_username="vic")
+    sign_in(Client(), sso, "vic-sub")
+    settings.CERTLABEL_OIDC_RECHECK_SECONDS = 0.0
+    assert sso_recheck_due() == {"active": 1}
+    SsoIdentity.objects.update(issuer="https://old-provider.example.org")
+    assert sso_recheck_due() == {}  # its refresh token is never sent to the new provider
+    assert get_user_model().objects.get(username="vic").is_active
 
 
 def test_the_periodic_recheck_covers_accounts_that_only_use_tokens(sso: Provider, settings: Any):
