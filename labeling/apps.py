@@ -29,6 +29,9 @@ class LabelingConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.db.models.signals import pre_save
 
+        # The tasks module registers the tasks the services send (by name)
+        # (labeling.dispatch): imported here, every process that sets Django up has them.
+        import labeling.tasks  # noqa: F401
         from labeling.engine import work_kind_register
         from labeling.in_process import periodic_register
         from labeling.services.jobs import job_work_kind

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from labeling.exceptions import WorkloadImportFailed
-from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.schema import RecordError, check_depth, check_storable, echo, path_key
 from labeling.importers.validation import validated_stream
 from labeling.models import CANNOT_DECIDE
