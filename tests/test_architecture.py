@@ -55,8 +55,10 @@ WIRING = {"settings.py", "urls.py", "celery.py", "wsgi.py", "asgi.py"}
 
 #: Packages that must import without Django (pure computation), every module of each.
 PURE_PACKAGES = ("certification.stats", "certification.certificates")
-#: Top-level packages of the web side: none may be loaded by a pure package.
+#: Top-level packages of the web side: none may be loaded by a pure package...
 WEB_SIDE = ("django", "rest_framework", "labeling", "celery")
+#: ...but the label vocabulary, which imports nothing (nor does the labeling package itself).
+PURE_MAY_LOAD = ("labeling", "labeling.vocabulary")
 # Runs in a fresh interpreter: walks each pure package (so a new module is covered without
 # editing this list), imports every module, prints what it imported and what of the web side
 # (and of certification outside the pure packages) got loaded.
@@ -70,7 +72,9 @@ for name in pure:
     for info in pkgutil.walk_packages(package.__path__, prefix=name + "."):
         importlib.import_module(info.name)
         imported.append(info.name)
-web = sorted(m for m in sys.modules if m.split(".")[0] in {web!r})
+web = sorted(
+    m for m in sys.modules if m.split(".")[0] in {web!r} and m not in {may_load!r}
+)
 project = sorted(
     m for m in sys.modules
     if m.startswith("certification.") and not any(m == p or m.startswith(p + ".") for p in pure)
@@ -81,7 +85,7 @@ print(json.dumps({{"imported": imported, "web": web, "project": project}}))
 
 def _pure_import_report() -> dict[str, list[str]]:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    code = _PURE_IMPORT_CODE.format(pure=PURE_PACKAGES, web=WEB_SIDE)
+    code = _PURE_IMPORT_CODE.format(pure=PURE_PACKAGES, web=WEB_SIDE, may_load=PURE_MAY_LOAD)
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=False
     )
@@ -569,4 +573,95 @@ def test_private_import_scan_finds_every_form():
         (2, "certification.stats.audit.labels._human_label"),
         (3, ".results._MISSING"),
         (6, "labeling.services.assignments._check_int"),
+    ]
+
+
+# -- one label vocabulary ------------------------------------------------------------------------
+VOCABULARY_MODULE = "labeling/vocabulary.py"
+# A literal that equals a label's name but is not one of ours: path -> values and why.
+LABEL_LITERALS_ALLOWED = {
+    # WiCE's own raw labels (the dataset's vocabulary), which the adapter maps to ours.
+    "labeling/importers/wice.py": {"supported", "not_supported"},
+    # Names of a template variable and of a page-script rule; their value is the vocabulary's.
+    "labeling/views/labels.py": {"evidence_unavailable"},
+}
+
+
+def _vocabulary_labels() -> set[str]:
+    """The label names of labeling/vocabulary.py (not the statuses, which share words with other
+    vocabularies: a job, an invitation and a build are "pending" too)."""
+    from labeling import vocabulary
+
+    return {
+        *vocabulary.DEFAULT_ANSWER_LABELS,
+        *vocabulary.DEFAULT_CLAIM_LABELS,
+        vocabulary.CANNOT_DECIDE,
+    }
+
+
+def _label_literals(tree: ast.AST, labels: set[str]) -> list[tuple[int, str]]:
+    """Lines of string literals equal to a label name; docstrings are prose, not literals."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return sorted(
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value in labels
+        and id(node) not in docstrings
+    )
+
+
+def test_the_vocabulary_and_the_labeling_package_import_nothing():
+    # what lets the statistics import the vocabulary without Django or the Celery app
+    for name in (VOCABULARY_MODULE, "labeling/__init__.py"):
+        tree = ast.parse((REPO / name).read_text(encoding="utf-8"))
+        top = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            and not (isinstance(node, ast.ImportFrom) and node.module in ("__future__", "typing"))
+        ]
+        assert top == [], name
+
+
+def test_no_label_name_is_spelt_out_in_app_code():
+    labels = _vocabulary_labels()
+    assert {"supported", "evidence_unavailable", "cannot_decide", "admissible"} <= labels
+    offenders = []
+    for path in _app_modules():
+        name = path.relative_to(REPO).as_posix()
+        if name == VOCABULARY_MODULE:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        allowed = LABEL_LITERALS_ALLOWED.get(name, set())
+        offenders += [
+            f"{name}:{line} spells out {value!r} (import it from labeling.vocabulary)"
+            for line, value in _label_literals(tree, labels)
+            if value not in allowed
+        ]
+    assert offenders == []
+
+
+def test_label_literal_scan_finds_literals_not_docstrings():
+    # guards the scan above: prose and comments may name a label, code may not
+    tree = ast.parse(
+        '"""Counts the "supported" claims."""\n'
+        "SUPPORTED = 'supported'  # a copy\n"
+        "def f(label):\n"
+        '    """Whether label is "admissible"."""\n'
+        "    return label in ('admissible', 'cannot_decide', 'supported_by')\n"
+        "x = {'evidence_unavailable': 1}\n"
+    )
+    labels = {"supported", "admissible", "cannot_decide", "evidence_unavailable"}
+    assert _label_literals(tree, labels) == [
+        (2, "supported"),
+        (5, "admissible"),
+        (5, "cannot_decide"),
+        (6, "evidence_unavailable"),
     ]

@@ -674,7 +674,7 @@ def _check_resolution(line: dict[str, Any], at: str) -> None:
                 raise RecordError(
                     at,
                     f"{cfield}.label",
-                    f"{'cannot_decide' if claim_label['label'] else 'no label'} never agrees, "
+                    f"{CANNOT_DECIDE if claim_label['label'] else 'no label'} never agrees, "
                     "but the resolution is a consensus",
                 )
             key = _vote_key(claim_label["label"], claim_label["reason"])

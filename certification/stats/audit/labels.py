@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from certification.stats.errors import StatsError
+from labeling.vocabulary import UNRESOLVED as UNRESOLVED
 
 #: The evaluator produced no usable label for the item (its own row; never a verdict).
 UNAVAILABLE = "unavailable"
-#: The item has no resolved human label (its own column; never a verdict).
-UNRESOLVED = "unresolved"
+# UNRESOLVED (the vocabulary's resolution status, re-exported above): the item has no resolved
+# human label (its own column; never a verdict).
 
 # Reasons a statistic is undefined; stored in reports, so their wording is part of the contract.
 NO_COMPARED_ITEMS = "no item with both an evaluator label and a resolved human label"
