@@ -7,7 +7,10 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Re-install only when pyproject.toml is newer than the last install.
+# Re-install only when pyproject.toml is newer than the last install. Two stamps: the runtime
+# dependencies alone (what `make demo` needs), and those with the dev extras (test, lint, type
+# tools); a dev install also satisfies the runtime one.
+RUNTIME_STAMP := $(VENV)/.certlabel-runtime-installed
 STAMP := $(VENV)/.certlabel-installed
 MANAGE := $(BIN)/python manage.py
 PYTEST_ARGS ?=
@@ -26,7 +29,7 @@ FAST_MARKERS := not browser and not celery_worker and not slow and not shared_da
 MYPY_TARGETS := labeling certification manage.py
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help demo test test-fast install fmt lint type check migrations-check bench
+.PHONY: help demo test test-fast install install-runtime fmt lint type check migrations-check bench
 
 help: ## Show this list of targets
 	@echo "Usage: make <target>   (variables: PYTHON, VENV, PYTEST_ARGS, WORKERS, BENCH_ARGS)"
@@ -36,13 +39,19 @@ $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python 3.11 not found: install it or pass PYTHON=/path/to/python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $(RUNTIME_STAMP)
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
+	@touch $(STAMP) $(RUNTIME_STAMP)
 
 install: $(STAMP) ## Create .venv (if missing) and install certlabel with dev tools (if pyproject changed)
 
-demo: install ## Migrate the SQLite database, set up the demo project and users, serve on 127.0.0.1:8000
+install-runtime: $(RUNTIME_STAMP) ## Create .venv (if missing) and install certlabel's runtime dependencies only
+
+demo: install-runtime ## Migrate the SQLite database, set up the demo project and users, serve on 127.0.0.1:8000
 	$(MANAGE) migrate --noinput
 	$(MANAGE) demo_setup
 	$(MANAGE) runserver 127.0.0.1:8000
@@ -65,7 +74,7 @@ lint: install ## Check style and formatting with ruff (changes nothing)
 type: install ## Type-check with mypy (django-stubs, drf-stubs; the statistics strictly)
 	$(BIN)/mypy $(MYPY_TARGETS)
 
-migrations-check: install ## Fail if a model change has no migration
+migrations-check: install-runtime ## Fail if a model change has no migration
 	$(MANAGE) makemigrations --check --dry-run
 
 check: lint type migrations-check test ## lint + type + migrations-check + test: what a change must pass

@@ -85,6 +85,9 @@ class CertificationConfig(AppConfig):
         posterior of the item, once its blind votes are in (the page exists only then, and
         only for adjudicators and managers).
         """
+        # The tasks module registers the tasks the services send (by name)
+        # (labeling.dispatch): imported here, every process that sets Django up has them.
+        import certification.tasks  # noqa: F401
         from certification.services.audit import audit_reads
         from certification.services.calibration import calibration_reads, calibration_run_work_kind
         from certification.services.derived import derived_work_kind

@@ -11,14 +11,17 @@ from django.db import OperationalError
 from certification.exceptions import RunNotFound
 from certification.services.audit import audit_reports_refresh
 from certification.services.calibration import (
+    CALIBRATION_RUN,
     calibration_run_execute,
     calibration_run_fail,
     calibration_runs_refresh,
 )
-from certification.services.derived import derived_recompute
+from certification.services.derived import DERIVED, derived_recompute
+from certification.services.drift import DRIFT_WATCH
 from certification.services.releases import release_build_execute, release_build_fail
+from certification.services.releases.build import RELEASE_BUILD
 from certification.services.releases.freeze import BUILD_TIME_LIMIT
-from labeling import engine
+from labeling import dispatch, engine
 from labeling.exceptions import Conflict, NotFound
 from labeling.models import DerivedKind
 
@@ -164,3 +167,11 @@ def drift_watch_fold_task(self: Any, watch_id: int) -> str:
     from certification.services.drift_fold import drift_watch_fold  # loads NumPy: worker only
 
     return drift_watch_fold(watch_id=watch_id, task_id=self.request.id)
+
+
+# The tasks the services send, by the names the services define (labeling.dispatch);
+# ``CertificationConfig.ready`` imports this module, so every process has them.
+dispatch.task_register(CALIBRATION_RUN, calibration_run_execute_task)
+dispatch.task_register(RELEASE_BUILD, release_build_task)
+dispatch.task_register(DRIFT_WATCH, drift_watch_fold_task)
+dispatch.task_register(DERIVED, derived_recompute_task)

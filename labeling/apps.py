@@ -36,6 +36,11 @@ class LabelingConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.db.models.signals import pre_save
 
+        # The Celery app, configured from the settings, before anything sends a task (the
+        # package does not load it: labeling/__init__.py); the tasks module registers the
+        # tasks the services send by name (labeling.dispatch).
+        import labeling.celery  # noqa: F401
+        import labeling.tasks  # noqa: F401
         from labeling.engine import work_kind_register
         from labeling.in_process import periodic_register
         from labeling.services.jobs import job_work_kind

@@ -8,10 +8,10 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from labeling import engine
+from labeling import dispatch, engine
 from labeling.models import Project
 from labeling.services import assignments_release_expired, source_versions_verify
-from labeling.services.jobs import job_execute
+from labeling.services.jobs import JOB, job_execute
 from labeling.services.sso import sso_enabled, sso_recheck_due
 
 logger = logging.getLogger(__name__)
@@ -82,6 +82,10 @@ def job_run_task(self: Any, job_id: int) -> str | None:
     """Run a background job (``labeling.services.jobs.job_execute``); returns its status."""
     job = job_execute(job_id=job_id, task_id=self.request.id)
     return job.status if job is not None else None
+
+
+# The task ``labeling.services.jobs.job_send`` sends, by its name (labeling.dispatch).
+dispatch.task_register(JOB, job_run_task)
 
 
 # Scheduled every CERTLABEL_WORK_RECOVER_SECONDS by beat (CELERY_BEAT_SCHEDULE), on the

@@ -2,11 +2,10 @@
 
 The label vocabulary itself is a project's :class:`labeling.models.LabelPolicy`; these are the
 values with a meaning of their own in any policy, the default policy's labels, and the names of
-a resolution's status. This module imports nothing (the models' choices import it).
-
-``certification.certificates`` and ``certification.stats`` keep their own copies of the few
-names they compare against: they load no part of ``labeling`` (whose package starts the Celery
-app), which tests/test_architecture.py checks.
+a resolution's status. This module imports nothing and needs no Django: the models' choices,
+the services, ``certification.certificates`` and ``certification.stats`` all import it (the
+``labeling`` package itself loads nothing; tests/test_architecture.py checks both, and that no
+app module spells a label's name out instead).
 """
 
 # -- labels -----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import os
 import re
@@ -54,8 +55,10 @@ WIRING = {"settings.py", "urls.py", "celery.py", "wsgi.py", "asgi.py"}
 
 #: Packages that must import without Django (pure computation), every module of each.
 PURE_PACKAGES = ("certification.stats", "certification.certificates")
-#: Top-level packages of the web side: none may be loaded by a pure package.
+#: Top-level packages of the web side: none may be loaded by a pure package...
 WEB_SIDE = ("django", "rest_framework", "labeling", "celery")
+#: ...but the label vocabulary, which imports nothing (nor does the labeling package itself).
+PURE_MAY_LOAD = ("labeling", "labeling.vocabulary")
 # Runs in a fresh interpreter: walks each pure package (so a new module is covered without
 # editing this list), imports every module, prints what it imported and what of the web side
 # (and of certification outside the pure packages) got loaded.
@@ -69,7 +72,9 @@ for name in pure:
     for info in pkgutil.walk_packages(package.__path__, prefix=name + "."):
         importlib.import_module(info.name)
         imported.append(info.name)
-web = sorted(m for m in sys.modules if m.split(".")[0] in {web!r})
+web = sorted(
+    m for m in sys.modules if m.split(".")[0] in {web!r} and m not in {may_load!r}
+)
 project = sorted(
     m for m in sys.modules
     if m.startswith("certification.") and not any(m == p or m.startswith(p + ".") for p in pure)
@@ -80,7 +85,7 @@ print(json.dumps({{"imported": imported, "web": web, "project": project}}))
 
 def _pure_import_report() -> dict[str, list[str]]:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    code = _PURE_IMPORT_CODE.format(pure=PURE_PACKAGES, web=WEB_SIDE)
+    code = _PURE_IMPORT_CODE.format(pure=PURE_PACKAGES, web=WEB_SIDE, may_load=PURE_MAY_LOAD)
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=False
     )
@@ -432,3 +437,231 @@ def test_role_set_scan_finds_every_form():
     # and the permissions module does define them
     permissions = ast.parse((REPO / ROLE_SET_MODULE).read_text(encoding="utf-8"))
     assert len(_role_sets(permissions)) >= 3
+
+
+# -- import graph: no cycle, no private name imported from another module -----------------------
+APPS = ("labeling", "certification")
+
+
+def _import_cycles(graph) -> list[str]:
+    """One cycle of each strongly connected set of modules, with the importing lines.
+
+    The graph is grimp's: module-level and function-local imports alike (an import moved into a
+    function hides a cycle from Python's loader, not from this test).
+    """
+    modules = sorted(graph.modules)
+    edges = {m: sorted(graph.find_modules_directly_imported_by(m) & graph.modules) for m in modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    # Tarjan's algorithm, iterative (a recursion over a thousand modules would be deep)
+    for root in modules:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            for j in range(i, len(edges[node])):
+                nxt = edges[node][j]
+                if nxt not in index:
+                    work.append((node, j + 1))
+                    work.append((nxt, 0))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1 or node in edges[node]:
+                        components.append(sorted(component))
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+    cycles = []
+    for component in sorted(components):
+        start = component[0]
+        if start in edges[start]:
+            chain: tuple[str, ...] = (start, start)
+        else:
+            inside = [m for m in edges[start] if m in component]
+            chains = [graph.find_shortest_chain(importer=m, imported=start) for m in inside]
+            chain = (start, *min((c for c in chains if c), key=len))
+        steps = []
+        for importer, imported in itertools.pairwise(chain):
+            lines = graph.get_import_details(importer=importer, imported=imported)
+            where = ", ".join(str(d["line_number"]) for d in lines) or "?"
+            steps.append(f"{importer} (line {where})")
+        cycles.append(" -> ".join([*steps, chain[-1]]))
+    return cycles
+
+
+def test_no_import_cycle_between_modules():
+    import grimp
+
+    # given the import graph of both apps, function-local imports included (cache_dir=None: no
+    # cache folder written into the clone)
+    graph = grimp.build_graph(*APPS, cache_dir=None)
+    # then no module reaches itself through its imports: a service sends a task through
+    # labeling.dispatch, an adapter builds on labeling.importers.base, and so on
+    assert _import_cycles(graph) == []
+
+
+def test_cycle_finder_reports_each_cycle():
+    # guards the finder above: a blind one would pass vacuously
+    import grimp
+
+    graph = grimp.ImportGraph()
+    for importer, imported in [("a.x", "a.y"), ("a.y", "a.z"), ("a.z", "a.x"), ("a.z", "a.w")]:
+        graph.add_import(importer=importer, imported=imported, line_number=3, line_contents="")
+    graph.add_import(importer="a.s", imported="a.s", line_number=1, line_contents="")
+    assert _import_cycles(graph) == [
+        "a.s (line 1) -> a.s",
+        "a.x (line 3) -> a.y (line 3) -> a.z (line 3) -> a.x",
+    ]
+
+
+def _private_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """``from x import _y`` (a private name of another module); dunders and __future__ are not."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or node.module == "__future__":
+            continue
+        module = "." * node.level + (node.module or "")
+        found += [
+            (node.lineno, f"{module}.{alias.name}")
+            for alias in node.names
+            if alias.name.startswith("_")
+            and not (alias.name.startswith("__") and alias.name.endswith("__"))
+        ]
+    return found
+
+
+def test_no_private_name_is_imported_from_another_module():
+    offenders = []
+    for path in _app_modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        offenders += [
+            f"{path.relative_to(REPO)}:{line} imports {name}"
+            for line, name in _private_imports(tree)
+        ]
+    assert offenders == []
+
+
+def test_private_import_scan_finds_every_form():
+    # guards the scan above
+    tree = ast.parse(
+        "from __future__ import annotations\n"
+        "from certification.stats.audit.labels import _human_label, check_aligned\n"
+        "from .results import _MISSING\n"
+        "from labeling import __version__\n"
+        "def f():\n"
+        "    from labeling.services.assignments import _check_int\n"
+    )
+    assert _private_imports(tree) == [
+        (2, "certification.stats.audit.labels._human_label"),
+        (3, ".results._MISSING"),
+        (6, "labeling.services.assignments._check_int"),
+    ]
+
+
+# -- one label vocabulary ------------------------------------------------------------------------
+VOCABULARY_MODULE = "labeling/vocabulary.py"
+# A literal that equals a label's name but is not one of ours: path -> values and why.
+LABEL_LITERALS_ALLOWED = {
+    # WiCE's own raw labels (the dataset's vocabulary), which the adapter maps to ours.
+    "labeling/importers/wice.py": {"supported", "not_supported"},
+    # Names of a template variable and of a page-script rule; their value is the vocabulary's.
+    "labeling/views/labels.py": {"evidence_unavailable"},
+}
+
+
+def _vocabulary_labels() -> set[str]:
+    """The label names of labeling/vocabulary.py (not the statuses, which share words with other
+    vocabularies: a job, an invitation and a build are "pending" too)."""
+    from labeling import vocabulary
+
+    return {
+        *vocabulary.DEFAULT_ANSWER_LABELS,
+        *vocabulary.DEFAULT_CLAIM_LABELS,
+        vocabulary.CANNOT_DECIDE,
+    }
+
+
+def _label_literals(tree: ast.AST, labels: set[str]) -> list[tuple[int, str]]:
+    """Lines of string literals equal to a label name; docstrings are prose, not literals."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return sorted(
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value in labels
+        and id(node) not in docstrings
+    )
+
+
+def test_the_vocabulary_and_the_labeling_package_import_nothing():
+    # what lets the statistics import the vocabulary without Django or the Celery app
+    for name in (VOCABULARY_MODULE, "labeling/__init__.py"):
+        tree = ast.parse((REPO / name).read_text(encoding="utf-8"))
+        top = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            and not (isinstance(node, ast.ImportFrom) and node.module in ("__future__", "typing"))
+        ]
+        assert top == [], name
+
+
+def test_no_label_name_is_spelt_out_in_app_code():
+    labels = _vocabulary_labels()
+    assert {"supported", "evidence_unavailable", "cannot_decide", "admissible"} <= labels
+    offenders = []
+    for path in _app_modules():
+        name = path.relative_to(REPO).as_posix()
+        if name == VOCABULARY_MODULE:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        allowed = LABEL_LITERALS_ALLOWED.get(name, set())
+        offenders += [
+            f"{name}:{line} spells out {value!r} (import it from labeling.vocabulary)"
+            for line, value in _label_literals(tree, labels)
+            if value not in allowed
+        ]
+    assert offenders == []
+
+
+def test_label_literal_scan_finds_literals_not_docstrings():
+    # guards the scan above: prose and comments may name a label, code may not
+    tree = ast.parse(
+        '"""Counts the "supported" claims."""\n'
+        "SUPPORTED = 'supported'  # a copy\n"
+        "def f(label):\n"
+        '    """Whether label is "admissible"."""\n'
+        "    return label in ('admissible', 'cannot_decide', 'supported_by')\n"
+        "x = {'evidence_unavailable': 1}\n"
+    )
+    labels = {"supported", "admissible", "cannot_decide", "evidence_unavailable"}
+    assert _label_literals(tree, labels) == [
+        (2, "supported"),
+        (5, "admissible"),
+        (5, "cannot_decide"),
+        (6, "evidence_unavailable"),
+    ]

@@ -31,7 +31,7 @@ from certification.services import (
     audit_report_configure,
     audit_sample_draw,
 )
-from certification.services.audit_anytime import audit_target_set
+from certification.services.audit import audit_target_set
 from labeling.api.common import ErrorSerializer, paginated, written
 from labeling.api.fields import StrictCharField
 from labeling.api.pagination import CappedLimitOffsetPagination

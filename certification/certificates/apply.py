@@ -348,7 +348,9 @@ def question_parse(raw: Any, contract: Contract) -> dict[str, Any]:
 
 
 # -- decisions --------------------------------------------------------------------------------
-def _prepared(question: Mapping[str, Any], contract: Contract, canon: Any) -> PreparedQuestion:
+def prepared_question(
+    question: Mapping[str, Any], contract: Contract, canon: Any
+) -> PreparedQuestion:
     """The question ranked for the policy (no label read)."""
     from certification.certificates.units import PreparedQuestion, rank_answers
 
@@ -461,7 +463,7 @@ def certificate_apply(
     reference = certificate.reference.as_json()
     records = []
     for question in questions:
-        prepared = _prepared(question, contract, canon)
+        prepared = prepared_question(question, contract, canon)
         record: dict[str, Any] = {"question": question["id"], "certificate": reference}
         if contract.selective:
             record["selective_risk"] = _selective(prepared, certificate)

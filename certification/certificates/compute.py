@@ -25,6 +25,7 @@ from certification.certificates.units import PreparedQuestion, Unit, make_units,
 from certification.certificates.version import STATS_VERSION
 from certification.stats.canonical import get_canonicaliser
 from certification.stats.selective_risk import NO_CERTIFIED_OPERATING_POINT
+from labeling.vocabulary import PENDING
 
 CERTIFIED = "certified"
 
@@ -36,7 +37,7 @@ class _Partition:
 
 
 def _pending(questions: Sequence[Mapping[str, Any]]) -> int:
-    return sum(1 for q in questions for c in q["candidates"] if c["outcome"] == "pending")
+    return sum(1 for q in questions for c in q["candidates"] if c["outcome"] == PENDING)
 
 
 def _partitions(terms: Contract, inputs: Mapping[str, Any]) -> tuple[_Partition, _Partition]:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from labeling.vocabulary import ABSTAINED, EVIDENCE_UNAVAILABLE, PENDING, UNRESOLVED
+
 #: The losses bounded in [0, 1] (the others are 0/1). The spec's ``loss`` column holds the
 #: source; the contract states the object ``{"kind": "bounded", "source": ..., "field": ...}``.
 BOUNDED_LOSS_SOURCES = ("unsupported_claim_share", "candidate_field")
@@ -33,10 +35,10 @@ def loss_content(loss: str, loss_field: str) -> str | dict[str, str]:
 
 #: The outcomes that the spec's counting policy decides (field of the contract per outcome).
 POLICY_FIELDS = {
-    "pending": "pending_as",
-    "unresolved": "unresolved_as",
-    "evidence_unavailable": "evidence_unavailable_as",
-    "abstained": "abstained_as",
+    PENDING: "pending_as",
+    UNRESOLVED: "unresolved_as",
+    EVIDENCE_UNAVAILABLE: "evidence_unavailable_as",
+    ABSTAINED: "abstained_as",
 }
 
 

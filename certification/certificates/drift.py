@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from certification.certificates.apply import _prepared
+from certification.certificates.apply import prepared_question
 from certification.certificates.contract import Contract
 from certification.stats.canonical import get_canonicaliser
 
@@ -55,7 +55,7 @@ def emitted_scores(
         prepared = (
             PreparedQuestion(question=question)
             if canon is None
-            else _prepared(question, contract, canon)
+            else prepared_question(question, contract, canon)
         )
         scores.append([_score(c) for c in selected_candidates(prepared, contract.selector)])
     return scores

@@ -16,6 +16,7 @@ from typing import Any
 
 from certification.certificates.contract import Contract
 from certification.certificates.jsonnum import from_num
+from labeling.vocabulary import ABSTAINED, EVIDENCE_UNAVAILABLE, UNRESOLVED
 
 #: The ledger's fields, in display order: (key, title).
 LEDGER_FIELDS = (
@@ -88,9 +89,9 @@ def _policy_text(contract: Contract) -> str:
     parts = [
         f"{name} {words[contract.policies[field_]]}"
         for name, field_ in (
-            ("unresolved", "unresolved_as"),
-            ("evidence_unavailable", "evidence_unavailable_as"),
-            ("abstained", "abstained_as"),
+            (UNRESOLVED, "unresolved_as"),
+            (EVIDENCE_UNAVAILABLE, "evidence_unavailable_as"),
+            (ABSTAINED, "abstained_as"),
             ("not-yet-resolved (pending)", "pending_as"),
         )
     ]

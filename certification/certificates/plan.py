@@ -27,6 +27,7 @@ from certification.stats.planning import (
     selective_plan,
 )
 from certification.stats.selective_risk import Method
+from labeling.vocabulary import PENDING
 
 #: What every plan says first, on the page and in the API.
 NOT_A_CERTIFICATE = (
@@ -177,7 +178,7 @@ def plan_compute(
     canon = get_canonicaliser(terms.canonicaliser)
     prepared = [prepare_question(q, terms, canon) for q in inputs["calibration"]]
     calibration = inputs["calibration"]
-    pending = sum(1 for q in calibration for c in q["candidates"] if c["outcome"] == "pending")
+    pending = sum(1 for q in calibration for c in q["candidates"] if c["outcome"] == PENDING)
     candidates = sum(len(q["candidates"]) for q in calibration)
     return {
         "notice": NOT_A_CERTIFICATE,

@@ -15,11 +15,7 @@ from certification.certificates.jsonnum import num
 from certification.certificates.units import Unit
 from certification.stats.errors import StatsError
 from certification.stats.rccs import rccs
-
-# Copies of labeling.vocabulary's names: this package loads no part of labeling (the
-# labeling package starts the Celery app; tests/test_architecture.py).
-ADMISSIBLE = "admissible"
-INADMISSIBLE = "inadmissible"
+from labeling.vocabulary import ADMISSIBLE, INADMISSIBLE
 
 
 def rccs_section(units: Sequence[Unit]) -> dict[str, Any]:

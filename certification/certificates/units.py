@@ -33,12 +33,7 @@ from certification.stats.conformal import (
     sequential_stop,
 )
 from certification.stats.errors import StatsError
-
-# Copies of labeling.vocabulary's names: this package loads no part of labeling (the
-# labeling package starts the Celery app; tests/test_architecture.py).
-SUPPORTED = "supported"
-EVIDENCE_UNAVAILABLE = "evidence_unavailable"
-ADMISSIBLE = "admissible"
+from labeling.vocabulary import ADMISSIBLE, EVIDENCE_UNAVAILABLE, PENDING, SUPPORTED
 
 
 # -- outcomes and losses ----------------------------------------------------------------------
@@ -217,7 +212,7 @@ def _admissible_classes(
             admissible.setdefault(form, ok)
     prepared.inconsistent_classes = len(inconsistent)
     if reasons:
-        prepared.excluded = "pending" if "pending" in reasons else reasons[0]
+        prepared.excluded = PENDING if PENDING in reasons else reasons[0]
     return {form for form, ok in admissible.items() if ok}
 
 

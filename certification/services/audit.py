@@ -22,15 +22,12 @@ labelled a hand-picked subset. The report states this assumption.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
 import math
-import operator
-from collections.abc import Callable, Iterable, Sequence
-from decimal import Decimal
-from fractions import Fraction
+from collections.abc import Iterable, Sequence
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -39,7 +36,16 @@ from django.utils import timezone
 from certification.exceptions import InvalidAudit
 from certification.locks import audit_report_lock
 from certification.models import AuditReport, AuditSample, FlagWhen, SampleKind
-from certification.selectors import AuditRow, audit_rows
+from certification.selectors import AuditRow, audit_report_get, audit_rows
+from certification.services.audit_design import (
+    FLAG,
+    FLAG_OPERATORS,
+    PASS,
+    ActiveDesign,
+    SampleDesign,
+    evaluator_verdict,
+    to_json,
+)
 from certification.services.derived import SupersededInputs
 from certification.stats.errors import StatsError
 from labeling.derived import derived_mark
@@ -61,8 +67,6 @@ logger = logging.getLogger(__name__)
 # Part of the input hash: bump it when the statistics or the stored JSON change.
 AUDIT_STATS_VERSION = 4  # 2: the anytime-valid figures and the target; 3: the active design;
 # 4: the anytime-valid figures of an active sample
-#: The evaluator labels of a thresholded score (flag = positive).
-FLAG, PASS = "flag", "pass"
 #: Default declaration: FaithBench-style binary verdicts in the policy's answer schema.
 DEFAULT_POSITIVE = (INADMISSIBLE,)
 #: The slice dimensions of the per-slice tables.
@@ -95,13 +99,6 @@ ACTIVE_PENDING = (
     "member by 1 / its probability, and the members people resolve last (disagreements, hard "
     "items) are not missing at random"
 )
-
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    FlagWhen.LT: operator.lt,
-    FlagWhen.LE: operator.le,
-    FlagWhen.GT: operator.gt,
-    FlagWhen.GE: operator.ge,
-}
 
 
 # -- declaration ------------------------------------------------------------------------------
@@ -159,8 +156,8 @@ def audit_report_configure(
     )
     if evaluator.project_id != project.pk:
         raise NotFound("no such evaluator in this project")
-    if flag_when not in _OPS:
-        raise InvalidAudit("flag_when", f"must be one of {', '.join(_OPS)}")
+    if flag_when not in FLAG_OPERATORS:
+        raise InvalidAudit("flag_when", f"must be one of {', '.join(FLAG_OPERATORS)}")
     if score_threshold is not None:
         score_threshold = float(score_threshold)
         if not math.isfinite(score_threshold):
@@ -213,21 +210,6 @@ def audit_report_configure(
 
 
 # -- computation ------------------------------------------------------------------------------
-def evaluator_verdict(report: AuditReport, row: AuditRow) -> str | None:
-    """Return the evaluator's label for the audit (None = unavailable, never a verdict).
-
-    A thresholded evaluator says :data:`FLAG` or :data:`PASS` from its score; an available
-    label without the needed score (or score without label) is unavailable for the audit.
-    """
-    if not row.available:
-        return None
-    if report.score_threshold is not None:
-        if row.score is None:
-            return None
-        return FLAG if _OPS[report.flag_when](row.score, report.score_threshold) else PASS
-    return row.label
-
-
 def judge_prediction(report: AuditReport, row: AuditRow) -> tuple[float | None, str]:
     """Return the evaluator's predicted error probability of the item, or (None, why not).
 
@@ -248,43 +230,6 @@ def judge_prediction(report: AuditReport, row: AuditRow) -> tuple[float | None, 
         return None, f"has score {row.score}, not a probability in [0, 1]"
     low_flags = report.flag_when in (FlagWhen.LT, FlagWhen.LE)
     return (1.0 - row.score if low_flags else row.score), ""
-
-
-@dataclasses.dataclass(frozen=True)
-class ActiveDesign:
-    """The latest audit sample of an evaluator when it is active.
-
-    Attributes:
-        sample_id: the :class:`~certification.models.AuditSample` id.
-        seed: its seed.
-        population: item id -> (inclusion probability, predicted error probability), recorded
-            at the draw for every item labelled then.
-        members: the drawn item ids.
-        floor: the design's floor share.
-    """
-
-    sample_id: int
-    seed: int
-    population: dict[int, tuple[float, float]]
-    members: frozenset[int]
-    floor: float
-
-
-@dataclasses.dataclass(frozen=True)
-class SampleDesign:
-    """The latest audit sample of an evaluator, as the estimates need it.
-
-    Attributes:
-        sample_id: the :class:`~certification.models.AuditSample` id.
-        seed: its seed.
-        strata: item id -> stratum key, for every item labelled when the sample was drawn.
-        members: item id -> inclusion probability of the sampled items.
-    """
-
-    sample_id: int
-    seed: int
-    strata: dict[int, str]
-    members: dict[int, float]
 
 
 def sample_design(report: AuditReport) -> SampleDesign | ActiveDesign | None:
@@ -345,27 +290,6 @@ def audit_inputs_sha256(
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def to_json(value: Any) -> Any:
-    """Return a stats result as JSON primitives (dataclasses as dicts; NaN/inf as None)."""
-    import numpy as np
-
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_json(v) for k, v in value.items()}
-    if isinstance(value, frozenset | set):
-        return sorted(to_json(v) for v in value)
-    if isinstance(value, list | tuple):
-        return [to_json(v) for v in value]
-    if isinstance(value, Fraction | Decimal):
-        return str(value)
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _metrics_json(metrics: AuditMetrics) -> dict[str, Any]:
@@ -716,3 +640,37 @@ def audit_reads(project_id: int, item_ids: tuple[int, ...], evaluator_ids: tuple
         ).exists():
             return True
     return False
+
+
+@transaction.atomic
+def audit_target_set(
+    *, project: Project, evaluator: Evaluator, actor: Any, target: Decimal | str | float | None
+) -> AuditReport:
+    """Set (or clear, with None) the audit's target error rate and recompute the report.
+
+    Raises:
+        PermissionDenied: if ``actor`` does not manage the project.
+        AuditNotConfigured: if the evaluator's audit is not declared.
+        InvalidAudit: (field ``anytime_target``) on a target that is not a number in (0, 1).
+
+    Opens its own transaction; writes the report row.
+    """
+    require_role(
+        project=project,
+        actor=actor,
+        roles=MANAGERS,
+        action="set an audit's target",
+        outsider=PermissionDenied,
+    )
+    report = audit_report_get(project=project, evaluator=evaluator)
+    value = None
+    if target is not None:
+        try:
+            value = Decimal(str(target))
+        except InvalidOperation as exc:
+            raise InvalidAudit("anytime_target", "must be a number") from exc
+        if not (0 < value < 1):
+            raise InvalidAudit("anytime_target", "must lie strictly between 0 and 1")
+    AuditReport.objects.filter(pk=report.pk).update(anytime_target=value)
+    logger.info("audit_target_set.done", extra={"report_id": report.pk})
+    return audit_report_recompute(report_id=report.pk)

@@ -44,24 +44,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
-
-from certification.exceptions import InvalidAudit
 from certification.models import AuditReport, SampleKind
-from certification.selectors import AuditRow, audit_report_get
-from certification.services.audit import (
+from certification.selectors import AuditRow
+from certification.services.audit_design import (
     ActiveDesign,
     SampleDesign,
-    audit_report_recompute,
     evaluator_verdict,
     to_json,
 )
-from labeling.exceptions import PermissionDenied
-from labeling.models import Evaluator, Project
-from labeling.permissions import MANAGERS, require_role
 
 if TYPE_CHECKING:
     import numpy as np
@@ -319,37 +311,3 @@ def anytime_json(
         "stop": _stop(bound.upper_bound, target),
         "planner": planner,
     }
-
-
-@transaction.atomic
-def audit_target_set(
-    *, project: Project, evaluator: Evaluator, actor: Any, target: Decimal | str | float | None
-) -> AuditReport:
-    """Set (or clear, with None) the audit's target error rate and recompute the report.
-
-    Raises:
-        PermissionDenied: if ``actor`` does not manage the project.
-        AuditNotConfigured: if the evaluator's audit is not declared.
-        InvalidAudit: (field ``anytime_target``) on a target that is not a number in (0, 1).
-
-    Opens its own transaction; writes the report row.
-    """
-    require_role(
-        project=project,
-        actor=actor,
-        roles=MANAGERS,
-        action="set an audit's target",
-        outsider=PermissionDenied,
-    )
-    report = audit_report_get(project=project, evaluator=evaluator)
-    value = None
-    if target is not None:
-        try:
-            value = Decimal(str(target))
-        except InvalidOperation as exc:
-            raise InvalidAudit("anytime_target", "must be a number") from exc
-        if not (0 < value < 1):
-            raise InvalidAudit("anytime_target", "must lie strictly between 0 and 1")
-    AuditReport.objects.filter(pk=report.pk).update(anytime_target=value)
-    logger.info("audit_target_set.done", extra={"report_id": report.pk})
-    return audit_report_recompute(report_id=report.pk)

@@ -33,9 +33,9 @@ from certification.services.audit import (
     SLICE_DIMENSIONS,
     audit_report_recompute,
     declaration_json,
-    evaluator_verdict,
     judge_prediction,
 )
+from certification.services.audit_design import evaluator_verdict
 from labeling.derived import derived_mark
 from labeling.exceptions import PermissionDenied
 from labeling.models import DerivedKind, Evaluator, Project

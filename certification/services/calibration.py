@@ -69,7 +69,7 @@ from certification.selectors import (
 )
 from certification.stats.canonical import canonicaliser_names
 from certification.stats.errors import StatsError
-from labeling import engine
+from labeling import dispatch, engine
 from labeling.derived import derived_mark
 from labeling.exceptions import NotFound
 from labeling.models import DerivedKind, Evaluator, Item, Partition, Project
@@ -503,10 +503,12 @@ LIVE_WORK = (RunStatus.PENDING, RunStatus.RUNNING)
 
 
 def calibration_run_send(run_id: int) -> None:
-    """Send a run's task to a worker (the engine's sender for calibration runs)."""
-    from certification.tasks import calibration_run_execute_task  # the one allowed local import
+    """Send a run's task to a worker (the engine's sender for calibration runs).
 
-    calibration_run_execute_task.delay(run_id)
+    The task is registered as ``CALIBRATION_RUN`` by ``certification.tasks``
+    (:mod:`labeling.dispatch`).
+    """
+    dispatch.task(CALIBRATION_RUN).delay(run_id)
 
 
 def calibration_run_work_kind() -> engine.WorkKind:

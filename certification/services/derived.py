@@ -44,7 +44,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from certification.models import DerivedResultState
-from labeling import engine, in_process
+from labeling import dispatch, engine, in_process
 from labeling.derived import after_commit, derived_mark
 from labeling.exceptions import InvalidInput
 from labeling.models import DerivedChange, DerivedKind, Project
@@ -81,10 +81,10 @@ def _enqueue(project_id: int, kind: str, *, countdown: float) -> None:
     """Send the recomputation to a worker, or to an embedded-default web process's thread.
 
     The thread (:mod:`labeling.in_process`) runs it off the request; a process that did not
-    start one (a management command, the tests) runs it here, in-process, as Celery does.
+    start one (a management command, the tests) runs it here, in-process, as Celery does. The
+    task is registered as ``DERIVED`` by ``certification.tasks`` (:mod:`labeling.dispatch`).
     """
-    from certification.tasks import derived_recompute_task
-
+    derived_recompute_task = dispatch.task(DERIVED)
     if not in_process.running():
         derived_recompute_task.apply_async((project_id, kind), countdown=countdown)
         return

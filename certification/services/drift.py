@@ -26,7 +26,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from certification.models import AppliedScore, CalibrationRun, DriftWatch
-from labeling import engine
+from labeling import dispatch, engine
 from labeling.models.lease import lapse
 
 logger = logging.getLogger(__name__)
@@ -102,10 +102,11 @@ def drift_watch_schedule(*, watch_id: int, enqueued_at: Any = None) -> bool:
 
 
 def drift_watch_send(watch_id: int) -> None:
-    """Send a watch's fold to a worker (the engine's sender for drift watches)."""
-    from certification.tasks import drift_watch_fold_task  # the one allowed local import
+    """Send a watch's fold to a worker (the engine's sender for drift watches).
 
-    drift_watch_fold_task.delay(watch_id)
+    The task is registered as ``DRIFT_WATCH`` by ``certification.tasks`` (:mod:`labeling.dispatch`).
+    """
+    dispatch.task(DRIFT_WATCH).delay(watch_id)
 
 
 def drift_watch_work_kind() -> engine.WorkKind:

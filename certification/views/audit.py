@@ -29,7 +29,7 @@ from certification.selectors import (
     evaluator_get,
 )
 from certification.services import audit_report_configure, audit_sample_draw
-from certification.services.audit_anytime import audit_target_set
+from certification.services.audit import audit_target_set
 from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
 from labeling.models import DerivedKind, Evaluator, Project

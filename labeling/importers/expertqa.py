@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError, echo, locate_claim
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE, NOT_SUPPORTED, SUPPORTED

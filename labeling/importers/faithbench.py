@@ -35,7 +35,7 @@ from typing import IO, Any
 
 import pysbd
 
-from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.claims import split_sentences
 from labeling.importers.native import loads_strict
 from labeling.importers.schema import RecordError, echo

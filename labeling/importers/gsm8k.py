@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Iterator
 from typing import IO, Any
 
-from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError, echo
 from labeling.vocabulary import ADMISSIBLE, INADMISSIBLE

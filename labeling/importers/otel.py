@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from labeling.importers import ImportOptions, RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.base import ImportOptions, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.claims import ClaimSplitter
 from labeling.importers.genai import (
     LLM,

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from labeling.exceptions import WorkloadImportFailed
-from labeling.importers import ImportOptions, RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.base import ImportOptions, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.faithbench import overlaps
 from labeling.importers.native import parse_json_line
 from labeling.importers.schema import RecordError, echo

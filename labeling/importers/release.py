@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from labeling.exceptions import WorkloadImportFailed
-from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.schema import RecordError, check_depth, check_storable, echo, path_key
 from labeling.importers.validation import validated_stream
 from labeling.models import CANNOT_DECIDE
@@ -674,7 +674,7 @@ def _check_resolution(line: dict[str, Any], at: str) -> None:
                 raise RecordError(
                     at,
                     f"{cfield}.label",
-                    f"{'cannot_decide' if claim_label['label'] else 'no label'} never agrees, "
+                    f"{CANNOT_DECIDE if claim_label['label'] else 'no label'} never agrees, "
                     "but the resolution is a consensus",
                 )
             key = _vote_key(claim_label["label"], claim_label["reason"])

@@ -33,7 +33,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-from labeling.importers import RecordSource, SourcedRecord, WorkloadFormat
+from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.claims import trim
 from labeling.importers.native import convert_jsonl
 from labeling.importers.schema import RecordError, echo

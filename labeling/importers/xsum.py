@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from labeling.importers import RecordSource, WorkloadFormat
+from labeling.importers.base import RecordSource, WorkloadFormat
 from labeling.importers.schema import RecordError
 
 REFUSAL = (

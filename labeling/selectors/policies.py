@@ -43,14 +43,21 @@ CANNOT_DECIDE_KEY = "0"
 PAGE_KEYS: frozenset[str] = frozenset("abcgjknpqrsuwx")
 RESERVED_KEYS: frozenset[str] = PAGE_KEYS | {CANNOT_DECIDE_KEY}
 
+# A default label's text is its name, spaces for underscores ("not supported"); can't decide's
+# is its own.
 DEFAULT_TEXTS: Mapping[str, str] = {
-    vocabulary.ADMISSIBLE: "admissible",
-    vocabulary.INADMISSIBLE: "inadmissible",
-    vocabulary.ABSTAINED: "abstained",
-    vocabulary.SUPPORTED: "supported",
-    vocabulary.CONTRADICTED: "contradicted",
-    vocabulary.NOT_SUPPORTED: "not supported",
-    vocabulary.EVIDENCE_UNAVAILABLE: "evidence unavailable",
+    **{
+        label: label.replace("_", " ")
+        for label in (
+            vocabulary.ADMISSIBLE,
+            vocabulary.INADMISSIBLE,
+            vocabulary.ABSTAINED,
+            vocabulary.SUPPORTED,
+            vocabulary.CONTRADICTED,
+            vocabulary.NOT_SUPPORTED,
+            vocabulary.EVIDENCE_UNAVAILABLE,
+        )
+    },
     vocabulary.CANNOT_DECIDE: "can't decide",
 }
 DEFAULT_DESCRIPTIONS: Mapping[Level, Mapping[str, str]] = {

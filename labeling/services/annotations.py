@@ -40,6 +40,7 @@ from labeling.exceptions import (
     NotFound,
     StaleVersion,
 )
+from labeling.fingerprints import fingerprint
 from labeling.importers.schema import echo
 from labeling.locks import item_lock, project_label_writes_lock
 from labeling.models import (
@@ -64,7 +65,6 @@ from labeling.rows import execute, insert, raw_first, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.comparison import items_compare
-from labeling.services.imports import fingerprint
 from labeling.services.vote_tally import vote_tally_refresh
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE
 

@@ -266,7 +266,8 @@ def _compare_full_items(
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_int(field: str, value: Any, low: int, high: int) -> int:
+def check_int(field: str, value: Any, low: int, high: int) -> int:
+    """Return ``value`` if it is an int in [low, high]; else InvalidInput on ``field``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"expected an integer, got {echo(value)}", field=field)
     if not low <= value <= high:
@@ -306,9 +307,9 @@ def project_labelling_configure(
     given, project = project, project_lock(project.pk)
     wanted: dict[str, Any] = {}
     if overlap is not None:
-        wanted["overlap"] = _check_int("overlap", overlap, 1, MAX_OVERLAP)
+        wanted["overlap"] = check_int("overlap", overlap, 1, MAX_OVERLAP)
     if lease_minutes is not None:
-        wanted["lease_minutes"] = _check_int("lease_minutes", lease_minutes, 1, MAX_LEASE_MINUTES)
+        wanted["lease_minutes"] = check_int("lease_minutes", lease_minutes, 1, MAX_LEASE_MINUTES)
     if serving_order is not None:
         if serving_order not in ServingOrder.values:
             raise InvalidInput(
@@ -317,7 +318,7 @@ def project_labelling_configure(
             )
         wanted["serving_order"] = serving_order
     if serving_seed is not None:
-        wanted["serving_seed"] = _check_int("serving_seed", serving_seed, 0, MAX_SEED)
+        wanted["serving_seed"] = check_int("serving_seed", serving_seed, 0, MAX_SEED)
     if allow_self_adjudication is not None:
         if not isinstance(allow_self_adjudication, bool):
             raise InvalidInput(

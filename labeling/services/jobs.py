@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from labeling import engine
+from labeling import dispatch, engine
 from labeling.exceptions import LabelingError
 from labeling.models import Item, Job, JobKind, JobStatus, Project
 from labeling.permissions import MANAGERS, require_role
@@ -45,10 +45,11 @@ JOB = "job"
 
 
 def job_send(job_id: int) -> None:
-    """Send a job's task to a worker (the engine's sender for jobs; runs it, when eager)."""
-    from labeling.tasks import job_run_task  # tasks import services; sending needs the task
+    """Send a job's task to a worker (the engine's sender for jobs; runs it, when eager).
 
-    job_run_task.delay(job_id)
+    The task is registered as ``JOB`` by ``labeling.tasks`` (:mod:`labeling.dispatch`).
+    """
+    dispatch.task(JOB).delay(job_id)
 
 
 @transaction.atomic

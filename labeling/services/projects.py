@@ -24,7 +24,7 @@ from labeling.models import (
     Role,
 )
 from labeling.policy_presets import DEFAULT_PRESET, preset_get
-from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP, _check_int
+from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP, check_int
 from labeling.services.members import membership_set
 from labeling.services.policies import PolicyDescription
 
@@ -105,8 +105,8 @@ def project_create(
         )
     slug, name, description = _project_fields(slug, name, description)
     chosen = preset_get(preset)
-    overlap = _check_int("overlap", overlap, 1, MAX_OVERLAP)
-    lease_minutes = _check_int("lease_minutes", lease_minutes, 1, MAX_LEASE_MINUTES)
+    overlap = check_int("overlap", overlap, 1, MAX_OVERLAP)
+    lease_minutes = check_int("lease_minutes", lease_minutes, 1, MAX_LEASE_MINUTES)
     project = Project(
         slug=slug,
         name=name,

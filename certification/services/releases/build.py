@@ -49,7 +49,7 @@ from certification.services.releases.records import (
     prefetch_possible,
     pseudonymise_raters,
 )
-from labeling import engine
+from labeling import dispatch, engine
 from labeling.exceptions import Conflict, NotFound
 from labeling.release_format import (
     ARCHIVE,
@@ -749,10 +749,12 @@ RELEASE_BUILD = "release_build"
 
 
 def release_build_send(build_id: int) -> None:
-    """Send a build's task to a worker (the engine's sender for release builds)."""
-    from certification.tasks import release_build_task  # tasks import services, not vice versa
+    """Send a build's task to a worker (the engine's sender for release builds).
 
-    release_build_task.delay(build_id)
+    The task is registered as ``RELEASE_BUILD`` by ``certification.tasks``
+    (:mod:`labeling.dispatch`).
+    """
+    dispatch.task(RELEASE_BUILD).delay(build_id)
 
 
 def release_build_work_kind() -> engine.WorkKind:

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
-from certification.stats.agreement.encoding import _check_table, _z, encode_ratings
+from certification.stats.agreement.encoding import check_table, encode_ratings, normal_quantile
 from certification.stats.agreement.results import (
     FEWER_THAN_TWO_SHARED_UNITS,
     NO_VARIATION,
@@ -67,7 +67,7 @@ def cohen_kappa(table: ArrayLike, *, confidence: float = 0.95) -> CohenKappa:
     Check: [[20, 5], [10, 15]] gives kappa 0.4, se 0.126996, 95% CI
     (0.151092, 0.648908).
     """
-    counts = _check_table(table)
+    counts = check_table(table)
     level = check_open_unit(confidence, name="confidence")
     n = int(counts.sum())
     if n == 0:
@@ -97,7 +97,7 @@ def cohen_kappa(table: ArrayLike, *, confidence: float = 0.95) -> CohenKappa:
     variance = (term_a + term_b - term_c) / ((1.0 - p_e) ** 2 * n)
     # Algebraically >= 0 (0 at perfect agreement); rounding can leave a tiny negative.
     se = math.sqrt(max(variance, 0.0))
-    half = _z(level) * se
+    half = normal_quantile(level) * se
     single = min(sum(1 for r in rows if r), sum(1 for c in cols if c)) == 1
     null_variance = (p_e + p_e * p_e - float((p_row * p_col * (p_row + p_col)).sum())) / (
         (1.0 - p_e) ** 2 * n
@@ -183,11 +183,12 @@ def contingency_table(
         ],
         n_raters=2,
     )
-    table = _pair_table(encoded.codes[:, 0], encoded.codes[:, 1], len(encoded.categories))
+    table = pair_table(encoded.codes[:, 0], encoded.codes[:, 1], len(encoded.categories))
     return table, encoded.categories
 
 
-def _pair_table(a: NDArray[np.int64], b: NDArray[np.int64], k: int) -> NDArray[np.int64]:
+def pair_table(a: NDArray[np.int64], b: NDArray[np.int64], k: int) -> NDArray[np.int64]:
+    """The k x k table of two raters' paired codes (row: ``a``, column: ``b``)."""
     return np.bincount(a * k + b, minlength=k * k).astype(np.int64).reshape(k, k)
 
 

@@ -39,7 +39,7 @@ from typing import Literal
 import numpy as np
 
 from certification.stats.agreement.cohen import cohen_kappa
-from certification.stats.agreement.encoding import _missing
+from certification.stats.agreement.encoding import is_missing
 from certification.stats.agreement.results import (
     FEWER_THAN_TWO_UNITS,
     NO_PAIRABLE_UNIT,
@@ -100,7 +100,7 @@ class LevelCounts:
         for row in ratings:
             if len(row) != len(names):
                 raise StatsError(f"ratings must have one entry per rater ({len(names)})")
-            present = [(r, v) for r, v in zip(names, row, strict=True) if not _missing(v)]
+            present = [(r, v) for r, v in zip(names, row, strict=True) if not is_missing(v)]
             if not present:
                 continue
             m = len(present)

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats as _st
 
-from certification.stats.agreement.results import _MISSING, EncodedRatings, Label
+from certification.stats.agreement.results import MISSING, EncodedRatings, Label
 from certification.stats.errors import StatsError
 
 
@@ -39,25 +39,26 @@ def encode_ratings(
             f"ratings must be rectangular with one entry per rater ({width}) in every unit"
         )
     try:
-        labels = {value for row in rows for value in row if not _missing(value)}
+        labels = {value for row in rows for value in row if not is_missing(value)}
     except TypeError as exc:
         raise StatsError(f"labels must be hashable: {exc}") from None
     categories = tuple(sorted(labels, key=repr))
     index = {label: i for i, label in enumerate(categories)}
-    codes = np.full((len(rows), width), _MISSING, dtype=np.int64)
+    codes = np.full((len(rows), width), MISSING, dtype=np.int64)
     for u, row in enumerate(rows):
         for r, value in enumerate(row):
-            if not _missing(value):
+            if not is_missing(value):
                 codes[u, r] = index[value]
     return EncodedRatings(codes=codes, categories=categories)
 
 
-def _missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
     """True for a missing rating: None or a float NaN (NaN never equals itself as a label)."""
     return value is None or (isinstance(value, float | np.floating) and math.isnan(value))
 
 
-def _check_table(table: ArrayLike) -> NDArray[np.int64]:
+def check_table(table: ArrayLike) -> NDArray[np.int64]:
+    """Return ``table`` as a square table of non-negative int64 counts, or raise StatsError."""
     array = np.asarray(table)
     if array.ndim != 2 or array.shape[0] != array.shape[1]:
         raise StatsError(f"table must be a square k x k array, got shape {array.shape}")
@@ -69,5 +70,6 @@ def _check_table(table: ArrayLike) -> NDArray[np.int64]:
     return array
 
 
-def _z(confidence: float) -> float:
+def normal_quantile(confidence: float) -> float:
+    """The standard normal quantile of a two-sided interval at ``confidence``."""
     return float(_st.norm.ppf(0.5 + confidence / 2.0))

@@ -18,9 +18,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from certification.stats.agreement.encoding import encode_ratings
 from certification.stats.agreement.results import (
-    _MISSING,
     FEWER_THAN_TWO_RATINGS_PER_UNIT,
     FEWER_THAN_TWO_UNITS,
+    MISSING,
     NO_PAIRABLE_UNIT,
     NO_VARIATION,
     UNEQUAL_RATINGS_PER_UNIT,
@@ -30,8 +30,9 @@ from certification.stats.agreement.results import (
 from certification.stats.errors import StatsError
 
 
-def _pairable(codes: NDArray[np.int64]) -> NDArray[np.bool_]:
-    return np.asarray((codes != _MISSING).sum(axis=1) >= 2, dtype=np.bool_)
+def pairable_units(codes: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which units (rows of ``codes``) carry at least two ratings."""
+    return np.asarray((codes != MISSING).sum(axis=1) >= 2, dtype=np.bool_)
 
 
 def krippendorff_alpha_nominal(ratings: Sequence[Sequence[Label | None]]) -> Statistic:
@@ -55,18 +56,19 @@ def krippendorff_alpha_nominal(ratings: Sequence[Sequence[Label | None]]) -> Sta
     level_of_measurement="nominal")``). Check: Krippendorff's (2011) 4 observers × 12
     units give 0.7434210526; the 3 coders × 15 units example gives 0.6913580247.
     """
-    return _alpha(encode_ratings(ratings).codes)
+    return alpha_statistic(encode_ratings(ratings).codes)
 
 
-def _alpha(codes: NDArray[np.int64]) -> Statistic:
-    pairable = codes[_pairable(codes)]
+def alpha_statistic(codes: NDArray[np.int64]) -> Statistic:
+    """Krippendorff's alpha (nominal) of encoded ratings, undefined with its reason."""
+    pairable = codes[pairable_units(codes)]
     if pairable.shape[0] < 2:
         return Statistic.undefined(FEWER_THAN_TWO_UNITS)
-    present = np.unique(pairable[pairable != _MISSING])
+    present = np.unique(pairable[pairable != MISSING])
     if present.size < 2:
         return Statistic.undefined(NO_VARIATION)
     # raters × units, missing as NaN: the package's reliability_data layout.
-    data = np.where(pairable == _MISSING, np.nan, pairable.astype(float)).T
+    data = np.where(pairable == MISSING, np.nan, pairable.astype(float)).T
     value = krippendorff.alpha(
         reliability_data=data, value_domain=present.astype(float), level_of_measurement="nominal"
     )
@@ -77,7 +79,7 @@ def _alpha(codes: NDArray[np.int64]) -> Statistic:
 def _unit_counts(codes: NDArray[np.int64], k: int) -> NDArray[np.int64]:
     """Count table of units × categories (missing ratings not counted)."""
     counts = np.zeros((codes.shape[0], k), dtype=np.int64)
-    units, raters = np.nonzero(codes != _MISSING)
+    units, raters = np.nonzero(codes != MISSING)
     np.add.at(counts, (units, codes[units, raters]), 1)
     return counts
 
@@ -104,11 +106,12 @@ def percent_agreement(ratings: Sequence[Sequence[Label | None]]) -> Statistic:
         StatsError: if the matrix is ragged.
     """
     encoded = encode_ratings(ratings)
-    return _percent(encoded.codes, len(encoded.categories))
+    return percent_statistic(encoded.codes, len(encoded.categories))
 
 
-def _percent(codes: NDArray[np.int64], k: int) -> Statistic:
-    counts = _unit_counts(codes[_pairable(codes)], k)
+def percent_statistic(codes: NDArray[np.int64], k: int) -> Statistic:
+    """Mean pairwise percent agreement of the pairable units, undefined with its reason."""
+    counts = _unit_counts(codes[pairable_units(codes)], k)
     if counts.shape[0] == 0:
         return Statistic.undefined(NO_PAIRABLE_UNIT)
     m = counts.sum(axis=1)
@@ -185,11 +188,12 @@ def fleiss_kappa_ratings(ratings: Sequence[Sequence[Label | None]]) -> Statistic
         StatsError: if the matrix is ragged.
     """
     encoded = encode_ratings(ratings)
-    return _fleiss(encoded.codes, len(encoded.categories))
+    return fleiss_statistic(encoded.codes, len(encoded.categories))
 
 
-def _fleiss(codes: NDArray[np.int64], k: int) -> Statistic:
-    counts = _unit_counts(codes[_pairable(codes)], k)
+def fleiss_statistic(codes: NDArray[np.int64], k: int) -> Statistic:
+    """Fleiss' kappa of the pairable units, undefined when their numbers of ratings differ."""
+    counts = _unit_counts(codes[pairable_units(codes)], k)
     if len({int(s) for s in counts.sum(axis=1)}) > 1:
         return Statistic.undefined(UNEQUAL_RATINGS_PER_UNIT)
     return fleiss_kappa(counts)

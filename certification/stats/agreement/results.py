@@ -28,7 +28,7 @@ FEWER_THAN_TWO_RATINGS_PER_UNIT = "fewer than 2 ratings per unit"
 FEWER_THAN_TWO_RATERS = "fewer than 2 raters: no pair to compare"
 NO_SHARED_UNIT = "no two raters rated a common unit"
 
-_MISSING = -1
+MISSING = -1
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from certification.stats.agreement.cohen import _pair_table, cohen_kappa
+from certification.stats.agreement.cohen import cohen_kappa, pair_table
 from certification.stats.agreement.encoding import encode_ratings
-from certification.stats.agreement.multi_rater import _alpha, _fleiss, _pairable, _percent
+from certification.stats.agreement.multi_rater import (
+    alpha_statistic,
+    fleiss_statistic,
+    pairable_units,
+    percent_statistic,
+)
 from certification.stats.agreement.results import (
-    _MISSING,
+    MISSING,
     AgreementSummary,
     EncodedRatings,
     Label,
@@ -35,14 +40,14 @@ def _pairs(
     encoded: EncodedRatings, raters: tuple[str, ...], confidence: float
 ) -> tuple[PairKappa, ...]:
     codes, k = encoded.codes, len(encoded.categories)
-    present = codes != _MISSING
+    present = codes != MISSING
     pairs = []
     for i in range(len(raters)):
         for j in range(i + 1, len(raters)):
             shared = present[:, i] & present[:, j]
             if not shared.any():
                 continue
-            table = _pair_table(codes[shared, i], codes[shared, j], k)
+            table = pair_table(codes[shared, i], codes[shared, j], k)
             pairs.append(PairKappa(raters[i], raters[j], cohen_kappa(table, confidence=confidence)))
     return tuple(pairs)
 
@@ -73,7 +78,7 @@ def pairwise_cohen_kappa(
     names = _check_raters(raters)
     encoded = encode_ratings(ratings, n_raters=len(names))
     pairs = _pairs(encoded, names, check_open_unit(confidence, name="confidence"))
-    n_raters = int((encoded.codes != _MISSING).any(axis=0).sum())
+    n_raters = int((encoded.codes != MISSING).any(axis=0).sum())
     return PairwiseKappa(pairs, pairs_reason(n_raters, len(pairs)))
 
 
@@ -103,21 +108,21 @@ def agreement_summary(
     encoded = encode_ratings(ratings, n_raters=len(names))
     codes = encoded.codes
     k = len(encoded.categories)
-    present = codes != _MISSING
+    present = codes != MISSING
     per_category = np.bincount(codes[present], minlength=k) if k else np.zeros(0, np.int64)
     pairs = _pairs(encoded, names, level)
     return AgreementSummary(
         n_units=int(present.any(axis=1).sum()),
-        n_pairable_units=int(_pairable(codes).sum()),
+        n_pairable_units=int(pairable_units(codes).sum()),
         n_ratings=int(present.sum()),
         raters=tuple(name for name, used in zip(names, present.any(axis=0), strict=True) if used),
         category_counts=tuple(
             (label, int(count))
             for label, count in zip(encoded.categories, per_category, strict=True)
         ),
-        alpha=_alpha(codes),
-        fleiss_kappa=_fleiss(codes, k),
-        percent_agreement=_percent(codes, k),
+        alpha=alpha_statistic(codes),
+        fleiss_kappa=fleiss_statistic(codes, k),
+        percent_agreement=percent_statistic(codes, k),
         pairs=pairs,
         confidence=level,
         pairs_reason=pairs_reason(int(present.any(axis=0).sum()), len(pairs)),

@@ -11,8 +11,8 @@ from certification.stats.audit.labels import (
     UNRESOLVED,
     DisagreementKind,
     Polarity,
-    _evaluator_label,
-    _human_label,
+    evaluator_label_of,
+    human_label_of,
 )
 from certification.stats.errors import StatsError
 
@@ -88,8 +88,8 @@ def disagreements(
         raise StatsError(f"level must be 'binary' or 'label', got {level!r}")
     rows: list[Disagreement] = []
     for record in records:
-        e = _evaluator_label(record.evaluator_label)
-        h = _human_label(record.human_label)
+        e = evaluator_label_of(record.evaluator_label)
+        h = human_label_of(record.human_label)
         if e == UNAVAILABLE or h == UNRESOLVED:
             continue
         e_pos = e in polarity.evaluator_positive

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from certification.stats.errors import StatsError
+from labeling.vocabulary import UNRESOLVED as UNRESOLVED
 
 #: The evaluator produced no usable label for the item (its own row; never a verdict).
 UNAVAILABLE = "unavailable"
-#: The item has no resolved human label (its own column; never a verdict).
-UNRESOLVED = "unresolved"
+# UNRESOLVED (the vocabulary's resolution status, re-exported above): the item has no resolved
+# human label (its own column; never a verdict).
 
 # Reasons a statistic is undefined; stored in reports, so their wording is part of the contract.
 NO_COMPARED_ITEMS = "no item with both an evaluator label and a resolved human label"
@@ -88,15 +89,18 @@ class Polarity:
         return cls(name=name, human_positive=labels, evaluator_positive=labels)
 
 
-def _evaluator_label(label: str | None) -> str:
+def evaluator_label_of(label: str | None) -> str:
+    """The evaluator's label, or :data:`UNAVAILABLE` for None."""
     return UNAVAILABLE if label is None else label
 
 
-def _human_label(label: str | None) -> str:
+def human_label_of(label: str | None) -> str:
+    """The resolved human label, or :data:`UNRESOLVED` for None."""
     return UNRESOLVED if label is None else label
 
 
-def _check_aligned(evaluator_labels: Sequence[object], human_labels: Sequence[object]) -> None:
+def check_aligned(evaluator_labels: Sequence[object], human_labels: Sequence[object]) -> None:
+    """Raise StatsError unless the two label sequences are sequences of one length."""
     if isinstance(evaluator_labels, str) or isinstance(human_labels, str):
         raise StatsError("labels must be sequences of labels, not a single string")
     if len(evaluator_labels) != len(human_labels):

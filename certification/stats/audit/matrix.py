@@ -19,9 +19,9 @@ from certification.stats.audit.labels import (
     UNAVAILABLE,
     UNRESOLVED,
     Polarity,
-    _check_aligned,
-    _evaluator_label,
-    _human_label,
+    check_aligned,
+    evaluator_label_of,
+    human_label_of,
 )
 from certification.stats.errors import StatsError
 
@@ -130,7 +130,8 @@ class ConfusionMatrix:
         )
 
 
-def _label_order(declared: Sequence[str] | None, seen: Iterable[str], sentinel: str) -> list[str]:
+def label_order(declared: Sequence[str] | None, seen: Iterable[str], sentinel: str) -> list[str]:
+    """The declared labels, then the other seen ones sorted, then ``sentinel`` last."""
     order = [label for label in (declared or ()) if label != sentinel]
     if len(set(order)) != len(order):
         raise StatsError("a declared label order may not repeat a label")
@@ -165,13 +166,13 @@ def confusion_matrix(
     Raises:
         StatsError: if the sequences have different lengths or a declared order repeats a label.
     """
-    _check_aligned(evaluator_labels, human_labels)
+    check_aligned(evaluator_labels, human_labels)
     pairs = Counter(
-        (_evaluator_label(e), _human_label(h))
+        (evaluator_label_of(e), human_label_of(h))
         for e, h in zip(evaluator_labels, human_labels, strict=True)
     )
-    rows = _label_order(evaluator_order, (e for e, _ in pairs), UNAVAILABLE)
-    cols = _label_order(human_order, (h for _, h in pairs), UNRESOLVED)
+    rows = label_order(evaluator_order, (e for e, _ in pairs), UNAVAILABLE)
+    cols = label_order(human_order, (h for _, h in pairs), UNRESOLVED)
     counts = tuple(tuple(pairs.get((r, c), 0) for c in cols) for r in rows)
     return ConfusionMatrix(
         evaluator_labels=tuple(rows),

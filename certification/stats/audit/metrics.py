@@ -25,16 +25,16 @@ from certification.stats.audit.labels import (
     UNAVAILABLE,
     UNRESOLVED,
     Polarity,
-    _check_aligned,
-    _evaluator_label,
-    _human_label,
+    check_aligned,
+    evaluator_label_of,
+    human_label_of,
 )
-from certification.stats.audit.matrix import ConfusionMatrix, _label_order, confusion_matrix
+from certification.stats.audit.matrix import ConfusionMatrix, confusion_matrix, label_order
 from certification.stats.audit.proportions import (
     McNemarExact,
     Proportion,
-    _proportion,
     mcnemar_exact,
+    proportion_of,
 )
 from certification.stats.errors import StatsError
 from certification.stats.intervals import (
@@ -163,7 +163,7 @@ def metrics_from_matrix(
     n = b.n_compared
 
     def rate(k: int, d: int, reason: str) -> Proportion:
-        return _proportion(k, d, level, NO_COMPARED_ITEMS if n == 0 else reason)
+        return proportion_of(k, d, level, NO_COMPARED_ITEMS if n == 0 else reason)
 
     return AuditMetrics(
         matrix=matrix,
@@ -201,8 +201,8 @@ def _weighted_rates(
     polarity: Polarity,
     weights: NDArray[np.float64],
 ) -> WeightedRates:
-    ev = [_evaluator_label(e) for e in evaluator_labels]
-    hu = [_human_label(h) for h in human_labels]
+    ev = [evaluator_label_of(e) for e in evaluator_labels]
+    hu = [human_label_of(h) for h in human_labels]
     compared = np.array([e != UNAVAILABLE and h != UNRESOLVED for e, h in zip(ev, hu, strict=True)])
     e_pos = np.array([e in polarity.evaluator_positive for e in ev], dtype=bool) & compared
     h_pos = np.array([h in polarity.human_positive for h in hu], dtype=bool) & compared
@@ -321,14 +321,14 @@ def audit_by_slice(
         StatsError: as :func:`audit`, or if ``slices`` is not aligned with the labels or holds an
             unhashable key.
     """
-    _check_aligned(evaluator_labels, human_labels)
+    check_aligned(evaluator_labels, human_labels)
     if len(slices) != len(evaluator_labels):
         raise StatsError(
             f"slices must have one key per item ({len(evaluator_labels)}), got {len(slices)}"
         )
     array_weights = None if weights is None else _check_weights(weights, len(evaluator_labels))
-    ev_order = _label_order(evaluator_order, map(_evaluator_label, evaluator_labels), UNAVAILABLE)
-    hu_order = _label_order(human_order, map(_human_label, human_labels), UNRESOLVED)
+    ev_order = label_order(evaluator_order, map(evaluator_label_of, evaluator_labels), UNAVAILABLE)
+    hu_order = label_order(human_order, map(human_label_of, human_labels), UNRESOLVED)
     members: dict[Hashable, list[int]] = {}
     try:
         for i, key in enumerate(slices):

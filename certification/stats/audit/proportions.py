@@ -53,7 +53,8 @@ class Proportion:
         return None if self.interval is None else self.interval.upper
 
 
-def _proportion(k: int, n: int, confidence: float, reason: str) -> Proportion:
+def proportion_of(k: int, n: int, confidence: float, reason: str) -> Proportion:
+    """``k`` of ``n`` with its exact interval; undefined with ``reason`` when ``n`` is 0."""
     if n == 0:
         return Proportion(k, n, None, None, reason)
     return Proportion(k, n, k / n, clopper_pearson(k, n, confidence=confidence), None)

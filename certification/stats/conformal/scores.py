@@ -48,11 +48,13 @@ def canonical_order_key(cls: str) -> tuple[int, Fraction, str]:
     return (1, Fraction(0), cls) if value is None else (0, value, cls)
 
 
-def _resolve(canonicaliser: Canonicaliser | str) -> Canonicaliser:
+def resolve_canonicaliser(canonicaliser: Canonicaliser | str) -> Canonicaliser:
+    """The canonicaliser itself, or the registered one of that name."""
     return get_canonicaliser(canonicaliser) if isinstance(canonicaliser, str) else canonicaliser
 
 
-def _check_tie_rule(tie_rule: object) -> None:
+def check_tie_rule(tie_rule: object) -> None:
+    """Raise StatsError unless ``tie_rule`` is one of :data:`TIE_RULES`."""
     if tie_rule not in TIE_RULES:
         raise StatsError(f"tie_rule must be one of {TIE_RULES}, got {tie_rule!r}")
 
@@ -105,8 +107,8 @@ def frequency_profile(
     Raises:
         StatsError: on an unknown canonicaliser or tie rule, or a non-string sample.
     """
-    _check_tie_rule(tie_rule)
-    canon = _resolve(canonicaliser)
+    check_tie_rule(tie_rule)
+    canon = resolve_canonicaliser(canonicaliser)
     canonical = [canon(sample) for sample in samples]
     counts = Counter(canonical)
     first = {cls: i for i, cls in reversed(list(enumerate(canonical)))}
@@ -164,6 +166,6 @@ def nonconformity_score(
     Example: samples A×5, B×3, C×2 score 2 with B admissible and infinity with
     D admissible.
     """
-    canon = _resolve(canonicaliser)
+    canon = resolve_canonicaliser(canonicaliser)
     profile = frequency_profile(samples, canonicaliser=canon, tie_rule=tie_rule)
     return rank_score(profile, {canon(answer) for answer in admissible})

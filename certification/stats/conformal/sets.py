@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from certification.stats.conformal.scores import FrequencyProfile
-from certification.stats.conformal.threshold import ConformalThreshold, _check_scores
+from certification.stats.conformal.threshold import ConformalThreshold, check_scores
 from certification.stats.errors import StatsError
 
 
@@ -110,7 +110,7 @@ def evaluate_sets(
     Raises:
         StatsError: on malformed or mismatched inputs.
     """
-    array = _check_scores(scores)
+    array = check_scores(scores)
     classes = np.asarray(n_classes)
     if classes.shape != array.shape or not np.issubdtype(classes.dtype, np.integer):
         raise StatsError(

@@ -15,8 +15,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from certification.stats.canonical import Canonicaliser
-from certification.stats.conformal.scores import _resolve
-from certification.stats.conformal.vectorised import _check_codes, _run_starts, _sorted_runs
+from certification.stats.conformal.scores import resolve_canonicaliser
+from certification.stats.conformal.vectorised import check_codes, run_starts, sorted_runs
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_count, check_open_unit
 
@@ -109,7 +109,7 @@ def sequential_stop(
         StatsError: on a bad delta, canonicaliser or sample.
     """
     check_open_unit(delta, name="delta")
-    canon = _resolve(canonicaliser)
+    canon = resolve_canonicaliser(canonicaliser)
     counts: Counter[str] = Counter()
     mode = 0
     for k, answer in enumerate(samples, start=1):
@@ -170,7 +170,7 @@ def sequential_stop_codes(
     Raises:
         StatsError: on malformed codes or a bad delta.
     """
-    code_arr = _check_codes(codes)
+    code_arr = check_codes(codes)
     first = check_count(min_samples, name="min_samples")
     check_open_unit(delta, name="delta")
     n, width = code_arr.shape
@@ -181,8 +181,8 @@ def sequential_stop_codes(
         # occurrence[i, t] = how many of the first t + 1 samples share sample t's class; the
         # mode count after t + 1 samples is its running maximum (a count grows only when its
         # class is drawn).
-        classes, _, positions, pad = _sorted_runs(code_arr, None)
-        _, start = _run_starts(classes, pad)
+        classes, _, positions, pad = sorted_runs(code_arr, None)
+        _, start = run_starts(classes, pad)
         index = np.arange(width, dtype=np.int64)
         run_start = np.maximum.accumulate(np.where(start, index, 0), axis=1)
         occurrence = np.empty((n, width), dtype=np.int64)
@@ -220,7 +220,7 @@ def truncate_codes(codes: ArrayLike, samples_used: ArrayLike) -> NDArray[np.int6
     Raises:
         StatsError: on malformed or mismatched arrays.
     """
-    code_arr = _check_codes(codes)
+    code_arr = check_codes(codes)
     used = np.asarray(samples_used)
     if used.shape != (code_arr.shape[0],) or not np.issubdtype(used.dtype, np.integer):
         raise StatsError(f"samples_used must be integers of shape ({code_arr.shape[0]},)")

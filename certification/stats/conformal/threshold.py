@@ -99,7 +99,8 @@ class ConformalThreshold:
         return math.isinf(self.threshold)
 
 
-def _check_scores(scores: ArrayLike) -> NDArray[np.float64]:
+def check_scores(scores: ArrayLike) -> NDArray[np.float64]:
+    """Return ``scores`` as a 1-D float64 array of valid scores, or raise StatsError."""
     array = np.asarray(scores, dtype=np.float64)
     if array.ndim != 1:
         raise StatsError(f"scores must be one-dimensional, got shape {array.shape}")
@@ -131,7 +132,7 @@ def conformal_threshold(scores: ArrayLike, alpha: AlphaLike) -> ConformalThresho
         StatsError: on malformed scores or alpha.
         InsufficientDataError: if n = 0.
     """
-    array = _check_scores(scores)
+    array = check_scores(scores)
     n = int(array.shape[0])
     if n == 0:
         raise InsufficientDataError("scores is empty: a conformal threshold needs n >= 1")
@@ -193,7 +194,7 @@ def reliability_level(scores: ArrayLike) -> ReliabilityLevel:
     Source: Mouzouni (2026) Definition 2.4. Check: scores 18×1, 1×2, 1×inf give 18/21; scores
     45×1, 3×2, 1×3, 1×inf give 45/51.
     """
-    array = _check_scores(scores)
+    array = check_scores(scores)
     n = int(array.shape[0])
     if n == 0:
         raise InsufficientDataError("scores is empty: a reliability level needs n >= 1")
@@ -242,7 +243,7 @@ def calibrate(scores: ArrayLike, alpha: AlphaLike) -> ConformalCalibration:
         StatsError: on malformed scores or alpha.
         InsufficientDataError: if n = 0.
     """
-    array = _check_scores(scores)
+    array = check_scores(scores)
     values, counts = np.unique(array, return_counts=True)
     return ConformalCalibration(
         threshold=conformal_threshold(array, alpha),

@@ -17,9 +17,9 @@ from certification.stats.canonical import Canonicaliser
 from certification.stats.conformal.scores import (
     INF,
     TieRule,
-    _check_tie_rule,
-    _resolve,
     canonical_order_key,
+    check_tie_rule,
+    resolve_canonicaliser,
 )
 from certification.stats.errors import StatsError
 
@@ -56,7 +56,7 @@ def encode_samples(
     Raises:
         StatsError: on an unknown canonicaliser or a non-string sample.
     """
-    canon = _resolve(canonicaliser)
+    canon = resolve_canonicaliser(canonicaliser)
     canonical = [[canon(answer) for answer in row] for row in samples]
     vocabulary = tuple(sorted({cls for row in canonical for cls in row}, key=canonical_order_key))
     index = {cls: i for i, cls in enumerate(vocabulary)}
@@ -92,7 +92,7 @@ def encode_admissible(
             f"samples and admissible must list the same questions, got {len(samples)} and "
             f"{len(admissible)}"
         )
-    canon = _resolve(canonicaliser)
+    canon = resolve_canonicaliser(canonicaliser)
     width = max((len(row) for row in samples), default=0)
     mask = np.zeros((len(samples), width), dtype=bool)
     for i, (row, good) in enumerate(zip(samples, admissible, strict=True)):
@@ -117,7 +117,8 @@ class RankScores:
     mode_codes: NDArray[np.int64]
 
 
-def _check_codes(codes: ArrayLike) -> NDArray[np.int64]:
+def check_codes(codes: ArrayLike) -> NDArray[np.int64]:
+    """Return ``codes`` as a 2-D int64 array of class codes (-1 or more), or raise StatsError."""
     array = np.asarray(codes)
     if array.ndim != 2 or not np.issubdtype(array.dtype, np.integer):
         raise StatsError(
@@ -132,7 +133,7 @@ def _check_codes(codes: ArrayLike) -> NDArray[np.int64]:
     return array
 
 
-def _sorted_runs(
+def sorted_runs(
     code_arr: NDArray[np.int64], adm: NDArray[np.bool_] | None
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]:
     """Sort each row by (class, admissibility, sample position) packed into one int64 key.
@@ -157,9 +158,8 @@ def _sorted_runs(
     return classes, bits, positions, pad
 
 
-def _run_starts(
-    classes: NDArray[np.int64], pad: int
-) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+def run_starts(classes: NDArray[np.int64], pad: int) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Which entries are valid classes (below ``pad``), and which start a run of one class."""
     valid = classes < pad
     start = valid.copy()
     start[:, 1:] &= classes[:, 1:] != classes[:, :-1]
@@ -190,8 +190,8 @@ def rank_scores_from_codes(
             samples disagree on admissibility (a canonicalisation or labelling error that must
             not be resolved silently).
     """
-    _check_tie_rule(tie_rule)
-    code_arr = _check_codes(codes)
+    check_tie_rule(tie_rule)
+    code_arr = check_codes(codes)
     adm = np.asarray(admissible)
     if adm.shape != code_arr.shape or adm.dtype != np.bool_:
         raise StatsError(
@@ -205,8 +205,8 @@ def rank_scores_from_codes(
             n_classes=np.zeros(n, dtype=np.int64),
             mode_codes=np.full(n, -1, dtype=np.int64),
         )
-    classes, bits, positions, pad = _sorted_runs(code_arr, adm & (code_arr >= 0))
-    valid, start = _run_starts(classes, pad)
+    classes, bits, positions, pad = sorted_runs(code_arr, adm & (code_arr >= 0))
+    valid, start = run_starts(classes, pad)
     # Within a class the key sorts inadmissible samples first; a change of the bit inside a run
     # means the class's samples disagree.
     mixed = valid[:, 1:] & ~start[:, 1:] & (bits[:, 1:] != bits[:, :-1])

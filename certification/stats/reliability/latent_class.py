@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from certification.stats.errors import StatsError
-from certification.stats.reliability.rates import Label, _check_shape
+from certification.stats.reliability.rates import Label, check_shape
 
 # The stopping tolerance on the largest change of a posterior in one EM iteration, and the
 # iteration cap: a stored estimate records both. FaithBench's claim labels (1,516 units, 22
@@ -143,7 +143,7 @@ def dawid_skene(
         StatsError: ragged ratings, duplicate raters or units, units of the wrong length, a
             label that is not a string (naming its unit and rater), max_iter < 1 or tol <= 0.
     """
-    _check_shape(ratings, raters)
+    check_shape(ratings, raters)
     if len(units) != len(ratings) or len(set(units)) != len(units):
         raise StatsError("units must name each ratings row once")
     if max_iter < 1 or not tol > 0:

@@ -92,9 +92,10 @@ class RaterAccuracy:
     kappa: CohenKappa
 
 
-def _check_shape(
+def check_shape(
     ratings: Sequence[Sequence[Label | None]], raters: Sequence[str], n_units: int | None = None
 ) -> None:
+    """Raise StatsError unless the ratings are one row per unit, one entry per distinct rater."""
     if len(set(raters)) != len(raters):
         raise StatsError("rater ids must be distinct")
     for i, row in enumerate(ratings):
@@ -128,7 +129,7 @@ def accuracy_against(
         StatsError: ragged ratings, duplicate raters, references of the wrong length, or a
             confidence outside (0, 1).
     """
-    _check_shape(ratings, raters, len(references))
+    check_shape(ratings, raters, len(references))
     check_open_unit(confidence, name="confidence")
     results = []
     for column, rater in enumerate(raters):
@@ -187,7 +188,7 @@ def dispute_rates(
     Raises:
         StatsError: ragged ratings or duplicate raters.
     """
-    _check_shape(ratings, raters)
+    check_shape(ratings, raters)
     disputed = dict.fromkeys(raters, 0)
     compared = dict.fromkeys(raters, 0)
     for row in ratings:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_open_unit
-from certification.stats.reliability.rates import Label, Rate, _check_shape, rate
+from certification.stats.reliability.rates import Label, Rate, check_shape, rate
 
 # A quarter of the others' rate: "far below" (the FaithBench near-silent annotators flag about
 # one twentieth as often as their batch-mates).
@@ -96,7 +96,7 @@ def near_silence(
         StatsError: ragged ratings, duplicate raters, ratio or confidence outside (0, 1),
             min_labels < 1.
     """
-    _check_shape(ratings, raters)
+    check_shape(ratings, raters)
     check_open_unit(ratio, name="ratio")
     if min_labels < 1:
         raise StatsError(f"min_labels must be >= 1, got {min_labels}")

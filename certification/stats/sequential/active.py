@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike
 
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_open_unit
-from certification.stats.sequential.betting import GRID, ConfidenceSequence, _log_capital
+from certification.stats.sequential.betting import GRID, ConfidenceSequence, log_capital
 
 #: Grid points times observations evaluated at once (about 16 MB per float array).
 BLOCK_CELLS = 2_000_000
@@ -108,11 +108,11 @@ def bounded_betting_cs(
     for start in range(0, grid + 1, block):
         m = candidates[start : start + block]
         if two_sided:
-            plus = _log_capital(x, m, side=1, level=a / 2, population=None)
-            minus = _log_capital(x, m, side=-1, level=a / 2, population=None)
+            plus = log_capital(x, m, side=1, level=a / 2, population=None)
+            minus = log_capital(x, m, side=-1, level=a / 2, population=None)
             inside = np.maximum(plus, minus) + math.log(0.5) < threshold
         else:
-            inside = _log_capital(x, m, side=-1, level=a, population=None) < threshold
+            inside = log_capital(x, m, side=-1, level=a, population=None) < threshold
         any_in = inside.any(axis=0)
         first = np.where((first < 0) & any_in, start + np.argmax(inside, axis=0), first)
         top = start + m.size - 1 - np.argmax(inside[::-1], axis=0)

@@ -116,7 +116,7 @@ def _null_means(
     return (population * m[:, None] - before[None, :]) / left[None, :]
 
 
-def _log_capital(
+def log_capital(
     x: NDArray[np.float64],
     m: NDArray[np.float64],
     *,
@@ -187,11 +187,11 @@ def _sequence(
     threshold = math.log(1.0 / a)
     if two_sided:
         # hedged: max(K+/2, K-/2) < 1/alpha, each side betting at level alpha/2
-        plus = _log_capital(values, m, side=1, level=a / 2, population=big_n)
-        minus = _log_capital(values, m, side=-1, level=a / 2, population=big_n)
+        plus = log_capital(values, m, side=1, level=a / 2, population=big_n)
+        minus = log_capital(values, m, side=-1, level=a / 2, population=big_n)
         inside = np.maximum(plus, minus) + math.log(0.5) < threshold
     else:
-        inside = _log_capital(values, m, side=-1, level=a, population=big_n) < threshold
+        inside = log_capital(values, m, side=-1, level=a, population=big_n) < threshold
     any_in = inside.any(axis=0)
     first = np.argmax(inside, axis=0)
     last = grid - np.argmax(inside[::-1], axis=0)
@@ -304,7 +304,7 @@ def below_target_test(
     m = check_open_unit(target, name="target")
     values = check_observations(x)
     big_n = _check_population(population, values.size)
-    log_k = _log_capital(values, np.array([m]), side=-1, level=g, population=big_n)[0]
+    log_k = log_capital(values, np.array([m]), side=-1, level=g, population=big_n)[0]
     crossed = log_k >= math.log(1.0 / g)
     wealth = np.exp(log_k)
     return BelowTargetTest(

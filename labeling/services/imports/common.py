@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from labeling.fingerprints import fingerprint, text_sha256
 from labeling.importers.schema import PolicyVocabulary
 from labeling.importers.validation import MAX_ERRORS
 from labeling.models import ImportBatch, LabelPolicy
@@ -41,21 +41,6 @@ class ImportResult:
     created: dict[str, int]
     already_imported: bool = False
     notes: dict[str, Any] = field(default_factory=dict)
-
-
-def fingerprint(value: Any) -> str:
-    """Return the sha256 of the canonical JSON of ``value`` (sorted keys, no spaces, UTF-8).
-
-    Numbers compare by value because the parser reads integral numbers as ints
-    (``labeling.importers.native.loads_strict``): ``2`` and ``2.0`` give one fingerprint.
-    """
-    data = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()
-
-
-def text_sha256(text: str) -> str:
-    """Return the hex sha256 of the UTF-8 encoding of ``text`` (the pin of a source version)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def policy_vocabulary(policy: LabelPolicy) -> PolicyVocabulary:

@@ -11,7 +11,7 @@ from certification.exceptions import InvalidAudit
 from certification.models import AuditReport
 from certification.selectors import audit_rows
 from certification.services import audit_report_configure, audit_sample_draw
-from certification.services.audit_anytime import audit_target_set
+from certification.services.audit import audit_target_set
 from certification.stats.ppi import active_observation_range
 from certification.stats.sequential import active_betting_bounds, betting_cs, betting_upper_cs
 from labeling.exceptions import PermissionDenied
