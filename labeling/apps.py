@@ -50,11 +50,11 @@ class LabelingConfig(AppConfig):
         periodic_register(
             "work-recover", float(settings.CERTLABEL_WORK_RECOVER_SECONDS), _recover_now
         )
-        periodic_register("sso-recheck", 60.0, _sso_recheck_now)
         if settings.CERTLABEL_OIDC_ISSUER:
             from labeling.services.sso import role_map
 
             role_map()  # a malformed CERTLABEL_OIDC_ROLE_MAP fails the start, naming the entry
+            periodic_register("sso-recheck", 60.0, _sso_recheck_now)
 
         pre_save.connect(
             password_change_revokes_tokens,

@@ -196,7 +196,14 @@ class SsoSessionMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.method in ("GET", "HEAD") and SESSION_KEY in getattr(request, "session", {}):
+        # Only a page load of a browser that holds a session cookie, with single sign-on on:
+        # other requests never touch the session (no Vary: Cookie on /health/live, say).
+        if (
+            request.method in ("GET", "HEAD")
+            and settings.SESSION_COOKIE_NAME in request.COOKIES
+            and sso_enabled()
+            and SESSION_KEY in request.session
+        ):
             self._recheck(request)
         return self.get_response(request)
 
