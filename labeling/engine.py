@@ -437,9 +437,6 @@ def recover(*, now: datetime | None = None) -> RecoveryReport:
     Args:
         now: the time to judge lapses by (default: now).
 
-    Returns:
-        What was sent again and what was failed closed.
-
     Concurrency: each row is changed by its own compare-and-set and its task sent after that
     commits; two passes at once act on each row once. Every kind's work is idempotent.
     """

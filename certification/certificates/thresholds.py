@@ -241,9 +241,6 @@ def accepts(score: float, threshold: float, contract: Contract) -> bool:
         score: the unit's score times the contract's sign.
         threshold: a declared threshold, in the score field's units.
         contract: the typed contract (acceptance inequality).
-
-    Returns:
-        True when the score is accepted.
     """
     t = contract.sign * threshold
     return score >= t if contract.stats_accept == ">=" else score > t

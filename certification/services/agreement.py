@@ -211,9 +211,6 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     Args:
         project_id: the project's id.
 
-    Returns:
-        The project's report.
-
     Raises:
         NotFound: no project has this id.
         SupersededInputs: figures of votes read later are stored; nothing was written.

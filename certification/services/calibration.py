@@ -354,9 +354,6 @@ def calibration_spec_create(
         name: the chain's name, unique in the project.
         **fields: the contract (:data:`SPEC_FIELDS`; see :func:`spec_clean`).
 
-    Returns:
-        The spec, with its content hash.
-
     Raises:
         NotFound: the actor is not a member of the project.
         PermissionDenied: the actor is not a manager.
@@ -396,9 +393,6 @@ def calibration_spec_update(*, spec: CalibrationSpec, actor: Any, **fields: Any)
         spec: the spec.
         actor: a manager of its project.
         **fields: the fields to change (others keep their values).
-
-    Returns:
-        The updated spec, with its new content hash.
 
     Raises:
         NotFound, PermissionDenied: as :func:`calibration_spec_create`.

@@ -324,9 +324,6 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
     Args:
         project_id: the project's id.
 
-    Returns:
-        The project's report.
-
     Raises:
         NotFound: no project has this id.
         SupersededInputs: figures of inputs read later are stored; nothing was written.

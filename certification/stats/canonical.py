@@ -194,9 +194,6 @@ def canonical_number(value: Fraction) -> str:
 
     Args:
         value: the exact number.
-
-    Returns:
-        The canonical string.
     """
     if value.denominator == 1:
         return str(value.numerator)
@@ -270,9 +267,6 @@ def get_canonicaliser(name: str) -> Canonicaliser:
 
     Args:
         name: a registered name, e.g. ``"numeric"``.
-
-    Returns:
-        The canonicaliser.
 
     Raises:
         StatsError: if no canonicaliser has that name (the message lists the known names).

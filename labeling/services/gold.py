@@ -114,9 +114,6 @@ def gold_reference_set(
         data: the reference labels and rationale.
         import_batch: the import that brings the reference, if any.
 
-    Returns:
-        The current reference.
-
     Raises:
         PermissionDenied: ``actor`` is not a manager of the project.
         NotFound: no such item in the project.

@@ -151,9 +151,6 @@ def policy_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[FieldCh
     Args:
         old: the description of the current version (:func:`policy_content`).
         new: the proposed description, same shape.
-
-    Returns:
-        One :class:`FieldChange` per differing field; empty when nothing changed.
     """
     changes = []
     for name in CONTENT_FIELDS:

@@ -105,9 +105,6 @@ def vote_tally_rebuild(*, project: Project) -> Tally:
     writers) for the count, so no vote changes meanwhile: on a project of a million votes
     labelling waits for seconds. Used by the first fold of a project, when the version imported
     votes without one count under changed, and on a manager's request.
-
-    Returns:
-        The project's tally.
     """
     with transaction.atomic():
         project_label_writes_lock(project.pk, exclusive=True)

@@ -801,9 +801,6 @@ def release_build_fail(
 def release_export(*, release: Release, directory: Path) -> Path:
     """Copy the files of ``release`` (its done first build) into ``directory/<slug>-<version>``.
 
-    Returns:
-        The release directory written.
-
     Raises:
         NotFound: the release has no done build yet.
     """

@@ -50,9 +50,6 @@ def encode_samples(
             rows are padded with -1).
         canonicaliser: a registered name or a callable.
 
-    Returns:
-        :class:`EncodedSamples`.
-
     Raises:
         StatsError: on an unknown canonicaliser or a non-string sample.
     """
@@ -181,9 +178,6 @@ def rank_scores_from_codes(
         admissible: ``bool`` (n, K), whether each sample's class is admissible; every sample of a
             class must agree.
         tie_rule: see :data:`TIE_RULES`.
-
-    Returns:
-        :class:`RankScores`.
 
     Raises:
         StatsError: on malformed arrays, mismatched shapes, an unknown tie rule, or a class whose

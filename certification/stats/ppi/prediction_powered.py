@@ -52,9 +52,6 @@ def undefined_ppi(method: str, confidence: float, n: int, big_n: int, reason: st
         n: labelled items.
         big_n: unlabelled items.
         reason: why the estimate is undefined (one of the reason constants).
-
-    Returns:
-        The undefined estimate (``assumption`` :data:`ASYMPTOTIC`).
     """
     return PPIEstimate(
         method=method,
