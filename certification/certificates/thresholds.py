@@ -162,10 +162,6 @@ def selective_section(
 ) -> tuple[dict[str, Any], Certificate]:
     """Certify the prespecified thresholds on the calibration units.
 
-    Args:
-        units: the calibration partition's units (excluded ones are counted, not used).
-        contract: the typed contract (thresholds, alpha, delta, multiplicity, utility).
-
     Returns:
         The section as JSON primitives (``rows`` per threshold, ``chosen_threshold``,
         ``counts``, ...) and the :class:`~certification.stats.selective_risk.Certificate`.

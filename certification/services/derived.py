@@ -110,10 +110,7 @@ def derived_schedule(*, project_id: int, kind: str, at_once: bool = False) -> bo
     request) sends it without one, and also when a task waits held for the spacing (that one
     then finds nothing left to cover, unless changes came meanwhile).
 
-    Args:
-        project_id: the project.
-        kind: a :class:`~labeling.models.DerivedKind` value.
-        at_once: start it now, not after the spacing.
+    ``at_once`` starts it now, not after the spacing.
 
     Returns:
         Whether a task was enqueued by this call.
@@ -129,10 +126,7 @@ def derived_schedule_kinds(
     The states are read in one query (a missing one is created), so a commit that marked
     four kinds costs one read, not four.
 
-    Args:
-        project_id: the project.
-        kinds: :class:`~labeling.models.DerivedKind` values.
-        at_once: start them now, not after the spacing.
+    ``at_once`` starts them now, not after the spacing.
 
     Returns:
         The kinds for which this call enqueued a task, in the order given.
@@ -296,12 +290,6 @@ def derived_recompute(
     pass retries it. A database ``OperationalError`` is re-raised (the task retries, and takes
     its own lease back).
 
-    Args:
-        project_id: the project.
-        kind: a :class:`~labeling.models.DerivedKind` value.
-        compute: the service recomputing this kind for a project id.
-        task_id: the Celery task's id.
-
     A task that finds no change row of the (project, kind) and the result computed before
     computes nothing (``"current"``): its inputs did not change since (a message sent twice,
     or one held for the spacing while an explicit request ran first).
@@ -437,10 +425,8 @@ def derived_recompute_request(*, project: Project, kind: str, actor: Any) -> Non
     the project's vote tally is dropped too, so the recomputation counts every vote again from
     scratch (the full count, the check of the counts kept vote by vote).
 
-    Args:
-        project: the project.
-        kind: ``agreement``, ``calibration``, ``audit`` or ``reliability``.
-        actor: the requesting user (``None``: the command line).
+    ``kind`` is ``agreement``, ``calibration``, ``audit`` or ``reliability``; ``actor`` None is the
+    command line.
 
     Raises:
         PermissionDenied: the actor is a member but not a manager.

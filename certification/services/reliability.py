@@ -321,9 +321,6 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
     were read, and a report computed from inputs read later is never overwritten (raises
     ``SupersededInputs``).
 
-    Args:
-        project_id: the project's id.
-
     Raises:
         NotFound: no project has this id.
         SupersededInputs: figures of inputs read later are stored; nothing was written.

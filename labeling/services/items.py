@@ -76,11 +76,8 @@ def _ids(item_ids: Sequence[Any]) -> list[int]:
 def items_bulk_prioritise(*, project: Project, actor: Any, item_ids: Sequence[int]) -> BulkResult:
     """Move the given open items to the front of the serving queue (managers only).
 
-    Args:
-        project: the project.
-        actor: the requesting user (None: the command line).
-        item_ids: the items, in the order they should be served; ids of items that are not
-            open or not of ``project`` are left alone (in ``skipped``).
+    ``item_ids`` are served in the order given; ids of items not open or not of ``project`` are left
+    alone (in ``skipped``). ``actor`` None is the command line.
 
     Raises:
         NotFound: ``actor`` is not a member of the project.
@@ -110,12 +107,9 @@ def items_return_to_queue(
 
     The rules are in the module docstring.
 
-    Args:
-        project: the project.
-        actor: the requesting user (None: the command line).
-        item_ids: the items; open items and ids not of ``project`` are left alone.
-        extra_votes: how many more annotations each item collects (1 .. the room left under
-            the overlap bound of 100).
+    Open items and ids not of ``project`` are left alone. ``extra_votes`` is how many more
+    annotations each item collects (1 .. the room left under the overlap bound of 100). ``actor``
+    None is the command line.
 
     Returns:
         The returned items (``changed``) and those left alone (``skipped``).

@@ -146,12 +146,7 @@ def _rows(value: Any) -> dict[str, Any] | None:
 
 
 def policy_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[FieldChange, ...]:
-    """Return the fields that differ between two policy descriptions, in field order.
-
-    Args:
-        old: the description of the current version (:func:`policy_content`).
-        new: the proposed description, same shape.
-    """
+    """Return the fields that differ between two policy descriptions, in field order."""
     changes = []
     for name in CONTENT_FIELDS:
         before, after = old.get(name), new.get(name)

@@ -52,10 +52,6 @@ def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
     :class:`~labeling.models.VoteTally`: before its first fold) is left alone: that fold counts
     every item (so a first import pays nothing here).
 
-    Args:
-        project: the items' project.
-        item_ids: ids of items of ``project``.
-
     Returns:
         The difference written (empty when the votes did not change).
 
