@@ -238,8 +238,8 @@ LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
 def canonical_json_bytes(value: Any) -> bytes:
     """Return ``value`` as canonical JSON in UTF-8: sorted keys, no spaces, text not escaped.
 
-    Encoded by orjson (about 3x faster than the standard library on release records, measured
-    by tests/benchmarks/bench_release.py); floats are written in their shortest round-trip
+    Encoded by orjson (faster than the standard library on release records); floats are written
+    in their shortest round-trip
     form (``1e-05`` as ``0.00001``). An integer beyond 64 bits, which orjson refuses, is
     written by the standard library with the same rules. Callers pass finite numbers only
     (JSON has no NaN; releases turn a non-finite float into null).

@@ -170,8 +170,7 @@ def rank_scores_from_codes(
 
     For ``"canonical_ascending"`` the codes must be ordered like the canonical classes (as
     :func:`encode_samples` assigns them); ``"first_seen"`` uses the sample order. Cost: one
-    row-wise value sort of an (n, K) array plus a few elementwise passes, about 0.2 s for
-    200,000 x 20 (``tests/benchmarks/bench_certify.py``).
+    row-wise value sort of an (n, K) array plus a few elementwise passes.
 
     Args:
         codes: ``int`` (n, K), class codes 0..V-1, -1 = no sample (trailing only).
