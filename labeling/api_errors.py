@@ -13,16 +13,11 @@ Every error response under ``/api/`` has the body::
 - a domain error (``labeling/exceptions.py``) adds ``field`` at the top when it names one, and
   its ``data`` (e.g. the versions of a stale object).
 
-Three places produce it, so that no path answers HTML or DRF's field dicts:
-
-- :func:`exception_handler` (DRF's ``EXCEPTION_HANDLER``): domain errors with the status of
-  ``labeling/http_errors.py``, DRF's validation errors (their field dicts become the ``errors``
-  list), and DRF's own 401/403/404/405/406/415/429;
-- :class:`ApiErrorMiddleware`: a database outage (``OperationalError``, ``InterfaceError``)
-  becomes a 503 with ``Retry-After``; any other error response under ``/api/`` that is not
-  JSON (Django's 404 of a URL that did not resolve, e.g. a non-integer id, its 400 and 413
-  pages, its 500) is replaced by the JSON of its status;
-- ``labeling.views.errors.server_error`` (``handler500``), for an error raised outside a view.
+Produced by :func:`exception_handler` (DRF's ``EXCEPTION_HANDLER``), by
+:class:`ApiErrorMiddleware` (a database outage becomes a 503 with ``Retry-After``; any other
+non-JSON error response under ``/api/`` is replaced by the JSON of its status) and by
+``labeling.views.errors.server_error`` (``handler500``), so that no path answers HTML or DRF's
+field dicts.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """Fast inserts and updates of many plain rows, for whole-project work (imports, queues).
 
-``bulk_create`` builds a model instance per row and the SQL of every batch in Python; for the
-hundreds of thousands of claims of a large workload that is most of the import's time (profiled
-in tests/benchmarks/bench_import.py). Here rows are plain tuples, PostgreSQL receives them by
+``bulk_create`` builds a model instance per row and the SQL of every batch in Python, most of a
+large import's time. Here rows are plain tuples, PostgreSQL receives them by
 ``COPY … FROM STDIN`` and SQLite by multi-row ``INSERT … VALUES``. Primary keys are reserved up
 front (the table's sequence on PostgreSQL; after the largest id in use on SQLite, whose writer
 holds the database lock inside the import's transaction), so callers know every new row's id
 without reading rows back. Database constraints apply exactly as for any INSERT.
 
 ``bulk_update`` is slower still: it builds one ``CASE WHEN id = … THEN …`` expression per row
-and column in Python (8 s of a 16 s import of 5,000 resolved tasks). :func:`update_rows` sends
+and column in Python. :func:`update_rows` sends
 PostgreSQL one ``UPDATE … FROM unnest(arrays)`` and SQLite one parameterised ``UPDATE`` per row,
 which it runs in-process.
 

@@ -1,27 +1,12 @@
 """A Redis cache that keeps answering from process memory while Redis is away.
 
-:class:`FallbackRedisCache` is Django's ``RedisCache`` (the backend ``CERTLABEL_CACHE_URL=redis://``
-selects, ``labeling/settings.py``) with one difference: when Redis fails (refused or lost
-connection, timeout, any error Redis answers), the call is served by a ``LocMemCache`` of this
-process instead of raising. The cache holds the DRF throttle counters, so during an outage the
-throttles count per process (as with the default ``locmemcache://``) and requests answer as
-usual instead of with a 500.
-
-- **Fast.** The client connects and waits for an answer at most ``socket_connect_timeout`` /
-  ``socket_timeout`` seconds (0.5 each unless the options say otherwise) and never retries a
-  command, so no call waits longer than that on Redis.
-- **Back-off.** After a failure, every call of the process goes to the local cache for
-  ``FALLBACK_RETRY_SECONDS`` (5 s) without trying Redis; then one call tries Redis again (the
-  others keep using the local cache meanwhile). Once Redis answers, every call uses it again.
-  What was written to the local cache during the outage stays there (Redis has its own,
-  older values).
-- **Logged once.** The first failure of an outage is logged as a warning
-  (``cache.redis_unavailable``, logger ``labeling.cache``), at most one every
-  ``FALLBACK_WARNING_SECONDS`` (30 s) however Redis flaps; the return as ``cache.redis_restored``
-  with the outage's duration and the number of calls served locally.
-
-The outage state is shared by every thread of the process (Django builds one cache object per
-thread), keyed by the server address, so a thread pool learns of an outage once.
+:class:`FallbackRedisCache` is Django's ``RedisCache`` except that a failed Redis call is served
+by a ``LocMemCache`` of this process instead of raising (the DRF throttles then count per
+process). Calls never retry and time out after ``socket_connect_timeout`` / ``socket_timeout``;
+after a failure the process uses the local cache for ``FALLBACK_RETRY_SECONDS`` before one call
+tries Redis again. An outage is logged once (``cache.redis_unavailable``, at most every
+``FALLBACK_WARNING_SECONDS``) and its end as ``cache.redis_restored``. The outage state is shared
+by the process's threads, keyed by the server address.
 """
 
 from __future__ import annotations

@@ -323,19 +323,9 @@ def bar_chart(
 ) -> Chart:
     """Build a bar chart: one group of bars per category, one bar per series (or stacked).
 
-    Args:
-        chart_id: a token unique in the page (used for element ids, e.g. ``"work"``).
-        title: the chart's title (``<title>`` and caption).
-        description: what the chart shows, in a sentence (``<desc>``).
-        categories: the x-axis categories, in display order.
-        series: the series; each has one value per category (None: missing).
-        stacked: stack the series of a category in one bar (values should be >= 0) and add a
-            "total" column to the data table.
-        x_label: the x-axis title (also the data table's first column heading).
-        y_label: the y-axis title.
-        y_min: a fixed lower y-axis bound (default: from the data, including 0).
-        y_max: a fixed upper y-axis bound (default: from the data, including 0).
-        value_format: how values are written in labels and the data table.
+    ``series`` hold one value per category (None: missing); ``stacked`` stacks the series of a
+    category in one bar and adds a "total" column to the data table; ``y_min`` and ``y_max`` default
+    to the data's range, including 0; ``chart_id`` is unique in the page.
 
     Raises:
         ValueError: a series does not have one value per category.

@@ -152,9 +152,7 @@ def derived_mark(*, project_id: int, kinds: Iterable[str] = ALL_KINDS) -> None:
     Inserts one change row per kind (rolled back with the transaction) and, after the commit,
     hands each kind to the registered schedulers once per transaction.
 
-    Args:
-        project_id: the project whose inputs changed.
-        kinds: the :class:`~labeling.models.DerivedKind` values affected (default all).
+    ``kinds`` defaults to every :class:`~labeling.models.DerivedKind`.
 
     Raises:
         ValueError: an unknown kind.
@@ -177,8 +175,7 @@ def derived_mark(*, project_id: int, kinds: Iterable[str] = ALL_KINDS) -> None:
 def after_commit(event: Callable[[], None]) -> None:
     """Run ``event`` after the current transaction commits, in its batch, before the schedulers.
 
-    Args:
-        event: a function without arguments; a failure is logged, not raised.
+    A failure of ``event`` is logged, not raised.
     """
     if not connection.in_atomic_block:
         batch = CommitBatch()
@@ -200,12 +197,6 @@ def derived_mark_touched(
     For each kind, the test registered by :func:`derived_inputs_register` says whether its
     result reads one of the changed items or evaluators; a kind without a test is marked.
     Nothing is marked when no item and no evaluator changed.
-
-    Args:
-        project_id: the project of the items and evaluators.
-        kinds: the :class:`~labeling.models.DerivedKind` values the change may affect.
-        item_ids: the items whose state changed (resolved, returned, made gold...).
-        evaluator_ids: the evaluators whose labels changed.
 
     Returns:
         The kinds marked (sorted).

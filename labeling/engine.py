@@ -434,11 +434,7 @@ def _recover_unsent(kind: WorkKind, now: datetime, report: RecoveryReport) -> No
 def recover(*, now: datetime | None = None) -> RecoveryReport:
     """One recovery pass over every registered kind: lapsed leases and lost messages.
 
-    Args:
-        now: the time to judge lapses by (default: now).
-
-    Returns:
-        What was sent again and what was failed closed.
+    ``now`` (default: now) is the time lapses are judged by.
 
     Concurrency: each row is changed by its own compare-and-set and its task sent after that
     commits; two passes at once act on each row once. Every kind's work is idempotent.

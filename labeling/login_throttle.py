@@ -36,12 +36,6 @@ class LoginThrottleBackend(AxesStandaloneBackend):
     ) -> None:
         """Refuse a locked-out web login; pass every other call on.
 
-        Args:
-            request: the login's request, or None outside a web request.
-            username: the username given.
-            password: the password given.
-            **kwargs: further credentials, passed on to axes.
-
         Raises:
             AxesBackendPermissionDenied: the username is locked out from this address.
             PermissionDenied: local passwords are switched off (``CERTLABEL_PASSWORD_LOGIN``);

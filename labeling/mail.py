@@ -18,11 +18,7 @@ logger = logging.getLogger(__name__)
 def mail_send(*, subject: str, body: str, to: str, purpose: str) -> bool:
     """Send one plain-text e-mail from ``DEFAULT_FROM_EMAIL`` to ``to``.
 
-    Args:
-        subject: the subject line.
-        body: the plain-text body.
-        to: one recipient address.
-        purpose: what the e-mail is for (``invitation``, ``password_reset``), for the log.
+    ``purpose`` (``invitation``, ``password_reset``) is for the log.
 
     Returns:
         True if the backend accepted it, False if sending failed (logged as ``mail.failed``).

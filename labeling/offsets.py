@@ -53,9 +53,6 @@ def utf16_to_codepoint(text: str, offset: int, *, field: str = "offset") -> int:
         offset: 0 ≤ offset ≤ the UTF-16 length of ``text``.
         field: the input's name for error messages.
 
-    Returns:
-        The code-point offset of the same position.
-
     Raises:
         InvalidInput: the offset is negative, past the end, or between the two halves of a
             surrogate pair.

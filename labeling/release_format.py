@@ -1,37 +1,11 @@
 """The certlabel release format (schema 1.x): file names, canonical JSON, hashing, verification.
 
-Pure Python (no Django): the release builder (``certification.services.releases``) writes this
-format, the release importer (``labeling.importers.release``) and ``manage.py verify_release``
-read it. A release is a directory (or a zip of it) with these files:
-
-``manifest.json``
-    ``schema_version`` (``"MAJOR.MINOR"``; a reader refuses an unknown major), the project, the
-    release (version, parent), the label policies, the partition, what it certifies, ``files``
-    (every other file's name, sha256 and size in bytes) and ``counts`` (every count with its
-    denominator, overall and per partition; :func:`label_counts`).
-``labels.jsonl``
-    One record per candidate answer (:data:`LABEL_RECORD_KEYS`), ordered by question id, sample
-    index and candidate id. Offsets are Unicode code points, 0-based and end-exclusive.
-``labels.csv`` / ``labels.parquet``
-    The same records flattened to one row per candidate (:data:`TABLE_COLUMNS`); nested values
-    are canonical JSON strings in the ``*_json`` columns. In the CSV (from schema 1.1), a string
-    a spreadsheet would run as a formula is escaped with a leading ``'`` (:func:`csv_cell`);
-    the Parquet file keeps every value as it is.
-``sources.jsonl``
-    Every pinned source version of the project's documents, ordered by id and version.
-``ledger.json`` / ``report.json``
-    The guarantee ledgers of the certified calibration runs; the held-out report (from schema
-    1.3 with each test question's decisions under the run's certificate), agreement and
-    evaluator audits as they stood when the release was frozen.
-``provenance.jsonld``
-    W3C PROV-O (JSON-LD): the release, its parent, the source versions and the label activities.
-``README.md``
-    A Hugging Face dataset card whose YAML header makes the directory loadable with
-    ``datasets.load_dataset(path)``.
-
-Content files hold no wall-clock value of the build (no "exported at"): the same database state
-gives byte-identical files. Times that are data (source publication and observation, label
-creation, resolution) are ISO 8601 in UTC (``+00:00``).
+Pure Python (no Django): written by ``certification.services.releases``, read by
+``labeling.importers.release`` and ``manage.py verify_release``; the files are described in
+docs/releases.md ("Files"). Invariants: a reader refuses an unknown schema major; offsets are
+Unicode code points, 0-based, end-exclusive; content files hold no wall-clock value of the
+build, so the same database state gives byte-identical files; times that are data are ISO 8601
+in UTC (``+00:00``).
 """
 
 from __future__ import annotations
@@ -264,8 +238,8 @@ LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
 def canonical_json_bytes(value: Any) -> bytes:
     """Return ``value`` as canonical JSON in UTF-8: sorted keys, no spaces, text not escaped.
 
-    Encoded by orjson (about 3x faster than the standard library on release records, measured
-    by tests/benchmarks/bench_release.py); floats are written in their shortest round-trip
+    Encoded by orjson (faster than the standard library on release records); floats are written
+    in their shortest round-trip
     form (``1e-05`` as ``0.00001``). An integer beyond 64 bits, which orjson refuses, is
     written by the standard library with the same rules. Callers pass finite numbers only
     (JSON has no NaN; releases turn a non-finite float into null).

@@ -1,9 +1,8 @@
 """Plain statements, for the reads and writes every labelling request runs.
 
-A queryset costs about 1 ms of CPU per query on a small server (building, compiling and the
-model instances), several times the database's own time for a lookup by key. The label loop
-(next item, submit) runs a few dozen queries per cycle, so its hottest fixed-shape reads are
-plain parameterised statements: :func:`select_rows` where the caller wants tuples, and
+A queryset's CPU cost (building, compiling, model instances) is several times the database's own
+time for a lookup by key, so the label loop's hottest fixed-shape reads are plain parameterised
+statements: :func:`select_rows` where the caller wants tuples, and
 :func:`raw_models` and :func:`raw_first` where it wants model instances (built as
 ``Manager.raw`` builds them, the fields' converters applied, e.g. JSON).
 The fixed-shape writes of the same loop (a status flip, a version bump, its new rows) are plain
@@ -386,11 +385,9 @@ def in_ids(column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
 
     SQLite: ``column IN (%s, %s, ...)``, one parameter per id. PostgreSQL:
     ``column = ANY(%s::bigint[])``, one parameter: the array's text (:func:`id_array`).
-    psycopg parses and caches a statement's placeholders only up to 50 parameters, so an ``IN``
-    list of 2,000 ids was parsed again on every run (12 of 60 profiled seconds of starting
-    labelling on 50,000 items), and the statement's text no longer depends on the number of
-    ids (one prepared statement serves every chunk). ``column`` is SQL the caller writes (a
-    column name, never input).
+    psycopg caches a statement's placeholders only up to 50 parameters, and one array parameter
+    keeps the statement's text independent of the number of ids (one prepared statement serves
+    every chunk). ``column`` is SQL the caller writes (a column name, never input).
 
     Raises:
         ValueError: ``ids`` is empty (an empty list would select nothing: the caller skips it).
@@ -406,9 +403,7 @@ def in_ids(column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
 def id_array(ids: Iterable[int]) -> str:
     """Return the PostgreSQL array literal of integer ids, ``{1,2,3}``, for an ``::…[]`` cast.
 
-    Sent as one text parameter: psycopg adapts a list element by element in Python (about
-    0.7 ms per 1,000 ids, a tenth of starting labelling on 50,000 items), the text costs a
-    join.
+    Sent as one text parameter: psycopg would adapt a list element by element in Python.
 
     Raises:
         TypeError: an id is not an integer (so no other text can reach the literal).

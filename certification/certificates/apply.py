@@ -138,9 +138,6 @@ def certificate_methods(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     certified, conformal sets when M* exists (an infinite M* certifies the whole answer space:
     a certificate, a vacuous one). Either may then be applied alone (:func:`certificate_freeze`).
 
-    Args:
-        result: the run's stored result (``selective_risk``, ``conformal``).
-
     Returns:
         ``{method: {"certified": bool, "reason": str | None}}`` for the methods of
         :data:`METHODS` the result holds, in that order; ``reason`` says why one certifies
@@ -166,9 +163,7 @@ def certificate_methods(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def certificate_status(result: Mapping[str, Any], methods: Collection[str] = METHODS) -> str | None:
     """Return why a done run certifies nothing usable in ``methods``, or None when it does.
 
-    Args:
-        result: the run's stored result (``selective_risk``, ``conformal``).
-        methods: the methods asked for (default: every method of the run).
+    ``methods`` defaults to every method of the run.
 
     Returns:
         The first reason in words (:func:`certificate_methods`), or None.
@@ -204,14 +199,8 @@ def certificate_freeze(
 ) -> FrozenCertificate:
     """Read a done run's certificate from its contract and stored result.
 
-    Args:
-        run_id: the run's id.
-        spec_sha256: the run's spec hash.
-        input_sha256: the run's input hash.
-        contract: the spec's contract (``spec_content``).
-        result: the run's stored result (``calibration_result_compute``).
-        method: one method of a ``both`` contract (:data:`METHODS`) to apply alone, or None
-            for every method of the contract; the caller checks that the contract has it.
+    ``method`` is one method of a ``both`` contract (:data:`METHODS`) to apply alone, or None for
+    every method; the caller checks that the contract has it.
 
     Returns:
         The :class:`FrozenCertificate` of the methods applied (its contract's ``method`` is
@@ -315,10 +304,6 @@ def question_parse(raw: Any, contract: Contract) -> dict[str, Any]:
     spec's answer field (required when the spec ranks answers: conformal sets or the ``mode``
     selector), ``score`` its score field (absent or null = missing: never accepted),
     ``selected`` the ``is_selected`` flag. Unknown keys are refused.
-
-    Args:
-        raw: the question as decoded JSON.
-        contract: the run's typed contract.
 
     Returns:
         ``{"id", "candidates": [{"id", "sample", "answer", "selected", "score"}]}``.
@@ -485,10 +470,6 @@ def heldout_decisions(
     or None) and ``loss`` (the emitted unit's 0/1 loss, None when excluded or without an
     answer), with a bounded loss also ``bounded_loss`` (in [0, 1]); per prediction set
     ``excluded`` and ``set_covers`` (whether an admissible class is in the set).
-
-    Args:
-        certificate: the run's :class:`FrozenCertificate`.
-        inputs: the run's inputs snapshot (its ``test`` section is read).
 
     Returns:
         One record per test question, in snapshot order: the :func:`certificate_apply` record

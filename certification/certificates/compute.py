@@ -74,10 +74,6 @@ def calibration_result_compute(
 ) -> dict[str, Any]:
     """Compute every statistic of a run from the contract and the inputs snapshot.
 
-    Args:
-        contract: the spec's canonical contract (``spec_content``).
-        inputs: the snapshot (``calibration_inputs``).
-
     Returns:
         The result as JSON primitives: ``selective_risk``, ``conformal``, ``rccs``,
         ``dependence``, ``heldout``, ``ledger``, ``pending``, ``outcome`` and

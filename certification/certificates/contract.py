@@ -100,9 +100,6 @@ class Contract:
         Args:
             content: the contract, JSON primitives (decimals as strings).
 
-        Returns:
-            The typed contract.
-
         Raises:
             KeyError: if a required field is missing.
             decimal.InvalidOperation: if a decimal field is not a number.

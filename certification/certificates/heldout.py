@@ -92,11 +92,8 @@ def heldout_units(
 ) -> tuple[list[HeldoutUnit], dict[str, int], dict[str, int]]:
     """Apply the frozen policy once to each test unit (excluded units counted apart).
 
-    Args:
-        units: the test partition's units.
-        contract: the typed contract.
-        chosen_threshold: the certified operating point (score units), or None.
-        m_star: M* (number of classes, possibly ``math.inf``), or None.
+    ``chosen_threshold`` (score units) and ``m_star`` (M*, possibly ``math.inf``) are None when not
+    certified.
 
     Returns:
         The records of the units not excluded, the exclusion counts by reason, and
@@ -214,11 +211,7 @@ def bounded_loss_report(
 ) -> dict[str, Any]:
     """The mean bounded loss of the emitted test answers, with a two-sided HB interval.
 
-    Args:
-        units: the test partition's units (excluded ones are left out).
-        contract: the typed contract (a bounded loss; report confidence).
-        chosen_threshold: the certified operating point (score units), or None (nothing
-            emitted).
+    ``chosen_threshold`` is in score units; None emits nothing. Excluded units are left out.
 
     Returns:
         ``emitted`` (m), ``loss_sum``, ``value`` (the mean, None when m = 0), ``lower`` and
@@ -256,11 +249,8 @@ def heldout_section(
 ) -> dict[str, Any]:
     """Return the held-out section: the frozen policy's report on the test partition.
 
-    Args:
-        units: the test partition's units.
-        contract: the typed contract (report confidence, methods).
-        chosen_threshold: the certified operating point (score units), or None.
-        m_star: M* (number of classes, possibly ``math.inf``), or None.
+    ``chosen_threshold`` (score units) and ``m_star`` (M*, possibly ``math.inf``) are None when not
+    certified.
 
     Returns:
         ``partition``, ``policy`` (in words), ``units``, ``excluded``, ``claims_excluded``,

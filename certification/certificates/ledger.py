@@ -419,14 +419,6 @@ def ledger(
     denominator of the certified rate, what it is conditional on, what the probability is over,
     its parameters, the correction for selection, its assumptions and where it stops.
 
-    Args:
-        contract: the typed contract.
-        inputs: the inputs snapshot.
-        selective: the selective-risk section, or None.
-        conformal: the conformal section, or None.
-        dependence: the dependence section.
-        pending: not-yet-resolved candidates per partition.
-
     Returns:
         Twelve ``{"field", "title", "value"}`` dicts of strings, in :data:`LEDGER_FIELDS` order.
 
@@ -453,9 +445,6 @@ def ledger_sha256(entries: Sequence[Mapping[str, str]]) -> str:
     Every decision made under a certificate carries it, so a decision can be matched with the
     exact twelve sentences that state what its guarantee covers (the run page, the API's run
     report and a release's ``ledger.json`` hold the same list).
-
-    Args:
-        entries: the run's ledger, as stored (``result["ledger"]``).
 
     Returns:
         64 lowercase hex digits.

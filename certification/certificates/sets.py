@@ -59,9 +59,6 @@ def _threshold(threshold: ConformalThreshold) -> dict[str, Any]:
 def stopping_summary(prepared: Sequence[PreparedQuestion]) -> dict[str, Any]:
     """Return the samples the stopping rule saved over a partition.
 
-    Args:
-        prepared: the partition's prepared questions.
-
     Returns:
         ``samples_available``, ``samples_used``, ``samples_saved`` (integer sample counts),
         ``fraction_saved`` (in [0, 1], None without samples) and ``no_answer_samples``.
@@ -125,9 +122,6 @@ def _curve(
 def _curve_infinite(curve: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """Return where the coverage curve's M* is infinite, or None when it never is.
 
-    Args:
-        curve: the section's ``curve`` points.
-
     Returns:
         ``alphas`` (the miscoverage levels with M* = inf, as text), ``n`` (questions evaluated
         at each point: all of them get the whole answer space) and ``covered_unsolvable`` (how
@@ -164,12 +158,6 @@ def conformal_section(
     contract: Contract,
 ) -> tuple[dict[str, Any], float | None]:
     """Return the conformal section and M* (None when calibration is empty).
-
-    Args:
-        calibration: the calibration partition's prepared questions.
-        test: the test partition's prepared questions (for the sets' held-out evaluation and
-            the curve).
-        contract: the typed contract (alpha, canonicaliser, tie rule, stopping rule).
 
     Returns:
         The section as JSON primitives and M*, a number of classes (possibly ``math.inf``), or

@@ -162,10 +162,6 @@ def selective_section(
 ) -> tuple[dict[str, Any], Certificate]:
     """Certify the prespecified thresholds on the calibration units.
 
-    Args:
-        units: the calibration partition's units (excluded ones are counted, not used).
-        contract: the typed contract (thresholds, alpha, delta, multiplicity, utility).
-
     Returns:
         The section as JSON primitives (``rows`` per threshold, ``chosen_threshold``,
         ``counts``, ...) and the :class:`~certification.stats.selective_risk.Certificate`.
@@ -241,9 +237,6 @@ def accepts(score: float, threshold: float, contract: Contract) -> bool:
         score: the unit's score times the contract's sign.
         threshold: a declared threshold, in the score field's units.
         contract: the typed contract (acceptance inequality).
-
-    Returns:
-        True when the score is accepted.
     """
     t = contract.sign * threshold
     return score >= t if contract.stats_accept == ">=" else score > t

@@ -134,9 +134,6 @@ def claim_counts(candidate: Mapping[str, Any], contract: Contract) -> tuple[int,
         candidate: one candidate of the snapshot (``claims``: label -> count).
         contract: the typed contract (claims labelled ``evidence_unavailable`` are excluded when
             that outcome is).
-
-    Returns:
-        Three non-negative integer claim counts.
     """
     assessed = unsupported = excluded = 0
     for label, count in candidate.get("claims", {}).items():
@@ -243,9 +240,6 @@ def rank_answers(
         contract: the typed contract (stopping rule, tie rule).
         canon: the canonicaliser, answer text -> canonical form.
 
-    Returns:
-        The :class:`RankedAnswers`.
-
     Raises:
         StatsError: from the stopping rule or the frequency profile on malformed answers.
     """
@@ -274,9 +268,6 @@ def prepare_question(
         question: the snapshot's question.
         contract: the typed contract (stopping rule, tie rule, counting policy).
         canon: the canonicaliser, answer text -> canonical form.
-
-    Returns:
-        The :class:`PreparedQuestion`.
 
     Raises:
         StatsError: from the stopping rule or the frequency profile on malformed answers.

@@ -182,9 +182,7 @@ def agreement_report_get(*, project: Project, actor: Any = None) -> AgreementVie
     Queries: one for the report, one for the usernames when identities are shown, plus the
     role lookup when ``project`` carries no ``member_role`` annotation.
 
-    Args:
-        project: the project (already scoped to the actor by the caller).
-        actor: the viewing user, or None.
+    ``project`` is already scoped to the actor by the caller.
 
     Returns:
         An :class:`AgreementView`, or None when no report has been stored yet.

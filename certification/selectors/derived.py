@@ -55,9 +55,6 @@ def derived_freshness(*, project: Project) -> dict[str, Freshness]:
     first computation), ``newer_changes`` the changes committed since that it does not cover
     (the change rows left), ``generation`` the largest change id known.
 
-    Args:
-        project: the project.
-
     Returns:
         One :class:`Freshness` per :class:`~labeling.models.DerivedKind` value.
     """

@@ -70,9 +70,6 @@ class ReliabilityInputs:
 def reliability_inputs(*, project: Project) -> ReliabilityInputs:
     """Return the inputs of the project's reliability figures (reads only, fixed query count).
 
-    Args:
-        project: the project.
-
     Returns:
         A :class:`ReliabilityInputs` with deterministic ordering.
     """

@@ -208,12 +208,6 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     writes nothing and raises ``SupersededInputs``, so a slow run never overwrites a newer
     report, and the caller keeps the change marks it read.
 
-    Args:
-        project_id: the project's id.
-
-    Returns:
-        The project's report.
-
     Raises:
         NotFound: no project has this id.
         SupersededInputs: figures of votes read later are stored; nothing was written.

@@ -1,43 +1,18 @@
 """Anytime-valid audit figures: labelling may stop as soon as the evidence suffices.
 
-The fixed-n figures of the audit (``certification.services.audit``) hold at a sample size fixed
-in advance; a team that looks after every label and stops when they look good voids them. The
-figures here are confidence sequences by betting (``certification.stats.sequential``), valid at
-every sample size at once.
+Confidence sequences by betting (:mod:`certification.stats.sequential`), valid at every sample
+size at once, beside the fixed-n figures of :mod:`certification.services.audit`. A sequence needs
+a label-independent order: the sample's members are taken in a permutation by item id drawn from
+``numpy.random.default_rng([seed, 1])``, and the figures use the longest prefix whose members are
+all resolved, never the order labels came back in (disagreements take longer and are more often
+errors). An unresolved item counts as an error.
 
-Order. A sequence needs an order that does not depend on the labels. The audit sample's
-members are taken in its *sequential order*: a permutation of the members (by item id) drawn
-from ``numpy.random.default_rng([seed, 1])``, fixed by the sample's seed when it was drawn. The
-figures use the longest prefix of that order whose members are all resolved, never the members
-in the order their labels came back (items people disagree on take longer to adjudicate, and
-are more often errors: the order labels return in is not label-independent). Resolved members
-after the first open one wait until it is resolved.
-
-Figures (JSON under the audit result's ``anytime`` key, see :func:`anytime_json`):
-
-- the workload error rate: per stratum of the sample's design (verdict x slice), the prefix's
-  human error indicators (an unresolved item counts as an error, as the fixed-n default) feed
-  a sequence without replacement from the stratum's N_h items at delta/H; the strata combine by
-  their shares N_h/N (two-sided interval and one-sided upper bound);
-- the judge's false positive and false negative rates: two-sided sequences over the prefix's
-  items of each human class (an unavailable verdict is left out), treating the audited items
-  as i.i.d. draws from the population of items (the superpopulation the fixed-n rates also
-  target): exact for equal inclusion probabilities, and the range of the sample's
-  probabilities is stated beside them;
-- with a manager's target (``AuditReport.anytime_target``): the stop message, and a planner,
-  the simulated number of labels at which the test of "rate >= target" stops if the true rate
-  were a quarter, half or three quarters of the target (one stratum, the workload's N items).
-
-An active sample (unequal probabilities) has its own sequence: the *whole workload* judged at
-the draw is taken in a seeded permutation (``default_rng([seed, 1])`` of its item ids), and item
-t contributes the active summand Z_t = f_t + (Y_t - f_t) xi_t / pi_t from its recorded
-prediction and probability: at once when it was not drawn, once resolved when it was (an
-unresolved one counts as an error). The sequence is the longest prefix whose drawn items are
-all resolved; the summands' range is fixed by the design before any label
-(``certification.stats.ppi.active_observation_range``), and the bounds are the betting
-sequences of ``certification.stats.sequential.active_betting_bounds``, treating the workload's
-items as i.i.d. draws from the traffic. The judge's rates and the planner are not given for it
-(the drawn items are not a simple random sample of either human class).
+Figures (:func:`anytime_json`): the workload error rate (per stratum at delta/H, without
+replacement, combined by N_h/N); the judge's false positive and negative rates (audited items
+treated as i.i.d. draws from the population); with a target, the stop message and a planner. An
+active sample takes the whole workload in a seeded permutation with the active summand
+f_t + (Y_t - f_t) xi_t / pi_t, whose range the design fixes before any label
+(``active_observation_range``); it has no judge rates and no planner.
 """
 
 from __future__ import annotations

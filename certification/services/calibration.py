@@ -348,14 +348,8 @@ def calibration_spec_create(
 ) -> CalibrationSpec:
     """Write a new calibration spec (version 1 of a new chain).
 
-    Args:
-        project: the project.
-        actor: a manager of the project.
-        name: the chain's name, unique in the project.
-        **fields: the contract (:data:`SPEC_FIELDS`; see :func:`spec_clean`).
-
-    Returns:
-        The spec, with its content hash.
+    ``name`` is the chain's name, unique in the project; ``fields`` is the contract
+    (:data:`SPEC_FIELDS`; see :func:`spec_clean`).
 
     Raises:
         NotFound: the actor is not a member of the project.
@@ -392,13 +386,7 @@ def calibration_spec_create(
 def calibration_spec_update(*, spec: CalibrationSpec, actor: Any, **fields: Any) -> CalibrationSpec:
     """Change a spec in place, which only a spec no run has used (and not superseded) allows.
 
-    Args:
-        spec: the spec.
-        actor: a manager of its project.
-        **fields: the fields to change (others keep their values).
-
-    Returns:
-        The updated spec, with its new content hash.
+    ``fields`` are the fields to change; the others keep their values.
 
     Raises:
         NotFound, PermissionDenied: as :func:`calibration_spec_create`.

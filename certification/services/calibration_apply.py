@@ -158,13 +158,6 @@ def questions_parse(
 ) -> list[dict[str, Any]]:
     """Validate every question (at most :data:`MAX_QUESTIONS`, ids distinct).
 
-    Args:
-        certificate: the run's certificate (its contract says which fields are required).
-        questions: the questions as decoded JSON (the request's ``questions``).
-
-    Returns:
-        The parsed questions (``certification.certificates.apply.question_parse``).
-
     Raises:
         InvalidInput: the first invalid question; ``field`` names it and the field, and the
             message names the question's id when it has one.

@@ -1,32 +1,22 @@
 """Coalesced, single-flight recomputation of derived results.
 
 A write marks its project's derived results stale in its own transaction
-(:func:`labeling.derived.derived_mark` inserts :class:`~labeling.models.DerivedChange` rows);
-after the commit it hands each marked (project, kind) to :func:`derived_schedule`. Per
-(project, kind) one :class:`~certification.models.DerivedResultState` row coalesces the work,
-as one kind of the background engine's work (``labeling.engine``):
+(:func:`labeling.derived.derived_mark` inserts :class:`~labeling.models.DerivedChange` rows) and
+after the commit hands each (project, kind) to :func:`derived_schedule`. One
+:class:`~certification.models.DerivedResultState` row per (project, kind) coalesces the work, as
+one kind of ``labeling.engine`` work:
 
-- :func:`derived_schedule` enqueues a task only when the state's ``enqueued_at`` is empty (or
-  older than the engine's lapse: a lost message), by a compare-and-set update, so however many
-  changes arrive at most one task waits. The task is held (:func:`_spacing`) so that a kind's
-  computations of a project start at most every ``CERTLABEL_DERIVED_INTERVAL`` and take at
-  most ``CERTLABEL_DERIVED_MAX_SHARE`` of a worker (the wait after a computation grows with
-  how long it took); ``enqueued_at`` is the time the held task is due. A manager's explicit
-  request (:func:`derived_recompute_request`) is sent at once;
-- :func:`derived_recompute` (the task) takes the state's lease and clears ``enqueued_at`` in
-  one update, so at most one runs and the changes committed after its start queue exactly one
-  more; it reads the change rows present, recomputes from the latest committed state under the
-  lease's heartbeat, and in the same transaction deletes the rows it covered and records the
-  largest id as ``covered_generation``, with how long the computation took
-  (``duration_seconds``). A change that commits late (with a smaller id) stays present and is
-  counted as newer: the result is current exactly when no change row is left. A task that
-  finds no change row left and the result computed before (a message sent twice, or one held
-  for the spacing after an explicit request ran) computes nothing: a recomputation that reads
-  the whole project runs only when its inputs changed.
-- the engine's recovery pass sends again every state that has change rows and nothing queued
-  or held (a mark whose enqueue failed, a lost message), and frees a lease whose worker died.
-
-An enqueue failure is logged, never raised: the mark is in the database.
+- :func:`derived_schedule` enqueues only when ``enqueued_at`` is empty (or older than the lapse),
+  by compare-and-set, so at most one task waits; the task is held (:func:`_spacing`) so that
+  computations start at most every ``CERTLABEL_DERIVED_INTERVAL`` and take at most
+  ``CERTLABEL_DERIVED_MAX_SHARE`` of a worker. An explicit request
+  (:func:`derived_recompute_request`) is sent at once.
+- :func:`derived_recompute` takes the lease and clears ``enqueued_at`` in one update, recomputes,
+  and in the same transaction deletes the change rows it covered: the result is current exactly
+  when no change row is left (a late commit with a smaller id stays and counts as newer). With no
+  change row left and a result present it computes nothing.
+- The engine's recovery pass resends states with change rows and nothing queued, and frees a dead
+  worker's lease. An enqueue failure is logged, never raised.
 """
 
 from __future__ import annotations
@@ -110,10 +100,7 @@ def derived_schedule(*, project_id: int, kind: str, at_once: bool = False) -> bo
     request) sends it without one, and also when a task waits held for the spacing (that one
     then finds nothing left to cover, unless changes came meanwhile).
 
-    Args:
-        project_id: the project.
-        kind: a :class:`~labeling.models.DerivedKind` value.
-        at_once: start it now, not after the spacing.
+    ``at_once`` starts it now, not after the spacing.
 
     Returns:
         Whether a task was enqueued by this call.
@@ -129,10 +116,7 @@ def derived_schedule_kinds(
     The states are read in one query (a missing one is created), so a commit that marked
     four kinds costs one read, not four.
 
-    Args:
-        project_id: the project.
-        kinds: :class:`~labeling.models.DerivedKind` values.
-        at_once: start them now, not after the spacing.
+    ``at_once`` starts them now, not after the spacing.
 
     Returns:
         The kinds for which this call enqueued a task, in the order given.
@@ -296,12 +280,6 @@ def derived_recompute(
     pass retries it. A database ``OperationalError`` is re-raised (the task retries, and takes
     its own lease back).
 
-    Args:
-        project_id: the project.
-        kind: a :class:`~labeling.models.DerivedKind` value.
-        compute: the service recomputing this kind for a project id.
-        task_id: the Celery task's id.
-
     A task that finds no change row of the (project, kind) and the result computed before
     computes nothing (``"current"``): its inputs did not change since (a message sent twice,
     or one held for the spacing while an explicit request ran first).
@@ -437,10 +415,8 @@ def derived_recompute_request(*, project: Project, kind: str, actor: Any) -> Non
     the project's vote tally is dropped too, so the recomputation counts every vote again from
     scratch (the full count, the check of the counts kept vote by vote).
 
-    Args:
-        project: the project.
-        kind: ``agreement``, ``calibration``, ``audit`` or ``reliability``.
-        actor: the requesting user (``None``: the command line).
+    ``kind`` is ``agreement``, ``calibration``, ``audit`` or ``reliability``; ``actor`` None is the
+    command line.
 
     Raises:
         PermissionDenied: the actor is a member but not a manager.

@@ -1,37 +1,13 @@
 """Per-person reliability: recompute a project's :class:`~certification.models.ReliabilityReport`.
 
-What is stored in ``result`` (JSON primitives; proportions in [0, 1]; every rate is
-``{"numerator", "denominator", "estimate", "lower", "upper"}`` with the exact two-sided
-Clopper–Pearson interval at ``confidence``, ``estimate``/``lower``/``upper`` null at 0/0):
-
-- ``policy_version``, ``confidence``, ``threshold`` (the accuracy a person should reach: the
-  policy version's qualification threshold), ``near_silent_rule`` (``ratio``, ``min_labels``).
-- ``people``: one entry per rater of the policy version's votes or of gold work, in rater order:
-  ``rater`` (``user:<id>`` or ``prior:<pseudonym>``), ``queued`` (their items that entered the
-  disagreement queue / their items whose votes were compared), ``flags`` (``below_threshold``,
-  ``near_silent``: lists of the levels where the flag holds) and ``levels`` → ``answer`` /
-  ``claim`` → ``n_labels``; ``resolutions`` and ``gold`` (accuracy against the current
-  consensus or adjudicated resolutions, and on gold items against their references, kept
-  apart: ``accuracy``, ``labels``, ``confusion`` (rows: reference, columns: the person's
-  label), ``per_label`` ({label: rate}), ``kappa`` ({value, reason, ci_low, ci_high,
-  interval_reason}); null
-  without a reference); ``disputed`` (labels on units where the labels differed / labels on
-  units with 2 or more labels); ``sided_with`` (on disputed units the adjudicator resolved, the
-  labels equal to the adjudicated label); ``silence`` (``default_label``, ``flags``,
-  ``others_rate``, ``near_silent``).
-- ``alpha``: per level, Krippendorff's alpha of all the votes and of the votes without the
-  flagged people (``all``, ``without_flagged``: ``{value, reason}``, ``left_out``: raters);
-  no label is changed or dropped from any other figure.
-- ``dawid_skene``: per level, the model estimate (``reason`` null, ``labels``, ``priors``,
-  ``iterations``, ``change`` (the largest change of a posterior in the last EM iteration),
-  ``tol`` (EM stops when ``change`` < ``tol``), ``max_iter``, ``converged`` (false: stopped at
-  ``max_iter``), ``confusion`` {rater: matrix, rows = true label}, ``posteriors`` {unit id:
-  probabilities aligned with ``labels``}), or ``{"reason": ...}`` alone when undefined (no
-  label, or no item labelled by two annotators); ``assumptions``: the model's assumptions.
-
-A person is flagged ``below_threshold`` at a level when the interval's upper bound of their
-accuracy against resolutions, or on gold items, lies below the threshold: with 97.5%
-confidence their accuracy there is lower than the project asks for.
+``result`` holds JSON primitives (docs/reliability.md shows it): every rate is ``{"numerator",
+"denominator", "estimate", "lower", "upper"}`` with the exact two-sided Clopper–Pearson interval
+at ``confidence`` (null at 0/0); ``people`` per rater (``user:<id>`` or ``prior:<pseudonym>``),
+with accuracy against resolutions and on gold items kept apart, dispute and silence figures;
+``alpha`` per level with and without the flagged people (no label is dropped from any other
+figure); ``dawid_skene`` per level, or ``{"reason": ...}`` when undefined. A person is flagged
+``below_threshold`` at a level when the upper bound of their accuracy (against resolutions, or on
+gold items) lies below the policy version's qualification threshold.
 """
 
 from __future__ import annotations
@@ -320,12 +296,6 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
     transaction, then locks the report row in a short one; ``computed_at`` is when the inputs
     were read, and a report computed from inputs read later is never overwritten (raises
     ``SupersededInputs``).
-
-    Args:
-        project_id: the project's id.
-
-    Returns:
-        The project's report.
 
     Raises:
         NotFound: no project has this id.

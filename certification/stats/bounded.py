@@ -25,15 +25,10 @@ Edge cases, exactly:
       binomial p-value P[Binomial(n, alpha) <= 0] of zero errors in n.
     * n = 0: nothing was observed, p_HB = 1.
 
-The binomial term reads the ceiling of the loss total n R̂, so the total must be exact: a float
-``n * mean`` or a float sum of losses can land just above an integer (0.28 * 25 =
-7.000000000000001; thirty losses of 0.1 sum to 3.0000000000000004) and make the ceiling one too
-large, a valid test up to several times too weak. Totals are therefore taken exactly where they
+The binomial term reads the ceiling of the loss total n R̂, so totals are taken exactly where they
 can be (an ``int`` or ``fractions.Fraction`` risk is multiplied out exactly), and a float total
-within ``TOTAL_TOLERANCE`` × max(n, 1) of an integer is read as that integer. That tolerance is
-far above the rounding of a float sum of n losses (about n² 2^-53 at worst, 1e-4 at n = 10^6
-only in contrived orders; n 2^-53 typically) for the n a labelling study reaches, and far below
-any loss resolution a study records; a total truly within it of an integer k counts as k.
+within ``TOTAL_TOLERANCE`` × max(n, 1) of an integer is read as that integer: a float sum can land
+just above it and make the ceiling one too large.
 """
 
 from __future__ import annotations

@@ -65,9 +65,6 @@ def _require_str(answer: object) -> str:
 def exact(answer: str) -> str:
     """Return the answer unchanged (every distinct string is its own class).
 
-    Args:
-        answer: the sampled answer.
-
     Returns:
         ``answer``.
 
@@ -86,9 +83,6 @@ def text(answer: str) -> str:
     "(-3)" -> "-3", "x=-3", "1e-5"; punctuation dropped before such a sign becomes a space).
     Symbols (``S*``, e.g. "$", "+") are kept, so "1+1" and "11" stay apart. The result is a
     fixed point: canonicalising it again changes nothing.
-
-    Args:
-        answer: the sampled answer.
 
     Returns:
         The canonical text; "" when nothing but punctuation and space remains ("" is a class).
@@ -153,9 +147,6 @@ def parse_number(answer: str) -> Fraction | None:
     q > 0, at most 100 characters in all; then an optional trailing currency symbol, "%" (dropped:
     answer keys state the number without the sign) and a final full stop ("42.").
 
-    Args:
-        answer: the sampled answer.
-
     Returns:
         The exact value as a :class:`~fractions.Fraction`, or None.
 
@@ -191,12 +182,6 @@ def canonical_number(value: Fraction) -> str:
 
     Integers as plain digits ("42", "0", never "-0"); terminating decimals without trailing zeros
     ("0.5", "-2.75"); other fractions as reduced "p/q" ("1/3"), so no rounding merges numbers.
-
-    Args:
-        value: the exact number.
-
-    Returns:
-        The canonical string.
     """
     if value.denominator == 1:
         return str(value.numerator)
@@ -218,9 +203,6 @@ def canonical_number(value: Fraction) -> str:
 
 def numeric(answer: str) -> str:
     """Canonicalise numbers exactly ("42", "42.0", "$42" -> "42"; "42,000" -> "42000").
-
-    Args:
-        answer: the sampled answer.
 
     Returns:
         :func:`canonical_number` of :func:`parse_number` when the answer, or its :func:`text`
@@ -267,12 +249,6 @@ def register_canonicaliser(name: str, function: Canonicaliser, *, replace: bool 
 
 def get_canonicaliser(name: str) -> Canonicaliser:
     """Return the canonicaliser registered as ``name``.
-
-    Args:
-        name: a registered name, e.g. ``"numeric"``.
-
-    Returns:
-        The canonicaliser.
 
     Raises:
         StatsError: if no canonicaliser has that name (the message lists the known names).

@@ -23,9 +23,8 @@ Betting. The simple-mixture power martingale (Vovk et al. 2003, section 3):
 p-values only through ``n`` and ``a = -sum log p_i``:
 ``M_n = int_0^1 eps**n exp(a (1 - eps)) d eps = e**a Gamma(n+1) P(n+1, a) / a**(n+1)`` (``P``
 the regularised lower incomplete gamma function), equivalently ``1F1(1; n+2; a) / (n+1)``.
-So the state is O(1) besides the bag, and each new score costs a binary search in the bag
-(O(log n)); storing the merged bag costs O(n) per batch. The martingale never resets: once
-it has crossed, it stays a record of that crossing, not a detector of a second change.
+The martingale never resets: once it has crossed, it stays a record of that crossing, not a
+detector of a second change.
 """
 
 from __future__ import annotations

@@ -248,9 +248,6 @@ def heldout_report(
             denominator is all of them: ``"eligible question"``, or ``"eligible candidate"``
             when every candidate answer is its own unit.
 
-    Returns:
-        A :class:`HeldoutReport`.
-
     Raises:
         StatsError: if an element is not a :class:`HeldoutQuestion` or the confidence is bad.
     """

@@ -42,13 +42,7 @@ Side = Literal["two-sided", "upper", "lower"]
 def check_count(value: object, *, name: str) -> int:
     """Return ``value`` as a Python ``int`` if it is a non-negative integer count.
 
-    Args:
-        value: a Python or numpy integer. ``bool`` and every float (even ``44.0``) are refused:
-            a float product passed into a binomial routine can land below its integer.
-        name: the argument's name, used in the error message.
-
-    Returns:
-        The count as ``int`` (>= 0).
+    ``bool`` and every float (even ``44.0``) are refused; ``name`` is used in the error message.
 
     Raises:
         StatsError: if ``value`` is not an integer or is negative.
@@ -65,14 +59,7 @@ def check_count(value: object, *, name: str) -> int:
 
 
 def check_counts(values: ArrayLike, *, name: str) -> NDArray[np.int64]:
-    """Return a 1-D array of non-negative integer counts as ``int64``.
-
-    Args:
-        values: shape (M,), an integer (or boolean-free integer-typed) array or sequence of ints.
-        name: the argument's name, used in the error message.
-
-    Returns:
-        ``int64`` array of shape (M,).
+    """Return a 1-D array (shape (M,)) of non-negative integer counts as ``int64``.
 
     Raises:
         StatsError: if the array is not one-dimensional, not of an integer dtype (floats are refused
@@ -90,14 +77,7 @@ def check_counts(values: ArrayLike, *, name: str) -> NDArray[np.int64]:
 
 
 def check_open_unit(value: object, *, name: str) -> float:
-    """Return ``value`` as a float if it lies strictly inside (0, 1).
-
-    Args:
-        value: a real number, e.g. ``alpha``, ``delta`` or a confidence level.
-        name: the argument's name, used in the error message.
-
-    Returns:
-        The value as ``float``.
+    """Return ``value`` as a float if it lies strictly inside (0, 1); ``name`` is for the error.
 
     Raises:
         StatsError: if ``value`` is not a real number, not finite, or outside (0, 1).
@@ -155,14 +135,6 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95) -> Interval:
     L = Beta.ppf(g/2; k, n-k+1) (0 when k = 0) and U = Beta.ppf(1-g/2; k+1, n-k) (1 when k = n),
     with g = 1 - confidence.
 
-    Args:
-        k: successes (errors, covered questions, ...), integer in [0, n].
-        n: trials, integer >= 1.
-        confidence: coverage level 1 - g in (0, 1); default 0.95.
-
-    Returns:
-        An :class:`Interval` with ``side="two-sided"``.
-
     Raises:
         StatsError: if k or n is not an integer count, k > n, or confidence is outside (0, 1).
         InsufficientDataError: if n = 0 (no trials: the proportion is undefined).
@@ -186,15 +158,6 @@ def clopper_pearson_one_sided(
     U = Beta.ppf(1-g; k+1, n-k), with the closed form U = 1 - g^(1/n) when k = 0 and U = 1 when
     k = n; L = Beta.ppf(g; k, n-k+1), 0 when k = 0. The upper form is the one
     a selective-risk certificate shows: p = P[Binom(n, a) <= k] <= g iff U <= a.
-
-    Args:
-        k: successes, integer in [0, n].
-        n: trials, integer >= 1.
-        confidence: one-sided level 1 - g in (0, 1).
-        side: ``"upper"`` or ``"lower"``.
-
-    Returns:
-        An :class:`Interval` whose other end is 0 (upper) or 1 (lower).
 
     Raises:
         StatsError: on a non-integer or inconsistent count, a level outside (0, 1), or an unknown
@@ -224,14 +187,8 @@ def clopper_pearson_one_sided(
 def clopper_pearson_upper(k: int, n: int, *, confidence: float) -> float:
     """One-sided Clopper–Pearson upper bound U at level ``confidence`` (see the one-sided form).
 
-    Args:
-        k: successes, integer in [0, n].
-        n: trials, integer >= 0. Unlike the interval functions, n = 0 returns 1.0, the value a
-            certificate uses for a threshold that accepts nothing.
-        confidence: one-sided level 1 - g in (0, 1).
-
-    Returns:
-        U in (0, 1].
+    ``n`` = 0 returns 1.0 (unlike the interval functions), the value a certificate uses for a
+    threshold that accepts nothing.
 
     Raises:
         StatsError: on a non-integer or inconsistent count or a level outside (0, 1).
@@ -249,14 +206,8 @@ def clopper_pearson_upper_array(
 ) -> NDArray[np.float64]:
     """Vectorised one-sided upper bounds, for a whole threshold family at once.
 
-    Args:
-        k: shape (M,), integer successes.
-        n: shape (M,), integer trials, k <= n elementwise; n = 0 gives 1.0 (as a certificate
-            treats an empty acceptance set).
-        confidence: one-sided level 1 - g in (0, 1), the same for every element.
-
-    Returns:
-        ``float64`` array of shape (M,) with values in (0, 1].
+    ``k`` and ``n`` are integer arrays of shape (M,), k <= n; n = 0 gives 1.0. Returns float64 of
+    shape (M,) in (0, 1].
 
     Raises:
         StatsError: if the arrays are not integer, not 1-D, differ in shape, have k > n, or the

@@ -84,9 +84,6 @@ def rccs(
             missing (e.g. unresolved).
         constant_tolerance: max - min at or below which rc or A counts as constant.
 
-    Returns:
-        An :class:`RCCSResult`.
-
     Raises:
         StatsError: if the lengths differ, a value is non-numeric, infinite or outside [0, 1], or
             a correctness value is not 0/1.

@@ -1,28 +1,20 @@
 """Selective-risk certification over a prespecified threshold family (Learn then Test).
 
-The calibration data are n i.i.d. eligible questions, each with an acceptance score and a 0/1 loss
-(1 = the emitted answer is inadmissible). For each of M thresholds t_j fixed before calibration,
-``m_j`` answers are accepted (``score >= t_j`` or ``score > t_j``, as the spec declares) and ``k_j``
-of them are errors. The unsafe hypothesis H_j: P(error | accepted) > alpha is tested with the exact
-binomial p-value p_j = P[Binomial(m_j, alpha) <= k_j] (p_j = 1 when m_j = 0). Bonferroni certifies j
-iff p_j <= delta/M; fixed-sequence testing (valid only when the order is fixed in the spec before
-calibration) tests in order at level delta and stops at the first failure. Either way, the
-probability of certifying any unsafe threshold is at most delta, so choosing among certified
-thresholds afterwards (by the declared utility) keeps the claim. Nothing certified is reported as
-the explicit fail-closed outcome "no certified operating point".
+n i.i.d. calibration questions each have an acceptance score and a 0/1 loss (1 = inadmissible).
+For each of M thresholds t_j fixed before calibration, ``m_j`` answers are accepted (``score >=
+t_j`` or ``score > t_j``, as the spec declares) and ``k_j`` of them are errors. H_j: P(error |
+accepted) > alpha is tested with p_j = P[Binomial(m_j, alpha) <= k_j] (1 when m_j = 0), by
+Bonferroni (p_j <= delta/M) or fixed-sequence testing (order fixed in the spec before
+calibration). Either way the probability of certifying any unsafe threshold is at most delta, so
+choosing among certified thresholds afterwards keeps the claim; nothing certified is the
+fail-closed outcome "no certified operating point". Losses that are not 0/1 are refused unless
+declared bounded in [0, 1] (``bounded=True``): those are tested with Hoeffding–Bentkus
+(:mod:`certification.stats.bounded`, Learn then Test section 3).
 
 Sources: Angelopoulos, Bates, Candès, Jordan and Lei (2021), "Learn then Test: Calibrating
-Predictive Algorithms to Achieve Risk Control", arXiv:2110.01052 (selective classification example;
-Bonferroni and fixed-sequence family-wise error control); Clopper and Pearson (1934) for the
-bound. Check: alpha 0.10, delta 0.05, M 5 make the cutoff 0.01, and zero errors pass only from
-m = 44 (0.9^44 = 0.0097).
-
-The exact binomial p-value is valid only for 0/1 losses, so other losses are refused rather than
-silently thresholded. A loss bounded in [0, 1] is declared as such (``threshold_counts(...,
-bounded=True)``): each threshold then carries its accepted loss total and is tested with the
-Hoeffding–Bentkus p-value and bound of :mod:`certification.stats.bounded` (Learn then Test,
-section 3), which are valid for any loss in [0, 1]; with zero loss it equals the exact binomial
-p-value of zero errors, (1 - alpha)^m.
+Predictive Algorithms to Achieve Risk Control", arXiv:2110.01052; Clopper and Pearson (1934).
+Check: alpha 0.10, delta 0.05, M 5 make the cutoff 0.01; zero errors pass only from m = 44
+(0.9^44 = 0.0097).
 """
 
 from __future__ import annotations
@@ -180,9 +172,6 @@ def threshold_counts(
 ) -> ThresholdCounts:
     """Count accepted answers and accepted errors (or loss totals) at every threshold.
 
-    Sorts the scores once and locates every threshold with ``np.searchsorted``, so the cost is
-    O((n + M) log n): M = 1,000 thresholds on n = 200,000 answers take a few milliseconds.
-
     Args:
         scores: shape (n,), the acceptance score of each calibration answer (higher = more
             confident); finite or +-inf, never NaN.
@@ -193,9 +182,6 @@ def threshold_counts(
             it and calibration and test must use the same one.
         bounded: the losses are bounded in [0, 1] rather than 0/1: the counts then carry the
             accepted loss totals (``loss_sums``) and k_j counts the accepted losses above 0.
-
-    Returns:
-        :class:`ThresholdCounts` with m_j and k_j as Python ints.
 
     Raises:
         StatsError: if shapes disagree, a score or threshold is NaN, a loss is not 0/1 (with
@@ -249,9 +235,6 @@ def binomial_p_value(errors: int, accepted: int, alpha: float) -> float:
         accepted: m, accepted answers, integer >= 0; m = 0 gives p = 1 (nothing to certify).
         alpha: target selective risk in (0, 1).
 
-    Returns:
-        p in [0, 1].
-
     Raises:
         StatsError: if a count is not an integer, k > m, or alpha is outside (0, 1).
 
@@ -265,13 +248,8 @@ def binomial_p_value(errors: int, accepted: int, alpha: float) -> float:
 def binomial_p_values(errors: ArrayLike, accepted: ArrayLike, alpha: float) -> NDArray[np.float64]:
     """Vectorised :func:`binomial_p_value` for a whole family.
 
-    Args:
-        errors: shape (M,), integer k_j.
-        accepted: shape (M,), integer m_j >= k_j.
-        alpha: target selective risk in (0, 1).
-
-    Returns:
-        ``float64`` array (M,) of p_j = ``scipy.stats.binom.cdf(k_j, m_j, alpha)``, 1 where m_j = 0.
+    ``errors`` and ``accepted`` are integer arrays of shape (M,) with k_j <= m_j. Returns float64
+    p_j = ``scipy.stats.binom.cdf(k_j, m_j, alpha)`` of shape (M,), 1 where m_j = 0.
 
     Raises:
         StatsError: on non-integer arrays, mismatched shapes, k_j > m_j or alpha outside (0, 1).
@@ -303,9 +281,6 @@ def smallest_certifiable_count(
         delta: family-wise failure probability in (0, 1).
         n_thresholds: M, the size of the prespecified family, integer >= 1.
         errors: the number of accepted errors to allow for, integer >= 0.
-
-    Returns:
-        The smallest such m (>= errors + 1).
 
     Raises:
         StatsError: on a level outside (0, 1) or a non-integer/zero family size or error count.
@@ -341,7 +316,6 @@ class ThresholdResult:
 
     Attributes:
         index: position in the prespecified family (0-based).
-        threshold: the threshold value.
         accepted: m_j (integer).
         errors: k_j (integer; with bounded losses, the accepted losses above 0).
         answer_rate: m_j / n in [0, 1]; None when n = 0 (see ``note``).
@@ -454,10 +428,6 @@ def certify(
             :data:`UTILITIES` (default ``"answer_rate"``, the largest answer rate) or a callable
             mapping a row to a value to maximise (its ``__name__`` is recorded). Ties go to the
             earlier threshold in family order.
-
-    Returns:
-        A :class:`Certificate`; when nothing is certified its ``outcome`` is
-        ``"no certified operating point"`` and ``chosen_index`` is None.
 
     Raises:
         StatsError: if alpha or delta is outside (0, 1), or the method or utility is unknown.
@@ -580,19 +550,7 @@ def certify_scores(
 ) -> Certificate:
     """Count (:func:`threshold_counts`) and certify (:func:`certify`) in one call.
 
-    Args:
-        scores: shape (n,), acceptance scores.
-        losses: shape (n,), 0/1 losses (with ``bounded``: losses in [0, 1]).
-        thresholds: shape (M,), the prespecified family.
-        accept: ``">="`` or ``">"``.
-        alpha: target selective risk in (0, 1).
-        delta: family-wise failure probability in (0, 1).
-        method: ``"bonferroni"`` or ``"fixed_sequence"``.
-        utility: see :func:`certify`.
-        bounded: the losses are bounded in [0, 1] (tested with Hoeffding–Bentkus).
-
-    Returns:
-        A :class:`Certificate`.
+    Arguments as in :func:`threshold_counts` and :func:`certify`.
 
     Raises:
         StatsError: as :func:`threshold_counts` and :func:`certify`.

@@ -1,27 +1,10 @@
 """Adapter for FaithBench release files (``data_for_release/batch_N.json``, vectara/FaithBench).
 
-A batch file is one JSON document ``{"samples": [...]}``; each sample is one LLM summary of a
-source passage, with span-level hallucination flags by the batch's annotators and the outputs of
-eight detectors / LLM judges. This module maps one file to native records (``schema.py``):
-
-- **question**: one per distinct source text of the file, in order of first appearance. Its text
-  is the constant task :data:`TASK`; ``external_id`` is ``faithbench:`` + the first 16 hex digits
-  of sha256(source) and ``group_key`` is the same 16 hex digits; slices ``{"task":
-  "summarization"}``.
-- **source**: the passage, id ``faithbench-source:`` + the same 16 hex digits, so the 10 summaries
-  of one passage share one pinned source version.
-- **candidate**: each summary, id ``b{batch}-s{sample_id}`` (``sample_id`` is unique only within
-  one batch), generator ``metadata.summarizer``, sample index = position within its source's
-  group in file order, metadata ``{"batch", "sample_id", "raw_sample_id"}``.
-- **claims**: the summary's sentences from pysbd (:func:`labeling.importers.claims.
-  split_sentences`, shared with the formats that split claims at import), machine split, with
-  explicit code-point offsets. FaithBench always splits sentences: its policy's guideline says so.
-- **prior annotations**: one per (sample, batch annotator), see :func:`claim_label` and
-  :func:`answer_label` for the declared mapping; flagged spans are kept as prior spans.
-- **evaluator labels**: see :data:`BINARY_JUDGES` and :data:`SCORE_DETECTORS`.
-
-Texts are kept exactly as given (no strip, no Unicode normalisation): upstream offsets count
-leading spaces and decomposed combining marks, in code points.
+One question per distinct source text, one candidate per summary (``b{batch}-s{sample_id}``:
+``sample_id`` is unique only within a batch), claims split by pysbd, prior annotations per batch
+annotator (:func:`claim_label`, :func:`answer_label`) and evaluator labels (:data:`BINARY_JUDGES`,
+:data:`SCORE_DETECTORS`); see docs/adapters.md ("FaithBench"). Texts are kept exactly as given (no
+strip, no Unicode normalisation): upstream offsets count code points.
 """
 
 from __future__ import annotations

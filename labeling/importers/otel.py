@@ -1,31 +1,12 @@
 """Adapter for OpenTelemetry GenAI traces (``--format otel``): OTLP JSON, one question per trace.
 
-Reads what the OpenTelemetry collector's file exporter writes (and Phoenix, Langfuse or
-OpenLLMetry traces exported as OTLP JSON; see ``otlp.py`` for the file and value encoding),
-following the OpenTelemetry GenAI semantic conventions and the OpenInference (Phoenix) and
-OpenLLMetry attribute names. Spans are grouped by ``traceId``; a trace becomes one native record
-(``schema.py``):
-
-- **retrieval spans** (``gen_ai.operation.name`` = ``retrieval`` or ``openinference.span.kind``
-  = ``RETRIEVER``): their documents are the sources, in span start order then document order
-  (rank 1, 2, ...): ``gen_ai.retrieval.documents`` (objects ``id``, ``content``, ``score``) or
-  OpenInference ``retrieval.documents.N.document.id|content|score|metadata`` (``metadata.url``
-  or ``uri`` as the source's uri). A document without ``id`` gets ``otel:`` + 16 hex digits of
-  the sha256 of its text.
-- **the LLM span** (``gen_ai.operation.name`` = ``chat``, ``text_completion`` or
-  ``generate_content``, ``openinference.span.kind`` = ``LLM``, or OpenLLMetry's
-  ``llm.request.type`` = ``chat``/``completion``; the one that ends last when there are
-  several): the question is its last user message, its completions the candidates (several
-  choices are samples 0, 1, ...), the model and request settings the generator. Where each is
-  read from, first match wins, is ``genai.QUESTION_FROM`` and ``genai.COMPLETIONS_FROM``; the
-  settings are ``gen_ai.request.*`` (``genai.REQUEST_SETTINGS``).
-- **claims**: split at import by the import's choice (``labeling.importers.claims``).
-
-A trace without any retrieval or LLM span (an HTTP request's trace in the same file) is skipped
-and counted. Refused, naming the trace or span and the attribute: a trace with an LLM span but
-no retrieval span, or the reverse; retrieval spans without documents; a document without text;
-an LLM span without a question or a completion; an attribute of the wrong OTLP type (a string
-``gen_ai.request.temperature``); JSON that does not parse (naming its line).
+Spans are grouped by ``traceId``; retrieval spans give the sources, the last LLM span the
+question, candidates and generator (``genai.QUESTION_FROM``, ``genai.COMPLETIONS_FROM``,
+``genai.REQUEST_SETTINGS``), following the GenAI semantic conventions and the OpenInference and
+OpenLLMetry names; see docs/adapters.md ("OpenTelemetry GenAI traces"). A trace without retrieval
+or LLM spans is skipped and counted; a trace with only one of them, a document without text, an
+attribute of the wrong OTLP type or JSON that does not parse is refused, naming the trace or span
+and the attribute (or the line).
 """
 
 from __future__ import annotations

@@ -1,39 +1,13 @@
 """Adapter for RAGAS-style evaluation sets: JSONL, CSV, Parquet or a Hugging Face dataset on disk.
 
-RAGAS (Es et al., 2024, "RAGAS: Automated Evaluation of Retrieval Augmented Generation", EACL
-demo) evaluates a table of rows ``question``, ``contexts``, ``answer``, ``ground_truth`` (its
-0.1 names) or ``user_input``, ``retrieved_contexts``, ``response``, ``reference`` (0.2 and
-later), to which an evaluation adds one numeric column per metric (``faithfulness``,
-``answer_relevancy``, ...). This module maps each row to one native record (``schema.py``):
-
-- **question**: the question text exactly; ``external_id`` ``ragas:`` + the row's ``id`` column
-  when the table has one, else ``ragas:`` + the first 16 hex digits of the sha256 of the JSON
-  array ``[question, contexts, answer]`` (a re-import of the same rows matches them, an edited
-  answer is a new question). Metadata keeps the reference (``reference``) for external-truth
-  policies, and the columns of :data:`KEPT_COLUMNS` under their own names.
-- **sources**: each distinct context of the row, in order (rank 1, 2, ...), id ``ragas:`` + the
-  first 16 hex digits of sha256(context): one text retrieved by several questions is one
-  document.
-- **candidate**: the answer, id ``response``; claims from the import's claim splitting
-  (:mod:`labeling.importers.claims`).
-- **evaluator labels**: every other column is a score column: one answer-level evaluator label
-  per row and column, evaluator = the column name, version = the import's declared evaluator
-  version, score = the value; null, an empty CSV cell or NaN is "unavailable" (never a verdict).
-
-File kinds (:func:`open_ragas` tells them apart by their first bytes): Parquet (``PAR1``), an
-Arrow IPC stream (one ``data-*.arrow`` file) or file (``ARROW1``, ``.feather``), a zip of a
-Hugging Face ``datasets`` folder written by ``Dataset.save_to_disk`` (``state.json``,
-``dataset_info.json``, ``data-*.arrow``), JSONL (first character ``{``) and otherwise CSV,
-UTF-8 with a header row, whose list cells (``contexts``) are JSON-encoded (``["first context",
-"second"]``) or Python list literals of strings as pandas writes them (RAGAS' own ``to_csv``).
-The folder itself is read by :func:`open_ragas_directory`. Arrow and Parquet
-are read with pyarrow, a batch at a time (imported when such a file is read: the web process
-loads this module to list the formats, and must not load pyarrow with it); the ``datasets``
-package is not needed.
-
-Refused, naming the row and the column: a missing question, context or answer column, contexts
-that are not a list of strings, an empty answer, a score that is not a number, and score
-columns without a declared evaluator version.
+RAGAS (Es et al., 2024, EACL demo) rows, in its 0.1 or 0.2 column names, become one native
+record each; every column besides the question, contexts, answer and :data:`KEPT_COLUMNS` is a
+score column, one answer-level evaluator label per row (null, an empty cell or NaN is
+"unavailable", never a verdict). The mapping and the file kinds are in docs/adapters.md ("RAGAS
+evaluation sets"). pyarrow is imported only when an Arrow or Parquet file is read (the web
+process loads this module to list the formats). Refused, naming the row and the column: a missing
+question, context or answer column, contexts that are not a list of strings, an empty answer, a
+non-numeric score, and score columns without a declared evaluator version.
 """
 
 from __future__ import annotations

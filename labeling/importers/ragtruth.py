@@ -1,45 +1,10 @@
 """Adapter for RAGTruth (ParticleMedia/RAGTruth): ``response.jsonl`` and ``source_info.jsonl``.
 
-RAGTruth (Niu et al., 2024, "RAGTruth: A Hallucination Corpus for Developing Trustworthy
-Retrieval-Augmented Language Models", ACL) holds about 18,000 responses of six LLMs to 2,965
-retrieval-augmented prompts (question answering over MS MARCO passages, summaries of CNN/DM and
-recent news, overviews of Yelp business data), each with the hallucinated spans annotators
-marked in it. The data files are not shipped with certlabel: this adapter and its test
-fixtures were written from the schema the repository's README publishes and the paper
-(section 3: the four hallucination types; ``implicit_true`` and ``due_to_null`` metas).
-
-``source_info.jsonl``: one prompt per line, ``source_id``, ``task_type`` (QA, Summary,
-Data2txt), ``source`` (MARCO, CNN/DM, Recent News, Yelp), ``source_info`` (a passage string
-for summaries; for QA ``{"question", "passages"}``; for Data2txt the business data as an
-object) and ``prompt``. ``response.jsonl``: one response per line, ``id``, ``source_id``,
-``model``, ``temperature``, ``labels`` (``start``, ``end``, ``text``, ``meta``, ``label_type``,
-``implicit_true``, ``due_to_null``), ``split`` (train or test), ``quality`` (good,
-incorrect_refusal, truncated) and ``response``.
-
-Mapping (one native record per ``source_id``, in order of its first response):
-
-- **question**: ``external_id`` ``ragtruth:<source_id>``, ``group_key`` the source id, slices
-  ``task_type`` and ``source``, metadata keeps the prompt. Text: the QA question; for a summary
-  the prompt before the passage, for Data2txt the prompt before ``Structured data:`` (the task
-  as the models were given it), or :data:`TASKS` when the prompt does not contain it.
-- **sources**: a summary's passage, id ``ragtruth:<source_id>``; each ``passage N:`` of a QA
-  prompt, id ``ragtruth:<source_id>:passage-N``, rank N (all passages as one source when the
-  string does not start with ``passage 1:``); Data2txt's object as JSON (2-space indent, keys in
-  file order, non-ASCII kept), id ``ragtruth:<source_id>``.
-- **candidates**: the responses, id = ``id``, generator = ``model``, generator settings
-  ``{"temperature": ...}``, metadata ``split`` and ``quality``; claims from the import's claim
-  splitting (sentences or the whole response).
-- **prior annotation**: one per response, annotator ``ragtruth`` (the dataset names no
-  annotators), with every labelled span kept as an evidence-free prior span (labels: the
-  ``label_type``, plus ``implicit_true`` / ``due_to_null`` when set; note: ``meta``); claim and
-  answer labels by :func:`claim_label` and :func:`answer_label`, as the FaithBench adapter maps
-  its flags.
-- **partition**: ``split`` train -> calibration, test -> test, frozen with the import (seed 0:
-  the split is the dataset's, not drawn); all of one prompt's responses must share it.
-
-A label span is an offset pair into the response: a span past its end, or whose ``text`` is not
-``response[start:end]``, is refused, naming the response's line and the field
-(``labels[0].end``).
+Niu et al. (2024), "RAGTruth", ACL. One native record per ``source_id``, in order of its first
+response; the mapping is in docs/adapters.md ("RAGTruth"). Written from the repository README's
+schema and the paper (section 3); the data files are not shipped. A label span past the
+response's end, or whose ``text`` is not ``response[start:end]``, is refused naming the line and
+the field (``labels[0].end``); all of one prompt's responses must share one ``split``.
 """
 
 from __future__ import annotations

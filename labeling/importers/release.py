@@ -1,44 +1,13 @@
 """Adapter for certlabel releases (``--format release``): a release directory or its zip.
 
-A release (``labeling/release_format.py``, README "Releases") is verified first: its manifest
-must be a certlabel release of a schema major this reader knows, and every file's sha256 and
-size and every count must match the manifest; otherwise the import is refused before anything
-is read or written. A zip is extracted by ``extract_release_zip`` (the manifest and the files it
-lists only, each capped at its manifest size). The release then becomes native records
-(``schema.py``), which the one import service writes into a project without questions (a
-release restores a project; importing it again where it was imported is "already imported"),
-plus what a release carries besides records:
-
-- **policies**: the manifest's ``policies`` (every label policy version: ``version``,
-  ``guideline``, ``evidence_relation``, ``answer_labels``, ``claim_labels``,
-  ``unavailable_reasons``), restored as listed; ``policy`` (the release's own) must be one of
-  them.
-- **partition**: the manifest's ``partition`` ``seed`` and ``proportions``, with which the
-  questions' partitions are frozen.
-- **source versions**: every line of ``sources.jsonl``, written first and in its order (id,
-  version), so each text gets the same version number it has in the release; each line's
-  ``sha256`` and ``length`` are checked against its text.
-
-``labels.jsonl`` holds one record per candidate, ordered by question: consecutive lines of one
-question become one native record. Question ``id`` → ``external_id``; its ``sources`` (id,
-version, sha256, rank, score) take their text and uri from ``sources.jsonl`` and keep their
-``version`` (checked by the import). Candidates, claims (``start``/``end`` null → unanchored)
-and evaluator labels are taken as they are. Each annotation becomes a prior annotation by its
-pseudonym (``comment`` → ``note``; ``labelled_at``, ``policy_version``, ``time_spent_seconds``,
-``boundary_error``, ``raw_label``, spans and ``raw`` kept); the resolution becomes an imported
-resolution. An evidence span names a source version (id, version, sha256): it must be a version
-the question retrieves, with that sha256.
-
-Strict reading: every object of ``labels.jsonl`` and ``sources.jsonl`` holds exactly the fields
-schema 1.0 defines (a missing one or an unknown one is refused, naming the line and the field),
-except that a release of a newer minor version (``1.1`` and later) may add fields: they are
-ignored and counted in the batch report's notes (``unknown_fields_ignored``). A resolution is
-checked against its record: ``consensus`` and ``adjudicated`` label every claim, and a
-``consensus`` is the agreement of the record's votes as ``labeling.services.comparison`` decides
-it (:func:`_check_resolution`).
-
-Limitation: a native record holds one text per source id, so a question that retrieves two
-versions of one document is refused with an error naming it.
+The release is verified first (:mod:`labeling.release_format`: schema major, every file's sha256
+and size, every count), before anything is read or written; a zip is extracted by
+``extract_release_zip``. It imports into a project without questions only, restoring the policy
+versions, the partition and the source versions (in file order, so each text keeps its version
+number). Reading is strict: exactly the fields of schema 1.0, except that a newer minor version's
+extra fields are ignored and counted (``unknown_fields_ignored``); a ``consensus`` resolution
+must be the agreement of its record's votes (:func:`_check_resolution`). A question that
+retrieves two versions of one document is refused. Details: docs/adapters.md ("Release").
 """
 
 from __future__ import annotations

@@ -1,30 +1,10 @@
 """Adapter for WiCE claim files (ryokamoi/wice, ``data/entailment_retrieval/claim/*.jsonl``).
 
-One JSON object per line: a Wikipedia sentence (the claim), the web page it cites split into
-sentences (``evidence``), the aggregated human entailment label, and the alternative minimal
-sets of evidence sentences that support it. The sub-claim files
-(``data/non_supported_tokens/*.jsonl``) have the same fields plus the claim's tokens with a
-"not supported" flag each. This module maps each line to one native record (``schema.py``):
-
-- **question**: the constant task :data:`TASK` (WiCE has no question); ``external_id``
-  ``wice:`` + ``meta.id`` (``test00561``, a sub-claim ``test00561-0``); ``group_key`` the
-  Wikipedia article title (claims of one article stay in one partition); slice
-  ``claim_section``; metadata the title, section, context (kept exactly as given: a sub-claim's
-  context is not its parent's) and ``sentence_spans``, the ``[start, end)`` of every evidence
-  sentence in the pinned text.
-- **source**: the evidence sentences joined by :data:`SEPARATOR` (no sentence contains it), id
-  ``wice-source:`` + the first 16 hex digits of sha256(text): a claim and its sub-claims cite
-  one page and share one pinned source version. WiCE gives no URL.
-- **candidate**: the claim sentence (id ``claim``, generator ``wikipedia``: written by people,
-  not a model), one claim spanning it (surrounding whitespace left out).
-- **prior annotation**: annotator :data:`ANNOTATOR` (the label is WiCE's aggregate, not one
-  person's); claim label from ``label`` (:data:`CLAIM_LABELS`); evidence = the sentences of the
-  first non-empty supporting set, for supported and partially supported claims; every set kept
-  in ``raw``. A sub-claim's flagged tokens become prior spans of the claim text, labelled
-  ``non_supported``.
-
-The oracle-chunk inputs and the model outputs of ``code_and_resources`` are refused with a
-message naming the file to import instead.
+One line becomes one native record; the mapping is in docs/adapters.md ("WiCE"). The evidence
+sentences are joined by :data:`SEPARATOR` into one pinned source shared by a claim and its
+sub-claims; ``group_key`` is the article title, so one article's claims stay in one partition.
+The oracle-chunk inputs and model outputs of ``code_and_resources`` are refused with a message
+naming the file to import instead.
 """
 
 from __future__ import annotations

@@ -172,9 +172,7 @@ def votes_compare(votes: Sequence[Vote], claim_ids: Iterable[int]) -> VoteDiff:
     flags, comments and evidence spans are not compared (differing evidence under equal labels
     is not a disagreement; both are kept).
 
-    Args:
-        votes: the item's votes (at least one).
-        claim_ids: the ids of every claim of the item's candidate.
+    ``votes`` holds at least one vote; ``claim_ids`` are every claim of the item's candidate.
     """
     answers = {v.answer_key for v in votes}
     answer_differs = len(answers) > 1 or any(label == CANNOT_DECIDE for label, _ in answers)
@@ -209,10 +207,6 @@ def votes_agreed(votes: Sequence[Vote], claim_ids: Iterable[int]) -> AgreedLabel
     A level is agreed when every vote carries the same (label, reason-if-unavailable) there and
     that label is not ``cannot_decide`` (the same rule as :func:`votes_compare`). No vote: no
     agreement.
-
-    Args:
-        votes: the item's votes.
-        claim_ids: the ids of every claim of the item's candidate.
     """
     item_id = votes[0].item_id if votes else 0
     answers = {v.answer_key for v in votes}
@@ -258,9 +252,6 @@ def imported_evidence_waivers(votes: Sequence[Vote]) -> dict[int, frozenset[str]
     claim label records that its evidence was waived. A label that a live annotator gave, or
     that some vote gave with a span, needs evidence as usual (there is evidence to copy), and
     so does any label the adjudicator chooses by themself.
-
-    Args:
-        votes: the item's votes (:func:`item_votes`).
 
     Returns:
         ``{claim_id: labels}``; claims without a waivable label are left out.
@@ -407,7 +398,7 @@ def _prior_votes(item_ids: list[int]) -> list[Vote]:
     for labelling under a new policy version collects fresh votes only. A prior annotation
     without an answer label is no vote; an empty prior span (end == start) cites nothing.
     Plain statements, as for the live votes: starting labelling reads the prior votes of every
-    item (the queryset with its two prefetches took 40 of 60 s for 50,000 items).
+    item.
     """
     where, params = in_ids("i.id", item_ids)
     rows = select_rows(

@@ -252,9 +252,6 @@ def project_votes(*, project: Project) -> ProjectVotes:
     every status count: an open item's single vote drops out of the agreement statistics by
     itself.
 
-    Args:
-        project: the project.
-
     Returns:
         A :class:`ProjectVotes` with deterministic ordering, so equal votes give equal data.
     """

@@ -637,12 +637,6 @@ def annotation_submit(
     in the same transaction. Once compared (consensus or disagreement alike) the item is closed:
     a revision is refused with ``InvalidTransition`` and nothing is compared again.
 
-    Args:
-        project: the project of the assignment.
-        assignment_id: the actor's assignment.
-        actor: the annotator.
-        data: the labels, comment and time spent.
-
     Returns:
         The annotation (``current`` is its newest revision).
 

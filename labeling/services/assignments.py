@@ -1,47 +1,25 @@
 """Assignments: configuring and starting labelling, claiming the next item, skipping, releasing.
 
-**Exactly N.** An item is given to ``overlap`` (N) different annotators, counting imported prior
-votes. The database holds the invariant, whatever the concurrency:
+**Exactly N.** An item goes to ``overlap`` (N) different annotators, counting imported prior
+votes. The database holds it whatever the concurrency: ``assignment_unique_annotator`` (one
+non-retired row per item and annotator; an expired lease is revived, never duplicated),
+``assignment_unique_live_slot`` (a slot 1 .. N - prior votes has at most one live assignment) and
+``item_assignments_within_overlap`` (``Item.assigned_count``, the live assignments, never exceeds
+``overlap - prior_votes``). A claim takes a slot, a skip or a released lease gives it back, a
+submit keeps it. Locks follow the order of ``labeling/locks.py``.
 
-- ``assignment_unique_annotator``: one assignment row per (item, annotator) among the rows not
-  retired, so nobody labels an item twice under one policy version (an expired lease is
-  revived, never duplicated; a ``retired`` row is an earlier round's, kept when a new policy
-  version returns the item for labelling, see :mod:`labeling.services.policy_versions`);
-- ``assignment_unique_live_slot``: a slot (1 .. N - prior votes) is held by at most one live
-  (leased or submitted) assignment;
-- ``item_assignments_within_overlap``: ``Item.assigned_count`` (the live assignments) never
-  exceeds ``overlap - prior_votes``.
+**Leases.** A lease is valid while ``now < lease_expires_at``; past that it keeps its slot (and
+may still be submitted) until released by ``assignments_release_expired_task`` or by a claim that
+meets it. A released lease (``expired``) refuses a submit with ``LeaseExpired``. Asking again
+while holding a valid lease returns the same assignment, without extending the lease.
 
-The services below keep ``assigned_count`` equal to the number of live assignments: a claim
-adds one, and a skip or an expired lease gives one back (the slot can then go to someone else).
-A submit keeps the slot. Locks follow the order of ``labeling/locks.py``.
+**Abandoned items.** For one lease length after a holder's own lease runs out, the item is
+withheld from them while another annotator of the project could still take it; after that, or
+when nobody else could, their row is revived.
 
-**Leases.** A claim leases the item for ``Project.lease_minutes``. A lease is valid while
-``now < lease_expires_at``. A lease past that time keeps its slot until it is released, by the
-Celery beat task ``assignments_release_expired_task`` (every minute) or by a claim that meets
-it; until then its holder may still submit. Once released (status ``expired``) a submit is
-refused with ``LeaseExpired`` and the slot is free for another annotator.
-
-**Second tab.** Asking for the next item while holding a valid lease in the project returns that
-same assignment; the lease is *not* extended (refreshing a page must not hold an item forever).
-
-**Abandoned items go to someone else.** A holder whose own lease ran out gets it released and
-is served the next item, not the abandoned one: for one lease length after the expiry the item
-is withheld from them while another annotator of the project could still take it (someone with
-no live, submitted or skipped assignment of it). So an annotator who claims and lets the lease
-run out, again and again, cannot hold an item away from the others; once the cool-down has
-passed, or when nobody else is left who could label the item, they get it back (their row is
-revived with a fresh lease), so the last annotator can still finish.
-
-**Next item ahead.** The labelling page asks for the item after the one being labelled while the
-annotator works on it (:func:`item_claim_ahead`), so that a submit shows the next item at once.
-That reserve is an ordinary assignment: it is claimed as "next item" claims (serving order,
-slot, ``assigned_count``, the constraints above), its lease runs from its claim and is never
-extended, it expires and is released as any lease, and a skip gives its slot back. An annotator
-holds at most one reserve besides the current item: a reserve is claimed only for the actor's
-valid lease, and only when they hold no other valid lease (then that one is the reserve, so a
-second tab gets the same one). "Next item" serves the oldest valid lease, so once the current
-item is submitted or skipped the reserve is served, in any tab, never a third item.
+**Next item ahead.** :func:`item_claim_ahead` reserves at most one item besides the current one,
+as an ordinary claim (order, slot, lease, expiry). "Next item" serves the oldest valid lease, so a
+second tab gets the same reserve, never a third item.
 """
 
 from __future__ import annotations
@@ -163,10 +141,6 @@ def queue_order(rows: Iterable[QueueRow], *, serving_order: str, seed: int | Non
     ``seeded_random``: the item ids sorted ascending, then shuffled by
     ``random.Random(seed).shuffle`` (Python's Mersenne Twister), so the same items and seed give
     the same order.
-
-    The order is stored as ``Item.queue_position`` when labelling starts; "next item" serves the
-    first open item in (``queue_position``, id) order that still needs an annotation and that the
-    annotator has not claimed, submitted or skipped.
 
     Raises:
         InvalidInput: unknown serving order, or ``seeded_random`` without a seed.
@@ -292,9 +266,6 @@ def project_labelling_configure(
     value again is allowed). Lease length and self-adjudication may change at any time; a new
     lease length applies to leases taken afterwards.
 
-    Returns:
-        ``project``, refreshed.
-
     Raises:
         PermissionDenied: ``actor`` is not a manager of the project.
         InvalidInput: a value out of range (the message names the field), an unknown serving
@@ -357,19 +328,8 @@ def project_labelling_start(
 ) -> Project:
     """Start labelling: freeze the policy, fix overlap and serving order, queue every item.
 
-    Freezes the project's newest label policy, copies ``project.overlap`` into every item,
-    counts each item's prior votes (every imported prior annotation with an answer label,
-    human or automatic), stores the serving order as ``queue_position`` (1, 2, ...; see
-    :func:`queue_order`), and compares at once the items whose prior votes already reach the
-    overlap (``comparison.items_compare``), so they go to consensus or the disagreement queue
-    without a new annotation. ``progress`` (optional) reports both steps (a background job
-    shows it): ``("queued", items queued, items)`` once the queue is computed, then
-    ``("compared", items compared, items whose prior votes reach the overlap)``. The rows
-    are written by a handful of set-based statements
-    (:func:`labeling.services.labelling_start.labelling_start_write`).
-
-    Returns:
-        ``project``, refreshed.
+    Items whose prior votes already reach the overlap are compared at once. ``progress``
+    (optional) gets ``("queued", queued, items)``, then ``("compared", compared, full items)``.
 
     Raises:
         PermissionDenied: ``actor`` is not a manager of the project.
@@ -528,17 +488,12 @@ def _expire_stale_leases(*, item: Item, now: datetime) -> int:
 def assignments_release_expired(*, now: datetime | None = None) -> int:
     """Release every lease (in all projects) that ran out by ``now``; return how many.
 
-    Each becomes ``expired`` with ``ended_at = now`` and gives its slot back
-    (``item.assigned_count - 1``), logged as ``assignment.lease_expired``. Idempotent: a second
-    run finds nothing. Items another transaction holds at that moment are left for the next run
-    (a claim that meets such a lease releases it itself).
+    ``now`` (aware) defaults to ``timezone.now()``. Each lease becomes ``expired`` and gives its
+    slot back, logged as ``assignment.lease_expired``. Idempotent; items another transaction holds
+    are left for the next run.
 
-    Args:
-        now: the reference time (aware); default ``timezone.now()``.
-
-    Concurrency: not one transaction but one per chunk of items (a backlog after an outage
-    must not hold thousands of rows at once, nor be undone by a failure late in the run). Each
-    chunk locks its items with SKIP LOCKED in ascending id order.
+    Concurrency: one transaction per chunk of items, not one for the run; each chunk locks its
+    items with SKIP LOCKED in ascending id order.
     """
     now = now or timezone.now()
     item_ids = list(
@@ -621,20 +576,11 @@ def _claim_candidates(
 ) -> ClaimCandidates:
     """Open items the actor may take, in serving order, each annotated for the claim.
 
-    An item qualifies if it has a free slot. A lease that ran out still holds its slot here:
-    ``stale_in_project`` tells the claim to release such leases first
-    (:func:`_release_project_stale`), so an item whose only free place is a run-out lease
-    qualifies on the claim's next look. The conditions are those of the partial index
-    ``item_free_queue_idx`` (open, a free slot; project, then serving order), so the database
-    walks only the items with a free slot, whatever the number of full items ahead of them.
-    An item of ``cooling`` (those whose lease *the actor* let run out less than a lease length
-    ago) is withheld from them while another annotator of the project could still take it (one
-    who holds no live, submitted or skipped assignment of it): the abandoned item goes to
-    someone else first. Retired rows belong to an earlier labelling round (a new policy version
-    returned the item): they neither hold the item away from the actor nor are revived.
-
-    Plain SQL (labeling/rows.py): every claim runs it, and the queryset with its four
-    subqueries cost more CPU to build and compile than the database takes to answer.
+    An item qualifies if it has a free slot; a lease that ran out still holds its slot here
+    (``stale_in_project`` tells the claim to release those first). The conditions are those of
+    the partial index ``item_free_queue_idx``. Items of ``cooling`` are withheld from the actor
+    while another annotator could take them. Retired rows (an earlier labelling round) neither
+    hold the item away from the actor nor are revived.
     """
     expired, retired = AssignmentStatus.EXPIRED, AssignmentStatus.RETIRED
     # The f-strings of this function add only fixed fragments and placeholders.
@@ -826,17 +772,10 @@ def _claim_start(*, project: Project, actor: Any, action: str) -> _ClaimStart:
 def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
     """Give ``actor`` the next item to label, or return None when there is no work for them.
 
-    If the actor holds a valid lease in the project (another tab, or the item reserved ahead by
-    :func:`item_claim_ahead`), the oldest such assignment is returned unchanged (the lease is
-    not extended). Otherwise the first open item in serving order
-    (:func:`queue_order`) that has a free slot and that the actor has not claimed, submitted or
-    skipped is leased to them for ``project.lease_minutes``, in the smallest free slot. Leases
-    that ran out are released on the way: the actor's own, and those of the item taken. An item
-    whose lease the actor let run out is withheld from them for one lease length while another
-    annotator could take it (see the module's "Abandoned items").
-
-    Returns:
-        The leased assignment, or None when no item needs the actor (the API answers 204).
+    A valid lease the actor already holds in the project (another tab, or the reserve of
+    :func:`item_claim_ahead`) is returned unchanged, oldest first. Otherwise the first open item
+    in serving order with a free slot that the actor has not claimed, submitted or skipped is
+    leased to them in the smallest free slot; leases that ran out are released on the way.
 
     Raises:
         PermissionDenied: ``actor`` is not an annotator of the project.
@@ -845,11 +784,9 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
             (practically impossible; retry).
 
     Concurrency: opens its own transaction. Locks the actor's Membership row (one claim per
-    annotator and project at a time), then candidate Item rows with SKIP LOCKED (PostgreSQL), so
-    concurrent annotators take different items without waiting. On SQLite, where nothing is
-    locked, a compare-and-set on ``Item.assigned_count`` guards the slot. In both, the database
-    constraints are the final guard: a claim they refuse is rolled back to a savepoint and the
-    next candidate is tried.
+    annotator and project at a time), then candidate Item rows with SKIP LOCKED (PostgreSQL); on
+    SQLite a compare-and-set on ``Item.assigned_count`` guards the slot. The database constraints
+    are the final guard: a refused claim rolls back to a savepoint and tries the next candidate.
     """
     start = _claim_start(project=project, actor=actor, action="take items")
     valid = start.valid
@@ -862,25 +799,10 @@ def item_claim_next(*, project: Project, actor: Any) -> Assignment | None:
 def item_claim_ahead(*, project: Project, actor: Any, assignment_id: int) -> Assignment | None:
     """Reserve the item ``actor`` labels after ``assignment_id`` (the page prefetches it).
 
-    The rules (see the module's "Next item ahead"):
-
-    - ``assignment_id`` must be the actor's valid lease in the project: the item they are
-      working on. Otherwise (submitted, skipped, expired, released, someone else's) nothing is
-      reserved and ``InvalidTransition`` (``NotFound`` for an id that is not the actor's) says
-      so; the page then simply waits for its submit's answer.
-    - If the actor holds another valid lease in the project, that one is the reserve: it is
-      returned unchanged (the lease is not extended) and nothing is claimed. So a second tab,
-      or a prefetch asked again, gets the same reserve, and this function never makes an
-      annotator hold more than two valid leases: the current item and one ahead.
-    - Otherwise the next item is claimed exactly as :func:`item_claim_next` claims it: the same
-      serving order, slots and exactly-N constraints (the reserve holds a slot and counts in
-      ``assigned_count`` like any lease), the same lease length from now, the same gold rule.
-      While the actor's qualification is pending nothing is reserved (what they are served
-      next depends on the gold item they are labelling).
-
-    The reserve is an ordinary lease: it expires and is released as any lease, a skip gives
-    its slot back, and "next item" serves it once the current item is done (the oldest valid
-    lease first).
+    ``assignment_id`` must be the actor's valid lease in the project. If the actor holds another
+    valid lease, that one is the reserve and is returned unchanged; otherwise the next item is
+    claimed exactly as :func:`item_claim_next` claims it. Nothing is reserved while the actor's
+    qualification is pending.
 
     Returns:
         The reserved assignment, or None when no item needs the actor.
@@ -892,8 +814,8 @@ def item_claim_ahead(*, project: Project, actor: Any, assignment_id: int) -> Ass
             valid lease.
         Conflict: as :func:`item_claim_next`.
 
-    Concurrency: as :func:`item_claim_next` (the actor's Membership lock serialises their
-    claims and reserves, so two tabs asking at once get one reserve).
+    Concurrency: as :func:`item_claim_next`; the Membership lock makes two tabs asking at once get
+    one reserve.
     """
     start = _claim_start(project=project, actor=actor, action="take items")
     valid = start.valid
@@ -1125,9 +1047,6 @@ def assignment_skip_undo(*, project: Project, assignment_id: int, actor: Any) ->
     assignment becomes ``leased`` again in its slot with its lease end unchanged, the skip
     reason and note are cleared and the item's ``assigned_count`` goes up by one. A lease the
     actor took after the skip (the next item) is kept; the claim serves the older lease first.
-
-    Returns:
-        The assignment, leased.
 
     Raises:
         PermissionDenied: ``actor`` is not an annotator of the project.

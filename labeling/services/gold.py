@@ -1,38 +1,14 @@
 """Gold items: setting reference labels, serving gold work, and qualifying annotators.
 
-**Gold items.** A manager marks an item as gold by giving its reference labels (answer label,
-one label per claim, evidence spans for the labels that cite evidence), checked like an
-annotation (:func:`labeling.services.annotation_rules.labels_check`, without ``cannot_decide``).
-Only an item nobody has voted on can become gold: open, with no assignment of any status, no
-imported prior vote and no resolution. From then on its status is ``gold``: it is never
-compared, resolved, released or certified. A new reference is a new revision (append-only);
-the same reference again writes nothing.
-
-**Serving.** Gold items are served through the ordinary "next item"
-(:func:`labeling.services.assignments.item_claim_next`), as an ordinary assignment flagged
-``gold`` (the flag is never shown to the annotator), to each annotator at most once: once
-submitted or skipped it is never served to them again; a lease they let run out may come back
-to them, as a regular item's does (:func:`labeling.selectors.gold.gold_unseen_ids`). Which gold
-item: a draw among those left for them.
-
-- While the label policy requires qualification and the annotator has no qualification
-  decision yet, only gold items are served, until ``qualification_items`` (k) of them are
-  submitted; the next claim then compares their first k gold labels with the references
-  (:func:`qualification_evaluate`) and records ``passed`` or ``failed``. ``failed`` (also when
-  fewer than k unseen gold items are left) serves nothing until a manager decides
-  (:func:`qualification_decide`).
-- Otherwise each new claim serves a gold item with probability ``gold_rate`` (when one is
-  left that the annotator has not been given), else regular work. When no regular work is
-  left, nothing is served (a gold item alone would tell the annotator what it is).
-
-The draw is deterministic: ``HMAC-SHA256(project.pseudonym_key, "gold:<user id>:<n>")`` read
-as a number in [0, 1), ``n`` the number of assignments the annotator has had in the project.
-The key is secret, so an annotator cannot predict the draws; a test can fix it.
-
-**Agreement with the references** (qualification): the share of labels equal to the
-reference's, over the answer label of each gold item and each of its claims (a label with a
-reason counts as ``label:reason``, as comparison of votes does). Evidence spans are not
-compared.
+Only an item nobody has voted on (open, no assignment, prior vote or resolution) can become gold;
+from then on it is never compared, resolved, released or certified. References are append-only
+revisions; the same reference again writes nothing. Gold work is an ordinary assignment flagged
+``gold`` (never shown to the annotator), served at most once per annotator, and never when no
+regular work is left (a gold item alone would give itself away). The draw is
+``HMAC-SHA256(project.pseudonym_key, "gold:<user id>:<n>")`` read as a number in [0, 1), ``n``
+the annotator's assignments in the project: deterministic, unpredictable without the secret key.
+Agreement with the references compares answer and claim labels (``label:reason``, as the vote
+comparison does), not evidence spans. Serving and qualification rules: docs/quality.md.
 """
 
 from __future__ import annotations
@@ -113,9 +89,6 @@ def gold_reference_set(
             ``import_batch`` then says where the reference came from).
         data: the reference labels and rationale.
         import_batch: the import that brings the reference, if any.
-
-    Returns:
-        The current reference.
 
     Raises:
         PermissionDenied: ``actor`` is not a manager of the project.

@@ -1,29 +1,12 @@
 """Managers' bulk actions on items: prioritise, and return to the queue.
 
-Both take a list of item ids chosen in the item browser (or the API) and act on those that
-qualify, leaving the others alone and saying which were changed.
-
-**Prioritise** moves open items to the front of the serving queue
-(:func:`labeling.services.assignments.items_prioritise`): they are claimed before every other
-item, in the order given. Nothing else about them changes.
-
-**Return to the queue** sends resolved items and items in the disagreement queue back to
-labelling, to collect ``extra_votes`` (default 1) more independent annotations. Exactly:
-
-- only items in status ``resolved`` or ``disagreement`` qualify; open items are left alone;
-- the item becomes ``open``, its overlap N grows by ``extra_votes`` (so N + ``extra_votes``
-  votes in total, from different annotators: nobody labels an item twice), its current
-  resolution pointer is cleared (it no longer counts as resolved for the dashboards, the
-  calibration and the audits) and it is queued after every queued item;
-- its open disagreement, if any, is closed (``closed_at``, with no resolution);
-- append-only: no vote (annotation, revision, prior annotation), resolution or disagreement is
-  deleted or changed otherwise; the earlier resolutions stay in the item's history. The earlier
-  annotators' votes count again when the new ones arrive; while the item is open they may
-  revise them, as for any open item;
-- when the N + ``extra_votes`` votes are in, the item is compared again as any item is:
-  consensus (a new resolution, numbered after the earlier ones) or a new disagreement;
-- the calibration and audit results are marked stale (their inputs lost a resolution); the
-  agreement statistics are not (no vote changed).
+Both act on the qualifying items of a list of ids and leave the others alone, saying which
+changed. **Prioritise** moves open items to the front of the serving queue, in the order given.
+**Return to the queue** sends ``resolved`` and ``disagreement`` items back to labelling for
+``extra_votes`` more annotations from different annotators: the item becomes ``open``, its
+overlap grows, its current resolution pointer is cleared and its open disagreement closed without
+a resolution; it is queued last. Append-only: no vote, resolution or disagreement is deleted.
+Calibration and audit results are marked stale; agreement statistics are not (no vote changed).
 """
 
 from __future__ import annotations
@@ -76,11 +59,8 @@ def _ids(item_ids: Sequence[Any]) -> list[int]:
 def items_bulk_prioritise(*, project: Project, actor: Any, item_ids: Sequence[int]) -> BulkResult:
     """Move the given open items to the front of the serving queue (managers only).
 
-    Args:
-        project: the project.
-        actor: the requesting user (None: the command line).
-        item_ids: the items, in the order they should be served; ids of items that are not
-            open or not of ``project`` are left alone (in ``skipped``).
+    ``item_ids`` are served in the order given; ids of items not open or not of ``project`` are left
+    alone (in ``skipped``). ``actor`` None is the command line.
 
     Raises:
         NotFound: ``actor`` is not a member of the project.
@@ -110,12 +90,9 @@ def items_return_to_queue(
 
     The rules are in the module docstring.
 
-    Args:
-        project: the project.
-        actor: the requesting user (None: the command line).
-        item_ids: the items; open items and ids not of ``project`` are left alone.
-        extra_votes: how many more annotations each item collects (1 .. the room left under
-            the overlap bound of 100).
+    Open items and ids not of ``project`` are left alone. ``extra_votes`` is how many more
+    annotations each item collects (1 .. the room left under the overlap bound of 100). ``actor``
+    None is the command line.
 
     Returns:
         The returned items (``changed``) and those left alone (``skipped``).

@@ -64,13 +64,8 @@ def job_start(
 ) -> Job:
     """Create a pending job of ``project`` and enqueue it after the commit.
 
-    Args:
-        project: the project the job works on.
-        kind: a :class:`~labeling.models.JobKind` value.
-        actor: the manager asking for it (None from the command line).
-        payload: the job's input, as JSON.
-        total: the units of progress expected (0 when unknown).
-        message: what the job is doing, for the page.
+    ``actor`` None is the command line; ``total`` is the units of progress expected (0 when
+    unknown); ``message`` is shown on the page.
 
     Returns:
         The new job (``pending``; with eager Celery it has run once this transaction commits).
@@ -369,9 +364,7 @@ def job_execute(*, job_id: int, task_id: str | None = None) -> Job | None:
     worker logs it). A job finished, held by a live worker elsewhere, or out of attempts is
     left alone (the recovery pass fails the last).
 
-    Args:
-        job_id: the job.
-        task_id: the Celery task's id (a retry of the same task may take its own lease back).
+    A retry of the same Celery task (``task_id``) may take its own lease back.
 
     Returns:
         The job as it ended, or None when this call did not run it.

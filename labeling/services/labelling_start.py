@@ -1,31 +1,13 @@
 """Starting labelling as a handful of set-based statements: queue every item, compare prior votes.
 
-What ``project_labelling_start`` writes for the items of a project, the rows that
-``assignments._enqueue`` and ``comparison.items_compare`` write item by item, here written by
-the database from ``INSERT … SELECT`` and one ``UPDATE`` (PostgreSQL and SQLite):
-
-- every item: ``queue_position`` (the serving order), ``overlap`` (the project's) and
-  ``prior_votes`` (its candidate's imported prior annotations with an answer label);
-- every open item whose prior votes reach the overlap is compared as
-  :mod:`labeling.services.comparison` compares votes
-  (:func:`~labeling.selectors.review.votes_compare`): the same answer key (label, and the
-  reason of ``evidence_unavailable``) from every vote, none ``cannot_decide``, and for every
-  claim of the candidate a label from every vote, the same key, none ``cannot_decide``.
-  Agreeing items get a consensus :class:`Resolution` (numbered after any earlier one,
-  superseding the current one), its :class:`ResolvedClaimLabel` per claim and the union of
-  the votes' evidence spans (:class:`ResolvedEvidence`, each span once, the quote of the first
-  vote citing it); the others an open :class:`Disagreement` saying at which levels the votes
-  differ. Their status changes and ``version`` goes up by one.
-
-The new rows are inserted in the order the per-item code inserts them (by item id, claims by
-index, spans by source version and offsets), so their ids follow the same order. An item with a
-live vote (a submitted assignment: none exist before the start) is compared by
-:func:`~labeling.services.comparison.items_compare` instead, after the queue is written.
-
-Three temporary tables carry the work between the statements (dropped at the end; on
-PostgreSQL also on commit). Python never sees a row per item, except the ids of the compared
-items (:func:`~labeling.signals.announce_resolutions` needs the resolved ones) and, for a
-serving order other than ``partition``, the item ids to order (the seeded shuffle is Python's).
+Writes, by ``INSERT … SELECT`` and one ``UPDATE`` (PostgreSQL and SQLite), the rows that
+``assignments._enqueue`` and ``comparison.items_compare`` write item by item: every item's
+``queue_position``, ``overlap`` and ``prior_votes``, and for every open item whose prior votes
+reach the overlap the comparison's outcome (a consensus resolution with its claim labels and the
+union of the votes' evidence, or an open disagreement), exactly as
+:mod:`labeling.services.comparison` decides it. New rows are inserted in the per-item code's
+order, so their ids follow the same order. Items with a live vote are left to ``items_compare``.
+Temporary tables carry the work between statements; Python sees no row per item.
 """
 
 from __future__ import annotations

@@ -327,12 +327,8 @@ def invitation_create(
     the same in every case, so it does not tell whether an account exists. A pending invitation
     of the same invitee is replaced (revoked). Nobody becomes a member here.
 
-    Args:
-        project: the project.
-        actor: the inviting manager (or staff).
-        invitee: a username or an e-mail address (with ``@``), at most 254 characters.
-        role: the role offered.
-        site: ``scheme://host`` of the links in the e-mail.
+    ``invitee`` is a username or an e-mail address (with ``@``), at most 254 characters; ``site`` is
+    the ``scheme://host`` of the e-mail's links.
 
     Returns:
         The invitation and whether a due e-mail failed to send.

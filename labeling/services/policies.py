@@ -450,9 +450,6 @@ def policy_update(*, project: Project, actor: Any, description: Any) -> LabelPol
     not started on it). The whole description is given (see :func:`policy_description_check`).
     A change of a label set's scale or order marks the agreement figures stale.
 
-    Returns:
-        The updated policy, refreshed.
-
     Raises:
         PermissionDenied: ``actor`` is not a manager of the project (``actor=None``, the
             command line, is allowed).

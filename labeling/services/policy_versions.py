@@ -1,36 +1,15 @@
 """New label policy versions after labelling started, and items returned for labelling.
 
-**Publishing.** A manager publishes version v+1 of the project's labelling policy (the newest
-frozen version, v): its full description (labels offered, display texts, evidence-required
-labels, scales, reasons, guideline), a required change note and the version it is based on. The
-description is checked by the one validation of every policy
-(:func:`labeling.services.policies.policy_description_check`); the diff against v is shown
-before confirming (``dry_run``). v+1 is frozen when published: from that commit every new label
-(annotation revision, consensus or adjudicated resolution) is checked against and records v+1.
-Labels made under v keep v (nothing is rewritten).
-
-**Votes are never pooled across versions.** An item compares the votes of one labelling round,
-and a round collects votes under one version only. So publishing:
-
-- *restarts* every open item that already holds votes under v (a submitted annotation, or
-  imported prior votes): its submitted assignments are retired (status ``retired``, kept with
-  their annotations and v labels), its prior votes stop counting, and it collects a fresh set
-  of ``overlap`` votes under v+1. Leases in flight keep their slot; their holders' forms were
-  loaded under v, so their submit is refused as stale and they label again under v+1;
-- leaves open items without votes alone (their first votes record v+1);
-- for items whose votes are complete (resolved, or in the disagreement queue), does what the
-  manager chose: ``keep`` leaves them as they are (a resolved item keeps its v resolution; a
-  disputed one is adjudicated under v+1, its votes keeping v; their ``version`` is bumped, so an
-  adjudication form opened under v is refused as stale), ``reopen`` returns every one of
-  them for labelling under v+1 exactly as a restart does (open disagreements are closed without
-  a decision; the item's latest resolution stays its ``resolution`` until the new round's
-  consensus or adjudication supersedes it, so a release or calibration made meanwhile still
-  sees it, with its version).
-
-Returned items keep their place in the serving order; an annotator who voted under v may vote
-again under v+1 (the retired row no longer holds the item away from them). Agreement, release
-and calibration figures count each version's votes apart
-(:func:`labeling.selectors.votes.project_votes_by_version`).
+Version v+1 is checked by :func:`labeling.services.policies.policy_description_check` and frozen
+when published: from that commit every new label records v+1; labels made under v keep v (nothing
+is rewritten). **Votes are never pooled across versions**: publishing restarts every open item
+that holds votes under v (its submitted assignments are retired, its prior votes stop counting,
+and a stale form's submit is refused), leaves open items without votes alone, and for items whose
+votes are complete does what the manager chose, ``keep`` (their ``version`` is bumped, so a form
+opened under v is refused) or ``reopen`` (a restart; the latest resolution stays the item's
+``resolution`` until the new round supersedes it). Agreement, release and calibration figures
+count each version's votes apart (:func:`labeling.selectors.votes.project_votes_by_version`).
+The rules in full: docs/labelling.md ("Label policy versions").
 """
 
 from __future__ import annotations
@@ -146,15 +125,7 @@ def _rows(value: Any) -> dict[str, Any] | None:
 
 
 def policy_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[FieldChange, ...]:
-    """Return the fields that differ between two policy descriptions, in field order.
-
-    Args:
-        old: the description of the current version (:func:`policy_content`).
-        new: the proposed description, same shape.
-
-    Returns:
-        One :class:`FieldChange` per differing field; empty when nothing changed.
-    """
+    """Return the fields that differ between two policy descriptions, in field order."""
     changes = []
     for name in CONTENT_FIELDS:
         before, after = old.get(name), new.get(name)

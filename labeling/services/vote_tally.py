@@ -52,10 +52,6 @@ def vote_tally_refresh(*, project: Project, item_ids: Iterable[int]) -> Tally:
     :class:`~labeling.models.VoteTally`: before its first fold) is left alone: that fold counts
     every item (so a first import pays nothing here).
 
-    Args:
-        project: the items' project.
-        item_ids: ids of items of ``project``.
-
     Returns:
         The difference written (empty when the votes did not change).
 
@@ -105,9 +101,6 @@ def vote_tally_rebuild(*, project: Project) -> Tally:
     writers) for the count, so no vote changes meanwhile: on a project of a million votes
     labelling waits for seconds. Used by the first fold of a project, when the version imported
     votes without one count under changed, and on a manager's request.
-
-    Returns:
-        The project's tally.
     """
     with transaction.atomic():
         project_label_writes_lock(project.pk, exclusive=True)

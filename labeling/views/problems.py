@@ -151,9 +151,6 @@ def problems_in_words(
         as_written: place the problems but keep the service's words, ``"<field>: <reason>"``
             (for an error that is not a labels check, e.g. a field a browser never sends twice
             sent twice).
-
-    Returns:
-        One :class:`PageProblem` per error.
     """
     extra = field_names or {}
     problems: list[PageProblem] = []

@@ -432,8 +432,8 @@ def _zip_members(archive: zipfile.ZipFile, folder: str, directory: Path, names: 
     """
     for name in names:
         info = zipfile.ZipInfo(f"{folder}/{name}", date_time=ZIP_TIME)
-        # Parquet is compressed already; text gets the fastest deflate (level 1 runs about 3x
-        # faster than the default 6 for a few points of size, bench_release.py).
+        # Parquet is compressed already; text gets the fastest deflate (level 1: much faster
+        # than the default 6 for a few points of size).
         if name == LABELS_PARQUET:
             info.compress_type = zipfile.ZIP_STORED
         else:
@@ -802,9 +802,6 @@ def release_build_fail(
 
 def release_export(*, release: Release, directory: Path) -> Path:
     """Copy the files of ``release`` (its done first build) into ``directory/<slug>-<version>``.
-
-    Returns:
-        The release directory written.
 
     Raises:
         NotFound: the release has no done build yet.

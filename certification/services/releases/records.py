@@ -70,14 +70,13 @@ class InIds(Lookup):
     SQLite.
 
     Django renders ``__in`` with one placeholder per id; for the thousands of ids of a chunk
-    that costs more than the query (measured by tests/benchmarks/bench_release.py).
+    that costs more than the query.
     Use as ``Model.objects.filter(InIds(F("candidate_id"), ids))``.
 
     On PostgreSQL the array is sent as its text, cast to the type psycopg would give a list
     of those ids (the smallest integer type holding the largest): the same SQL, hence the
     same plans (a ``bigint[]`` cast of small ids gets sequential scans on tables without
-    statistics yet), without psycopg's adaptation of every element (about 1.3 ms per query
-    of 2,000 ids, a fifth of the reading's CPU).
+    statistics yet), without psycopg's adaptation of every element.
     """
 
     lookup_name = "in_ids"
@@ -199,7 +198,7 @@ class ReleaseReader:
         self.sources: dict[int, SourceRef] = {}
         # The cutoff is applied here, not in SQL: with the statistics of a table just filled
         # by an import, PostgreSQL intersects the primary key's whole range with each
-        # document's versions (measured: 3.9 s for 10,000 versions, against 17 ms).
+        # document's versions.
         versions = (
             SourceVersion.objects.filter(document__project=self.project)
             .order_by("document__key", "pk")
@@ -324,7 +323,7 @@ class ReleaseReader:
     def _chunk_list(self, ids: list[int]) -> list[dict[str, Any]]:
         """Read one chunk on a reading thread, then close that thread's connection.
 
-        A connection per chunk (a few milliseconds) rather than one per thread closed at the
+        A connection per chunk rather than one per thread closed at the
         end: a reader finalised late, by the garbage collector, finds its threads gone and
         could not hand them a last task.
         """
@@ -532,7 +531,7 @@ class ReleaseReader:
         evidence: dict[int, list[dict[str, Any]]] = defaultdict(list)
         sources = self.sources
         # By the labels' own ids (one array parameter): an index scan, where a join on the
-        # parents' ids scans the whole evidence table (measured: 90 ms against 5 ms a chunk).
+        # parents' ids scans the whole evidence table.
         for label_id, version_id, start, end, quote in (
             evidence_model.objects.filter(_in("claim_label_id", [r[0] for r in rows]))
             .order_by()

@@ -25,9 +25,6 @@ def encode_ratings(
             has the same length.
         n_raters: the expected row length; needed to shape an empty matrix (0 × n_raters).
 
-    Returns:
-        The :class:`EncodedRatings`.
-
     Raises:
         StatsError: if the rows have different lengths (or not ``n_raters``) or a label is not
             hashable.

@@ -78,9 +78,6 @@ def disagreements(
             agrees but whose labels differ (meaningful when the evaluator speaks the people's
             schema).
 
-    Returns:
-        The :class:`Disagreement` rows in input order; empty when there is none.
-
     Raises:
         StatsError: if ``level`` is unknown.
     """

@@ -79,9 +79,6 @@ class Polarity:
                 "contradicted"}``.
             name: what "positive" means.
 
-        Returns:
-            The :class:`Polarity` with the same positive set on both sides.
-
         Raises:
             StatsError: as the class.
         """

@@ -38,9 +38,6 @@ def canonical_order_key(cls: str) -> tuple[int, Fraction, str]:
     when both classes are numbers and as strings otherwise would not be an order ("2" < "10" <
     "1a" < "2"), so numbers go first as a block.
 
-    Args:
-        cls: a canonical class.
-
     Returns:
         ``(0, value, cls)`` for a number, ``(1, 0, cls)`` otherwise.
     """

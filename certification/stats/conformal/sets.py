@@ -45,9 +45,6 @@ def prediction_set(
         profile: the question's ranked classes (same canonicaliser and tie rule as calibration).
         threshold: M* (a :class:`ConformalThreshold` or its value: integer >= 1 or ``inf``).
 
-    Returns:
-        A :class:`PredictionSet`.
-
     Raises:
         StatsError: if the threshold is not an integer >= 1 or ``inf``.
     """

@@ -28,9 +28,6 @@ def hoeffding_epsilon(k: int, delta: float) -> float:
         k: samples drawn so far, integer >= 1.
         delta: failure probability of the stopping rule, in (0, 1).
 
-    Returns:
-        eps_k > 0.
-
     Raises:
         StatsError: if k < 1 or delta is outside (0, 1).
 
@@ -52,9 +49,6 @@ def should_stop(mode_count: int, k: int, *, delta: float, min_samples: int = 2) 
         k: samples drawn so far, integer >= 1.
         delta: failure probability of the rule, in (0, 1).
         min_samples: the first k at which stopping is allowed (the reference code uses 2).
-
-    Returns:
-        Whether to stop sampling.
 
     Raises:
         StatsError: on non-integer counts, mode_count > k, or delta outside (0, 1).
@@ -101,9 +95,6 @@ def sequential_stop(
         delta: failure probability of the rule, in (0, 1).
         canonicaliser: a registered name or a callable.
         min_samples: the first k at which stopping is allowed.
-
-    Returns:
-        A :class:`StoppingResult`.
 
     Raises:
         StatsError: on a bad delta, canonicaliser or sample.

@@ -33,9 +33,6 @@ def exact_alpha(alpha: AlphaLike) -> Fraction:
         alpha: a float, a decimal string ("0.1"), a :class:`~fractions.Fraction` or a
             :class:`~decimal.Decimal`.
 
-    Returns:
-        The exact value.
-
     Raises:
         StatsError: if alpha is not a number or lies outside (0, 1).
     """
@@ -124,9 +121,6 @@ def conformal_threshold(scores: ArrayLike, alpha: AlphaLike) -> ConformalThresho
         scores: shape (n,), rank scores (integers >= 1 as floats, or ``inf``).
         alpha: miscoverage level in (0, 1); a user-supplied float is read exactly
             (:func:`exact_alpha`).
-
-    Returns:
-        A :class:`ConformalThreshold`.
 
     Raises:
         StatsError: on malformed scores or alpha.
@@ -235,9 +229,6 @@ def calibrate(scores: ArrayLike, alpha: AlphaLike) -> ConformalCalibration:
     Args:
         scores: shape (n,), rank scores (n >= 1).
         alpha: miscoverage level in (0, 1).
-
-    Returns:
-        A :class:`ConformalCalibration`.
 
     Raises:
         StatsError: on malformed scores or alpha.

@@ -50,9 +50,6 @@ def encode_samples(
             rows are padded with -1).
         canonicaliser: a registered name or a callable.
 
-    Returns:
-        :class:`EncodedSamples`.
-
     Raises:
         StatsError: on an unknown canonicaliser or a non-string sample.
     """
@@ -173,17 +170,13 @@ def rank_scores_from_codes(
 
     For ``"canonical_ascending"`` the codes must be ordered like the canonical classes (as
     :func:`encode_samples` assigns them); ``"first_seen"`` uses the sample order. Cost: one
-    row-wise value sort of an (n, K) array plus a few elementwise passes, about 0.2 s for
-    200,000 x 20 (``tests/benchmarks/bench_certify.py``).
+    row-wise value sort of an (n, K) array plus a few elementwise passes.
 
     Args:
         codes: ``int`` (n, K), class codes 0..V-1, -1 = no sample (trailing only).
         admissible: ``bool`` (n, K), whether each sample's class is admissible; every sample of a
             class must agree.
         tie_rule: see :data:`TIE_RULES`.
-
-    Returns:
-        :class:`RankScores`.
 
     Raises:
         StatsError: on malformed arrays, mismatched shapes, an unknown tie rule, or a class whose

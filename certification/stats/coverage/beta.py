@@ -52,9 +52,6 @@ def beta_coverage(n_calibration: int, alpha: AlphaLike) -> CoverageSpread:
         n_calibration: n, integer >= 1.
         alpha: miscoverage level in (0, 1) (read exactly, as in conformal calibration).
 
-    Returns:
-        A :class:`CoverageSpread`.
-
     Raises:
         StatsError: on a non-integer n or alpha outside (0, 1).
         InsufficientDataError: if n = 0.
@@ -136,9 +133,6 @@ def realised_coverage_spread(
         n_calibration: n, integer >= 1.
         n_test: test points, integer >= 1.
         alpha: miscoverage level in (0, 1).
-
-    Returns:
-        A :class:`RealisedCoverageSpread`.
 
     Raises:
         StatsError: on non-integer sizes or alpha outside (0, 1).

@@ -63,9 +63,6 @@ def design_effect(cluster_size: int, rho: float) -> DesignEffect:
         cluster_size: m, rows per cluster, integer >= 1.
         rho: intra-cluster correlation in [-1, 1] (e.g. :func:`icc_oneway`).
 
-    Returns:
-        A :class:`DesignEffect` (``method="equal clusters"``).
-
     Raises:
         StatsError: if m < 1, rho is outside [-1, 1], or the result is not positive
             (rho < -1/(m-1)).

@@ -141,9 +141,6 @@ def split_spread(
         tie_aware: use the exact tied reference (True), the Beta-Binomial one (False), or decide
             by whether the pool holds tied scores (None).
 
-    Returns:
-        A :class:`SplitSpread`.
-
     Raises:
         StatsError: on a bad argument, or ``split="group"`` without groups or with fewer than 2.
         InsufficientDataError: with fewer than 4 rows.
@@ -359,9 +356,6 @@ def split_dependence_report(
         pools: i.i.d. control pools.
         seed: generator seed; row, group and control runs use seed, seed + 1 and seed + 2.
         max_lag: largest lag for the correlations (default: longest group - 1).
-
-    Returns:
-        A :class:`DependenceReport`.
 
     Raises:
         StatsError: on a bad argument.

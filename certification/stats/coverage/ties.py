@@ -94,9 +94,6 @@ def tie_summary(scores: ArrayLike) -> TieSummary:
     Args:
         scores: shape (N,), nonconformity scores (``inf`` allowed, NaN refused).
 
-    Returns:
-        A :class:`TieSummary`.
-
     Raises:
         StatsError: on NaN or a non-1-D input.
     """

@@ -133,9 +133,6 @@ def conformal_plan(
         n_more: a number of additional questions to give the figures for, or None.
         budget: the largest number of additional questions to search, integer >= 0.
 
-    Returns:
-        A :class:`ConformalPlan` (see the module docstring for the rules).
-
     Raises:
         StatsError: on inconsistent counts, alpha outside (0, 1), or ``n_more`` above
             ``budget``.

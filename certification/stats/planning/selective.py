@@ -388,9 +388,6 @@ def selective_plan(
         names: shape (M,), how the reasons name each threshold (e.g. its value); default
             ``"#j"``, its position in the family.
 
-    Returns:
-        A :class:`SelectivePlan` (see the module docstring for the rules).
-
     Raises:
         StatsError: on mismatched or inconsistent counts, a level outside (0, 1), an unknown
             method, or ``n_more`` above ``budget``.

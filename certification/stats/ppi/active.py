@@ -304,9 +304,6 @@ def active_ppi_mean(
             every drawn item needs one (see the caller for items not yet labelled).
         delta: miscoverage in (0, 1).
 
-    Returns:
-        The :class:`ActivePPIEstimate`.
-
     Raises:
         StatsError: on misaligned or out-of-range arrays, repeated or out-of-range positions,
             or delta outside (0, 1).

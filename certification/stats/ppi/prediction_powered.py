@@ -44,18 +44,7 @@ _PPI_ASSUMPTIONS = (
 
 
 def undefined_ppi(method: str, confidence: float, n: int, big_n: int, reason: str) -> PPIEstimate:
-    """Return an undefined :class:`PPIEstimate` (every number None) with its reason.
-
-    Args:
-        method: ``"ppi"`` or ``"ppi++"``.
-        confidence: 1 - delta.
-        n: labelled items.
-        big_n: unlabelled items.
-        reason: why the estimate is undefined (one of the reason constants).
-
-    Returns:
-        The undefined estimate (``assumption`` :data:`ASYMPTOTIC`).
-    """
+    """Return an undefined :class:`PPIEstimate` (every number None) with its reason."""
     return PPIEstimate(
         method=method,
         estimate=None,

@@ -176,9 +176,6 @@ def union_bound_joint(
             ``upper_bound`` None with ``reason``).
         unresolved_note: how unresolved audited items were treated, added to the assumptions.
 
-    Returns:
-        A :class:`JointUnionBound` (``assumption`` :data:`EXACT`).
-
     Raises:
         InsufficientDataError: if N = 0.
         StatsError: on non-integer or inconsistent counts, or delta outside (0, 1).

@@ -17,15 +17,10 @@ maintained reference implementation, which the tests compare against), in numpy 
 observed labels only: confusion counts are floored at 1e-10 before normalising. Only labels
 that occur are classes of the model.
 
-Stopping rule: EM runs until no posterior moves by ``tol`` or more in one iteration (the
-maximum absolute change of any unit's posterior), or ``max_iter`` iterations; the estimate
-records the iterations, the last change and the tolerance, and says when the cap stopped it
-first. crowd-kit instead stops when its per-label evidence bound improves by less than its
-``tol``; that bound adds the class prior once per label rather than once per unit, so it is not
-monotone in EM and can stop after 2 iterations with posteriors still far (up to 0.95 on
-FaithBench's claim labels) from the fixed point. The change per iteration shrinks slowly when
-the classes overlap (by a factor near 0.997 per iteration there), so a posterior can still be
-up to about change / (1 - factor) from the fixed point.
+Stopping rule: EM runs until no posterior moves by ``tol`` or more in one iteration, or
+``max_iter`` iterations; the estimate records the iterations, the last change and the tolerance.
+crowd-kit stops on its per-label evidence bound instead, which is not monotone in EM and can stop
+far from the fixed point.
 
 Identifiability: with labels from one annotator only, or no unit labelled by two annotators,
 the confusion matrices cannot be told apart from the class prior (any prior fits, each

@@ -14,11 +14,8 @@ r is near-silent when n_r >= ``min_labels`` and both hold:
    quarter of the others' rate);
 2. the interval's upper bound is below p_others: the gap is not chance at the interval's level.
 
-On FaithBench (vectara/FaithBench, Bao et al. 2025) batch 7, the annotator with 1 flagged span
-in 50 summaries (1 inadmissible answer of 50, upper bound 0.106) against the batch's other
-annotators' 34 of 100 is near-silent; an annotator flagging 9 of 50 answers but many claims is
-not. A rater whose units nobody else labelled has no comparison (``others_rate`` None) and is
-never near-silent.
+A rater whose units nobody else labelled has no comparison (``others_rate`` None) and is never
+near-silent.
 
 This is a screening flag for a manager, not a test of a hypothesis about the person: it says
 the rater's labels carry little information about the items, and the agreement figures can be

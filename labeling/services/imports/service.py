@@ -173,10 +173,10 @@ def _write_stream(
 ) -> int:
     """Validate and write the preamble and the records; return the number of valid records."""
     chunker = _Chunker(writer, errors)
-    # The cyclic collector would rescan the import's many live objects again and again (a fifth
-    # of the time in the benchmark); it is paused and run once per GC_EVERY_CHUNKS chunks. The
-    # objects that exist before the import (Django's, the models') are frozen meanwhile, so each
-    # of those runs scans what the import made, not the whole process (0.3 s a run).
+    # The cyclic collector would rescan the import's many live objects again and again; it is
+    # paused and run once per GC_EVERY_CHUNKS chunks. The objects that exist before the import
+    # (Django's, the models') are frozen meanwhile, so each of those runs scans what the import
+    # made, not the whole process.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     gc.freeze()
