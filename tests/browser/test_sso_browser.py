@@ -8,9 +8,6 @@ provider loses their session at the next page load and their API token with it.
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +17,7 @@ from django.contrib.auth import get_user_model
 from labeling.models import Membership, Role
 from labeling.services import project_create
 from labeling.services.tokens import api_token_create
+from tests.browser.test_account_browser import api_status
 from tests.factories import UserFactory
 from tests.sso_provider import Provider, provider_running
 
@@ -43,17 +41,6 @@ def sign_in_with_the_button(page: Any, base: str, sub: str) -> None:
     page.wait_for_url(lambda url: "/oauth2/authorize" in url)
     page.fill("input[name=sub]", sub)
     page.click("button:has-text('Authorize')")
-
-
-def api_status(base: str, secret: str) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(
-        f"{base}/api/account/tokens/", headers={"Authorization": f"Token {secret}"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (local)
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def test_single_sign_on_in_the_browser(
