@@ -305,7 +305,7 @@ class ApiTokenAdmin(ReadOnlyAdmin):
 class SsoIdentityAdmin(ReadOnlyAdmin):
     """Single sign-on identities, view-only (the provider's refresh tokens are not shown)."""
 
-    list_display = ["user", "issuer", "subject", "signed_in_at", "checked_at", "deactivated_at"]
+    list_display = ["user", "issuer", "subject", "signed_in_at", "checked_at", "lapsed_at"]
     list_filter = ["issuer"]
     search_fields = ["user__username", "subject"]
     raw_id_fields = ["user"]

@@ -172,9 +172,11 @@ CERTLABEL_OIDC_SCOPES = env.str("CERTLABEL_OIDC_SCOPES", default="openid email p
 # The name on the login page's button ("Sign in with …").
 CERTLABEL_OIDC_NAME = env.str("CERTLABEL_OIDC_NAME", default="single sign-on")
 # The ID token or userinfo claim that lists the person's groups, and the roles they grant:
-# comma-separated GROUP=PROJECT_SLUG:ROLE entries, applied at each sign-in.
+# comma-separated GROUP=PROJECT_SLUG:ROLE entries, or a JSON object from group to
+# "PROJECT_SLUG:ROLE" (or a list of them) for group names holding commas; applied at each
+# sign-in.
 CERTLABEL_OIDC_GROUPS_CLAIM = env.str("CERTLABEL_OIDC_GROUPS_CLAIM", default="groups")
-CERTLABEL_OIDC_ROLE_MAP = env.list("CERTLABEL_OIDC_ROLE_MAP", default=[])
+CERTLABEL_OIDC_ROLE_MAP = env.str("CERTLABEL_OIDC_ROLE_MAP", default="")
 # Seconds between two checks with the provider that a signed-in person may still sign in
 # (their refresh token is refused once they are deactivated there).
 CERTLABEL_OIDC_RECHECK_SECONDS = env.float("CERTLABEL_OIDC_RECHECK_SECONDS", default=300.0)

@@ -55,9 +55,12 @@ class Provider:
 
 
 @contextmanager
-def provider_running() -> Iterator[Provider]:
-    """Serve a fresh provider on a free localhost port for the duration of the block."""
-    app = oidc_provider_mock.app()
+def provider_running(**options: Any) -> Iterator[Provider]:
+    """Serve a fresh provider on a free localhost port for the duration of the block.
+
+    ``options`` go to ``oidc_provider_mock.app`` (e.g. ``issue_refresh_token=False``).
+    """
+    app = oidc_provider_mock.app(**options)
     server = werkzeug.serving.make_server("localhost", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()

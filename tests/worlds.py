@@ -302,7 +302,7 @@ def _user(username: str | None = None) -> AbstractBaseUser:
 def _sso_user(username: str, project: Project, role: str) -> Any:
     """An account made by a single sign-on, its role in ``project`` granted by a group."""
     group = f"{project.slug}-{role}s"
-    with override_settings(CERTLABEL_OIDC_ROLE_MAP=[f"{group}={project.slug}:{role}"]):
+    with override_settings(CERTLABEL_OIDC_ROLE_MAP=f"{group}={project.slug}:{role}"):
         signed_in = sso_sign_in(
             claims={
                 "iss": SSO_ISSUER,

@@ -3,13 +3,15 @@
 Its own module, importing no view: DRF reads ``DEFAULT_AUTHENTICATION_CLASSES`` while
 ``rest_framework.views`` is being imported. An unknown, revoked or expired token is a 401 with
 the error contract's body and a stable ``code``: ``token_invalid``, ``token_revoked`` (with the
-reason) or ``token_expired`` (with the time), so a script can tell its user what to do.
+reason), ``token_expired`` (with the time) or ``token_suspended`` (a single sign-on account the
+identity provider no longer vouches for), so a script can tell its user what to do.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework.authentication import TokenAuthentication
@@ -18,6 +20,13 @@ from rest_framework.exceptions import AuthenticationFailed
 from labeling.models import ApiToken
 from labeling.rows import raw_first
 from labeling.services.tokens import api_token_touch, token_digest
+
+
+def _renew() -> str:
+    """Where a new token is made (the token endpoint takes passwords, which may be off)."""
+    if settings.CERTLABEL_PASSWORD_LOGIN:
+        return "on the My account page or at POST /api/auth/token/"
+    return "on the My account page"
 
 
 class ApiTokenAuthentication(TokenAuthentication):
@@ -47,23 +56,33 @@ class ApiTokenAuthentication(TokenAuthentication):
         if token.revoked_at is not None:
             raise AuthenticationFailed(
                 f"this token was revoked ({token.get_revoked_reason_display()}); "
-                "make a new one on the My account page or at POST /api/auth/token/",
+                f"make a new one {_renew()}",
                 code="token_revoked",
             )
         if token.expires_at <= timezone.now():
             raise AuthenticationFailed(
-                f"this token expired at {token.expires_at.isoformat()}; "
-                "make a new one on the My account page or at POST /api/auth/token/",
+                f"this token expired at {token.expires_at.isoformat()}; make a new one {_renew()}",
                 code="token_expired",
             )
         users = get_user_model()
+        # The user, and whether the identity provider stopped vouching for them (single
+        # sign-on: labeling.services.sso), in one statement.
         user = raw_first(
             users,
-            f"SELECT * FROM {users._meta.db_table} WHERE id = %s",  # noqa: S608 (a model's table)
+            f"SELECT u.*, EXISTS (SELECT 1 FROM labeling_ssoidentity s WHERE s.user_id = u.id"  # noqa: S608 (a model's table)
+            f" AND s.lapsed_at IS NOT NULL) AS sso_lapsed FROM {users._meta.db_table} u"
+            " WHERE u.id = %s",
             [token.user_id],
         )
         if user is None or not user.is_active:
             raise AuthenticationFailed("user inactive or deleted", code="token_invalid")
+        if getattr(user, "sso_lapsed", False):  # the EXISTS column above
+            raise AuthenticationFailed(
+                "the identity provider no longer vouches for this account (deactivated there, "
+                "or its session there ended): sign in through single sign-on again to use this "
+                "token",
+                code="token_suspended",
+            )
         token.user = user
         api_token_touch(token)
         return user, token

@@ -18,7 +18,6 @@ class TokenRevocation(models.TextChoices):
 
     OWNER = "owner", "revoked by its owner"
     PASSWORD_CHANGED = "password_changed", "the password was changed"
-    DEACTIVATED = "deactivated", "the account was deactivated at the identity provider"
 
 
 class ApiToken(models.Model):
@@ -59,10 +58,10 @@ class SsoIdentity(models.Model):
 
     Accounts are found by the provider's subject, never by an e-mail address. ``refresh_token``
     (the provider's, encrypted with a key derived from ``SECRET_KEY``; empty when the provider
-    issued none) lets the background check ask the provider whether the person may still sign
-    in; ``checked_at`` is when it last said yes. ``deactivated_at`` is set when the provider
-    refused: the account was made inactive and its API tokens revoked, until the next
-    successful sign-in.
+    issued none) lets certlabel ask the provider whether it still vouches for the person;
+    ``checked_at`` is when it last said yes. ``lapsed_at`` is set when the provider refused
+    (the person was deactivated there, or the provider's session ended): the account's single
+    sign-on sessions end and its API tokens are refused until the person signs in again.
     """
 
     user = models.ForeignKey(
@@ -74,7 +73,7 @@ class SsoIdentity(models.Model):
     created_at = models.DateTimeField()
     signed_in_at = models.DateTimeField()
     checked_at = models.DateTimeField()
-    deactivated_at = models.DateTimeField(null=True, blank=True)
+    lapsed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -13,10 +13,12 @@ discovery document and keys). What is ours:
   invitations to the verified address are accepted.
 - **For how long.** Every ``CERTLABEL_OIDC_RECHECK_SECONDS`` the provider's refresh token is
   used (:func:`sso_identity_recheck`): a browser session checks on its next page load, and a
-  periodic task checks every account, so API tokens are covered too. When the provider refuses
-  (``invalid_grant``: the person was deactivated or their grant revoked), the account is made
-  inactive, which ends its sessions, and its API tokens are revoked. A provider that cannot be
-  reached changes nothing. The next successful sign-in reactivates the account.
+  periodic task checks every identity, so API tokens are covered too. When the provider refuses
+  it (``invalid_grant``: the person was deactivated there, or the provider's session ended),
+  the identity *lapses*: its single sign-on sessions end and the account's API tokens are
+  refused until the person signs in again, which only the provider can allow. Nothing is
+  revoked for good (a provider that lost its sessions costs a sign-in, not the tokens), and
+  ``is_active`` stays the administrators' own switch. An unreachable provider changes nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import json
 import logging
 import re
+import time
+import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -33,20 +38,20 @@ from typing import Any
 import requests
 from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.django_client import OAuth
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import CharField
 from django.utils import timezone
 from joserfc.errors import JoseError
 
 from labeling.exceptions import PermissionDenied
-from labeling.locks import sso_identity_lock
-from labeling.models import Project, Role, SsoIdentity, TokenRevocation
+from labeling.locks import sso_identity_lock, sso_identity_lock_pk
+from labeling.models import Project, Role, SsoIdentity
 from labeling.services.members import invitations_accept_by_email, membership_from_groups
-from labeling.services.tokens import api_tokens_revoke_all
 
 logger = logging.getLogger(__name__)
 
@@ -70,39 +75,77 @@ class RoleGrant:
     role: str
 
 
+def _role_map_entries() -> list[tuple[str, str]]:
+    """``(group, "PROJECT_SLUG:ROLE")`` pairs of ``CERTLABEL_OIDC_ROLE_MAP``, in order.
+
+    Comma-separated ``GROUP=PROJECT_SLUG:ROLE`` entries, or a JSON object from group to one
+    ``"PROJECT_SLUG:ROLE"`` or a list of them (for group names holding ``,`` or ``=``, such as
+    LDAP distinguished names).
+    """
+    raw = settings.CERTLABEL_OIDC_ROLE_MAP.strip()
+    if raw.startswith("{"):
+        try:
+            mapping = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ImproperlyConfigured(f"CERTLABEL_OIDC_ROLE_MAP: invalid JSON ({exc})") from exc
+        return [
+            (str(group), str(grant))
+            for group, grants in mapping.items()
+            for grant in (grants if isinstance(grants, list) else [grants])
+        ]
+    entries = []
+    for entry in filter(None, (e.strip() for e in raw.split(","))):
+        group, _, grant = entry.rpartition("=")
+        entries.append((group, grant if group else entry))
+    return entries
+
+
 def role_map() -> list[RoleGrant]:
-    """Parse ``CERTLABEL_OIDC_ROLE_MAP`` (``GROUP=PROJECT_SLUG:ROLE`` entries).
+    """Parse ``CERTLABEL_OIDC_ROLE_MAP`` (see :func:`_role_map_entries` for its two forms).
 
     Raises:
         ImproperlyConfigured: an entry is malformed or names an unknown role (the entry is
             quoted).
     """
     grants = []
-    for entry in settings.CERTLABEL_OIDC_ROLE_MAP:
-        match = re.fullmatch(r"\s*([^=]+?)\s*=\s*([-\w]+)\s*:\s*(\w+)\s*", entry)
-        if match is None or match[3] not in Role.values:
+    for group, grant in _role_map_entries():
+        match = re.fullmatch(r"\s*([-\w]+)\s*:\s*(\w+)\s*", grant)
+        if not group.strip() or match is None or match[2] not in Role.values:
             raise ImproperlyConfigured(
-                f"CERTLABEL_OIDC_ROLE_MAP: {entry!r} is not GROUP=PROJECT_SLUG:ROLE with ROLE "
-                f"one of {', '.join(Role.values)}"
+                f"CERTLABEL_OIDC_ROLE_MAP: {group + '=' + grant!r} is not GROUP=PROJECT_SLUG:ROLE "
+                f"with ROLE one of {', '.join(Role.values)}"
             )
-        grants.append(RoleGrant(group=match[1], project=match[2], role=match[3]))
+        grants.append(RoleGrant(group=group.strip(), project=match[1], role=match[2]))
     return grants
 
 
 @functools.lru_cache(maxsize=4)
-def _client(issuer: str, client_id: str, client_secret: str, scopes: str, timeout: float) -> Any:
+def _client(
+    issuer: str, client_id: str, client_secret: str, scopes: str, timeout: float, epoch: int
+) -> Any:
     oauth = OAuth()
     return oauth.register(
         name="sso",
         server_metadata_url=f"{issuer}/.well-known/openid-configuration",
         client_id=client_id,
         client_secret=client_secret,
-        client_kwargs={"scope": scopes, "code_challenge_method": "S256", "timeout": timeout},
+        client_kwargs={
+            "scope": scopes,
+            "code_challenge_method": "S256",
+            "default_timeout": timeout,
+        },
     )
 
 
+#: Seconds a process keeps the provider's discovery document and signing keys; then they are
+#: read again, so a key the provider rotated is picked up.
+METADATA_SECONDS = 3600
+
+
 def sso_client() -> Any:
-    """The Authlib client of the configured provider (its discovery document is read once).
+    """The Authlib client of the configured provider (discovery and keys read once an hour).
+
+    Every request to the provider waits at most ``CERTLABEL_OIDC_TIMEOUT`` seconds.
 
     Raises:
         ImproperlyConfigured: single sign-on is not configured.
@@ -115,6 +158,7 @@ def sso_client() -> Any:
         settings.CERTLABEL_OIDC_CLIENT_SECRET,
         settings.CERTLABEL_OIDC_SCOPES,
         settings.CERTLABEL_OIDC_TIMEOUT,
+        int(time.time() // METADATA_SECONDS),
     )
 
 
@@ -129,21 +173,27 @@ PROVIDER_ERRORS = (
 )
 
 
-def _fernet() -> Fernet:
-    digest = hashlib.sha256(f"certlabel-sso:{settings.SECRET_KEY}".encode()).digest()
-    return Fernet(base64.urlsafe_b64encode(digest))
+def _fernet() -> MultiFernet:
+    """Keys from ``SECRET_KEY`` (encrypts) and ``SECRET_KEY_FALLBACKS`` (still decrypt)."""
+    keys = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return MultiFernet(
+        [
+            Fernet(base64.urlsafe_b64encode(hashlib.sha256(f"certlabel-sso:{k}".encode()).digest()))
+            for k in keys
+        ]
+    )
 
 
 def _seal(refresh_token: str) -> str:
     return _fernet().encrypt(refresh_token.encode()).decode() if refresh_token else ""
 
 
-def _unseal(sealed: str) -> str:
-    """The refresh token; empty when none was kept or ``SECRET_KEY`` changed since."""
+def _unseal(sealed: str) -> str | None:
+    """The refresh token; empty when none was kept; None when no key reads it any more."""
     try:
         return _fernet().decrypt(sealed.encode()).decode() if sealed else ""
     except InvalidToken:
-        return ""
+        return None
 
 
 @dataclass(frozen=True)
@@ -158,9 +208,16 @@ class SignIn:
 
 
 def _verified_email(claims: dict[str, Any]) -> str:
+    """The address when the provider marks it verified and it is a valid address, else ""."""
     email = claims.get("email")
     verified = claims.get("email_verified") is True or claims.get("email_verified") == "true"
-    return email.strip() if isinstance(email, str) and verified else ""
+    if not (isinstance(email, str) and verified) or len(email.strip()) > 254:
+        return ""
+    try:
+        validate_email(email.strip())
+    except ValidationError:
+        return ""
+    return email.strip()
 
 
 def _new_username(claims: dict[str, Any], email: str) -> str:
@@ -173,7 +230,7 @@ def _new_username(claims: dict[str, Any], email: str) -> str:
     candidates = [preferred if isinstance(preferred, str) else "", email.split("@")[0]]
     subject_hash = hashlib.sha256(str(claims["sub"]).encode()).hexdigest()[:10]
     for base in [*candidates, f"sso-{subject_hash}"]:
-        base = re.sub(r"[^\w.@+-]", "", base)[:longest]
+        base = re.sub(r"[^\w.@+-]", "", unicodedata.normalize("NFKC", base))[:longest]
         if not base:
             continue
         for suffix in ["", *(f"-{n}" for n in range(2, 100))]:
@@ -249,10 +306,13 @@ def sso_sign_in(*, claims: dict[str, Any], refresh_token: str = "") -> SignIn:
     first sign-ins of one subject at once make one account (the unique constraint).
 
     Raises:
-        PermissionDenied: the account was deactivated here (not by the provider), or no
-            username could be made.
+        PermissionDenied: the account is deactivated here (``is_active`` false: the
+            administrators' switch), the subject is unusable (empty, over 255 characters, a
+            NUL), or no username could be made.
     """
     issuer, subject = str(claims["iss"]), str(claims["sub"])
+    if not 0 < len(subject) <= 255 or "\x00" in subject or len(issuer) > 255:
+        raise PermissionDenied("the provider's subject or issuer is not usable here")
     email = _verified_email(claims)
     now = timezone.now()
     users = get_user_model()
@@ -264,10 +324,7 @@ def sso_sign_in(*, claims: dict[str, Any], refresh_token: str = "") -> SignIn:
             user.set_unusable_password()
             user.save()
         if not user.is_active:
-            if identity is None or identity.deactivated_at is None:
-                raise PermissionDenied("this account is deactivated here; ask an administrator")
-            user.is_active = True
-            user.save(update_fields=["is_active"])
+            raise PermissionDenied("this account is deactivated here; ask an administrator")
         if email and user.email != email:
             user.email = email
             user.save(update_fields=["email"])
@@ -277,7 +334,7 @@ def sso_sign_in(*, claims: dict[str, Any], refresh_token: str = "") -> SignIn:
             )
         identity.refresh_token = _seal(refresh_token)
         identity.signed_in_at = identity.checked_at = now
-        identity.deactivated_at = None
+        identity.lapsed_at = None
         identity.save()
     roles = _roles_from_groups(user, claims)
     joined = [m.project.slug for m in invitations_accept_by_email(user=user, email=email)]
@@ -291,17 +348,12 @@ def sso_sign_in(*, claims: dict[str, Any], refresh_token: str = "") -> SignIn:
     return SignIn(user=user, identity=identity, created=created, roles=roles, joined=joined)
 
 
-def sso_deactivate(identity: SsoIdentity, *, reason: str) -> None:
-    """Make ``identity``'s account inactive (its sessions end) and revoke its API tokens."""
-    with transaction.atomic():
-        identity.deactivated_at = identity.checked_at = timezone.now()
-        identity.refresh_token = ""
-        identity.save(update_fields=["deactivated_at", "checked_at", "refresh_token"])
-        user = identity.user
-        user.is_active = False
-        user.save(update_fields=["is_active"])
-        api_tokens_revoke_all(user=user, reason=TokenRevocation.DEACTIVATED)
-    logger.warning("sso.deactivated user=%s reason=%s", identity.user_id, reason)
+def _lapse(identity: SsoIdentity, *, reason: str) -> None:
+    """Record that the provider no longer vouches for ``identity`` (caller holds its row)."""
+    identity.lapsed_at = identity.checked_at = timezone.now()
+    identity.refresh_token = ""
+    identity.save(update_fields=["lapsed_at", "checked_at", "refresh_token"])
+    logger.warning("sso.lapsed user=%s reason=%s", identity.user_id, reason)
 
 
 def _same_issuer(issuer: str) -> bool:
@@ -309,40 +361,56 @@ def _same_issuer(issuer: str) -> bool:
     return issuer.rstrip("/") == settings.CERTLABEL_OIDC_ISSUER.rstrip("/")
 
 
-def sso_identity_recheck(identity: SsoIdentity) -> str:
-    """Ask the provider whether ``identity`` may still sign in, with its refresh token.
+def sso_identity_recheck(identity_id: int) -> str:
+    """Ask the provider whether it still vouches for an identity, with its refresh token.
+
+    Concurrency: holds the identity's row while it asks, so a browser session and the periodic
+    task never send one refresh token twice (a provider that rotates refresh tokens would take
+    the second use for a stolen token); a check that finds the identity checked in the last
+    ``min(60, CERTLABEL_OIDC_RECHECK_SECONDS)`` seconds asks nothing.
 
     Returns:
         ``"active"`` (the provider answered with tokens; a rotated refresh token is kept),
-        ``"deactivated"`` (the provider refused the grant: :func:`sso_deactivate` ran),
+        ``"lapsed"`` (the provider refused the grant, or had refused it before, or the stored
+        token can no longer be read after a ``SECRET_KEY`` change: see :func:`_lapse`),
         ``"unknown"`` (the provider could not be reached, or answered an error that says
-        nothing of the person: nothing changes), or ``"no_refresh_token"`` (the provider
-        issued none, or the identity is another provider's: only a new sign-in can tell).
+        nothing of the person: nothing changes), or ``"no_refresh_token"`` (none was issued,
+        the identity is another provider's, or single sign-on is off: only a sign-in can tell).
     """
-    refresh_token = _unseal(identity.refresh_token)
-    if not refresh_token or not sso_enabled() or not _same_issuer(identity.issuer):
-        return "no_refresh_token"
-    try:
-        token = sso_client().fetch_access_token(
-            grant_type="refresh_token", refresh_token=refresh_token
-        )
-    except PROVIDER_ERRORS as exc:
-        if getattr(exc, "error", None) == "invalid_grant":
-            sso_deactivate(identity, reason=str(getattr(exc, "description", "") or exc))
-            return "deactivated"
-        logger.warning("sso.recheck_failed user=%s error=%s", identity.user_id, exc)
-        return "unknown"
-    identity.checked_at = timezone.now()
-    fields = ["checked_at"]
-    if token.get("refresh_token") and token["refresh_token"] != refresh_token:
-        identity.refresh_token = _seal(token["refresh_token"])
-        fields.append("refresh_token")
-    identity.save(update_fields=fields)
+    recent = timedelta(seconds=min(60.0, settings.CERTLABEL_OIDC_RECHECK_SECONDS))
+    with transaction.atomic():
+        identity = sso_identity_lock_pk(identity_id)
+        if identity is None or identity.lapsed_at is not None:
+            return "lapsed"
+        if not sso_enabled() or not _same_issuer(identity.issuer) or not identity.refresh_token:
+            return "no_refresh_token"
+        if recent and identity.checked_at > timezone.now() - recent:
+            return "active"
+        refresh_token = _unseal(identity.refresh_token)
+        if not refresh_token:
+            _lapse(identity, reason="the stored refresh token cannot be read (SECRET_KEY changed)")
+            return "lapsed"
+        try:
+            token = sso_client().fetch_access_token(
+                grant_type="refresh_token", refresh_token=refresh_token
+            )
+        except PROVIDER_ERRORS as exc:
+            if getattr(exc, "error", None) == "invalid_grant":
+                _lapse(identity, reason=str(getattr(exc, "description", "") or exc))
+                return "lapsed"
+            logger.warning("sso.recheck_failed user=%s error=%s", identity.user_id, exc)
+            return "unknown"
+        identity.checked_at = timezone.now()
+        fields = ["checked_at"]
+        if token.get("refresh_token") and token["refresh_token"] != refresh_token:
+            identity.refresh_token = _seal(token["refresh_token"])
+            fields.append("refresh_token")
+        identity.save(update_fields=fields)
     return "active"
 
 
 def sso_recheck_due(*, limit: int = 500) -> dict[str, int]:
-    """Recheck every active identity not checked for ``CERTLABEL_OIDC_RECHECK_SECONDS``.
+    """Recheck every identity not checked for ``CERTLABEL_OIDC_RECHECK_SECONDS``, oldest first.
 
     For the periodic task: it covers the accounts that use API tokens and no browser.
 
@@ -351,20 +419,18 @@ def sso_recheck_due(*, limit: int = 500) -> dict[str, int]:
     """
     if not sso_enabled():
         return {}
+    issuer = settings.CERTLABEL_OIDC_ISSUER.rstrip("/")
     cutoff = timezone.now() - timedelta(seconds=settings.CERTLABEL_OIDC_RECHECK_SECONDS)
     due = (
-        SsoIdentity.objects.select_related("user")
-        .filter(
-            issuer__in=[settings.CERTLABEL_OIDC_ISSUER, settings.CERTLABEL_OIDC_ISSUER + "/"],
-            deactivated_at__isnull=True,
-            checked_at__lt=cutoff,
-            user__is_active=True,
+        SsoIdentity.objects.filter(
+            issuer__in=[issuer, issuer + "/"], lapsed_at__isnull=True, checked_at__lt=cutoff
         )
         .exclude(refresh_token="")
-        .order_by("checked_at")[:limit]
+        .order_by("checked_at")
+        .values_list("pk", flat=True)[:limit]
     )
     outcomes: dict[str, int] = {}
-    for identity in due:
-        outcome = sso_identity_recheck(identity)
+    for identity_id in list(due):
+        outcome = sso_identity_recheck(identity_id)
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return outcomes

@@ -254,7 +254,14 @@ class PasswordResetView(auth_views.PasswordResetView):
     form_class = ReportingPasswordResetForm
 
     def form_valid(self, form: Any) -> HttpResponse:
-        """Send the e-mail; a failed send renders the form again with the error."""
+        """Send the e-mail; a failed send renders the form again with the error.
+
+        With local passwords switched off nothing is sent: a password set now would wait,
+        unseen, for the day passwords are switched back on.
+        """
+        if not settings.CERTLABEL_PASSWORD_LOGIN:
+            form.add_error(None, "Local passwords are switched off: sign in with single sign-on.")
+            return self.render_to_response(self.get_context_data(form=form), status=403)
         response = super().form_valid(form)
         if form.failed:
             form.add_error(

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import csp.middleware
+import requests
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout
@@ -48,6 +49,16 @@ from labeling.services.sso import (
 logger = logging.getLogger(__name__)
 
 _NEXT_KEY = "sso_next"
+# What a provider's ``error`` answer (RFC 6749 section 4.1.2.1, OpenID Connect Core 3.1.2.6)
+# means to the person signing in.
+_PROVIDER_REFUSALS = {
+    "access_denied": "the sign-in was denied at the identity provider",
+    "login_required": "the identity provider asks you to sign in there first",
+    "consent_required": "the identity provider needs your consent first",
+    "interaction_required": "the identity provider needs you to act there first",
+    "temporarily_unavailable": "the identity provider is temporarily unavailable",
+    "server_error": "the identity provider failed; try again later",
+}
 
 
 def sign_in_options(request: HttpRequest) -> dict[str, Any]:
@@ -107,6 +118,13 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
     """The provider's answer: check the code, state and ID token, then sign the person in."""
     if not sso_enabled():
         raise Http404("single sign-on is not configured")
+    if request.GET.get("error"):
+        # The provider's refusal; its free-text description is not shown, since anyone can
+        # send a browser here with one of their own.
+        code = request.GET["error"][:60]
+        logger.warning("sso.refused_by_provider error=%s", code)
+        reason = _PROVIDER_REFUSALS.get(code, "the identity provider refused the sign-in")
+        return _refused(request, f"single sign-on failed: {reason}")
     client = sso_client()
     try:
         token = client.authorize_access_token(request)
@@ -117,6 +135,11 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
             extra = client.userinfo(token=token)
             if extra.get("sub") == claims["sub"]:
                 claims = {**extra, **claims}
+    except requests.RequestException as exc:
+        logger.warning("sso.provider_unreachable error=%s", exc)
+        return _refused(
+            request, "the identity provider cannot be reached; try again later", status=503
+        )
     except PROVIDER_ERRORS as exc:
         reason = getattr(exc, "description", None) or getattr(exc, "error", None) or str(exc)
         logger.warning("sso.refused error=%s", reason)
@@ -133,6 +156,8 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
         "identity": signed_in.identity.pk,
         "checked_at": time.time(),
         "id_token": token.get("id_token", ""),
+        # Without a refresh token, the session lasts as long as the ID token.
+        "expires_at": float(claims.get("exp") or 0),
     }
     for slug in signed_in.joined:
         messages.success(request, f"You joined {slug} by its invitation.")
@@ -186,10 +211,10 @@ class SsoSessionMiddleware:
 
     On a page load (GET or HEAD, so a form being saved is never interrupted) of a session
     signed in through the provider and not checked for the interval, the refresh token is
-    used (:func:`labeling.services.sso.sso_identity_recheck`). A refusal deactivates the
-    account (every session and API token of it ends); a session without a refresh token is
-    ended, so the person signs in again through the provider (silently while their session
-    there lasts). An unreachable provider is tried again a minute later.
+    used (:func:`labeling.services.sso.sso_identity_recheck`). A refusal lapses the identity
+    (every single sign-on session of the account ends at its next page load, and its API
+    tokens are refused until the next sign-in); without a refresh token the session lasts as
+    long as the ID token did. An unreachable provider is tried again a minute later.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -210,22 +235,18 @@ class SsoSessionMiddleware:
     def _recheck(self, request: HttpRequest) -> None:
         state = request.session[SESSION_KEY]
         now = time.time()
-        if now - float(state.get("checked_at", 0)) < settings.CERTLABEL_OIDC_RECHECK_SECONDS:
+        interval = settings.CERTLABEL_OIDC_RECHECK_SECONDS
+        if now - float(state.get("checked_at", 0)) < interval:
             return
-        identity = (
-            SsoIdentity.objects.select_related("user")
-            .filter(pk=state.get("identity"), user_id=request.user.pk or 0)
-            .first()
-        )
-        outcome = sso_identity_recheck(identity) if identity is not None else "gone"
+        mine = SsoIdentity.objects.filter(pk=state.get("identity"), user_id=request.user.pk or 0)
+        outcome = sso_identity_recheck(state["identity"]) if mine.exists() else "lapsed"
+        if outcome == "no_refresh_token" and now < float(state.get("expires_at") or 0):
+            outcome = "active"  # no refresh token: the ID token's lifetime is the session's
         if outcome == "active":
             request.session[SESSION_KEY] = {**state, "checked_at": now}
         elif outcome == "unknown":
-            retry_in = min(60.0, settings.CERTLABEL_OIDC_RECHECK_SECONDS)
-            request.session[SESSION_KEY] = {
-                **state,
-                "checked_at": now - settings.CERTLABEL_OIDC_RECHECK_SECONDS + retry_in,
-            }
+            retry_in = min(60.0, interval)
+            request.session[SESSION_KEY] = {**state, "checked_at": now - interval + retry_in}
         else:
             logout(request)
             messages.info(request, "Your single sign-on session ended: please sign in again.")

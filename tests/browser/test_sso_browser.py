@@ -31,7 +31,7 @@ def sso(settings: Any) -> Iterator[Provider]:
         settings.CERTLABEL_OIDC_CLIENT_ID = "certlabel"
         settings.CERTLABEL_OIDC_CLIENT_SECRET = "client-secret"
         settings.CERTLABEL_OIDC_NAME = "Acme ID"
-        settings.CERTLABEL_OIDC_ROLE_MAP = ["eval-a-annotators=study:annotator"]
+        settings.CERTLABEL_OIDC_ROLE_MAP = "eval-a-annotators=study:annotator"
         yield provider
 
 
@@ -96,5 +96,5 @@ def test_single_sign_on_in_the_browser(
     page.wait_for_url(lambda url: url.startswith(f"{base}/accounts/login/"))
     screenshot(page, "deactivated")
     status, body = api_status(base, secret)
-    assert (status, body["code"]) == (401, "token_revoked")
+    assert (status, body["code"]) == (401, "token_suspended")
     assert page.js_errors == [] and page.csp_violations == []

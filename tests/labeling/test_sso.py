@@ -32,11 +32,9 @@ from tests.sso_provider import Provider, provider_running
 
 pytestmark = pytest.mark.django_db
 
-ROLE_MAP = [
-    "study-annotators=study:annotator",
-    "study-leads=study:manager",
-    "study-reviewers=study:adjudicator",
-]
+ROLE_MAP = (
+    "study-annotators=study:annotator, study-leads=study:manager,study-reviewers=study:adjudicator"
+)
 
 
 @pytest.fixture
@@ -336,11 +334,13 @@ def test_a_denied_sign_in_says_so(client: Client, sso: Provider):
     assert response.status_code == 400 and "denied" in response.context["sso_error"]
 
 
-def test_deactivation_at_the_provider_ends_sessions_and_api_tokens(
+def test_deactivation_at_the_provider_ends_sessions_and_suspends_api_tokens(
     client: Client, sso: Provider, settings: Any
 ):
     sso.user("liv-sub", preferred_username="liv")
     sign_in(client, sso, "liv-sub")
+    other_browser = Client()
+    sign_in(other_browser, sso, "liv-sub")
     liv = get_user_model().objects.get(username="liv")
     secret = api_token_create(user=liv, name="ci").secret
     api = APIClient()
@@ -348,22 +348,71 @@ def test_deactivation_at_the_provider_ends_sessions_and_api_tokens(
     assert api.get("/api/account/tokens/").status_code == 200
 
     settings.CERTLABEL_OIDC_RECHECK_SECONDS = 0.0
-    assert client.get("/").status_code == 200  # the provider still says yes
+    assert client.get("/").status_code == 200  # the provider still vouches for her
 
     sso.revoke("liv-sub")
     response = client.get("/")
 
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
-    liv.refresh_from_db()
-    assert not liv.is_active
-    assert ApiToken.objects.get(user=liv).revoked_reason == "deactivated"
+    assert other_browser.get("/").status_code == 302  # every SSO session of hers ends
     refused = api.get("/api/account/tokens/")
-    assert refused.status_code == 401 and refused.json()["code"] == "token_revoked"
-
-    # Allowed again at the provider: the next sign-in reactivates the account.
-    assert sign_in(Client(), sso, "liv-sub").status_code == 302
+    assert refused.status_code == 401 and refused.json()["code"] == "token_suspended"
     liv.refresh_from_db()
-    assert liv.is_active and SsoIdentity.objects.get(user=liv).deactivated_at is None
+    assert liv.is_active  # the administrators' switch is not the provider's
+    token = ApiToken.objects.get(user=liv)
+    assert token.revoked_at is None  # suspended, not revoked: nothing is lost for good
+
+    # Allowed again at the provider: the next sign-in lifts the suspension.
+    assert sign_in(Client(), sso, "liv-sub").status_code == 302
+    assert api.get("/api/account/tokens/").status_code == 200
+    assert SsoIdentity.objects.get(user=liv).lapsed_at is None
+
+
+def test_an_account_deactivated_here_stays_out_whatever_the_provider_says(
+    client: Client, sso: Provider
+):
+    sso.user("wes-sub", preferred_username="wes")
+    sign_in(client, sso, "wes-sub")
+    get_user_model().objects.filter(username="wes").update(is_active=False)
+    sso.revoke("wes-sub")
+
+    response = sign_in(Client(), sso, "wes-sub")
+
+    assert response.status_code == 403
+    assert not get_user_model().objects.get(username="wes").is_active
+
+
+def test_a_refresh_token_no_key_reads_lapses_the_identity(sso: Provider, settings: Any):
+    sso.user("xan-sub", preferred_username="xan")
+    sign_in(Client(), sso, "xan-sub")
+    settings.CERTLABEL_OIDC_RECHECK_SECONDS = 0.0
+    old_key = settings.SECRET_KEY
+    settings.SECRET_KEY = "another-secret-key-" + "x" * 40
+    settings.SECRET_KEY_FALLBACKS = [old_key]
+    assert sso_recheck_due() == {"active": 1}  # the fallback key still reads it
+
+    settings.SECRET_KEY_FALLBACKS = []
+    SsoIdentity.objects.update(checked_at="2000-01-01T00:00:00Z")
+    assert sso_recheck_due() == {"lapsed": 1}
+    assert SsoIdentity.objects.get().lapsed_at is not None
+
+
+def test_without_a_refresh_token_the_session_lasts_as_the_id_token(settings: Any, db: None):
+    with provider_running(issue_refresh_token=False) as provider:
+        settings.CERTLABEL_OIDC_ISSUER = provider.issuer
+        settings.CERTLABEL_OIDC_CLIENT_ID = "certlabel"
+        settings.CERTLABEL_OIDC_CLIENT_SECRET = "client-secret"
+        settings.CERTLABEL_OIDC_RECHECK_SECONDS = 0.0
+        provider.user("yan-sub", preferred_username="yan")
+        client = Client()
+        sign_in(client, provider, "yan-sub")
+        assert SsoIdentity.objects.get().refresh_token == ""
+        assert client.get("/").status_code == 200  # the ID token has an hour to go
+
+        session = client.session
+        session["sso"] = {**session["sso"], "expires_at": time.time() - 1}
+        session.save()
+        assert client.get("/").status_code == 302
 
 
 def test_an_identity_of_another_provider_is_not_asked_here(sso: Provider, settings: Any):
@@ -384,10 +433,10 @@ def test_the_periodic_recheck_covers_accounts_that_only_use_tokens(sso: Provider
     settings.CERTLABEL_OIDC_RECHECK_SECONDS = 0.0
     sso.revoke("ned-sub")
 
-    assert sso_recheck_due() == {"active": 1, "deactivated": 1}
-    assert get_user_model().objects.get(username="max").is_active
-    assert not get_user_model().objects.get(username="ned").is_active
-    assert sso_recheck_due() == {"active": 1}  # a deactivated account is not asked again
+    assert sso_recheck_due() == {"active": 1, "lapsed": 1}
+    assert SsoIdentity.objects.get(subject="max-sub").lapsed_at is None
+    assert SsoIdentity.objects.get(subject="ned-sub").lapsed_at is not None
+    assert sso_recheck_due() == {"active": 1}  # a lapsed identity is not asked again
 
 
 def test_an_unreachable_provider_changes_nothing(client: Client, sso: Provider, settings: Any):
@@ -472,9 +521,26 @@ def test_switching_local_passwords_off(client: Client, sso: Provider, settings: 
 
 
 def test_a_malformed_role_map_names_the_entry(settings: Any):
-    settings.CERTLABEL_OIDC_ROLE_MAP = ["team-a=study:annotator", "team-b=study:boss"]
+    settings.CERTLABEL_OIDC_ROLE_MAP = "team-a=study:annotator, team-b=study:boss"
     with pytest.raises(ImproperlyConfigured, match="'team-b=study:boss'"):
         role_map()
+    settings.CERTLABEL_OIDC_ROLE_MAP = "study:annotator"
+    with pytest.raises(ImproperlyConfigured, match="GROUP=PROJECT_SLUG:ROLE"):
+        role_map()
+
+
+def test_the_role_map_takes_group_names_with_commas_as_json(settings: Any):
+    settings.CERTLABEL_OIDC_ROLE_MAP = json.dumps(
+        {
+            "CN=eval,OU=groups,DC=acme": ["study:annotator", "other:manager"],
+            "leads": "study:manager",
+        }
+    )
+    assert [(g.group, g.project, g.role) for g in role_map()] == [
+        ("CN=eval,OU=groups,DC=acme", "study", "annotator"),
+        ("CN=eval,OU=groups,DC=acme", "other", "manager"),
+        ("leads", "study", "manager"),
+    ]
 
 
 def test_an_unreachable_provider_at_sign_in_is_a_503(client: Client, settings: Any, db: None):
@@ -494,3 +560,96 @@ def test_forms_may_end_at_the_provider_only_with_sso(client: Client, settings: A
     settings.CERTLABEL_OIDC_ISSUER = "https://login.example.org/realms/eval"
     settings.CERTLABEL_OIDC_CLIENT_ID = "certlabel"
     assert form_action() == "form-action 'self' https://login.example.org"
+
+
+def test_a_hanging_provider_is_given_up_after_the_timeout(client: Client, settings: Any, db: None):
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # accepts connections, never answers
+    try:
+        settings.CERTLABEL_OIDC_ISSUER = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        settings.CERTLABEL_OIDC_CLIENT_ID = "certlabel"
+        settings.CERTLABEL_OIDC_TIMEOUT = 1.0
+        started = time.monotonic()
+        response = client.get("/accounts/sso/login/")
+        assert response.status_code == 503
+        assert time.monotonic() - started < 10
+    finally:
+        listener.close()
+
+
+def test_a_provider_error_shows_no_text_of_the_sender(client: Client, sso: Provider):
+    response = client.get(
+        "/accounts/sso/callback/",
+        {"error": "invalid_request", "error_description": "Your account is locked. Call us"},
+    )
+    assert response.status_code == 400
+    assert "Call us" not in response.content.decode()
+    assert response.context["sso_error"] == (
+        "single sign-on failed: the identity provider refused the sign-in"
+    )
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [{"sub": "s" * 256}, {"sub": "nul\x00sub"}],
+    ids=["subject over 255 characters", "subject with a NUL"],
+)
+def test_an_unusable_subject_is_refused(claims: dict, settings: Any, db: None):
+    from labeling.exceptions import PermissionDenied
+    from labeling.services.sso import sso_sign_in
+
+    with pytest.raises(PermissionDenied, match="not usable"):
+        sso_sign_in(claims={"iss": "https://idp.example.org", **claims})
+    assert not SsoIdentity.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "email", ["x" * 250 + "@example.org", "nul\x00@example.org", "not an address", ["a@b.org"]]
+)
+def test_an_unusable_address_is_not_kept(email: Any, db: None):
+    from labeling.services.sso import sso_sign_in
+
+    signed_in = sso_sign_in(
+        claims={
+            "iss": "https://idp.example.org",
+            "sub": "abc",
+            "email": email,
+            "email_verified": True,
+        }
+    )
+    assert signed_in.user.email == ""
+
+
+def test_look_alike_usernames_are_normalised(db: None):
+    from labeling.services.sso import sso_sign_in
+
+    signed_in = sso_sign_in(
+        claims={"iss": "https://idp.example.org", "sub": "fw", "preferred_username": "ａｄｍｉｎ"}
+    )
+    assert signed_in.user.username == "admin"
+
+
+def test_a_hand_given_role_survives_linking_and_groups(client: Client, sso: Provider, study: Any):
+    zoe = UserFactory(username="zoe", email="zoe@example.org")
+    membership_set(project=study, user=zoe, role=Role.ADJUDICATOR)
+    sso.user("zoe-sub", email="zoe@example.org", email_verified=True, groups=["study-annotators"])
+    sign_in(client, sso, "zoe-sub")
+    sso.user("zoe-sub", email="zoe@example.org", email_verified=True, groups=[])
+    sign_in(Client(), sso, "zoe-sub")
+
+    membership = Membership.objects.get(project=study, user=zoe)
+    assert (membership.role, membership.is_active, membership.from_groups) == (
+        Role.ADJUDICATOR,
+        True,
+        False,
+    )
+
+
+def test_no_password_reset_while_passwords_are_off(client: Client, settings: Any, mailoutbox):
+    UserFactory(username="pam", email="pam@example.org")
+    settings.CERTLABEL_PASSWORD_LOGIN = False
+    response = client.post("/accounts/password_reset/", {"email": "pam@example.org"})
+    assert response.status_code == 403 and mailoutbox == []
