@@ -1,7 +1,9 @@
 """A real OpenID Connect provider for the single sign-on tests, served on a free port.
 
 The provider is ``oidc-provider-mock`` (an Authlib server: discovery, JWKS, authorization code,
-token with refresh tokens, userinfo, RP-initiated logout). Its sign-in page asks for a subject;
+token with refresh tokens, userinfo, RP-initiated logout), run in a thread of the test process
+(:func:`provider_running`, whose key can sign tokens for the refusal tests) or as a process of
+its own (:func:`provider_process`, for the browser tests). Its sign-in page asks for a subject;
 ``user(sub, **claims)`` sets the claims its tokens carry (e-mail, groups…), ``revoke(sub)``
 withdraws every token of a subject (a person deactivated at the provider), and ``sign(claims)``
 signs an ID token with the provider's own key, for the refusal tests.
@@ -9,7 +11,11 @@ signs an ID token with the provider's own key, for the refusal tests.
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,12 +32,14 @@ from joserfc.jwk import RSAKey
 class Provider:
     """A running provider: its ``issuer`` URL and the calls that change what it says."""
 
-    def __init__(self, app: flask.Flask, port: int) -> None:
+    def __init__(self, port: int, app: flask.Flask | None = None) -> None:
         self.issuer = f"http://localhost:{port}"
-        with app.test_request_context():
-            app.preprocess_request()  # the provider keeps its state on flask.g
-            storage = flask.g.oidc_provider_mock_storage
-        self._key = RSAKey.import_key(storage.jwk.as_dict(is_private=True))
+        self._key = None
+        if app is not None:
+            with app.test_request_context():
+                app.preprocess_request()  # the provider keeps its state on flask.g
+                storage = flask.g.oidc_provider_mock_storage
+            self._key = RSAKey.import_key(storage.jwk.as_dict(is_private=True))
 
     def user(self, sub: str, **claims: Any) -> None:
         """Set the claims of ``sub`` (the next tokens carry them)."""
@@ -43,6 +51,7 @@ class Provider:
 
     def sign(self, claims: dict[str, Any]) -> str:
         """An ID token of ``claims`` signed with the provider's key (its JWKS verifies it)."""
+        assert self._key is not None, "only a provider run in this process lends its key"
         header = {"alg": "RS256", "kid": self._key.kid}
         return jwt.encode(header, claims, self._key)
 
@@ -65,7 +74,47 @@ def provider_running(**options: Any) -> Iterator[Provider]:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
-        yield Provider(app, server.server_port)
+        yield Provider(server.server_port, app)
     finally:
         server.shutdown()
         thread.join()
+
+
+@contextmanager
+def provider_process() -> Iterator[Provider]:
+    """Run the provider as a process of its own on a free port; stop it when the block ends."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "oidc_provider_mock",
+            "--port",
+            str(port),
+            "--require-nonce",
+            "true",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        provider = Provider(port)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                requests.get(f"{provider.issuer}/.well-known/openid-configuration", timeout=2)
+                break
+            except requests.RequestException:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the OpenID Connect provider did not start") from None
+                time.sleep(0.2)
+        yield provider
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,4 +1,4 @@
-"""In the browser: single sign-on through a real OpenID Connect provider, end to end.
+"""In the browser: single sign-on through a real OpenID Connect provider process, end to end.
 
 A person signs in with the login page's button on the provider's own page, lands in the project
 their group grants, sees their role there; a refused sign-in shows why; logging out passes
@@ -19,14 +19,14 @@ from labeling.services import project_create
 from labeling.services.tokens import api_token_create
 from tests.browser.test_account_browser import api_status
 from tests.factories import UserFactory
-from tests.sso_provider import Provider, provider_running
+from tests.sso_provider import Provider, provider_process
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def sso(settings: Any) -> Iterator[Provider]:
-    with provider_running() as provider:
+    with provider_process() as provider:
         settings.CERTLABEL_OIDC_ISSUER = provider.issuer
         settings.CERTLABEL_OIDC_CLIENT_ID = "certlabel"
         settings.CERTLABEL_OIDC_CLIENT_SECRET = "client-secret"
@@ -84,6 +84,13 @@ def test_single_sign_on_in_the_browser(
     page.wait_for_selector("#sso-error")
     assert "denied" in page.inner_text("#sso-error")
     screenshot(page, "refused")
+
+    # An answer to a sign-in this browser did not start (a forged state) is refused.
+    page.goto(f"{base}/accounts/sso/login/")  # a sign-in starts: its state is in the session
+    page.wait_for_url(lambda url: "/oauth2/authorize" in url)
+    page.goto(f"{base}/accounts/sso/callback/?code=stolen-code&state=forged-state")
+    assert "state" in page.inner_text("#sso-error").lower()
+    assert page.goto(f"{base}/p/study/").url.startswith(f"{base}/accounts/login/")
 
     # Signed in again, with an API token; then deactivated at the provider.
     sign_in_with_the_button(page, base, "ann-sub")
