@@ -30,6 +30,7 @@ from certification.selectors.reliability import (
 )
 from certification.services.derived import SupersededInputs
 from certification.stats.agreement import Statistic, krippendorff_alpha_nominal
+from certification.stats.intervals import Proportion
 from certification.stats.reliability import (
     ASSUMPTIONS,
     DAWID_SKENE_MAX_ITER,
@@ -37,7 +38,6 @@ from certification.stats.reliability import (
     NEAR_SILENT_RATIO,
     DawidSkeneEstimate,
     DawidSkeneUndefined,
-    Rate,
     RaterAccuracy,
     accuracy_against,
     dawid_skene,
@@ -56,11 +56,11 @@ RELIABILITY_STATS_VERSION = 2
 RELIABILITY_CONFIDENCE = 0.95
 
 
-def _rate_json(value: Rate) -> dict[str, Any]:
+def _rate_json(value: Proportion) -> dict[str, Any]:
     return {
         "numerator": value.numerator,
         "denominator": value.denominator,
-        "estimate": value.estimate,
+        "estimate": value.value,
         "lower": value.interval.lower if value.interval else None,
         "upper": value.interval.upper if value.interval else None,
     }
@@ -210,7 +210,7 @@ def _below(figure: dict[str, Any] | None, threshold: float) -> bool:
     return upper is not None and upper < threshold
 
 
-def _queued(inputs: ReliabilityInputs, rater: str) -> Rate:
+def _queued(inputs: ReliabilityInputs, rater: str) -> Proportion:
     matrix = inputs.votes.answer
     column = matrix.raters.index(rater) if rater in matrix.raters else None
     if column is None:

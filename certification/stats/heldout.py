@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 from certification.stats.errors import StatsError
 from certification.stats.intervals import (
-    Interval,
+    Proportion,
     check_count,
     check_open_unit,
-    clopper_pearson,
+    proportion_of,
 )
 
 __all__ = [
@@ -50,27 +50,17 @@ CLAIM_NOTE = (
 
 
 @dataclass(frozen=True)
-class ProportionMetric:
-    """One held-out metric with its raw counts.
+class ProportionMetric(Proportion):
+    """One held-out metric: a :class:`~certification.stats.intervals.Proportion` with a name.
 
     Attributes:
         name: the metric's name, e.g. ``"emitted_answer_risk"``.
-        numerator: events counted (integer).
-        denominator: sampling units counted (integer >= numerator).
         unit: the sampling unit of the denominator, e.g. ``"emitted answer"`` or ``"claim"``.
-        value: numerator / denominator in [0, 1], or None when the denominator is 0.
-        interval: two-sided Clopper–Pearson interval, or None when the denominator is 0.
-        reason: why ``value`` is undefined, or None.
         note: a caveat on the interval's assumptions, or None.
     """
 
     name: str
-    numerator: int
-    denominator: int
     unit: str
-    value: float | None
-    interval: Interval | None
-    reason: str | None = None
     note: str | None = None
 
 
@@ -105,27 +95,10 @@ def proportion_metric(
     if k > n:
         raise StatsError(f"{name}: numerator {k} exceeds denominator {n}")
     check_open_unit(confidence, name="confidence")
-    if n == 0:
-        return ProportionMetric(
-            name=name,
-            numerator=k,
-            denominator=n,
-            unit=unit,
-            value=None,
-            interval=None,
-            reason=f"no {unit} in the denominator: the proportion is undefined",
-            note=note,
-        )
-    return ProportionMetric(
-        name=name,
-        numerator=k,
-        denominator=n,
-        unit=unit,
-        value=k / n,
-        interval=clopper_pearson(k, n, confidence=confidence),
-        reason=None,
-        note=note,
+    p = proportion_of(
+        k, n, confidence, f"no {unit} in the denominator: the proportion is undefined"
     )
+    return ProportionMetric(k, n, p.value, p.interval, p.reason, name=name, unit=unit, note=note)
 
 
 @dataclass(frozen=True)

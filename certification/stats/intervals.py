@@ -26,6 +26,7 @@ from certification.stats.errors import InsufficientDataError, StatsError
 
 __all__ = [
     "Interval",
+    "Proportion",
     "check_count",
     "check_counts",
     "check_open_unit",
@@ -33,6 +34,7 @@ __all__ = [
     "clopper_pearson_one_sided",
     "clopper_pearson_upper",
     "clopper_pearson_upper_array",
+    "proportion_of",
 ]
 
 Side = Literal["two-sided", "upper", "lower"]
@@ -126,6 +128,51 @@ class Interval:
     def contains(self, value: float) -> bool:
         """Return whether ``value`` lies in the closed interval [lower, upper]."""
         return self.lower <= value <= self.upper
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """A proportion with its counts and exact interval, or undefined.
+
+    Attributes:
+        numerator: integer count of successes.
+        denominator: integer count of trials (0 makes the proportion undefined).
+        value: numerator / denominator in [0, 1], or None when undefined.
+        interval: two-sided Clopper–Pearson interval, or None when undefined.
+        reason: why the proportion is undefined, or None.
+    """
+
+    numerator: int
+    denominator: int
+    value: float | None
+    interval: Interval | None
+    reason: str | None
+
+    @property
+    def defined(self) -> bool:
+        """Whether the proportion has a value."""
+        return self.value is not None
+
+    @property
+    def lower(self) -> float | None:
+        """Lower interval limit in [0, 1], or None."""
+        return None if self.interval is None else self.interval.lower
+
+    @property
+    def upper(self) -> float | None:
+        """Upper interval limit in [0, 1], or None."""
+        return None if self.interval is None else self.interval.upper
+
+
+def proportion_of(k: int, n: int, confidence: float, reason: str) -> Proportion:
+    """``k`` of ``n`` with its two-sided exact interval; undefined with ``reason`` when ``n`` is 0.
+
+    Raises:
+        StatsError: as :func:`clopper_pearson` (n > 0 only).
+    """
+    if n == 0:
+        return Proportion(k, n, None, None, reason)
+    return Proportion(k, n, k / n, clopper_pearson(k, n, confidence=confidence), None)
 
 
 # -- intervals --------------------------------------------------------------------------------

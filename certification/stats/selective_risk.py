@@ -50,6 +50,9 @@ __all__ = [
     "binomial_p_value",
     "binomial_p_values",
     "certify",
+    "check_accept",
+    "check_family",
+    "check_method",
     "certify_scores",
     "smallest_certifiable_count",
     "threshold_counts",
@@ -97,7 +100,7 @@ class ThresholdCounts:
 
     def __post_init__(self) -> None:
         """Validate the counts (see the class docstring)."""
-        _check_accept(self.accept)
+        check_accept(self.accept)
         size = len(self.thresholds)
         if size == 0:
             raise StatsError("thresholds must hold at least one threshold (M >= 1)")
@@ -132,9 +135,46 @@ class ThresholdCounts:
         return len(self.thresholds)
 
 
-def _check_accept(accept: object) -> None:
+def check_accept(accept: object) -> None:
+    """Raise StatsError unless ``accept`` is ``">="`` or ``">"``."""
     if accept not in (">=", ">"):
         raise StatsError(f"accept must be '>=' or '>', got {accept!r}")
+
+
+def check_method(method: object) -> None:
+    """Raise StatsError unless ``method`` is ``"bonferroni"`` or ``"fixed_sequence"``."""
+    if method not in ("bonferroni", "fixed_sequence"):
+        raise StatsError(f"method must be 'bonferroni' or 'fixed_sequence', got {method!r}")
+
+
+def check_family(
+    scores: ArrayLike,
+    losses: ArrayLike,
+    thresholds: Sequence[float] | ArrayLike,
+    *,
+    bounded: bool,
+) -> tuple[NDArray[np.float64], NDArray[Any], NDArray[np.float64]]:
+    """Return scores, losses and thresholds as arrays, after checking them.
+
+    Shapes: scores (n,) floats, +-inf allowed; losses (n,) 0/1 (int64) or, with ``bounded``,
+    in [0, 1] (float64); thresholds (M,) floats, M >= 1.
+
+    Raises:
+        StatsError: if a shape disagrees, a score or threshold is NaN, a loss is not 0/1 (with
+            ``bounded``: not in [0, 1]), or the family is empty.
+    """
+    score_arr = np.asarray(scores, dtype=np.float64)
+    if score_arr.ndim != 1:
+        raise StatsError(f"scores must be one-dimensional, got shape {score_arr.shape}")
+    if np.isnan(score_arr).any():
+        raise StatsError("scores must not contain NaN (a missing score has no acceptance decision)")
+    loss_arr = _check_losses(losses, int(score_arr.shape[0]), bounded)
+    family = np.asarray(thresholds, dtype=np.float64)
+    if family.ndim != 1 or family.size == 0:
+        raise StatsError(f"thresholds must be a non-empty 1-D list, got shape {family.shape}")
+    if np.isnan(family).any():
+        raise StatsError("thresholds must not contain NaN")
+    return score_arr, loss_arr, family
 
 
 def _check_losses(losses: ArrayLike, n: int, bounded: bool) -> NDArray[Any]:
@@ -187,19 +227,9 @@ def threshold_counts(
         StatsError: if shapes disagree, a score or threshold is NaN, a loss is not 0/1 (with
             ``bounded``: not in [0, 1]), the family is empty, or ``accept`` is unknown.
     """
-    _check_accept(accept)
-    score_arr = np.asarray(scores, dtype=np.float64)
-    if score_arr.ndim != 1:
-        raise StatsError(f"scores must be one-dimensional, got shape {score_arr.shape}")
-    if np.isnan(score_arr).any():
-        raise StatsError("scores must not contain NaN (a missing score has no acceptance decision)")
+    check_accept(accept)
+    score_arr, loss_arr, family = check_family(scores, losses, thresholds, bounded=bounded)
     n = int(score_arr.shape[0])
-    loss_arr = _check_losses(losses, n, bounded)
-    family = np.asarray(thresholds, dtype=np.float64)
-    if family.ndim != 1 or family.size == 0:
-        raise StatsError(f"thresholds must be a non-empty 1-D list, got shape {family.shape}")
-    if np.isnan(family).any():
-        raise StatsError("thresholds must not contain NaN")
 
     order = np.argsort(score_arr, kind="stable")
     sorted_scores = score_arr[order]
@@ -441,8 +471,7 @@ def certify(
     """
     a = check_open_unit(alpha, name="alpha")
     d = check_open_unit(delta, name="delta")
-    if method not in ("bonferroni", "fixed_sequence"):
-        raise StatsError(f"method must be 'bonferroni' or 'fixed_sequence', got {method!r}")
+    check_method(method)
     if isinstance(utility, str):
         if utility not in UTILITIES:
             raise StatsError(f"utility must be one of {sorted(UTILITIES)}, got {utility!r}")

@@ -1,7 +1,6 @@
-"""Proportions with exact Clopper–Pearson intervals, and McNemar's exact test on discordant pairs.
+"""McNemar's exact test on discordant pairs (proportions: :mod:`certification.stats.intervals`).
 
-Clopper and Pearson (1934), "The use of confidence or fiducial limits illustrated in the case of
-the binomial", Biometrika 26(4), 404–413; McNemar (1947), "Note on the sampling error of the
+McNemar (1947), "Note on the sampling error of the
 difference between correlated proportions or percentages", Psychometrika 12(2), 153–157, exact
 (binomial) form as in ``statsmodels.stats.contingency_tables.mcnemar(table, exact=True)``.
 """
@@ -12,52 +11,9 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from certification.stats.intervals import (
-    Interval,
-    check_count,
-    clopper_pearson,
-)
+from certification.stats.intervals import Proportion, check_count, proportion_of
 
-
-@dataclass(frozen=True)
-class Proportion:
-    """A proportion with its counts and exact interval, or undefined.
-
-    Attributes:
-        numerator: integer count of successes.
-        denominator: integer count of trials (0 makes the proportion undefined).
-        value: numerator / denominator in [0, 1], or None when undefined.
-        interval: two-sided Clopper–Pearson interval, or None when undefined.
-        reason: why the proportion is undefined, or None.
-    """
-
-    numerator: int
-    denominator: int
-    value: float | None
-    interval: Interval | None
-    reason: str | None
-
-    @property
-    def defined(self) -> bool:
-        """Whether the proportion has a value."""
-        return self.value is not None
-
-    @property
-    def lower(self) -> float | None:
-        """Lower interval limit in [0, 1], or None."""
-        return None if self.interval is None else self.interval.lower
-
-    @property
-    def upper(self) -> float | None:
-        """Upper interval limit in [0, 1], or None."""
-        return None if self.interval is None else self.interval.upper
-
-
-def proportion_of(k: int, n: int, confidence: float, reason: str) -> Proportion:
-    """``k`` of ``n`` with its exact interval; undefined with ``reason`` when ``n`` is 0."""
-    if n == 0:
-        return Proportion(k, n, None, None, reason)
-    return Proportion(k, n, k / n, clopper_pearson(k, n, confidence=confidence), None)
+__all__ = ["McNemarExact", "Proportion", "mcnemar_exact", "proportion_of"]
 
 
 @dataclass(frozen=True)

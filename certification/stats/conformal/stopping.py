@@ -68,14 +68,20 @@ class StoppingResult:
     Attributes:
         samples_used: samples kept (the first ``samples_used`` of the sequence).
         samples_available: samples in the sequence.
-        stopped_early: whether the rule fired before the samples ran out.
-        samples_saved: samples_available - samples_used.
     """
 
     samples_used: int
     samples_available: int
-    stopped_early: bool
-    samples_saved: int
+
+    @property
+    def stopped_early(self) -> bool:
+        """Whether the rule fired before the samples ran out."""
+        return self.samples_used < self.samples_available
+
+    @property
+    def samples_saved(self) -> int:
+        """samples_available - samples_used."""
+        return self.samples_available - self.samples_used
 
 
 def sequential_stop(
@@ -108,19 +114,8 @@ def sequential_stop(
         counts[cls] += 1
         mode = max(mode, counts[cls])
         if should_stop(mode, k, delta=delta, min_samples=min_samples):
-            total = len(samples)
-            return StoppingResult(
-                samples_used=k,
-                samples_available=total,
-                stopped_early=k < total,
-                samples_saved=total - k,
-            )
-    return StoppingResult(
-        samples_used=len(samples),
-        samples_available=len(samples),
-        stopped_early=False,
-        samples_saved=0,
-    )
+            return StoppingResult(k, len(samples))
+    return StoppingResult(len(samples), len(samples))
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,18 +125,31 @@ class StoppingSummary:
     Attributes:
         samples_used: ``int64`` (n,), samples kept per question.
         samples_available: ``int64`` (n,), samples drawn per question.
-        total_used: sum of ``samples_used``.
-        total_available: sum of ``samples_available``.
-        samples_saved: total_available - total_used.
-        fraction_saved: samples_saved / total_available, or None when nothing was available.
     """
 
     samples_used: NDArray[np.int64]
     samples_available: NDArray[np.int64]
-    total_used: int
-    total_available: int
-    samples_saved: int
-    fraction_saved: float | None
+
+    @property
+    def total_used(self) -> int:
+        """The sum of ``samples_used``."""
+        return int(self.samples_used.sum())
+
+    @property
+    def total_available(self) -> int:
+        """The sum of ``samples_available``."""
+        return int(self.samples_available.sum())
+
+    @property
+    def samples_saved(self) -> int:
+        """total_available - total_used."""
+        return self.total_available - self.total_used
+
+    @property
+    def fraction_saved(self) -> float | None:
+        """samples_saved / total_available, or None when nothing was available."""
+        total = self.total_available
+        return self.samples_saved / total if total else None
 
 
 def sequential_stop_codes(
@@ -185,17 +193,7 @@ def sequential_stop_codes(
         fire = valid_in_order & (k >= max(first, 1)) & (mode / k - eps > 0.5)
         fired = fire.any(axis=1)
         used = np.where(fired, fire.argmax(axis=1) + 1, available).astype(np.int64)
-    total_used, total_available = int(used.sum()), int(available.sum())
-    return StoppingSummary(
-        samples_used=used,
-        samples_available=available,
-        total_used=total_used,
-        total_available=total_available,
-        samples_saved=total_available - total_used,
-        fraction_saved=(total_available - total_used) / total_available
-        if total_available
-        else None,
-    )
+    return StoppingSummary(samples_used=used, samples_available=available)
 
 
 def truncate_codes(codes: ArrayLike, samples_used: ArrayLike) -> NDArray[np.int64]:

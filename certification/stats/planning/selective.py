@@ -17,7 +17,7 @@ from scipy import stats as _st
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_count, check_open_unit
 from certification.stats.planning.common import MAX_ADDITIONAL, check_n_more
-from certification.stats.selective_risk import Method, binomial_p_values
+from certification.stats.selective_risk import Method, binomial_p_values, check_method
 
 #: p-values of H: risk > alpha for (errors, denominators, alpha) arrays, as
 #: :func:`~certification.stats.selective_risk.binomial_p_values`.
@@ -398,8 +398,7 @@ def selective_plan(
     """
     a = check_open_unit(alpha, name="alpha")
     dl = check_open_unit(delta, name="delta")
-    if method not in ("bonferroni", "fixed_sequence"):
-        raise StatsError(f"method must be 'bonferroni' or 'fixed_sequence', got {method!r}")
+    check_method(method)
     size = len(denominators)
     if size == 0 or len(errors) != size:
         raise StatsError(

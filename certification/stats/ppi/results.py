@@ -61,6 +61,25 @@ class EstimateSummary:
     note: str | None = None
 
 
+class _Summarised:
+    """The :meth:`summary` of a result that has some of :class:`EstimateSummary`'s fields."""
+
+    def summary(self) -> EstimateSummary:
+        """Return the shared fields; one the result lacks (a bound has no estimate) is None."""
+        fields = self.__dict__
+        get = fields.get
+        return EstimateSummary(
+            fields["method"],
+            get("estimate"),
+            get("lower"),
+            get("upper"),
+            get("upper_bound"),
+            fields["confidence"],
+            fields["assumption"],
+            get("reason"),
+        )
+
+
 @dataclass(frozen=True)
 class PPIEstimate:
     """A prediction-powered estimate of a mean (here, an error rate) and its normal interval.
@@ -172,7 +191,7 @@ class StratumBound:
 
 
 @dataclass(frozen=True)
-class HumanOnlyBound:
+class HumanOnlyBound(_Summarised):
     """The human-only exact bound on the error rate.
 
     Attributes:
@@ -212,22 +231,9 @@ class HumanOnlyBound:
     notes: tuple[str, ...]
     reason: str | None
 
-    def summary(self) -> EstimateSummary:
-        """Return the shared fields."""
-        return EstimateSummary(
-            self.method,
-            self.estimate,
-            self.lower,
-            self.upper,
-            self.upper_bound,
-            self.confidence,
-            self.assumption,
-            self.reason,
-        )
-
 
 @dataclass(frozen=True)
-class UnionBound:
+class UnionBound(_Summarised):
     """The union bound: judge flag-rate bound plus judge miss-rate bound.
 
     Attributes:
@@ -267,15 +273,9 @@ class UnionBound:
     assumptions: tuple[str, ...]
     notes: tuple[str, ...]
 
-    def summary(self) -> EstimateSummary:
-        """Return the shared fields (a bound only: no estimate, no two-sided interval)."""
-        return EstimateSummary(
-            self.method, None, None, None, self.upper_bound, self.confidence, self.assumption, None
-        )
-
 
 @dataclass(frozen=True)
-class JointUnionBound:
+class JointUnionBound(_Summarised):
     """The union bound in its joint form: flag-rate bound plus P(not flagged and error) bound.
 
     Attributes:
@@ -309,19 +309,6 @@ class JointUnionBound:
     assumption: Assumption
     assumptions: tuple[str, ...]
     reason: str | None
-
-    def summary(self) -> EstimateSummary:
-        """Return the shared fields (a bound only)."""
-        return EstimateSummary(
-            self.method,
-            None,
-            None,
-            None,
-            self.upper_bound,
-            self.confidence,
-            self.assumption,
-            self.reason,
-        )
 
 
 @dataclass(frozen=True)

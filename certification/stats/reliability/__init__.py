@@ -19,7 +19,7 @@ from certification.stats.reliability.latent_class import (
     dawid_skene,
 )
 from certification.stats.reliability.rates import (
-    Rate,
+    NO_TRIALS,
     RaterAccuracy,
     accuracy_against,
     dispute_rates,
@@ -40,10 +40,10 @@ __all__ = [
     "NEAR_SILENT_MIN_LABELS",
     "NEAR_SILENT_RATIO",
     "NOT_IDENTIFIED",
+    "NO_TRIALS",
     "NO_LABEL",
     "DawidSkeneEstimate",
     "DawidSkeneUndefined",
-    "Rate",
     "RaterAccuracy",
     "Silence",
     "accuracy_against",

@@ -29,31 +29,19 @@ import numpy as np
 
 from certification.stats.agreement import CohenKappa, cohen_kappa
 from certification.stats.errors import StatsError
-from certification.stats.intervals import Interval, check_open_unit, clopper_pearson
+from certification.stats.intervals import Proportion, check_open_unit, proportion_of
 
 Label = str
 
 
-@dataclass(frozen=True)
-class Rate:
-    """``numerator`` / ``denominator`` with its two-sided exact interval.
-
-    Attributes:
-        numerator: count of successes (>= 0).
-        denominator: count of trials (>= numerator).
-        estimate: the proportion in [0, 1]; None when the denominator is 0.
-        interval: the Clopper–Pearson interval; None when the denominator is 0 (no trial, no
-            interval: the rate is undefined, never 0).
-    """
-
-    numerator: int
-    denominator: int
-    estimate: float | None
-    interval: Interval | None
+#: Why a rate with no trial is undefined (never 0).
+NO_TRIALS = "no trials: the rate is undefined"
 
 
-def rate(numerator: int, denominator: int, *, confidence: float = 0.95) -> Rate:
-    """Return ``numerator / denominator`` with its exact interval (None, None when 0 trials).
+def rate(numerator: int, denominator: int, *, confidence: float = 0.95) -> Proportion:
+    """Return ``numerator / denominator`` with its two-sided exact interval.
+
+    With no trial the value and interval are None and the reason :data:`NO_TRIALS`.
 
     Raises:
         StatsError: non-integer counts, numerator > denominator, confidence outside (0, 1).
@@ -62,9 +50,8 @@ def rate(numerator: int, denominator: int, *, confidence: float = 0.95) -> Rate:
     if denominator == 0:
         if numerator != 0:
             raise StatsError(f"numerator must be 0 when the denominator is, got {numerator}")
-        return Rate(0, 0, None, None)
-    interval = clopper_pearson(numerator, denominator, confidence=confidence)
-    return Rate(numerator, denominator, numerator / denominator, interval)
+        numerator = 0
+    return proportion_of(numerator, denominator, confidence, NO_TRIALS)
 
 
 @dataclass(frozen=True)
@@ -85,10 +72,10 @@ class RaterAccuracy:
     """
 
     rater: str
-    accuracy: Rate
+    accuracy: Proportion
     labels: tuple[Label, ...]
     confusion: tuple[tuple[int, ...], ...]
-    per_label: tuple[tuple[Label, Rate], ...]
+    per_label: tuple[tuple[Label, Proportion], ...]
     kappa: CohenKappa
 
 
@@ -169,7 +156,7 @@ def dispute_rates(
     raters: Sequence[str],
     *,
     confidence: float = 0.95,
-) -> dict[str, Rate]:
+) -> dict[str, Proportion]:
     """Per rater: the share of their labels on compared units that sit on a disputed unit.
 
     A unit is *compared* when it has 2 or more labels, *disputed* when those labels are not all
@@ -182,7 +169,7 @@ def dispute_rates(
         confidence: two-sided level of the intervals.
 
     Returns:
-        ``{rater: Rate(disputed labels, labels on compared units)}`` for every rater (a rater
+        ``{rater: rate(disputed labels, labels on compared units)}`` for every rater (a rater
         with no compared unit has the undefined rate 0/0).
 
     Raises:

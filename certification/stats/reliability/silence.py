@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from certification.stats.errors import StatsError
-from certification.stats.intervals import check_open_unit
-from certification.stats.reliability.rates import Label, Rate, check_shape, rate
+from certification.stats.intervals import Proportion, check_open_unit
+from certification.stats.reliability.rates import Label, check_shape, rate
 
 # A quarter of the others' rate: "far below" (the FaithBench near-silent annotators flag about
 # one twentieth as often as their batch-mates).
@@ -55,7 +55,7 @@ class Silence:
 
     rater: str
     default_label: Label | None
-    flags: Rate
+    flags: Proportion
     others_rate: float | None
     near_silent: bool
 

@@ -32,10 +32,12 @@ from numpy.typing import ArrayLike
 
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_open_unit
-from certification.stats.sequential.betting import GRID, ConfidenceSequence, log_capital
-
-#: Grid points times observations evaluated at once (about 16 MB per float array).
-BLOCK_CELLS = 2_000_000
+from certification.stats.sequential.betting import (
+    GRID,
+    ConfidenceSequence,
+    check_grid,
+    grid_sequence,
+)
 
 ACTIVE_SEQUENCE_ASSUMPTION = (
     "the workload's items are treated as i.i.d. draws from the traffic (as the fixed-n "
@@ -86,49 +88,21 @@ def bounded_betting_cs(
         raise StatsError(
             f"the range must satisfy lower <= 0 and upper >= 1, got [{lower}, {upper}]"
         )
-    if isinstance(grid, bool) or not isinstance(grid, int) or grid < 2:
-        raise StatsError(f"grid must be an integer >= 2, got {grid!r}")
+    check_grid(grid)
     values = np.asarray(z, dtype=np.float64)
     if values.ndim != 1:
         raise StatsError(f"z must be one-dimensional, got shape {values.shape}")
     if values.size and not bool(np.all((values >= lower) & (values <= upper))):
         raise StatsError(f"z must lie in [{lower}, {upper}] (no NaN)")
-    n = values.size
-    if n == 0:
-        empty = np.zeros(0)
-        return ConfidenceSequence(empty, empty, a, two_sided, None, 0)
-    width = upper - lower
-    x = np.clip((values - lower) / width, 0.0, 1.0)  # clip: rounding only
-    rates = np.arange(grid + 1, dtype=np.float64) / grid
-    candidates = np.clip((rates - lower) / width, 0.0, 1.0)
-    threshold = math.log(1.0 / a)
-    first = np.full(n, -1)
-    last = np.full(n, -1)
-    block = max(1, BLOCK_CELLS // n)
-    for start in range(0, grid + 1, block):
-        m = candidates[start : start + block]
-        if two_sided:
-            plus = log_capital(x, m, side=1, level=a / 2, population=None)
-            minus = log_capital(x, m, side=-1, level=a / 2, population=None)
-            inside = np.maximum(plus, minus) + math.log(0.5) < threshold
-        else:
-            inside = log_capital(x, m, side=-1, level=a, population=None) < threshold
-        any_in = inside.any(axis=0)
-        first = np.where((first < 0) & any_in, start + np.argmax(inside, axis=0), first)
-        top = start + m.size - 1 - np.argmax(inside[::-1], axis=0)
-        last = np.where(any_in, top, last)
-    kept = first >= 0
-    low = np.where(kept, np.maximum(0.0, rates[first] - 1.0 / grid), 0.0)
-    high = np.where(kept, np.minimum(1.0, rates[last] + 1.0 / grid), 1.0)
-    if not two_sided:
-        low = np.zeros(n)
-    return ConfidenceSequence(
-        lower=np.maximum.accumulate(low),
-        upper=np.minimum.accumulate(high),
+    return grid_sequence(
+        values,
         alpha=a,
-        two_sided=two_sided,
         population=None,
-        n=n,
+        grid=grid,
+        two_sided=two_sided,
+        lower=lower,
+        upper=upper,
+        blocked=True,
     )
 
 

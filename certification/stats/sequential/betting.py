@@ -171,47 +171,94 @@ class ConfidenceSequence:
         return float(self.upper[-1]) if self.n else 1.0
 
 
+#: Grid points times observations evaluated at once (about 16 MB per float array).
+BLOCK_CELLS = 2_000_000
+
+
+def check_grid(grid: int) -> int:
+    """Return ``grid`` if it is an integer >= 2 (the candidate means' steps G).
+
+    Raises:
+        StatsError: otherwise.
+    """
+    if isinstance(grid, bool) or not isinstance(grid, int) or grid < 2:
+        raise StatsError(f"grid must be an integer >= 2, got {grid!r}")
+    return grid
+
+
+def grid_sequence(
+    values: NDArray[np.float64],
+    *,
+    alpha: float,
+    population: int | None,
+    grid: int,
+    two_sided: bool,
+    lower: float = 0.0,
+    upper: float = 1.0,
+    blocked: bool = False,
+) -> ConfidenceSequence:
+    """The betting sequence for the mean of checked observations in [lower, upper].
+
+    Each value is bet on as x_t = (z_t - lower) / (upper - lower) in [0, 1] (the identity on
+    [0, 1]) against the candidate means k / G of z itself, rescaled the same way. ``blocked``
+    evaluates the grid in blocks of :data:`BLOCK_CELLS` cells so that memory stays linear in n
+    (the per-candidate capitals do not depend on each other). ``population``: N for sampling
+    without replacement (with [lower, upper] = [0, 1] only), or None. Inputs are not checked.
+    """
+    n = values.size
+    if n == 0:
+        empty = np.zeros(0)
+        return ConfidenceSequence(empty, empty, alpha, two_sided, population, 0)
+    width = upper - lower
+    x = np.clip((values - lower) / width, 0.0, 1.0)  # clip: rounding only
+    rates = np.arange(grid + 1, dtype=np.float64) / grid
+    candidates = np.clip((rates - lower) / width, 0.0, 1.0)
+    threshold = math.log(1.0 / alpha)
+    first = np.full(n, -1)
+    last = np.full(n, -1)
+    block = max(1, BLOCK_CELLS // n) if blocked else grid + 1
+    for start in range(0, grid + 1, block):
+        m = candidates[start : start + block]
+        if two_sided:
+            # hedged: max(K+/2, K-/2) < 1/alpha, each side betting at level alpha/2
+            plus = log_capital(x, m, side=1, level=alpha / 2, population=population)
+            minus = log_capital(x, m, side=-1, level=alpha / 2, population=population)
+            inside = np.maximum(plus, minus) + math.log(0.5) < threshold
+        else:
+            inside = log_capital(x, m, side=-1, level=alpha, population=population) < threshold
+        any_in = inside.any(axis=0)
+        first = np.where((first < 0) & any_in, start + np.argmax(inside, axis=0), first)
+        top = start + m.size - 1 - np.argmax(inside[::-1], axis=0)
+        last = np.where(any_in, top, last)
+    kept = first >= 0
+    low = np.where(kept, np.maximum(0.0, rates[first] - 1.0 / grid), 0.0)
+    high = np.where(kept, np.minimum(1.0, rates[last] + 1.0 / grid), 1.0)
+    if not two_sided:
+        low = np.zeros(n)
+    if population is not None:
+        t = np.arange(1, n + 1, dtype=np.float64)
+        s = np.cumsum(values)
+        high = np.minimum(high, 1.0 - (t - s) / population)
+        if two_sided:
+            low = np.maximum(low, s / population)
+    return ConfidenceSequence(
+        lower=np.maximum.accumulate(low),
+        upper=np.minimum.accumulate(high),
+        alpha=alpha,
+        two_sided=two_sided,
+        population=population,
+        n=n,
+    )
+
+
 def _sequence(
     x: ArrayLike, alpha: float, population: int | None, grid: int, two_sided: bool
 ) -> ConfidenceSequence:
     a = check_open_unit(alpha, name="alpha")
     values = check_observations(x)
     big_n = _check_population(population, values.size)
-    if isinstance(grid, bool) or not isinstance(grid, int) or grid < 2:
-        raise StatsError(f"grid must be an integer >= 2, got {grid!r}")
-    n = values.size
-    if n == 0:
-        empty = np.zeros(0)
-        return ConfidenceSequence(empty, empty, a, two_sided, big_n, 0)
-    m = np.arange(grid + 1, dtype=np.float64) / grid
-    threshold = math.log(1.0 / a)
-    if two_sided:
-        # hedged: max(K+/2, K-/2) < 1/alpha, each side betting at level alpha/2
-        plus = log_capital(values, m, side=1, level=a / 2, population=big_n)
-        minus = log_capital(values, m, side=-1, level=a / 2, population=big_n)
-        inside = np.maximum(plus, minus) + math.log(0.5) < threshold
-    else:
-        inside = log_capital(values, m, side=-1, level=a, population=big_n) < threshold
-    any_in = inside.any(axis=0)
-    first = np.argmax(inside, axis=0)
-    last = grid - np.argmax(inside[::-1], axis=0)
-    lower = np.where(any_in, np.maximum(0.0, m[first] - 1.0 / grid), 0.0)
-    upper = np.where(any_in, np.minimum(1.0, m[last] + 1.0 / grid), 1.0)
-    if not two_sided:
-        lower = np.zeros(n)
-    if big_n is not None:
-        t = np.arange(1, n + 1, dtype=np.float64)
-        s = np.cumsum(values)
-        upper = np.minimum(upper, 1.0 - (t - s) / big_n)
-        if two_sided:
-            lower = np.maximum(lower, s / big_n)
-    return ConfidenceSequence(
-        lower=np.maximum.accumulate(lower),
-        upper=np.minimum.accumulate(upper),
-        alpha=a,
-        two_sided=two_sided,
-        population=big_n,
-        n=n,
+    return grid_sequence(
+        values, alpha=a, population=big_n, grid=check_grid(grid), two_sided=two_sided
     )
 
 

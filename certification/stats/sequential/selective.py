@@ -64,10 +64,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from certification.stats.errors import StatsError
 from certification.stats.intervals import check_open_unit
-from certification.stats.sequential.betting import below_target_test, check_observations
+from certification.stats.selective_risk import (
+    Acceptance,
+    Method,
+    check_accept,
+    check_family,
+    check_method,
+)
+from certification.stats.sequential.betting import below_target_test
 
-Acceptance = Literal[">=", ">"]
-Method = Literal["bonferroni", "fixed_sequence"]
 Denominator = Literal["accepted_answers", "eligible_units"]
 
 ORDER = "numpy.random.default_rng(seed).permutation(n) of the units' input order"
@@ -194,27 +199,15 @@ def anytime_selective_test(
     """
     a = check_open_unit(alpha, name="alpha")
     d = check_open_unit(delta, name="delta")
-    if accept not in (">=", ">"):
-        raise StatsError(f"accept must be '>=' or '>', got {accept!r}")
-    if method not in ("bonferroni", "fixed_sequence"):
-        raise StatsError(f"method must be 'bonferroni' or 'fixed_sequence', got {method!r}")
+    check_accept(accept)
+    check_method(method)
     if denominator not in ("accepted_answers", "eligible_units"):
         raise StatsError(
             f"denominator must be 'accepted_answers' or 'eligible_units', got {denominator!r}"
         )
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise StatsError(f"seed must be an integer >= 0, got {seed!r}")
-    score_arr = np.asarray(scores, dtype=np.float64)
-    if score_arr.ndim != 1 or np.isnan(score_arr).any():
-        raise StatsError("scores must be one-dimensional with no NaN")
-    loss_arr = check_observations(losses, name="losses")
-    if loss_arr.shape != score_arr.shape:
-        raise StatsError(
-            f"losses must have shape {score_arr.shape} like scores, got {loss_arr.shape}"
-        )
-    family = np.asarray(thresholds, dtype=np.float64)
-    if family.ndim != 1 or family.size == 0 or np.isnan(family).any():
-        raise StatsError("thresholds must be a non-empty 1-D list with no NaN")
+    score_arr, loss_arr, family = check_family(scores, losses, thresholds, bounded=True)
 
     n, size = int(score_arr.size), int(family.size)
     order = np.random.default_rng(int(seed)).permutation(n)

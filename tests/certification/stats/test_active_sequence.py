@@ -171,7 +171,7 @@ def test_the_grid_blocks_do_not_change_the_bounds(monkeypatch):
     z = f + ((rng.random(500) < f) - f) * drawn / pi
     lo, hi = active_observation_range(f, pi, floor=0.2)
     whole = bounded_betting_cs(z, lower=lo, upper=hi, alpha=0.05)
-    monkeypatch.setattr("certification.stats.sequential.active.BLOCK_CELLS", 500 * 7)
+    monkeypatch.setattr("certification.stats.sequential.betting.BLOCK_CELLS", 500 * 7)
     blocks = bounded_betting_cs(z, lower=lo, upper=hi, alpha=0.05)
     assert np.array_equal(whole.lower, blocks.lower)
     assert np.array_equal(whole.upper, blocks.upper)

@@ -174,9 +174,9 @@ def test_no_units_certify_nothing():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"losses": [0.0, 1.5]}, "losses must lie in"),
+        ({"losses": [0.0, 1.5]}, r"losses\[1\]=1.5 is outside \[0, 1\]"),
         ({"losses": [0.0]}, "losses must have shape"),
-        ({"scores": [0.1, float("nan")]}, "scores must be"),
+        ({"scores": [0.1, float("nan")]}, "scores must not contain NaN"),
         ({"thresholds": []}, "thresholds must be"),
         ({"alpha": 1.0}, "alpha"),
         ({"method": "holm"}, "method"),

@@ -40,13 +40,13 @@ def _scipy_ci(k: int, n: int) -> tuple[float, float]:
 def test_rate_is_the_exact_clopper_pearson_interval(k, n):
     result = rate(k, n)
     assert (result.numerator, result.denominator) == (k, n)
-    assert result.estimate == pytest.approx(k / n)
+    assert result.value == pytest.approx(k / n)
     assert (result.interval.lower, result.interval.upper) == pytest.approx(_scipy_ci(k, n))
 
 
 def test_rate_of_no_trial_is_undefined_not_zero():
     result = rate(0, 0)
-    assert result.estimate is None and result.interval is None
+    assert result.value is None and result.interval is None
     with pytest.raises(StatsError):
         rate(1, 0)
 
