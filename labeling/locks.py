@@ -219,8 +219,3 @@ def sso_identity_lock(issuer: str, subject: str) -> SsoIdentity | None:
         .filter(issuer=issuer, subject=subject)
         .first()
     )
-
-
-def sso_identity_lock_pk(identity_id: int) -> SsoIdentity | None:
-    """Lock and return the single sign-on identity ``identity_id`` (None if it is gone)."""
-    return SsoIdentity.objects.select_for_update().filter(pk=identity_id).first()

@@ -25,6 +25,9 @@ env = environ.Env()
 # ---------------------------------------------------------------------------------------------
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=DEV_SECRET_KEY)
+# Former keys, comma-separated, while a new DJANGO_SECRET_KEY is rolled out: signatures and
+# the stored single sign-on refresh tokens made with them are still read.
+SECRET_KEY_FALLBACKS = env.list("DJANGO_SECRET_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 

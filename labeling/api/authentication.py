@@ -67,12 +67,15 @@ class ApiTokenAuthentication(TokenAuthentication):
         users = get_user_model()
         # The user, and whether the identity provider stopped vouching for them (single
         # sign-on: labeling.services.sso), in one statement.
+        # Only an identity of the configured provider counts: one of a former provider, or
+        # of none (single sign-on off), cannot be signed in to again.
+        issuer = settings.CERTLABEL_OIDC_ISSUER.rstrip("/")
         user = raw_first(
             users,
             f"SELECT u.*, EXISTS (SELECT 1 FROM labeling_ssoidentity s WHERE s.user_id = u.id"  # noqa: S608 (a model's table)
-            f" AND s.lapsed_at IS NOT NULL) AS sso_lapsed FROM {users._meta.db_table} u"
-            " WHERE u.id = %s",
-            [token.user_id],
+            f" AND s.lapsed_at IS NOT NULL AND s.issuer IN (%s, %s)) AS sso_lapsed"
+            f" FROM {users._meta.db_table} u WHERE u.id = %s",
+            [issuer, issuer + "/", token.user_id],
         )
         if user is None or not user.is_active:
             raise AuthenticationFailed("user inactive or deleted", code="token_invalid")

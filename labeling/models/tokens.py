@@ -74,6 +74,9 @@ class SsoIdentity(models.Model):
     signed_in_at = models.DateTimeField()
     checked_at = models.DateTimeField()
     lapsed_at = models.DateTimeField(null=True, blank=True)
+    # The last lapse: every session signed in before it is over, even once the person signed
+    # in again (a sign-in clears ``lapsed_at``, not this).
+    sessions_ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

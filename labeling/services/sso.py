@@ -49,7 +49,7 @@ from django.utils import timezone
 from joserfc.errors import JoseError
 
 from labeling.exceptions import PermissionDenied
-from labeling.locks import sso_identity_lock, sso_identity_lock_pk
+from labeling.locks import sso_identity_lock
 from labeling.models import Project, Role, SsoIdentity
 from labeling.services.members import invitations_accept_by_email, membership_from_groups
 
@@ -75,6 +75,14 @@ class RoleGrant:
     role: str
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"group {repeated[0]!r} is given twice")
+    return dict(pairs)
+
+
 def _role_map_entries() -> list[tuple[str, str]]:
     """``(group, "PROJECT_SLUG:ROLE")`` pairs of ``CERTLABEL_OIDC_ROLE_MAP``, in order.
 
@@ -85,8 +93,8 @@ def _role_map_entries() -> list[tuple[str, str]]:
     raw = settings.CERTLABEL_OIDC_ROLE_MAP.strip()
     if raw.startswith("{"):
         try:
-            mapping = json.loads(raw)
-        except json.JSONDecodeError as exc:
+            mapping = json.loads(raw, object_pairs_hook=_unique_keys)
+        except (json.JSONDecodeError, ValueError) as exc:
             raise ImproperlyConfigured(f"CERTLABEL_OIDC_ROLE_MAP: invalid JSON ({exc})") from exc
         return [
             (str(group), str(grant))
@@ -311,7 +319,7 @@ def sso_sign_in(*, claims: dict[str, Any], refresh_token: str = "") -> SignIn:
             NUL), or no username could be made.
     """
     issuer, subject = str(claims["iss"]), str(claims["sub"])
-    if not 0 < len(subject) <= 255 or "\x00" in subject or len(issuer) > 255:
+    if not 0 < len(subject) <= 255 or "\x00" in subject or not 0 < len(issuer) <= 255:
         raise PermissionDenied("the provider's subject or issuer is not usable here")
     email = _verified_email(claims)
     now = timezone.now()
@@ -348,12 +356,14 @@ def sso_sign_in(*, claims: dict[str, Any], refresh_token: str = "") -> SignIn:
     return SignIn(user=user, identity=identity, created=created, roles=roles, joined=joined)
 
 
-def _lapse(identity: SsoIdentity, *, reason: str) -> None:
-    """Record that the provider no longer vouches for ``identity`` (caller holds its row)."""
-    identity.lapsed_at = identity.checked_at = timezone.now()
-    identity.refresh_token = ""
-    identity.save(update_fields=["lapsed_at", "checked_at", "refresh_token"])
-    logger.warning("sso.lapsed user=%s reason=%s", identity.user_id, reason)
+def _lapse(identity_id: int, *, reason: str) -> str:
+    """Record that the provider no longer vouches for an identity; its sessions are over."""
+    now = timezone.now()
+    SsoIdentity.objects.filter(pk=identity_id).update(
+        lapsed_at=now, sessions_ended_at=now, checked_at=now, refresh_token=""
+    )
+    logger.warning("sso.lapsed identity=%s reason=%s", identity_id, reason)
+    return "lapsed"
 
 
 def _same_issuer(issuer: str) -> bool:
@@ -361,51 +371,73 @@ def _same_issuer(issuer: str) -> bool:
     return issuer.rstrip("/") == settings.CERTLABEL_OIDC_ISSUER.rstrip("/")
 
 
+def _current_claims(client: Any, token: dict[str, Any], subject: str) -> dict[str, Any] | None:
+    """The person's claims now, from the userinfo endpoint; None when it cannot tell."""
+    try:
+        if not client.load_server_metadata().get("userinfo_endpoint"):
+            return None
+        claims = dict(client.userinfo(token=token))
+    except PROVIDER_ERRORS as exc:
+        logger.warning("sso.userinfo_failed error=%s", exc)
+        return None
+    return claims if claims.get("sub") == subject else None
+
+
 def sso_identity_recheck(identity_id: int) -> str:
     """Ask the provider whether it still vouches for an identity, with its refresh token.
 
-    Concurrency: holds the identity's row while it asks, so a browser session and the periodic
-    task never send one refresh token twice (a provider that rotates refresh tokens would take
-    the second use for a stolen token); a check that finds the identity checked in the last
+    When it does, the groups it reports now (userinfo) are applied as at a sign-in, so a
+    person who left a group loses its role at the next check, not only at the next sign-in.
+
+    Concurrency: one caller at a time asks about an identity (a compare-and-set on
+    ``checked_at``; the others answer ``"active"`` at once), so a refresh token is never sent
+    twice (a provider that rotates them would take the second use for a stolen token), and no
+    database transaction is open while the provider is asked (SQLite's single writer is never
+    held for the provider's timeout). A check that finds the identity checked in the last
     ``min(60, CERTLABEL_OIDC_RECHECK_SECONDS)`` seconds asks nothing.
 
     Returns:
-        ``"active"`` (the provider answered with tokens; a rotated refresh token is kept),
-        ``"lapsed"`` (the provider refused the grant, or had refused it before, or the stored
-        token can no longer be read after a ``SECRET_KEY`` change: see :func:`_lapse`),
-        ``"unknown"`` (the provider could not be reached, or answered an error that says
-        nothing of the person: nothing changes), or ``"no_refresh_token"`` (none was issued,
-        the identity is another provider's, or single sign-on is off: only a sign-in can tell).
+        ``"active"`` (the provider answered with tokens; the refresh token it returned, or the
+        old one, is stored again under the current key), ``"lapsed"`` (the provider refused the
+        grant, or had refused it before, or no key reads the stored token), ``"unknown"`` (the
+        provider could not be reached, or answered an error that says nothing of the person:
+        nothing changes and the check is retried within a minute), or ``"no_refresh_token"``
+        (none was issued, the identity is another provider's, or single sign-on is off).
     """
-    recent = timedelta(seconds=min(60.0, settings.CERTLABEL_OIDC_RECHECK_SECONDS))
-    with transaction.atomic():
-        identity = sso_identity_lock_pk(identity_id)
-        if identity is None or identity.lapsed_at is not None:
-            return "lapsed"
-        if not sso_enabled() or not _same_issuer(identity.issuer) or not identity.refresh_token:
-            return "no_refresh_token"
-        if recent and identity.checked_at > timezone.now() - recent:
-            return "active"
-        refresh_token = _unseal(identity.refresh_token)
-        if not refresh_token:
-            _lapse(identity, reason="the stored refresh token cannot be read (SECRET_KEY changed)")
-            return "lapsed"
-        try:
-            token = sso_client().fetch_access_token(
-                grant_type="refresh_token", refresh_token=refresh_token
-            )
-        except PROVIDER_ERRORS as exc:
-            if getattr(exc, "error", None) == "invalid_grant":
-                _lapse(identity, reason=str(getattr(exc, "description", "") or exc))
-                return "lapsed"
-            logger.warning("sso.recheck_failed user=%s error=%s", identity.user_id, exc)
-            return "unknown"
-        identity.checked_at = timezone.now()
-        fields = ["checked_at"]
-        if token.get("refresh_token") and token["refresh_token"] != refresh_token:
-            identity.refresh_token = _seal(token["refresh_token"])
-            fields.append("refresh_token")
-        identity.save(update_fields=fields)
+    identity = SsoIdentity.objects.select_related("user").filter(pk=identity_id).first()
+    if identity is None or identity.lapsed_at is not None:
+        return "lapsed"
+    if not sso_enabled() or not _same_issuer(identity.issuer) or not identity.refresh_token:
+        return "no_refresh_token"
+    interval = settings.CERTLABEL_OIDC_RECHECK_SECONDS
+    now = timezone.now()
+    if interval and identity.checked_at > now - timedelta(seconds=min(60.0, interval)):
+        return "active"
+    claimed = SsoIdentity.objects.filter(
+        pk=identity_id, checked_at=identity.checked_at, lapsed_at__isnull=True
+    ).update(checked_at=now)
+    if not claimed:
+        return "active"  # another request is asking, or just asked
+    refresh_token = _unseal(identity.refresh_token)
+    if not refresh_token:
+        return _lapse(identity_id, reason="no key reads the stored refresh token (SECRET_KEY)")
+    client = sso_client()
+    try:
+        token = client.fetch_access_token(grant_type="refresh_token", refresh_token=refresh_token)
+    except PROVIDER_ERRORS as exc:
+        if getattr(exc, "error", None) == "invalid_grant":
+            return _lapse(identity_id, reason=str(getattr(exc, "description", "") or exc))
+        logger.warning("sso.recheck_failed identity=%s error=%s", identity_id, exc)
+        retry = now - timedelta(seconds=interval) + timedelta(seconds=min(60.0, interval))
+        SsoIdentity.objects.filter(pk=identity_id, checked_at=now).update(checked_at=retry)
+        return "unknown"
+    SsoIdentity.objects.filter(pk=identity_id, lapsed_at__isnull=True).update(
+        refresh_token=_seal(token.get("refresh_token") or refresh_token),
+        checked_at=timezone.now(),
+    )
+    claims = _current_claims(client, token, identity.subject)
+    if claims is not None and settings.CERTLABEL_OIDC_GROUPS_CLAIM in claims:
+        _roles_from_groups(identity.user, claims)
     return "active"
 
 

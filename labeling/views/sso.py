@@ -10,6 +10,7 @@ local session and, when the provider offers RP-initiated logout, the provider's.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -121,7 +122,7 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
     if request.GET.get("error"):
         # The provider's refusal; its free-text description is not shown, since anyone can
         # send a browser here with one of their own.
-        code = request.GET["error"][:60]
+        code = re.sub(r"[^a-z_]", "", request.GET["error"][:60])  # a code, never a log line
         logger.warning("sso.refused_by_provider error=%s", code)
         reason = _PROVIDER_REFUSALS.get(code, "the identity provider refused the sign-in")
         return _refused(request, f"single sign-on failed: {reason}")
@@ -143,6 +144,10 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
     except PROVIDER_ERRORS as exc:
         reason = getattr(exc, "description", None) or getattr(exc, "error", None) or str(exc)
         logger.warning("sso.refused error=%s", reason)
+        if getattr(exc, "error", None) == "bad_signature":
+            # The provider may have rotated its key under an ID token without a key id: read
+            # its keys again, so that the next attempt is checked against the new one.
+            client.fetch_jwk_set(force=True)
         return _refused(request, f"single sign-on failed: {reason}")
     try:
         signed_in = sso_sign_in(claims=claims, refresh_token=token.get("refresh_token") or "")
@@ -154,6 +159,7 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
     login(request, signed_in.user, backend="django.contrib.auth.backends.ModelBackend")
     request.session[SESSION_KEY] = {
         "identity": signed_in.identity.pk,
+        "signed_in": time.time(),
         "checked_at": time.time(),
         "id_token": token.get("id_token", ""),
         # Without a refresh token, the session lasts as long as the ID token.
@@ -209,12 +215,13 @@ class CspMiddleware(csp.middleware.CSPMiddleware):
 class SsoSessionMiddleware:
     """Recheck a single sign-on session with the provider every ``CERTLABEL_OIDC_RECHECK_SECONDS``.
 
-    On a page load (GET or HEAD, so a form being saved is never interrupted) of a session
-    signed in through the provider and not checked for the interval, the refresh token is
-    used (:func:`labeling.services.sso.sso_identity_recheck`). A refusal lapses the identity
-    (every single sign-on session of the account ends at its next page load, and its API
-    tokens are refused until the next sign-in); without a refresh token the session lasts as
-    long as the ID token did. An unreachable provider is tried again a minute later.
+    A request of a session signed in through the provider and not checked for the interval
+    ends the session when the identity lapsed since it signed in (any request, writes
+    included). On a page load (GET or HEAD: a save never waits for the provider) the refresh
+    token is also used (:func:`labeling.services.sso.sso_identity_recheck`). A refusal lapses
+    the identity: every single sign-on session of the account ends at its next check, and its
+    API tokens are refused until the next sign-in. Without a refresh token the session lasts
+    as long as the ID token did. An unreachable provider is tried again a minute later.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -224,8 +231,7 @@ class SsoSessionMiddleware:
         # Only a page load of a browser that holds a session cookie, with single sign-on on:
         # other requests never touch the session (no Vary: Cookie on /health/live, say).
         if (
-            request.method in ("GET", "HEAD")
-            and settings.SESSION_COOKIE_NAME in request.COOKIES
+            settings.SESSION_COOKIE_NAME in request.COOKIES
             and sso_enabled()
             and SESSION_KEY in request.session
         ):
@@ -238,8 +244,18 @@ class SsoSessionMiddleware:
         interval = settings.CERTLABEL_OIDC_RECHECK_SECONDS
         if now - float(state.get("checked_at", 0)) < interval:
             return
-        mine = SsoIdentity.objects.filter(pk=state.get("identity"), user_id=request.user.pk or 0)
-        outcome = sso_identity_recheck(state["identity"]) if mine.exists() else "lapsed"
+        identity = SsoIdentity.objects.filter(
+            pk=state.get("identity"), user_id=request.user.pk or 0
+        ).first()
+        ended = identity is None or identity.lapsed_at is not None
+        if identity is not None and identity.sessions_ended_at is not None:
+            ended = ended or identity.sessions_ended_at.timestamp() > state.get("signed_in", 0)
+        if ended or identity is None:
+            outcome = "lapsed"
+        elif request.method not in ("GET", "HEAD"):
+            return  # a write is not held up by the provider: the next page load asks it
+        else:
+            outcome = sso_identity_recheck(identity.pk)
         if outcome == "no_refresh_token" and now < float(state.get("expires_at") or 0):
             outcome = "active"  # no refresh token: the ID token's lifetime is the session's
         if outcome == "active":

@@ -12,6 +12,7 @@ import base64
 import json
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -19,6 +20,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from labeling.models import ApiToken, Assignment, Invitation, Membership, Role, SsoIdentity
@@ -386,13 +388,8 @@ def test_a_refresh_token_no_key_reads_lapses_the_identity(sso: Provider, setting
     sso.user("xan-sub", preferred_username="xan")
     sign_in(Client(), sso, "xan-sub")
     settings.CERTLABEL_OIDC_RECHECK_SECONDS = 0.0
-    old_key = settings.SECRET_KEY
-    settings.SECRET_KEY = "another-secret-key-" + "x" * 40
-    settings.SECRET_KEY_FALLBACKS = [old_key]
-    assert sso_recheck_due() == {"active": 1}  # the fallback key still reads it
+    settings.SECRET_KEY = "another-secret-key-" + "x" * 40  # rotated without a fallback
 
-    settings.SECRET_KEY_FALLBACKS = []
-    SsoIdentity.objects.update(checked_at="2000-01-01T00:00:00Z")
     assert sso_recheck_due() == {"lapsed": 1}
     assert SsoIdentity.objects.get().lapsed_at is not None
 
@@ -653,3 +650,96 @@ def test_no_password_reset_while_passwords_are_off(client: Client, settings: Any
     settings.CERTLABEL_PASSWORD_LOGIN = False
     response = client.post("/accounts/password_reset/", {"email": "pam@example.org"})
     assert response.status_code == 403 and mailoutbox == []
+
+
+def test_leaving_a_group_takes_the_role_away_at_the_next_check(
+    client: Client, sso: Provider, study: Any, settings: Any
+):
+    sso.user("ada-sub", preferred_username="ada", groups=["study-leads"])
+    sign_in(client, sso, "ada-sub")
+    settings.CERTLABEL_OIDC_RECHECK_SECONDS = 0.0
+    sso.user("ada-sub", preferred_username="ada", groups=[])
+
+    assert client.get("/").status_code == 200  # the provider still vouches for her
+
+    membership = Membership.objects.get(project=study, user__username="ada")
+    assert (membership.role, membership.is_active) == (Role.MANAGER, False)
+    assert client.get("/p/study/").status_code == 404
+
+
+def test_a_sign_in_after_a_lapse_does_not_revive_older_sessions(
+    sso: Provider, settings: Any, db: None
+):
+    sso.user("bea-sub", preferred_username="bea")
+    laptop, phone = Client(), Client()
+    sign_in(laptop, sso, "bea-sub")
+    sign_in(phone, sso, "bea-sub")
+    settings.CERTLABEL_OIDC_RECHECK_SECONDS = 0.0
+    sso.revoke("bea-sub")
+    assert phone.get("/").status_code == 302  # the phone's check lapses the identity
+
+    assert sign_in(Client(), sso, "bea-sub").status_code == 302  # she signs in anew
+
+    assert laptop.post("/account/", {"name": "x", "expires_in_days": 30}).status_code == 302
+    assert "_auth_user_id" not in laptop.session  # the laptop's session ended, writes included
+
+
+def test_a_lapse_at_a_former_provider_does_not_hold_tokens_back(sso: Provider, settings: Any):
+    sso.user("cy-sub", preferred_username="cy")
+    sign_in(Client(), sso, "cy-sub")
+    cy = get_user_model().objects.get(username="cy")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=cy, name='ci').secret}")
+    SsoIdentity.objects.update(lapsed_at="2026-01-01T00:00:00Z")
+    assert api.get("/api/account/tokens/").json()["code"] == "token_suspended"
+
+    SsoIdentity.objects.update(issuer="https://former-provider.example.org")
+    assert api.get("/api/account/tokens/").status_code == 200
+    settings.CERTLABEL_OIDC_ISSUER = ""
+    assert api.get("/api/account/tokens/").status_code == 200
+
+
+def test_a_check_stores_the_refresh_token_under_the_current_key(sso: Provider, settings: Any):
+    sso.user("dov-sub", preferred_username="dov")
+    sign_in(Client(), sso, "dov-sub")
+    settings.CERTLABEL_OIDC_RECHECK_SECONDS = 0.0
+    old_key = settings.SECRET_KEY
+    settings.SECRET_KEY = "a-brand-new-secret-key-" + "y" * 40
+    settings.SECRET_KEY_FALLBACKS = [old_key]
+    assert sso_recheck_due() == {"active": 1}
+
+    settings.SECRET_KEY_FALLBACKS = []  # the end of Django's rotation
+    SsoIdentity.objects.update(checked_at="2000-01-01T00:00:00Z")
+    assert sso_recheck_due() == {"active": 1}
+
+
+def test_an_unreachable_provider_is_asked_again_within_a_minute(sso: Provider, settings: Any):
+    sso.user("eve-sub", preferred_username="eve")
+    sign_in(Client(), sso, "eve-sub")
+    settings.CERTLABEL_OIDC_RECHECK_SECONDS = 300.0
+    SsoIdentity.objects.update(checked_at="2000-01-01T00:00:00Z")
+    client_ = sso_client()
+    client_.server_metadata["token_endpoint"] = "http://127.0.0.1:9/token"
+    try:
+        assert sso_recheck_due() == {"unknown": 1}
+    finally:
+        client_.server_metadata["token_endpoint"] = f"{sso.issuer}/oauth2/token"
+    checked = SsoIdentity.objects.get().checked_at
+    wait = checked + timedelta(seconds=300) - timezone.now()
+    assert timedelta(seconds=55) < wait <= timedelta(seconds=60)
+
+
+def test_a_json_role_map_may_not_give_a_group_twice(settings: Any):
+    settings.CERTLABEL_OIDC_ROLE_MAP = '{"leads": "study:manager", "leads": "study:annotator"}'
+    with pytest.raises(ImproperlyConfigured, match="'leads' is given twice"):
+        role_map()
+
+
+def test_a_provider_error_code_is_logged_as_a_code(
+    client: Client, sso: Provider, caplog: pytest.LogCaptureFixture
+):
+    forged = "access_denied\n2026-12-07 INFO labeling.services.sso sso.signed_in user=1"
+    client.get("/accounts/sso/callback/", {"error": forged})
+    logged = [r.getMessage() for r in caplog.records if "refused_by_provider" in r.getMessage()]
+    assert len(logged) == 1 and "\n" not in logged[0]
+    assert logged[0].startswith("sso.refused_by_provider error=access_denied")
