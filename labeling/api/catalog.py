@@ -52,8 +52,8 @@ from labeling.services import (
     partition_freeze,
     workload_import_file,
 )
-from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP
 from labeling.services.jobs import workload_import_in_background, workload_import_job_start
+from labeling.services.labelling_queue import MAX_LEASE_MINUTES, MAX_OVERLAP
 from labeling.services.projects import (
     MAX_NAME_LENGTH,
     MAX_PROJECT_DESCRIPTION_LENGTH,

@@ -72,8 +72,8 @@ from labeling.services import (
     project_labelling_configure,
     project_labelling_start,
 )
-from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP, MAX_SEED
 from labeling.services.jobs import labelling_start_in_background, labelling_start_job_start
+from labeling.services.labelling_queue import MAX_LEASE_MINUTES, MAX_OVERLAP, MAX_SEED
 
 NOT_FOUND = OpenApiResponse(
     ErrorSerializer, description="No such project (or not a member), or no such object in it."

@@ -161,7 +161,7 @@ def own_previous_submission(
 def own_undoable_skip(*, project: Project, actor: Any) -> Assignment | None:
     """Return the actor's latest skip whose lease still runs (it can be undone). One query.
 
-    :func:`labeling.services.assignments.assignment_skip_undo` has the final say (the item's
+    :func:`labeling.services.skips.assignment_skip_undo` has the final say (the item's
     place may have been taken meanwhile).
     """
     return (

@@ -1,7 +1,7 @@
 """Starting labelling as a handful of set-based statements: queue every item, compare prior votes.
 
 Writes, by ``INSERT … SELECT`` and one ``UPDATE`` (PostgreSQL and SQLite), the rows that
-``assignments._enqueue`` and ``comparison.items_compare`` write item by item: every item's
+``labelling_queue._enqueue`` and ``comparison.items_compare`` write item by item: every item's
 ``queue_position``, ``overlap`` and ``prior_votes``, and for every open item whose prior votes
 reach the overlap the comparison's outcome (a consensus resolution with its claim labels and the
 union of the votes' evidence, or an open disagreement), exactly as

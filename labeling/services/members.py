@@ -35,7 +35,7 @@ from labeling.importers.schema import echo
 from labeling.locks import invitation_lock, project_lock
 from labeling.mail import mail_send
 from labeling.models import MAX_ID, Invitation, InvitationStatus, Membership, Project, Role
-from labeling.services.assignments import assignments_release_member
+from labeling.services.leases import assignments_release_member
 
 logger = logging.getLogger(__name__)
 

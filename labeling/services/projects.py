@@ -24,7 +24,7 @@ from labeling.models import (
     Role,
 )
 from labeling.policy_presets import DEFAULT_PRESET, preset_get
-from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP, check_int
+from labeling.services.labelling_queue import MAX_LEASE_MINUTES, MAX_OVERLAP, check_int
 from labeling.services.members import membership_set
 from labeling.services.policies import PolicyDescription
 

@@ -40,12 +40,8 @@ from labeling.selectors.pages import (
 from labeling.selectors.review import LabellingFormView, labelling_form_view
 from labeling.selectors.work import assignment_current_for_actor, assignment_get_for_actor
 from labeling.services.annotations import annotation_submit
-from labeling.services.assignments import (
-    assignment_skip,
-    assignment_skip_undo,
-    item_claim_ahead,
-    item_claim_next,
-)
+from labeling.services.assignments import item_claim_ahead, item_claim_next
+from labeling.services.skips import assignment_skip, assignment_skip_undo
 from labeling.views.common import (
     form_add_domain_error,
     page_context,

@@ -53,7 +53,6 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.permissions import MANAGERS, require_role
-from labeling.services.assignments import items_enqueue
 from labeling.services.imports.common import (
     CHUNK_SIZE,
     GC_EVERY_CHUNKS,
@@ -63,6 +62,7 @@ from labeling.services.imports.common import (
 from labeling.services.imports.policies import freeze_partition, partition_spec, restore_policies
 from labeling.services.imports.state import Chunk
 from labeling.services.imports.writer import ImportWriter
+from labeling.services.labelling_queue import items_enqueue
 from labeling.services.members import membership_set
 from labeling.services.vote_tally import vote_tally_refresh
 from labeling.signals import announce_resolutions

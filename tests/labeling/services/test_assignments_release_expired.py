@@ -62,7 +62,7 @@ def test_releases_only_leases_that_ran_out_and_logs_each(project, member, queue,
     later = first.lease_expires_at + timedelta(seconds=1)
 
     # when the release runs just after a1's lease ended
-    with caplog.at_level(logging.INFO, logger="labeling.services.assignments"):
+    with caplog.at_level(logging.INFO, logger="labeling.services.leases"):
         released = assignments_release_expired(now=later)
 
     # then a1's lease is expired, its slot free; a2's lease is untouched

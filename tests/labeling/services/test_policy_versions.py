@@ -99,7 +99,7 @@ def claim(study: dict[str, Any], who: int, item: Item) -> Assignment:
         assert assignment is not None, f"annotator {who} was served nothing"
         if assignment.item_id == item.pk:
             return assignment
-        from labeling.services.assignments import assignment_skip
+        from labeling.services.skips import assignment_skip
 
         assignment_skip(
             project=study["project"],
