@@ -516,20 +516,72 @@ def check_record(
         RecordError: naming the first offending field as a dotted path, e.g.
             ``candidates[2].claims[0].end``.
     """
-    known_policies: Mapping[int, PolicyVocabulary] = policies or {}
+    rules = _RecordRules(location, vocabulary, policies or {}, _source_texts(record, location))
+    seen_ids: set[str] = set()
+    seen_indexes: set[int] = set()
+    for c, candidate in enumerate(record.candidates):
+        at = f"candidates[{c}]"
+        if candidate.id in seen_ids:
+            raise RecordError(location, f"{at}.id", f"candidate id {echo(candidate.id)} repeats")
+        seen_ids.add(candidate.id)
+        index = c if candidate.sample_index is None else candidate.sample_index
+        if index in seen_indexes:
+            raise RecordError(location, f"{at}.sample_index", f"sample index {index} repeats")
+        seen_indexes.add(index)
+        _check_claims(candidate, at, location)
+        _check_evaluator_labels(candidate, at, vocabulary, location)
+        _check_prior_annotations(candidate, at, rules)
+        if candidate.resolution is not None:
+            _check_resolution(
+                candidate.resolution, len(candidate.claims), f"{at}.resolution", rules
+            )
+        if candidate.gold is not None:
+            _check_gold(candidate, f"{at}.gold", location, rules.evidence)
 
-    def policy_of(version: int | None, field: str) -> PolicyVocabulary:
+
+@dataclass(frozen=True)
+class _RecordRules:
+    """What the rules of one record share: where it came from, its policies and source texts."""
+
+    location: str
+    vocabulary: PolicyVocabulary
+    policies: Mapping[int, PolicyVocabulary]
+    sources: Mapping[str, str]
+
+    def policy_of(self, version: int | None, field: str) -> PolicyVocabulary:
+        """The policy version ``version`` names (the newest when None)."""
         if version is None:
-            return vocabulary
-        if version not in known_policies:
+            return self.vocabulary
+        if version not in self.policies:
             raise RecordError(
-                location,
+                self.location,
                 field,
                 f"policy version {version} is not a label policy version of the project "
-                f"(versions {sorted(known_policies)})",
+                f"(versions {sorted(self.policies)})",
             )
-        return known_policies[version]
+        return self.policies[version]
 
+    def evidence(self, evidence: EvidenceIn, field: str) -> None:
+        """Check that ``evidence`` cites a source of the record and quotes its text."""
+        if evidence.source not in self.sources:
+            raise RecordError(
+                self.location,
+                f"{field}.source",
+                f"unknown source {echo(evidence.source)} (not in sources)",
+            )
+        _check_span(
+            self.sources[evidence.source],
+            evidence.start,
+            evidence.end,
+            evidence.quote,
+            field,
+            self.location,
+            f"text of source {echo(evidence.source)}",
+        )
+
+
+def _source_texts(record: WorkloadRecord, location: str) -> dict[str, str]:
+    """The record's source texts by id; a repeated id must repeat its text and version."""
     sources: dict[str, str] = {}
     source_versions: dict[str, int | None] = {}
     for s, source in enumerate(record.sources):
@@ -547,141 +599,129 @@ def check_record(
             )
         sources[source.id] = source.text
         source_versions[source.id] = source.version
+    return sources
 
-    def check_evidence(evidence: EvidenceIn, field: str) -> None:
-        if evidence.source not in sources:
+
+def _check_claims(candidate: CandidateIn, at: str, location: str) -> None:
+    """A claim's span: both ends or neither, none when unanchored, quoting the answer."""
+    for k, claim in enumerate(candidate.claims):
+        field = f"{at}.claims[{k}]"
+        if (claim.start is None) != (claim.end is None):
+            raise RecordError(location, field, "give both start and end, or neither")
+        if claim.unanchored and claim.start is not None:
+            raise RecordError(
+                location, f"{field}.unanchored", "an unanchored claim has no start and end"
+            )
+        if claim.start is not None and claim.end is not None:
+            _check_span(
+                candidate.text, claim.start, claim.end, claim.text, field, location, "answer"
+            )
+
+
+def _check_evaluator_labels(
+    candidate: CandidateIn, at: str, vocabulary: PolicyVocabulary, location: str
+) -> None:
+    """An evaluator label: a claim of the candidate; a label or score when available; known."""
+    n_claims = len(candidate.claims)
+    for e, ev in enumerate(candidate.evaluator_labels):
+        field = f"{at}.evaluator_labels[{e}]"
+        if ev.claim is not None and ev.claim >= n_claims:
+            raise RecordError(
+                location, f"{field}.claim", f"claim index {ev.claim} but {n_claims} claims"
+            )
+        if not ev.available and (ev.label is not None or ev.score is not None):
+            raise RecordError(
+                location, field, "an unavailable evaluator label has no label and no score"
+            )
+        if ev.available and ev.label is None and ev.score is None:
+            raise RecordError(location, field, "give a label or a score, or set available to false")
+        allowed = vocabulary.claim_labels if ev.claim is not None else vocabulary.answer_labels
+        if ev.label is not None and ev.label not in allowed:
+            raise RecordError(
+                location, f"{field}.label", f"{echo(ev.label)} is not one of {sorted(allowed)}"
+            )
+
+
+def _check_prior_annotations(candidate: CandidateIn, at: str, rules: _RecordRules) -> None:
+    """Prior annotations: one per annotator and policy version, labels of that version, spans."""
+    location = rules.location
+    n_claims = len(candidate.claims)
+    # One annotation per annotator and policy version: an item labelled again under a new
+    # version holds one of each.
+    annotators: set[tuple[str, int | None]] = set()
+    for p, prior in enumerate(candidate.prior_annotations):
+        field = f"{at}.prior_annotations[{p}]"
+        if (prior.annotator, prior.policy_version) in annotators:
             raise RecordError(
                 location,
-                f"{field}.source",
-                f"unknown source {echo(evidence.source)} (not in sources)",
+                f"{field}.annotator",
+                f"annotator {echo(prior.annotator)} repeats"
+                + ("" if prior.policy_version is None else " under this policy version"),
             )
-        _check_span(
-            sources[evidence.source],
-            evidence.start,
-            evidence.end,
-            evidence.quote,
-            field,
+        annotators.add((prior.annotator, prior.policy_version))
+        used = rules.policy_of(prior.policy_version, f"{field}.policy_version")
+        # cannot_decide is a vote (it never agrees), as in live annotations.
+        _check_label(
+            prior.answer_label,
+            used.answer_labels | {CANNOT_DECIDE},
+            f"{field}.answer_label",
             location,
-            f"text of source {echo(evidence.source)}",
         )
-
-    seen_ids: set[str] = set()
-    seen_indexes: set[int] = set()
-    for c, candidate in enumerate(record.candidates):
-        at = f"candidates[{c}]"
-        if candidate.id in seen_ids:
-            raise RecordError(location, f"{at}.id", f"candidate id {echo(candidate.id)} repeats")
-        seen_ids.add(candidate.id)
-        index = c if candidate.sample_index is None else candidate.sample_index
-        if index in seen_indexes:
-            raise RecordError(location, f"{at}.sample_index", f"sample index {index} repeats")
-        seen_indexes.add(index)
-        for k, claim in enumerate(candidate.claims):
-            field = f"{at}.claims[{k}]"
-            if (claim.start is None) != (claim.end is None):
-                raise RecordError(location, field, "give both start and end, or neither")
-            if claim.unanchored and claim.start is not None:
-                raise RecordError(
-                    location, f"{field}.unanchored", "an unanchored claim has no start and end"
-                )
-            if claim.start is not None and claim.end is not None:
-                _check_span(
-                    candidate.text, claim.start, claim.end, claim.text, field, location, "answer"
-                )
-        n_claims = len(candidate.claims)
-        for e, ev in enumerate(candidate.evaluator_labels):
-            field = f"{at}.evaluator_labels[{e}]"
-            if ev.claim is not None and ev.claim >= n_claims:
-                raise RecordError(
-                    location, f"{field}.claim", f"claim index {ev.claim} but {n_claims} claims"
-                )
-            if not ev.available and (ev.label is not None or ev.score is not None):
-                raise RecordError(
-                    location, field, "an unavailable evaluator label has no label and no score"
-                )
-            if ev.available and ev.label is None and ev.score is None:
-                raise RecordError(
-                    location, field, "give a label or a score, or set available to false"
-                )
-            allowed = vocabulary.claim_labels if ev.claim is not None else vocabulary.answer_labels
-            if ev.label is not None and ev.label not in allowed:
-                raise RecordError(
-                    location, f"{field}.label", f"{echo(ev.label)} is not one of {sorted(allowed)}"
-                )
-        # One annotation per annotator and policy version: an item labelled again under a new
-        # version holds one of each.
-        annotators: set[tuple[str, int | None]] = set()
-        for p, prior in enumerate(candidate.prior_annotations):
-            field = f"{at}.prior_annotations[{p}]"
-            if (prior.annotator, prior.policy_version) in annotators:
-                raise RecordError(
-                    location,
-                    f"{field}.annotator",
-                    f"annotator {echo(prior.annotator)} repeats"
-                    + ("" if prior.policy_version is None else " under this policy version"),
-                )
-            annotators.add((prior.annotator, prior.policy_version))
-            used = policy_of(prior.policy_version, f"{field}.policy_version")
-            # cannot_decide is a vote (it never agrees), as in live annotations.
+        _check_label(prior.answer_reason, used.reasons, f"{field}.answer_reason", location)
+        labelled: set[int] = set()
+        for q, claim_label in enumerate(prior.claim_labels):
+            cfield = f"{field}.claim_labels[{q}]"
+            _check_claim_index(claim_label.claim, labelled, n_claims, cfield, location)
             _check_label(
-                prior.answer_label,
-                used.answer_labels | {CANNOT_DECIDE},
-                f"{field}.answer_label",
+                claim_label.label,
+                used.claim_labels | {CANNOT_DECIDE},
+                f"{cfield}.label",
                 location,
             )
-            _check_label(prior.answer_reason, used.reasons, f"{field}.answer_reason", location)
-            labelled: set[int] = set()
-            for q, claim_label in enumerate(prior.claim_labels):
-                cfield = f"{field}.claim_labels[{q}]"
-                if claim_label.claim >= n_claims:
-                    raise RecordError(
-                        location,
-                        f"{cfield}.claim",
-                        f"claim index {claim_label.claim} but {n_claims} claims",
-                    )
-                if claim_label.claim in labelled:
-                    raise RecordError(
-                        location, f"{cfield}.claim", f"claim {claim_label.claim} labelled twice"
-                    )
-                labelled.add(claim_label.claim)
-                _check_label(
-                    claim_label.label,
-                    used.claim_labels | {CANNOT_DECIDE},
-                    f"{cfield}.label",
-                    location,
+            _check_label(claim_label.reason, used.reasons, f"{cfield}.reason", location)
+            for v, evidence in enumerate(claim_label.evidence):
+                rules.evidence(evidence, f"{cfield}.evidence[{v}]")
+        for s, span in enumerate(prior.spans):
+            sfield = f"{field}.spans[{s}]"
+            _check_span(
+                candidate.text, span.start, span.end, span.quote, sfield, location, "answer"
+            )
+            if span.evidence is not None:
+                rules.evidence(span.evidence, f"{sfield}.evidence")
+
+
+def _check_resolution(
+    resolution: ResolutionIn, n_claims: int, field: str, rules: _RecordRules
+) -> None:
+    """A candidate's resolution: its fields and policy, then its evidence (each span once)."""
+    used = rules.policy_of(resolution.policy_version, f"{field}.policy_version")
+    _check_resolution_fields(resolution, used, n_claims, field, rules.location)
+    for q, resolved in enumerate(resolution.claim_labels):
+        spans: set[tuple[str, int, int]] = set()
+        for v, evidence in enumerate(resolved.evidence):
+            efield = f"{field}.claim_labels[{q}].evidence[{v}]"
+            rules.evidence(evidence, efield)
+            if evidence.end <= evidence.start:
+                raise RecordError(
+                    rules.location,
+                    f"{efield}.end",
+                    "resolved evidence cites at least one code point",
                 )
-                _check_label(claim_label.reason, used.reasons, f"{cfield}.reason", location)
-                for v, evidence in enumerate(claim_label.evidence):
-                    check_evidence(evidence, f"{cfield}.evidence[{v}]")
-            for s, span in enumerate(prior.spans):
-                sfield = f"{field}.spans[{s}]"
-                _check_span(
-                    candidate.text, span.start, span.end, span.quote, sfield, location, "answer"
-                )
-                if span.evidence is not None:
-                    check_evidence(span.evidence, f"{sfield}.evidence")
-        if candidate.resolution is not None:
-            field = f"{at}.resolution"
-            resolution = candidate.resolution
-            used = policy_of(resolution.policy_version, f"{field}.policy_version")
-            _check_resolution(resolution, used, n_claims, field, location)
-            for q, resolved in enumerate(resolution.claim_labels):
-                spans: set[tuple[str, int, int]] = set()
-                for v, evidence in enumerate(resolved.evidence):
-                    efield = f"{field}.claim_labels[{q}].evidence[{v}]"
-                    check_evidence(evidence, efield)
-                    if evidence.end <= evidence.start:
-                        raise RecordError(
-                            location,
-                            f"{efield}.end",
-                            "resolved evidence cites at least one code point",
-                        )
-                    key = (evidence.source, evidence.start, evidence.end)
-                    if key in spans:
-                        raise RecordError(location, efield, "the same span is cited twice")
-                    spans.add(key)
-        if candidate.gold is not None:
-            _check_gold(candidate, f"{at}.gold", location, check_evidence)
+            key = (evidence.source, evidence.start, evidence.end)
+            if key in spans:
+                raise RecordError(rules.location, efield, "the same span is cited twice")
+            spans.add(key)
+
+
+def _check_claim_index(
+    claim: int, labelled: set[int], n_claims: int, field: str, location: str
+) -> None:
+    """A claim label's ``claim``: an index of the candidate's claims, labelled once (added)."""
+    if claim >= n_claims:
+        raise RecordError(location, f"{field}.claim", f"claim index {claim} but {n_claims} claims")
+    if claim in labelled:
+        raise RecordError(location, f"{field}.claim", f"claim {claim} labelled twice")
+    labelled.add(claim)
 
 
 def _check_gold(
@@ -709,17 +749,7 @@ def _check_gold(
     labelled: set[int] = set()
     for q, claim_label in enumerate(gold.claim_labels):
         cfield = f"{field}.claim_labels[{q}]"
-        if claim_label.claim >= n_claims:
-            raise RecordError(
-                location,
-                f"{cfield}.claim",
-                f"claim index {claim_label.claim} but {n_claims} claims",
-            )
-        if claim_label.claim in labelled:
-            raise RecordError(
-                location, f"{cfield}.claim", f"claim {claim_label.claim} labelled twice"
-            )
-        labelled.add(claim_label.claim)
+        _check_claim_index(claim_label.claim, labelled, n_claims, cfield, location)
         for v, evidence in enumerate(claim_label.evidence):
             check_evidence(evidence, f"{cfield}.evidence[{v}]")
     missing = sorted(set(range(n_claims)) - labelled)
@@ -731,7 +761,7 @@ def _check_gold(
         )
 
 
-def _check_resolution(
+def _check_resolution_fields(
     resolution: ResolutionIn,
     vocabulary: PolicyVocabulary,
     n_claims: int,
@@ -774,17 +804,7 @@ def _check_resolution(
     labelled: set[int] = set()
     for q, claim_label in enumerate(resolution.claim_labels):
         cfield = f"{field}.claim_labels[{q}]"
-        if claim_label.claim >= n_claims:
-            raise RecordError(
-                location,
-                f"{cfield}.claim",
-                f"claim index {claim_label.claim} but {n_claims} claims",
-            )
-        if claim_label.claim in labelled:
-            raise RecordError(
-                location, f"{cfield}.claim", f"claim {claim_label.claim} labelled twice"
-            )
-        labelled.add(claim_label.claim)
+        _check_claim_index(claim_label.claim, labelled, n_claims, cfield, location)
         _check_label(claim_label.label, vocabulary.claim_labels, f"{cfield}.label", location)
         _check_label(claim_label.reason, vocabulary.reasons, f"{cfield}.reason", location)
 
