@@ -24,7 +24,13 @@ from typing import IO, Any
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
-from labeling.importers.schema import RecordError, check_depth, check_storable, echo, path_key
+from labeling.importers.record_errors import (
+    RecordError,
+    check_depth,
+    check_storable,
+    echo,
+    path_key,
+)
 from labeling.importers.validation import validated_stream
 from labeling.models import CANNOT_DECIDE
 from labeling.release_format import (

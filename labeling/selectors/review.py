@@ -20,7 +20,7 @@ from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sub
 from django.utils import timezone
 
 from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.models import (
     CANNOT_DECIDE,
     LIVE_ASSIGNMENT_STATUSES,

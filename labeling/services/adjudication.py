@@ -29,7 +29,7 @@ from labeling.exceptions import (
     PermissionDenied,
     StaleVersion,
 )
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import project_label_writes_lock
 from labeling.models import (
     Disagreement,

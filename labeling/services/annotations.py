@@ -41,7 +41,7 @@ from labeling.exceptions import (
     StaleVersion,
 )
 from labeling.fingerprints import fingerprint
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import item_lock, project_label_writes_lock
 from labeling.models import (
     CANNOT_DECIDE,

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from labeling.bulk import custom_plans, update_rows
 from labeling.exceptions import InvalidInput, InvalidTransition, PermissionDenied
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import (
     Item,

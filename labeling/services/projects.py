@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, PermissionDenied
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import project_label_writes_lock
 from labeling.models import (
     DEFAULT_ANSWER_LABELS,

@@ -21,7 +21,7 @@ from labeling.exceptions import (
     NotFound,
     PermissionDenied,
 )
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import item_lock
 from labeling.models import (
     LIVE_ASSIGNMENT_STATUSES,

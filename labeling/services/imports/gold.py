@@ -14,7 +14,8 @@ import re
 
 from labeling import offsets
 from labeling.exceptions import InvalidInput, InvalidTransition
-from labeling.importers.schema import GoldIn, RecordError
+from labeling.importers.record_errors import RecordError
+from labeling.importers.schema import GoldIn
 from labeling.models import Item
 
 # The module, not its names (see labeling.services.gold): it may still be loading.

@@ -26,14 +26,9 @@ from labeling.importers import (
 )
 from labeling.importers.claims import ClaimSplitter
 from labeling.importers.native import file_sha256 as stream_sha256
-from labeling.importers.schema import (
-    PolicyVocabulary,
-    RecordError,
-    SourceVersionIn,
-    WorkloadRecord,
-    check_record,
-    echo,
-)
+from labeling.importers.record_errors import RecordError, echo
+from labeling.importers.record_rules import check_record
+from labeling.importers.schema import PolicyVocabulary, SourceVersionIn, WorkloadRecord
 from labeling.importers.validation import validated_stream
 from labeling.locks import items_lock, project_label_writes_lock, project_lock
 from labeling.models import (
