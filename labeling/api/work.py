@@ -60,8 +60,9 @@ from labeling.selectors import (
     project_get_for_user,
     project_progress,
 )
+from labeling.selectors.adjudication import MAX_QUEUE_AGE_HOURS, QUEUE_LEVELS
 from labeling.selectors.pages import own_annotation_list
-from labeling.selectors.review import MAX_QUEUE_AGE_HOURS, QUEUE_LEVELS, LabellingFormView
+from labeling.selectors.review import LabellingFormView
 from labeling.services import (
     AnnotationInput,
     adjudication_mark_unresolved,

@@ -543,7 +543,7 @@ class _Converter:
 def _vote_key(label: Any, reason: Any) -> tuple[Any, Any]:
     """Return what the comparison compares: the label, and the reason only with that label.
 
-    As ``labeling.selectors.review`` does: the reason counts only with ``evidence_unavailable``.
+    As ``labeling.selectors.vote_reads`` does: the reason counts only with ``evidence_unavailable``.
     """
     return (label, reason if label == EVIDENCE_UNAVAILABLE else None)
 

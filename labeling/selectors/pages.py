@@ -25,7 +25,7 @@ from labeling.models import (
     ResolvedClaimLabel,
 )
 from labeling.selectors.gold import gold_unseen_ids
-from labeling.selectors.review import ClaimVote, Span, Vote
+from labeling.selectors.vote_reads import ClaimVote, Span, Vote
 
 
 def member_list(*, project: Project) -> QuerySet[Membership]:

@@ -69,7 +69,7 @@ _TABLES = {
 #: PostgreSQL's memory per sort or hash while the start's statements run.
 WORK_MEM = "64MB"
 
-# A vote's prior annotation: one with an answer label (labeling.selectors.review._prior_votes).
+# A vote's prior annotation: one with an answer label (labeling.selectors.vote_reads._prior_votes).
 _IS_VOTE = "p.answer_label IS NOT NULL AND p.answer_label <> ''"
 
 

@@ -25,12 +25,11 @@ from labeling.models import (
     Role,
     SourceVersion,
 )
-from labeling.selectors.review import (
+from labeling.selectors.adjudication import adjudication_view, disagreement_queue
+from labeling.selectors.vote_reads import (
     ClaimVote,
     Span,
     Vote,
-    adjudication_view,
-    disagreement_queue,
     imported_evidence_waivers,
     votes_agreed,
 )

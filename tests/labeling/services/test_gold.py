@@ -390,7 +390,7 @@ def test_agreement_counts_answer_and_claims_separately(project, world, member):
 
 
 def test_a_gold_item_is_never_adjudicated(project, world, member):
-    from labeling.selectors.review import adjudication_view
+    from labeling.selectors.adjudication import adjudication_view
     from labeling.services import adjudication_resolve
 
     _, (gold,), _ = world(n=1, gold=1, gold_rate=1.0)
