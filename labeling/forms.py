@@ -18,7 +18,7 @@ from labeling.importers.claims import CLAIM_MODES
 from labeling.importers.record_errors import echo
 from labeling.models import ItemStatus, Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
-from labeling.services.annotations import AnnotationInput, ClaimInput, EvidenceInput
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 
 DEFAULT_PROPORTIONS: dict[str, float] = {
     Partition.DEV: 0.2,

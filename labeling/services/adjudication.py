@@ -48,8 +48,8 @@ from labeling.permissions import REVIEWERS, require_role
 from labeling.selectors.adjudication import annotated_by
 from labeling.selectors.review import labelling_policy_get
 from labeling.selectors.vote_reads import imported_evidence_waivers, item_votes
-from labeling.services.annotations import CheckedLabels, ClaimInput, Problems, labels_check
 from labeling.services.claim_labels import claim_labels_write
+from labeling.services.label_checks import CheckedLabels, ClaimInput, Problems, labels_check
 from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
@@ -253,7 +253,7 @@ def adjudication_resolve(
 ) -> Resolution:
     """Resolve a disputed item with final labels and a rationale (status ``adjudicated``).
 
-    The labels follow the annotation rules (:func:`labeling.services.annotations.labels_check`)
+    The labels follow the annotation rules (:func:`labeling.services.label_checks.labels_check`)
     without ``cannot_decide``: an adjudicator who cannot decide marks the item unresolved.
     Evidence rule for imported votes
     (:func:`labeling.selectors.vote_reads.imported_evidence_waivers`): a claim label that adopts

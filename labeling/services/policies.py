@@ -49,7 +49,7 @@ from labeling.selectors.policies import (
     default_key,
     description_rows,
 )
-from labeling.services.annotations import Problems
+from labeling.services.label_checks import Problems
 
 logger = logging.getLogger(__name__)
 

@@ -33,12 +33,8 @@ from labeling.services import (
     membership_set,
     partition_freeze,
 )
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from tests.certification.test_real_data_calibration import _adjudicate_worst
 from tests.factories import UserFactory, start_labelling
 

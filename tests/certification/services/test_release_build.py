@@ -45,7 +45,7 @@ from labeling.services import (
     membership_set,
     partition_freeze,
 )
-from labeling.services.annotations import ClaimInput, EvidenceInput
+from labeling.services.label_checks import ClaimInput, EvidenceInput
 from tests.conftest import module_data, native_record
 from tests.factories import UserFactory
 

@@ -27,12 +27,8 @@ from labeling.selectors.adjudication import adjudication_view, disagreement_queu
 from labeling.selectors.review import labelling_form_view, project_progress
 from labeling.services import membership_set
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from tests.conftest import row_counts
 from tests.factories import (
     WORK_SOURCE,

@@ -34,9 +34,10 @@ from labeling.services import (
     item_claim_next,
     project_labelling_start,
 )
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
 from labeling.services.gold import GoldReferenceInput, gold_reference_set, qualification_decide
 from labeling.services.gold_serving import gold_draw
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from tests.conftest import native_record
 
 

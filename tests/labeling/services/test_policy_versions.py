@@ -34,8 +34,9 @@ from labeling.models import (
 )
 from labeling.selectors.policies import policy_description_data
 from labeling.selectors.review import labelling_policy_get
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
 from labeling.services.assignments import item_claim_next
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from labeling.services.policies import policy_update
 from labeling.services.policy_versions import (
     Resolved,
