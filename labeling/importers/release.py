@@ -54,9 +54,8 @@ from labeling.release_format import (
     SOURCES_JSONL,
     SPAN_KEYS,
     ReleaseFormatError,
-    extract_release_zip,
-    verify_release,
 )
+from labeling.release_verify import extract_release_zip, verify_release
 
 NAME = "release"
 
@@ -489,7 +488,7 @@ def _zip_refused(problems: list[str], filename: str) -> WorkloadImportFailed:
 def open_zip(stream: IO[bytes], filename: str) -> RecordSource:
     """Read a release zip: extract it into a temporary directory, then :func:`_open`.
 
-    Extraction is :func:`labeling.release_format.extract_release_zip`: only the manifest and the
+    Extraction is :func:`labeling.release_verify.extract_release_zip`: only the manifest and the
     files it lists, each member capped at the size the manifest gives it, at the top of the zip
     or in one folder; no link, duplicate, absolute path or ``..``. Anything else is refused
     before more is written, so a crafted zip cannot fill the disk. The temporary directory is

@@ -26,7 +26,8 @@ from certification.services.releases import (
 )
 from labeling.models import Claim, Item, ItemStatus, Project, RetrievalLink, Role
 from labeling.offsets import UNIT_CODEPOINT
-from labeling.release_format import LABELS_JSONL, SOURCES_JSONL, verify_release
+from labeling.release_format import LABELS_JSONL, SOURCES_JSONL
+from labeling.release_verify import verify_release
 from labeling.services import (
     adjudication_mark_unresolved,
     item_claim_next,

@@ -37,8 +37,8 @@ from labeling.release_format import (
     canonical_json,
     canonical_json_bytes,
     label_counts,
-    verify_release,
 )
+from labeling.release_verify import verify_release
 from labeling.services import (
     adjudication_mark_unresolved,
     adjudication_resolve,
