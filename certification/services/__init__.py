@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from certification.certificates import STATS_VERSION, calibration_result_compute
+    from certification.contract import SPEC_FIELDS, inputs_sha256, spec_content, spec_sha256
     from certification.services.agreement import (
         agreement_recompute,
         level_to_json,
@@ -28,24 +29,22 @@ if TYPE_CHECKING:
     )
     from certification.services.audit_sample import allocate, audit_sample_draw
     from certification.services.calibration import (
-        SPEC_FIELDS,
         calibration_run_execute,
         calibration_run_fail,
         calibration_run_rebuild,
         calibration_run_request,
         calibration_run_start,
         calibration_runs_refresh,
-        calibration_spec_create,
-        calibration_spec_revise,
-        calibration_spec_update,
-        inputs_sha256,
-        spec_clean,
-        spec_content,
-        spec_sha256,
     )
     from certification.services.calibration_apply import (
         calibration_run_apply,
         calibration_run_certificate,
+    )
+    from certification.services.calibration_specs import (
+        calibration_spec_create,
+        calibration_spec_revise,
+        calibration_spec_update,
+        spec_clean,
     )
     from certification.services.derived import (
         derived_recompute,
@@ -74,23 +73,27 @@ _EXPORTS = {
     ),
     **dict.fromkeys(("allocate", "audit_sample_draw"), "certification.services.audit_sample"),
     **dict.fromkeys(
+        ("SPEC_FIELDS", "inputs_sha256", "spec_content", "spec_sha256"), "certification.contract"
+    ),
+    **dict.fromkeys(
         (
-            "SPEC_FIELDS",
             "calibration_run_execute",
             "calibration_run_fail",
             "calibration_run_rebuild",
             "calibration_run_request",
             "calibration_run_start",
             "calibration_runs_refresh",
+        ),
+        "certification.services.calibration",
+    ),
+    **dict.fromkeys(
+        (
             "calibration_spec_create",
             "calibration_spec_revise",
             "calibration_spec_update",
-            "inputs_sha256",
             "spec_clean",
-            "spec_content",
-            "spec_sha256",
         ),
-        "certification.services.calibration",
+        "certification.services.calibration_specs",
     ),
     **dict.fromkeys(
         ("calibration_run_apply", "calibration_run_certificate"),
