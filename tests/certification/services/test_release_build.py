@@ -27,7 +27,7 @@ from certification.services.releases import (
     release_freeze,
     release_rebuild,
 )
-from certification.services.releases.build import QuestionEncodings, encode_record, table_row
+from certification.services.releases.files import QuestionEncodings, encode_record, table_row
 from labeling.exceptions import InvalidInput
 from labeling.models import Disagreement, Item, Project, Role, SourceVersion
 from labeling.release_format import (
