@@ -1,17 +1,20 @@
 """REST API routes of the labelling side (token or session auth; see labeling/api/catalog.py).
 
-Catalogue endpoints are in ``catalog``, labelling work in ``work``. The agreement report
-is routed by ``certification.api.urls`` (``labeling`` never imports ``certification``).
+Catalogue endpoints are in ``catalog``, labelling work in ``work``, adjudication in
+``adjudication``, a project's labelling settings, start and progress in ``labelling``. The agreement
+report is routed by ``certification.api.urls`` (``labeling`` never imports ``certification``).
 """
 
 from django.urls import path
 
 from labeling.api import (
     account,
+    adjudication,
     auth,
     catalog,
     gold,
     jobs,
+    labelling,
     members,
     policies,
     policy_versions,
@@ -65,31 +68,35 @@ urlpatterns = [
     ),
     path(f"{P}annotations/", work.AnnotationListApi.as_view(), name="api-annotation-list"),
     # Adjudicators
-    path(f"{P}disagreements/", work.DisagreementListApi.as_view(), name="api-disagreement-list"),
+    path(
+        f"{P}disagreements/",
+        adjudication.DisagreementListApi.as_view(),
+        name="api-disagreement-list",
+    ),
     path(
         f"{P}disagreements/<int:item_id>/",
-        work.DisagreementDetailApi.as_view(),
+        adjudication.DisagreementDetailApi.as_view(),
         name="api-disagreement-detail",
     ),
     path(
         f"{P}disagreements/<int:item_id>/resolve/",
-        work.AdjudicationResolveApi.as_view(),
+        adjudication.AdjudicationResolveApi.as_view(),
         name="api-adjudication-resolve",
     ),
     path(
         f"{P}disagreements/<int:item_id>/unresolved/",
-        work.AdjudicationMarkUnresolvedApi.as_view(),
+        adjudication.AdjudicationMarkUnresolvedApi.as_view(),
         name="api-adjudication-unresolved",
     ),
-    path(f"{P}progress/", work.ProjectProgressApi.as_view(), name="api-progress"),
+    path(f"{P}progress/", labelling.ProjectProgressApi.as_view(), name="api-progress"),
     # Managers
-    path(f"{P}settings/", work.ProjectSettingsApi.as_view(), name="api-settings"),
+    path(f"{P}settings/", labelling.ProjectSettingsApi.as_view(), name="api-settings"),
     path(
         f"{P}policy/versions/",
         policy_versions.PolicyVersionListApi.as_view(),
         name="api-policy-versions",
     ),
-    path(f"{P}labelling/start/", work.LabellingStartApi.as_view(), name="api-labelling-start"),
+    path(f"{P}labelling/start/", labelling.LabellingStartApi.as_view(), name="api-labelling-start"),
     path(f"{P}reports/work/", reports.WorkReportApi.as_view(), name="api-work-report"),
     path(
         f"{P}reports/work/items/",
