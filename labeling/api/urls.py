@@ -1,6 +1,6 @@
 """REST API routes of the labelling side (token or session auth; see labeling/api/catalog.py).
 
-Catalogue endpoints are in ``catalog``, labelling work in ``work``, adjudication in
+Catalogue endpoints are in ``catalog`` and ``items``, labelling work in ``work``, adjudication in
 ``adjudication``, a project's labelling settings, start and progress in ``labelling``. The agreement
 report is routed by ``certification.api.urls`` (``labeling`` never imports ``certification``).
 """
@@ -13,6 +13,7 @@ from labeling.api import (
     auth,
     catalog,
     gold,
+    items,
     jobs,
     labelling,
     members,
@@ -34,8 +35,8 @@ urlpatterns = [
     ),
     path("projects/", catalog.ProjectListApi.as_view(), name="api-project-list"),
     path(P, catalog.ProjectDetailApi.as_view(), name="api-project-detail"),
-    path(f"{P}items/", catalog.ItemListApi.as_view(), name="api-item-list"),
-    path(f"{P}items/<int:item_id>/", catalog.ItemDetailApi.as_view(), name="api-item-detail"),
+    path(f"{P}items/", items.ItemListApi.as_view(), name="api-item-list"),
+    path(f"{P}items/<int:item_id>/", items.ItemDetailApi.as_view(), name="api-item-detail"),
     path(f"{P}imports/", catalog.ImportCreateApi.as_view(), name="api-import-create"),
     path(
         f"{P}evaluator-labels/",
