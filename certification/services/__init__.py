@@ -20,13 +20,12 @@ if TYPE_CHECKING:
         votes_sha256,
     )
     from certification.services.audit import (
-        AUDIT_STATS_VERSION,
         audit_report_configure,
         audit_report_recompute,
         audit_reports_refresh,
-        audit_result_compute,
-        evaluator_verdict,
     )
+    from certification.services.audit_compute import AUDIT_STATS_VERSION, audit_result_compute
+    from certification.services.audit_design import evaluator_verdict
     from certification.services.audit_sample import allocate, audit_sample_draw
     from certification.services.calibration import (
         calibration_run_execute,
@@ -61,16 +60,13 @@ _EXPORTS = {
         ("agreement_recompute", "level_to_json", "votes_sha256"), "certification.services.agreement"
     ),
     **dict.fromkeys(
-        (
-            "AUDIT_STATS_VERSION",
-            "audit_report_configure",
-            "audit_report_recompute",
-            "audit_reports_refresh",
-            "audit_result_compute",
-            "evaluator_verdict",
-        ),
+        ("audit_report_configure", "audit_report_recompute", "audit_reports_refresh"),
         "certification.services.audit",
     ),
+    **dict.fromkeys(
+        ("AUDIT_STATS_VERSION", "audit_result_compute"), "certification.services.audit_compute"
+    ),
+    "evaluator_verdict": "certification.services.audit_design",
     **dict.fromkeys(("allocate", "audit_sample_draw"), "certification.services.audit_sample"),
     **dict.fromkeys(
         ("SPEC_FIELDS", "inputs_sha256", "spec_content", "spec_sha256"), "certification.contract"
