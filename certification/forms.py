@@ -35,7 +35,7 @@ from certification.models import (
     release_version_key,
 )
 from certification.selectors import CANDIDATE_SCORE_FIELDS, RCCS_PARTITIONS
-from certification.services.calibration import SPEC_DEFAULTS
+from certification.services.calibration_specs import SPEC_DEFAULTS
 from certification.services.releases.freeze import MAX_NOTES
 from certification.stats.canonical import canonicaliser_names
 from certification.stats.limits import MAX_ADDITIONAL

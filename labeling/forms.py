@@ -15,10 +15,10 @@ from django.http import QueryDict
 from labeling.exceptions import InvalidInput, MultipleValues
 from labeling.importers import claims_choice_error, evaluator_version_error, formats
 from labeling.importers.claims import CLAIM_MODES
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.models import ItemStatus, Partition, Role, ServingOrder, SkipReason
 from labeling.selectors import UNASSIGNED
-from labeling.services.annotations import AnnotationInput, ClaimInput, EvidenceInput
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 
 DEFAULT_PROPORTIONS: dict[str, float] = {
     Partition.DEV: 0.2,

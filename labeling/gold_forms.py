@@ -25,12 +25,12 @@ from labeling.models import Claim, GoldReference, Item, LabelPolicy
 from labeling.offsets import UNIT_CODEPOINT
 from labeling.selectors.gold import evidence_locate
 from labeling.selectors.policies import policy_label_choices, policy_reason_choices
-from labeling.services.annotations import ClaimInput, EvidenceInput
 from labeling.services.gold import (
     MAX_DECISION_NOTE_LENGTH,
     MAX_RATIONALE_LENGTH,
     GoldReferenceInput,
 )
+from labeling.services.label_checks import ClaimInput, EvidenceInput
 
 # A service error's field: "claims[2].label", "claims[0].evidence[0].quote", "claims[1].reason".
 _CLAIM_FIELD = re.compile(r"^claims\[(\d+)\](?:\.(label|reason|evidence))?")

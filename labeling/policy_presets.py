@@ -22,7 +22,7 @@ from typing import Any
 from labeling import vocabulary as v
 from labeling.exceptions import InvalidInput
 from labeling.importers import expertqa, faithbench, gsm8k, ragtruth, wice
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.selectors.policies import (
     CANNOT_DECIDE_KEY,
     DEFAULT_DESCRIPTIONS,

@@ -34,7 +34,7 @@ from labeling.selectors.policies import (
     Level,
     policy_description_data,
 )
-from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP
+from labeling.services.labelling_queue import MAX_LEASE_MINUTES, MAX_OVERLAP
 from labeling.services.policies import (
     GOLD_RULE_DEFAULTS,
     MAX_DESCRIPTION_LENGTH,

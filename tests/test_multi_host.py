@@ -44,7 +44,8 @@ from django.conf import settings
 
 from certification.models import ReleaseBuild
 from labeling.models import Role
-from labeling.release_format import ARCHIVE, MANIFEST, verify_release
+from labeling.release_format import ARCHIVE, MANIFEST
+from labeling.release_verify import verify_release
 from labeling.services import membership_set
 from labeling.services.tokens import api_token_create
 from tests.certification.test_worker_faults import _queues

@@ -45,7 +45,8 @@ from rest_framework.test import APIClient
 from certification.models import Release, ReleaseBuild
 from certification.services.releases import release_build_execute
 from labeling.models import ImportBatch, Job, Question, Role
-from labeling.release_format import ARCHIVE, MANIFEST, MEDIA_TYPES, verify_release
+from labeling.release_format import ARCHIVE, MANIFEST, MEDIA_TYPES
+from labeling.release_verify import verify_release
 from tests.conftest import jsonl_bytes, native_record
 from tests.worlds import World, token_for
 

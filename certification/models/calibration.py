@@ -117,7 +117,7 @@ class CalibrationSpec(models.Model):
     Written before calibration and immutable once a run uses it: the services refuse edits
     then, and a revision is a new row (``version`` + 1) linked to its predecessor by
     ``previous``. ``content_sha256`` is the sha256 of the canonical JSON of the contract
-    (``certification.services.calibration.spec_content``): two specs with the same hash state
+    (``certification.contract.spec_content``): two specs with the same hash state
     the same contract. The name, version and authorship are not part of the contract.
 
     Numbers: ``alpha`` (target risk or miscoverage), ``delta`` (failure probability),

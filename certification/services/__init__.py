@@ -13,39 +13,37 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from certification.certificates import STATS_VERSION, calibration_result_compute
+    from certification.contract import SPEC_FIELDS, inputs_sha256, spec_content, spec_sha256
     from certification.services.agreement import (
         agreement_recompute,
         level_to_json,
         votes_sha256,
     )
     from certification.services.audit import (
-        AUDIT_STATS_VERSION,
         audit_report_configure,
         audit_report_recompute,
         audit_reports_refresh,
-        audit_result_compute,
-        evaluator_verdict,
     )
+    from certification.services.audit_compute import AUDIT_STATS_VERSION, audit_result_compute
+    from certification.services.audit_design import evaluator_verdict
     from certification.services.audit_sample import allocate, audit_sample_draw
     from certification.services.calibration import (
-        SPEC_FIELDS,
         calibration_run_execute,
         calibration_run_fail,
         calibration_run_rebuild,
         calibration_run_request,
         calibration_run_start,
         calibration_runs_refresh,
-        calibration_spec_create,
-        calibration_spec_revise,
-        calibration_spec_update,
-        inputs_sha256,
-        spec_clean,
-        spec_content,
-        spec_sha256,
     )
     from certification.services.calibration_apply import (
         calibration_run_apply,
         calibration_run_certificate,
+    )
+    from certification.services.calibration_specs import (
+        calibration_spec_create,
+        calibration_spec_revise,
+        calibration_spec_update,
+        spec_clean,
     )
     from certification.services.derived import (
         derived_recompute,
@@ -62,35 +60,36 @@ _EXPORTS = {
         ("agreement_recompute", "level_to_json", "votes_sha256"), "certification.services.agreement"
     ),
     **dict.fromkeys(
-        (
-            "AUDIT_STATS_VERSION",
-            "audit_report_configure",
-            "audit_report_recompute",
-            "audit_reports_refresh",
-            "audit_result_compute",
-            "evaluator_verdict",
-        ),
+        ("audit_report_configure", "audit_report_recompute", "audit_reports_refresh"),
         "certification.services.audit",
     ),
+    **dict.fromkeys(
+        ("AUDIT_STATS_VERSION", "audit_result_compute"), "certification.services.audit_compute"
+    ),
+    "evaluator_verdict": "certification.services.audit_design",
     **dict.fromkeys(("allocate", "audit_sample_draw"), "certification.services.audit_sample"),
     **dict.fromkeys(
+        ("SPEC_FIELDS", "inputs_sha256", "spec_content", "spec_sha256"), "certification.contract"
+    ),
+    **dict.fromkeys(
         (
-            "SPEC_FIELDS",
             "calibration_run_execute",
             "calibration_run_fail",
             "calibration_run_rebuild",
             "calibration_run_request",
             "calibration_run_start",
             "calibration_runs_refresh",
+        ),
+        "certification.services.calibration",
+    ),
+    **dict.fromkeys(
+        (
             "calibration_spec_create",
             "calibration_spec_revise",
             "calibration_spec_update",
-            "inputs_sha256",
             "spec_clean",
-            "spec_content",
-            "spec_sha256",
         ),
-        "certification.services.calibration",
+        "certification.services.calibration_specs",
     ),
     **dict.fromkeys(
         ("calibration_run_apply", "calibration_run_certificate"),

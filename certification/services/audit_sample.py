@@ -29,9 +29,9 @@ from django.db import transaction
 from certification.exceptions import InvalidAudit
 from certification.models import AuditReport, AuditSample, AuditSampleMember, SampleKind
 from certification.selectors import AuditRow, audit_report_get, audit_rows
-from certification.services.audit import (
+from certification.services.audit import audit_report_recompute
+from certification.services.audit_compute import (
     SLICE_DIMENSIONS,
-    audit_report_recompute,
     declaration_json,
     judge_prediction,
 )

@@ -22,7 +22,7 @@ from rest_framework import serializers
 from labeling.api.fields import StrictBooleanField, StrictCharField
 from labeling.models import ServingOrder
 from labeling.offsets import UNIT_CODEPOINT, UNIT_UTF16, UNITS
-from labeling.services.annotations import ClaimInput, EvidenceInput
+from labeling.services.label_checks import ClaimInput, EvidenceInput
 
 # ---------------------------------------------------------------------------------------------
 # Inputs

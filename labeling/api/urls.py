@@ -1,17 +1,21 @@
 """REST API routes of the labelling side (token or session auth; see labeling/api/catalog.py).
 
-Catalogue endpoints are in ``catalog``, labelling work in ``work``. The agreement report
-is routed by ``certification.api.urls`` (``labeling`` never imports ``certification``).
+Catalogue endpoints are in ``catalog`` and ``items``, labelling work in ``work``, adjudication in
+``adjudication``, a project's labelling settings, start and progress in ``labelling``. The agreement
+report is routed by ``certification.api.urls`` (``labeling`` never imports ``certification``).
 """
 
 from django.urls import path
 
 from labeling.api import (
     account,
+    adjudication,
     auth,
     catalog,
     gold,
+    items,
     jobs,
+    labelling,
     members,
     policies,
     policy_versions,
@@ -31,8 +35,8 @@ urlpatterns = [
     ),
     path("projects/", catalog.ProjectListApi.as_view(), name="api-project-list"),
     path(P, catalog.ProjectDetailApi.as_view(), name="api-project-detail"),
-    path(f"{P}items/", catalog.ItemListApi.as_view(), name="api-item-list"),
-    path(f"{P}items/<int:item_id>/", catalog.ItemDetailApi.as_view(), name="api-item-detail"),
+    path(f"{P}items/", items.ItemListApi.as_view(), name="api-item-list"),
+    path(f"{P}items/<int:item_id>/", items.ItemDetailApi.as_view(), name="api-item-detail"),
     path(f"{P}imports/", catalog.ImportCreateApi.as_view(), name="api-import-create"),
     path(
         f"{P}evaluator-labels/",
@@ -65,31 +69,35 @@ urlpatterns = [
     ),
     path(f"{P}annotations/", work.AnnotationListApi.as_view(), name="api-annotation-list"),
     # Adjudicators
-    path(f"{P}disagreements/", work.DisagreementListApi.as_view(), name="api-disagreement-list"),
+    path(
+        f"{P}disagreements/",
+        adjudication.DisagreementListApi.as_view(),
+        name="api-disagreement-list",
+    ),
     path(
         f"{P}disagreements/<int:item_id>/",
-        work.DisagreementDetailApi.as_view(),
+        adjudication.DisagreementDetailApi.as_view(),
         name="api-disagreement-detail",
     ),
     path(
         f"{P}disagreements/<int:item_id>/resolve/",
-        work.AdjudicationResolveApi.as_view(),
+        adjudication.AdjudicationResolveApi.as_view(),
         name="api-adjudication-resolve",
     ),
     path(
         f"{P}disagreements/<int:item_id>/unresolved/",
-        work.AdjudicationMarkUnresolvedApi.as_view(),
+        adjudication.AdjudicationMarkUnresolvedApi.as_view(),
         name="api-adjudication-unresolved",
     ),
-    path(f"{P}progress/", work.ProjectProgressApi.as_view(), name="api-progress"),
+    path(f"{P}progress/", labelling.ProjectProgressApi.as_view(), name="api-progress"),
     # Managers
-    path(f"{P}settings/", work.ProjectSettingsApi.as_view(), name="api-settings"),
+    path(f"{P}settings/", labelling.ProjectSettingsApi.as_view(), name="api-settings"),
     path(
         f"{P}policy/versions/",
         policy_versions.PolicyVersionListApi.as_view(),
         name="api-policy-versions",
     ),
-    path(f"{P}labelling/start/", work.LabellingStartApi.as_view(), name="api-labelling-start"),
+    path(f"{P}labelling/start/", labelling.LabellingStartApi.as_view(), name="api-labelling-start"),
     path(f"{P}reports/work/", reports.WorkReportApi.as_view(), name="api-work-report"),
     path(
         f"{P}reports/work/items/",

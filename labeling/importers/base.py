@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from labeling.importers.claims import ClaimSplitter
-from labeling.importers.schema import RecordError
+from labeling.importers.record_errors import RecordError
 
 # A record as a format yields it: where it came from ("line 12", "batch_3.json sample 5") and
 # either the parsed JSON object or the error that prevented parsing it.

@@ -30,7 +30,8 @@ from typing import IO, Any
 
 from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
-from labeling.importers.schema import RecordError, echo, locate_claim
+from labeling.importers.record_errors import RecordError, echo
+from labeling.importers.record_rules import locate_claim
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE, NOT_SUPPORTED, SUPPORTED
 
 # support value -> claim label. Partial and Incomplete are two form versions of one answer.

@@ -21,7 +21,7 @@ import pysbd
 from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.claims import split_sentences
 from labeling.importers.native import loads_strict
-from labeling.importers.schema import RecordError, echo
+from labeling.importers.record_errors import RecordError, echo
 from labeling.vocabulary import ADMISSIBLE, CONTRADICTED, INADMISSIBLE, NOT_SUPPORTED, SUPPORTED
 
 TASK = "Summarize the passage."

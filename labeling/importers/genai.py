@@ -19,7 +19,7 @@ from typing import Any
 
 from labeling.importers.native import loads_strict
 from labeling.importers.otlp import Span, Value
-from labeling.importers.schema import RecordError, echo
+from labeling.importers.record_errors import RecordError, echo
 
 LLM, RETRIEVAL = "llm", "retrieval"
 LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})

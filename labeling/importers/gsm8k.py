@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import convert_jsonl
-from labeling.importers.schema import RecordError, echo
+from labeling.importers.record_errors import RecordError, echo
 from labeling.vocabulary import ADMISSIBLE, INADMISSIBLE
 
 GENERATORS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")

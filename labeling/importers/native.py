@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from labeling.importers.schema import (
+from labeling.importers.record_errors import (
     MAX_JSON_DEPTH,
     RecordError,
     check_depth,
@@ -73,7 +73,7 @@ def loads_strict(text: str, location: str) -> Any:
     Refuses ``NaN``/``Infinity``, out-of-range numbers and repeated keys (``json`` accepts
     them), NUL or lone surrogates in any string, key or value (written as ``\u`` escapes:
     raw, they are not valid JSON or UTF-8), and values nested deeper than
-    :data:`~labeling.importers.schema.MAX_JSON_DEPTH`. Integral numbers are read as ints
+    :data:`~labeling.importers.record_errors.MAX_JSON_DEPTH`. Integral numbers are read as ints
     (``2.0`` -> 2).
 
     Raises:

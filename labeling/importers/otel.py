@@ -28,7 +28,7 @@ from labeling.importers.genai import (
     span_role,
 )
 from labeling.importers.otlp import Span, read_requests, request_spans
-from labeling.importers.schema import RecordError, echo
+from labeling.importers.record_errors import RecordError, echo
 
 
 def _new_counters(splitter: ClaimSplitter) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from labeling.importers.native import loads_strict, read_jsonl
-from labeling.importers.schema import RecordError, echo
+from labeling.importers.record_errors import RecordError, echo
 
 HEX_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 HEX_SPAN_ID = re.compile(r"[0-9a-fA-F]{16}")

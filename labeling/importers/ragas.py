@@ -26,7 +26,13 @@ from typing import IO, TYPE_CHECKING, Any
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers.base import ImportOptions, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.native import MAX_LINE_BYTES, loads_strict, read_jsonl
-from labeling.importers.schema import RecordError, check_depth, check_storable, echo, path_key
+from labeling.importers.record_errors import (
+    RecordError,
+    check_depth,
+    check_storable,
+    echo,
+    path_key,
+)
 from labeling.importers.zipped import ZippedFiles
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from labeling.exceptions import WorkloadImportFailed
 from labeling.importers.base import ImportOptions, RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.faithbench import overlaps
 from labeling.importers.native import parse_json_line
-from labeling.importers.schema import RecordError, echo
+from labeling.importers.record_errors import RecordError, echo
 from labeling.importers.zipped import ZippedFiles
 from labeling.vocabulary import (
     ABSTAINED,

@@ -6,27 +6,35 @@ and size, every count), before anything is read or written; a zip is extracted b
 versions, the partition and the source versions (in file order, so each text keeps its version
 number). Reading is strict: exactly the fields of schema 1.0, except that a newer minor version's
 extra fields are ignored and counted (``unknown_fields_ignored``); a ``consensus`` resolution
-must be the agreement of its record's votes (:func:`_check_resolution`). A question that
-retrieves two versions of one document is refused. Details: docs/adapters.md ("Release").
+must be the agreement of its record's votes
+(:func:`labeling.importers.release_resolutions.resolution_check`). A question that retrieves two
+versions of one document is refused. Lines are read by :mod:`labeling.importers.release_lines`.
+Details: docs/adapters.md ("Release").
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import re
 import tempfile
 import zipfile
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
-from labeling.importers.schema import RecordError, check_depth, check_storable, echo, path_key
-from labeling.importers.validation import validated_stream
-from labeling.models import CANNOT_DECIDE
+from labeling.importers.record_errors import RecordError, echo
+from labeling.importers.release_lines import (
+    PINNED,
+    Malformed,
+    ReleaseFields,
+    ReleaseSources,
+    need,
+    need_list,
+    parse_line,
+)
+from labeling.importers.release_resolutions import resolution_check
 from labeling.release_format import (
     ANNOTATION_CLAIM_LABEL_KEYS,
     ANNOTATION_KEYS,
@@ -43,75 +51,13 @@ from labeling.release_format import (
     RESOLUTION_RECORD_KEYS,
     RESOLVED_CLAIM_LABEL_KEYS,
     SCHEMA_VERSION,
-    SOURCE_LINE_KEYS,
     SOURCES_JSONL,
     SPAN_KEYS,
     ReleaseFormatError,
-    extract_release_zip,
-    verify_release,
 )
-from labeling.vocabulary import ADJUDICATED, CONSENSUS, EVIDENCE_UNAVAILABLE
+from labeling.release_verify import extract_release_zip, verify_release
 
 NAME = "release"
-# The keys of every object of labels.jsonl and sources.jsonl, as schema 1.0 defines them (the
-# exporter, certification/services/releases/records.py, writes exactly these).
-PINNED = ("uri", "published_at", "observed_at")
-# ImportBatch.report notes: fields a newer minor schema version added, ignored.
-IGNORED = "unknown_fields_ignored"
-_ESCAPE = re.compile(r"\\u(?:0000|d[89a-f][0-9a-f]{2})", re.IGNORECASE)
-
-
-class _Malformed(Exception):
-    """A line that is not a release record (missing or mistyped key)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise ValueError(f"duplicate key {echo(key)}")
-        obj[key] = value
-    return obj
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite(literal: str) -> float:
-    value = float(literal)
-    if math.isinf(value):
-        raise ValueError(f"number {literal[:20]} is out of range")
-    return value
-
-
-def parse_line(raw: bytes, location: str) -> dict[str, Any]:
-    """Parse one JSONL line of a release strictly, keeping numbers as written (1.0 stays a float).
-
-    Raises:
-        RecordError: not UTF-8, not a JSON object, NaN/Infinity, a repeated key, NUL or a
-            lone surrogate in a string, or a value nested deeper than ``MAX_JSON_DEPTH``.
-    """
-    try:
-        text = raw.decode("utf-8")
-        value = json.loads(
-            text,
-            parse_constant=_no_constant,
-            parse_float=_finite,
-            object_pairs_hook=_unique_keys,
-        )
-    except UnicodeDecodeError as exc:
-        raise RecordError(location, "(line)", f"not valid UTF-8 at byte {exc.start}") from None
-    except RecursionError:
-        raise RecordError(location, "(line)", "JSON nested too deeply") from None
-    except ValueError as exc:
-        raise RecordError(location, "(line)", f"invalid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise RecordError(location, "(line)", "expected a JSON object")
-    check_depth(value, location)
-    if _ESCAPE.search(text):
-        check_storable(value, location)
-    return value
 
 
 # Verification problems read "file: reason"; a reason that starts with one of these names the
@@ -133,165 +79,15 @@ def _refused(problems: list[str]) -> WorkloadImportFailed:
     return WorkloadImportFailed(errors)
 
 
-def _need(obj: Any, key: str) -> Any:
-    if not isinstance(obj, dict):
-        raise _Malformed(f"expected an object holding {echo(key)}")
-    if key not in obj:
-        raise _Malformed(f"missing {echo(key)}")
-    return obj[key]
-
-
-def _list(obj: Any, key: str) -> list[Any]:
-    value = _need(obj, key)
-    if not isinstance(value, list):
-        raise _Malformed(f"{echo(key)} is not a list")
-    return value
-
-
 def _minor(version: str) -> int:
     """The minor number of a verified ``schema_version`` ("1.2" → 2)."""
     return int(version.split(".")[1])
 
 
-class _Fields:
-    """Checks that release objects hold only the fields the format defines.
-
-    A field the reader does not know is refused (naming the line and the field), unless the
-    release's schema minor version is newer than the reader's (``lenient``): a newer minor may
-    add fields, which are then ignored and counted in ``counters[IGNORED]``.
-    """
-
-    def __init__(self, lenient: bool, counters: dict[str, Any]) -> None:
-        self.lenient = lenient
-        self.counters = counters
-        if lenient:
-            counters[IGNORED] = 0
-
-    def check(
-        self, obj: Any, known: Collection[str], at: str, field: str, repeats: int = 1
-    ) -> None:
-        """Refuse (or count, ``repeats`` times) the keys of ``obj`` that are not ``known``.
-
-        Raises:
-            RecordError: an unknown key (strict reading), naming ``field`` + the key.
-            _Malformed: ``obj`` is not an object.
-        """
-        if not isinstance(obj, dict):
-            raise _Malformed(f"{field or 'the line'} is not an object")
-        unknown = [key for key in obj if key not in known]
-        if not unknown:
-            return
-        if self.lenient:
-            self.counters[IGNORED] += len(unknown) * repeats
-            return
-        name = path_key(unknown[0])
-        # the release's own (verified) schema version: it is not newer than the reader's
-        version = self.counters.get("schema_version", SCHEMA_VERSION)
-        raise RecordError(
-            at,
-            f"{field}.{name}" if field else name,
-            f"unknown field: release schema {version} does not define it (only a newer "
-            "minor schema version may add fields, which are then ignored)",
-        )
-
-
-class _Sources:
-    """The versions of ``sources.jsonl``: an index by (id, version), texts read on demand."""
-
-    def __init__(self, path: Path, fields: _Fields) -> None:
-        self.path = path
-        self.index: dict[tuple[str, int], tuple[int, str, tuple[Any, ...]]] = {}
-        self.stream: IO[bytes] = path.open("rb")
-        self.fields = fields
-        errors: list[RecordError] = []
-        for _ in validated_stream(self._lines(), self._index_line, errors):
-            pass
-        if errors:
-            self.stream.close()
-            raise WorkloadImportFailed(errors)
-
-    def _lines(self) -> Iterator[tuple[str, tuple[int, bytes]]]:
-        """Yield ``(location, (offset, line))`` for each line of the file."""
-        offset = 0
-        for number, raw in enumerate(self.stream, start=1):
-            yield f"{SOURCES_JSONL} line {number}", (offset, raw)
-            offset += len(raw)
-
-    def _index_line(self, location: str, line_at: tuple[int, bytes]) -> None:
-        """Index one line: its offset, sha256 and pinned metadata by (id, version).
-
-        Raises:
-            RecordError: the line is not a source version, has unknown fields, or repeats.
-        """
-        offset, raw = line_at
-        try:
-            line = parse_line(raw, location)
-            self.fields.check(line, SOURCE_LINE_KEYS, location, "")
-            key = (_need(line, "id"), _need(line, "version"))
-            if not isinstance(key[0], str) or type(key[1]) is not int:
-                raise _Malformed("id must be a string and version an integer")
-            if key in self.index:
-                raise RecordError(
-                    location, "version", f"version {key[1]} of {echo(key[0])} repeats"
-                )
-            pinned = tuple(_need(line, name) for name in PINNED)
-            self.index[key] = (offset, _need(line, "sha256"), pinned)
-        except _Malformed as exc:
-            raise RecordError(location, "(record)", f"not a source version: {exc}") from None
-
-    def text(self, key: tuple[str, int]) -> str:
-        """The text of a version (read again from its line)."""
-        self.stream.seek(self.index[key][0])
-        return parse_line(self.stream.readline(), SOURCES_JSONL)["text"]
-
-    def preamble(self) -> Iterator[SourcedRecord]:
-        """Yield every version as a native source version, checking its sha256 and length."""
-        with self.path.open("rb") as stream:
-            for number, raw in enumerate(stream, start=1):
-                location = f"{SOURCES_JSONL} line {number}"
-                try:
-                    line = parse_line(raw, location)
-                    text = _need(line, "text")
-                    if not isinstance(text, str):
-                        raise RecordError(location, "text", "expected a string")
-                    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-                    expected = _need(line, "sha256")
-                    if digest != expected:
-                        raise RecordError(
-                            location,
-                            "sha256",
-                            f"the text's sha256 is {digest}, the line says {echo(expected)}",
-                        )
-                    if len(text) != _need(line, "length"):
-                        raise RecordError(
-                            location,
-                            "length",
-                            f"the text has {len(text)} code points, the line says "
-                            f"{echo(line['length'])}",
-                        )
-                    yield (
-                        location,
-                        {
-                            "id": _need(line, "id"),
-                            "version": _need(line, "version"),
-                            "text": text,
-                            **{name: _need(line, name) for name in PINNED},
-                        },
-                    )
-                except RecordError as exc:
-                    yield location, exc
-                except _Malformed as exc:
-                    yield location, RecordError(location, "(record)", str(exc))
-
-    def close(self) -> None:
-        """Close the file read for texts."""
-        self.stream.close()
-
-
 class _Converter:
     """Turns the lines of one question of labels.jsonl into a native record."""
 
-    def __init__(self, sources: _Sources, fields: _Fields) -> None:
+    def __init__(self, sources: ReleaseSources, fields: ReleaseFields) -> None:
         self.sources = sources
         self.fields = fields
 
@@ -305,14 +101,14 @@ class _Converter:
         )
         at = f"{LABELS_JSONL} line {first}"
         try:
-            question = _need(lines[0][1], "question")
+            question = need(lines[0][1], "question")
             # every line repeats the question: its fields are checked once, counted per line
             self.fields.check(question, QUESTION_KEYS, at, "question", len(lines))
-            for k, source in enumerate(_list(question, "sources")):
+            for k, source in enumerate(need_list(question, "sources")):
                 field = f"question.sources[{k}]"
                 self.fields.check(source, QUESTION_SOURCE_KEYS, at, field, len(lines))
             for number, line in lines[1:]:
-                if _need(line, "question") != question:
+                if need(line, "question") != question:
                     raise RecordError(
                         f"{LABELS_JSONL} line {number}",
                         "question",
@@ -320,12 +116,12 @@ class _Converter:
                     )
             sources, native_sources = self._sources(question, at)
             return location, {
-                "external_id": _need(question, "id"),
-                "text": _need(question, "text"),
-                "group_key": _need(question, "group_key"),
-                "partition": _need(question, "partition"),
-                "slices": _need(question, "slices"),
-                "metadata": _need(question, "metadata"),
+                "external_id": need(question, "id"),
+                "text": need(question, "text"),
+                "group_key": need(question, "group_key"),
+                "partition": need(question, "partition"),
+                "slices": need(question, "slices"),
+                "metadata": need(question, "metadata"),
                 "sources": native_sources,
                 "candidates": [
                     self._candidate(line, f"{LABELS_JSONL} line {number}", sources)
@@ -334,7 +130,7 @@ class _Converter:
             }
         except RecordError as exc:
             return location, exc
-        except _Malformed as exc:
+        except Malformed as exc:
             return location, RecordError(location, "(record)", f"not a release record: {exc}")
         except TypeError:
             # e.g. a list where an id belongs: nothing of the value is echoed
@@ -348,9 +144,9 @@ class _Converter:
         """Return ({source id: (version, sha256)}, native sources) of a question."""
         cited: dict[str, tuple[int, str]] = {}
         native = []
-        for k, source in enumerate(_list(question, "sources")):
+        for k, source in enumerate(need_list(question, "sources")):
             field = f"question.sources[{k}]"
-            key = (_need(source, "id"), _need(source, "version"))
+            key = (need(source, "id"), need(source, "version"))
             if not isinstance(key[0], str) or type(key[1]) is not int:
                 raise RecordError(at, field, "id must be a string and version an integer")
             if key not in self.sources.index:
@@ -360,7 +156,7 @@ class _Converter:
                     f"version {key[1]} of {echo(key[0])} is not in {SOURCES_JSONL}",
                 )
             _, sha256, pinned = self.sources.index[key]
-            if _need(source, "sha256") != sha256:
+            if need(source, "sha256") != sha256:
                 raise RecordError(
                     at,
                     f"{field}.sha256",
@@ -368,7 +164,7 @@ class _Converter:
                     f"of {echo(key[0])} in {SOURCES_JSONL}",
                 )
             for name, value in zip(PINNED[1:], pinned[1:], strict=True):
-                if _need(source, name) != value:
+                if need(source, name) != value:
                     raise RecordError(
                         at, f"{field}.{name}", f"differs from {SOURCES_JSONL} for this version"
                     )
@@ -388,8 +184,8 @@ class _Converter:
                     "uri": pinned[0],
                     "published_at": pinned[1],
                     "observed_at": pinned[2],
-                    "rank": _need(source, "rank"),
-                    "score": _need(source, "score"),
+                    "rank": need(source, "rank"),
+                    "score": need(source, "score"),
                 }
             )
         return cited, native
@@ -399,7 +195,7 @@ class _Converter:
     ) -> dict[str, Any]:
         """A release evidence span (source, version, sha256, start, end, quote) → native."""
         self.fields.check(span, EVIDENCE_KEYS, at, field)
-        source, version = _need(span, "source"), _need(span, "version")
+        source, version = need(span, "source"), need(span, "version")
         if source not in cited or cited[source][0] != version:
             raise RecordError(
                 at,
@@ -407,7 +203,7 @@ class _Converter:
                 f"cites version {echo(version)} of {echo(source)}, which the question does not "
                 "retrieve",
             )
-        if _need(span, "sha256") != cited[source][1]:
+        if need(span, "sha256") != cited[source][1]:
             raise RecordError(
                 at,
                 f"{field}.sha256",
@@ -415,9 +211,9 @@ class _Converter:
             )
         return {
             "source": source,
-            "start": _need(span, "start"),
-            "end": _need(span, "end"),
-            "quote": _need(span, "quote"),
+            "start": need(span, "start"),
+            "end": need(span, "end"),
+            "quote": need(span, "quote"),
         }
 
     def _evidence_list(
@@ -425,7 +221,7 @@ class _Converter:
     ) -> list[dict[str, Any]]:
         return [
             self._evidence(span, cited, at, f"{field}.evidence[{v}]")
-            for v, span in enumerate(_list(label, "evidence"))
+            for v, span in enumerate(need_list(label, "evidence"))
         ]
 
     def _candidate(
@@ -437,50 +233,50 @@ class _Converter:
         check = self.fields.check
         check(line, LABEL_RECORD_KEYS, at, "")
         check(line["candidate"], CANDIDATE_KEYS, at, "candidate")
-        candidate = {key: _need(line["candidate"], key) for key in CANDIDATE_KEYS}
+        candidate = {key: need(line["candidate"], key) for key in CANDIDATE_KEYS}
         claims = []
-        for k, claim in enumerate(_list(line, "claims")):
+        for k, claim in enumerate(need_list(line, "claims")):
             check(claim, CLAIM_KEYS, at, f"claims[{k}]")
-            if _need(claim, "index") != k:
+            if need(claim, "index") != k:
                 raise RecordError(at, f"claims[{k}].index", f"expected {k} (claims in order)")
-            start, end = _need(claim, "start"), _need(claim, "end")
+            start, end = need(claim, "start"), need(claim, "end")
             claims.append(
                 {
-                    "text": _need(claim, "text"),
+                    "text": need(claim, "text"),
                     "start": start,
                     "end": end,
-                    "machine_split": _need(claim, "machine_split"),
+                    "machine_split": need(claim, "machine_split"),
                     "unanchored": start is None and end is None,
                 }
             )
         candidate["claims"] = claims
         evaluator_labels = []
-        for e, label in enumerate(_list(line, "evaluator_labels")):
+        for e, label in enumerate(need_list(line, "evaluator_labels")):
             check(label, EVALUATOR_LABEL_KEYS, at, f"evaluator_labels[{e}]")
-            evaluator_labels.append({key: _need(label, key) for key in EVALUATOR_LABEL_KEYS})
+            evaluator_labels.append({key: need(label, key) for key in EVALUATOR_LABEL_KEYS})
         candidate["evaluator_labels"] = evaluator_labels
         candidate["prior_annotations"] = [
             self._annotation(annotation, cited, at, f"annotations[{a}]")
-            for a, annotation in enumerate(_list(line, "annotations"))
+            for a, annotation in enumerate(need_list(line, "annotations"))
         ]
         resolution = line["resolution"]
         if resolution is not None:
             check(resolution, RESOLUTION_RECORD_KEYS, at, "resolution")
-            native = {key: _need(resolution, key) for key in RESOLUTION_KEYS}
+            native = {key: need(resolution, key) for key in RESOLUTION_KEYS}
             native["claim_labels"] = []
-            for q, label in enumerate(_list(resolution, "claim_labels")):
+            for q, label in enumerate(need_list(resolution, "claim_labels")):
                 field = f"resolution.claim_labels[{q}]"
                 check(label, RESOLVED_CLAIM_LABEL_KEYS, at, field)
                 native["claim_labels"].append(
                     {
-                        "claim": _need(label, "claim"),
-                        "label": _need(label, "label"),
-                        "reason": _need(label, "reason"),
+                        "claim": need(label, "claim"),
+                        "label": need(label, "label"),
+                        "reason": need(label, "reason"),
                         "evidence": self._evidence_list(label, cited, at, field),
                     }
                 )
             candidate["resolution"] = native
-            _check_resolution(line, at)
+            resolution_check(line, at)
         return candidate
 
     def _annotation(
@@ -489,178 +285,49 @@ class _Converter:
         check = self.fields.check
         check(annotation, ANNOTATION_KEYS, at, field)
         spans = []
-        for s, span in enumerate(_list(annotation, "spans")):
+        for s, span in enumerate(need_list(annotation, "spans")):
             sfield = f"{field}.spans[{s}]"
             check(span, SPAN_KEYS, at, sfield)
-            evidence = _need(span, "evidence")
+            evidence = need(span, "evidence")
             spans.append(
                 {
-                    "start": _need(span, "start"),
-                    "end": _need(span, "end"),
-                    "quote": _need(span, "quote"),
-                    "labels": _need(span, "labels"),
-                    "note": _need(span, "note"),
+                    "start": need(span, "start"),
+                    "end": need(span, "end"),
+                    "quote": need(span, "quote"),
+                    "labels": need(span, "labels"),
+                    "note": need(span, "note"),
                     "evidence": None
                     if evidence is None
                     else self._evidence(evidence, cited, at, f"{sfield}.evidence"),
                 }
             )
         claim_labels = []
-        for q, label in enumerate(_list(annotation, "claim_labels")):
+        for q, label in enumerate(need_list(annotation, "claim_labels")):
             cfield = f"{field}.claim_labels[{q}]"
             check(label, ANNOTATION_CLAIM_LABEL_KEYS, at, cfield)
             claim_labels.append(
                 {
-                    "claim": _need(label, "claim"),
-                    "label": _need(label, "label"),
-                    "reason": _need(label, "reason"),
-                    "boundary_error": _need(label, "boundary_error"),
-                    "raw_label": _need(label, "raw_label"),
+                    "claim": need(label, "claim"),
+                    "label": need(label, "label"),
+                    "reason": need(label, "reason"),
+                    "boundary_error": need(label, "boundary_error"),
+                    "raw_label": need(label, "raw_label"),
                     "evidence": self._evidence_list(label, cited, at, cfield),
                 }
             )
         return {
-            "annotator": _need(annotation, "annotator"),
-            "origin": _need(annotation, "origin"),
-            "answer_label": _need(annotation, "answer_label"),
-            "answer_reason": _need(annotation, "answer_reason"),
-            "note": _need(annotation, "comment"),
-            "labelled_at": _need(annotation, "labelled_at"),
-            "policy_version": _need(annotation, "policy_version"),
-            "time_spent_seconds": _need(annotation, "time_spent_seconds"),
+            "annotator": need(annotation, "annotator"),
+            "origin": need(annotation, "origin"),
+            "answer_label": need(annotation, "answer_label"),
+            "answer_reason": need(annotation, "answer_reason"),
+            "note": need(annotation, "comment"),
+            "labelled_at": need(annotation, "labelled_at"),
+            "policy_version": need(annotation, "policy_version"),
+            "time_spent_seconds": need(annotation, "time_spent_seconds"),
             "claim_labels": claim_labels,
             "spans": spans,
-            "raw": _need(annotation, "raw"),
+            "raw": need(annotation, "raw"),
         }
-
-
-def _vote_key(label: Any, reason: Any) -> tuple[Any, Any]:
-    """Return what the comparison compares: the label, and the reason only with that label.
-
-    As ``labeling.selectors.review`` does: the reason counts only with ``evidence_unavailable``.
-    """
-    return (label, reason if label == EVIDENCE_UNAVAILABLE else None)
-
-
-def _check_resolution(line: dict[str, Any], at: str) -> None:
-    """Check a resolution against the record's claims and annotations (a converted line).
-
-    ``consensus`` and ``adjudicated`` label every claim of the candidate (adjudication and
-    comparison both do). A ``consensus`` is what ``labeling.services.comparison`` writes when
-    the votes agree, so it mirrors ``votes_compare``: the votes are the annotations with an
-    answer label (at least one) made under the resolution's policy version (or under none);
-    each has the resolution's answer label, and the same label for every claim, reasons
-    counting only with ``evidence_unavailable``; ``cannot_decide`` and a claim a vote leaves
-    unlabelled never agree. Evidence spans are not compared.
-
-    Raises:
-        RecordError: naming the first resolution or annotation field that breaks a rule.
-    """
-    resolution = line["resolution"]
-    status = resolution["status"]
-    if status not in (CONSENSUS, ADJUDICATED):
-        return
-    n_claims = len(line["claims"])
-    resolved: dict[Any, tuple[Any, Any]] = {}
-    for label in resolution["claim_labels"]:
-        resolved.setdefault(label["claim"], _vote_key(label["label"], label["reason"]))
-    missing = [k for k in range(n_claims) if k not in resolved]
-    if missing:
-        shown = ", ".join(str(k) for k in missing[:5]) + (", ..." if len(missing) > 5 else "")
-        raise RecordError(
-            at,
-            "resolution.claim_labels",
-            f"a{'n' if status == ADJUDICATED else ''} {status} resolution labels every claim "
-            f"of the candidate; no label for claim {shown}",
-        )
-    if status != CONSENSUS:
-        return
-    annotations = line["annotations"]
-    # The votes compared are those made under the resolution's policy version: an item labelled
-    # again under a new version keeps the earlier version's annotations beside them.
-    # (When none is of that version, all are compared: the versions are checked later.)
-    version = resolution.get("policy_version")
-    labelled = [
-        (a, annotation)
-        for a, annotation in enumerate(annotations)
-        if annotation["answer_label"] not in (None, "")
-    ]
-    votes = [
-        (a, annotation)
-        for a, annotation in labelled
-        if version is None or annotation["policy_version"] in (None, version)
-    ] or labelled
-    if not votes:
-        raise RecordError(
-            at,
-            "resolution.status",
-            "a consensus resolution is the agreement of the record's annotations, but it has "
-            + (
-                "none"
-                if not annotations
-                else "no annotation with an answer label (only those are votes)"
-            ),
-        )
-    agreed = _vote_key(resolution["answer_label"], resolution["answer_reason"])
-    for a, annotation in votes:
-        field = f"annotations[{a}]"
-        label = annotation["answer_label"]
-        if label == CANNOT_DECIDE:
-            raise RecordError(
-                at,
-                f"{field}.answer_label",
-                "cannot_decide never agrees, but the resolution is a consensus",
-            )
-        key = _vote_key(label, annotation["answer_reason"])
-        if key[0] != agreed[0]:
-            raise RecordError(
-                at,
-                f"{field}.answer_label",
-                "differs from the answer_label of the consensus resolution (a consensus is "
-                "the agreement of every vote)",
-            )
-        if key != agreed:
-            raise RecordError(
-                at,
-                f"{field}.answer_reason",
-                f"differs from the answer_reason of the consensus resolution (with "
-                f"{EVIDENCE_UNAVAILABLE} the reason is part of the vote)",
-            )
-        given: dict[Any, tuple[int, dict[str, Any]]] = {}
-        for q, claim_label in enumerate(annotation["claim_labels"]):
-            given.setdefault(claim_label["claim"], (q, claim_label))
-        for k in range(n_claims):
-            if k not in given:
-                raise RecordError(
-                    at,
-                    f"{field}.claim_labels",
-                    f"no label for claim {k}, but the resolution is a consensus (every vote "
-                    "labels every claim alike)",
-                )
-            q, claim_label = given[k]
-            cfield = f"{field}.claim_labels[{q}]"
-            if claim_label["label"] in (None, CANNOT_DECIDE):
-                raise RecordError(
-                    at,
-                    f"{cfield}.label",
-                    f"{CANNOT_DECIDE if claim_label['label'] else 'no label'} never agrees, "
-                    "but the resolution is a consensus",
-                )
-            key = _vote_key(claim_label["label"], claim_label["reason"])
-            if key[0] != resolved[k][0]:
-                raise RecordError(
-                    at,
-                    f"{cfield}.label",
-                    f"differs from the consensus resolution's label of claim {k} (a consensus "
-                    "is the agreement of every vote)",
-                )
-            if key != resolved[k]:
-                raise RecordError(
-                    at,
-                    f"{cfield}.reason",
-                    f"differs from the consensus resolution's reason for claim {k} (with "
-                    f"{EVIDENCE_UNAVAILABLE} the reason is part of the vote)",
-                )
 
 
 def _records(
@@ -683,11 +350,11 @@ def _records(
             location = f"{LABELS_JSONL} line {number}"
             try:
                 line = parse_line(raw, location)
-                question_id = _need(_need(line, "question"), "id")
+                question_id = need(need(line, "question"), "id")
             except RecordError as exc:
                 yield location, exc
                 continue
-            except _Malformed as exc:
+            except Malformed as exc:
                 yield location, RecordError(location, "question", f"not a release record: {exc}")
                 continue
             if group and question_id != current:
@@ -771,8 +438,10 @@ def _open(root: Path, cleanup: Callable[[], None] | None = None) -> RecordSource
         policies = _policies(manifest)
         counters: dict[str, Any] = {"schema_version": manifest["schema_version"]}
         # A newer minor version of the schema may add fields: this reader ignores them.
-        fields = _Fields(_minor(manifest["schema_version"]) > _minor(SCHEMA_VERSION), counters)
-        sources = _Sources(root / SOURCES_JSONL, fields)
+        fields = ReleaseFields(
+            _minor(manifest["schema_version"]) > _minor(SCHEMA_VERSION), counters
+        )
+        sources = ReleaseSources(root / SOURCES_JSONL, fields)
     except BaseException:
         if cleanup is not None:
             cleanup()
@@ -819,7 +488,7 @@ def _zip_refused(problems: list[str], filename: str) -> WorkloadImportFailed:
 def open_zip(stream: IO[bytes], filename: str) -> RecordSource:
     """Read a release zip: extract it into a temporary directory, then :func:`_open`.
 
-    Extraction is :func:`labeling.release_format.extract_release_zip`: only the manifest and the
+    Extraction is :func:`labeling.release_verify.extract_release_zip`: only the manifest and the
     files it lists, each member capped at the size the manifest gives it, at the top of the zip
     or in one folder; no link, duplicate, absolute path or ``..``. Anything else is refused
     before more is written, so a crafted zip cannot fill the disk. The temporary directory is

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from labeling.importers.schema import RecordError, format_validation_error
+from labeling.importers.record_errors import RecordError, format_validation_error
 
 # The most errors an import collects before it stops reading.
 MAX_ERRORS = 20

@@ -16,7 +16,7 @@ from typing import IO, Any
 from labeling.importers.base import RecordSource, SourcedRecord, WorkloadFormat
 from labeling.importers.claims import trim
 from labeling.importers.native import convert_jsonl
-from labeling.importers.schema import RecordError, echo
+from labeling.importers.record_errors import RecordError, echo
 from labeling.vocabulary import ADMISSIBLE, INADMISSIBLE, NOT_SUPPORTED, SUPPORTED
 
 TASK = "Is this Wikipedia sentence supported by the web page it cites?"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import IO
 
 from labeling.importers.base import RecordSource, WorkloadFormat
-from labeling.importers.schema import RecordError
+from labeling.importers.record_errors import RecordError
 
 REFUSAL = (
     "XSum hallucination annotations cannot be imported as they are: the summaries were judged "

@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from labeling.importers.schema import RecordError, echo
+from labeling.importers.record_errors import RecordError, echo
 
 #: The largest member of a dataset zip that is extracted (uncompressed bytes).
 MAX_MEMBER_BYTES = 4 << 30

@@ -1,8 +1,9 @@
 """Data model of certlabel's labelling side: vocabulary, label schema and flow states.
 
 ``catalog`` holds what is imported (projects, policies, sources, questions, candidates, claims,
-items, evaluator and prior labels); ``work`` holds what people do (assignments, annotations,
-disagreements, resolutions); ``gold`` holds gold items' reference labels and qualifications.
+items), ``imported_labels`` the evaluator and prior labels, ``members`` memberships and
+invitations; ``work`` holds what people do (assignments, annotations, disagreements,
+resolutions); ``gold`` holds gold items' reference labels and qualifications.
 Invariants live in the database as constraints and triggers.
 Offsets are Unicode code points of the stored text, 0-based and end-exclusive.
 """
@@ -12,25 +13,15 @@ from labeling.models.catalog import (
     DEFAULT_CLAIM_LABELS,
     DEFAULT_UNAVAILABLE_REASONS,
     MAX_ID,
-    AnnotationOrigin,
     CandidateAnswer,
     Claim,
-    Evaluator,
-    EvaluatorLabel,
     EvidenceRelation,
     ImportBatch,
-    Invitation,
-    InvitationStatus,
     Item,
     ItemStatus,
     LabelPolicy,
     LabelScale,
-    Membership,
     Partition,
-    PriorAnnotation,
-    PriorClaimLabel,
-    PriorEvidence,
-    PriorSpan,
     Project,
     Question,
     RetrievalLink,
@@ -54,8 +45,18 @@ from labeling.models.gold import (
     Qualification,
     QualificationStatus,
 )
+from labeling.models.imported_labels import (
+    AnnotationOrigin,
+    Evaluator,
+    EvaluatorLabel,
+    PriorAnnotation,
+    PriorClaimLabel,
+    PriorEvidence,
+    PriorSpan,
+)
 from labeling.models.jobs import JOB_FINISHED_STATUSES, Job, JobKind, JobStatus
 from labeling.models.lease import LeasedWork, PeriodicRun
+from labeling.models.members import Invitation, InvitationStatus, Membership
 from labeling.models.tokens import ApiToken, SsoIdentity, TokenRevocation
 from labeling.models.work import (
     CANNOT_DECIDE,

@@ -388,7 +388,7 @@ class ResolvedClaimLabel(models.Model):
 
     ``evidence_waived``: the label needs evidence (supported, contradicted) but has none,
     accepted because it adopts the label of imported votes that carried no evidence span
-    (:func:`labeling.selectors.review.imported_evidence_waivers`).
+    (:func:`labeling.selectors.vote_reads.imported_evidence_waivers`).
     """
 
     resolution = models.ForeignKey(

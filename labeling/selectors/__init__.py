@@ -3,6 +3,7 @@
 ``catalog`` reads imported data and project overviews; further modules read labelling work.
 """
 
+from labeling.selectors.adjudication import AdjudicationView, adjudication_view, disagreement_queue
 from labeling.selectors.catalog import (
     DISAGREEMENT_LEVELS,
     ITEM_SORTS,
@@ -21,11 +22,8 @@ from labeling.selectors.catalog import (
     project_overview,
 )
 from labeling.selectors.review import (
-    AdjudicationView,
     LabellingFormView,
     ProgressCounts,
-    adjudication_view,
-    disagreement_queue,
     labelling_form_view,
     labelling_policy_get,
     project_progress,

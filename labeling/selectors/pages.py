@@ -25,7 +25,7 @@ from labeling.models import (
     ResolvedClaimLabel,
 )
 from labeling.selectors.gold import gold_unseen_ids
-from labeling.selectors.review import ClaimVote, Span, Vote
+from labeling.selectors.vote_reads import ClaimVote, Span, Vote
 
 
 def member_list(*, project: Project) -> QuerySet[Membership]:
@@ -161,7 +161,7 @@ def own_previous_submission(
 def own_undoable_skip(*, project: Project, actor: Any) -> Assignment | None:
     """Return the actor's latest skip whose lease still runs (it can be undone). One query.
 
-    :func:`labeling.services.assignments.assignment_skip_undo` has the final say (the item's
+    :func:`labeling.services.skips.assignment_skip_undo` has the final say (the item's
     place may have been taken meanwhile).
     """
     return (

@@ -7,7 +7,7 @@ new :class:`Resolution` (``number`` + 1) that ``supersedes`` the previous one; c
 are not adjudicated.
 
 Optimistic locking: the caller sends the item ``version`` it was shown
-(:func:`labeling.selectors.review.adjudication_view`); the decision is written only if the
+(:func:`labeling.selectors.adjudication.adjudication_view`); the decision is written only if the
 item still has that version (compare-and-set), so two adjudicators cannot silently overwrite
 each other: the second gets :class:`labeling.exceptions.StaleVersion`.
 """
@@ -29,7 +29,7 @@ from labeling.exceptions import (
     PermissionDenied,
     StaleVersion,
 )
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import project_label_writes_lock
 from labeling.models import (
     Disagreement,
@@ -45,14 +45,11 @@ from labeling.models import (
 )
 from labeling.offsets import UNIT_CODEPOINT
 from labeling.permissions import REVIEWERS, require_role
-from labeling.selectors.review import (
-    annotated_by,
-    imported_evidence_waivers,
-    item_votes,
-    labelling_policy_get,
-)
-from labeling.services.annotations import CheckedLabels, ClaimInput, Problems, labels_check
+from labeling.selectors.adjudication import annotated_by
+from labeling.selectors.review import labelling_policy_get
+from labeling.selectors.vote_reads import imported_evidence_waivers, item_votes
 from labeling.services.claim_labels import claim_labels_write
+from labeling.services.label_checks import CheckedLabels, ClaimInput, Problems, labels_check
 from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
@@ -256,15 +253,16 @@ def adjudication_resolve(
 ) -> Resolution:
     """Resolve a disputed item with final labels and a rationale (status ``adjudicated``).
 
-    The labels follow the annotation rules (:func:`labeling.services.annotations.labels_check`)
+    The labels follow the annotation rules (:func:`labeling.services.label_checks.labels_check`)
     without ``cannot_decide``: an adjudicator who cannot decide marks the item unresolved.
-    Evidence rule for imported votes (:func:`labeling.selectors.review.imported_evidence_waivers`):
-    a claim label that adopts the label only imported votes without evidence gave that claim
-    is accepted without evidence and stored with ``evidence_waived``; any other ``supported``
-    or ``contradicted`` needs evidence. Every problem (labels, evidence, rationale) is reported
-    at once. Evidence offsets may be ``utf16`` (a fresh selection) or ``codepoint`` (copied from an
-    annotation). On an item already adjudicated or unresolved, the decision is a correction: a
-    new resolution superseding the current one.
+    Evidence rule for imported votes
+    (:func:`labeling.selectors.vote_reads.imported_evidence_waivers`): a claim label that adopts
+    the label only imported votes without evidence gave that claim is accepted without evidence
+    and stored with ``evidence_waived``; any other ``supported`` or ``contradicted`` needs
+    evidence. Every problem (labels, evidence, rationale) is reported at once. Evidence offsets
+    may be ``utf16`` (a fresh selection) or ``codepoint`` (copied from an annotation). On an
+    item already adjudicated or unresolved, the decision is a correction: a new resolution
+    superseding the current one.
 
     Returns:
         The new resolution, now the item's current one.

@@ -1,7 +1,7 @@
 """Comparison of an item's votes once it has enough of them.
 
 Votes are the current revisions of the item's submitted annotations plus the imported prior
-annotations with an answer label (:func:`labeling.selectors.review.item_votes`). When every vote
+annotations with an answer label (:func:`labeling.selectors.vote_reads.item_votes`). When every vote
 carries the same answer label (and the same reason for ``evidence_unavailable``) and the same
 label (and reason) for every claim, and none is ``cannot_decide``, the item is resolved as
 ``consensus``: the resolution keeps the union of every vote's evidence spans, deduplicated.
@@ -30,12 +30,8 @@ from labeling.models import (
     ResolvedEvidence,
 )
 from labeling.rows import execute, in_ids, insert_like, select_rows
-from labeling.selectors.review import (
-    Vote,
-    item_votes,
-    labelling_policy_get,
-    votes_compare,
-)
+from labeling.selectors.review import labelling_policy_get
+from labeling.selectors.vote_reads import Vote, item_votes, votes_compare
 from labeling.services.claim_labels import EvidenceRowValues, claim_label_values_write
 from labeling.signals import announce_resolutions
 

@@ -34,13 +34,8 @@ from labeling.exceptions import InvalidInput, PermissionDenied, WorkloadImportFa
 from labeling.importers import SourcedRecord
 from labeling.importers.native import file_sha256 as stream_sha256
 from labeling.importers.native import read_jsonl
-from labeling.importers.schema import (
-    EvaluatorLabelRecord,
-    PolicyVocabulary,
-    RecordError,
-    check_storable,
-    echo,
-)
+from labeling.importers.record_errors import RecordError, check_storable, echo
+from labeling.importers.schema import EvaluatorLabelRecord, PolicyVocabulary
 from labeling.importers.validation import MAX_ERRORS, validated_stream
 from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import (

@@ -41,13 +41,9 @@ from labeling.models import (
 )
 from labeling.permissions import ANNOTATORS, MANAGERS, require_role
 from labeling.selectors.gold import gold_reference_policy, qualification_agreement
-
-# The module, not its names: the import writer calls this service, and the annotations module
-# imports the import package (for fingerprints), so this module may be loaded while that one
-# is still loading; its names are looked up when a reference is set.
-from labeling.services import annotations as annotation_rules
 from labeling.services.claim_labels import claim_labels_write
 from labeling.services.imports.common import fingerprint
+from labeling.services.label_checks import ClaimInput, labels_check
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +57,7 @@ class GoldReferenceInput:
 
     answer_label: str
     answer_reason: str | None = None
-    claims: tuple[annotation_rules.ClaimInput, ...] = ()
+    claims: tuple[ClaimInput, ...] = ()
     rationale: str = ""
 
 
@@ -112,7 +108,7 @@ def gold_reference_set(
     item_lock(item_id)
     item = Item.objects.select_related("candidate").get(pk=item_id)
     policy = gold_reference_policy(project=project)
-    labels = annotation_rules.labels_check(
+    labels = labels_check(
         item=item,
         policy=policy,
         answer_label=data.answer_label,

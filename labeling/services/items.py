@@ -26,7 +26,7 @@ from labeling.exceptions import InvalidInput, InvalidTransition
 from labeling.locks import items_lock, project_label_writes_lock, project_lock
 from labeling.models import DerivedKind, Disagreement, Item, ItemStatus, Project
 from labeling.permissions import MANAGERS, require_role
-from labeling.services.assignments import MAX_OVERLAP, items_prioritise
+from labeling.services.labelling_queue import MAX_OVERLAP, items_prioritise
 
 logger = logging.getLogger(__name__)
 

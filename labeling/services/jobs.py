@@ -309,7 +309,7 @@ def _run_import(job: Job, progress: _Progress) -> dict[str, Any]:
 
 def _run_labelling_start(job: Job, progress: _Progress) -> dict[str, Any]:
     from labeling.exceptions import InvalidTransition
-    from labeling.services.assignments import project_labelling_start
+    from labeling.services.labelling_queue import project_labelling_start
 
     # One count over both steps, so progress only grows: items queued, then items queued plus
     # items compared (the total grows by the items to compare when the comparison begins).

@@ -1,7 +1,7 @@
 """Starting labelling as a handful of set-based statements: queue every item, compare prior votes.
 
 Writes, by ``INSERT … SELECT`` and one ``UPDATE`` (PostgreSQL and SQLite), the rows that
-``assignments._enqueue`` and ``comparison.items_compare`` write item by item: every item's
+``labelling_queue._enqueue`` and ``comparison.items_compare`` write item by item: every item's
 ``queue_position``, ``overlap`` and ``prior_votes``, and for every open item whose prior votes
 reach the overlap the comparison's outcome (a consensus resolution with its claim labels and the
 union of the votes' evidence, or an open disagreement), exactly as
@@ -69,7 +69,7 @@ _TABLES = {
 #: PostgreSQL's memory per sort or hash while the start's statements run.
 WORK_MEM = "64MB"
 
-# A vote's prior annotation: one with an answer label (labeling.selectors.review._prior_votes).
+# A vote's prior annotation: one with an answer label (labeling.selectors.vote_reads._prior_votes).
 _IS_VOTE = "p.answer_label IS NOT NULL AND p.answer_label <> ''"
 
 

@@ -31,11 +31,11 @@ from django.utils import timezone
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, InvalidTransition, NotFound, PermissionDenied
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import invitation_lock, project_lock
 from labeling.mail import mail_send
 from labeling.models import MAX_ID, Invitation, InvitationStatus, Membership, Project, Role
-from labeling.services.assignments import assignments_release_member
+from labeling.services.leases import assignments_release_member
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from django.db import transaction
 from labeling import permissions, vocabulary
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidTransition, PermissionDenied
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import DerivedKind, EvidenceRelation, LabelPolicy, LabelScale, Project
 from labeling.models.catalog import scale_problem
@@ -49,7 +49,7 @@ from labeling.selectors.policies import (
     default_key,
     description_rows,
 )
-from labeling.services.annotations import Problems
+from labeling.services.label_checks import Problems
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from labeling.derived import derived_mark
 from labeling.exceptions import InvalidInput, InvalidTransition, PermissionDenied, StaleVersion
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import items_lock, project_label_writes_lock, project_lock
 from labeling.models import (
     MAX_ID,

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 
 from labeling import permissions
 from labeling.exceptions import InvalidInput, PermissionDenied
-from labeling.importers.schema import echo
+from labeling.importers.record_errors import echo
 from labeling.locks import project_label_writes_lock
 from labeling.models import (
     DEFAULT_ANSWER_LABELS,
@@ -24,7 +24,7 @@ from labeling.models import (
     Role,
 )
 from labeling.policy_presets import DEFAULT_PRESET, preset_get
-from labeling.services.assignments import MAX_LEASE_MINUTES, MAX_OVERLAP, check_int
+from labeling.services.labelling_queue import MAX_LEASE_MINUTES, MAX_OVERLAP, check_int
 from labeling.services.members import membership_set
 from labeling.services.policies import PolicyDescription
 

@@ -37,20 +37,20 @@ from labeling.forms import (
 )
 from labeling.http_errors import http_status
 from labeling.models import Project, UnresolvedReason
+from labeling.selectors.adjudication import (
+    AdjudicationView,
+    PriorFlag,
+    adjudication_view,
+    disagreement_queue,
+    queue_next,
+)
 from labeling.selectors.pages import resolution_vote, resolution_waived_claims
 from labeling.selectors.policies import (
     policy_evidence_labels,
     policy_label_choices,
     policy_reason_choices,
 )
-from labeling.selectors.review import (
-    AdjudicationView,
-    ClaimRow,
-    PriorFlag,
-    adjudication_view,
-    disagreement_queue,
-    queue_next,
-)
+from labeling.selectors.review import ClaimRow
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
 from labeling.views.common import page_context, project_for
 from labeling.views.labels import FormErrors, form_context, label_texts, state_from_vote

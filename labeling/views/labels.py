@@ -10,7 +10,8 @@ from labeling.exceptions import LabelingError
 from labeling.forms import ClaimState, EvidenceState, LabelsState
 from labeling.models import CANNOT_DECIDE
 from labeling.selectors.policies import CANNOT_DECIDE_KEY, LabelChoice, ReasonChoice
-from labeling.selectors.review import ClaimRow, PolicyVocabularyView, SourceRow, Vote
+from labeling.selectors.review import ClaimRow, PolicyVocabularyView, SourceRow
+from labeling.selectors.vote_reads import Vote
 from labeling.views.catalog import answer_segments
 from labeling.views.problems import PROBLEM_WORDS, PageProblem, label_words, problems_of
 from labeling.vocabulary import EVIDENCE_UNAVAILABLE

@@ -15,8 +15,8 @@ from labeling.exceptions import LabelingError
 from labeling.forms import ProjectSettingsForm
 from labeling.models import Project
 from labeling.selectors.pages import labelling_start_preview
-from labeling.services.assignments import project_labelling_configure, project_labelling_start
 from labeling.services.jobs import labelling_start_in_background, labelling_start_job_start
+from labeling.services.labelling_queue import project_labelling_configure, project_labelling_start
 from labeling.views.common import form_add_domain_error, page_context, project_for
 
 

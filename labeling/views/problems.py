@@ -203,7 +203,7 @@ def problems_of(
 ) -> list[PageProblem]:
     """Return every problem of a domain error in the page's words.
 
-    ``exc.data["errors"]`` (every problem, as :func:`labeling.services.annotations.labels_check`
+    ``exc.data["errors"]`` (every problem, as :func:`labeling.services.label_checks.labels_check`
     lists them) when present, worded by the page; else the error's own field and reason,
     placed by its field and kept as written. The other arguments are
     :func:`problems_in_words`'s.

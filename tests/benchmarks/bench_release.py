@@ -40,13 +40,12 @@ release services imported, the baseline RSS is taken; ``release_freeze`` by the 
 enqueued Celery task is switched off) freezes release "<n>" certifying no run; then
 ``release_build_execute`` builds it end to end, timed by wall clock: reading the pinned state,
 writing labels.jsonl/csv/parquet, sources.jsonl, report, provenance, card, manifest, zip, and
-storing every file in the release storage (a temporary ``CERTLABEL_RELEASE_ROOT``). Phases are
-timed by wrapping functions of ``certification.services.releases.build`` and ``records`` from
-here (the services are not changed). Reported: build seconds, labels/s, the process's CPU
-seconds (the database server's are not in it), baseline and peak RSS (``ru_maxrss``), file
-sizes, and the 1-minute load average (the machine may be shared). ``--profile`` runs the build
-under cProfile instead (timing inflated; the top 15 functions by cumulative and by own time are
-printed to stderr).
+storing every file in the release storage (a temporary ``CERTLABEL_RELEASE_ROOT``). Phases are timed
+by wrapping functions of ``certification.services.releases.build``, ``files`` and ``records`` from
+here (the services are not changed). Reported: build seconds, labels/s, the process's CPU seconds
+(the database server's are not in it), baseline and peak RSS (``ru_maxrss``), file sizes, and the
+1-minute load average (the machine may be shared). ``--profile`` runs the build under cProfile
+instead (timing inflated; the top 15 functions by cumulative and by own time are printed to stderr).
 
 Targets: the 1M build under 60 s, and peak RSS not growing with size: peak(largest) /
 peak(smallest) under 1.3. Not collected by pytest (``python_files = test_*.py``).
@@ -502,22 +501,22 @@ class Phases:
 
 
 def install_phases() -> Phases:
-    from certification.services.releases import build, records
+    from certification.services.releases import build, files, records
 
     phases = Phases()
     reader = records.ReleaseReader
     phases.wrap(reader, "__init__", "reader: source index + policies")
     phases.wrap(reader, "candidate_ids", "reader: candidate ids")
     phases.wrap_generator(reader, "_chunk", "labels: read (reading threads, overlapped)")
-    phases.wrap(build, "encode_record", "labels: encode (JSONL line + flat row)", rss=False)
-    phases.wrap(build.TableWriter, "add", "labels: CSV rows (TableWriter.add)", rss=False)
-    phases.wrap(build.TableWriter, "flush", "labels: Parquet row groups (flush)")
-    phases.wrap(build, "_labels", "labels: total (_labels)")
-    phases.wrap(build, "_sources", "sources.jsonl (_sources)")
-    phases.wrap(build.ProvenanceCollector, "write", "provenance.jsonld (streamed)")
-    phases.wrap(build, "_file_entry", "hashing files (sha256, size)", rss=False)
-    phases.wrap(build, "_zip_members", "zip (label files in a thread, then the rest)")
-    phases.wrap(build, "_other_files", "sources, report, provenance, card, manifest")
+    phases.wrap(files, "encode_record", "labels: encode (JSONL line + flat row)", rss=False)
+    phases.wrap(files.TableWriter, "add", "labels: CSV rows (TableWriter.add)", rss=False)
+    phases.wrap(files.TableWriter, "flush", "labels: Parquet row groups (flush)")
+    phases.wrap(files, "_labels", "labels: total (_labels)")
+    phases.wrap(files, "_sources", "sources.jsonl (_sources)")
+    phases.wrap(files.ProvenanceCollector, "write", "provenance.jsonld (streamed)")
+    phases.wrap(files, "_file_entry", "hashing files (sha256, size)", rss=False)
+    phases.wrap(files, "_zip_members", "zip (label files in a thread, then the rest)")
+    phases.wrap(files, "_other_files", "sources, report, provenance, card, manifest")
     phases.wrap(build, "build_files", "build_files total")
     phases.wrap(build, "_store", "move into the release storage")
     return phases

@@ -20,7 +20,7 @@ from labeling.models import (
     ResolvedClaimLabel,
     Role,
 )
-from labeling.selectors.review import disagreement_queue
+from labeling.selectors.adjudication import disagreement_queue
 from labeling.services import membership_set
 from tests.browser.test_annotate_adjudicate_browser import log_in, wait_for_script
 from tests.factories import UserFactory, start_labelling

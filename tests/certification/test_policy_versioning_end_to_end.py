@@ -15,7 +15,8 @@ from certification.selectors.calibration import calibration_inputs
 from certification.services import agreement_recompute
 from certification.services.releases import release_export, release_freeze, release_rebuild
 from labeling.models import Item, ItemStatus, PriorAnnotation, Resolution, Role
-from labeling.release_format import LABELS_JSONL, MANIFEST, verify_release
+from labeling.release_format import LABELS_JSONL, MANIFEST
+from labeling.release_verify import verify_release
 from labeling.selectors.policies import policy_description_data
 from labeling.selectors.review import labelling_policy_get
 from labeling.services import membership_set, partition_freeze

@@ -15,12 +15,8 @@ import pytest
 from labeling.models import Claim, Project, RetrievalLink, Role
 from labeling.offsets import UNIT_CODEPOINT
 from labeling.services import item_claim_next, membership_set, partition_freeze
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from tests.certification.test_release_round_trip_real_data import _import, _round_trip
 from tests.factories import UserFactory, start_labelling
 

@@ -26,19 +26,16 @@ from certification.services.releases import (
 )
 from labeling.models import Claim, Item, ItemStatus, Project, RetrievalLink, Role
 from labeling.offsets import UNIT_CODEPOINT
-from labeling.release_format import LABELS_JSONL, SOURCES_JSONL, verify_release
+from labeling.release_format import LABELS_JSONL, SOURCES_JSONL
+from labeling.release_verify import verify_release
 from labeling.services import (
     adjudication_mark_unresolved,
     item_claim_next,
     membership_set,
     partition_freeze,
 )
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from tests.certification.test_real_data_calibration import _adjudicate_worst
 from tests.factories import UserFactory, start_labelling
 

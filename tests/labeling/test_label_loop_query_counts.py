@@ -32,7 +32,8 @@ from labeling.services import (
     project_labelling_configure,
     project_labelling_start,
 )
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from labeling.services.tokens import api_token_create
 from tests.conftest import import_native
 from tests.factories import UserFactory, work_record

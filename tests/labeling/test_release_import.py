@@ -832,7 +832,7 @@ def test_the_demo_release_imports_into_an_empty_project_and_round_trips(settings
     from certification.services.releases import release_export, release_freeze
     from labeling.models import Disagreement
     from labeling.services import adjudication_mark_unresolved, adjudication_resolve
-    from labeling.services.annotations import ClaimInput, EvidenceInput
+    from labeling.services.label_checks import ClaimInput, EvidenceInput
 
     settings.DEBUG = True  # demo_setup runs only in development
     call_command("demo_setup", stdout=io.StringIO(), stderr=io.StringIO())

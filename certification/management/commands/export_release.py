@@ -44,7 +44,8 @@ from certification.services.releases import (
 from certification.services.releases.freeze import build_is_stale
 from labeling.exceptions import Conflict, LabelingError
 from labeling.models import Project
-from labeling.release_format import ReleaseFormatError, verify_release
+from labeling.release_format import ReleaseFormatError
+from labeling.release_verify import verify_release
 
 #: How long to wait for a worker that is building the release, in seconds.
 WAIT_SECONDS = 3600

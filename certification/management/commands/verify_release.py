@@ -3,7 +3,7 @@
 Recomputes every file's sha256 and size and every count of the manifest (from labels.jsonl and
 sources.jsonl) and prints OK with the counts, or lists every difference on stderr and exits 1.
 A zip (``release.zip`` or a download) is first extracted into a temporary directory by
-``labeling.release_format.extract_release_zip`` (the importer's own check): only the manifest
+``labeling.release_verify.extract_release_zip`` (the importer's own check): only the manifest
 and the files it lists, each no larger than the manifest says. ``--sha256`` also compares the
 manifest's hash with the one the release page shows, which catches a consistent forgery.
 """
@@ -17,13 +17,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.release_format import (
-    MANIFEST,
-    ReleaseFormatError,
-    extract_release_zip,
-    sha256_file,
-    verify_release,
-)
+from labeling.release_format import MANIFEST, ReleaseFormatError, sha256_file
+from labeling.release_verify import extract_release_zip, verify_release
 from labeling.vocabulary import ADJUDICATED, CONSENSUS, PENDING, UNRESOLVED
 
 # The counts printed after OK, in this order.

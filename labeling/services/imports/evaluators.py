@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from labeling.bulk import insert_rows
-from labeling.importers.schema import RecordError
+from labeling.importers.record_errors import RecordError
 from labeling.models import EvaluatorLabel
 from labeling.services.imports.common import json_or_null, same_label
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState

@@ -14,13 +14,12 @@ import re
 
 from labeling import offsets
 from labeling.exceptions import InvalidInput, InvalidTransition
-from labeling.importers.schema import GoldIn, RecordError
+from labeling.importers.record_errors import RecordError
+from labeling.importers.schema import GoldIn
 from labeling.models import Item
-
-# The module, not its names (see labeling.services.gold): it may still be loading.
-from labeling.services import annotations as annotation_rules
 from labeling.services.gold import GoldReferenceInput, gold_reference_set
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
+from labeling.services.label_checks import ClaimInput, EvidenceInput
 
 # The service names a reference's claims ``claims[i]`` in the order given; the record names them
 # ``claim_labels[i]`` (the same order).
@@ -33,12 +32,12 @@ def _reference(gold: GoldIn, claim_ids: list[int], sources: dict[str, int]) -> G
         answer_reason=gold.answer_reason,
         rationale=gold.rationale,
         claims=tuple(
-            annotation_rules.ClaimInput(
+            ClaimInput(
                 claim_id=claim_ids[c.claim],
                 label=c.label,
                 reason=c.reason,
                 evidence=tuple(
-                    annotation_rules.EvidenceInput(
+                    EvidenceInput(
                         source_version_id=sources[e.source],
                         start=e.start,
                         end=e.end,

@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers import SourcedRecord
-from labeling.importers.schema import PartitionIn, PolicyIn, RecordError, format_validation_error
+from labeling.importers.record_errors import RecordError, format_validation_error
+from labeling.importers.schema import PartitionIn, PolicyIn
 from labeling.importers.validation import validated_stream
 from labeling.models import LabelPolicy, Partition, Project
 from labeling.models.catalog import default_evidence_labels

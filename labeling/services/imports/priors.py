@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from labeling.bulk import insert_rows
-from labeling.importers.schema import PRIOR_PROVENANCE_FIELDS, PriorAnnotationIn, RecordError, echo
+from labeling.importers.record_errors import RecordError, echo
+from labeling.importers.schema import PRIOR_PROVENANCE_FIELDS, PriorAnnotationIn
 from labeling.models import PriorAnnotation, PriorClaimLabel, PriorEvidence, PriorSpan
 from labeling.rows import db_datetime
 from labeling.services.claim_labels import EvidenceRowValues, claim_label_rows_insert

@@ -15,14 +15,9 @@ from typing import Any, Protocol
 from django.utils import timezone
 
 from labeling.bulk import ids_by_key, insert_rows, reserve_ids
-from labeling.importers.schema import (
-    CandidateIn,
-    ClaimIn,
-    RecordError,
-    WorkloadRecord,
-    echo,
-    locate_claim,
-)
+from labeling.importers.record_errors import RecordError, echo
+from labeling.importers.record_rules import locate_claim
+from labeling.importers.schema import CandidateIn, ClaimIn, WorkloadRecord
 from labeling.models import CandidateAnswer, Claim, Item, ItemStatus, Question
 from labeling.release_format import CANDIDATE_KEYS, CANDIDATE_MODEL_FIELDS
 from labeling.rows import db_datetime

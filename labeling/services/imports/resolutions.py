@@ -15,7 +15,8 @@ from typing import Any
 from django.utils import timezone
 
 from labeling.bulk import insert_rows, reserve_ids, update_rows
-from labeling.importers.schema import RecordError, ResolutionIn, ResolvedClaimLabelIn
+from labeling.importers.record_errors import RecordError
+from labeling.importers.schema import ResolutionIn, ResolvedClaimLabelIn
 from labeling.models import Item, ItemStatus, Resolution, ResolvedClaimLabel, ResolvedEvidence
 from labeling.rows import db_datetime
 from labeling.services.claim_labels import claim_label_rows_insert

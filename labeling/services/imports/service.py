@@ -26,14 +26,9 @@ from labeling.importers import (
 )
 from labeling.importers.claims import ClaimSplitter
 from labeling.importers.native import file_sha256 as stream_sha256
-from labeling.importers.schema import (
-    PolicyVocabulary,
-    RecordError,
-    SourceVersionIn,
-    WorkloadRecord,
-    check_record,
-    echo,
-)
+from labeling.importers.record_errors import RecordError, echo
+from labeling.importers.record_rules import check_record
+from labeling.importers.schema import PolicyVocabulary, SourceVersionIn, WorkloadRecord
 from labeling.importers.validation import validated_stream
 from labeling.locks import items_lock, project_label_writes_lock, project_lock
 from labeling.models import (
@@ -53,7 +48,6 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.permissions import MANAGERS, require_role
-from labeling.services.assignments import items_enqueue
 from labeling.services.imports.common import (
     CHUNK_SIZE,
     GC_EVERY_CHUNKS,
@@ -63,6 +57,7 @@ from labeling.services.imports.common import (
 from labeling.services.imports.policies import freeze_partition, partition_spec, restore_policies
 from labeling.services.imports.state import Chunk
 from labeling.services.imports.writer import ImportWriter
+from labeling.services.labelling_queue import items_enqueue
 from labeling.services.members import membership_set
 from labeling.services.vote_tally import vote_tally_refresh
 from labeling.signals import announce_resolutions

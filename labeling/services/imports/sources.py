@@ -14,7 +14,8 @@ from typing import Any
 from django.utils import timezone
 
 from labeling.bulk import ids_by_key, insert_rows
-from labeling.importers.schema import RecordError, SourceIn, SourceVersionIn, echo
+from labeling.importers.record_errors import RecordError, echo
+from labeling.importers.schema import SourceIn, SourceVersionIn
 from labeling.models import RetrievalLink, SourceDocument, SourceVersion
 from labeling.rows import db_datetime
 from labeling.services.imports.common import text_sha256

@@ -18,7 +18,8 @@ from certification.services import agreement_recompute
 from certification.services.releases import release_export, release_freeze, release_rebuild
 from labeling.models import Annotation, Claim, Evaluator, Item, ItemStatus, LabelPolicy, Role
 from labeling.services import item_claim_next, membership_set
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from tests.factories import UserFactory, calibration_project, make_spec
 from tests.factories import calibration_candidate as cand
 from tests.factories import calibration_record as rec

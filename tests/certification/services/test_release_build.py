@@ -27,7 +27,7 @@ from certification.services.releases import (
     release_freeze,
     release_rebuild,
 )
-from certification.services.releases.build import QuestionEncodings, encode_record, table_row
+from certification.services.releases.files import QuestionEncodings, encode_record, table_row
 from labeling.exceptions import InvalidInput
 from labeling.models import Disagreement, Item, Project, Role, SourceVersion
 from labeling.release_format import (
@@ -37,15 +37,15 @@ from labeling.release_format import (
     canonical_json,
     canonical_json_bytes,
     label_counts,
-    verify_release,
 )
+from labeling.release_verify import verify_release
 from labeling.services import (
     adjudication_mark_unresolved,
     adjudication_resolve,
     membership_set,
     partition_freeze,
 )
-from labeling.services.annotations import ClaimInput, EvidenceInput
+from labeling.services.label_checks import ClaimInput, EvidenceInput
 from tests.conftest import module_data, native_record
 from tests.factories import UserFactory
 

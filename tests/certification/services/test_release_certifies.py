@@ -18,7 +18,7 @@ from certification.certificates.ledger import ledger_sha256
 from certification.models import BuildStatus
 from certification.services.releases import release_export, release_freeze, release_rebuild
 from labeling.models import Role
-from labeling.release_format import verify_release
+from labeling.release_verify import verify_release
 from labeling.services import membership_set, project_create
 from tests.certification.apply_world import apply_project, apply_run
 from tests.factories import UserFactory

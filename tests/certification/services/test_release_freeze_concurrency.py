@@ -19,7 +19,7 @@ from django.db import connection, connections, transaction
 
 from certification.models import BuildStatus
 from certification.selectors import release_content_build
-from certification.services.releases import build as build_module
+from certification.services.releases import files as files_module
 from certification.services.releases import (
     records,
     release_export,
@@ -106,7 +106,7 @@ def test_read_ahead_thread_gives_the_same_bytes_as_one_connection(
 
     monkeypatch.setattr(records.ReleaseReader, "records", spy)
     release = release_freeze(project=project, actor=manager, version="1")
-    monkeypatch.setattr(build_module, "prefetch_possible", lambda: False)
+    monkeypatch.setattr(files_module, "prefetch_possible", lambda: False)
     rebuild = release_rebuild(release=release, actor=manager)
     rebuild.refresh_from_db()
     assert used == [True, False]

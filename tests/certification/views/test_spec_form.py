@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from certification.forms import CalibrationSpecForm
 from certification.models import CalibrationRun, CalibrationSpec, RunStatus, RunTrigger
-from certification.services.calibration import SPEC_DEFAULTS
+from certification.services.calibration_specs import SPEC_DEFAULTS
 from tests.factories import calibration_candidate as cand
 from tests.factories import calibration_project, make_spec
 from tests.factories import calibration_record as rec

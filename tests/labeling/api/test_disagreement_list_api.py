@@ -143,7 +143,7 @@ def test_a_huge_age_is_a_400_naming_the_parameter(api, disputed, age):
 
 
 def test_the_largest_age_is_accepted(api, disputed):
-    from labeling.selectors.review import MAX_QUEUE_AGE_HOURS
+    from labeling.selectors.adjudication import MAX_QUEUE_AGE_HOURS
 
     response = api(Role.ADJUDICATOR).get(URL, {"min_age_hours": MAX_QUEUE_AGE_HOURS})
 

@@ -16,7 +16,7 @@ from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from rest_framework.test import APIClient
 from rest_framework.throttling import UserRateThrottle
 
-from labeling.api import catalog
+from labeling.api import catalog, items
 from labeling.api.params import parameter_table
 from labeling.models import Annotation, Resolution, Role
 from labeling.services import item_claim_next
@@ -237,7 +237,7 @@ def test_every_documented_operation_has_a_parameter_entry():
     table = parameter_table()
     views = {cls.__name__ for cls, _ in table}
     assert {"ItemListApi", "DisagreementListApi", "ReleaseFileApi", "AuditSampleListApi"} <= views
-    assert set(table[(catalog.ItemListApi, "GET")]) >= {
+    assert set(table[(items.ItemListApi, "GET")]) >= {
         "query:limit",
         "query:offset",
         "query:partition",
@@ -268,7 +268,7 @@ def test_an_unexpected_error_is_a_json_500(unraised, project, monkeypatch):
     def broken(**kwargs: Any) -> Any:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(catalog, "item_list", broken)
+    monkeypatch.setattr(items, "item_list", broken)
 
     body = assert_contract(unraised(Role.MANAGER).get(ITEMS), 500, "server_error")
 
@@ -279,7 +279,7 @@ def test_a_database_error_is_a_json_503_with_retry_after(api, project, monkeypat
     def down(**kwargs: Any) -> Any:
         raise OperationalError("connection to server failed: Connection refused")
 
-    monkeypatch.setattr(catalog, "item_list", down)
+    monkeypatch.setattr(items, "item_list", down)
 
     response = api(Role.MANAGER).get(ITEMS)
 

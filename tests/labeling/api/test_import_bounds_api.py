@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from labeling.importers.schema import ECHO_LIMIT, MAX_JSON_DEPTH
+from labeling.importers.record_errors import ECHO_LIMIT, MAX_JSON_DEPTH
 from labeling.models import Role
 from tests.conftest import jsonl_bytes, native_record, row_counts
 

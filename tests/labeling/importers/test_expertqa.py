@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from labeling.importers import expertqa
-from labeling.importers.schema import RecordError
+from labeling.importers.record_errors import RecordError
 from labeling.models import (
     CandidateAnswer,
     Claim,

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers import faithbench
-from labeling.importers.schema import RecordError
+from labeling.importers.record_errors import RecordError
 from labeling.models import (
     CandidateAnswer,
     Claim,

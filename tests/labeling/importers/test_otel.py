@@ -21,7 +21,7 @@ from django.core.management import CommandError, call_command
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers import ImportOptions, otel
 from labeling.importers.claims import WHOLE
-from labeling.importers.schema import RecordError
+from labeling.importers.record_errors import RecordError
 from labeling.models import (
     CandidateAnswer,
     Claim,

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt
 
 from labeling.exceptions import WorkloadImportFailed
 from labeling.importers.native import read_jsonl
-from labeling.importers.schema import RecordError
+from labeling.importers.record_errors import RecordError
 from labeling.importers.validation import MAX_ERRORS, validated_stream
 from labeling.models import EvaluatorLabel, ImportBatch, Question
 from labeling.services import evaluator_labels_import

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from labeling.importers import wice
-from labeling.importers.schema import RecordError
+from labeling.importers.record_errors import RecordError
 from labeling.models import (
     CandidateAnswer,
     Claim,

@@ -23,20 +23,12 @@ from labeling.models import (
     Role,
     SourceVersion,
 )
-from labeling.selectors.review import (
-    adjudication_view,
-    disagreement_queue,
-    labelling_form_view,
-    project_progress,
-)
+from labeling.selectors.adjudication import adjudication_view, disagreement_queue
+from labeling.selectors.review import labelling_form_view, project_progress
 from labeling.services import membership_set
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from tests.conftest import row_counts
 from tests.factories import (
     WORK_SOURCE,
@@ -466,13 +458,13 @@ def _projected(votes):
 @pytest.mark.parametrize("chunk", [1, 2000])
 def test_live_votes_match_the_orm_read(project, queue, monkeypatch, chunk):
     # given the queue's items, with evidence on the supported and contradicted claims
-    from labeling.selectors import review
+    from labeling.selectors import vote_reads
 
     a, b, c, d = queue
-    monkeypatch.setattr(review, "VOTE_CHUNK", chunk)
+    monkeypatch.setattr(vote_reads, "VOTE_CHUNK", chunk)
     ids = [a.pk, b.pk, c.pk, d.pk, 10**9]
     # when the votes are read, in one chunk or one id per statement
-    votes = review.item_votes(item_ids=ids, prior_item_ids=[])
+    votes = vote_reads.item_votes(item_ids=ids, prior_item_ids=[])
     # then they are the ORM's, in its order, with aware submission times
     assert _projected(votes) == _orm_live_votes(ids)
     assert sum(len(v) for v in votes.values()) == 8 and votes[10**9] == []
@@ -552,7 +544,7 @@ def _evidence(source: str, start: int, end: int) -> dict:
 def test_prior_votes_match_the_orm_read(project, import_records, monkeypatch, chunk):
     # given imported votes: with evidence (one span empty), automatic, without an answer label
     # (no vote), and an item that no longer counts its prior votes
-    from labeling.selectors import review
+    from labeling.selectors import vote_reads
 
     q1, q2 = work_record("q1"), work_record("q2")
     q1["candidates"][0]["prior_annotations"] = [
@@ -586,9 +578,9 @@ def test_prior_votes_match_the_orm_read(project, import_records, monkeypatch, ch
     Item.objects.filter(candidate__question__project=project).update(prior_votes=2)
     Item.objects.filter(candidate__question__external_id="q2").update(prior_votes=0)
     ids = [*Item.objects.order_by("pk").values_list("pk", flat=True), 10**9]
-    monkeypatch.setattr(review, "VOTE_CHUNK", chunk)
+    monkeypatch.setattr(vote_reads, "VOTE_CHUNK", chunk)
     # when the votes are read, in one chunk or one id per statement
-    votes = review.item_votes(item_ids=ids)
+    votes = vote_reads.item_votes(item_ids=ids)
     # then the prior votes are the ORM's, in its order, empty spans left out
     assert _prior_projected(votes) == _orm_prior_votes(ids)
     c0 = Item.objects.get(candidate__question__external_id="q1", candidate__key="c0")

@@ -25,23 +25,18 @@ from labeling.models import (
     Role,
     SourceVersion,
 )
-from labeling.selectors.review import (
+from labeling.selectors.adjudication import adjudication_view, disagreement_queue
+from labeling.selectors.vote_reads import (
     ClaimVote,
     Span,
     Vote,
-    adjudication_view,
-    disagreement_queue,
     imported_evidence_waivers,
     votes_agreed,
 )
 from labeling.services import membership_set
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from tests.factories import AssignmentFactory, UserFactory, start_labelling, utf16_span, work_record
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,8 @@ from labeling.models import (
 from labeling.selectors.review import project_progress
 from labeling.services import membership_set
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from labeling.signals import items_resolved
 from tests.conftest import row_counts
 from tests.factories import AssignmentFactory, start_labelling, work_record

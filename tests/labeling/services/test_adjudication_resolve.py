@@ -27,12 +27,8 @@ from labeling.models import (
 )
 from labeling.services import membership_set
 from labeling.services.adjudication import adjudication_resolve
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from labeling.signals import items_resolved
 from tests.conftest import row_counts
 from tests.factories import (

@@ -17,12 +17,8 @@ from labeling.models import (
     ItemStatus,
     SourceVersion,
 )
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from tests.conftest import row_counts
 from tests.factories import AssignmentFactory, start_labelling, utf16_span, work_record
 

@@ -28,12 +28,8 @@ from labeling.models import (
     SourceVersion,
 )
 from labeling.services import membership_set, project_create
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from tests.conftest import row_counts
 from tests.factories import (
     WORK_SOURCE,

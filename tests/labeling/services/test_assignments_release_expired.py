@@ -20,7 +20,8 @@ from labeling.services import (
     project_labelling_configure,
     project_labelling_start,
 )
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from labeling.tasks import assignments_release_expired_task
 from tests.conftest import native_record
 
@@ -62,7 +63,7 @@ def test_releases_only_leases_that_ran_out_and_logs_each(project, member, queue,
     later = first.lease_expires_at + timedelta(seconds=1)
 
     # when the release runs just after a1's lease ended
-    with caplog.at_level(logging.INFO, logger="labeling.services.assignments"):
+    with caplog.at_level(logging.INFO, logger="labeling.services.leases"):
         released = assignments_release_expired(now=later)
 
     # then a1's lease is expired, its slot free; a2's lease is untouched

@@ -12,7 +12,8 @@ from django.core.management import call_command
 
 from labeling.importers.claims import split_sentences
 from labeling.models import Project
-from labeling.selectors.review import disagreement_queue, project_progress
+from labeling.selectors.adjudication import disagreement_queue
+from labeling.selectors.review import project_progress
 from tests.factories import start_labelling
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]

@@ -34,9 +34,10 @@ from labeling.services import (
     item_claim_next,
     project_labelling_start,
 )
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
 from labeling.services.gold import GoldReferenceInput, gold_reference_set, qualification_decide
 from labeling.services.gold_serving import gold_draw
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from tests.conftest import native_record
 
 
@@ -390,7 +391,7 @@ def test_agreement_counts_answer_and_claims_separately(project, world, member):
 
 
 def test_a_gold_item_is_never_adjudicated(project, world, member):
-    from labeling.selectors.review import adjudication_view
+    from labeling.selectors.adjudication import adjudication_view
     from labeling.services import adjudication_resolve
 
     _, (gold,), _ = world(n=1, gold=1, gold_rate=1.0)

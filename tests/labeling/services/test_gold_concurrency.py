@@ -47,8 +47,9 @@ from labeling.services import (
     project_labelling_start,
     workload_import,
 )
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
 from labeling.services.gold import GoldReferenceInput, gold_reference_set, qualification_decide
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from tests.conftest import jsonl_bytes, native_record
 from tests.factories import UserFactory
 

@@ -35,7 +35,8 @@ from labeling.services import (
     project_labelling_configure,
     project_labelling_start,
 )
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from tests.conftest import native_record
 
 

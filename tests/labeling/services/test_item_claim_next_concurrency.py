@@ -44,7 +44,8 @@ from labeling.services import (
     project_labelling_start,
     workload_import,
 )
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from labeling.services.vote_tally import vote_tally_fold
 from tests.conftest import native_record
 from tests.factories import UserFactory

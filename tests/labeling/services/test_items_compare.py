@@ -15,13 +15,9 @@ from labeling.models import (
     ResolvedEvidence,
     SourceVersion,
 )
-from labeling.services.annotations import (
-    AnnotationInput,
-    ClaimInput,
-    EvidenceInput,
-    annotation_submit,
-)
+from labeling.services.annotations import annotation_submit
 from labeling.services.comparison import items_compare
+from labeling.services.label_checks import AnnotationInput, ClaimInput, EvidenceInput
 from labeling.signals import items_resolved
 from tests.factories import WORK_SOURCE, AssignmentFactory, start_labelling, utf16_span, work_record
 

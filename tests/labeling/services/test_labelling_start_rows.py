@@ -40,7 +40,7 @@ from labeling.models import (
     ServingOrder,
 )
 from labeling.services import project_create, project_labelling_configure
-from labeling.services.assignments import _compare_full_items, _enqueue
+from labeling.services.labelling_queue import _compare_full_items, _enqueue
 from labeling.signals import items_resolved
 from tests.conftest import import_native
 from tests.factories import WORK_SOURCE, AssignmentFactory, UserFactory, start_labelling

@@ -18,7 +18,7 @@ from labeling.selectors.policies import (
     policy_label_choices,
     policy_reason_choices,
 )
-from labeling.services.annotations import ClaimInput, labels_check
+from labeling.services.label_checks import ClaimInput, labels_check
 from labeling.services.policies import policy_description_check, policy_update
 from tests.factories import UserFactory, work_record
 

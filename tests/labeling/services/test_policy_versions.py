@@ -34,8 +34,9 @@ from labeling.models import (
 )
 from labeling.selectors.policies import policy_description_data
 from labeling.selectors.review import labelling_policy_get
-from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+from labeling.services.annotations import annotation_submit
 from labeling.services.assignments import item_claim_next
+from labeling.services.label_checks import AnnotationInput, ClaimInput
 from labeling.services.policies import policy_update
 from labeling.services.policy_versions import (
     Resolved,
@@ -99,7 +100,7 @@ def claim(study: dict[str, Any], who: int, item: Item) -> Assignment:
         assert assignment is not None, f"annotator {who} was served nothing"
         if assignment.item_id == item.pk:
             return assignment
-        from labeling.services.assignments import assignment_skip
+        from labeling.services.skips import assignment_skip
 
         assignment_skip(
             project=study["project"],

@@ -23,7 +23,7 @@ from labeling.services import (
     project_labelling_configure,
     project_labelling_start,
 )
-from labeling.services.assignments import QueueRow, queue_order
+from labeling.services.labelling_queue import QueueRow, queue_order
 from tests.conftest import native_record
 from tests.factories import UserFactory
 

@@ -42,7 +42,7 @@ from labeling.services import (
     membership_set,
 )
 from labeling.services.adjudication import adjudication_mark_unresolved, adjudication_resolve
-from labeling.services.assignments import assignment_skip
+from labeling.services.skips import assignment_skip
 from labeling.services.vote_tally import vote_tally_fold, vote_tally_invalidate
 from labeling.tally import items_votes, votes_tally
 from tests.conftest import import_native

@@ -117,7 +117,8 @@ def test_failed_qualification_shows_on_the_dashboard_and_the_manager_decides(
         qualification_required=True, qualification_items=1, qualification_threshold=1.0
     )
     annotator = member(Role.ANNOTATOR)
-    from labeling.services.annotations import AnnotationInput, ClaimInput, annotation_submit
+    from labeling.services.annotations import annotation_submit
+    from labeling.services.label_checks import AnnotationInput, ClaimInput
 
     gold = claim_next(started, annotator)
     annotation_submit(
