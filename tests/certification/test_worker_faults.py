@@ -279,9 +279,11 @@ def test_a_run_whose_pool_child_was_killed_completes(project, services):
     )
     services.start_beat()
     worker = services.worker("prefork")
-    child = _child_of(worker, services)
+    _child_of(worker, services)  # the pool is up
     run = calibration_run_start(spec=spec, actor=manager)
-    killed = _kill_during(CalibrationRun, run.pk, lambda: child.pid, services)
+    # The victim is the pool child running the work, found when it runs: on a loaded machine
+    # billiard may replace a child that was slow to report ready before any work arrives.
+    killed = _kill_during(CalibrationRun, run.pk, lambda: _child_of(worker, services).pid, services)
     resumed = _taken_over(CalibrationRun, run.pk, killed, services)
     took = _wait(
         lambda: _status(CalibrationRun, run.pk) == RunStatus.DONE, DONE_WITHIN, services, "run"
@@ -300,10 +302,10 @@ def test_a_build_whose_pool_child_was_killed_completes(project, services):
     manager = _large_project(project)
     services.start_beat()
     worker = services.worker("prefork")
-    child = _child_of(worker, services)
+    _child_of(worker, services)  # the pool is up
     release = release_freeze(project=project, actor=manager, version="1", run_ids=[])
     build = release.builds.get()
-    killed = _kill_during(ReleaseBuild, build.pk, lambda: child.pid, services)
+    killed = _kill_during(ReleaseBuild, build.pk, lambda: _child_of(worker, services).pid, services)
     resumed = _taken_over(ReleaseBuild, build.pk, killed, services)
     took = _wait(
         lambda: _status(ReleaseBuild, build.pk) == BuildStatus.DONE, DONE_WITHIN, services, "build"
