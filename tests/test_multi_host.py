@@ -370,15 +370,17 @@ def test_web_and_worker_hosts_share_only_the_database_the_broker_and_the_bucket(
     assert done["result"]["records"] == RECORDS, done
     assert done["result"]["created"]["questions"] == RECORDS, done
     assert done["attempts"] == 1, done
-    importers = [
-        worker
-        for worker in workers
-        if any("succeeded" in line for line in _task_lines(worker, "labeling.tasks.job_run_task"))
-    ]
-    assert len(importers) == 1, hosts.logs()
+
+    def importers() -> list[Host]:
+        task = "labeling.tasks.job_run_task"
+        return [w for w in workers if any("succeeded" in x for x in _task_lines(w, task))]
+
+    # The job's row says done as its transaction commits; Celery logs "succeeded" just after.
+    _wait(lambda: bool(importers()), START_SECONDS, hosts, "the importer's task log line")
+    assert len(importers()) == 1, hosts.logs()
     logger.warning(
-        f"multi-host: job {job['id']} was run by {importers[0].name} "
-        f"(pid {importers[0].process.pid})"
+        f"multi-host: job {job['id']} was run by {importers()[0].name} "
+        f"(pid {importers()[0].process.pid})"
     )
     # and its upload is deleted from the bucket
     _wait(lambda: bucket.keys("jobs/") == set(), 10, hosts, "the upload deleted")
