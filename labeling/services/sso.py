@@ -145,6 +145,15 @@ def _client(
     )
 
 
+def sso_client_forget() -> None:
+    """Forget the cached provider clients, with their discovery documents and keys.
+
+    For a provider replaced at the same address (the tests start one per test on a free port,
+    which a later provider may take again).
+    """
+    _client.cache_clear()
+
+
 #: Seconds a process keeps the provider's discovery document and signing keys; then they are
 #: read again, so a key the provider rotated is picked up.
 METADATA_SECONDS = 3600

@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 
 from labeling.models import Membership, Role
 from labeling.services import project_create
-from labeling.services.sso import _client
+from labeling.services.sso import sso_client_forget
 from labeling.services.tokens import api_token_create
 from tests.browser.test_account_browser import api_status
 from tests.factories import UserFactory
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def sso(settings: Any) -> Iterator[Provider]:
-    _client.cache_clear()  # a provider of an earlier test may have had this port
+    sso_client_forget()  # a provider of an earlier test may have had this port
     with provider_process() as provider:
         settings.CERTLABEL_OIDC_ISSUER = provider.issuer
         settings.CERTLABEL_OIDC_CLIENT_ID = "certlabel"

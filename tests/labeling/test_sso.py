@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 from labeling.models import ApiToken, Assignment, Invitation, Membership, Role, SsoIdentity
 from labeling.services import item_claim_next, membership_set, project_create
 from labeling.services.members import invitation_create, membership_deactivate
-from labeling.services.sso import _client, role_map, sso_client, sso_recheck_due
+from labeling.services.sso import role_map, sso_client, sso_client_forget, sso_recheck_due
 from labeling.services.tokens import api_token_create
 from tests.conftest import import_native
 from tests.factories import UserFactory, start_labelling, work_record
@@ -52,7 +52,7 @@ def sso(settings: Any, provider: Provider) -> Provider:
     The client cache is emptied: a provider of an earlier test may have had this port, and its
     keys are not this one's.
     """
-    _client.cache_clear()
+    sso_client_forget()
     settings.CERTLABEL_OIDC_ISSUER = provider.issuer
     settings.CERTLABEL_OIDC_CLIENT_ID = "certlabel"
     settings.CERTLABEL_OIDC_CLIENT_SECRET = "client-secret"
@@ -400,7 +400,7 @@ def test_a_refresh_token_no_key_reads_lapses_the_identity(sso: Provider, setting
 
 
 def test_without_a_refresh_token_the_session_lasts_as_the_id_token(settings: Any, db: None):
-    _client.cache_clear()
+    sso_client_forget()
     with provider_running(issue_refresh_token=False) as provider:
         settings.CERTLABEL_OIDC_ISSUER = provider.issuer
         settings.CERTLABEL_OIDC_CLIENT_ID = "certlabel"
