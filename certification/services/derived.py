@@ -22,6 +22,7 @@ one kind of ``labeling.engine`` work:
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from datetime import timedelta
@@ -67,16 +68,46 @@ def _state(project_id: int, kind: str) -> DerivedResultState:
     return state
 
 
+# Recomputations one inline call runs at most, its own and those they schedule (a process
+# without a worker or a background thread runs them in the sending call).
+INLINE_RUNS_MAX = 3
+_inline = threading.local()
+
+
 def _enqueue(project_id: int, kind: str, *, countdown: float) -> None:
     """Send the recomputation to a worker, or to an embedded-default web process's thread.
 
     The thread (:mod:`labeling.in_process`) runs it off the request; a process that did not
-    start one (a management command, the tests) runs it here, in-process, as Celery does. The
+    start one (a management command, the tests) sends it to Celery, which runs tasks in the
+    sending call when ``CELERY_TASK_ALWAYS_EAGER`` is on. A recomputation run that way which
+    schedules another (changes arrived, or figures of a later read are stored) would run it
+    inside itself; so the other waits until the first one ends, and one inline call runs at
+    most ``INLINE_RUNS_MAX``: beyond that the marks stay for the recovery pass or the next
+    change (a clock lagging the stored figures' would otherwise recurse without end). The
     task is registered as ``DERIVED`` by ``certification.tasks`` (:mod:`labeling.dispatch`).
     """
     derived_recompute_task = dispatch.task(DERIVED)
     if not in_process.running():
-        derived_recompute_task.apply_async((project_id, kind), countdown=countdown)
+        pending: list[tuple[int, str]] | None = getattr(_inline, "pending", None)
+        if pending is not None:  # inside an inline run: after it, not within it
+            pending.append((project_id, kind))
+            return
+        _inline.pending = pending = [(project_id, kind)]
+        try:
+            for _ in range(INLINE_RUNS_MAX):
+                if not pending:
+                    return
+                derived_recompute_task.apply_async(pending.pop(0), countdown=countdown)
+            for left in dict.fromkeys(pending):
+                # never sent: free the slot, so the recovery pass or the next change sends it
+                DerivedResultState.objects.filter(project_id=left[0], kind=left[1]).update(
+                    enqueued_at=None
+                )
+                logger.warning(
+                    "derived.inline_deferred", extra={"project_id": left[0], "kind": left[1]}
+                )
+        finally:
+            del _inline.pending
         return
     in_process.run_later(
         f"derived {project_id}:{kind}",
