@@ -12,12 +12,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any, cast
 
-from django.db import transaction
 from django.utils import timezone
 
 from certification.locks import agreement_report_lock
 from certification.models import AgreementReport
-from certification.services.derived import SupersededInputs
+from certification.services.derived import project_report_store
 from certification.stats.agreement import (
     AgreementSummary,
     LabelScale,
@@ -219,10 +218,6 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
     tally = vote_tally_fold(project=project)
     scales = _policy_scales(project.pk)
     digest = _tally_sha256(tally, scales)
-    stored = AgreementReport.objects.filter(project=project).first()
-    if stored is not None and stored.input_sha256 == digest:
-        logger.info("agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest})
-        return stored
 
     def summary(version: int | None, level: str) -> dict[str, Any]:
         counts = (
@@ -238,38 +233,28 @@ def agreement_recompute(*, project_id: int) -> AgreementReport:
             )
         )
 
-    numbers = tally.versions()
-    versions = [
-        {"policy_version": v, **{level: summary(v, level) for level in LEVELS}} for v in numbers
-    ]
-    newest = numbers[-1] if numbers else None
-    # the newest version's figures, computed once (empty levels when there is no vote)
-    current = versions[-1] if versions else {level: summary(None, level) for level in LEVELS}
-    with transaction.atomic():
-        report, created = agreement_report_lock(project)
-        if not created and report.input_sha256 == digest:
-            logger.info(
-                "agreement.unchanged", extra={"project_id": project_id, "input_sha256": digest}
-            )
-            return report
-        if not created and report.computed_at > read_at:
-            # Figures read after ours are stored (a slow run, or another host's clock): keep them.
-            raise SupersededInputs(f"agreement of project {project_id}: newer figures stored")
-        report.computed_at = read_at
-        report.input_sha256 = digest
-        report.policy_version = newest
-        report.versions = versions
-        report.answer = current[ANSWER_LEVEL]
-        report.claim = current[CLAIM_LEVEL]
-        report.full_clean()
-        report.save()
-    logger.info(
-        "agreement.recomputed",
-        extra={
-            "project_id": project_id,
-            "input_sha256": digest,
-            "answer_votes": report.answer["n_votes"],
-            "claim_votes": report.claim["n_votes"],
-        },
+    def figures() -> dict[str, Any]:
+        numbers = tally.versions()
+        versions = [
+            {"policy_version": v, **{level: summary(v, level) for level in LEVELS}} for v in numbers
+        ]
+        # the newest version's figures, computed once (empty levels when there is no vote)
+        current = versions[-1] if versions else {level: summary(None, level) for level in LEVELS}
+        return {
+            "policy_version": numbers[-1] if numbers else None,
+            "versions": versions,
+            "answer": current[ANSWER_LEVEL],
+            "claim": current[CLAIM_LEVEL],
+        }
+
+    report = project_report_store(
+        name="agreement",
+        model=AgreementReport,
+        project=project,
+        lock=agreement_report_lock,
+        digest=digest,
+        read_at=read_at,
+        compute=figures,
+        describe=lambda r: {"answer_votes": r.answer["n_votes"], "claim_votes": r.claim["n_votes"]},
     )
     return report

@@ -25,12 +25,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, TypeVar, cast
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, Model, OuterRef, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -54,6 +54,56 @@ class SupersededInputs(Exception):  # noqa: N818 - a signal, not an error
     :func:`_covered_compute` then keeps the change rows it read (the stored figures may not
     cover them): the next recomputation covers them, so none is ever deleted unseen.
     """
+
+
+Report = TypeVar("Report", bound=Model)
+
+
+def project_report_store(
+    *,
+    name: str,
+    model: type[Report],
+    project: Project,
+    lock: Callable[[Project], tuple[Report, bool]],
+    digest: str,
+    read_at: datetime,
+    compute: Callable[[], dict[str, Any]],
+    describe: Callable[[Report], dict[str, Any]],
+) -> Report:
+    """Store figures in a project's one report row, unless the row holds these or newer ones.
+
+    The skeleton of every per-project report's recomputation (``name`` prefixes its log
+    events): when the stored ``input_sha256`` already equals ``digest`` nothing is computed
+    or written; otherwise ``compute()`` gives the report's fields, computed outside any write
+    transaction, and a short transaction locks the row (``lock`` creates it if needed) and
+    writes them with ``computed_at = read_at`` (when the inputs were read) and the digest;
+    the log event ``<name>.recomputed`` then carries ``describe(report)``.
+
+    Raises:
+        SupersededInputs: the row holds figures of inputs read after ``read_at`` (a slow run,
+            or another host's clock); nothing was written.
+        django.core.exceptions.ValidationError: the fields fail the model's checks.
+    """
+    unchanged = {"project_id": project.pk, "input_sha256": digest}
+    current: Any = model._default_manager.filter(project=project).first()
+    if current is not None and current.input_sha256 == digest:
+        logger.info(f"{name}.unchanged", extra=unchanged)
+        return cast(Report, current)
+    values = compute()
+    with transaction.atomic():
+        locked, created = lock(project)
+        row: Any = locked
+        if not created and row.input_sha256 == digest:
+            logger.info(f"{name}.unchanged", extra=unchanged)
+            return locked
+        if not created and row.computed_at > read_at:
+            raise SupersededInputs(f"{name} of project {project.pk}: newer figures stored")
+        for field, value in {**values, "computed_at": read_at, "input_sha256": digest}.items():
+            setattr(row, field, value)
+        row.full_clean()
+        row.save()
+    logger.info(f"{name}.recomputed", extra={**unchanged, **describe(locked)})
+    return locked
 
 
 # After an enqueue failed, this process does not try the broker again for this many seconds:

@@ -18,7 +18,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from certification.locks import reliability_report_lock
@@ -28,7 +27,7 @@ from certification.selectors.reliability import (
     gold_matrices,
     reliability_inputs,
 )
-from certification.services.derived import SupersededInputs
+from certification.services.derived import project_report_store
 from certification.stats.agreement import Statistic, krippendorff_alpha_nominal
 from certification.stats.intervals import Proportion
 from certification.stats.reliability import (
@@ -306,32 +305,16 @@ def reliability_recompute(*, project_id: int) -> ReliabilityReport:
         raise NotFound(f"project {project_id} does not exist")
     read_at = timezone.now()
     inputs = reliability_inputs(project=project)
-    digest = reliability_inputs_sha256(inputs)
-    stored = ReliabilityReport.objects.filter(project=project).first()
-    if stored is not None and stored.input_sha256 == digest:
-        logger.info("reliability.unchanged", extra={"project_id": project_id})
-        return stored
-    result = reliability_result(inputs)
-    with transaction.atomic():
-        report, created = reliability_report_lock(project)
-        if not created and report.input_sha256 == digest:
-            logger.info("reliability.unchanged", extra={"project_id": project_id})
-            return report
-        if not created and report.computed_at > read_at:
-            # Figures read after ours are stored (a slow run, or another host's clock): keep them.
-            raise SupersededInputs(f"reliability of project {project_id}: newer figures stored")
-        report.result = result
-        report.computed_at = read_at
-        report.input_sha256 = digest
-        report.policy_version = inputs.votes.policy_version
-        report.full_clean()
-        report.save()
-    logger.info(
-        "reliability.recomputed",
-        extra={
-            "project_id": project_id,
-            "input_sha256": digest,
-            "people": len(report.result["people"]),
+    return project_report_store(
+        name="reliability",
+        model=ReliabilityReport,
+        project=project,
+        lock=reliability_report_lock,
+        digest=reliability_inputs_sha256(inputs),
+        read_at=read_at,
+        compute=lambda: {
+            "result": reliability_result(inputs),
+            "policy_version": inputs.votes.policy_version,
         },
+        describe=lambda r: {"people": len(r.result["people"])},
     )
-    return report
