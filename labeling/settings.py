@@ -13,6 +13,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from labeling.settings_env import caches, database, s3_storage
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # The development key is public: with DEBUG off it is refused (see the check below).
@@ -105,46 +107,10 @@ TEMPLATES = [
 ]
 
 # ---------------------------------------------------------------------------------------------
-# Database: https://django-environ.readthedocs.io/en/latest/types.html#environ-env-db-url
+# Database: DATABASE_URL (https://django-environ.readthedocs.io/en/latest/types.html); the
+# options per vendor are in labeling/settings_env.py.
 # ---------------------------------------------------------------------------------------------
-DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Django's backend, with write transactions queued on a file lock instead of SQLite's
-    # sleeping busy handler (labeling/sqlite_backend/base.py).
-    DATABASES["default"]["ENGINE"] = "labeling.sqlite_backend"
-    # WAL lets readers proceed while an import writes. IMMEDIATE transactions take the write
-    # lock at BEGIN, so a second writer waits (up to the timeout) instead of failing with
-    # "database is locked" when it upgrades a read transaction.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {
-            # Seconds a writer waits for another (e.g. an import) before giving up.
-            "timeout": env.int("SQLITE_BUSY_TIMEOUT", default=120),
-            "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        }
-    )
-elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
-    "DATABASE_PREPARED_STATEMENTS", default=True
-):
-    # Server-side parameter binding with prepared statements: psycopg sends the parameters
-    # apart from the SQL and prepares a statement from its sixth run on a connection, so
-    # PostgreSQL stops parsing and planning the statements a connection runs over and over
-    # (every label-loop query; about 45 % of PostgreSQL's CPU per label-loop request here).
-    # Set DATABASE_PREPARED_STATEMENTS=false behind a connection pooler that cannot keep
-    # prepared statements (PgBouncer before 1.21 in transaction mode).
-    # https://docs.djangoproject.com/en/5.2/ref/databases/#server-side-parameters-binding
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"server_side_binding": True, "prepare_threshold": 5}
-    )
-# Seconds a connection is kept between requests (0: one per request): DATABASE_CONN_MAX_AGE,
-# else the URL's own ``?conn_max_age=``, else 0. Production web servers should keep them (e.g.
-# 60): opening a PostgreSQL connection costs more than most requests (a label-loop request
-# spends more time connecting than answering).
-# https://docs.djangoproject.com/en/5.2/ref/databases/#persistent-connections
-DATABASES["default"]["CONN_MAX_AGE"] = env.int(
-    "DATABASE_CONN_MAX_AGE", default=DATABASES["default"].get("CONN_MAX_AGE", 0)
-)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES = {"default": database(env, default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # ---------------------------------------------------------------------------------------------
@@ -266,14 +232,11 @@ CELERY_TASK_ROUTES = {
     # Long background work (labeling.models.Job): imports and labelling starts.
     "labeling.tasks.job_run_task": {"queue": "builds"},
 }
-# Seconds Redis waits for an acknowledgement before handing an unacknowledged message to
-# another worker: above the longest task's hard time limit (the release build's, 3,660 s); the
-# work of a worker that died is found much earlier by the engine's recovery pass (its lease
-# lapses), and a late redelivery finds it done.
+# Seconds before Redis hands an unacknowledged message to another worker: above the longest
+# task's hard limit (3,660 s); the recovery pass finds a dead worker's work much earlier.
 BROKER_VISIBILITY_TIMEOUT = env.int("CELERY_BROKER_VISIBILITY_TIMEOUT", default=4200)
-# Seconds to connect to Redis and to wait for its answer, and how often to retry a publish: a
-# request enqueues after its commit and must never wait on a broker that is away (it gives up
-# within about a second; the change is marked in the database and the reconciler catches up).
+# Seconds to connect to Redis and to wait for its answer, and publish retries: a request never
+# waits long on a broker that is away (its change is marked and the recovery pass catches up).
 REDIS_CONNECT_TIMEOUT = env.float("CELERY_REDIS_CONNECT_TIMEOUT", default=0.5)
 REDIS_SOCKET_TIMEOUT = env.float("CELERY_REDIS_SOCKET_TIMEOUT", default=1.0)
 PUBLISH_MAX_RETRIES = env.int("CELERY_PUBLISH_MAX_RETRIES", default=1)
@@ -337,10 +300,8 @@ if not 0 < CERTLABEL_DERIVED_MAX_SHARE <= 1:
 CERTLABEL_DRIFT_DELTA = env.float("CERTLABEL_DRIFT_DELTA", default=0.01)
 if not 0 < CERTLABEL_DRIFT_DELTA < 1:
     raise ImproperlyConfigured("CERTLABEL_DRIFT_DELTA must lie in (0, 1).")
-# Without a broker (tasks in-process), a web process (labeling.wsgi) recomputes derived results
-# on a background thread (labeling.in_process), not inside the request whose change marked them;
-# the thread also runs the engine's recovery pass, as beat does. Management commands compute
-# inline.
+# Without a broker, a web process runs background work on a thread (labeling.in_process), not
+# inside the request; the thread also runs the engine's recovery pass, as beat does.
 CERTLABEL_IN_PROCESS_THREAD = env.bool(
     "CERTLABEL_IN_PROCESS_THREAD", default=CELERY_TASK_ALWAYS_EAGER
 )
@@ -362,15 +323,14 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": CERTLABEL_WORK_RECOVER_SECONDS,
         "options": {"expires": CERTLABEL_WORK_RECOVER_SECONDS, "queue": "housekeeping"},
     },
-    # Recompute every pinned source text's sha256 and length (a mismatch is logged as an error).
-    # Reads only; a run that waited an hour for a worker is dropped, the next day's comes.
     # Ask the identity provider whether each single sign-on account may still sign in
-    # (labeling/services/sso.py); a refusal deactivates the account and revokes its API tokens.
+    # (labeling/services/sso.py); a refusal makes the identity lapse.
     "sso-recheck": {
         "task": "labeling.tasks.sso_recheck_task",
         "schedule": 60.0,
         "options": {"expires": 60, "queue": "housekeeping"},
     },
+    # Every pinned source text's sha256 and length checked (a mismatch is logged as an error).
     "source-versions-verify": {
         "task": "labeling.tasks.source_versions_verify_all_task",
         "schedule": 24 * 60 * 60.0,
@@ -450,31 +410,11 @@ SPECTACULAR_SETTINGS = {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Cache: the DRF throttle counters. The default is per process; several web processes share
-# counters only through a shared cache (e.g. CERTLABEL_CACHE_URL=redis://127.0.0.1:6379/2).
-# A redis:// or rediss:// cache is labeling.cache.FallbackRedisCache: while Redis is away it
-# answers from process memory (throttles count per process, one warning per outage) instead
-# of failing the request, and no call waits more than 0.5 s on Redis.
+# Cache: the throttle counters, per process unless CERTLABEL_CACHE_URL names a shared one
+# (e.g. redis://127.0.0.1:6379/2); see labeling/settings_env.py.
 # ---------------------------------------------------------------------------------------------
-CACHES = {"default": env.cache_url("CERTLABEL_CACHE_URL", default="locmemcache://")}
-if env.str("CERTLABEL_CACHE_URL", default="").startswith(("redis://", "rediss://")):
-    CACHES["default"]["BACKEND"] = "labeling.cache.FallbackRedisCache"
-    CACHES["default"]["OPTIONS"] = {
-        "socket_connect_timeout": 0.5,
-        "socket_timeout": 0.5,
-        **(CACHES["default"].get("OPTIONS") or {}),
-    }
-# The token endpoint's budget (labeling.api.auth.SharedScopedRateThrottle) must hold across
-# processes and machines: it is counted in the default cache when that is Redis, else in the
-# database cache table certlabel_cache (created by a migration).
-CACHES["shared"] = (
-    CACHES["default"]
-    if CACHES["default"]["BACKEND"] == "labeling.cache.FallbackRedisCache"
-    else {
-        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-        "LOCATION": "certlabel_cache",
-    }
-)
+CACHES = caches(env)
+
 # Health endpoints (labeling/views/health.py): the checks whose failure makes /health/ready
 # answer 503, of database, cache, broker, storage.releases, storage.jobs. The default leaves out
 # the cache and the broker: labelling goes on while Redis is away, so a load balancer must not
@@ -637,45 +577,6 @@ if S3_URL_SECONDS < 1 or S3_URL_SECONDS > 7 * 24 * 3600:
     )
 
 
-def _s3_storage(prefix: str, *, overwrite: bool) -> dict[str, object]:
-    """The django-storages S3 backend on CERTLABEL_S3_BUCKET, its keys under ``prefix``."""
-    endpoint = env.str("CERTLABEL_S3_ENDPOINT_URL", default="") or None
-    style = env.str("CERTLABEL_S3_ADDRESSING_STYLE", default="path" if endpoint else "")
-    if style not in ("", "auto", "path", "virtual"):
-        raise ImproperlyConfigured(
-            f"CERTLABEL_S3_ADDRESSING_STYLE must be path, virtual or auto, not {style!r}."
-        )
-    options: dict[str, object] = {
-        "bucket_name": S3_BUCKET,
-        "location": prefix,
-        "endpoint_url": endpoint,
-        "region_name": env.str("CERTLABEL_S3_REGION", default="") or None,
-        # path style (https://host/bucket/key) for a custom endpoint such as MinIO, whose
-        # bucket is not a DNS name of its own; AWS picks its style itself.
-        "addressing_style": style or None,
-        "signature_version": "s3v4",
-        # objects stay private (the bucket's own policy); downloads use presigned URLs.
-        "default_acl": None,
-        "querystring_auth": True,
-        "querystring_expire": S3_URL_SECONDS,
-        "file_overwrite": overwrite,
-        # a file read from the store (an upload its job imports) is spooled to a temporary
-        # file beyond this many bytes, not held in memory whole.
-        "max_memory_size": 8 * 1024 * 1024,
-    }
-    # Unset: django-storages and boto3 find credentials themselves (AWS_ACCESS_KEY_ID and
-    # AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the machine's instance role).
-    key = env.str("CERTLABEL_S3_ACCESS_KEY_ID", default="")
-    secret = env.str("CERTLABEL_S3_SECRET_ACCESS_KEY", default="")
-    if bool(key) != bool(secret):
-        raise ImproperlyConfigured(
-            "Set both CERTLABEL_S3_ACCESS_KEY_ID and CERTLABEL_S3_SECRET_ACCESS_KEY, or neither."
-        )
-    if key:
-        options |= {"access_key": key, "secret_key": secret}
-    return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
-
-
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -692,7 +593,7 @@ if S3_BUCKET:
     STORAGES |= {
         # A release's files are stored at exact keys (<project>/<release>/<build>/<name>); a
         # retried build replaces its own leftovers there.
-        "releases": _s3_storage("releases", overwrite=True),
+        "releases": s3_storage(env, S3_BUCKET, "releases", S3_URL_SECONDS, overwrite=True),
         # An upload's key is a new random name: never replace another object.
-        "jobs": _s3_storage("jobs", overwrite=False),
+        "jobs": s3_storage(env, S3_BUCKET, "jobs", S3_URL_SECONDS, overwrite=False),
     }
