@@ -68,7 +68,7 @@ class CertificationConfig(AppConfig):
     name = "certification"
 
     def ready(self) -> None:
-        """Register the derived results' scheduler, this app's background work, the panels.
+        """Register the error codes, the derived results' scheduler, background work, the panels.
 
         This app's kinds of background work are calibration runs, release builds, derived
         results and the drift watches of applied certificates (``labeling.engine``).
@@ -88,6 +88,7 @@ class CertificationConfig(AppConfig):
         # The tasks module registers the tasks the services send (by name)
         # (labeling.dispatch): imported here, every process that sets Django up has them.
         import certification.tasks  # noqa: F401
+        from certification.exceptions import CertificationErrorCode
         from certification.services.audit import audit_reads
         from certification.services.calibration import calibration_reads, calibration_run_work_kind
         from certification.services.derived import derived_work_kind
@@ -95,9 +96,11 @@ class CertificationConfig(AppConfig):
         from certification.services.releases.build import release_build_work_kind
         from labeling.derived import derived_inputs_register, derived_scheduler_register
         from labeling.engine import work_kind_register
+        from labeling.exceptions import error_codes_register
         from labeling.models import DerivedKind
         from labeling.views.panels import adjudication_panel_register, dashboard_panel_register
 
+        error_codes_register(CertificationErrorCode)
         derived_scheduler_register(DERIVED_SCHEDULER, derived_schedule_after_commit)
         derived_inputs_register(DerivedKind.CALIBRATION, calibration_reads)
         derived_inputs_register(DerivedKind.AUDIT, audit_reads)

@@ -8,33 +8,52 @@ every domain error they carry ``reason``, ``field``, ``code`` and ``data``.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from labeling.exceptions import InvalidInput, InvalidTransition, LabelingError, NotFound
 
 
+class CertificationErrorCode(StrEnum):
+    """Every ``code`` of a certification error (registered with ``labeling.exceptions``)."""
+
+    CERTIFICATION_ERROR = "certification_error"
+    SPEC_NOT_FOUND = "spec_not_found"
+    RUN_NOT_FOUND = "run_not_found"
+    INVALID_SPEC = "invalid_spec"
+    SPEC_FROZEN = "spec_frozen"
+    PLAN_UNAVAILABLE = "plan_unavailable"
+    EVALUATOR_NOT_FOUND = "evaluator_not_found"
+    AUDIT_NOT_CONFIGURED = "audit_not_configured"
+    INVALID_AUDIT = "invalid_audit"
+    RELEASE_NOT_FOUND = "release_not_found"
+    RELEASE_FILE_NOT_FOUND = "release_file_not_found"
+    RUN_NOT_APPLICABLE = "run_not_applicable"
+    RCCS_NOT_AVAILABLE = "rccs_not_available"
+
+
 class CertificationError(LabelingError):
     """Base of the certification errors, with a stable ``code`` and an optional ``data``."""
 
-    code = "certification_error"
+    code = CertificationErrorCode.CERTIFICATION_ERROR
 
 
 class SpecNotFound(NotFound):
     """No calibration spec with this id in the project (or the project is not visible)."""
 
-    code = "spec_not_found"
+    code = CertificationErrorCode.SPEC_NOT_FOUND
 
 
 class RunNotFound(NotFound):
     """No calibration run with this id in the project."""
 
-    code = "run_not_found"
+    code = CertificationErrorCode.RUN_NOT_FOUND
 
 
 class InvalidSpec(InvalidInput):
     """A calibration spec field is invalid; ``field`` names it (always given)."""
 
-    code = "invalid_spec"
+    code = CertificationErrorCode.INVALID_SPEC
 
     def __init__(self, field: str, reason: str, *, data: dict[str, Any] | None = None) -> None:
         super().__init__(reason, field=field, data=data)
@@ -43,31 +62,31 @@ class InvalidSpec(InvalidInput):
 class SpecFrozen(InvalidTransition):
     """The spec is used by a run (or already has a newer version) and cannot change in place."""
 
-    code = "spec_frozen"
+    code = CertificationErrorCode.SPEC_FROZEN
 
 
 class PlanUnavailable(InvalidTransition):
     """The spec's current labels cannot be planned (a statistics error on its inputs)."""
 
-    code = "plan_unavailable"
+    code = CertificationErrorCode.PLAN_UNAVAILABLE
 
 
 class EvaluatorNotFound(NotFound):
     """No evaluator with this id (or name@version) in the project."""
 
-    code = "evaluator_not_found"
+    code = CertificationErrorCode.EVALUATOR_NOT_FOUND
 
 
 class AuditNotConfigured(NotFound):
     """The evaluator has no audit declaration yet (a manager declares its polarity first)."""
 
-    code = "audit_not_configured"
+    code = CertificationErrorCode.AUDIT_NOT_CONFIGURED
 
 
 class InvalidAudit(InvalidInput):
     """An audit declaration (or audit sample) field is invalid; ``field`` names it."""
 
-    code = "invalid_audit"
+    code = CertificationErrorCode.INVALID_AUDIT
 
     def __init__(self, field: str, reason: str) -> None:
         super().__init__(reason, field=field)
@@ -76,13 +95,13 @@ class InvalidAudit(InvalidInput):
 class ReleaseNotFound(NotFound):
     """No release with this id in the project."""
 
-    code = "release_not_found"
+    code = CertificationErrorCode.RELEASE_NOT_FOUND
 
 
 class ReleaseFileNotFound(NotFound):
     """The release has no finished build, or its build lists no file of that name."""
 
-    code = "release_file_not_found"
+    code = CertificationErrorCode.RELEASE_FILE_NOT_FOUND
 
 
 class RunNotApplicable(InvalidTransition):
@@ -92,10 +111,10 @@ class RunNotApplicable(InvalidTransition):
     operating point.
     """
 
-    code = "run_not_applicable"
+    code = CertificationErrorCode.RUN_NOT_APPLICABLE
 
 
 class RCCSNotAvailable(NotFound):
     """The project holds no candidate answer with both a retrieval score and a confidence."""
 
-    code = "rccs_not_available"
+    code = CertificationErrorCode.RCCS_NOT_AVAILABLE

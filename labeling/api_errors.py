@@ -38,6 +38,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from labeling import exceptions as domain
+from labeling.exceptions import ErrorCode
 from labeling.http_errors import http_status
 
 logger = logging.getLogger(__name__)
@@ -47,23 +48,23 @@ API_PREFIX = "/api/"
 #: The errors that mean the database cannot be reached (refused, closed, restarting, locked).
 DATABASE_ERRORS: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
 #: The ``code`` of a validation error (DRF's field errors; as the domain's ``InvalidInput``).
-INVALID_INPUT = domain.InvalidInput.code
+INVALID_INPUT = ErrorCode.INVALID_INPUT
 #: The code of a database outage.
-SERVICE_UNAVAILABLE = "service_unavailable"
+SERVICE_UNAVAILABLE = ErrorCode.SERVICE_UNAVAILABLE
 #: The code of an unexpected server error.
-SERVER_ERROR = "server_error"
+SERVER_ERROR = ErrorCode.SERVER_ERROR
 
 #: The ``code`` of a status Django answered by itself (no DRF exception behind it).
-CODE_BY_STATUS: dict[int, str] = {
-    400: "bad_request",
-    401: "not_authenticated",
-    403: "permission_denied",
-    404: "not_found",
-    405: "method_not_allowed",
-    406: "not_acceptable",
-    413: "request_too_large",
-    415: "unsupported_media_type",
-    429: "throttled",
+CODE_BY_STATUS: dict[int, ErrorCode] = {
+    400: ErrorCode.BAD_REQUEST,
+    401: ErrorCode.NOT_AUTHENTICATED,
+    403: ErrorCode.PERMISSION_DENIED,
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
+    406: ErrorCode.NOT_ACCEPTABLE,
+    413: ErrorCode.REQUEST_TOO_LARGE,
+    415: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+    429: ErrorCode.THROTTLED,
     500: SERVER_ERROR,
     503: SERVICE_UNAVAILABLE,
 }
@@ -162,7 +163,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         response.data = validation_body(exc.detail)
     elif isinstance(exc, exceptions.APIException):
         codes = exc.get_codes()
-        code = codes if isinstance(codes, str) else CODE_BY_STATUS.get(exc.status_code, "error")
+        code = (
+            codes
+            if isinstance(codes, str)
+            else CODE_BY_STATUS.get(exc.status_code, ErrorCode.ERROR)
+        )
         wait = getattr(exc, "wait", None) if isinstance(exc, exceptions.Throttled) else None
         extra = {"wait": wait} if wait else {}
         response.data = error_body(str(exc.detail), code, **extra)
@@ -174,7 +179,7 @@ def api_error_response(
 ) -> JsonResponse:
     """Return the contract's JSON response of ``status`` (a 503 with ``Retry-After``)."""
     phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
-    body = error_body(detail or phrase, code or CODE_BY_STATUS.get(status, "error"))
+    body = error_body(detail or phrase, code or CODE_BY_STATUS.get(status, ErrorCode.ERROR))
     response = JsonResponse(body, status=status)
     if status == HTTPStatus.SERVICE_UNAVAILABLE:
         response["Retry-After"] = str(retry_after_seconds())

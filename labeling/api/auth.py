@@ -30,7 +30,7 @@ from rest_framework.views import APIView
 from labeling.api.account import ApiTokenCreatedSerializer, created_token_body
 from labeling.api.common import ErrorSerializer, written
 from labeling.api.fields import StrictCharField
-from labeling.exceptions import PermissionDenied
+from labeling.exceptions import ErrorCode, PermissionDenied
 from labeling.services.tokens import (
     TOKEN_DEFAULT_DAYS,
     TOKEN_MAX_DAYS,
@@ -87,7 +87,7 @@ class TokenObtainApi(APIView):
             raise PermissionDenied(
                 "local passwords are switched off: sign in through single sign-on and make a "
                 "token on the My account page",
-                code="password_login_disabled",
+                code=ErrorCode.PASSWORD_LOGIN_DISABLED,
             )
         serializer = TokenObtainSerializer(data=request.data, context={"request": request})
         try:

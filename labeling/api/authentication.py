@@ -17,6 +17,7 @@ from django.utils import timezone
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
+from labeling.exceptions import ErrorCode
 from labeling.models import ApiToken
 from labeling.rows import raw_first
 from labeling.services.tokens import api_token_touch, token_digest
@@ -52,17 +53,17 @@ class ApiTokenAuthentication(TokenAuthentication):
             ApiToken, "SELECT * FROM labeling_apitoken WHERE digest = %s", [token_digest(key)]
         )
         if token is None:
-            raise AuthenticationFailed("invalid token", code="token_invalid")
+            raise AuthenticationFailed("invalid token", code=ErrorCode.TOKEN_INVALID)
         if token.revoked_at is not None:
             raise AuthenticationFailed(
                 f"this token was revoked ({token.get_revoked_reason_display()}); "
                 f"make a new one {_renew()}",
-                code="token_revoked",
+                code=ErrorCode.TOKEN_REVOKED,
             )
         if token.expires_at <= timezone.now():
             raise AuthenticationFailed(
                 f"this token expired at {token.expires_at.isoformat()}; make a new one {_renew()}",
-                code="token_expired",
+                code=ErrorCode.TOKEN_EXPIRED,
             )
         users = get_user_model()
         # The user, and whether the identity provider stopped vouching for them (single
@@ -78,13 +79,13 @@ class ApiTokenAuthentication(TokenAuthentication):
             [issuer, issuer + "/", token.user_id],
         )
         if user is None or not user.is_active:
-            raise AuthenticationFailed("user inactive or deleted", code="token_invalid")
+            raise AuthenticationFailed("user inactive or deleted", code=ErrorCode.TOKEN_INVALID)
         if getattr(user, "sso_lapsed", False):  # the EXISTS column above
             raise AuthenticationFailed(
                 "the identity provider no longer vouches for this account (deactivated there, "
                 "or its session there ended): sign in through single sign-on again to use this "
                 "token",
-                code="token_suspended",
+                code=ErrorCode.TOKEN_SUSPENDED,
             )
         token.user = user
         api_token_touch(token)

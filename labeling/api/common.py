@@ -46,12 +46,7 @@ class ErrorSerializer(serializers.Serializer):
     """
 
     detail = serializers.CharField()
-    code = serializers.CharField(
-        help_text="Stable: invalid_input, parse_error, not_authenticated, permission_denied, "
-        "not_found, method_not_allowed, not_acceptable, unsupported_media_type, throttled, "
-        "conflict, stale_version, lease_expired, invalid_transition, import_failed, "
-        "server_error, service_unavailable, ..."
-    )
+    code = serializers.CharField(help_text="Stable and machine-readable: one of the enum.")
     errors = ErrorItemSerializer(many=True)  # type: ignore[assignment]
     field = serializers.CharField(required=False)
 

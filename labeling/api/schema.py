@@ -5,7 +5,8 @@
   does not document itself, so a new endpoint gets them with no code of its own;
 - :func:`postprocess_parameters` (a drf-spectacular postprocessing hook) states what
   ``labeling.api.params.QueryParameterCheck`` enforces: a query string is never empty, an id in
-  a path is at most ``MAX_ID``.
+  a path is at most ``MAX_ID``; and every error body's ``code`` is one of the registered error
+  codes (``labeling.exceptions.error_codes``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 
+from labeling.exceptions import error_codes
 from labeling.models import MAX_ID
 
 #: The error statuses of every operation, with what they mean here.
@@ -61,8 +63,13 @@ def postprocess_parameters(result: dict[str, Any], **kwargs: Any) -> dict[str, A
     """State the parameter rules the API enforces (a drf-spectacular postprocessing hook).
 
     A query parameter of type string has ``minLength`` 1 (an empty value is refused, not
-    ignored); an integer in a path is between 0 and ``MAX_ID``.
+    ignored); an integer in a path is between 0 and ``MAX_ID``. The ``code`` of every error
+    body (a component with ``detail``, ``code`` and ``errors``) is an enum of the error codes.
     """
+    for component in result.get("components", {}).get("schemas", {}).values():
+        properties = component.get("properties", {})
+        if {"detail", "code", "errors"} <= properties.keys():
+            properties["code"] = {**properties["code"], "enum": error_codes()}
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             for parameter in operation.get("parameters", []):

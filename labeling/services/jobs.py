@@ -32,7 +32,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from labeling import dispatch, engine
-from labeling.exceptions import LabelingError
+from labeling.exceptions import ErrorCode, LabelingError
 from labeling.models import Item, Job, JobKind, JobStatus, Project
 from labeling.permissions import MANAGERS, require_role
 
@@ -232,7 +232,7 @@ def job_lost_fields(attempts: int) -> dict[str, Any]:
         "status": JobStatus.FAILED,
         "error": {
             "detail": f"the job's worker stopped {attempts} time(s); nothing was written",
-            "code": "worker_lost",
+            "code": ErrorCode.WORKER_LOST.value,
         },
     }
 
@@ -397,7 +397,10 @@ def job_execute(*, job_id: int, task_id: str | None = None) -> Job | None:
     except Exception as exc:
         if job_fail(
             job_id=job.pk,
-            error={"detail": f"internal error: {type(exc).__name__}", "code": "internal_error"},
+            error={
+                "detail": f"internal error: {type(exc).__name__}",
+                "code": ErrorCode.INTERNAL_ERROR.value,
+            },
             lease_owner=me,
         ):
             _cleanup(job)

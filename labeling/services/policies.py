@@ -30,7 +30,7 @@ from django.db import transaction
 
 from labeling import permissions, vocabulary
 from labeling.derived import derived_mark
-from labeling.exceptions import InvalidTransition, PermissionDenied
+from labeling.exceptions import ErrorCode, InvalidTransition, PermissionDenied
 from labeling.importers.record_errors import echo
 from labeling.locks import project_label_writes_lock, project_lock
 from labeling.models import DerivedKind, EvidenceRelation, LabelPolicy, LabelScale, Project
@@ -473,7 +473,7 @@ def policy_update(*, project: Project, actor: Any, description: Any) -> LabelPol
         raise InvalidTransition(
             f"label policy v{policy.version} is frozen since {policy.frozen_at:%Y-%m-%d %H:%M} "
             "UTC (labelling started): it can no longer be edited; publish a new version instead",
-            code="policy_frozen",
+            code=ErrorCode.POLICY_FROZEN,
         )
     checked = policy_description_check(description)
     fields = checked.model_fields()

@@ -453,3 +453,55 @@ def test_a_tag_named_by_the_integer_0_is_refused(api, project):
     assert body["errors"] == [
         {"field": "name", "reason": "Not a valid string: a string is required."}
     ]
+
+
+def test_every_error_code_is_listed_once_per_app_and_stated_in_the_schema(client):
+    """A client can list the codes: each comes from one enum per app, and the schema says them."""
+    import ast
+    from pathlib import Path
+
+    from rest_framework import exceptions as drf
+
+    from certification.exceptions import CertificationErrorCode
+    from labeling.exceptions import ErrorCode, LabelingError, error_codes
+
+    codes = error_codes()
+    assert codes == sorted({*ErrorCode, *CertificationErrorCode})
+    assert len(codes) == len(ErrorCode) + len(CertificationErrorCode)  # no code in both apps
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    assert {str(c.code) for c in subclasses(LabelingError)} <= set(codes)
+    # the codes DRF's own exceptions carry (a validation error becomes invalid_input)
+    drf_errors = [c for c in vars(drf).values() if isinstance(c, type)]
+    drf_codes = {
+        c.default_code
+        for c in drf_errors
+        if issubclass(c, drf.APIException) and c is not drf.ValidationError
+    }
+    assert drf_codes <= set(codes)
+    # no code is spelt as a string where an error is made: a new one must join an enum
+    root = Path(__file__).resolve().parents[3]
+    spelt = []
+    for path in [*root.glob("labeling/**/*.py"), *root.glob("certification/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            literal = None
+            if isinstance(node, ast.keyword) and node.arg == "code":
+                literal = node.value
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id == "code" for t in targets):
+                    literal = node.value
+            elif isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == "code":
+                        literal = value
+            if isinstance(literal, ast.Constant) and isinstance(literal.value, str):
+                spelt.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert spelt == []
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    for name in ("Error", "ImportError"):
+        assert schema["components"]["schemas"][name]["properties"]["code"]["enum"] == codes
