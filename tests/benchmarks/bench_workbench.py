@@ -237,12 +237,14 @@ def label_all(base: str, items: int) -> dict:
                     f"() => document.querySelector('#workbench').dataset.ready !== '{current}'"
                 )
                 timings.append(page.evaluate("() => window.workbenchTimings.slice(-1)[0]"))
-                requests.append(
-                    page.evaluate(
-                        "() => performance.getEntriesByType('resource')"
-                        ".filter((e) => e.initiatorType === 'fetch').slice(-1)[0].duration"
-                    )
+                # The submit's own request (the save may end after the next item shows; the
+                # reserve's and other fetches are not it).
+                submit = (
+                    "() => performance.getEntriesByType('resource').filter((e) => "
+                    f"e.initiatorType === 'fetch' && e.name.endsWith('/annotate/{current}/'))"
                 )
+                page.wait_for_function(f"() => ({submit})().length > 0", timeout=30_000)
+                requests.append(page.evaluate(f"() => ({submit})().slice(-1)[0].duration"))
             else:
                 # The last submit leaves the workbench (no item left): a full page load.
                 page.wait_for_url(f"{base}/p/{SLUG}/annotate/")
