@@ -40,7 +40,6 @@ from labeling.models import (
     Resolution,
     ResolutionStatus,
     ResolvedClaimLabel,
-    ResolvedEvidence,
     UnresolvedReason,
 )
 from labeling.offsets import UNIT_CODEPOINT
@@ -206,18 +205,10 @@ def _decide(
     )
     if labels is not None:
         claim_labels_write(
-            ResolvedEvidence,
+            ResolvedClaimLabel,
+            ("resolution_id", "claim_id", "label", "reason", "evidence_waived"),
             [
-                (
-                    ResolvedClaimLabel(
-                        resolution=resolution,
-                        claim_id=c.claim_id,
-                        label=c.label,
-                        reason=c.reason,
-                        evidence_waived=c.evidence_waived,
-                    ),
-                    c.evidence,
-                )
+                ((resolution.pk, c.claim_id, c.label, c.reason, c.evidence_waived), c.evidence)
                 for c in labels.claims
             ],
         )

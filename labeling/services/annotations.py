@@ -25,7 +25,7 @@ import logging
 import math
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -142,50 +142,59 @@ def _write_revision(
             )
         ]
     )
-    rows, evidence = claim_labels_write(
-        EvidenceSpan,
+    label_ids, evidence_ids = claim_labels_write(
+        ClaimLabel,
+        ("revision_id", "claim_id", "label", "reason", "boundary_error"),
         [
-            (
-                ClaimLabel(
-                    revision=revision,
-                    claim_id=c.claim_id,
-                    label=c.label,
-                    reason=c.reason,
-                    boundary_error=c.boundary_error,
-                ),
-                c.evidence,
-            )
+            ((revision.pk, c.claim_id, c.label, c.reason, c.boundary_error), c.evidence)
             for c in labels.claims
         ],
     )
-    _cache_written(revision, rows, evidence)
+    _cache_written(revision, labels, label_ids, evidence_ids)
     return revision
 
 
 def _cache_written(
-    revision: AnnotationRevision, rows: list[ClaimLabel], evidence: list[EvidenceSpan]
+    revision: AnnotationRevision, labels: CheckedLabels, label_ids: list[int], span_ids: list[int]
 ) -> None:
-    """Give the new revision its rows as prefetched relations, in the models' own ordering.
+    """Give the new revision its rows (ids as written) as prefetched relations.
 
     As ``prefetch_related`` leaves them (a queryset whose results are filled in), so the
     caller's response (``revision.claim_labels.all()``, ``label.evidence.all()``) is built from
-    what was just written without reading it back; any other query on them still runs.
+    what was just written without reading it back; any other query on them still runs. The
+    rows are in the models' own ordering: ``labels_check`` gives the claims by claim index and
+    their spans sorted.
     """
-    spans: dict[int, list[EvidenceSpan]] = {row.pk: [] for row in rows}
-    for span in evidence:
-        spans[span.claim_label_id].append(span)
-    for row in rows:
-        row.revision = revision
-        cited = sorted(spans[row.pk], key=lambda e: (e.source_version_id, e.start, e.end))
-        row._prefetched_objects_cache = {  # type: ignore[attr-defined]
-            "evidence": _filled(EvidenceSpan.objects.filter(claim_label=row), cited)
+    rows, new_span_id = [], iter(span_ids)
+    for pk, c in zip(label_ids, labels.claims, strict=True):
+        row = _stored(
+            ClaimLabel,
+            pk=pk,
+            revision=revision,
+            claim_id=c.claim_id,
+            label=c.label,
+            reason=c.reason,
+            boundary_error=c.boundary_error,
+        )
+        spans = [
+            _stored(EvidenceSpan, pk=next(new_span_id), claim_label=row, **e._asdict())
+            for e in c.evidence
+        ]
+        row._prefetched_objects_cache = {
+            "evidence": _filled(EvidenceSpan.objects.filter(claim_label=row), spans)
         }
-    # The rows are in the order labels_check gives the claims: by claim index, as ClaimLabel's
-    # ordering (revision, then the claim's own: candidate, index) reads them back.
-    labels = list(rows)
+        rows.append(row)
     revision._prefetched_objects_cache = {  # type: ignore[attr-defined]
-        "claim_labels": _filled(ClaimLabel.objects.filter(revision=revision), labels)
+        "claim_labels": _filled(ClaimLabel.objects.filter(revision=revision), rows)
     }
+
+
+def _stored(model: type[Any], **values: Any) -> Any:
+    """An instance of ``model`` as a stored row of the current database (as an insert leaves)."""
+    row = model(**values)
+    row._state.adding = False
+    row._state.db = connection.alias
+    return row
 
 
 def _filled(queryset: QuerySet[Any], rows: list[Any]) -> QuerySet[Any]:
