@@ -29,7 +29,6 @@ from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from labeling import offsets
 from labeling.derived import derived_mark
 from labeling.exceptions import (
     InvalidInput,
@@ -58,7 +57,7 @@ from labeling.models import (
 from labeling.permissions import ANNOTATORS, require_role
 from labeling.rows import execute, insert, raw_first, select_rows
 from labeling.selectors.review import labelling_policy_get
-from labeling.services.claim_labels import claim_labels_write
+from labeling.services.claim_labels import claim_labels_json, claim_labels_write
 from labeling.services.comparison import items_compare
 from labeling.services.label_checks import AnnotationInput, CheckedLabels, labels_check
 from labeling.services.vote_tally import vote_tally_refresh
@@ -208,32 +207,14 @@ def _revision_json(revision: AnnotationRevision | None) -> dict[str, Any] | None
     """The actor's own revision as the labelling form's ``current`` shows it (code points)."""
     if revision is None:
         return None
-    claim_labels = ClaimLabel.objects.filter(revision=revision).prefetch_related("evidence")
+    claim_labels = ClaimLabel.objects.filter(revision=revision)
     return {
         "annotation_id": revision.annotation_id,
         "revision": revision.number,
         "answer_label": revision.answer_label,
         "answer_reason": revision.answer_reason,
         "comment": revision.comment,
-        "claims": [
-            {
-                "claim_id": cl.claim_id,
-                "label": cl.label,
-                "reason": cl.reason,
-                "boundary_error": cl.boundary_error,
-                "evidence": [
-                    {
-                        "source_version_id": e.source_version_id,
-                        "start": e.start,
-                        "end": e.end,
-                        "quote": e.quote,
-                        "unit": offsets.UNIT_CODEPOINT,
-                    }
-                    for e in cl.evidence.all()
-                ],
-            }
-            for cl in claim_labels.order_by("claim__index")
-        ],
+        "claims": claim_labels_json(claim_labels, "boundary_error"),
     }
 
 

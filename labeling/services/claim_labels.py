@@ -7,6 +7,7 @@ adjudication, by the comparison of votes and by the workload import), an importe
 annotation's (``PriorClaimLabel`` with ``PriorEvidence``) and a gold item's reference
 (``GoldClaimLabel`` with ``GoldEvidence``). :func:`claim_labels_write` writes any of them from
 plain values (no model instance per row): a submit's few labels and a start's thousands alike.
+:func:`claim_labels_json` reads a vote's labels back as the conflict errors show them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from django.db.models import QuerySet
+
 from labeling.bulk import insert_rows
 from labeling.models import ClaimLabelBase, EvidenceBase
+from labeling.offsets import UNIT_CODEPOINT
 from labeling.rows import insert_like
 
 EVIDENCE_COLUMNS = ("claim_label_id", "source_version_id", "start", "end", "quote")
@@ -73,3 +77,30 @@ def claim_labels_write(
     if copy:
         return ids, insert_rows(spans, EVIDENCE_COLUMNS, evidence, with_ids=True)
     return ids, insert_like(spans(), EVIDENCE_COLUMNS, evidence)
+
+
+def claim_labels_json(labels: QuerySet[Any], flag: str) -> list[dict[str, Any]]:
+    """A vote's claim labels in claim order, with their evidence (code points), as JSON data.
+
+    ``labels`` selects one vote's labels (of any kind); ``flag`` names the kind's own boolean
+    field that each entry carries (``boundary_error``, ``evidence_waived``). Two queries.
+    """
+    return [
+        {
+            "claim_id": cl.claim_id,
+            "label": cl.label,
+            "reason": cl.reason,
+            flag: getattr(cl, flag),
+            "evidence": [
+                {
+                    "source_version_id": e.source_version_id,
+                    "start": e.start,
+                    "end": e.end,
+                    "quote": e.quote,
+                    "unit": UNIT_CODEPOINT,
+                }
+                for e in cl.evidence.all()
+            ],
+        }
+        for cl in labels.prefetch_related("evidence").order_by("claim__index")
+    ]
