@@ -20,10 +20,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
-from django.db.models.functions import Length
-from django.db.models.lookups import Exact
 
-from labeling.models.catalog import Claim, ImportBatch, Item, LabelPolicy, Project, SourceVersion
+from labeling.models.catalog import ImportBatch, Item, LabelPolicy, Project
+from labeling.models.work import ClaimLabelBase, EvidenceBase
 
 
 class GoldReference(models.Model):
@@ -70,53 +69,28 @@ class GoldReference(models.Model):
         return f"gold reference {self.number} of item {self.item_id}: {self.answer_label}"
 
 
-class GoldClaimLabel(models.Model):
+class GoldClaimLabel(ClaimLabelBase):
     """A reference's label of one claim (every claim of the item has one)."""
 
     reference = models.ForeignKey(
         GoldReference, on_delete=models.CASCADE, related_name="claim_labels"
     )
-    claim = models.ForeignKey(Claim, on_delete=models.PROTECT, related_name="+")
-    label = models.CharField(max_length=64)
-    reason = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:
         ordering = ["reference", "claim"]
-        constraints = [
-            models.UniqueConstraint(fields=["reference", "claim"], name="gold_claim_label_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"claim {self.claim_id}: {self.label}"
+        constraints = [ClaimLabelBase.unique("reference", "gold_claim_label")]
 
 
-class GoldEvidence(models.Model):
-    """Evidence of a reference claim label: ``source_version.text[start:end] == quote``."""
+class GoldEvidence(EvidenceBase):
+    """Evidence of a reference claim label."""
 
     claim_label = models.ForeignKey(
         GoldClaimLabel, on_delete=models.CASCADE, related_name="evidence"
     )
-    source_version = models.ForeignKey(SourceVersion, on_delete=models.PROTECT, related_name="+")
-    start = models.PositiveIntegerField()
-    end = models.PositiveIntegerField()
-    quote = models.TextField()
 
     class Meta:
-        ordering = ["claim_label", "source_version", "start", "end"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["claim_label", "source_version", "start", "end"],
-                name="gold_evidence_unique",
-            ),
-            models.CheckConstraint(condition=Q(end__gt=F("start")), name="gold_evidence_order"),
-            models.CheckConstraint(
-                condition=Exact(Length("quote"), F("end") - F("start")),
-                name="gold_evidence_quote_length",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.source_version_id}[{self.start}:{self.end}]"
+        ordering = EvidenceBase.ORDERING
+        constraints = EvidenceBase.checks("gold_evidence")
 
 
 class QualificationStatus(models.TextChoices):

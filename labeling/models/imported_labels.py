@@ -19,6 +19,7 @@ from labeling.models.catalog import (
     Project,
     SourceVersion,
 )
+from labeling.models.work import ClaimLabelBase, EvidenceBase
 
 
 class Evaluator(models.Model):
@@ -146,51 +147,32 @@ class PriorAnnotation(models.Model):
         return f"{self.annotator} on {self.candidate_id}"
 
 
-class PriorClaimLabel(models.Model):
+class PriorClaimLabel(ClaimLabelBase):
     """A prior annotation's label of one claim (``raw_label`` keeps the dataset's own value)."""
 
     prior_annotation = models.ForeignKey(
         PriorAnnotation, on_delete=models.CASCADE, related_name="claim_labels"
     )
     claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="prior_labels")
-    label = models.CharField(max_length=64, null=True, blank=True)
-    reason = models.CharField(max_length=64, null=True, blank=True)
+    # A dataset's claim label may be missing (the claim then counts no vote).
+    label = models.CharField(max_length=64, null=True, blank=True)  # type: ignore[assignment]
     boundary_error = models.BooleanField(default=False)
     raw_label = models.JSONField(null=True, blank=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["prior_annotation", "claim"], name="prior_claim_label_unique"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.claim_id}: {self.label}"
+        constraints = [ClaimLabelBase.unique("prior_annotation", "prior_claim_label")]
 
 
-class PriorEvidence(models.Model):
-    """Evidence cited by a prior claim label: ``source_version.text[start:end] == quote``."""
+class PriorEvidence(EvidenceBase):
+    """Evidence cited by a prior claim label (a dataset's span may be empty)."""
 
     claim_label = models.ForeignKey(
         PriorClaimLabel, on_delete=models.CASCADE, related_name="evidence"
     )
     source_version = models.ForeignKey(SourceVersion, on_delete=models.PROTECT)
-    start = models.PositiveIntegerField()
-    end = models.PositiveIntegerField()
-    quote = models.TextField()
 
     class Meta:
-        constraints = [
-            models.CheckConstraint(condition=Q(end__gte=F("start")), name="prior_evidence_order"),
-            models.CheckConstraint(
-                condition=Exact(Length("quote"), F("end") - F("start")),
-                name="prior_evidence_quote_length",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.source_version_id}[{self.start}:{self.end}]"
+        constraints = EvidenceBase.checks("prior_evidence", unique=False, empty=True)
 
 
 class PriorSpan(models.Model):

@@ -12,6 +12,8 @@ checked by the database).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -201,48 +203,84 @@ class AnnotationRevision(models.Model):
         return f"annotation {self.annotation_id} r{self.number}: {self.answer_label}"
 
 
-class ClaimLabel(models.Model):
-    """A revision's label of one claim; ``boundary_error`` flags a wrong claim boundary."""
+class ClaimLabelBase(models.Model):
+    """A vote's label of one claim; each concrete kind adds its parent (the vote) and Meta."""
 
-    revision = models.ForeignKey(
-        AnnotationRevision, on_delete=models.CASCADE, related_name="claim_labels"
-    )
     claim = models.ForeignKey(Claim, on_delete=models.PROTECT, related_name="+")
     label = models.CharField(max_length=64)
     reason = models.CharField(max_length=64, null=True, blank=True)
-    boundary_error = models.BooleanField(default=False)
 
     class Meta:
-        ordering = ["revision", "claim"]
-        constraints = [
-            models.UniqueConstraint(fields=["revision", "claim"], name="claim_label_unique"),
-        ]
+        abstract = True
 
     def __str__(self) -> str:
         return f"claim {self.claim_id}: {self.label}"
 
+    @staticmethod
+    def unique(parent: str, prefix: str) -> models.UniqueConstraint:
+        """One label per (vote, claim): the constraint named ``<prefix>_unique``."""
+        return models.UniqueConstraint(fields=[parent, "claim"], name=f"{prefix}_unique")
 
-class EvidenceSpan(models.Model):
-    """Evidence cited for a claim label: ``source_version.text[start:end] == quote``."""
 
-    claim_label = models.ForeignKey(ClaimLabel, on_delete=models.CASCADE, related_name="evidence")
+class EvidenceBase(models.Model):
+    """Evidence cited for a claim label: ``source_version.text[start:end] == quote``.
+
+    Each concrete kind adds ``claim_label`` (its label table, ``related_name="evidence"``).
+    """
+
     source_version = models.ForeignKey(SourceVersion, on_delete=models.PROTECT, related_name="+")
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     quote = models.TextField()
 
+    ORDERING = ["claim_label", "source_version", "start", "end"]
+
     class Meta:
-        ordering = ["claim_label", "source_version", "start", "end"]
-        constraints = [
-            models.CheckConstraint(condition=Q(end__gt=F("start")), name="evidence_span_order"),
-            models.CheckConstraint(
-                condition=Exact(Length("quote"), F("end") - F("start")),
-                name="evidence_span_quote_length",
-            ),
-        ]
+        abstract = True
 
     def __str__(self) -> str:
         return f"{self.source_version_id}[{self.start}:{self.end}]"
+
+    @staticmethod
+    def checks(prefix: str, *, unique: bool = True, empty: bool = False) -> list[Any]:
+        """The constraints of an evidence table, named ``<prefix>_unique``, ``_order``, ...
+
+        ``unique``: each (label, source version, start, end) once; ``empty``: a span may be
+        empty (``end == start``) rather than hold at least one code point.
+        """
+        order = Q(end__gte=F("start")) if empty else Q(end__gt=F("start"))
+        fields = ["claim_label", "source_version", "start", "end"]
+        return [
+            *([models.UniqueConstraint(fields=fields, name=f"{prefix}_unique")] if unique else []),
+            models.CheckConstraint(condition=order, name=f"{prefix}_order"),
+            models.CheckConstraint(
+                condition=Exact(Length("quote"), F("end") - F("start")),
+                name=f"{prefix}_quote_length",
+            ),
+        ]
+
+
+class ClaimLabel(ClaimLabelBase):
+    """A revision's label of one claim; ``boundary_error`` flags a wrong claim boundary."""
+
+    revision = models.ForeignKey(
+        AnnotationRevision, on_delete=models.CASCADE, related_name="claim_labels"
+    )
+    boundary_error = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["revision", "claim"]
+        constraints = [ClaimLabelBase.unique("revision", "claim_label")]
+
+
+class EvidenceSpan(EvidenceBase):
+    """Evidence cited for an annotation's claim label."""
+
+    claim_label = models.ForeignKey(ClaimLabel, on_delete=models.CASCADE, related_name="evidence")
+
+    class Meta:
+        ordering = EvidenceBase.ORDERING
+        constraints = EvidenceBase.checks("evidence_span", unique=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,7 +421,7 @@ class Resolution(models.Model):
         return f"item {self.item_id} #{self.number}: {self.status}"
 
 
-class ResolvedClaimLabel(models.Model):
+class ResolvedClaimLabel(ClaimLabelBase):
     """A resolution's label of one claim.
 
     ``evidence_waived``: the label needs evidence (supported, contradicted) but has none,
@@ -394,9 +432,6 @@ class ResolvedClaimLabel(models.Model):
     resolution = models.ForeignKey(
         Resolution, on_delete=models.CASCADE, related_name="claim_labels"
     )
-    claim = models.ForeignKey(Claim, on_delete=models.PROTECT, related_name="+")
-    label = models.CharField(max_length=64)
-    reason = models.CharField(max_length=64, null=True, blank=True)
     evidence_waived = models.BooleanField(
         default=False,
         help_text="Accepted without evidence: adopts imported votes that cited no span.",
@@ -404,40 +439,16 @@ class ResolvedClaimLabel(models.Model):
 
     class Meta:
         ordering = ["resolution", "claim"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["resolution", "claim"], name="resolved_claim_label_unique"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"claim {self.claim_id}: {self.label}"
+        constraints = [ClaimLabelBase.unique("resolution", "resolved_claim_label")]
 
 
-class ResolvedEvidence(models.Model):
+class ResolvedEvidence(EvidenceBase):
     """Evidence of a resolved claim label (both annotators' spans are kept under consensus)."""
 
     claim_label = models.ForeignKey(
         ResolvedClaimLabel, on_delete=models.CASCADE, related_name="evidence"
     )
-    source_version = models.ForeignKey(SourceVersion, on_delete=models.PROTECT, related_name="+")
-    start = models.PositiveIntegerField()
-    end = models.PositiveIntegerField()
-    quote = models.TextField()
 
     class Meta:
-        ordering = ["claim_label", "source_version", "start", "end"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["claim_label", "source_version", "start", "end"],
-                name="resolved_evidence_unique",
-            ),
-            models.CheckConstraint(condition=Q(end__gt=F("start")), name="resolved_evidence_order"),
-            models.CheckConstraint(
-                condition=Exact(Length("quote"), F("end") - F("start")),
-                name="resolved_evidence_quote_length",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.source_version_id}[{self.start}:{self.end}]"
+        ordering = EvidenceBase.ORDERING
+        constraints = EvidenceBase.checks("resolved_evidence")

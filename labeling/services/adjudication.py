@@ -40,15 +40,13 @@ from labeling.models import (
     Resolution,
     ResolutionStatus,
     ResolvedClaimLabel,
-    ResolvedEvidence,
     UnresolvedReason,
 )
-from labeling.offsets import UNIT_CODEPOINT
 from labeling.permissions import REVIEWERS, require_role
 from labeling.selectors.adjudication import annotated_by
 from labeling.selectors.review import labelling_policy_get
 from labeling.selectors.vote_reads import imported_evidence_waivers, item_votes
-from labeling.services.claim_labels import claim_labels_write
+from labeling.services.claim_labels import claim_labels_json, claim_labels_write
 from labeling.services.label_checks import CheckedLabels, ClaimInput, Problems, labels_check
 from labeling.signals import announce_resolutions
 
@@ -65,9 +63,7 @@ def _resolution_json(resolution: Resolution | None) -> dict[str, Any] | None:
     """The item's current resolution as a conflict returns it (None: not decided yet)."""
     if resolution is None:
         return None
-    claim_labels = ResolvedClaimLabel.objects.filter(resolution=resolution).prefetch_related(
-        "evidence"
-    )
+    claim_labels = ResolvedClaimLabel.objects.filter(resolution=resolution)
     return {
         "resolution_id": resolution.pk,
         "number": resolution.number,
@@ -76,25 +72,7 @@ def _resolution_json(resolution: Resolution | None) -> dict[str, Any] | None:
         "answer_reason": resolution.answer_reason,
         "unresolved_reason": resolution.unresolved_reason,
         "rationale": resolution.rationale,
-        "claims": [
-            {
-                "claim_id": cl.claim_id,
-                "label": cl.label,
-                "reason": cl.reason,
-                "evidence_waived": cl.evidence_waived,
-                "evidence": [
-                    {
-                        "source_version_id": e.source_version_id,
-                        "start": e.start,
-                        "end": e.end,
-                        "quote": e.quote,
-                        "unit": UNIT_CODEPOINT,
-                    }
-                    for e in cl.evidence.all()
-                ],
-            }
-            for cl in claim_labels.order_by("claim__index")
-        ],
+        "claims": claim_labels_json(claim_labels, "evidence_waived"),
     }
 
 
@@ -206,18 +184,10 @@ def _decide(
     )
     if labels is not None:
         claim_labels_write(
-            ResolvedEvidence,
+            ResolvedClaimLabel,
+            ("resolution_id", "claim_id", "label", "reason", "evidence_waived"),
             [
-                (
-                    ResolvedClaimLabel(
-                        resolution=resolution,
-                        claim_id=c.claim_id,
-                        label=c.label,
-                        reason=c.reason,
-                        evidence_waived=c.evidence_waived,
-                    ),
-                    c.evidence,
-                )
+                ((resolution.pk, c.claim_id, c.label, c.reason, c.evidence_waived), c.evidence)
                 for c in labels.claims
             ],
         )

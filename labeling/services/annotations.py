@@ -25,11 +25,10 @@ import logging
 import math
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from labeling import offsets
 from labeling.derived import derived_mark
 from labeling.exceptions import (
     InvalidInput,
@@ -58,7 +57,7 @@ from labeling.models import (
 from labeling.permissions import ANNOTATORS, require_role
 from labeling.rows import execute, insert, raw_first, select_rows
 from labeling.selectors.review import labelling_policy_get
-from labeling.services.claim_labels import claim_labels_write
+from labeling.services.claim_labels import claim_labels_json, claim_labels_write
 from labeling.services.comparison import items_compare
 from labeling.services.label_checks import AnnotationInput, CheckedLabels, labels_check
 from labeling.services.vote_tally import vote_tally_refresh
@@ -142,50 +141,59 @@ def _write_revision(
             )
         ]
     )
-    rows, evidence = claim_labels_write(
-        EvidenceSpan,
+    label_ids, evidence_ids = claim_labels_write(
+        ClaimLabel,
+        ("revision_id", "claim_id", "label", "reason", "boundary_error"),
         [
-            (
-                ClaimLabel(
-                    revision=revision,
-                    claim_id=c.claim_id,
-                    label=c.label,
-                    reason=c.reason,
-                    boundary_error=c.boundary_error,
-                ),
-                c.evidence,
-            )
+            ((revision.pk, c.claim_id, c.label, c.reason, c.boundary_error), c.evidence)
             for c in labels.claims
         ],
     )
-    _cache_written(revision, rows, evidence)
+    _cache_written(revision, labels, label_ids, evidence_ids)
     return revision
 
 
 def _cache_written(
-    revision: AnnotationRevision, rows: list[ClaimLabel], evidence: list[EvidenceSpan]
+    revision: AnnotationRevision, labels: CheckedLabels, label_ids: list[int], span_ids: list[int]
 ) -> None:
-    """Give the new revision its rows as prefetched relations, in the models' own ordering.
+    """Give the new revision its rows (ids as written) as prefetched relations.
 
     As ``prefetch_related`` leaves them (a queryset whose results are filled in), so the
     caller's response (``revision.claim_labels.all()``, ``label.evidence.all()``) is built from
-    what was just written without reading it back; any other query on them still runs.
+    what was just written without reading it back; any other query on them still runs. The
+    rows are in the models' own ordering: ``labels_check`` gives the claims by claim index and
+    their spans sorted.
     """
-    spans: dict[int, list[EvidenceSpan]] = {row.pk: [] for row in rows}
-    for span in evidence:
-        spans[span.claim_label_id].append(span)
-    for row in rows:
-        row.revision = revision
-        cited = sorted(spans[row.pk], key=lambda e: (e.source_version_id, e.start, e.end))
-        row._prefetched_objects_cache = {  # type: ignore[attr-defined]
-            "evidence": _filled(EvidenceSpan.objects.filter(claim_label=row), cited)
+    rows, new_span_id = [], iter(span_ids)
+    for pk, c in zip(label_ids, labels.claims, strict=True):
+        row = _stored(
+            ClaimLabel,
+            pk=pk,
+            revision=revision,
+            claim_id=c.claim_id,
+            label=c.label,
+            reason=c.reason,
+            boundary_error=c.boundary_error,
+        )
+        spans = [
+            _stored(EvidenceSpan, pk=next(new_span_id), claim_label=row, **e._asdict())
+            for e in c.evidence
+        ]
+        row._prefetched_objects_cache = {
+            "evidence": _filled(EvidenceSpan.objects.filter(claim_label=row), spans)
         }
-    # The rows are in the order labels_check gives the claims: by claim index, as ClaimLabel's
-    # ordering (revision, then the claim's own: candidate, index) reads them back.
-    labels = list(rows)
+        rows.append(row)
     revision._prefetched_objects_cache = {  # type: ignore[attr-defined]
-        "claim_labels": _filled(ClaimLabel.objects.filter(revision=revision), labels)
+        "claim_labels": _filled(ClaimLabel.objects.filter(revision=revision), rows)
     }
+
+
+def _stored(model: type[Any], **values: Any) -> Any:
+    """An instance of ``model`` as a stored row of the current database (as an insert leaves)."""
+    row = model(**values)
+    row._state.adding = False
+    row._state.db = connection.alias
+    return row
 
 
 def _filled(queryset: QuerySet[Any], rows: list[Any]) -> QuerySet[Any]:
@@ -199,32 +207,14 @@ def _revision_json(revision: AnnotationRevision | None) -> dict[str, Any] | None
     """The actor's own revision as the labelling form's ``current`` shows it (code points)."""
     if revision is None:
         return None
-    claim_labels = ClaimLabel.objects.filter(revision=revision).prefetch_related("evidence")
+    claim_labels = ClaimLabel.objects.filter(revision=revision)
     return {
         "annotation_id": revision.annotation_id,
         "revision": revision.number,
         "answer_label": revision.answer_label,
         "answer_reason": revision.answer_reason,
         "comment": revision.comment,
-        "claims": [
-            {
-                "claim_id": cl.claim_id,
-                "label": cl.label,
-                "reason": cl.reason,
-                "boundary_error": cl.boundary_error,
-                "evidence": [
-                    {
-                        "source_version_id": e.source_version_id,
-                        "start": e.start,
-                        "end": e.end,
-                        "quote": e.quote,
-                        "unit": offsets.UNIT_CODEPOINT,
-                    }
-                    for e in cl.evidence.all()
-                ],
-            }
-            for cl in claim_labels.order_by("claim__index")
-        ],
+        "claims": claim_labels_json(claim_labels, "boundary_error"),
     }
 
 

@@ -27,12 +27,11 @@ from labeling.models import (
     Resolution,
     ResolutionStatus,
     ResolvedClaimLabel,
-    ResolvedEvidence,
 )
 from labeling.rows import execute, in_ids, insert_like, select_rows
 from labeling.selectors.review import labelling_policy_get
 from labeling.selectors.vote_reads import Vote, item_votes, votes_compare
-from labeling.services.claim_labels import EvidenceRowValues, claim_label_values_write
+from labeling.services.claim_labels import EvidenceValues, claim_labels_write
 from labeling.signals import announce_resolutions
 
 logger = logging.getLogger(__name__)
@@ -54,7 +53,7 @@ class CompareResult:
     waiting: tuple[int, ...] = ()
 
 
-def _union(votes: Sequence[Vote], claim_id: int) -> list[EvidenceRowValues]:
+def _union(votes: Sequence[Vote], claim_id: int) -> list[EvidenceValues]:
     """The claim's spans cited by any vote, once each: (source version, start, end, quote)."""
     quotes: dict[tuple[int, int, int], str] = {}
     for vote in votes:
@@ -177,7 +176,7 @@ def _compare_chunk(
                 params,
             )
         )
-    # The rows are written from plain values (rows.insert_like, claim_label_values_write): a
+    # The rows are written from plain values (claim_labels.claim_labels_write): a
     # start compares every item, and a model instance per row was half its time.
     agreed: list[tuple[_ItemRow, list[Vote]]] = []
     differing: list[tuple[int, bool, bool]] = []
@@ -214,17 +213,14 @@ def _compare_chunk(
             for item, votes_ in agreed
         ],
     )
-    claim_rows: list[tuple[tuple[int, int, str, str | None], list[EvidenceRowValues]]] = []
+    claim_rows: list[tuple[tuple[int, int, str, str | None], list[EvidenceValues]]] = []
     for resolution_id, (item, votes_) in zip(resolution_ids, agreed, strict=True):
         for claim_id in claims.get(item.candidate_id, []):
             label, reason = votes_[0].claims[claim_id].key
             assert label is not None  # votes_compare finds no consensus on an unlabelled claim
             claim_rows.append(((resolution_id, claim_id, label, reason), _union(votes_, claim_id)))
-    claim_label_values_write(
-        ResolvedClaimLabel(),
-        ("resolution_id", "claim_id", "label", "reason"),
-        ResolvedEvidence,
-        claim_rows,
+    claim_labels_write(
+        ResolvedClaimLabel, ("resolution_id", "claim_id", "label", "reason"), claim_rows
     )
     if agreed:
         # One statement for the chunk: each item takes its newest resolution, the one just

@@ -29,7 +29,6 @@ from labeling.models import (
     Assignment,
     DerivedKind,
     GoldClaimLabel,
-    GoldEvidence,
     GoldReference,
     ImportBatch,
     Item,
@@ -137,16 +136,9 @@ def gold_reference_set(
         content_sha256=content,
     )
     claim_labels_write(
-        GoldEvidence,
-        [
-            (
-                GoldClaimLabel(
-                    reference=reference, claim_id=c.claim_id, label=c.label, reason=c.reason
-                ),
-                c.evidence,
-            )
-            for c in labels.claims
-        ],
+        GoldClaimLabel,
+        ("reference_id", "claim_id", "label", "reason"),
+        [((reference.pk, c.claim_id, c.label, c.reason), c.evidence) for c in labels.claims],
     )
     # A new reference changes the per-person accuracy on gold items.
     derived_mark(project_id=project.pk, kinds=[DerivedKind.RELIABILITY])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from labeling import offsets
 from labeling.exceptions import InvalidInput
@@ -65,9 +65,11 @@ class AnnotationInput:
     policy_version: int | None = None
 
 
-@dataclass(frozen=True)
-class CheckedEvidence:
-    """An evidence span that passed :func:`labels_check`, in code points."""
+class CheckedEvidence(NamedTuple):
+    """An evidence span that passed :func:`labels_check`, in code points.
+
+    A plain tuple too, as :func:`labeling.services.claim_labels.claim_labels_write` takes spans.
+    """
 
     source_version_id: int
     start: int

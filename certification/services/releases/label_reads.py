@@ -20,17 +20,15 @@ from labeling.models import (
     AnnotationRevision,
     ClaimLabel,
     EvaluatorLabel,
-    EvidenceSpan,
     PriorAnnotation,
     PriorClaimLabel,
-    PriorEvidence,
     PriorSpan,
     Resolution,
     ResolvedClaimLabel,
-    ResolvedEvidence,
 )
 from labeling.release_format import finite_or_none, iso_utc
 from labeling.rows import id_array
+from labeling.services.claim_labels import evidence_model
 
 PSEUDONYM_PREFIX = "r-"
 
@@ -164,12 +162,7 @@ class ChunkLabels:
             )
         )
         labels = self._claim_labels(
-            ClaimLabel,
-            "revision_id",
-            [r[0] for r in revisions],
-            EvidenceSpan,
-            claim_index,
-            boundary=True,
+            ClaimLabel, "revision_id", [r[0] for r in revisions], claim_index, boundary=True
         )
         out: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for (
@@ -205,7 +198,6 @@ class ChunkLabels:
         model: Any,
         parent_field: str,
         parent_ids: list[int],
-        evidence_model: Any,
         claim_index: dict[int, int],
         *,
         boundary: bool = False,
@@ -225,10 +217,11 @@ class ChunkLabels:
         )
         evidence: dict[int, list[dict[str, Any]]] = defaultdict(list)
         sources = self.sources
+        spans: Any = evidence_model(model)
         # By the labels' own ids (one array parameter): an index scan, where a join on the
         # parents' ids scans the whole evidence table.
         for label_id, version_id, start, end, quote in (
-            evidence_model.objects.filter(ids_in("claim_label_id", [r[0] for r in rows]))
+            spans.objects.filter(ids_in("claim_label_id", [r[0] for r in rows]))
             .order_by()
             .values_list("claim_label_id", "source_version_id", "start", "end", "quote")
         ):
@@ -275,13 +268,7 @@ class ChunkLabels:
         )
         prior_ids = [p[0] for p in priors]
         labels = self._claim_labels(
-            PriorClaimLabel,
-            "prior_annotation_id",
-            prior_ids,
-            PriorEvidence,
-            claim_index,
-            boundary=True,
-            raw=True,
+            PriorClaimLabel, "prior_annotation_id", prior_ids, claim_index, boundary=True, raw=True
         )
         spans: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for row in (
@@ -386,7 +373,7 @@ class ChunkLabels:
             if (row[1], row[2]) in wanted
         ]
         labels = self._claim_labels(
-            ResolvedClaimLabel, "resolution_id", [r[0] for r in rows], ResolvedEvidence, claim_index
+            ResolvedClaimLabel, "resolution_id", [r[0] for r in rows], claim_index
         )
         out: dict[int, dict[str, Any]] = {}
         for (

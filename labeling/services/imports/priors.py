@@ -12,9 +12,9 @@ from typing import Any
 from labeling.bulk import insert_rows
 from labeling.importers.record_errors import RecordError, echo
 from labeling.importers.schema import PRIOR_PROVENANCE_FIELDS, PriorAnnotationIn
-from labeling.models import PriorAnnotation, PriorClaimLabel, PriorEvidence, PriorSpan
+from labeling.models import PriorAnnotation, PriorClaimLabel, PriorSpan
 from labeling.rows import db_datetime
-from labeling.services.claim_labels import EvidenceRowValues, claim_label_rows_insert
+from labeling.services.claim_labels import EvidenceValues, claim_labels_write
 from labeling.services.imports.common import fingerprint, json_or_null, json_value
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
@@ -171,7 +171,7 @@ def _span_rows(new: list[NewPrior], prior_ids: list[int]) -> list[tuple[Any, ...
 
 def _label_rows(
     keys: ChunkKeys, new: list[NewPrior], prior_ids: list[int]
-) -> list[tuple[tuple[Any, ...], list[EvidenceRowValues]]]:
+) -> list[tuple[tuple[Any, ...], list[EvidenceValues]]]:
     """Return the ``PRIOR_LABEL_COLUMNS`` rows of saved new prior annotations, with evidence."""
     claims = keys.claims
     return [
@@ -199,12 +199,12 @@ def write_prior_annotations(state: ImportState, chunk: Chunk, keys: ChunkKeys) -
     """
     new, rows = _new_priors(state, chunk, keys)
     prior_ids = insert_rows(PriorAnnotation, PRIOR_COLUMNS, rows, with_ids=True)
-    n_labels, n_evidence = claim_label_rows_insert(
-        PriorClaimLabel, PRIOR_LABEL_COLUMNS, PriorEvidence, _label_rows(keys, new, prior_ids)
+    labels, evidence = claim_labels_write(
+        PriorClaimLabel, PRIOR_LABEL_COLUMNS, _label_rows(keys, new, prior_ids), copy=True
     )
     spans = _span_rows(new, prior_ids)
     insert_rows(PriorSpan, SPAN_COLUMNS, spans)
     state.created["prior_annotations"] += len(new)
-    state.created["prior_claim_labels"] += n_labels
-    state.created["prior_evidence"] += n_evidence
+    state.created["prior_claim_labels"] += len(labels)
+    state.created["prior_evidence"] += len(evidence)
     state.created["prior_spans"] += len(spans)

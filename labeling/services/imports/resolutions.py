@@ -19,7 +19,7 @@ from labeling.importers.record_errors import RecordError
 from labeling.importers.schema import ResolutionIn, ResolvedClaimLabelIn
 from labeling.models import Item, ItemStatus, Resolution, ResolvedClaimLabel, ResolvedEvidence
 from labeling.rows import db_datetime
-from labeling.services.claim_labels import claim_label_rows_insert
+from labeling.services.claim_labels import claim_labels_write
 from labeling.services.imports.state import Chunk, ChunkKeys, ImportState
 
 RESOLUTION_COLUMNS = (
@@ -254,10 +254,9 @@ def write_resolutions(state: ImportState, keys: ChunkKeys, pending: PendingResol
         return
     insert_rows(Resolution, ("id", *RESOLUTION_COLUMNS), pending.rows)
     claims = keys.claims
-    n_labels, n_evidence = claim_label_rows_insert(
+    labels, evidence = claim_labels_write(
         ResolvedClaimLabel,
         RESOLVED_LABEL_COLUMNS,
-        ResolvedEvidence,
         [
             (
                 (
@@ -271,11 +270,12 @@ def write_resolutions(state: ImportState, keys: ChunkKeys, pending: PendingResol
             )
             for row, candidate_id, label, sources in pending.labels
         ],
+        copy=True,
     )
     update_rows(Item, ["status", "resolution_id", "version"], pending.stored_items)
     state.created["resolutions"] += len(pending.rows)
-    state.created["resolved_claim_labels"] += n_labels
-    state.created["resolved_evidence"] += n_evidence
+    state.created["resolved_claim_labels"] += len(labels)
+    state.created["resolved_evidence"] += len(evidence)
 
 
 def _stored_resolutions(ids: list[int]) -> dict[int, tuple[tuple[Any, ...], Any]]:

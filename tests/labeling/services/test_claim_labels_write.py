@@ -1,7 +1,6 @@
-"""claim_labels_write: the one writer of claim labels and their evidence (all three kinds).
+"""claim_labels_write: the one writer of claim labels and their evidence (all four kinds).
 
-claim_label_rows_insert and claim_label_values_write: the import's and the comparison's writers
-of the same rows from plain values.
+From plain values, by INSERT (a submit, a start) or by the import's bulk path (``copy``).
 """
 
 from __future__ import annotations
@@ -11,6 +10,8 @@ from django.db import transaction
 
 from labeling.models import (
     Claim,
+    GoldClaimLabel,
+    GoldEvidence,
     Item,
     PriorAnnotation,
     PriorClaimLabel,
@@ -21,12 +22,7 @@ from labeling.models import (
     ResolvedEvidence,
     SourceVersion,
 )
-from labeling.services.claim_labels import (
-    Evidence,
-    claim_label_rows_insert,
-    claim_label_values_write,
-    claim_labels_write,
-)
+from labeling.services.claim_labels import EvidenceValues, claim_labels_write, evidence_model
 from tests.conftest import native_record
 
 pytestmark = pytest.mark.django_db
@@ -42,9 +38,9 @@ def target(project, import_records):
     return item, claims, version
 
 
-def _span(version: SourceVersion, quote: str) -> Evidence:
+def _span(version: SourceVersion, quote: str) -> EvidenceValues:
     start = version.text.index(quote)
-    return Evidence(version.pk, start, start + len(quote), quote)
+    return (version.pk, start, start + len(quote), quote)
 
 
 def _resolution(project, item) -> Resolution:
@@ -58,56 +54,71 @@ def _resolution(project, item) -> Resolution:
     )
 
 
-def test_writes_the_labels_in_order_then_their_evidence_in_two_queries(
-    project, target, django_assert_num_queries
+def test_each_kind_of_claim_label_has_its_evidence_table():
+    assert evidence_model(ResolvedClaimLabel) is ResolvedEvidence
+    assert evidence_model(PriorClaimLabel) is PriorEvidence
+    assert evidence_model(GoldClaimLabel) is GoldEvidence
+
+
+@pytest.mark.parametrize("copy", [False, True])
+def test_writes_the_labels_in_order_then_their_evidence_in_two_statements(
+    project, target, copy, django_assert_max_num_queries
 ):
     item, claims, version = target
     resolution = _resolution(project, item)
     harbour = _span(version, "It spans the harbour")
     opened = _span(version, "The bridge opened in 1932")
 
-    with django_assert_num_queries(2):
-        rows, evidence = claim_labels_write(
-            ResolvedEvidence,
+    # Two inserts; the bulk path also reserves the ids of each table (and on PostgreSQL may
+    # look the table's sequence up once per process).
+    with transaction.atomic(), django_assert_max_num_queries(2 if not copy else 8):
+        label_ids, evidence_ids = claim_labels_write(
+            ResolvedClaimLabel,
+            ("resolution_id", "claim_id", "label", "reason", "evidence_waived"),
             [
-                (
-                    ResolvedClaimLabel(resolution=resolution, claim=claims[1], label="supported"),
-                    [harbour, opened],
-                ),
-                (
-                    ResolvedClaimLabel(
-                        resolution=resolution,
-                        claim=claims[0],
-                        label="evidence_unavailable",
-                        reason="not_found",
-                    ),
-                    [],
-                ),
+                ((resolution.pk, claims[1].pk, "supported", None, False), [harbour, opened]),
+                ((resolution.pk, claims[0].pk, "evidence_unavailable", "not_found", False), []),
             ],
+            copy=copy,
         )
 
-    assert [row.claim_id for row in rows] == [claims[1].pk, claims[0].pk]
-    assert all(row.pk is not None for row in rows)
     assert list(
-        ResolvedClaimLabel.objects.order_by("pk").values_list("claim__index", "label", "reason")
-    ) == [(1, "supported", None), (0, "evidence_unavailable", "not_found")]
-    assert list(
-        ResolvedEvidence.objects.order_by("pk").values_list(
-            "claim_label_id", "source_version_id", "start", "end", "quote"
+        ResolvedClaimLabel.objects.order_by("pk").values_list(
+            "pk", "claim__index", "label", "reason", "evidence_waived"
         )
     ) == [
-        (rows[0].pk, version.pk, 27, 47, "It spans the harbour"),
-        (rows[0].pk, version.pk, 0, 25, "The bridge opened in 1932"),
+        (label_ids[0], 1, "supported", None, False),
+        (label_ids[1], 0, "evidence_unavailable", "not_found", False),
     ]
-    assert [(e.claim_label_id, e.start, e.end) for e in evidence] == [
-        (rows[0].pk, 27, 47),
-        (rows[0].pk, 0, 25),
+    assert list(
+        ResolvedEvidence.objects.order_by("pk").values_list(
+            "pk", "claim_label_id", "source_version_id", "start", "end", "quote"
+        )
+    ) == [
+        (evidence_ids[0], label_ids[0], version.pk, 27, 47, "It spans the harbour"),
+        (evidence_ids[1], label_ids[0], version.pk, 0, 25, "The bridge opened in 1932"),
     ]
 
 
-def test_nothing_to_write_runs_no_query(django_assert_num_queries, db):
-    with django_assert_num_queries(0):
-        assert claim_labels_write(ResolvedEvidence, []) == ([], [])
+def test_the_insert_writes_in_two_queries(project, target, django_assert_num_queries):
+    item, claims, version = target
+    resolution = _resolution(project, item)
+
+    with django_assert_num_queries(2):
+        claim_labels_write(
+            ResolvedClaimLabel,
+            ("resolution_id", "claim_id", "label"),
+            [((resolution.pk, claims[0].pk, "supported"), [_span(version, "1932")])],
+        )
+
+    # The fields not given take the model's defaults.
+    assert ResolvedClaimLabel.objects.get().evidence_waived is False
+
+
+@pytest.mark.parametrize("copy", [False, True])
+def test_nothing_to_write_runs_no_query(copy, django_assert_num_queries, db):
+    with transaction.atomic(), django_assert_num_queries(0):
+        assert claim_labels_write(ResolvedClaimLabel, ("label",), [], copy=copy) == ([], [])
 
 
 def test_writes_a_prior_annotations_claim_labels_with_their_extra_fields(target):
@@ -116,17 +127,12 @@ def test_writes_a_prior_annotations_claim_labels_with_their_extra_fields(target)
         candidate_id=item.candidate_id, annotator="expert-1", fingerprint="f" * 64
     )
 
-    rows, evidence = claim_labels_write(
-        PriorEvidence,
+    label_ids, evidence_ids = claim_labels_write(
+        PriorClaimLabel,
+        ("prior_annotation_id", "claim_id", "label", "boundary_error", "raw_label"),
         [
             (
-                PriorClaimLabel(
-                    prior_annotation=prior,
-                    claim=claims[0],
-                    label="supported",
-                    boundary_error=True,
-                    raw_label={"support": "Complete"},
-                ),
+                (prior.pk, claims[0].pk, "supported", True, '{"support": "Complete"}'),
                 [_span(version, "1932")],
             )
         ],
@@ -134,67 +140,13 @@ def test_writes_a_prior_annotations_claim_labels_with_their_extra_fields(target)
 
     stored = PriorClaimLabel.objects.get()
     assert (stored.pk, stored.label, stored.boundary_error, stored.raw_label) == (
-        rows[0].pk,
+        label_ids[0],
         "supported",
         True,
         {"support": "Complete"},
     )
     assert list(
         PriorEvidence.objects.values_list(
-            "claim_label_id", "source_version_id", "start", "end", "quote"
+            "pk", "claim_label_id", "source_version_id", "start", "end", "quote"
         )
-    ) == [(stored.pk, version.pk, 21, 25, "1932")]
-    assert len(evidence) == 1
-
-
-@pytest.mark.parametrize("writer", ["rows_insert", "values_write"])
-def test_plain_rows_are_written_as_claim_labels_write_writes_them(
-    project, target, writer, django_assert_num_queries
-):
-    item, claims, version = target
-    resolution = _resolution(project, item)
-    harbour = _span(version, "It spans the harbour")
-    opened = _span(version, "The bridge opened in 1932")
-    spans = [(s.source_version_id, s.start, s.end, s.quote) for s in (harbour, opened)]
-
-    with transaction.atomic():
-        if writer == "rows_insert":
-            counts = claim_label_rows_insert(
-                ResolvedClaimLabel,
-                ("resolution_id", "claim_id", "label", "reason", "evidence_waived"),
-                ResolvedEvidence,
-                [
-                    ((resolution.pk, claims[1].pk, "supported", None, False), spans),
-                    ((resolution.pk, claims[0].pk, "evidence_unavailable", "not_found", False), []),
-                ],
-            )
-        else:
-            with django_assert_num_queries(2):  # the labels, then their evidence
-                counts = claim_label_values_write(
-                    ResolvedClaimLabel(),
-                    ("resolution_id", "claim_id", "label", "reason"),
-                    ResolvedEvidence,
-                    [
-                        ((resolution.pk, claims[1].pk, "supported", None), spans),
-                        ((resolution.pk, claims[0].pk, "evidence_unavailable", "not_found"), []),
-                    ],
-                )
-
-    assert counts == (2, 2)
-    labels = list(
-        ResolvedClaimLabel.objects.order_by("pk").values_list(
-            "pk", "claim__index", "label", "reason", "evidence_waived"
-        )
-    )
-    assert [row[1:] for row in labels] == [
-        (1, "supported", None, False),
-        (0, "evidence_unavailable", "not_found", False),
-    ]
-    assert list(
-        ResolvedEvidence.objects.order_by("pk").values_list(
-            "claim_label_id", "source_version_id", "start", "end", "quote"
-        )
-    ) == [
-        (labels[0][0], version.pk, 27, 47, "It spans the harbour"),
-        (labels[0][0], version.pk, 0, 25, "The bridge opened in 1932"),
-    ]
+    ) == [(evidence_ids[0], stored.pk, version.pk, 21, 25, "1932")]
