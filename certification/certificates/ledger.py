@@ -419,9 +419,6 @@ def ledger(
     denominator of the certified rate, what it is conditional on, what the probability is over,
     its parameters, the correction for selection, its assumptions and where it stops.
 
-    Returns:
-        Twelve ``{"field", "title", "value"}`` dicts of strings, in :data:`LEDGER_FIELDS` order.
-
     Raises:
         KeyError: if a section or the snapshot lacks a key a field reads.
     """
@@ -446,8 +443,7 @@ def ledger_sha256(entries: Sequence[Mapping[str, str]]) -> str:
     exact twelve sentences that state what its guarantee covers (the run page, the API's run
     report and a release's ``ledger.json`` hold the same list).
 
-    Returns:
-        64 lowercase hex digits.
+    report and a release's ``ledger.json`` hold the same list). Returns 64 lowercase hex digits.
     """
     # canonical JSON as the spec hash writes it (sorted keys, no whitespace, UTF-8 kept); this
     # package imports nothing of the web side, so the encoder is spelt out here
