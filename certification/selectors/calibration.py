@@ -414,14 +414,10 @@ def calibration_run_freshness(*, run: CalibrationRun) -> dict[str, Any]:
     evaluator scores or the partitions it reads changed since, or when it was computed by
     another statistics version. Queries: the four of :func:`calibration_inputs` and, when
     superseded, two (the newer resolutions' latest time, the run of the current inputs).
-
-    Returns:
-        ``superseded`` (bool); ``reason`` (in words, None when current);
-        ``current_input_sha256`` (the hash of the current inputs); ``changed_at`` (ISO time
-        of the latest resolution in the current inputs that the run did not read, None when
-        none: e.g. items returned for labelling, or another statistics version); and
-        ``newer_run`` (``{id, status, created_at}`` of a run of the current inputs, None when
-        none has been requested yet).
+    Returns ``superseded``; ``reason`` (None when current); ``current_input_sha256``;
+    ``changed_at`` (ISO time of the latest resolution the run did not read, None when none:
+    e.g. items returned for labelling, or another statistics version); and ``newer_run``
+    (``{id, status, created_at}`` of a run of the current inputs, None when none was requested).
     """
     current = calibration_inputs(spec=run.spec)
     digest = inputs_sha256(spec_sha=run.spec_sha256, inputs=current)

@@ -463,16 +463,12 @@ def read_batch(
 ) -> Iterator[SourcedRecord]:
     """Yield one native record per distinct source text of a FaithBench release batch file.
 
-    Args:
-        stream: the binary file, a JSON document ``{"samples": [...]}``.
-        filename: its name; the batch number comes from ``batch_N.json``.
-        counters: filled with the quirks met and declared rules applied (see README).
-
-    Yields:
-        ``(location, record)`` with location ``"batch_3.json source 2 (samples 10-19)"``, or
-        ``(location, RecordError)``: one error for a file in the wrong shape (not JSON, the
-        older raw export, no ``samples`` list, a name other than ``batch_N.json``), else one per
-        malformed sample (``"batch_3.json sample 5"``, field e.g. ``annotations[2].label``).
+    ``stream`` is a JSON document ``{"samples": [...]}``; the batch number comes from the
+    ``batch_N.json`` name; ``counters`` is filled with the quirks met and declared rules applied
+    (see README). Locations read ``"batch_3.json source 2 (samples 10-19)"``. A file in the wrong
+    shape (not JSON, the older raw export, no ``samples`` list, another name) yields one
+    RecordError, else one per malformed sample (``"batch_3.json sample 5"``, field e.g.
+    ``annotations[2].label``).
     """
     name = filename.replace("\\", "/").rsplit("/", 1)[-1]
     document = _load(stream, name)

@@ -180,10 +180,8 @@ def imported_evidence_waivers(votes: Sequence[Vote]) -> dict[int, frozenset[str]
     imported votes gave it, none of them with a span, is accepted without evidence; the stored
     claim label records that its evidence was waived. A label that a live annotator gave, or
     that some vote gave with a span, needs evidence as usual (there is evidence to copy), and
-    so does any label the adjudicator chooses by themself.
-
-    Returns:
-        ``{claim_id: labels}``; claims without a waivable label are left out.
+    so does any label the adjudicator chooses by themself. Claims without a waivable label are
+    left out.
     """
     givers: dict[tuple[int, str], list[tuple[Vote, ClaimVote]]] = defaultdict(list)
     for vote in votes:
