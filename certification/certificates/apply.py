@@ -284,7 +284,6 @@ def question_parse(raw: Any, contract: Contract) -> dict[str, Any]:
     "answer": str | null, "score"?: number | null, "selected"?: bool}``: ``answer`` is the
     spec's answer field (required when the spec ranks answers: conformal sets or the ``mode``
     selector), ``score`` its score field (absent or null = missing: never accepted),
-    ``selected`` the ``is_selected`` flag. Unknown keys are refused.
     ``selected`` the ``is_selected`` flag. Unknown keys are refused. Returns ``{"id",
     "candidates": [{"id", "sample", "answer", "selected", "score"}]}``.
 
@@ -442,7 +441,6 @@ def heldout_decisions(
     ``excluded`` (why the unit is left out of the held-out figures under the counting policy,
     or None) and ``loss`` (the emitted unit's 0/1 loss, None when excluded or without an
     answer), with a bounded loss also ``bounded_loss`` (in [0, 1]); per prediction set
-    ``excluded`` and ``set_covers`` (whether an admissible class is in the set).
     ``excluded`` and ``set_covers`` (whether an admissible class is in the set). One record per
     test question, in snapshot order, with the question's ``external_id`` added.
     """

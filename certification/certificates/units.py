@@ -46,7 +46,6 @@ def candidate_loss(
     declared policy (error = loss 1, exclude = reason). ``admissible`` is 0; ``inadmissible``
     and any other label are 1. With the ``any_error`` loss an admissible answer with a claim
     that is not ``supported`` is 1 (claims labelled ``evidence_unavailable`` are skipped when
-    that outcome is excluded).
     that outcome is excluded). Returns ``(loss, None)``, or ``(None, outcome)`` when excluded.
     """
     outcome = candidate["outcome"]
