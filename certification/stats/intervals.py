@@ -111,12 +111,10 @@ class Interval:
     """An exact confidence interval for a binomial proportion.
 
     Attributes:
-        lower: lower limit in [0, 1] (0 for a one-sided upper interval).
-        upper: upper limit in [0, 1] (1 for a one-sided lower interval).
-        confidence: the coverage level 1 - g, in (0, 1).
-        side: ``"two-sided"``, ``"upper"`` (the interval is [0, upper]) or ``"lower"``
-            (the interval is [lower, 1]).
-        method: always ``"clopper-pearson"`` (named so a stored report says which method it used).
+        lower: 0 for a one-sided upper interval; ``upper`` 1 for a one-sided lower one.
+        confidence: the coverage level 1 - g.
+        side: ``"two-sided"``, ``"upper"`` ([0, upper]) or ``"lower"`` ([lower, 1]).
+        method: always ``"clopper-pearson"``, so a stored report names its method.
     """
 
     lower: float
@@ -134,12 +132,8 @@ class Interval:
 class Proportion:
     """A proportion with its counts and exact interval, or undefined.
 
-    Attributes:
-        numerator: integer count of successes.
-        denominator: integer count of trials (0 makes the proportion undefined).
-        value: numerator / denominator in [0, 1], or None when undefined.
-        interval: two-sided Clopper–Pearson interval, or None when undefined.
-        reason: why the proportion is undefined, or None.
+    ``value`` = numerator / denominator and its two-sided Clopper–Pearson ``interval`` are None
+    when the denominator is 0 (``reason``).
     """
 
     numerator: int
