@@ -66,14 +66,10 @@ RANDOMNESS_TEXT = (
 class LedgerFacts:
     """What the ledger's sentences are filled from.
 
-    Attributes:
-        contract: the typed contract.
-        inputs: the inputs snapshot (``project``, ``calibration``, ``partition_frozen_at``,
-            ``partition_seed``, ``policy_version``).
-        selective: the selective-risk section, or None when the contract has none.
-        conformal: the conformal section, or None when the contract has none.
-        dependence: the dependence section (its ``grouping`` is read).
-        pending: not-yet-resolved candidates per partition (``calibration``, ``test``).
+    ``inputs`` is the snapshot (``project``, ``calibration``, ``partition_frozen_at``,
+    ``partition_seed``, ``policy_version``); ``selective``/``conformal`` are None when the
+    contract has none; ``dependence``'s ``grouping`` is read; ``pending`` counts unresolved
+    candidates per partition.
     """
 
     contract: Contract
