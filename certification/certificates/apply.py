@@ -63,10 +63,7 @@ WHOLE_SPACE_NOTE = (
 
 
 class InvalidQuestion(ValueError):
-    """A question of new traffic is malformed; ``field`` names where (``candidates[2].score``).
-
-    ``field`` is "" for the question itself; ``reason`` says what is wrong.
-    """
+    """A malformed question of new traffic; ``field`` names where ("" for the question)."""
 
     def __init__(self, field: str, reason: str) -> None:
         # a key or value quoted back may hold a lone surrogate, which no response can encode

@@ -13,10 +13,7 @@ from typing import Any
 
 
 def num(value: float | int | Fraction | Decimal | None) -> float | int | str | None:
-    """Return a JSON-safe number: None, bools and ints as they are, else a float.
-
-    Infinities are written ``"inf"`` and ``"-inf"``, NaN None.
-    """
+    """Return a JSON-safe number: a float unless None/bool/int; ``"inf"``/``"-inf"``, NaN None."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):

@@ -50,10 +50,7 @@ class PairView:
 
 @dataclass(frozen=True)
 class LevelView:
-    """One label level's agreement figures.
-
-    See ``certification.services.agreement.level_to_json``.
-    """
+    """One label level's agreement figures (``certification.services.agreement.level_to_json``)."""
 
     level: str
     title: str

@@ -52,10 +52,7 @@ INPUTS_SCHEMA = 2
 
 
 def parse_evaluator_field(score_field: str) -> tuple[str, str] | None:
-    """Split ``evaluator:<name>@<version>`` into (name, version); None for any other field.
-
-    The version follows the last ``@``, so a name may itself contain ``@``.
-    """
+    """Split ``evaluator:<name>@<version>`` at the last ``@``; None for any other field."""
     if not score_field.startswith(EVALUATOR_PREFIX):
         return None
     name, at, version = score_field[len(EVALUATOR_PREFIX) :].rpartition("@")

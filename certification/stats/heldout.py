@@ -51,11 +51,7 @@ CLAIM_NOTE = (
 
 @dataclass(frozen=True)
 class ProportionMetric(Proportion):
-    """One held-out metric: a :class:`~certification.stats.intervals.Proportion` with a name.
-
-    ``unit`` is the denominator's sampling unit (``"emitted answer"``, ``"claim"``); ``note`` a
-    caveat on the interval's assumptions.
-    """
+    """A named held-out :class:`Proportion`; ``unit`` is the denominator's, ``note`` a caveat."""
 
     name: str
     unit: str
@@ -130,11 +126,7 @@ class HeldoutQuestion:
 
 @dataclass(frozen=True)
 class SetSizeDistribution:
-    """Raw retained set sizes.
-
-    ``counts`` are (size, questions) pairs in ascending size, empty outputs (size 0) included;
-    ``mean`` is over returned sets (None when there is none).
-    """
+    """Raw set sizes: (size, questions) ascending, size 0 included; ``mean`` over returned sets."""
 
     counts: tuple[tuple[int, int], ...]
     n_sets: int

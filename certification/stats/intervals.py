@@ -130,11 +130,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class Proportion:
-    """A proportion with its counts and exact interval, or undefined.
-
-    ``value`` = numerator / denominator and its two-sided Clopper–Pearson ``interval`` are None
-    when the denominator is 0 (``reason``).
-    """
+    """A proportion with its counts and exact interval; None with a ``reason`` at 0 trials."""
 
     numerator: int
     denominator: int

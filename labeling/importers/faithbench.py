@@ -546,11 +546,7 @@ def read_batch(
 
 
 def open_batch(stream: IO[bytes], filename: str) -> RecordSource:
-    """Open a FaithBench ``batch_N.json`` for :func:`labeling.services.workload_import`.
-
-    The records are produced lazily (see :func:`read_batch`); ``counters`` is filled as they are
-    read.
-    """
+    """Open a FaithBench ``batch_N.json`` for import, read lazily (:func:`read_batch`)."""
     counters = _new_counters()
     return RecordSource(read_batch(stream, filename, counters), counters)
 

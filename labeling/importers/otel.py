@@ -295,10 +295,7 @@ def read_otel(
 def open_otel_with_options(
     stream: IO[bytes], filename: str, options: ImportOptions
 ) -> RecordSource:
-    """Open an OTLP JSON trace file for :func:`labeling.services.workload_import` (lazily).
-
-    ``options.splitter`` splits the completions into claims.
-    """
+    """Open an OTLP JSON trace file for import, lazily; ``options.splitter`` splits the claims."""
     counters = _new_counters(options.splitter)
     return RecordSource(read_otel(stream, options.splitter, counters), counters)
 

@@ -61,10 +61,7 @@ def text_key(text: str) -> str:
 
 
 def sentence_spans(sentences: Sequence[str]) -> list[tuple[int, int]]:
-    """Return the ``[start, end)`` code-point span of each sentence in the joined text.
-
-    The joined text is ``SEPARATOR.join(sentences)``; an empty sentence has an empty span.
-    """
+    """Return each sentence's ``[start, end)`` in ``SEPARATOR.join(sentences)`` (empty: empty)."""
     spans = []
     start = 0
     for sentence in sentences:

@@ -457,10 +457,7 @@ def item_answer_labels(*, project: Project) -> list[str]:
 
 
 def item_annotators(*, project: Project) -> list[tuple[int, str]]:
-    """Return (user id, username) of everyone who submitted an annotation in ``project``.
-
-    Sorted by username; for the managers' and adjudicators' annotator filter. One query.
-    """
+    """Return (user id, username) of every annotator of ``project``, by username. One query."""
     return list(
         Assignment.objects.filter(item__project=project, status=AssignmentStatus.SUBMITTED)
         .order_by("annotator__username")

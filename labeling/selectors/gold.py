@@ -50,10 +50,7 @@ class Span:
 
 @dataclass(frozen=True)
 class GoldLabels:
-    """One set of labels of a gold item at both label levels.
-
-    Labels are vote values; ``evidence`` holds sorted spans for claims whose label cites it.
-    """
+    """A gold item's labels at both levels, as vote values; ``evidence``: sorted spans per claim."""
 
     answer: str
     claims: Mapping[int, str]

@@ -33,10 +33,7 @@ MISSING = -1
 
 @dataclass(frozen=True)
 class Statistic:
-    """A value that may be undefined on the data.
-
-    ``reason`` is one of the module's reason constants when ``value`` is None.
-    """
+    """A value, or None with one of the module's reason constants in ``reason``."""
 
     value: float | None
     reason: str | None = None
@@ -102,10 +99,7 @@ class PairKappa:
 
 @dataclass(frozen=True)
 class PairwiseKappa:
-    """Cohen's kappa of every pair of raters who share a unit, or why there is none.
-
-    ``reason`` (``FEWER_THAN_TWO_RATERS``, ``NO_SHARED_UNIT``) says why ``pairs`` is empty.
-    """
+    """Cohen's kappa of every rater pair sharing a unit; ``reason`` says why there is none."""
 
     pairs: tuple[PairKappa, ...]
     reason: str | None

@@ -183,11 +183,7 @@ def reliability_level(scores: ArrayLike) -> ReliabilityLevel:
 
 @dataclass(frozen=True)
 class ConformalCalibration:
-    """Threshold, reliability level and score histogram of one calibration set.
-
-    ``score_counts`` are (score, questions) pairs in ascending score, ``inf`` last: the rank
-    histogram a run page plots.
-    """
+    """M*, reliability level and score histogram (ascending, ``inf`` last) of a calibration set."""
 
     threshold: ConformalThreshold
     reliability: ReliabilityLevel

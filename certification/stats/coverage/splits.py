@@ -201,10 +201,7 @@ def split_spread(
 
 @dataclass(frozen=True)
 class IIDControl:
-    """Excess values that i.i.d. pools of the same size give under the same row-split procedure.
-
-    ``excess`` holds one row-split excess per pool; ``low``, ``high`` and ``mean`` summarise it.
-    """
+    """Row-split excess per i.i.d. pool of the same size (``low``, ``high``, ``mean`` of it)."""
 
     pools: int
     draws: int

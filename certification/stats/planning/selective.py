@@ -150,10 +150,7 @@ def _never_reason(rates: _Rates, alpha: float, level: float) -> str | None:
 
 @dataclass(frozen=True)
 class _Step:
-    """A threshold's plan: the additional units, or None with the reason.
-
-    ``never`` tells an impossibility at the observed rates from a need beyond the budget.
-    """
+    """A threshold's plan, or None with the reason; ``never`` tells impossible from over budget."""
 
     more: int | None
     reason: str | None = None
@@ -229,11 +226,7 @@ CHANCE_TARGETS = (0.8, 0.95)
 
 @dataclass(frozen=True)
 class ChanceSize:
-    """The additional units at which a threshold certifies with at least a given chance.
-
-    ``additional`` is None when the chance does not reach ``target`` within the budget;
-    otherwise ``probability`` >= ``target``.
-    """
+    """The additional units (None: over budget) that certify with >= ``target`` chance."""
 
     target: float
     additional: int | None

@@ -215,10 +215,7 @@ class ActivePPIEstimate:
     assumptions: tuple[str, ...]
 
     def clipped(self) -> tuple[float, float, float, float]:
-        """Return (estimate, lower, upper, upper_bound) intersected with [0, 1].
-
-        An error rate lies in [0, 1], so clipping loses no coverage.
-        """
+        """Return (estimate, lower, upper, upper_bound) clipped to [0, 1]: no coverage is lost."""
         return (
             min(1.0, max(0.0, self.estimate)),
             max(0.0, self.lower),

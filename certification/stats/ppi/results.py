@@ -109,10 +109,7 @@ class PPIEstimate:
     reason: str | None
 
     def clipped(self) -> tuple[float, float] | None:
-        """Return the two-sided interval intersected with [0, 1] (the range of a rate).
-
-        Clipping loses no coverage (the true rate lies in [0, 1]); None when undefined.
-        """
+        """Return the two-sided interval clipped to [0, 1] (no coverage lost); None if undefined."""
         if self.lower is None or self.upper is None:
             return None
         return max(0.0, self.lower), min(1.0, self.upper)
