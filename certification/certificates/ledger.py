@@ -437,8 +437,6 @@ def ledger_sha256(entries: Sequence[Mapping[str, str]]) -> str:
 
     Every decision made under a certificate carries it, so a decision can be matched with the
     exact twelve sentences that state what its guarantee covers (the run page, the API's run
-    report and a release's ``ledger.json`` hold the same list).
-
     report and a release's ``ledger.json`` hold the same list). Returns 64 lowercase hex digits.
     """
     # canonical JSON as the spec hash writes it (sorted keys, no whitespace, UTF-8 kept); this

@@ -404,6 +404,7 @@ def certify(
     Raises:
         StatsError: if alpha or delta is outside (0, 1), or the method or utility is unknown.
 
+    Bonferroni divides delta by M, the size of the whole family, including thresholds that
     accept nothing (p = 1). Counts of 0/1 losses are tested with the exact binomial p-value and
     Clopper–Pearson bound; counts of bounded losses (``counts.loss_sums``) with the
     Hoeffding–Bentkus p-value and bound (:mod:`certification.stats.bounded`).
