@@ -14,11 +14,6 @@ the run's guarantee ledger, :func:`~certification.certificates.ledger.ledger_sha
 guarantee is the run's: marginal over questions drawn like the calibration questions (Learn
 then Test, Angelopoulos et al. 2021, section 3; split conformal prediction, Vovk, Gammerman and
 Shafer 2005), not a statement about any one question.
-
-:func:`question_parse` validates one question of new traffic (the API and the
-``apply_certificate`` command share it); :func:`heldout_decisions` lists the decisions on the
-run's own test partition, with each question's resolved outcome, for the run's downloads and
-releases.
 """
 
 from __future__ import annotations

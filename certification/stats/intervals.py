@@ -110,11 +110,8 @@ def _check_k_n(k: object, n: object) -> tuple[int, int]:
 class Interval:
     """An exact confidence interval for a binomial proportion.
 
-    Attributes:
-        lower: 0 for a one-sided upper interval; ``upper`` 1 for a one-sided lower one.
-        confidence: the coverage level 1 - g.
-        side: ``"two-sided"``, ``"upper"`` ([0, upper]) or ``"lower"`` ([lower, 1]).
-        method: always ``"clopper-pearson"``, so a stored report names its method.
+    ``side`` is ``"two-sided"``, ``"upper"`` ([0, upper]) or ``"lower"`` ([lower, 1]), at
+    ``confidence`` 1 - g; ``method`` is always ``"clopper-pearson"``, so a stored report names it.
     """
 
     lower: float

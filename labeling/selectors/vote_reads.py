@@ -246,12 +246,8 @@ def _evidence_by_label(
 def live_votes(item_ids: list[int], *, assignment_id: int | None = None) -> list[Vote]:
     """The live votes of the items, by item, assignment slot and assignment. Three statements.
 
-    ``assignment_id``: only the vote of that assignment (the labelling form's own vote).
-
-    Every submit that completes an item's overlap reads them, and whole-project work reads
-    many: plain statements (:mod:`labeling.rows`) instead of the queryset with its two
-    prefetches (``Annotation`` with ``current`` and ``assignment``, the current revision's
-    claim labels by claim index, their evidence by source version and offsets).
+    ``assignment_id`` narrows to that assignment's vote (the labelling form's own). Plain
+    statements (:mod:`labeling.rows`): every submit completing an item's overlap reads them.
     """
     if not item_ids:
         return []
@@ -324,8 +320,6 @@ def _prior_votes(item_ids: list[int]) -> list[Vote]:
     Prior votes count only while the item counts them (``Item.prior_votes``): an item returned
     for labelling under a new policy version collects fresh votes only. A prior annotation
     without an answer label is no vote; an empty prior span (end == start) cites nothing.
-    Plain statements, as for the live votes: starting labelling reads the prior votes of every
-    item.
     """
     where, params = in_ids("i.id", item_ids)
     rows = select_rows(

@@ -72,11 +72,7 @@ class BinaryCounts:
         )
 
     def as_table(self) -> tuple[tuple[int, int, int], ...]:
-        """Return the 3 × 3 table as nested tuples.
-
-        Rows are evaluator (positive, negative, unavailable), columns human (positive, negative,
-        unresolved).
-        """
+        """Return the 3 × 3 table as nested tuples, rows evaluator and columns human."""
         return (
             (self.tp, self.fp, self.unresolved_flagged),
             (self.fn, self.tn, self.unresolved_unflagged),

@@ -304,17 +304,11 @@ def workload_import(
     unless it is the very input imported before (then "already imported"). ``partition`` gives
     the seed and proportions with which the records' ``partition`` values are frozen.
 
-    Partitions. A record's ``partition`` is accepted only when the import creates the project's
-    questions from scratch (no questions and no frozen split before it), or for a question
-    already stored in that partition (a re-import). Every record gives one, or none does.
-    Questions sharing a ``group_key`` or a source document must be in one partition. When
+    Partitions follow :func:`~labeling.services.imports.questions.check_partition`; when
     partitioned questions were created, the split is frozen with ``partition``'s seed and
-    proportions at the end of the import.
-
-    Resolutions. A candidate's ``resolution`` is written as resolution number 1 of its item
-    (with this batch, and ``resolved_at`` as its time) and the item is resolved: labelling never
-    serves it nor compares its votes. A candidate already resolved must give the same
-    resolution (then nothing is written). Items resolved are announced after commit.
+    proportions at the end of the import. Resolutions
+    (:mod:`~labeling.services.imports.resolutions`) resolve their items, which labelling then
+    never serves; items resolved are announced after commit.
 
     ``batch`` of the result is None when the import created nothing.
 
