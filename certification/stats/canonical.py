@@ -10,8 +10,8 @@ Built-in canonicalisers:
 - ``"exact"``: the answer unchanged (no merging at all).
 - ``"text"``: Unicode NFKC, case-folded, punctuation removed (except inside numbers and a leading
   minus), whitespace collapsed — the SQuAD answer normalisation (Rajpurkar et al. 2016,
-  ``evaluate-v1.1.py`` ``normalize_answer``) without its article removal, which is English-specific
-  and not declared by the issue, and without merging "42.0" into "420".
+  ``evaluate-v1.1.py`` ``normalize_answer``) without its English-specific article removal and
+  without merging "42.0" into "420".
 - ``"numeric"``: a number written as "42", "42.0", "+42", "$42", "42,000", "4.2e1", "1/2" or "50%"
   is replaced by its exact canonical value (via :class:`fractions.Fraction`, so no float rounding
   can merge different numbers); anything else falls back to ``"text"``.

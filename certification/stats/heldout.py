@@ -13,11 +13,9 @@ across metrics or slices), and assume i.i.d. sampling units. Claims share their 
 claim-level interval is optimistic when errors cluster within answers; the
 record says so in its note.
 
-Every metric keeps its own denominator because none substitutes for another; two synthetic
-counterexamples show it (100 questions whose set always covers while the selector always errs:
-perfect set coverage, zero selected-answer correctness; 1,000 eligible / 20 emitted / 10
-inadmissible / 10 of 100 claims unsupported: a 2% answer rate, 1% unconditional failure, 50% error
-among emitted answers). Intervals: Clopper and Pearson (1934).
+Another counterexample: 100 questions whose set always covers while the selector always errs
+have perfect set coverage and zero selected-answer correctness. Intervals: Clopper and Pearson
+(1934).
 """
 
 from __future__ import annotations

@@ -85,10 +85,7 @@ Claims that are not substrings of the answer are stored unanchored (flag boundar
 
 
 def pseudonym(annotator_id: str) -> str:
-    """Return the pseudonymous annotator key for an ExpertQA ``annotator_id``.
-
-    ``"eq-"`` + the first 12 hex digits of sha256(``"expertqa:" + annotator_id``).
-    """
+    """Return ``"eq-"`` + the first 12 hex digits of sha256(``"expertqa:" + annotator_id``)."""
     return "eq-" + hashlib.sha256(f"expertqa:{annotator_id}".encode()).hexdigest()[:12]
 
 

@@ -82,11 +82,7 @@ def text_key(text: str) -> str:
 
 
 def overlaps(span: tuple[int, int], claim: tuple[int, int]) -> bool:
-    """Return whether a flagged span ``[s, e)`` belongs to a claim ``[cs, ce)``.
-
-    They share at least one code point; a zero-length span belongs to the claim with
-    ``cs <= s < ce``.
-    """
+    """Whether span ``[s, e)`` shares a code point with claim ``[cs, ce)`` (empty: cs <= s < ce)."""
     (s, e), (cs, ce) = span, claim
     if s == e:
         return cs <= s < ce

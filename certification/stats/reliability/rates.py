@@ -6,14 +6,8 @@ Shapes. As in :mod:`certification.stats.agreement`, a *ratings* matrix is n_unit
 unit, ``None`` where the unit has none (an unresolved item, an item without a gold reference).
 Labels are nominal strings.
 
-What is computed, per rater:
-
-- :func:`accuracy_against`: the share of the rater's labels equal to the reference (numerator,
-  denominator, exact interval), the confusion matrix (rows: reference label, columns: the
-  rater's label), the per-label rate (of the units whose reference is label l, the share the
-  rater labelled l: the recall of l) and Cohen's kappa of the rater against the references.
-- :func:`dispute_rates`: of the rater's labels on units with 2 or more labels, the share on
-  units where the labels differ (the units that send an item to the disagreement queue).
+Per rater: :func:`accuracy_against` (accuracy, confusion matrix with reference rows, per-label
+recall, kappa) and :func:`dispute_rates` (the share of labels on units whose labels differ).
 
 Sources: Clopper, C. J. and Pearson, E. S. (1934), Biometrika 26(4), 404–413 (the exact
 interval, as ``scipy.stats.binomtest(k, n).proportion_ci(method="exact")``); Cohen, J. (1960),
