@@ -117,10 +117,7 @@ def calibration_spec_history(*, spec: CalibrationSpec) -> list[CalibrationSpec]:
 
 
 def _with_previous(runs: QuerySet[CalibrationRun]) -> QuerySet[CalibrationRun]:
-    """Annotate each run with its spec's run before it: ``has_previous``, ``previous_input_id``.
-
-    They tell what started an automatic run (:func:`calibration_run_trigger_text`).
-    """
+    """Annotate runs with their spec's previous run (``has_previous``, ``previous_input_id``)."""
     earlier = CalibrationRun.objects.filter(
         spec_id=OuterRef("spec_id"), pk__lt=OuterRef("pk")
     ).order_by("-pk")

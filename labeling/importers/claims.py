@@ -112,11 +112,7 @@ class ClaimSplitter:
         return spans
 
     def claims(self, text: str) -> list[dict[str, Any]]:
-        """Return the native claims of one answer (``text``, ``start``, ``end``, ``machine_split``).
-
-        ``machine_split`` is true for sentences (a boundary a person may correct) and false for
-        the whole answer.
-        """
+        """Return one answer's native claims; ``machine_split`` is true for sentences only."""
         spans = self.spans(text)
         self.counts["answers"] += 1
         self.counts["claims"] += len(spans)

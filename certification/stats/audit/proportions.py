@@ -24,12 +24,10 @@ class McNemarExact:
     evaluator flags as often as people do. Under H0, given the n discordant items, the false
     positives are Binomial(n, 1/2).
 
-    Attributes:
-        false_negatives: b, evaluator negative and human positive (statsmodels' b for the table
-            ``[[TP, FN], [FP, TN]]``); ``false_positives`` is c.
-        statistic: min(b, c), the binomial count of the p-value.
-        p_value: two-sided exact min(1, 2 P[Binomial(n, 1/2) <= min(b, c)]), in (0, 1]; 1 with
-            no discordant item (no information; a p-value of 1 never rejects).
+    b = ``false_negatives`` (evaluator negative, human positive: statsmodels' b for the table
+    ``[[TP, FN], [FP, TN]]``) and c = ``false_positives``; ``statistic`` = min(b, c);
+    ``p_value`` = min(1, 2 P[Binomial(n, 1/2) <= min(b, c)]), two-sided exact, in (0, 1]; 1 with
+    no discordant item (no information; a p-value of 1 never rejects).
     """
 
     false_negatives: int
