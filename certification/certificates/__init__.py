@@ -4,19 +4,8 @@ No Django, no database, no Celery: the package reads the spec's contract and the
 snapshot (JSON primitives) and calls :mod:`certification.stats`; ``tests/test_architecture.py``
 imports every module of it in a fresh interpreter and checks that nothing of the web side loads.
 
-Modules, in the order of the computation:
-
-- :mod:`~certification.certificates.contract`: the contract, typed.
-- :mod:`~certification.certificates.units`: losses, prepared questions and eligible units.
-- :mod:`~certification.certificates.thresholds`: the selective-risk section.
-- :mod:`~certification.certificates.sets`: the conformal section.
-- :mod:`~certification.certificates.dependence`: within-group correlation, coverage spread.
-- :mod:`~certification.certificates.rccs`: the RCCS section.
-- :mod:`~certification.certificates.heldout`: the frozen policy on the test partition.
-- :mod:`~certification.certificates.ledger`: the guarantee ledger, one function per field.
-- :mod:`~certification.certificates.compute`: :func:`calibration_result_compute`.
-- :mod:`~certification.certificates.jsonnum`: JSON-safe numbers (``"inf"`` for infinity).
-- :mod:`~certification.certificates.version`: :data:`STATS_VERSION`, the computation's version.
+The computation runs ``contract`` -> ``units`` -> the sections (``thresholds``, ``sets``,
+``dependence``, ``rccs``, ``heldout``) -> ``ledger``, assembled by ``compute``.
 
 :func:`calibration_result_compute` is loaded on first use: the web process imports this package
 for the contract and the numbers, and must not load NumPy and SciPy with it

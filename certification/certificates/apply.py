@@ -14,11 +14,6 @@ the run's guarantee ledger, :func:`~certification.certificates.ledger.ledger_sha
 guarantee is the run's: marginal over questions drawn like the calibration questions (Learn
 then Test, Angelopoulos et al. 2021, section 3; split conformal prediction, Vovk, Gammerman and
 Shafer 2005), not a statement about any one question.
-
-:func:`question_parse` validates one question of new traffic (the API and the
-``apply_certificate`` command share it); :func:`heldout_decisions` lists the decisions on the
-run's own test partition, with each question's resolved outcome, for the run's downloads and
-releases.
 """
 
 from __future__ import annotations
@@ -63,12 +58,7 @@ WHOLE_SPACE_NOTE = (
 
 
 class InvalidQuestion(ValueError):
-    """A question of new traffic is malformed; ``field`` names where (``candidates[2].score``).
-
-    Attributes:
-        field: the path of the offending field inside the question ("" for the question).
-        reason: what is wrong, in words.
-    """
+    """A malformed question of new traffic; ``field`` names where ("" for the question)."""
 
     def __init__(self, field: str, reason: str) -> None:
         # a key or value quoted back may hold a lone surrogate, which no response can encode
@@ -87,11 +77,8 @@ def printable(text: str) -> str:
 class CertificateReference:
     """What every decision carries: which certificate made it.
 
-    Attributes:
-        run: the calibration run's id.
-        spec_sha256: the spec's content hash (the contract's canonical JSON).
-        input_sha256: the run's input hash (labels, spec and statistics' version).
-        ledger_sha256: the ledger reference, sha256 of the run's stored guarantee ledger.
+    ``spec_sha256`` hashes the contract's canonical JSON, ``input_sha256`` the run's input
+    (labels, spec and statistics' version), ``ledger_sha256`` the run's stored guarantee ledger.
     """
 
     run: int
@@ -113,15 +100,9 @@ class CertificateReference:
 class FrozenCertificate:
     """A done run's policy: the contract, t and M*, and the reference decisions carry.
 
-    Attributes:
-        reference: the :class:`CertificateReference`.
-        contract: the spec's typed contract.
-        threshold: the certified operating point in the score field's units, or None (none
-            certified, or no selective risk in the contract).
-        m_star: M*, a number of classes (possibly ``math.inf``), or None (no conformal
-            threshold, or no sets in the contract).
-        refusal: why the certificate cannot be applied (no certified operating point, no
-            conformal threshold), or None when it can.
+    ``threshold`` is in the score field's units, None when none is certified or the contract has
+    no selective risk; ``m_star`` is a number of classes (possibly ``math.inf``), None without
+    conformal sets; ``refusal`` says why the certificate cannot be applied.
     """
 
     reference: CertificateReference
@@ -137,11 +118,8 @@ def certificate_methods(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     Each method of a ``both`` spec certifies on its own: selective risk when a threshold is
     certified, conformal sets when M* exists (an infinite M* certifies the whole answer space:
     a certificate, a vacuous one). Either may then be applied alone (:func:`certificate_freeze`).
-
-    Returns:
-        ``{method: {"certified": bool, "reason": str | None}}`` for the methods of
-        :data:`METHODS` the result holds, in that order; ``reason`` says why one certifies
-        nothing (e.g. "no certified operating point: ...").
+    Returns ``{method: {"certified": bool, "reason": str | None}}`` for the methods of
+    :data:`METHODS` the result holds, in that order.
     """
     selective, conformal = result.get("selective_risk"), result.get("conformal")
     reasons: dict[str, str | None] = {}
@@ -163,10 +141,8 @@ def certificate_methods(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def certificate_status(result: Mapping[str, Any], methods: Collection[str] = METHODS) -> str | None:
     """Return why a done run certifies nothing usable in ``methods``, or None when it does.
 
-    ``methods`` defaults to every method of the run.
-
-    Returns:
-        The first reason in words (:func:`certificate_methods`), or None.
+    ``methods`` defaults to every method of the run; the reason is the first in words
+    (:func:`certificate_methods`).
     """
     reasons = [
         half["reason"]
@@ -199,12 +175,9 @@ def certificate_freeze(
 ) -> FrozenCertificate:
     """Read a done run's certificate from its contract and stored result.
 
-    ``method`` is one method of a ``both`` contract (:data:`METHODS`) to apply alone, or None for
-    every method; the caller checks that the contract has it.
-
-    Returns:
-        The :class:`FrozenCertificate` of the methods applied (its contract's ``method`` is
-        ``method`` when given; its ``refusal`` says when one of them certifies nothing).
+    ``method`` is one method of a ``both`` contract (:data:`METHODS`) to apply alone (the
+    contract's ``method`` becomes it; the caller checks the contract has it), or None for every
+    method; ``refusal`` says when a method applied certifies nothing.
 
     Raises:
         KeyError: if the result lacks the ledger or a section the contract names.
@@ -303,10 +276,8 @@ def question_parse(raw: Any, contract: Contract) -> dict[str, Any]:
     "answer": str | null, "score"?: number | null, "selected"?: bool}``: ``answer`` is the
     spec's answer field (required when the spec ranks answers: conformal sets or the ``mode``
     selector), ``score`` its score field (absent or null = missing: never accepted),
-    ``selected`` the ``is_selected`` flag. Unknown keys are refused.
-
-    Returns:
-        ``{"id", "candidates": [{"id", "sample", "answer", "selected", "score"}]}``.
+    ``selected`` the ``is_selected`` flag. Unknown keys are refused. Returns ``{"id",
+    "candidates": [{"id", "sample", "answer", "selected", "score"}]}``.
 
     Raises:
         InvalidQuestion: naming the field (``id``, ``candidates[3].score``, ...).
@@ -424,21 +395,14 @@ def certificate_apply(
 ) -> list[dict[str, Any]]:
     """Apply the frozen policy to each question; return one decision record per question.
 
-    Args:
-        certificate: the run's :class:`FrozenCertificate`.
-        questions: questions in the run's inputs shape (:func:`question_parse`, or the run's
-            own snapshot questions): ``id`` and ``candidates`` with ``answer``, ``score`` and
-            ``selected``.
-
-    Returns:
-        Per question, in order: ``question`` (its id), ``certificate``
-        (:meth:`CertificateReference.as_json`), with selective risk ``selective_risk``
-        (``rule``, ``threshold``, ``selector`` and ``decisions``: one per emitted unit, a
-        single one except with the ``each_candidate`` selector, each ``decision`` =
-        ``"accept"`` or ``"abstain"`` with its ``reason``, the candidate's index, id, answer and
-        score), and with conformal sets ``prediction_set`` (``m_star``, ``whole_answer_space``,
-        the ``classes`` in the set ranked, their number ``size``, the samples used), None when
-        the run has no conformal threshold.
+    ``questions`` are in the run's inputs shape (:func:`question_parse`, or the run's snapshot).
+    Each record holds ``question`` (its id), ``certificate``
+    (:meth:`CertificateReference.as_json`), with selective risk ``selective_risk`` (``rule``,
+    ``threshold``, ``selector`` and ``decisions``: one per emitted unit, each ``decision`` =
+    ``"accept"`` or ``"abstain"`` with its ``reason``, the candidate's index, id, answer and
+    score), and with conformal sets ``prediction_set`` (``m_star``, ``whole_answer_space``, the
+    ranked ``classes`` in the set, their number ``size``, the samples used), None when the run
+    has no conformal threshold.
 
     Raises:
         StatsError: from the stopping rule or the canonicaliser on malformed answers.
@@ -469,11 +433,8 @@ def heldout_decisions(
     ``excluded`` (why the unit is left out of the held-out figures under the counting policy,
     or None) and ``loss`` (the emitted unit's 0/1 loss, None when excluded or without an
     answer), with a bounded loss also ``bounded_loss`` (in [0, 1]); per prediction set
-    ``excluded`` and ``set_covers`` (whether an admissible class is in the set).
-
-    Returns:
-        One record per test question, in snapshot order: the :func:`certificate_apply` record
-        plus the question's ``external_id``.
+    ``excluded`` and ``set_covers`` (whether an admissible class is in the set). One record per
+    test question, in snapshot order, with the question's ``external_id`` added.
     """
     from certification.certificates.units import make_units, prepare_question
 

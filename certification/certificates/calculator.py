@@ -55,19 +55,12 @@ def coverage_calculator_report(
 ) -> dict[str, Any]:
     """Return the calculator's figures for the inputs.
 
-    Args:
-        n_calibration: n, integer >= 1.
-        alpha: miscoverage level in (0, 1), exact as typed.
-        n_test: test points (>= 1) or None.
-        group_size: m (>= 1) or None; with ``icc``.
-        icc: rho in [-1, 1] or None; with ``group_size``.
-
-    Returns:
-        ``inputs``; ``l`` and ``k``; ``beta`` (``a``, ``b``, ``mean``, ``variance``, ``sd``,
-        ``reason``); ``realised`` (``sd``, ``variance``, ``beta_variance``,
-        ``approximate_variance``, ``reason``) or None; ``grouping`` (``design_effect``,
-        ``predicted_excess``, ``grouped_beta_sd``, ``grouped_realised_sd``,
-        ``effective_n_calibration``, ``effective_n_test``) or None; ``assumptions``.
+    ``alpha`` is exact as typed; ``group_size`` m >= 1 and ``icc`` rho in [-1, 1] go together.
+    Returns ``inputs``; ``l`` and ``k``; ``beta`` (``a``, ``b``, ``mean``, ``variance``, ``sd``,
+    ``reason``); ``realised`` (``sd``, ``variance``, ``beta_variance``, ``approximate_variance``,
+    ``reason``) or None; ``grouping`` (``design_effect``, ``predicted_excess``,
+    ``grouped_beta_sd``, ``grouped_realised_sd``, ``effective_n_calibration``,
+    ``effective_n_test``) or None; ``assumptions``.
 
     Raises:
         StatsError: on a bad input (the message names it; e.g. a correlation below the design

@@ -74,10 +74,9 @@ def calibration_result_compute(
 ) -> dict[str, Any]:
     """Compute every statistic of a run from the contract and the inputs snapshot.
 
-    Returns:
-        The result as JSON primitives: ``selective_risk``, ``conformal``, ``rccs``,
-        ``dependence``, ``heldout``, ``ledger``, ``pending``, ``outcome`` and
-        ``stats_version``. Sections of a method the spec does not use are None.
+    Returns JSON primitives: ``selective_risk``, ``conformal``, ``rccs``, ``dependence``,
+    ``heldout``, ``ledger``, ``pending``, ``outcome`` and ``stats_version``; a method the spec
+    does not use has None.
 
     Raises:
         StatsError: on malformed inputs (e.g. an unknown canonicaliser).

@@ -17,13 +17,9 @@ BOUNDED_LOSS_SOURCES = ("unsupported_claim_share", "candidate_field")
 def loss_content(loss: str, loss_field: str) -> str | dict[str, str]:
     """The contract's ``loss``: a 0/1 loss's name, or a bounded loss's object.
 
-    Args:
-        loss: the spec's ``loss`` column (a name of ``certification.models.Loss``).
-        loss_field: the candidate field of a ``candidate_field`` loss ("" otherwise).
-
-    Returns:
-        ``loss`` itself for a 0/1 loss (so the hash of every binary spec is unchanged);
-        ``{"kind": "bounded", "source": loss}`` plus ``"field"`` for a candidate field.
+    ``loss`` is a name of ``certification.models.Loss``; ``loss_field`` the candidate field of a
+    ``candidate_field`` loss. A 0/1 loss gives ``loss`` itself (so every binary spec's hash is
+    unchanged), a bounded one ``{"kind": "bounded", "source": loss}`` plus ``"field"``.
     """
     if loss not in BOUNDED_LOSS_SOURCES:
         return loss
@@ -46,29 +42,15 @@ POLICY_FIELDS = {
 class Contract:
     """The parts of a spec contract the computation reads, typed.
 
-    Attributes:
-        method: ``"selective_risk"``, ``"conformal_set"`` or ``"both"``.
-        loss: ``"answer_inadmissible"`` or ``"any_error"`` (0/1), or the source of a bounded
-            loss, ``"unsupported_claim_share"`` or ``"candidate_field"``.
-        loss_field: the candidate field of a ``candidate_field`` loss ("" otherwise).
-        denominator: ``"accepted_answers"`` (selective risk) or ``"eligible_units"``.
-        alpha: target risk (selective risk) and miscoverage (conformal), in (0, 1).
-        delta: the selective-risk certificate's failure probability, in (0, 1).
-        thresholds: the prespecified score thresholds, in the declared family order.
-        acceptance: ``">="``, ``">"``, ``"<="`` or ``"<"`` (score versus threshold).
-        score_field: the candidate score the thresholds apply to.
-        selector: ``"each_candidate"``, ``"is_selected"``, ``"mode"`` or ``"first_sample"``.
-        utility: the rule that chooses the operating point among certified thresholds.
-        canonicaliser: name of the answer canonicaliser (``certification.stats.canonical``).
-        tie_rule: how equally frequent answer classes are ordered.
-        answer_field: the candidate field the answers come from.
-        stopping_delta: level of the Hoeffding sequential stopping rule, or None for none.
-        multiplicity: ``"bonferroni"`` or ``"fixed_sequence"``.
-        partition: the calibration partition's name.
-        policies: counting policy per outcome field (``"error"`` or ``"exclude"``).
-        report_confidence: confidence of the held-out report's intervals, in (0, 1).
-        seed: seed of the split simulations.
-        description: the spec's free-text description.
+    ``loss`` is ``"answer_inadmissible"`` or ``"any_error"`` (0/1), or a bounded loss's source,
+    ``"unsupported_claim_share"`` or ``"candidate_field"`` (``loss_field``, "" otherwise).
+    ``alpha`` is the target risk (selective risk) and miscoverage (conformal); ``delta`` the
+    selective-risk failure probability. ``thresholds`` are in declared family order, compared with
+    ``score_field`` by ``acceptance`` (``">="``, ``">"``, ``"<="`` or ``"<"``). ``selector`` is
+    ``"each_candidate"``, ``"is_selected"``, ``"mode"`` or ``"first_sample"``; ``canonicaliser``
+    names a ``certification.stats.canonical`` one; ``stopping_delta`` is the Hoeffding stopping
+    rule's level (None: no rule); ``policies`` map outcome fields to ``"error"`` or
+    ``"exclude"``; ``seed`` seeds the split simulations.
     """
 
     method: str
@@ -96,9 +78,6 @@ class Contract:
     @classmethod
     def of(cls, content: Mapping[str, Any]) -> Contract:
         """Read a contract dict (``certification.contract.spec_content``).
-
-        Args:
-            content: the contract, JSON primitives (decimals as strings).
 
         Raises:
             KeyError: if a required field is missing.

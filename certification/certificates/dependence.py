@@ -39,14 +39,10 @@ SIMULATION_POOLS = 20
 def design_effect(values: Sequence[float], groups: Sequence[str]) -> dict[str, Any]:
     """Return ICC(1) of a per-unit value within groups, the design effect and the effective n.
 
-    Args:
-        values: shape (n,), the indicator (0.0 or 1.0) or the bounded loss in [0, 1] per unit.
-        groups: shape (n,), the unit's group key.
-
-    Returns:
-        ``n``, ``groups``, ``largest_group`` (counts), ``icc`` (in [-1, 1]),
-        ``design_effect`` (>= 0), ``effective_n`` (units) and ``reason`` (why something is
-        undefined, else None); ``cluster_size`` when the design effect is defined.
+    ``values`` (shape (n,)) are the 0/1 indicator or the bounded loss per unit, ``groups`` the
+    units' group keys. Returns ``n``, ``groups``, ``largest_group``, ``icc`` (in [-1, 1]),
+    ``design_effect`` (>= 0), ``effective_n`` and ``reason`` (why something is undefined);
+    ``cluster_size`` when the design effect is defined.
 
     Raises:
         ValueError: if ``values`` and ``groups`` differ in length.
@@ -94,11 +90,7 @@ TIED_BETA_NOTE = (
 
 
 def ties_section(scores: Sequence[float]) -> dict[str, Any]:
-    """Return how tied the scores are.
-
-    Returns:
-        ``n``, ``distinct``, ``tied_rows``, ``largest_tie`` (counts) and ``tied`` (bool).
-    """
+    """Return ``n``, ``distinct``, ``tied_rows``, ``largest_tie`` and ``tied`` of the scores."""
     ties = tie_summary(scores)
     return {
         "n": ties.n,
@@ -201,20 +193,12 @@ def coverage_variability(
 ) -> dict[str, Any]:
     """Return the dependence section of a conformal run.
 
-    Args:
-        calibration: the calibration partition's prepared questions.
-        test: the test partition's prepared questions.
-        threshold: M*, a number of classes; None only when no calibration question is used.
-        contract: the typed contract (alpha, simulation seed).
-
-    Returns:
-        ``n_calibration``, ``n_test``, and unless calibration is empty (then ``reason``):
-        ``ties`` (:func:`ties_section` of the pooled calibration and test scores), ``beta``
-        (the coverage's Beta distribution; with ``note`` when the scores are tied),
-        ``realised`` (with a test partition), ``tied_split`` (with a test partition and tied
-        scores: the exact law of a random split of the pooled questions at these sizes),
-        ``grouping``
-        (:func:`design_effect` of coverage) and ``simulation``.
+    ``threshold`` is M*, None only when no calibration question is used. Returns
+    ``n_calibration``, ``n_test`` and, unless calibration is empty (then ``reason``): ``ties``
+    (:func:`ties_section` of the pooled scores), ``beta`` (with ``note`` when the scores are
+    tied), ``realised`` (with a test partition), ``tied_split`` (with a test partition and tied
+    scores: the exact law of a random split of the pooled questions), ``grouping``
+    (:func:`design_effect` of coverage) and ``simulation``.
 
     Raises:
         AssertionError: if calibration questions are used but ``threshold`` is None.

@@ -35,13 +35,8 @@ def emitted_scores(
 ) -> list[list[float | None]]:
     """Return, per question, the scores of the units its selector emits (None: missing).
 
-    Args:
-        questions: questions in the run's inputs shape (``question_parse``, or the snapshot's
-            questions): ``candidates`` with ``answer``, ``score`` and ``selected``.
-        contract: the run's typed contract (selector, canonicaliser, stopping and tie rules).
-
-    Returns:
-        One list per question, in order; empty when nothing is emitted.
+    ``questions`` are in the run's inputs shape (``question_parse``, or the snapshot's). One
+    list per question, in order; empty when nothing is emitted.
 
     Raises:
         StatsError: from the stopping rule or the canonicaliser on malformed answers.

@@ -34,12 +34,7 @@ SET_METRICS = ("set_coverage", "set_coverage_all_eligible")
 
 @dataclass
 class HeldoutUnit:
-    """A test unit's outcome under the frozen policy, with its slices.
-
-    Attributes:
-        slices: the question's slice attributes (name -> value).
-        record: the unit's outcome for :func:`~certification.stats.heldout.heldout_report`.
-    """
+    """A test unit's outcome under the frozen policy, with its slices (name -> value)."""
 
     slices: Mapping[str, Any]
     record: HeldoutQuestion
@@ -93,11 +88,8 @@ def heldout_units(
     """Apply the frozen policy once to each test unit (excluded units counted apart).
 
     ``chosen_threshold`` (score units) and ``m_star`` (M*, possibly ``math.inf``) are None when not
-    certified.
-
-    Returns:
-        The records of the units not excluded, the exclusion counts by reason, and
-        ``{"claims_excluded": count}``.
+    certified. Returns the records of the units not excluded, the exclusion counts by reason,
+    and ``{"claims_excluded": count}``.
     """
     records: list[HeldoutUnit] = []
     excluded: list[str | None] = []
@@ -212,11 +204,9 @@ def bounded_loss_report(
     """The mean bounded loss of the emitted test answers, with a two-sided HB interval.
 
     ``chosen_threshold`` is in score units; None emits nothing. Excluded units are left out.
-
-    Returns:
-        ``emitted`` (m), ``loss_sum``, ``value`` (the mean, None when m = 0), ``lower`` and
-        ``upper`` (the Hoeffding–Bentkus bounds of the mean at (1 + confidence)/2 each:
-        lower = 1 - upper bound of the mean of 1 - loss), ``confidence``, ``method``, ``unit``.
+    Returns ``emitted`` (m), ``loss_sum``, ``value`` (the mean, None when m = 0), ``lower`` and
+    ``upper`` (Hoeffding–Bentkus bounds of the mean at (1 + confidence)/2 each: lower = 1 -
+    upper bound of the mean of 1 - loss), ``confidence``, ``method``, ``unit``.
     """
     losses = [
         u.bounded_loss or 0.0
@@ -250,12 +240,9 @@ def heldout_section(
     """Return the held-out section: the frozen policy's report on the test partition.
 
     ``chosen_threshold`` (score units) and ``m_star`` (M*, possibly ``math.inf``) are None when not
-    certified.
-
-    Returns:
-        ``partition``, ``policy`` (in words), ``units``, ``excluded``, ``claims_excluded``,
-        ``report`` (overall) and ``slices`` (per slice attribute and value), JSON primitives;
-        with a bounded loss also ``bounded_loss`` (:func:`bounded_loss_report`).
+    certified. Returns ``partition``, ``policy`` (in words), ``units``, ``excluded``,
+    ``claims_excluded``, ``report`` (overall) and ``slices`` (per slice attribute and value),
+    JSON primitives; with a bounded loss also ``bounded_loss`` (:func:`bounded_loss_report`).
 
     Raises:
         StatsError: on a malformed report confidence (from ``certification.stats.heldout``).

@@ -13,15 +13,7 @@ from typing import Any
 
 
 def num(value: float | int | Fraction | Decimal | None) -> float | int | str | None:
-    """Return a JSON-safe number.
-
-    Args:
-        value: a number (any unit) or None.
-
-    Returns:
-        ``value`` itself when it is None, a bool or an int; otherwise ``float(value)``, with
-        positive and negative infinity written ``"inf"`` and ``"-inf"`` and NaN written None.
-    """
+    """Return a JSON-safe number: a float unless None/bool/int; ``"inf"``/``"-inf"``, NaN None."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
@@ -36,12 +28,6 @@ def num(value: float | int | Fraction | Decimal | None) -> float | int | str | N
 
 def from_num(value: Any) -> float | None:
     """Read a number written by :func:`num` (``"inf"`` -> ``math.inf``).
-
-    Args:
-        value: a stored number, ``"inf"``, ``"-inf"`` or None.
-
-    Returns:
-        The float, ``math.inf`` / ``-math.inf`` for the strings, or None for None.
 
     Raises:
         ValueError: if ``value`` is a string other than a number or ``"inf"``/``"-inf"``.

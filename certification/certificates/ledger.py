@@ -66,14 +66,10 @@ RANDOMNESS_TEXT = (
 class LedgerFacts:
     """What the ledger's sentences are filled from.
 
-    Attributes:
-        contract: the typed contract.
-        inputs: the inputs snapshot (``project``, ``calibration``, ``partition_frozen_at``,
-            ``partition_seed``, ``policy_version``).
-        selective: the selective-risk section, or None when the contract has none.
-        conformal: the conformal section, or None when the contract has none.
-        dependence: the dependence section (its ``grouping`` is read).
-        pending: not-yet-resolved candidates per partition (``calibration``, ``test``).
+    ``inputs`` is the snapshot (``project``, ``calibration``, ``partition_frozen_at``,
+    ``partition_seed``, ``policy_version``); ``selective``/``conformal`` are None when the
+    contract has none; ``dependence``'s ``grouping`` is read; ``pending`` counts unresolved
+    candidates per partition.
     """
 
     contract: Contract
@@ -419,9 +415,6 @@ def ledger(
     denominator of the certified rate, what it is conditional on, what the probability is over,
     its parameters, the correction for selection, its assumptions and where it stops.
 
-    Returns:
-        Twelve ``{"field", "title", "value"}`` dicts of strings, in :data:`LEDGER_FIELDS` order.
-
     Raises:
         KeyError: if a section or the snapshot lacks a key a field reads.
     """
@@ -444,10 +437,7 @@ def ledger_sha256(entries: Sequence[Mapping[str, str]]) -> str:
 
     Every decision made under a certificate carries it, so a decision can be matched with the
     exact twelve sentences that state what its guarantee covers (the run page, the API's run
-    report and a release's ``ledger.json`` hold the same list).
-
-    Returns:
-        64 lowercase hex digits.
+    report and a release's ``ledger.json`` hold the same list). Returns 64 lowercase hex digits.
     """
     # canonical JSON as the spec hash writes it (sorted keys, no whitespace, UTF-8 kept); this
     # package imports nothing of the web side, so the encoder is spelt out here

@@ -159,17 +159,11 @@ def plan_compute(
 ) -> dict[str, Any]:
     """Plan the calibration labels a spec needs, from the inputs snapshot of its current labels.
 
-    Args:
-        contract: the spec's canonical contract (``spec_content``).
-        inputs: the snapshot (``calibration_inputs``); only its calibration partition is read.
-        n_more: a number of additional calibration units to give the chances for, in
-            [0, ``MAX_ADDITIONAL``], or None.
-
-    Returns:
-        ``notice`` (:data:`NOT_A_CERTIFICATE`), ``is_certificate`` (False), ``n_more``,
-        ``budget``, ``pending`` (calibration candidates not resolved yet), ``questions`` and
-        ``candidates_per_question`` (the calibration partition's), and the
-        ``selective_risk`` and ``conformal`` plans (None for a method the spec does not use).
+    Only the calibration partition of ``inputs`` is read; ``n_more`` lies in
+    [0, ``MAX_ADDITIONAL``]. Returns ``notice`` (:data:`NOT_A_CERTIFICATE`), ``is_certificate``
+    (False), ``n_more``, ``budget``, ``pending`` (calibration candidates not resolved yet),
+    ``questions``, ``candidates_per_question``, and the ``selective_risk`` and ``conformal`` plans
+    (None for a method the spec does not use).
 
     Raises:
         StatsError: on malformed inputs or an ``n_more`` above the budget.

@@ -21,13 +21,8 @@ from labeling.vocabulary import ADMISSIBLE, INADMISSIBLE
 def rccs_section(units: Sequence[Unit]) -> dict[str, Any]:
     """Return the RCCS section of the calibration units with a candidate and a loss.
 
-    Args:
-        units: the calibration partition's units (candidates carry ``R`` and ``C``).
-
-    Returns:
-        ``rccs_correlation``, ``correlation_reason``, ``confidence_calibration_error``,
-        ``mean_rc``, ``n``, ``n_dropped`` and ``reason``; when the statistic is undefined only
-        ``n`` (0), ``n_dropped`` and ``reason``.
+    Returns ``rccs_correlation``, ``correlation_reason``, ``confidence_calibration_error``,
+    ``mean_rc``, ``n``, ``n_dropped`` and ``reason``; only the last three when undefined.
     """
     rows = [
         u for u in units if u.excluded is None and u.candidate is not None and u.loss is not None
@@ -58,16 +53,11 @@ CORRECTNESS = {ADMISSIBLE: 1, INADMISSIBLE: 0}
 def rccs_report(candidates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Return RCCS over candidate answers with their current resolved labels, and its counts.
 
-    Args:
-        candidates: one mapping per candidate answer with ``R`` (retrieval score in [0, 1] or
-            None), ``C`` (confidence in [0, 1] or None) and ``outcome`` (the resolved answer
-            label, ``"unresolved"`` or ``"pending"``).
-
-    Returns:
-        ``counts`` (``candidates``; ``with_retrieval``, ``with_confidence`` and ``with_both``;
-        ``outcomes``: candidates per outcome; ``with_correctness``: admissible or inadmissible)
-        and ``rccs`` (as :func:`rccs_section`: the statistic over the candidates with a
-        correctness, complete cases only), plus ``correctness`` (the rule, in words).
+    Each candidate has ``R`` (retrieval score in [0, 1] or None), ``C`` (confidence in [0, 1] or
+    None) and ``outcome``. Returns ``counts`` (``candidates``, ``with_retrieval``,
+    ``with_confidence``, ``with_both``, ``outcomes`` per outcome, ``with_correctness``), ``rccs``
+    (:func:`rccs_section` over the candidates with a correctness, complete cases only) and
+    ``correctness`` (the rule, in words).
     """
     outcomes = Counter(c["outcome"] for c in candidates)
     rows = [c for c in candidates if c["outcome"] in CORRECTNESS]

@@ -59,9 +59,8 @@ def _threshold(threshold: ConformalThreshold) -> dict[str, Any]:
 def stopping_summary(prepared: Sequence[PreparedQuestion]) -> dict[str, Any]:
     """Return the samples the stopping rule saved over a partition.
 
-    Returns:
-        ``samples_available``, ``samples_used``, ``samples_saved`` (integer sample counts),
-        ``fraction_saved`` (in [0, 1], None without samples) and ``no_answer_samples``.
+    Counts ``samples_available``, ``samples_used``, ``samples_saved``, ``no_answer_samples`` and
+    ``fraction_saved`` (in [0, 1], None without samples).
     """
     available = sum(p.samples_available for p in prepared)
     used = sum(p.samples_used for p in prepared)
@@ -122,11 +121,8 @@ def _curve(
 def _curve_infinite(curve: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """Return where the coverage curve's M* is infinite, or None when it never is.
 
-    Returns:
-        ``alphas`` (the miscoverage levels with M* = inf, as text), ``n`` (questions evaluated
-        at each point: all of them get the whole answer space) and ``covered_unsolvable`` (how
-        many of them count as covered only by that convention: no admissible answer was
-        sampled), or None.
+    ``alphas`` (as text), ``n`` (questions at each point: all get the whole answer space) and
+    ``covered_unsolvable`` (covered only by that convention: no admissible answer was sampled).
     """
     points = [p for p in curve if p.get("threshold") == "inf"]
     if not points:
@@ -157,11 +153,9 @@ def conformal_section(
     test: Sequence[PreparedQuestion],
     contract: Contract,
 ) -> tuple[dict[str, Any], float | None]:
-    """Return the conformal section and M* (None when calibration is empty).
+    """Return the conformal section (JSON primitives) and M*, possibly ``math.inf``.
 
-    Returns:
-        The section as JSON primitives and M*, a number of classes (possibly ``math.inf``), or
-        None when no calibration question is used.
+    M* is None when no calibration question is used.
 
     Raises:
         StatsError: on a malformed alpha (from ``certification.stats.conformal``).

@@ -162,9 +162,8 @@ def selective_section(
 ) -> tuple[dict[str, Any], Certificate]:
     """Certify the prespecified thresholds on the calibration units.
 
-    Returns:
-        The section as JSON primitives (``rows`` per threshold, ``chosen_threshold``,
-        ``counts``, ...) and the :class:`~certification.stats.selective_risk.Certificate`.
+    Returns the section as JSON primitives (``rows``, ``chosen_threshold``, ``counts``, ...) and
+    the :class:`~certification.stats.selective_risk.Certificate`.
 
     Raises:
         StatsError: on malformed thresholds, alpha or delta (from ``certification.stats``).
@@ -231,12 +230,6 @@ def selective_section(
 
 
 def accepts(score: float, threshold: float, contract: Contract) -> bool:
-    """Return whether a transformed score passes a declared threshold (rule of calibration).
-
-    Args:
-        score: the unit's score times the contract's sign.
-        threshold: a declared threshold, in the score field's units.
-        contract: the typed contract (acceptance inequality).
-    """
+    """Return whether a sign-transformed score passes a threshold (in the score field's units)."""
     t = contract.sign * threshold
     return score >= t if contract.stats_accept == ">=" else score > t

@@ -46,14 +46,7 @@ def candidate_loss(
     declared policy (error = loss 1, exclude = reason). ``admissible`` is 0; ``inadmissible``
     and any other label are 1. With the ``any_error`` loss an admissible answer with a claim
     that is not ``supported`` is 1 (claims labelled ``evidence_unavailable`` are skipped when
-    that outcome is excluded).
-
-    Args:
-        candidate: one candidate of the snapshot (``outcome``, optional ``claims`` counts).
-        contract: the typed contract.
-
-    Returns:
-        ``(loss, None)`` with loss 0 or 1, or ``(None, outcome)`` when the outcome is excluded.
+    that outcome is excluded). Returns ``(loss, None)``, or ``(None, outcome)`` when excluded.
     """
     outcome = candidate["outcome"]
     if outcome in POLICY_FIELDS:
@@ -103,13 +96,6 @@ def candidate_bounded_loss(
       admissible, else 1;
     * ``candidate_field``: the declared candidate field's value.
 
-    Args:
-        candidate: one candidate of the snapshot (``outcome``, ``claims``, ``loss_value``).
-        contract: the typed contract (a bounded loss).
-
-    Returns:
-        ``(loss, None)`` with loss in [0, 1], or ``(None, outcome)`` when the outcome is excluded.
-
     Raises:
         StatsError: a ``candidate_field`` value is missing, not a number or outside [0, 1]; the
             message names the candidate, its item and the field.
@@ -130,10 +116,7 @@ def candidate_bounded_loss(
 def claim_counts(candidate: Mapping[str, Any], contract: Contract) -> tuple[int, int, int]:
     """Return (assessed, unsupported, excluded) claim counts of a candidate's resolution.
 
-    Args:
-        candidate: one candidate of the snapshot (``claims``: label -> count).
-        contract: the typed contract (claims labelled ``evidence_unavailable`` are excluded when
-            that outcome is).
+    Claims labelled ``evidence_unavailable`` are excluded when that outcome is.
     """
     assessed = unsupported = excluded = 0
     for label, count in candidate.get("claims", {}).items():
@@ -158,16 +141,9 @@ def exclusions(reasons: Sequence[str | None]) -> dict[str, int]:
 class PreparedQuestion:
     """One question's ranked answers and conformal score (see the module docstring).
 
-    Attributes:
-        question: the snapshot's question (``id``, ``group``, ``candidates``, ``slices``).
-        samples_available: answered samples.
-        samples_used: answered samples kept by the stopping rule.
-        no_answer_samples: samples without an answer.
-        classes: canonical answer classes, most frequent first.
-        mode_candidate: the first candidate of the top class, or None.
-        score: the conformal score: rank of the best admissible class (inf: none).
-        excluded: why the question is excluded from the conformal sets, or None.
-        inconsistent_classes: classes whose samples disagree on admissibility.
+    ``samples_used`` are the answered samples the stopping rule keeps; ``classes`` are most
+    frequent first; ``score`` is the rank of the best admissible class (inf: none);
+    ``inconsistent_classes`` counts classes whose samples disagree on admissibility.
     """
 
     question: Mapping[str, Any]
@@ -217,11 +193,8 @@ def _admissible_classes(
 class RankedAnswers:
     """One question's answered samples, cut by the stopping rule and ranked by frequency.
 
-    Attributes:
-        samples_available: samples with an answer (before the stopping rule).
-        kept: the answered candidates the stopping rule keeps, in sample order.
-        forms: their canonical forms, aligned with ``kept``.
-        profile: the canonical classes ranked by frequency under the declared tie rule.
+    ``kept`` are the answered candidates the stopping rule keeps (sample order), ``forms`` their
+    canonical forms; ``profile`` ranks the classes under the declared tie rule.
     """
 
     samples_available: int
@@ -234,11 +207,6 @@ def rank_answers(
     candidates: Sequence[Mapping[str, Any]], contract: Contract, canon: Callable[[str], str]
 ) -> RankedAnswers:
     """Canonicalise, stop and rank one question's answers (labels are not read).
-
-    Args:
-        candidates: the question's candidates in sample order (``answer``: text or None).
-        contract: the typed contract (stopping rule, tie rule).
-        canon: the canonicaliser, answer text -> canonical form.
 
     Raises:
         StatsError: from the stopping rule or the frequency profile on malformed answers.
@@ -264,11 +232,6 @@ def prepare_question(
 ) -> PreparedQuestion:
     """Canonicalise, stop, rank and score one question's answers.
 
-    Args:
-        question: the snapshot's question.
-        contract: the typed contract (stopping rule, tie rule, counting policy).
-        canon: the canonicaliser, answer text -> canonical form.
-
     Raises:
         StatsError: from the stopping rule or the frequency profile on malformed answers.
     """
@@ -292,15 +255,8 @@ def prepare_question(
 class Unit:
     """One eligible unit: a question and the candidate its selector emits (None: no answer).
 
-    Attributes:
-        prepared: the unit's question.
-        candidate: the emitted candidate, or None.
-        loss: 0/1 loss, or None when excluded or without a candidate.
-        excluded: the exclusion reason, or None.
-        score: the candidate's score times the contract's sign (-inf when missing).
-        missing_score: whether the candidate has no score.
-        bounded_loss: the contract's bounded loss in [0, 1], or None (a 0/1 loss, excluded, or
-            without a candidate).
+    ``score`` is the candidate's score times the contract's sign (-inf when missing);
+    ``bounded_loss`` is None for a 0/1 loss, when excluded, or without a candidate.
     """
 
     prepared: PreparedQuestion
@@ -322,12 +278,8 @@ def selected_candidates(
 ) -> list[Mapping[str, Any] | None]:
     """Return the candidates a selector emits for one question (None: nothing to emit).
 
-    Args:
-        prepared: the question.
-        selector: ``"each_candidate"``, ``"is_selected"``, ``"first_sample"`` or ``"mode"``.
-
-    Returns:
-        Every candidate for ``each_candidate``; otherwise one entry, possibly None.
+    ``selector`` is ``"each_candidate"`` (every candidate), or ``"is_selected"``,
+    ``"first_sample"`` or ``"mode"`` (one entry, possibly None).
 
     Raises:
         StatsError: on an unknown selector.
@@ -348,12 +300,7 @@ def selected_candidates(
 def make_units(prepared: Sequence[PreparedQuestion], contract: Contract) -> list[Unit]:
     """Return the units of a partition, with their loss (or exclusion) and transformed score.
 
-    Args:
-        prepared: the partition's prepared questions.
-        contract: the typed contract (selector, counting policy, acceptance sign).
-
-    Returns:
-        The units, question by question in input order.
+    Units come question by question, in input order.
 
     Raises:
         StatsError: on an unknown selector, or a bounded candidate-field loss that is not a

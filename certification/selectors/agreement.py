@@ -50,10 +50,7 @@ class PairView:
 
 @dataclass(frozen=True)
 class LevelView:
-    """One label level's agreement figures.
-
-    See ``certification.services.agreement.level_to_json``.
-    """
+    """One label level's agreement figures (``certification.services.agreement.level_to_json``)."""
 
     level: str
     title: str
@@ -83,15 +80,10 @@ class VersionAgreementView:
 class AgreementView:
     """A project's stored agreement report, ready to render or serialise.
 
-    Attributes:
-        computed_at: when the statistics were last computed (aware datetime).
-        input_sha256: hash of the votes they were computed from.
-        identities_shown: True when rater names are real (the actor is a manager); otherwise
-            raters are "Rater 1", "Rater 2", ... numbered in one order across both levels.
-        levels: the answer level, then the claim level, of ``policy_version``.
-        policy_version: the newest label policy version with votes (None: no vote yet).
-        versions: every policy version's figures apart, oldest first (votes of two versions
-            are never pooled).
+    ``computed_at`` is aware. ``identities_shown`` is True when rater names are real (a manager
+    reads); otherwise raters are "Rater 1", "Rater 2", ... numbered in one order across both
+    levels. ``levels`` are the answer then claim level of ``policy_version``, the newest version
+    with votes; ``versions`` hold every version's figures apart, oldest first (never pooled).
     """
 
     computed_at: datetime
@@ -180,12 +172,8 @@ def agreement_report_get(*, project: Project, actor: Any = None) -> AgreementVie
     The caller decides who may see the figures at all.
 
     Queries: one for the report, one for the usernames when identities are shown, plus the
-    role lookup when ``project`` carries no ``member_role`` annotation.
-
-    ``project`` is already scoped to the actor by the caller.
-
-    Returns:
-        An :class:`AgreementView`, or None when no report has been stored yet.
+    role lookup when ``project`` carries no ``member_role`` annotation. ``project`` is already
+    scoped to the actor by the caller.
     """
     report = AgreementReport.objects.filter(project=project).first()
     if report is None:

@@ -52,10 +52,7 @@ INPUTS_SCHEMA = 2
 
 
 def parse_evaluator_field(score_field: str) -> tuple[str, str] | None:
-    """Split ``evaluator:<name>@<version>`` into (name, version); None for any other field.
-
-    The version follows the last ``@``, so a name may itself contain ``@``.
-    """
+    """Split ``evaluator:<name>@<version>`` at the last ``@``; None for any other field."""
     if not score_field.startswith(EVALUATOR_PREFIX):
         return None
     name, at, version = score_field[len(EVALUATOR_PREFIX) :].rpartition("@")
@@ -120,10 +117,7 @@ def calibration_spec_history(*, spec: CalibrationSpec) -> list[CalibrationSpec]:
 
 
 def _with_previous(runs: QuerySet[CalibrationRun]) -> QuerySet[CalibrationRun]:
-    """Annotate each run with its spec's run before it: ``has_previous``, ``previous_input_id``.
-
-    They tell what started an automatic run (:func:`calibration_run_trigger_text`).
-    """
+    """Annotate runs with their spec's previous run (``has_previous``, ``previous_input_id``)."""
     earlier = CalibrationRun.objects.filter(
         spec_id=OuterRef("spec_id"), pk__lt=OuterRef("pk")
     ).order_by("-pk")
@@ -414,14 +408,10 @@ def calibration_run_freshness(*, run: CalibrationRun) -> dict[str, Any]:
     evaluator scores or the partitions it reads changed since, or when it was computed by
     another statistics version. Queries: the four of :func:`calibration_inputs` and, when
     superseded, two (the newer resolutions' latest time, the run of the current inputs).
-
-    Returns:
-        ``superseded`` (bool); ``reason`` (in words, None when current);
-        ``current_input_sha256`` (the hash of the current inputs); ``changed_at`` (ISO time
-        of the latest resolution in the current inputs that the run did not read, None when
-        none: e.g. items returned for labelling, or another statistics version); and
-        ``newer_run`` (``{id, status, created_at}`` of a run of the current inputs, None when
-        none has been requested yet).
+    Returns ``superseded``; ``reason`` (None when current); ``current_input_sha256``;
+    ``changed_at`` (ISO time of the latest resolution the run did not read, None when none:
+    e.g. items returned for labelling, or another statistics version); and ``newer_run``
+    (``{id, status, created_at}`` of a run of the current inputs, None when none was requested).
     """
     current = calibration_inputs(spec=run.spec)
     digest = inputs_sha256(spec_sha=run.spec_sha256, inputs=current)

@@ -53,10 +53,8 @@ def derived_freshness(*, project: Project) -> dict[str, Freshness]:
 
     ``covered_generation`` is the largest change id the stored result covered (0 before the
     first computation), ``newer_changes`` the changes committed since that it does not cover
-    (the change rows left), ``generation`` the largest change id known.
-
-    Returns:
-        One :class:`Freshness` per :class:`~labeling.models.DerivedKind` value.
+    (the change rows left), ``generation`` the largest change id known; one
+    :class:`Freshness` per :class:`~labeling.models.DerivedKind` value.
     """
     pending = {
         row["kind"]: (row["n"], row["top"])

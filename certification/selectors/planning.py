@@ -16,15 +16,9 @@ def calibration_spec_plan(*, spec: CalibrationSpec, n_more: int | None = None) -
 
     Reads the inputs snapshot a run of the spec would read now (``calibration_inputs``: four
     queries) and plans it with :func:`certification.certificates.plan.plan_compute`; nothing is
-    stored. The caller has scoped ``spec`` to the viewer's project.
-
-    Args:
-        spec: the calibration spec.
-        n_more: a number of additional calibration units to give the chances for, in
-            [0, ``certification.stats.planning.MAX_ADDITIONAL``], or None.
-
-    Returns:
-        ``spec`` (id, name, version, content_sha256) and the plan's keys (see ``plan_compute``).
+    stored. The caller has scoped ``spec`` to the viewer's project. ``n_more`` lies in
+    [0, ``certification.stats.planning.MAX_ADDITIONAL``]. Returns ``spec`` (id, name, version,
+    content_sha256) and the plan's keys (see ``plan_compute``).
 
     Raises:
         PlanUnavailable: when a statistic cannot be computed on the inputs (a run of them

@@ -28,19 +28,13 @@ def _outcome(status: str, resolution_status: str | None, answer_label: str | Non
 def rccs_report_get(*, project: Project, partition: str | None = None) -> dict[str, Any]:
     """Return the project's RCCS report over its candidate answers (one partition or all).
 
-    Args:
-        project: the project (already resolved for the viewer).
-        partition: ``"dev"``, ``"calibration"``, ``"test"`` or None for every candidate.
-
-    Returns:
-        ``partition`` and :func:`certification.certificates.rccs.rccs_report`'s ``counts``,
-        ``rccs`` and ``correctness``.
+    ``partition`` None means every candidate. Returns ``partition`` and
+    :func:`certification.certificates.rccs.rccs_report`'s ``counts``, ``rccs`` and
+    ``correctness``. One query.
 
     Raises:
         RCCSNotAvailable: no candidate answer of the project (in the partition) has both a
             retrieval score and a confidence (HTTP 404 in the API).
-
-    Queries: one.
     """
     # The statistics (NumPy) load with the first report, not with the web process.
     from certification.certificates.rccs import rccs_report

@@ -132,10 +132,7 @@ def release_is_building(builds: Iterable[ReleaseBuild | None]) -> bool:
 
 
 def release_files(build: ReleaseBuild | None) -> list[ReleaseFile]:
-    """Return the downloadable files of a done build: its listed files, then the archive.
-
-    Empty while the build is not done.
-    """
+    """Return a done build's downloadable files: its listed files, then the archive (else none)."""
     if build is None or build.status != BuildStatus.DONE:
         return []
     files = [

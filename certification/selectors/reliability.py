@@ -45,17 +45,11 @@ class Reference:
 class ReliabilityInputs:
     """Everything the reliability figures of a project are computed from (plain data).
 
-    Attributes:
-        votes: the project's votes (``labeling.selectors.project_votes``); the figures use
-            ``votes.answer`` and ``votes.claim``, those of ``votes.policy_version``.
-        answer_references: item id → its current consensus or adjudicated resolution, when
-            that resolution was made under ``votes.policy_version`` (unresolved items have none).
-        claim_references: claim id → the same resolution's claim label.
-        queued_items: items that ever entered the disagreement queue.
-        compared_items: items whose votes were compared (a resolution or a disagreement).
-        gold: the gold items with their current references and the gold work on them.
-        threshold: the accuracy a person should reach, in [0, 1]: the qualification threshold
-            of the policy version (a policy setting; 0.8 unless the manager changed it).
+    ``votes.answer`` and ``votes.claim`` (those of ``votes.policy_version``) are used;
+    ``answer_references`` map items to their current consensus or adjudicated resolution made
+    under that version, ``claim_references`` claims to its claim label. ``queued_items`` ever
+    entered the disagreement queue; ``compared_items`` had their votes compared. ``threshold``
+    is the qualification accuracy in [0, 1] (a policy setting; 0.8 unless changed).
     """
 
     votes: ProjectVotes
@@ -68,11 +62,7 @@ class ReliabilityInputs:
 
 
 def reliability_inputs(*, project: Project) -> ReliabilityInputs:
-    """Return the inputs of the project's reliability figures (reads only, fixed query count).
-
-    Returns:
-        A :class:`ReliabilityInputs` with deterministic ordering.
-    """
+    """Return the inputs of the project's reliability figures (reads only, fixed query count)."""
     votes = project_votes(project=project)
     version = votes.policy_version
     answers: dict[int, Reference] = {}
@@ -158,12 +148,8 @@ def gold_matrices(
 class ReliabilityView:
     """A project's stored reliability report, ready to render or serialise.
 
-    Attributes:
-        computed_at: when the figures were last computed.
-        input_sha256: hash of the inputs they were computed from.
-        policy_version: the policy version whose votes were used (None: no vote yet).
-        result: the stored JSON (``certification.services.reliability``).
-        names: rater id → display name (username, or pseudonym + " (imported)").
+    ``result`` is the stored JSON (``certification.services.reliability``); ``names`` map rater
+    ids to display names (username, or pseudonym + " (imported)").
     """
 
     computed_at: datetime
@@ -196,12 +182,8 @@ def reliability_report_get(*, project: Project) -> ReliabilityView | None:
 class ItemPosterior:
     """The Dawid–Skene posterior of one item's labels (a model estimate; no rater in it).
 
-    Attributes:
-        answer: (label, probability) pairs, most probable first; empty when not estimated.
-        claims: claim id → (label, probability) pairs, most probable first.
-        assumptions: the model's assumptions, in words.
-        computed_at: when the estimate was computed.
-        policy_version: the policy version whose votes it rests on.
+    ``answer`` and each of ``claims`` hold (label, probability) pairs, most probable first
+    (empty when not estimated).
     """
 
     answer: tuple[tuple[str, float], ...]

@@ -96,14 +96,9 @@ def hoeffding_bentkus_p_values(
 ) -> NDArray[np.float64]:
     """Hoeffding–Bentkus p-values of H: mean loss > alpha, for a family of loss totals.
 
-    Args:
-        loss_sums: shape (M,), the total loss n R̂ of each member, in [0, n]; a float within
-            ``TOTAL_TOLERANCE`` × max(n, 1) of an integer counts as that integer.
-        n: shape (M,), the number of losses of each member, integers >= 0 (0 gives p = 1).
-        alpha: target risk in (0, 1).
-
-    Returns:
-        ``float64`` array (M,) of p_HB in (0, 1] (see the module docstring for the formula).
+    ``loss_sums`` (shape (M,)) are the totals n R̂ in [0, n], a float within ``TOTAL_TOLERANCE``
+    × max(n, 1) of an integer counting as that integer; ``n`` (shape (M,)) are integer counts
+    (0 gives p = 1). Returns p_HB in (0, 1] (formula in the module docstring).
 
     Raises:
         StatsError: if the shapes differ, n is not an integer count, a total is outside [0, n]
@@ -124,16 +119,11 @@ def hoeffding_bentkus_p_values(
 def hoeffding_bentkus_p_value(risk: float | Fraction, n: int, alpha: float) -> float:
     """The Hoeffding–Bentkus p-value of H: mean loss > alpha at n losses with mean ``risk``.
 
-    Args:
-        risk: R̂, the observed mean loss, a real number in [0, 1]. Pass ``Fraction(k, n)``
-            (or the total to :func:`hoeffding_bentkus_p_values`) for an exact total; a float's
-            total ``risk * n`` is read within ``TOTAL_TOLERANCE``.
-        n: the number of losses, integer >= 0 (0 gives p = 1).
-        alpha: target risk in (0, 1).
-
-    Returns:
-        p_HB = min(exp(-n h1(min(R̂, alpha), alpha)), e P[Binomial(n, alpha) <= ceil(n R̂)]),
-        in (0, 1]; 1 when R̂ >= alpha; (1 - alpha)^n when R̂ = 0.
+    ``risk`` is R̂ in [0, 1]: pass ``Fraction(k, n)`` (or the total to
+    :func:`hoeffding_bentkus_p_values`) for an exact total; a float's ``risk * n`` is read within
+    ``TOTAL_TOLERANCE``. n = 0 gives p = 1. p_HB = min(exp(-n h1(min(R̂, alpha), alpha)),
+    e P[Binomial(n, alpha) <= ceil(n R̂)]), in (0, 1]; 1 when R̂ >= alpha; (1 - alpha)^n when
+    R̂ = 0.
 
     Raises:
         StatsError: if risk is not a number in [0, 1], n is not an integer count, or alpha is
@@ -162,13 +152,7 @@ def hoeffding_bentkus_upper_bounds(
     resolution (the upper end of the last bracket, where p_HB <= d), so that p_HB(R̂, n, alpha)
     <= d iff the bound is <= alpha, the duality a certificate states. n = 0 and R̂ = 1 give 1.
 
-    Args:
-        loss_sums: shape (M,), loss totals in [0, n].
-        n: shape (M,), integer counts >= 0.
-        confidence: 1 - d, in (0, 1).
-
-    Returns:
-        ``float64`` array (M,) of bounds in (0, 1].
+    Shapes (M,); ``confidence`` is 1 - d. Bounds lie in (0, 1].
 
     Raises:
         StatsError: as :func:`hoeffding_bentkus_p_values`, or a confidence outside (0, 1).

@@ -10,8 +10,8 @@ Built-in canonicalisers:
 - ``"exact"``: the answer unchanged (no merging at all).
 - ``"text"``: Unicode NFKC, case-folded, punctuation removed (except inside numbers and a leading
   minus), whitespace collapsed — the SQuAD answer normalisation (Rajpurkar et al. 2016,
-  ``evaluate-v1.1.py`` ``normalize_answer``) without its article removal, which is English-specific
-  and not declared by the issue, and without merging "42.0" into "420".
+  ``evaluate-v1.1.py`` ``normalize_answer``) without its English-specific article removal and
+  without merging "42.0" into "420".
 - ``"numeric"``: a number written as "42", "42.0", "+42", "$42", "42,000", "4.2e1", "1/2" or "50%"
   is replaced by its exact canonical value (via :class:`fractions.Fraction`, so no float rounding
   can merge different numbers); anything else falls back to ``"text"``.
@@ -65,9 +65,6 @@ def _require_str(answer: object) -> str:
 def exact(answer: str) -> str:
     """Return the answer unchanged (every distinct string is its own class).
 
-    Returns:
-        ``answer``.
-
     Raises:
         StatsError: if ``answer`` is not a string.
     """
@@ -82,10 +79,8 @@ def text(answer: str) -> str:
     "420" stay apart) and a dash used as a minus sign (before a digit and not inside a word: "-3",
     "(-3)" -> "-3", "x=-3", "1e-5"; punctuation dropped before such a sign becomes a space).
     Symbols (``S*``, e.g. "$", "+") are kept, so "1+1" and "11" stay apart. The result is a
-    fixed point: canonicalising it again changes nothing.
-
-    Returns:
-        The canonical text; "" when nothing but punctuation and space remains ("" is a class).
+    fixed point: canonicalising it again changes nothing. "" is a class (nothing but punctuation
+    and space remained).
 
     Raises:
         StatsError: if ``answer`` is not a string.
@@ -145,10 +140,8 @@ def parse_number(answer: str) -> Fraction | None:
     separators in groups of three ("42,000"; "1,5" is *not* a number, it is ambiguous), an
     optional decimal part and exponent of at most two digits ("4.2e1"), or a fraction "p/q" with
     q > 0, at most 100 characters in all; then an optional trailing currency symbol, "%" (dropped:
-    answer keys state the number without the sign) and a final full stop ("42.").
-
-    Returns:
-        The exact value as a :class:`~fractions.Fraction`, or None.
+    answer keys state the number without the sign) and a final full stop ("42."). The value is a
+    :class:`~fractions.Fraction`.
 
     Raises:
         StatsError: if ``answer`` is not a string.
@@ -204,10 +197,9 @@ def canonical_number(value: Fraction) -> str:
 def numeric(answer: str) -> str:
     """Canonicalise numbers exactly ("42", "42.0", "$42" -> "42"; "42,000" -> "42000").
 
-    Returns:
-        :func:`canonical_number` of :func:`parse_number` when the answer, or its :func:`text`
-        form, is a number ("(42.0)" -> "42"); else the :func:`text` form (so "Forty-two" stays a
-        class of its own, "fortytwo"). Applying it twice changes nothing.
+    :func:`canonical_number` of :func:`parse_number` when the answer, or its :func:`text` form,
+    is a number ("(42.0)" -> "42"); else the :func:`text` form (so "Forty-two" stays a class of
+    its own, "fortytwo"). Applying it twice changes nothing.
 
     Raises:
         StatsError: if ``answer`` is not a string.
@@ -227,12 +219,9 @@ _REGISTRY: dict[str, Canonicaliser] = {"exact": exact, "text": text, "numeric": 
 def register_canonicaliser(name: str, function: Canonicaliser, *, replace: bool = False) -> None:
     """Add a canonicaliser under ``name`` so a spec can refer to it.
 
-    Args:
-        name: the name a calibration spec stores (non-empty).
-        function: ``Callable[[str], str]``; it must be deterministic, since calibration and test
-            must canonicalise identically.
-        replace: allow replacing an existing name (off by default: a stored spec's name must keep
-            its meaning).
+    ``function`` must be deterministic, since calibration and test must canonicalise
+    identically; ``replace`` allows reusing a name (off by default: a stored spec's name must
+    keep its meaning).
 
     Raises:
         StatsError: if the name is empty or taken (without ``replace``), or ``function`` is not

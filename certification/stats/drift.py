@@ -52,17 +52,11 @@ _SMALL_GAMMAINC = 1e-100
 class DriftState:
     """The watch after some new scores: the online bag and the martingale's sufficient statistics.
 
-    Attributes:
-        bag: every score seen, calibration and new, sorted ascending (float64, length
-            ``n_reference + count``).
-        n_reference: how many calibration scores the bag started with.
-        count: new scores folded so far (the martingale's time n).
-        log_p_up: sum of ``log p_up`` over the new scores (<= 0).
-        log_p_down: sum of ``log p_down`` over the new scores (<= 0).
-        log_martingale: natural log of the mixture martingale after ``count`` scores (0 at
-            the start: M_0 = 1).
-        crossed: the 1-based index of the new score at which the martingale first reached
-            ``1/delta``, or None.
+    ``bag`` holds every score seen, calibration and new, sorted ascending (length
+    ``n_reference + count``); ``count`` is the martingale's time n. ``log_p_up`` and
+    ``log_p_down`` sum ``log p`` over the new scores (<= 0); ``log_martingale`` is the natural
+    log of the mixture martingale (0 at the start: M_0 = 1); ``crossed`` is the 1-based index of
+    the new score at which it first reached ``1/delta``.
     """
 
     bag: FloatArray
@@ -92,8 +86,7 @@ def _finite(scores: Floats, what: str) -> FloatArray:
 def drift_start(reference: Floats) -> DriftState:
     """Start a watch on the calibration scores ``reference`` (M_0 = 1).
 
-    Args:
-        reference: the calibration scores, in any order (finite floats).
+    ``reference`` holds finite scores in any order.
 
     Raises:
         InsufficientDataError: ``reference`` is empty.
@@ -140,13 +133,8 @@ def smoothed_p_values(
     ``p_down = (#{z < s} + theta #{z = s}) / n`` (the count of equals includes s itself).
     Vovk et al. 2003, equation (2), with nonconformity s and -s.
 
-    Args:
-        bag: the scores seen before, sorted ascending.
-        scores: the new scores in arrival order (finite).
-        thetas: one tie-breaker in (0, 1] per score.
-
-    Returns:
-        ``(p_up, p_down)``, each of length ``len(scores)``, in (0, 1].
+    ``bag`` is sorted ascending, ``scores`` finite in arrival order, ``thetas`` one tie-breaker
+    in (0, 1] per score. Returns ``(p_up, p_down)``, each of ``len(scores)`` values in (0, 1].
 
     Raises:
         StatsError: lengths differ, a score is not finite or a theta outside (0, 1].
@@ -175,13 +163,8 @@ def smoothed_p_values(
 def power_mixture_log(count: NDArray[np.int64] | int, log_p_sum: FloatArray | float) -> FloatArray:
     """Natural log of the simple-mixture power martingale ``int_0^1 prod eps p_i^(eps-1) d eps``.
 
-    Args:
-        count: n, the number of p-values (>= 0); an array broadcasts with ``log_p_sum``.
-        log_p_sum: ``sum log p_i`` (<= 0).
-
-    Returns:
-        ``log M_n``, a float64 array of the inputs' broadcast shape (0-d for two scalars);
-        ``-log(n + 1)`` when every p is 1.
+    ``count`` n >= 0 broadcasts with ``log_p_sum`` = ``sum log p_i`` (<= 0). Returns ``log
+    M_n`` in the inputs' broadcast shape (0-d for two scalars); ``-log(n + 1)`` when every p is 1.
 
     Source: Vovk, Nouretdinov & Gammerman 2003, section 3 (the simple mixture); the closed
     form is the incomplete-gamma integral of ``eps^n exp(a (1 - eps))`` with ``a = -sum log p``.
@@ -210,15 +193,9 @@ def power_mixture_log(count: NDArray[np.int64] | int, log_p_sum: FloatArray | fl
 def drift_update(state: DriftState, scores: Floats, thetas: Floats, *, delta: float) -> DriftState:
     """Fold new scores (in arrival order) into the watch; record the first crossing of 1/delta.
 
-    Args:
-        state: the watch so far (:func:`drift_start`, or a previous update).
-        scores: the new scores in arrival order (finite).
-        thetas: their tie-breakers (:func:`drift_thetas` from ``state.count``).
-        delta: the false-alarm probability, in (0, 1): the alarm threshold is ``1/delta``.
-
-    Returns:
-        The new state. The mixture martingale is ``(M_up + M_down) / 2``; ``crossed`` keeps
-        the first crossing once set.
+    ``thetas`` come from :func:`drift_thetas` at ``state.count``; ``delta`` is the false-alarm
+    probability (alarm at ``1/delta``). The mixture martingale is ``(M_up + M_down) / 2``;
+    ``crossed`` keeps the first crossing once set.
 
     Raises:
         StatsError: ``delta`` outside (0, 1), or bad scores or thetas

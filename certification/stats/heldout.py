@@ -13,11 +13,9 @@ across metrics or slices), and assume i.i.d. sampling units. Claims share their 
 claim-level interval is optimistic when errors cluster within answers; the
 record says so in its note.
 
-Every metric keeps its own denominator because none substitutes for another; two synthetic
-counterexamples show it (100 questions whose set always covers while the selector always errs:
-perfect set coverage, zero selected-answer correctness; 1,000 eligible / 20 emitted / 10
-inadmissible / 10 of 100 claims unsupported: a 2% answer rate, 1% unconditional failure, 50% error
-among emitted answers). Intervals: Clopper and Pearson (1934).
+Another counterexample: 100 questions whose set always covers while the selector always errs
+have perfect set coverage and zero selected-answer correctness. Intervals: Clopper and Pearson
+(1934).
 """
 
 from __future__ import annotations
@@ -51,13 +49,7 @@ CLAIM_NOTE = (
 
 @dataclass(frozen=True)
 class ProportionMetric(Proportion):
-    """One held-out metric: a :class:`~certification.stats.intervals.Proportion` with a name.
-
-    Attributes:
-        name: the metric's name, e.g. ``"emitted_answer_risk"``.
-        unit: the sampling unit of the denominator, e.g. ``"emitted answer"`` or ``"claim"``.
-        note: a caveat on the interval's assumptions, or None.
-    """
+    """A named held-out :class:`Proportion`; ``unit`` is the denominator's, ``note`` a caveat."""
 
     name: str
     unit: str
@@ -75,17 +67,7 @@ def proportion_metric(
 ) -> ProportionMetric:
     """Build a metric record with its exact interval.
 
-    Args:
-        name: the metric's name.
-        numerator: integer count in [0, denominator].
-        denominator: integer count >= 0.
-        unit: the sampling unit of the denominator.
-        confidence: two-sided level in (0, 1), default 0.95.
-        note: an optional caveat.
-
-    Returns:
-        A :class:`ProportionMetric`; a zero denominator gives ``value`` and ``interval`` None with
-        a reason.
+    A zero denominator gives ``value`` and ``interval`` None with a reason.
 
     Raises:
         StatsError: on non-integer counts, numerator > denominator or a bad confidence.
@@ -108,14 +90,10 @@ class HeldoutQuestion:
     The caller maps labels to these fields under the spec's declared policy (by default
     ``unresolved``, ``evidence_unavailable`` and ``abstained`` labels count as errors).
 
-    Attributes:
-        emitted: whether a single answer was emitted (False = abstained).
-        answer_admissible: the emitted answer's resolved admissibility; None iff not emitted.
-        claims: assessed claims of the emitted answer (0 when not emitted or not assessed).
-        unsupported_claims: assessed claims labelled unsupported, in [0, claims].
-        set_size: size of the retained prediction set (0 = empty output), or None when the
-            policy returned no set for this question.
-        set_covers: whether the set holds an admissible member; None iff ``set_size`` is None.
+    ``answer_admissible`` is None iff not emitted; ``claims`` counts the emitted answer's
+    assessed claims (0 when not emitted or not assessed), ``unsupported_claims`` those labelled
+    unsupported. ``set_size`` is the retained set's size (0 = empty output), None when the policy
+    returned no set; ``set_covers`` (an admissible member in the set) is None iff ``set_size`` is.
 
     Raises:
         StatsError: on construction, if the fields contradict each other.
@@ -146,14 +124,7 @@ class HeldoutQuestion:
 
 @dataclass(frozen=True)
 class SetSizeDistribution:
-    """Raw retained set sizes.
-
-    Attributes:
-        counts: (size, questions) pairs in ascending size, empty outputs (size 0) included.
-        n_sets: questions that returned a set.
-        n_no_set: questions for which the policy returned no set.
-        mean: mean size over returned sets, or None when no set was returned.
-    """
+    """Raw set sizes: (size, questions) ascending, size 0 included; ``mean`` over returned sets."""
 
     counts: tuple[tuple[int, int], ...]
     n_sets: int
@@ -165,19 +136,14 @@ class SetSizeDistribution:
 class HeldoutReport:
     """The held-out metrics of the test partition, each with its own denominator.
 
-    Attributes:
-        n_eligible: eligible test questions.
-        confidence: two-sided level of every interval.
-        answer_rate: emitted answers / eligible questions.
-        emitted_answer_risk: inadmissible emitted answers / emitted answers (selective risk).
-        unconditional_failure_rate: inadmissible emitted answers / eligible questions.
-        unsupported_claim_risk: unsupported assessed claims / assessed claims of emitted answers.
-        any_error_answer_rate: emitted answers with >= 1 unsupported claim / emitted answers
-            whose claims were assessed.
-        set_coverage: sets with an admissible member / questions that returned a set.
-        set_coverage_all_eligible: the same numerator / all eligible questions (abstention and
-            no-set count as failure).
-        set_sizes: the set-size distribution.
+    Each metric is numerator / denominator: ``answer_rate`` emitted answers / eligible
+    questions; ``emitted_answer_risk`` (selective risk) inadmissible emitted / emitted;
+    ``unconditional_failure_rate`` inadmissible emitted / eligible;
+    ``unsupported_claim_risk`` unsupported assessed claims / assessed claims of emitted answers;
+    ``any_error_answer_rate`` emitted answers with >= 1 unsupported claim / emitted answers whose
+    claims were assessed; ``set_coverage`` sets with an admissible member / questions that
+    returned a set; ``set_coverage_all_eligible`` the same numerator / eligible questions
+    (abstention and no set count as failure).
     """
 
     n_eligible: int
@@ -213,13 +179,9 @@ def heldout_report(
 ) -> HeldoutReport:
     """Compute every held-out metric from per-question outcomes of the frozen policy.
 
-    Args:
-        questions: one :class:`HeldoutQuestion` per eligible test question (abstentions
-            included: the answer rate and the all-eligible set coverage need them).
-        confidence: two-sided level of the Clopper–Pearson intervals, in (0, 1).
-        unit: what one element of ``questions`` is, in words, for the metrics whose
-            denominator is all of them: ``"eligible question"``, or ``"eligible candidate"``
-            when every candidate answer is its own unit.
+    ``questions`` include abstentions (the answer rate and all-eligible set coverage need them).
+    ``unit`` words one element of ``questions`` for the metrics over all of them:
+    ``"eligible question"``, or ``"eligible candidate"`` when every candidate is its own unit.
 
     Raises:
         StatsError: if an element is not a :class:`HeldoutQuestion` or the confidence is bad.

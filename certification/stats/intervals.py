@@ -110,13 +110,8 @@ def _check_k_n(k: object, n: object) -> tuple[int, int]:
 class Interval:
     """An exact confidence interval for a binomial proportion.
 
-    Attributes:
-        lower: lower limit in [0, 1] (0 for a one-sided upper interval).
-        upper: upper limit in [0, 1] (1 for a one-sided lower interval).
-        confidence: the coverage level 1 - g, in (0, 1).
-        side: ``"two-sided"``, ``"upper"`` (the interval is [0, upper]) or ``"lower"``
-            (the interval is [lower, 1]).
-        method: always ``"clopper-pearson"`` (named so a stored report says which method it used).
+    ``side`` is ``"two-sided"``, ``"upper"`` ([0, upper]) or ``"lower"`` ([lower, 1]), at
+    ``confidence`` 1 - g; ``method`` is always ``"clopper-pearson"``, so a stored report names it.
     """
 
     lower: float
@@ -132,15 +127,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class Proportion:
-    """A proportion with its counts and exact interval, or undefined.
-
-    Attributes:
-        numerator: integer count of successes.
-        denominator: integer count of trials (0 makes the proportion undefined).
-        value: numerator / denominator in [0, 1], or None when undefined.
-        interval: two-sided Clopper–Pearson interval, or None when undefined.
-        reason: why the proportion is undefined, or None.
-    """
+    """A proportion with its counts and exact interval; None with a ``reason`` at 0 trials."""
 
     numerator: int
     denominator: int

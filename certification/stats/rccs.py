@@ -38,13 +38,9 @@ CONSTANT_TOLERANCE = 1e-12
 class RCCSResult:
     """RCCS outputs for one set of answers.
 
-    Attributes:
-        rccs_correlation: Pearson(R*C, A) in [-1, 1], or None (see ``correlation_reason``).
-        correlation_reason: why the correlation is undefined, or None.
-        confidence_calibration_error: mean(|R*C - A|) in [0, 1].
-        mean_rc: mean(R*C) in [0, 1].
-        n: complete rows used (>= 1).
-        n_dropped: rows dropped for a missing value.
+    ``rccs_correlation`` = Pearson(R*C, A) in [-1, 1], None when undefined
+    (``correlation_reason``); ``confidence_calibration_error`` = mean(|R*C - A|) and ``mean_rc``
+    = mean(R*C), in [0, 1]; ``n`` >= 1 complete rows were used, ``n_dropped`` missed a value.
     """
 
     rccs_correlation: float | None
@@ -77,12 +73,9 @@ def rccs(
 ) -> RCCSResult:
     """Compute the RCCS outputs with complete-case handling of missing values.
 
-    Args:
-        retrieval: R, shape (n,), retrieval relevance in [0, 1]; None or NaN = missing.
-        confidence: C, shape (n,), model confidence in [0, 1]; None or NaN = missing.
-        correctness: A, shape (n,), adjudicated correctness, exactly 0 or 1; None or NaN =
-            missing (e.g. unresolved).
-        constant_tolerance: max - min at or below which rc or A counts as constant.
+    Shape (n,) each, None or NaN = missing: ``retrieval`` R and ``confidence`` C in [0, 1],
+    ``correctness`` A exactly 0 or 1 (missing e.g. when unresolved). rc or A counts as constant
+    when max - min <= ``constant_tolerance``.
 
     Raises:
         StatsError: if the lengths differ, a value is non-numeric, infinite or outside [0, 1], or

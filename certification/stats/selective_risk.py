@@ -73,17 +73,10 @@ CERTIFIED = "certified"
 class ThresholdCounts:
     """Integer counts per threshold of a prespecified family.
 
-    Attributes:
-        thresholds: the M thresholds in the order the spec lists them (that order is the testing
-            order of fixed-sequence testing).
-        accepted: m_j, answers accepted at threshold j, integers in [0, n].
-        errors: k_j, accepted answers with loss 1 (with bounded losses: with a loss > 0),
-            integers in [0, m_j].
-        n: calibration answers (the denominator of the answer rate), integer >= 0.
-        accept: the acceptance inequality, ``">="`` (accept iff score >= t) or ``">"``.
-        loss_sums: None for 0/1 losses; for losses bounded in [0, 1], the total loss of the
-            accepted answers of each threshold, floats in [0, m_j] (tested with
-            Hoeffding–Bentkus).
+    ``thresholds`` are in spec order (the testing order of fixed-sequence testing); m_j =
+    ``accepted[j]`` in [0, n], k_j = ``errors[j]`` in [0, m_j] (bounded losses: accepted losses
+    > 0); ``n`` counts calibration answers. ``loss_sums`` is None for 0/1 losses, else each
+    threshold's accepted loss total in [0, m_j] (tested with Hoeffding–Bentkus).
 
     Raises:
         StatsError: on construction, if the lengths differ, the family is empty, a count is not
@@ -212,17 +205,6 @@ def threshold_counts(
 ) -> ThresholdCounts:
     """Count accepted answers and accepted errors (or loss totals) at every threshold.
 
-    Args:
-        scores: shape (n,), the acceptance score of each calibration answer (higher = more
-            confident); finite or +-inf, never NaN.
-        losses: shape (n,), 0/1 loss of each answer (1 = inadmissible); booleans, integers or
-            floats equal to exactly 0 or 1; with ``bounded``, any number in [0, 1].
-        thresholds: shape (M,), the prespecified family in spec order; +-inf allowed, NaN refused.
-        accept: ``">="`` accepts an answer iff score >= t; ``">"`` iff score > t. The spec declares
-            it and calibration and test must use the same one.
-        bounded: the losses are bounded in [0, 1] rather than 0/1: the counts then carry the
-            accepted loss totals (``loss_sums``) and k_j counts the accepted losses above 0.
-
     Raises:
         StatsError: if shapes disagree, a score or threshold is NaN, a loss is not 0/1 (with
             ``bounded``: not in [0, 1]), the family is empty, or ``accept`` is unknown.
@@ -259,11 +241,6 @@ def threshold_counts(
 # -- p-values ---------------------------------------------------------------------------------
 def binomial_p_value(errors: int, accepted: int, alpha: float) -> float:
     """Exact p-value of H: risk > alpha, p = P[Binomial(accepted, alpha) <= errors].
-
-    Args:
-        errors: k, accepted errors, integer in [0, accepted].
-        accepted: m, accepted answers, integer >= 0; m = 0 gives p = 1 (nothing to certify).
-        alpha: target selective risk in (0, 1).
 
     Raises:
         StatsError: if a count is not an integer, k > m, or alpha is outside (0, 1).
@@ -306,12 +283,6 @@ def smallest_certifiable_count(
     M 5 gives 44). It tells a spec author how many accepted calibration answers a threshold needs
     before it can certify at all. The comparison is the one :func:`certify` makes (Bonferroni).
 
-    Args:
-        alpha: target selective risk in (0, 1).
-        delta: family-wise failure probability in (0, 1).
-        n_thresholds: M, the size of the prespecified family, integer >= 1.
-        errors: the number of accepted errors to allow for, integer >= 0.
-
     Raises:
         StatsError: on a level outside (0, 1) or a non-integer/zero family size or error count.
     """
@@ -344,21 +315,11 @@ def smallest_certifiable_count(
 class ThresholdResult:
     """One threshold's row in a certificate: raw counts, p-value, bound and decision.
 
-    Attributes:
-        index: position in the prespecified family (0-based).
-        accepted: m_j (integer).
-        errors: k_j (integer; with bounded losses, the accepted losses above 0).
-        answer_rate: m_j / n in [0, 1]; None when n = 0 (see ``note``).
-        empirical_risk: k_j / m_j (bounded losses: loss_sum / m_j) in [0, 1]; None when
-            m_j = 0 (selective risk undefined).
-        p_value: P[Binom(m_j, alpha) <= k_j] (bounded losses: the Hoeffding–Bentkus p-value) in
-            [0, 1]; 1 when m_j = 0.
-        upper_bound: one-sided Clopper–Pearson (bounded losses: Hoeffding–Bentkus) upper bound
-            on the selective risk at the certificate's ``bound_confidence``; 1 when m_j = 0.
-        tested: False only for thresholds after the first failure in fixed-sequence testing.
-        certified: whether H_j: risk > alpha was rejected.
-        note: why a value is undefined, or None.
-        loss_sum: the accepted loss total (bounded losses), or None for 0/1 losses.
+    ``answer_rate`` = m_j / n (None when n = 0, see ``note``); ``empirical_risk`` = k_j / m_j
+    (bounded losses: loss_sum / m_j), None when m_j = 0. ``p_value`` = P[Binom(m_j, alpha) <= k_j]
+    (bounded losses: Hoeffding–Bentkus) and ``upper_bound`` the one-sided Clopper–Pearson
+    (Hoeffding–Bentkus) bound at the certificate's ``bound_confidence``; both 1 when m_j = 0.
+    ``tested`` is False only after the first failure in fixed-sequence testing.
     """
 
     index: int
@@ -390,24 +351,11 @@ UTILITIES: dict[str, Callable[[ThresholdResult], float]] = {
 class Certificate:
     """The outcome of selective-risk certification over one prespecified family.
 
-    Attributes:
-        alpha: target selective risk in (0, 1).
-        delta: family-wise failure probability in (0, 1).
-        method: ``"bonferroni"`` or ``"fixed_sequence"``.
-        accept: the acceptance inequality used for the counts.
-        n_calibration: calibration answers n.
-        n_thresholds: M, the size of the whole family (including thresholds accepting nothing).
-        test_level: the per-test level: delta / M (Bonferroni) or delta (fixed sequence).
-        bound_confidence: 1 - test_level, the level of every row's upper bound, so that a row is
-            certified iff its bound is <= alpha (duality: p_j <= d iff the one-sided upper
-            bound at 1 - d is <= alpha).
-        utility: the declared utility used to choose among certified thresholds.
-        results: one :class:`ThresholdResult` per threshold, in family order.
-        certified_indices: indices of certified thresholds, in family order.
-        chosen_index: the chosen operating point, or None (fail closed).
-        outcome: ``"certified"`` or ``"no certified operating point"``.
-        reason: why nothing was certified, or None.
-        test: the p-value used, ``"binomial"`` (0/1 losses) or ``"hoeffding_bentkus"``.
+    ``n_thresholds`` is M, the whole family (thresholds accepting nothing included);
+    ``test_level`` is delta / M (Bonferroni) or delta (fixed sequence) and ``bound_confidence`` =
+    1 - test_level, so a row is certified iff its bound is <= alpha (duality). ``chosen_index``
+    is None when nothing was certified (fail closed, ``reason`` says why); ``outcome`` is
+    ``"certified"`` or ``"no certified operating point"``.
     """
 
     alpha: float
@@ -447,17 +395,11 @@ def certify(
 ) -> Certificate:
     """Test every threshold of the family and choose an operating point, failing closed.
 
-    Args:
-        counts: the per-threshold integer counts (:func:`threshold_counts`).
-        alpha: target selective risk P(error | accepted), in (0, 1).
-        delta: probability of certifying any unsafe threshold, in (0, 1).
-        method: ``"bonferroni"`` (certify j iff p_j <= delta/M, M the whole family) or
-            ``"fixed_sequence"`` (test in family order at level delta, stop at the first failure;
-            valid only when the order was fixed in the spec before calibration).
-        utility: the declared rule for choosing among certified thresholds: a name in
-            :data:`UTILITIES` (default ``"answer_rate"``, the largest answer rate) or a callable
-            mapping a row to a value to maximise (its ``__name__`` is recorded). Ties go to the
-            earlier threshold in family order.
+    ``method``: ``"bonferroni"`` (certify j iff p_j <= delta/M) or ``"fixed_sequence"`` (family
+    order at level delta, stop at the first failure; valid only when the spec fixed the order
+    before calibration). ``utility`` chooses among certified thresholds: a name in
+    :data:`UTILITIES` (default the largest answer rate) or a callable mapping a row to a value to
+    maximise (its ``__name__`` is recorded); ties go to the earlier threshold.
 
     Raises:
         StatsError: if alpha or delta is outside (0, 1), or the method or utility is unknown.
@@ -578,8 +520,6 @@ def certify_scores(
     bounded: bool = False,
 ) -> Certificate:
     """Count (:func:`threshold_counts`) and certify (:func:`certify`) in one call.
-
-    Arguments as in :func:`threshold_counts` and :func:`certify`.
 
     Raises:
         StatsError: as :func:`threshold_counts` and :func:`certify`.

@@ -22,18 +22,11 @@ SourcedRecord = tuple[str, dict[str, Any] | RecordError]
 class RecordSource:
     """The records of one file plus the adapter's counters (quirks met, declared rules applied).
 
-    A format that carries more than records (a certified release) also sets:
-
-    - ``source_versions``: ``(location, object)`` pairs of :class:`~labeling.importers.schema.
-      SourceVersionIn`, written before any record and in this order (so the version numbers of a
-      document's texts follow it);
-    - ``policies``: ``(location, object)`` pairs of :class:`~labeling.importers.schema.PolicyIn`,
-      the label policy versions the project must hold (restored into a project without
-      questions);
-    - ``partition``: ``(location, object)`` of :class:`~labeling.importers.schema.PartitionIn`,
-      the seed and proportions with which the records' ``partition`` values are frozen;
-    - ``digest``: the sha256 that identifies the input instead of the bytes of the file read
-      (a release: the sha256 of its manifest, so its zip and its directory are one import).
+    A format that carries more than records (a certified release) also sets
+    ``source_versions``, ``policies`` and ``partition`` (``(location, object)`` pairs, as
+    :func:`labeling.services.workload_import` takes them) and ``digest``, the sha256 that
+    identifies the input instead of the file's bytes (a release: its manifest's, so its zip and
+    its directory are one import).
 
     :meth:`close` releases what the reader holds (temporary files); the import service calls
     it when the import ends, however it ends.

@@ -32,18 +32,12 @@ CLAIM_MODES = {
 def split_sentences(text: str, segmenter: pysbd.Segmenter) -> tuple[list[tuple[int, int]], int]:
     """Split ``text`` into sentence spans without altering it.
 
-    Args:
-        text: the answer, exactly as given.
-        segmenter: ``pysbd.Segmenter(language="en", clean=False, char_span=True)``; not
-            thread-safe, so one per import.
-
-    Returns:
-        ``(spans, filled)``: spans are ``(start, end)`` code-point offsets, ordered and
-        disjoint, each trimmed of surrounding whitespace by moving its offsets (the text is
-        never changed); whitespace-only segments are skipped. pysbd's spans are used only when
-        ``text[start:end]`` equals the sentence it returned and they do not overlap; any
-        non-whitespace text they leave uncovered becomes a span of its own, and ``filled``
-        counts those.
+    ``segmenter`` is ``pysbd.Segmenter(language="en", clean=False, char_span=True)``, not
+    thread-safe (one per import). Returns ``(spans, filled)``: spans are ``(start, end)``
+    code-point offsets, ordered and disjoint, trimmed of surrounding whitespace by moving the
+    offsets; whitespace-only segments are skipped. pysbd's spans are used only when
+    ``text[start:end]`` equals the sentence it returned and they do not overlap; non-whitespace
+    text they leave uncovered becomes a span of its own, counted by ``filled``.
     """
     spans: list[tuple[int, int]] = []
     position = 0
@@ -118,11 +112,7 @@ class ClaimSplitter:
         return spans
 
     def claims(self, text: str) -> list[dict[str, Any]]:
-        """Return the native claims of one answer (``text``, ``start``, ``end``, ``machine_split``).
-
-        ``machine_split`` is true for sentences (a boundary a person may correct) and false for
-        the whole answer.
-        """
+        """Return one answer's native claims; ``machine_split`` is true for sentences only."""
         spans = self.spans(text)
         self.counts["answers"] += 1
         self.counts["claims"] += len(spans)

@@ -85,10 +85,7 @@ Claims that are not substrings of the answer are stored unanchored (flag boundar
 
 
 def pseudonym(annotator_id: str) -> str:
-    """Return the pseudonymous annotator key for an ExpertQA ``annotator_id``.
-
-    ``"eq-"`` + the first 12 hex digits of sha256(``"expertqa:" + annotator_id``).
-    """
+    """Return ``"eq-"`` + the first 12 hex digits of sha256(``"expertqa:" + annotator_id``)."""
     return "eq-" + hashlib.sha256(f"expertqa:{annotator_id}".encode()).hexdigest()[:12]
 
 
@@ -99,10 +96,9 @@ def _key(text: str) -> str:
 def parse_evidence(item: str) -> tuple[str, str | None] | None:
     r"""Split one evidence item ``"[n] URL"`` or ``"[n] URL\n\n<passage>"``.
 
-    Returns:
-        ``(url, passage)`` with the passage exactly as after the first ``"\n\n"``, or
-        ``(url, None)`` for a URL-only item (also when the passage is blank); None when the
-        item does not start with an ``"[n] "`` marker.
+    Returns ``(url, passage)`` with the passage exactly as after the first ``"\n\n"``, or
+    ``(url, None)`` for a URL-only item (also when the passage is blank); None when the item does
+    not start with an ``"[n] "`` marker.
     """
     match = EVIDENCE.match(item)
     if match is None:
@@ -116,15 +112,11 @@ def parse_evidence(item: str) -> tuple[str, str | None] | None:
 def claim_label(support: str | None, passages: int, url_only: int) -> tuple[str | None, str | None]:
     """Map a claim's ``support`` and the shape of its evidence to ``(label, reason)``.
 
-    Args:
-        support: the raw value (must be a key of :data:`SUPPORT_LABELS`).
-        passages: how many of the claim's evidence items carry a passage.
-        url_only: how many are URL only.
-
-    Returns:
-        ``("evidence_unavailable", "not_found")`` when the claim has evidence and all of it is
-        URL only, or when ``support`` is Complete but nothing can be cited; else the
-        :data:`SUPPORT_LABELS` mapping with reason None.
+    ``support`` must be a key of :data:`SUPPORT_LABELS`; ``passages`` and ``url_only`` count the
+    claim's evidence items with a passage and with a URL only. Returns
+    ``("evidence_unavailable", "not_found")`` when the claim has evidence and all of it is URL
+    only, or when ``support`` is Complete but nothing can be cited; else the
+    :data:`SUPPORT_LABELS` mapping with reason None.
     """
     if url_only and not passages:
         return EVIDENCE_UNAVAILABLE, "not_found"
@@ -313,10 +305,7 @@ def _record(obj: dict[str, Any], where: str, counters: dict[str, Any]) -> dict[s
 def read_expertqa(stream: IO[bytes], counters: dict[str, Any]) -> Iterator[SourcedRecord]:
     """Yield ``("line N", native record or RecordError)`` for each line of an ExpertQA JSONL file.
 
-    Args:
-        stream: the binary JSONL file.
-        counters: filled with the quirks met and rules applied (see README).
-
+    ``counters`` is filled with the quirks met and rules applied (see README).
     A line in the wrong shape (not JSON, ``answers`` without exactly one system, an unknown
     ``support`` value, an evidence item without its ``[n]`` marker, ...) yields a RecordError
     naming the field, e.g. ``answers.gpt4.claims[3].support``.

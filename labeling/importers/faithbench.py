@@ -82,11 +82,7 @@ def text_key(text: str) -> str:
 
 
 def overlaps(span: tuple[int, int], claim: tuple[int, int]) -> bool:
-    """Return whether a flagged span ``[s, e)`` belongs to a claim ``[cs, ce)``.
-
-    They share at least one code point; a zero-length span belongs to the claim with
-    ``cs <= s < ce``.
-    """
+    """Whether span ``[s, e)`` shares a code point with claim ``[cs, ce)`` (empty: cs <= s < ce)."""
     (s, e), (cs, ce) = span, claim
     if s == e:
         return cs <= s < ce
@@ -463,16 +459,12 @@ def read_batch(
 ) -> Iterator[SourcedRecord]:
     """Yield one native record per distinct source text of a FaithBench release batch file.
 
-    Args:
-        stream: the binary file, a JSON document ``{"samples": [...]}``.
-        filename: its name; the batch number comes from ``batch_N.json``.
-        counters: filled with the quirks met and declared rules applied (see README).
-
-    Yields:
-        ``(location, record)`` with location ``"batch_3.json source 2 (samples 10-19)"``, or
-        ``(location, RecordError)``: one error for a file in the wrong shape (not JSON, the
-        older raw export, no ``samples`` list, a name other than ``batch_N.json``), else one per
-        malformed sample (``"batch_3.json sample 5"``, field e.g. ``annotations[2].label``).
+    ``stream`` is a JSON document ``{"samples": [...]}``; the batch number comes from the
+    ``batch_N.json`` name; ``counters`` is filled with the quirks met and declared rules applied
+    (see README). Locations read ``"batch_3.json source 2 (samples 10-19)"``. A file in the wrong
+    shape (not JSON, the older raw export, no ``samples`` list, another name) yields one
+    RecordError, else one per malformed sample (``"batch_3.json sample 5"``, field e.g.
+    ``annotations[2].label``).
     """
     name = filename.replace("\\", "/").rsplit("/", 1)[-1]
     document = _load(stream, name)
@@ -550,11 +542,7 @@ def read_batch(
 
 
 def open_batch(stream: IO[bytes], filename: str) -> RecordSource:
-    """Open a FaithBench ``batch_N.json`` for :func:`labeling.services.workload_import`.
-
-    The records are produced lazily (see :func:`read_batch`); ``counters`` is filled as they are
-    read.
-    """
+    """Open a FaithBench ``batch_N.json`` for import, read lazily (:func:`read_batch`)."""
     counters = _new_counters()
     return RecordSource(read_batch(stream, filename, counters), counters)
 

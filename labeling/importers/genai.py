@@ -78,10 +78,7 @@ def _number(span: Span, key: str) -> int | float | None:
 
 
 def _structured(span: Span, key: str, counters: dict[str, Any], value: Value | None = None) -> Any:
-    """Read a structured attribute: an ``arrayValue``/``kvlistValue``, or JSON in a string.
-
-    The conventions allow either (a JSON string where structured values are not supported).
-    """
+    """Read a structured attribute: an ``arrayValue``/``kvlistValue``, or JSON in a string."""
     value = span.value(key) if value is None else value
     if value.kind is None:
         return None

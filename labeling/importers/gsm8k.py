@@ -156,10 +156,7 @@ def _count(
 def read_gsm8k(stream: IO[bytes], counters: dict[str, Any]) -> Iterator[SourcedRecord]:
     """Yield ``("line N", native record or RecordError)`` for each line of the JSONL file.
 
-    Args:
-        stream: the binary JSONL file.
-        counters: filled with the quirks met (see README).
-
+    ``counters`` is filled with the quirks met (see README).
     A line in the wrong shape (not JSON, a missing generator key, a non-boolean ``is_correct``)
     yields a RecordError naming the field, e.g. ``175b_verification.is_correct``.
     """

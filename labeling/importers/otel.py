@@ -250,12 +250,9 @@ def read_otel(
     end), so what the mapping needs of each GenAI span (its texts, ids and settings:
     :func:`read_span`) is kept until the file is read; the spans' JSON and every other span are
     dropped as they are read. The records are then written in chunks like any import's.
-
-    Yields:
-        ``(location, record)`` located ``"line 3 trace <traceId>"`` (the line of the trace's
-        first GenAI span), or ``(location, RecordError)``: one per malformed line (truncated
-        JSON, a field in the wrong shape), and when every line was read, one per trace that
-        cannot be mapped.
+    Locations read ``"line 3 trace <traceId>"`` (the line of the trace's first GenAI span). A
+    RecordError is yielded per malformed line (truncated JSON, a field in the wrong shape) and,
+    once every line was read, per trace that cannot be mapped.
     """
     traces: dict[str, list[_SpanRead]] = {}
     seen_spans: set[tuple[str, str]] = set()
@@ -298,10 +295,7 @@ def read_otel(
 def open_otel_with_options(
     stream: IO[bytes], filename: str, options: ImportOptions
 ) -> RecordSource:
-    """Open an OTLP JSON trace file for :func:`labeling.services.workload_import` (lazily).
-
-    ``options.splitter`` splits the completions into claims.
-    """
+    """Open an OTLP JSON trace file for import, lazily; ``options.splitter`` splits the claims."""
     counters = _new_counters(options.splitter)
     return RecordSource(read_otel(stream, options.splitter, counters), counters)
 

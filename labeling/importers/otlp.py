@@ -178,10 +178,7 @@ class Span:
         return f"{self.location} trace {self.trace_id} span {self.span_id}"
 
     def value(self, key: str, attributes: dict[str, Any] | None = None) -> Value:
-        """Decode attribute ``key`` of ``attributes`` (default the span's own).
-
-        An absent attribute is a :class:`Value` of kind None.
-        """
+        """Decode attribute ``key`` of ``attributes`` (default the span's); absent: kind None."""
         raw = (self.attributes if attributes is None else attributes).get(key)
         if raw is None:
             return Value(None, None)
@@ -299,10 +296,7 @@ def request_spans(request: dict[str, Any], location: str) -> list[Span]:
 
 
 def _first_object_line(stream: IO[bytes]) -> bool:
-    """Whether the first non-blank line of ``stream`` is a JSON object on its own (JSON lines).
-
-    The stream is rewound to its start.
-    """
+    """Whether ``stream``'s first non-blank line is a JSON object alone (JSON lines); rewinds it."""
     try:
         for _location, obj in read_jsonl(stream):
             return not isinstance(obj, RecordError)

@@ -473,11 +473,7 @@ def _zip_dataset(stream: IO[bytes], filename: str) -> tuple[Iterator[tuple[str, 
 
 
 def open_ragas(stream: IO[bytes], filename: str, options: ImportOptions) -> RecordSource:
-    """Open a RAGAS table (Parquet, Arrow, a zipped datasets folder, JSONL or CSV), lazily.
-
-    Yields, when iterated, ``("row N" or "line N", native record or RecordError)``; see the
-    module docstring for the mapping and the refusals.
-    """
+    """Open a RAGAS table (Parquet, Arrow, a zipped datasets folder, JSONL or CSV), lazily."""
     counters = _new_counters(options)
     head = stream.read(8)
     stream.seek(0)

@@ -126,10 +126,7 @@ def check_storable(value: Any, location: str, path: str = "") -> None:
 
 
 def format_validation_error(exc: Any, location: str) -> RecordError:
-    """Turn the first error of a pydantic ``ValidationError`` into a :class:`RecordError`.
-
-    The input value is deliberately left out: errors never echo records.
-    """
+    """Turn a ``ValidationError``'s first error into a :class:`RecordError`, never echoing input."""
     first = exc.errors(include_input=False, include_url=False)[0]
     return RecordError(location, dotted(first["loc"]) or "(record)", first["msg"])
 

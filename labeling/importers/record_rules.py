@@ -46,13 +46,8 @@ def _check_span(
 def locate_claim(answer: str, claim: str, after: int) -> int | None:
     """Return the code-point start of ``claim`` in ``answer``, preferring one at or after ``after``.
 
-    Args:
-        answer: the candidate answer text.
-        claim: the claim text, matched exactly (no stripping, no normalisation).
-        after: the end of the previous claim; claims usually follow the answer's order.
-
-    Returns:
-        The start offset, or None when ``claim`` is not a substring of ``answer`` (unanchored).
+    ``claim`` is matched exactly (no stripping, no normalisation); ``after`` is the end of the
+    previous claim (claims usually follow the answer's order). None means unanchored.
     """
     pos = answer.find(claim, after)
     if pos < 0:
@@ -68,13 +63,10 @@ def check_record(
 ) -> None:
     """Check the rules that span fields of one record.
 
-    Args:
-        record: the parsed record.
-        vocabulary: the labels of the project's newest policy (the default).
-        location: where the record came from, for errors.
-        policies: the project's policy versions by number; a prior annotation or resolution
-            that names a ``policy_version`` must name one of them, and its labels are checked
-            against that version. None: no version may be named.
+    ``vocabulary`` holds the labels of the project's newest policy (the default); ``policies``
+    the project's policy versions by number: a prior annotation or resolution that names a
+    ``policy_version`` must name one of them and its labels are checked against it (None: no
+    version may be named).
 
     Raises:
         RecordError: naming the first offending field as a dotted path, e.g.

@@ -405,11 +405,7 @@ def _policies(manifest: dict[str, Any]) -> list[SourcedRecord]:
 
 
 def _partition(manifest: dict[str, Any]) -> SourcedRecord | None:
-    """The manifest's frozen split as ``(location, {seed, proportions})``, or None.
-
-    ``partition`` is ``{"frozen", "seed", "proportions"}``; an unfrozen split (``frozen`` false
-    or no seed) gives None.
-    """
+    """The manifest's frozen split as ``(location, {seed, proportions})``; None when unfrozen."""
     partition = manifest.get("partition")
     if (
         not isinstance(partition, dict)

@@ -34,12 +34,6 @@ def validated_stream(
     first error (:func:`format_validation_error`), a :class:`RecordError` as it is, and a
     ``RecursionError`` as "nested too deeply". Before each record, the stream stops when
     ``errors`` holds ``limit`` errors (also errors the caller appended, e.g. while writing).
-
-    Args:
-        records: ``(location, raw)`` pairs, read lazily.
-        parse: turns one raw record into its checked value, or raises.
-        errors: the import's error list, appended to.
-        limit: stop reading once ``errors`` holds this many.
     """
     for location, raw in records:
         if len(errors) >= limit:

@@ -61,10 +61,7 @@ def text_key(text: str) -> str:
 
 
 def sentence_spans(sentences: Sequence[str]) -> list[tuple[int, int]]:
-    """Return the ``[start, end)`` code-point span of each sentence in the joined text.
-
-    The joined text is ``SEPARATOR.join(sentences)``; an empty sentence has an empty span.
-    """
+    """Return each sentence's ``[start, end)`` in ``SEPARATOR.join(sentences)`` (empty: empty)."""
     spans = []
     start = 0
     for sentence in sentences:
@@ -79,9 +76,8 @@ def token_spans(text: str, tokens: Sequence[str]) -> list[tuple[int, int]] | int
     WiCE's tokens do not round-trip (``" ".join(tokens) != text``: no space before ``;`` or
     ``,``), so each is looked for after the previous one.
 
-    Returns:
-        The ``[start, end)`` of each token, or the index of the first token that is not the
-        next non-whitespace text.
+    Returns the ``[start, end)`` of each token, or the index of the first token that is not the
+    next non-whitespace text.
     """
     spans = []
     position = 0
@@ -303,9 +299,8 @@ def _record(obj: dict[str, Any], where: str, counters: dict[str, Any]) -> dict[s
 def read_wice(stream: IO[bytes], counters: dict[str, Any]) -> Iterator[SourcedRecord]:
     """Yield ``("line N", native record or RecordError)`` for each line of a WiCE claim file.
 
-    Args:
-        stream: the binary JSONL file (claims, or sub-claims with their token flags).
-        counters: filled with the quirks met and rules applied (see the module docstring).
+    The file holds claims, or sub-claims with their token flags; ``counters`` is filled with the
+    quirks met and rules applied (see the module docstring).
 
     A line in the wrong shape (an unknown ``label``, a supporting sentence index outside
     ``evidence``, a token that is not in the claim, a row of WiCE's oracle-chunk or model output

@@ -21,11 +21,8 @@ MAX_MEMBER_BYTES = 4 << 30
 class ZippedFiles:
     """The members of a zip that sit at its top or in its one folder, extracted on demand.
 
-    Args:
-        stream: the zip, seekable.
-        filename: its name, for errors.
-        marker: a file name that must occur exactly once; its folder is the dataset's folder.
-        what: what the zip should hold, for the error message.
+    ``marker`` is a file name that must occur exactly once: its folder is the dataset's folder;
+    ``filename`` and ``what`` (what the zip should hold) word the errors.
 
     Raises:
         RecordError: not a zip, or ``marker`` missing, repeated or deeper than one folder.

@@ -59,14 +59,10 @@ def disagreement_queue(
 ) -> QuerySet[Item]:
     """Return the items of ``project`` waiting for adjudication, oldest disagreement first.
 
-    Args:
-        project: the project (already checked visible to the actor).
-        filters: optional ``partition`` (a partition value or ``"unassigned"``), ``level``
-            (``"answer"``: the answer labels differ; ``"claim"``: some claim's labels differ)
-            and ``min_age_hours`` (the disagreement is at least that old, 0 to
-            :data:`MAX_QUEUE_AGE_HOURS`). Empty values are ignored.
-        actor: when given and the project does not allow self-adjudication, the items this
-            user annotated are left out (they could not resolve them).
+    ``filters`` (empty values ignored): ``partition`` (a partition value or ``"unassigned"``),
+    ``level`` (``"answer"``: the answer labels differ; ``"claim"``: some claim's labels differ)
+    and ``min_age_hours`` (0 to :data:`MAX_QUEUE_AGE_HOURS`). When ``actor`` is given and the
+    project does not allow self-adjudication, the items they annotated are left out.
 
     Annotations: ``opened_at``, ``answer_differs`` and ``claims_differ`` of the open
     disagreement. Items come with candidate and question. One query per evaluated page.

@@ -332,28 +332,22 @@ def item_list(
 ) -> QuerySet[Item]:
     """Return the items of ``project``, filtered and sorted, with question and candidate.
 
-    Args:
-        project: the project (already checked visible to the actor).
-        filters: optional, empty values ignored:
+    ``filters`` (empty values ignored):
 
-            - ``partition``: a partition value or ``"unassigned"``;
-            - ``generator``: the candidate's generator (exact);
-            - ``q``: case-insensitive substring of the question's external_id or text, the
-              answer (candidate) text or one of its claims' text;
-            - ``status``: an item status (``open``, ``disagreement``, ``resolved``);
-            - ``disagreement``: ``answer`` / ``claim``: the item's votes differed at that level
-              (a disagreement opened on it, open or closed); ``none``: never in disagreement;
-            - ``resolved_label``: the answer label of the item's current resolution;
-            - ``voted_label``: an answer label of one of its votes (the current revision of a
-              submitted annotation; imported human prior votes too with
-              ``include_prior_votes``);
-            - ``annotator``: a user id: items that user submitted an annotation of;
-            - ``sort``: one of :data:`ITEM_SORTS` (default ``id``): item id, last update (the
-              latest of creation, submission, resolution and disagreement times), number of
-              votes (submitted annotations plus prior votes), or status in flow order (open,
-              disagreement, resolved), ties by id.
-        include_prior_votes: count imported prior votes in ``voted_label`` (managers only: prior
-            annotations are shown to managers only).
+    - ``partition``: a partition value or ``"unassigned"``;
+    - ``generator``: the candidate's generator (exact);
+    - ``q``: case-insensitive substring of the question's external_id or text, the answer text
+      or one of its claims' text;
+    - ``status``: an item status (``open``, ``disagreement``, ``resolved``);
+    - ``disagreement``: ``answer`` / ``claim``: the votes differed at that level (a
+      disagreement opened, open or closed); ``none``: never in disagreement;
+    - ``resolved_label``: the answer label of the item's current resolution;
+    - ``voted_label``: an answer label of one of its votes (current revisions of submitted
+      annotations; imported prior votes too with ``include_prior_votes``, managers only);
+    - ``annotator``: a user id: items that user submitted an annotation of;
+    - ``sort``: one of :data:`ITEM_SORTS` (default ``id``): item id, last update (the latest of
+      creation, submission, resolution and disagreement times), number of votes, or status in
+      flow order, ties by id.
 
     Annotations: ``claim_count``, ``unanchored_count``, ``vote_count`` and ``updated_at``,
     ``resolved_label`` (None unless resolved). One query per evaluated page.
@@ -463,10 +457,7 @@ def item_answer_labels(*, project: Project) -> list[str]:
 
 
 def item_annotators(*, project: Project) -> list[tuple[int, str]]:
-    """Return (user id, username) of everyone who submitted an annotation in ``project``.
-
-    Sorted by username; for the managers' and adjudicators' annotator filter. One query.
-    """
+    """Return (user id, username) of every annotator of ``project``, by username. One query."""
     return list(
         Assignment.objects.filter(item__project=project, status=AssignmentStatus.SUBMITTED)
         .order_by("annotator__username")

@@ -25,12 +25,10 @@ MAX_PROGRESS_DAYS = 180
 class DailyProgress:
     """Labelling progress per UTC day, from the first to the last day with activity.
 
-    Attributes:
-        days: consecutive days (no gaps), oldest first; empty when nothing happened yet.
-        submitted: annotations submitted on each day (one per assignment submitted).
-        resolved_cumulative: items resolved by the end of each day, counted on the day of
-            their current resolution (an unresolved outcome counts: the item left the queue);
-            items later returned to the queue no longer count.
+    ``days`` are consecutive, oldest first (empty before any activity); ``submitted`` counts
+    annotations per day; ``resolved_cumulative`` counts items resolved by each day's end, on the
+    day of their current resolution (an unresolved outcome counts: the item left the queue;
+    items later returned to the queue no longer count).
     """
 
     days: tuple[date, ...]

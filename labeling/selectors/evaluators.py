@@ -8,11 +8,7 @@ from labeling.models import Evaluator, Project
 
 
 def evaluator_list(*, project: Project) -> QuerySet[Evaluator]:
-    """Return the project's evaluators by name, then version, each with ``label_count``.
-
-    ``label_count`` counts the evaluator's imported labels (answer and claim level, available
-    or not). One query.
-    """
+    """Return the evaluators by name, then version, with ``label_count`` (all labels). One query."""
     return (
         Evaluator.objects.filter(project=project)
         .annotate(label_count=Count("labels"))

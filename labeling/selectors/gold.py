@@ -50,13 +50,7 @@ class Span:
 
 @dataclass(frozen=True)
 class GoldLabels:
-    """One set of labels of a gold item at both label levels.
-
-    Attributes:
-        answer: the answer label as a vote value.
-        claims: ``{claim id: claim label as a vote value}``, every labelled claim.
-        evidence: ``{claim id: spans}``, sorted, for the claims whose label cites evidence.
-    """
+    """A gold item's labels at both levels, as vote values; ``evidence``: sorted spans per claim."""
 
     answer: str
     claims: Mapping[int, str]
@@ -78,13 +72,8 @@ class GoldAnnotation:
 class GoldItemData:
     """A gold item with its current reference and every submitted gold annotation of it.
 
-    Attributes:
-        item_id: the item.
-        claim_ids: the item's claims, ascending.
-        reference_number: the current reference revision's number (1, 2, ...).
-        reference_policy_version: the policy version the reference was checked against.
-        reference: the reference labels.
-        annotations: submitted gold annotations, by (submitted_at, assignment id).
+    ``claim_ids`` ascend; ``reference_policy_version`` is the version the reference was checked
+    against; ``annotations`` are ordered by (submitted_at, assignment id).
     """
 
     item_id: int
@@ -190,10 +179,8 @@ def project_gold(*, project: Project) -> tuple[GoldItemData, ...]:
     Reads only, in a fixed number of queries (six) whatever the project's size. A gold item
     without a reference yet is left out. An annotation counts when its assignment is gold work
     and submitted; its labels are those of its current revision (earlier revisions are history).
-    Users are given by id; whoever shows them decides who may see them (managers only).
-
-    Returns:
-        The gold items ordered by id, as plain frozen data.
+    Users are given by id; whoever shows them decides who may see them (managers only). Items
+    are ordered by id.
     """
     items = list(gold_item_list(project=project).values_list("pk", flat=True))
     claims: dict[int, list[int]] = defaultdict(list)

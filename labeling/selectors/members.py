@@ -21,10 +21,7 @@ def invitation_list(*, project: Project) -> QuerySet[Invitation]:
 
 
 def invitations_for_user(*, user: Any) -> QuerySet[Invitation]:
-    """Return the pending, unexpired invitations addressed to ``user``'s account, newest first.
-
-    One query; each row carries its project and inviter.
-    """
+    """Return ``user``'s pending unexpired invitations, newest first, with project and inviter."""
     return Invitation.objects.filter(
         user_id=getattr(user, "pk", None) or 0,
         status=InvitationStatus.PENDING,

@@ -238,10 +238,7 @@ def resolution_waived_claims(*, resolution: Resolution | None) -> list[int]:
 
 
 def resolved_claim_labels(*, resolution: Resolution | None) -> list[ResolvedClaimLabel]:
-    """Return a resolution's claim labels in claim order, with claim and evidence loaded.
-
-    Empty for no resolution (or an unresolved one). Two queries.
-    """
+    """Return a resolution's claim labels in claim order (none if unresolved). Two queries."""
     if resolution is None:
         return []
     return list(

@@ -132,15 +132,9 @@ def policy_label_choices(
 ) -> list[LabelChoice]:
     """Return the labels ``policy`` offers at ``level``, in the policy's order.
 
-    Args:
-        policy: The label policy version the form is for.
-        level: ``"answer"`` or ``"claim"``.
-        cannot_decide: Append "can't decide" (key ``0``, no description of the policy's), for
-            forms that accept it as a vote.
-
-    Returns:
-        One :class:`LabelChoice` per label; details the policy does not store take the
-        defaults (text from the value, the default description, key = 1-based position).
+    ``cannot_decide`` appends "can't decide" (key ``0``, no policy description) for forms that
+    accept it as a vote. Details the policy does not store take the defaults (text from the
+    value, the default description, key = 1-based position).
     """
     evidence = set(policy.evidence_labels or ()) if level == "claim" else set()
     choices = []

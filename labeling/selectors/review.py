@@ -103,12 +103,7 @@ def claim_rows(claims: Iterable[Claim]) -> tuple[ClaimRow, ...]:
 
 
 def source_rows(question_id: int) -> tuple[SourceRow, ...]:
-    """Return the pinned source versions of a question, by retrieval rank. One query.
-
-    Every labelling form reads them: one plain statement (:mod:`labeling.rows`), the rows of
-    ``RetrievalLink.objects.filter(question_id=...).select_related("source_version__document")
-    .order_by("rank", "pk")``.
-    """
+    """Return a question's pinned source versions by retrieval rank: one plain statement."""
     rows = select_rows(
         "SELECT v.id, d.key, v.uri, d.uri, v.text, v.sha256, l.rank "
         "FROM labeling_retrievallink l "

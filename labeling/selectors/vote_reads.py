@@ -180,10 +180,8 @@ def imported_evidence_waivers(votes: Sequence[Vote]) -> dict[int, frozenset[str]
     imported votes gave it, none of them with a span, is accepted without evidence; the stored
     claim label records that its evidence was waived. A label that a live annotator gave, or
     that some vote gave with a span, needs evidence as usual (there is evidence to copy), and
-    so does any label the adjudicator chooses by themself.
-
-    Returns:
-        ``{claim_id: labels}``; claims without a waivable label are left out.
+    so does any label the adjudicator chooses by themself. Claims without a waivable label are
+    left out.
     """
     givers: dict[tuple[int, str], list[tuple[Vote, ClaimVote]]] = defaultdict(list)
     for vote in votes:
@@ -248,12 +246,8 @@ def _evidence_by_label(
 def live_votes(item_ids: list[int], *, assignment_id: int | None = None) -> list[Vote]:
     """The live votes of the items, by item, assignment slot and assignment. Three statements.
 
-    ``assignment_id``: only the vote of that assignment (the labelling form's own vote).
-
-    Every submit that completes an item's overlap reads them, and whole-project work reads
-    many: plain statements (:mod:`labeling.rows`) instead of the queryset with its two
-    prefetches (``Annotation`` with ``current`` and ``assignment``, the current revision's
-    claim labels by claim index, their evidence by source version and offsets).
+    ``assignment_id`` narrows to that assignment's vote (the labelling form's own). Plain
+    statements (:mod:`labeling.rows`): every submit completing an item's overlap reads them.
     """
     if not item_ids:
         return []
@@ -326,8 +320,6 @@ def _prior_votes(item_ids: list[int]) -> list[Vote]:
     Prior votes count only while the item counts them (``Item.prior_votes``): an item returned
     for labelling under a new policy version collects fresh votes only. A prior annotation
     without an answer label is no vote; an empty prior span (end == start) cites nothing.
-    Plain statements, as for the live votes: starting labelling reads the prior votes of every
-    item.
     """
     where, params = in_ids("i.id", item_ids)
     rows = select_rows(

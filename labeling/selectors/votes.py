@@ -38,11 +38,9 @@ LEVELS: tuple[str, ...] = (ANSWER_LEVEL, CLAIM_LEVEL)
 class VoteMatrix:
     """The votes of one label level: units × raters, ``None`` where a rater did not vote.
 
-    Attributes:
-        level: ``"answer"`` or ``"claim"``.
-        units: unit ids in ascending order (item ids, or claim ids); only units with a vote.
-        raters: rater ids, sorted (``prior:…`` before ``user:…``, users by numeric id).
-        ratings: ``len(units)`` rows of ``len(raters)`` labels or ``None``.
+    ``units`` are ascending ids (items or claims) with a vote; ``raters`` sorted (``prior:…``
+    before ``user:…``, users by numeric id); ``ratings`` is ``len(units)`` rows of
+    ``len(raters)`` labels.
     """
 
     level: str
@@ -237,10 +235,8 @@ def items_votes_and_counted(
 ) -> tuple[list[VoteRow], dict[int, list[list[Any]]], bool]:
     """Return :func:`vote_rows` of ``item_ids`` and their votes as last counted, in one statement.
 
-    Returns:
-        The vote rows; item id → the ``votes`` of its :class:`~labeling.models.ItemVotes` row
-        (items without one are absent); whether the project has a
-        :class:`~labeling.models.VoteTally` (is counted at all).
+    Items without an :class:`~labeling.models.ItemVotes` row are absent from the mapping; the
+    flag says whether the project has a :class:`~labeling.models.VoteTally` (is counted at all).
     """
     return _rows(project, item_ids, counted=True)
 
@@ -250,10 +246,7 @@ def project_votes(*, project: Project) -> ProjectVotes:
 
     Reads the rows of :func:`vote_rows` (one statement, whatever the project's size). Items of
     every status count: an open item's single vote drops out of the agreement statistics by
-    itself.
-
-    Returns:
-        A :class:`ProjectVotes` with deterministic ordering, so equal votes give equal data.
+    itself. Ordering is deterministic, so equal votes give equal data.
     """
     answer_votes: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
     claim_votes: dict[int, list[tuple[int, str, str]]] = defaultdict(list)

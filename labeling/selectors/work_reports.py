@@ -237,11 +237,8 @@ def work_report(
 ) -> WorkReport:
     """Return the per-annotator figures of ``period`` (see the module for the definitions).
 
-    Args:
-        project: the project.
-        actor: the reader; None (the command line) sees everyone.
-        period: the days covered.
-        annotator_id: one annotator only (managers); an annotator always gets their own row.
+    ``actor`` None (the command line) sees everyone; ``annotator_id`` narrows to one annotator
+    (managers); an annotator always gets their own row.
 
     Raises:
         NotFound: the actor is not a member.

@@ -31,17 +31,12 @@ from certification.stats.intervals import check_open_unit
 def cohen_kappa(table: ArrayLike, *, confidence: float = 0.95) -> CohenKappa:
     """Cohen's kappa of a two-rater contingency table, with standard error and Wald interval.
 
-    Args:
-        table: k × k integer counts; ``table[i, j]`` = units rater A labelled i and rater B
-            labelled j (categories in the same order on both axes).
-        confidence: two-sided level of the interval, in (0, 1); 0.95 gives z = 1.959964.
-
-    Returns:
-        A :class:`CohenKappa`. Kappa is undefined ("fewer than 2 units rated by both raters")
-        when the table holds fewer than 2 units, and ("no variation") when the expected agreement
-        is 1, i.e. both raters used one and the same label throughout; observed agreement is
-        still reported then. Kappa itself is computed from integer counts, so perfect agreement
-        gives exactly 1.0.
+    ``table[i, j]`` (k × k integers) counts units rater A labelled i and rater B j, categories
+    in the same order on both axes; 0.95 ``confidence`` gives z = 1.959964. Kappa is undefined
+    ("fewer than 2 units rated by both raters") under 2 units, and ("no variation") when the
+    expected agreement is 1 (both raters used one and the same label throughout); observed
+    agreement is still reported. Computed from integer counts, perfect agreement gives exactly
+    1.0.
 
     Raises:
         StatsError: if the table is not square, not integer, or has a negative count, or
@@ -160,13 +155,9 @@ def contingency_table(
 ) -> tuple[NDArray[np.int64], tuple[Label, ...]]:
     """Cross-tabulate two raters' labels over the units both rated.
 
-    Args:
-        labels_a: shape (n_units,), rater A's labels, ``None`` = not rated.
-        labels_b: shape (n_units,), rater B's labels for the same units.
-
-    Returns:
-        (table, categories): ``table`` is k × k ``int64`` with rater A on rows, over the k labels
-        either rater used on a shared unit, in ``categories`` order (sorted by ``repr``).
+    ``labels_b`` are for the same units; ``None`` = not rated. ``table`` is k × k ``int64``,
+    rater A on rows, over the k labels either rater used on a shared unit, in ``categories``
+    order (sorted by ``repr``).
 
     Raises:
         StatsError: if the sequences have different lengths.
@@ -200,13 +191,7 @@ def cohen_kappa_labels(
 ) -> CohenKappa:
     """Cohen's kappa of two raters from their labels, over the units both rated.
 
-    Args:
-        labels_a: shape (n_units,), rater A's labels, ``None`` = not rated.
-        labels_b: shape (n_units,), rater B's labels for the same units.
-        confidence: two-sided level of the interval, in (0, 1).
-
-    Returns:
-        :func:`cohen_kappa` of :func:`contingency_table`.
+    Returns :func:`cohen_kappa` of :func:`contingency_table`.
 
     Raises:
         StatsError: as :func:`contingency_table` and :func:`cohen_kappa`.

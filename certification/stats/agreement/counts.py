@@ -60,8 +60,7 @@ class LevelCounts:
     """The additive counts of one label level that its agreement statistics are functions of.
 
     Attributes:
-        raters: the raters with at least one rating, in the order pairs are formed (rater_a
-            before rater_b); unique.
+        raters: unique, in the order pairs are formed (rater_a before rater_b).
         votes: label → ratings with that label (every unit).
         units: m → units with exactly m ratings (m >= 1).
         pairable: m → label → ratings with that label in units of m >= 2 ratings.
@@ -139,10 +138,8 @@ SCALE_KINDS: tuple[ScaleKind, ...] = ("nominal", "ordinal", "interval", "ratio")
 class LabelScale:
     """The declared level of measurement of a label set, and the alpha metric it implies.
 
-    Attributes:
-        kind: ``nominal`` (labels are names), ``ordinal`` (ranked in ``order``), ``interval``
-            or ``ratio`` (labels are decimal numbers, read exactly).
-        order: for ordinal, every label of the set, lowest first; empty otherwise.
+    ``kind`` is ``nominal`` (labels are names), ``ordinal`` (ranked in ``order``, lowest first,
+    every label of the set), ``interval`` or ``ratio`` (labels are decimal numbers, read exactly).
 
     Raises:
         StatsError: an unknown kind; an ordinal scale without an order or with a repeated
@@ -238,13 +235,10 @@ def krippendorff_alpha_from_counts(counts: LevelCounts, scale: LabelScale) -> St
     Units with fewer than 2 ratings drop out. Computed in exact rational arithmetic (numeric
     labels are read as exact decimals), so counts added in any order give the same value.
 
-    Returns:
-        A :class:`Statistic`: undefined with ``FEWER_THAN_TWO_UNITS`` (fewer than 2 units
-        of 2 or more ratings), ``NO_VARIATION`` (one value, or an expected disagreement of 0),
-        or a reason naming the labels the scale cannot place (e.g. a "cannot decide" vote on
-        an ordinal scale): such votes are part of their units' counts and cannot be dropped
-        from them after the fact.
-
+    Undefined with ``FEWER_THAN_TWO_UNITS`` (fewer than 2 units of 2 or more ratings),
+    ``NO_VARIATION`` (one value, or an expected disagreement of 0), or a reason naming the
+    labels the scale cannot place (e.g. a "cannot decide" vote on an ordinal scale): such votes
+    are part of their units' counts and cannot be dropped after the fact.
     Source: Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", §A–C (the
     coincidence matrix and alpha) and §E (the difference functions); the same values as the
     ``krippendorff`` package with ``level_of_measurement`` nominal, ordinal, interval, ratio.
@@ -333,14 +327,8 @@ def agreement_summary_from_counts(
     computed exactly here, by the ``krippendorff`` package there), Fleiss' kappa and percent
     agreement exactly.
 
-    Args:
-        counts: the level's :class:`LevelCounts`.
-        confidence: two-sided level of the pairwise kappa intervals, in (0, 1).
-        scale: the labels' declared scale, whose metric alpha uses (None: nominal).
-
-    Returns:
-        An :class:`AgreementSummary`; ``alpha`` with the metric of ``scale``
-        (:func:`krippendorff_alpha_from_counts`), ``scale`` its kind.
+    ``confidence`` is the two-sided level of the pairwise kappa intervals; ``alpha`` uses the
+    metric of ``scale`` (None: nominal; :func:`krippendorff_alpha_from_counts`).
 
     Raises:
         StatsError: ``confidence`` outside (0, 1), or a pair names a rater not in

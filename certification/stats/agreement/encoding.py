@@ -19,11 +19,8 @@ def encode_ratings(
 ) -> EncodedRatings:
     """Replace labels by integer codes.
 
-    Args:
-        ratings: n_units × n_raters, ``None`` = missing; a float NaN (``float("nan")``,
-            ``numpy.nan``) is missing too, as the ``krippendorff`` package reads it. Every row
-            has the same length.
-        n_raters: the expected row length; needed to shape an empty matrix (0 × n_raters).
+    ``ratings`` rows share one length; ``None`` or a float NaN (as the ``krippendorff`` package
+    reads it) is missing. ``n_raters`` shapes an empty matrix (0 × n_raters).
 
     Raises:
         StatsError: if the rows have different lengths (or not ``n_raters``) or a label is not

@@ -38,15 +38,11 @@ def pairable_units(codes: NDArray[np.int64]) -> NDArray[np.bool_]:
 def krippendorff_alpha_nominal(ratings: Sequence[Sequence[Label | None]]) -> Statistic:
     """Krippendorff's alpha for nominal labels, missing ratings allowed.
 
-    Args:
-        ratings: n_units × n_raters, ``None`` = missing.
-
-    Returns:
-        alpha = 1 - D_o / D_e, at most 1 (1 = perfect agreement, 0 = chance, negative =
-        systematic disagreement). Units with fewer than two ratings carry no pairable values and
-        drop out. Undefined when fewer than 2 units have 2 or more ratings
-        (:data:`FEWER_THAN_TWO_UNITS`), or all pairable ratings carry one label, so that the
-        expected disagreement D_e is 0 (:data:`NO_VARIATION`).
+    ``ratings`` is n_units × n_raters, ``None`` = missing. alpha = 1 - D_o / D_e, at most 1
+    (1 = perfect agreement, 0 = chance, negative = systematic disagreement). Units with fewer
+    than two ratings drop out. Undefined when fewer than 2 units have 2 or more ratings
+    (:data:`FEWER_THAN_TWO_UNITS`), or all pairable ratings carry one label, so that D_e is 0
+    (:data:`NO_VARIATION`).
 
     Raises:
         StatsError: if the matrix is ragged.
@@ -94,13 +90,9 @@ def percent_agreement(ratings: Sequence[Sequence[Label | None]]) -> Statistic:
     Weighting units equally (rather than pooling all pairs) keeps a unit seen by many raters from
     outweighing one seen by two.
 
-    Args:
-        ratings: n_units × n_raters, ``None`` = missing.
-
-    Returns:
-        A proportion in [0, 1] (never percent), or undefined (:data:`NO_PAIRABLE_UNIT`) when no
-        unit has two ratings. Unlike kappa and alpha it is defined without variation: identical
-        ratings everywhere give 1.0.
+    ``ratings`` is n_units × n_raters, ``None`` = missing. A proportion in [0, 1] (never
+    percent), undefined (:data:`NO_PAIRABLE_UNIT`) when no unit has two ratings; unlike kappa
+    and alpha it is defined without variation (identical ratings everywhere give 1.0).
 
     Raises:
         StatsError: if the matrix is ragged.
@@ -126,15 +118,12 @@ def percent_statistic(codes: NDArray[np.int64], k: int) -> Statistic:
 def fleiss_kappa(counts: ArrayLike) -> Statistic:
     """Fleiss' kappa of a units × categories table with the same number of ratings per unit.
 
-    Args:
-        counts: N × k integer counts; ``counts[i, j]`` = raters who put unit i in category j.
-            Every row sums to the same n (the raters need not be the same people).
-
-    Returns:
-        kappa = (P-bar - P_e) / (1 - P_e) with P-bar = mean_i (sum_j n_ij^2 - n) / (n (n - 1))
-        and P_e = sum_j p_j^2, computed in exact rational arithmetic. Undefined when N < 2
-        (:data:`FEWER_THAN_TWO_UNITS`), n < 2 (:data:`FEWER_THAN_TWO_RATINGS_PER_UNIT`), or every
-        rating falls in one category (:data:`NO_VARIATION`).
+    ``counts`` is N × k integers, ``counts[i, j]`` = raters who put unit i in category j, every
+    row summing to the same n (the raters need not be the same people). kappa = (P-bar - P_e) /
+    (1 - P_e) with P-bar = mean_i (sum_j n_ij^2 - n) / (n (n - 1)) and P_e = sum_j p_j^2, in
+    exact rational arithmetic. Undefined when N < 2 (:data:`FEWER_THAN_TWO_UNITS`), n < 2
+    (:data:`FEWER_THAN_TWO_RATINGS_PER_UNIT`), or every rating falls in one category
+    (:data:`NO_VARIATION`).
 
     Raises:
         StatsError: if ``counts`` is not a 2-D integer array of non-negative counts, or its rows
@@ -176,13 +165,9 @@ def fleiss_kappa(counts: ArrayLike) -> Statistic:
 def fleiss_kappa_ratings(ratings: Sequence[Sequence[Label | None]]) -> Statistic:
     """Fleiss' kappa of a ratings matrix, over the units with at least two ratings.
 
-    Args:
-        ratings: n_units × n_raters, ``None`` = missing.
-
-    Returns:
-        :func:`fleiss_kappa` of the pairable units' count table, or undefined
-        (:data:`UNEQUAL_RATINGS_PER_UNIT`) when those units have different numbers of ratings
-        (Fleiss' kappa needs the same number per unit; use alpha then).
+    ``ratings`` is n_units × n_raters, ``None`` = missing. Undefined
+    (:data:`UNEQUAL_RATINGS_PER_UNIT`) when those units have different numbers of ratings
+    (Fleiss' kappa needs the same number per unit; use alpha then).
 
     Raises:
         StatsError: if the matrix is ragged.

@@ -33,12 +33,7 @@ MISSING = -1
 
 @dataclass(frozen=True)
 class Statistic:
-    """A value that may be undefined on the data.
-
-    Attributes:
-        value: the statistic, or None when it is undefined.
-        reason: why it is undefined (one of the module's reason constants), or None when defined.
-    """
+    """A value, or None with one of the module's reason constants in ``reason``."""
 
     value: float | None
     reason: str | None = None
@@ -62,29 +57,15 @@ class Statistic:
 class CohenKappa:
     """Cohen's kappa of two raters, with its Fleiss–Cohen–Everitt standard error and interval.
 
-    Attributes:
-        n: number of units both raters rated (the table's total).
-        observed_agreement: proportion of those units with equal labels, in [0, 1]; None when
-            n = 0.
-        expected_agreement: chance agreement sum_i p_i. p_.i from the two raters' marginals, in
-            [0, 1]; None when n = 0.
-        kappa: (p_o - p_e) / (1 - p_e), in [-1, 1]; None when undefined (see ``reason``).
-        se: large-sample standard error of kappa (not under the null); None when kappa is.
-        ci_low: lower limit of the Wald interval kappa - z * se, clipped at -1; None when kappa is.
-        ci_high: upper limit kappa + z * se, clipped at 1; None when kappa is.
-        confidence: two-sided level of the interval, in (0, 1).
-        reason: why kappa is undefined, or None.
-        interval_reason: why the standard errors, interval and z test, though computed, say
-            nothing useful (one rater used a single label; no label in common; too few
-            shared units for the
-            large-sample formulas; a standard error of 0 because every shared unit agrees), or
-            None when they can be read. Shown in place of the interval.
-        se0: standard error of kappa under the null hypothesis kappa = 0 (independent
-            raters with the observed marginals); None when kappa is.
-        z: kappa / se0, the large-sample test of kappa = 0; None when kappa is, or se0 is 0
-            (one rater used a single label, or the raters no label in common).
-        p_value: two-sided p-value of ``z`` under the standard normal, 2 P(Z >= |z|), in
-            [0, 1]; None when ``z`` is.
+    On the n units both rated: ``observed_agreement`` p_o and ``expected_agreement`` p_e = sum_i
+    p_i. p_.i from the marginals (None when n = 0); ``kappa`` = (p_o - p_e) / (1 - p_e) in
+    [-1, 1]; ``se`` its large-sample standard error (not under the null) and ``ci_low``/``ci_high``
+    the Wald interval kappa -/+ z se clipped to [-1, 1] at ``confidence``. ``se0`` is the standard
+    error under kappa = 0 (independent raters with the observed marginals), ``z`` = kappa / se0
+    (None when se0 is 0) and ``p_value`` = 2 P(Z >= |z|). Figures are None when kappa is.
+    ``interval_reason`` says why the computed standard errors, interval and test say nothing
+    useful (one rater used a single label; no label in common; too few shared units; a standard
+    error of 0 because every unit agrees); it is shown in place of the interval.
     """
 
     n: int
@@ -109,13 +90,7 @@ class CohenKappa:
 
 @dataclass(frozen=True)
 class PairKappa:
-    """Cohen's kappa of one pair of raters over the units both rated.
-
-    Attributes:
-        rater_a: the first rater (earlier in the input's rater order).
-        rater_b: the second rater.
-        result: the kappa, its standard error and interval; ``result.n`` units shared.
-    """
+    """Cohen's kappa of one pair of raters (``rater_a`` first in input order)."""
 
     rater_a: str
     rater_b: str
@@ -124,12 +99,7 @@ class PairKappa:
 
 @dataclass(frozen=True)
 class PairwiseKappa:
-    """Cohen's kappa of every pair of raters who share a unit, or why there is none.
-
-    Attributes:
-        pairs: one :class:`PairKappa` per pair sharing at least one unit, in input order.
-        reason: why ``pairs`` is empty (``FEWER_THAN_TWO_RATERS``, ``NO_SHARED_UNIT``), or None.
-    """
+    """Cohen's kappa of every rater pair sharing a unit; ``reason`` says why there is none."""
 
     pairs: tuple[PairKappa, ...]
     reason: str | None
@@ -146,11 +116,8 @@ def pairs_reason(n_raters: int, n_pairs: int) -> str | None:
 class EncodedRatings:
     """A ratings matrix with labels replaced by integer codes.
 
-    Attributes:
-        codes: n_units × n_raters ``int64``; -1 marks a missing rating, otherwise an index into
-            ``categories``.
-        categories: the distinct labels, sorted by ``repr`` (a deterministic order; nominal
-            statistics do not depend on it).
+    ``codes`` is n_units × n_raters, -1 for a missing rating, else an index into ``categories``
+    (sorted by ``repr``: deterministic; nominal statistics do not depend on it).
     """
 
     codes: NDArray[np.int64]
@@ -161,23 +128,13 @@ class EncodedRatings:
 class AgreementSummary:
     """Agreement statistics of one label level (e.g. answer labels, or claim labels).
 
-    Attributes:
-        n_units: units with at least one rating.
-        n_pairable_units: units with at least two ratings (the units alpha and percent agreement
-            use).
-        n_ratings: ratings (votes) in the matrix.
-        raters: raters with at least one rating, in input order.
-        category_counts: (label, number of ratings) for every label used, in ``categories`` order.
-        alpha: Krippendorff's alpha, nominal.
-        fleiss_kappa: Fleiss' kappa over the pairable units; undefined unless every pairable
-            unit has the same number of ratings.
-        percent_agreement: mean over pairable units of the proportion of agreeing rater pairs.
-        pairs: Cohen's kappa per pair of raters who share at least one unit, in input order.
-        confidence: two-sided level of the pairwise intervals.
-        pairs_reason: why ``pairs`` is empty (``FEWER_THAN_TWO_RATERS``,
-            ``NO_SHARED_UNIT``), or None when it is not.
-        scale: the labels' level of measurement, whose metric ``alpha`` uses (nominal,
-            ordinal, interval or ratio).
+    ``n_pairable_units`` counts units with at least two ratings (used by alpha and percent
+    agreement); ``category_counts`` gives (label, ratings) in ``categories`` order. ``alpha`` is
+    Krippendorff's under the metric of ``scale`` (nominal, ordinal, interval or ratio);
+    ``fleiss_kappa`` is undefined unless every pairable unit has the same number of ratings;
+    ``percent_agreement`` is the mean over pairable units of the share of agreeing rater pairs.
+    ``pairs`` (input order) have intervals at ``confidence``; ``pairs_reason`` as
+    :class:`PairwiseKappa`.
     """
 
     n_units: int

@@ -60,16 +60,10 @@ def pairwise_cohen_kappa(
 ) -> PairwiseKappa:
     """Cohen's kappa for every pair of raters, over the units both rated.
 
-    Args:
-        ratings: n_units × n_raters, ``None`` = missing.
-        raters: shape (n_raters,), unique rater ids naming the columns.
-        confidence: two-sided level of the intervals, in (0, 1).
-
-    Returns:
-        A :class:`PairwiseKappa`: one :class:`PairKappa` per pair (i < j in ``raters`` order)
-        sharing at least one unit; pairs that never rated a common unit are left out. Each
-        pair's kappa may be undefined (fewer than 2 shared units, no variation); with no pair
-        at all, ``reason`` says why (fewer than 2 raters with a rating, no shared unit).
+    ``ratings`` is n_units × n_raters (``None`` = missing), columns named by the unique
+    ``raters``. One :class:`PairKappa` per pair (i < j in ``raters`` order) sharing a unit;
+    each kappa may be undefined (fewer than 2 shared units, no variation); with no pair,
+    ``reason`` says why (fewer than 2 raters with a rating, no shared unit).
 
     Raises:
         StatsError: if the matrix is ragged, the rater ids do not match its columns or repeat,
@@ -90,14 +84,8 @@ def agreement_summary(
 ) -> AgreementSummary:
     """All agreement statistics of one label level.
 
-    Args:
-        ratings: n_units × n_raters, ``None`` = missing. Units without any rating are ignored.
-        raters: shape (n_raters,), unique rater ids naming the columns.
-        confidence: two-sided level of the pairwise kappa intervals, in (0, 1).
-
-    Returns:
-        An :class:`AgreementSummary`: alpha, Fleiss' kappa, percent agreement, pairwise kappas
-        and the counts they rest on. Undefined statistics carry a reason, never a number.
+    ``ratings`` is n_units × n_raters (``None`` = missing; units without a rating are ignored),
+    columns named by the unique ``raters``. Undefined statistics carry a reason, never a number.
 
     Raises:
         StatsError: if the matrix is ragged, the rater ids do not match its columns or repeat,

@@ -21,11 +21,8 @@ from certification.stats.errors import StatsError
 class AuditRecord:
     """One audited item, aligned across the evaluator and the adjudicated human label.
 
-    Attributes:
-        item: the item's identifier (shown in the disagreement table).
-        evaluator_label: the evaluator's label, :data:`UNAVAILABLE` or ``None`` if none.
-        human_label: the resolved human label, :data:`UNRESOLVED` or ``None`` if not resolved.
-        rationale: the adjudicator's rationale for the resolved label ("" if none was written).
+    ``evaluator_label`` is :data:`UNAVAILABLE` or ``None`` when there is none, ``human_label``
+    :data:`UNRESOLVED` or ``None`` when not resolved; ``rationale`` is "" when none was written.
     """
 
     item: str
@@ -38,14 +35,9 @@ class AuditRecord:
 class Disagreement:
     """One row of the documented disagreement table.
 
-    Attributes:
-        item: the item's identifier.
-        evaluator_label: what the evaluator said.
-        human_label: the resolved human label.
-        kind: ``"false positive"`` (evaluator positive, people negative), ``"false negative"``
-            (evaluator negative, people positive) or ``"label mismatch"`` (same polarity,
-            different schema labels; only at ``level="label"``).
-        rationale: the adjudicator's rationale.
+    ``kind`` is ``"false positive"`` (evaluator positive, people negative), ``"false negative"``
+    (evaluator negative, people positive) or ``"label mismatch"`` (same polarity, different
+    schema labels; only at ``level="label"``).
     """
 
     item: str
@@ -70,13 +62,9 @@ def disagreements(
     Items with an unavailable evaluator label or an unresolved human label are not
     disagreements (they are counted in their own row and column of the confusion matrix).
 
-    Args:
-        records: the audited items, in the order the table should keep.
-        polarity: which labels are positive.
-        level: ``"binary"`` lists the core's discordant items (false positives and false
-            negatives, the pairs McNemar counts); ``"label"`` also lists items whose polarity
-            agrees but whose labels differ (meaningful when the evaluator speaks the people's
-            schema).
+    Records keep their order. ``level="binary"`` lists the core's discordant items (the pairs
+    McNemar counts); ``"label"`` also items whose polarity agrees but labels differ (meaningful
+    when the evaluator speaks the people's schema).
 
     Raises:
         StatsError: if ``level`` is unknown.

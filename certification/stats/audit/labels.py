@@ -44,11 +44,9 @@ DisagreementKind = Literal["false positive", "false negative", "label mismatch"]
 class Polarity:
     """Which labels count as positive, for the people and for the evaluator.
 
-    Attributes:
-        name: what "positive" means, shown with the statistics, e.g. ``"error / not supported"``.
-        human_positive: human labels counted positive; every other resolved label is negative.
-        evaluator_positive: evaluator labels counted positive; every other available label is
-            negative.
+    ``name`` says what "positive" means, shown with the statistics (``"error / not
+    supported"``); every other resolved human label, and every other available evaluator label,
+    is negative.
 
     Raises:
         StatsError: if a positive set is empty or contains :data:`UNAVAILABLE`,
@@ -73,11 +71,6 @@ class Polarity:
     @classmethod
     def same(cls, positive: Iterable[str], *, name: str = "error / not supported") -> Polarity:
         """Return a polarity for an evaluator that uses the people's label schema.
-
-        Args:
-            positive: labels counted positive on both sides, e.g. ``{"unsupported",
-                "contradicted"}``.
-            name: what "positive" means.
 
         Raises:
             StatsError: as the class.

@@ -31,18 +31,9 @@ class BinaryCounts:
     """The 3 × 3 binary table derived by a :class:`Polarity`; nothing is dropped.
 
     Rows are evaluator {positive, negative, unavailable}, columns human {positive, negative,
-    unresolved}. The 2 × 2 core is TP, FP, FN, TN.
-
-    Attributes:
-        tp: evaluator positive, human positive.
-        fp: evaluator positive, human negative.
-        fn: evaluator negative, human positive.
-        tn: evaluator negative, human negative.
-        unavailable_positive: evaluator unavailable, human positive.
-        unavailable_negative: evaluator unavailable, human negative.
-        unavailable_unresolved: evaluator unavailable, human unresolved.
-        unresolved_flagged: evaluator positive, human unresolved.
-        unresolved_unflagged: evaluator negative, human unresolved.
+    unresolved}. The 2 × 2 core is TP, FP, FN, TN; ``unavailable_*`` are the evaluator's
+    unavailable row, ``unresolved_flagged``/``unresolved_unflagged`` the evaluator positive and
+    negative cells of the unresolved column.
     """
 
     tp: int
@@ -81,11 +72,7 @@ class BinaryCounts:
         )
 
     def as_table(self) -> tuple[tuple[int, int, int], ...]:
-        """Return the 3 × 3 table as nested tuples.
-
-        Rows are evaluator (positive, negative, unavailable), columns human (positive, negative,
-        unresolved).
-        """
+        """Return the 3 × 3 table as nested tuples, rows evaluator and columns human."""
         return (
             (self.tp, self.fp, self.unresolved_flagged),
             (self.fn, self.tn, self.unresolved_unflagged),
@@ -101,15 +88,11 @@ class BinaryCounts:
 class ConfusionMatrix:
     """Evaluator labels (rows) against resolved human labels (columns), every label kept.
 
-    Attributes:
-        evaluator_labels: row labels; the declared order first, then labels seen but not declared
-            (sorted), then :data:`UNAVAILABLE` (always present, possibly with zero counts).
-        human_labels: column labels, likewise, ending with :data:`UNRESOLVED`.
-        counts: ``len(evaluator_labels) × len(human_labels)`` integer counts, as nested tuples
-            (immutable and JSON-friendly); ``counts[i][j]`` items the evaluator labelled
-            ``evaluator_labels[i]`` and people ``human_labels[j]``.
-        polarity: the declared polarity.
-        binary: the 3 × 3 binary table derived from ``counts`` by ``polarity``.
+    Rows are the declared order, then labels seen but not declared (sorted), then
+    :data:`UNAVAILABLE` (always present, possibly all zero); columns likewise, ending with
+    :data:`UNRESOLVED`. ``counts[i][j]`` counts items the evaluator labelled
+    ``evaluator_labels[i]`` and people ``human_labels[j]``; ``binary`` is derived by
+    ``polarity``.
     """
 
     evaluator_labels: tuple[str, ...]
@@ -150,18 +133,10 @@ def confusion_matrix(
 ) -> ConfusionMatrix:
     """Cross-tabulate evaluator labels against resolved human labels.
 
-    Args:
-        evaluator_labels: shape (n_items,); :data:`UNAVAILABLE` or ``None`` = no evaluator label.
-        human_labels: shape (n_items,), the same items; :data:`UNRESOLVED` or ``None`` = no
-            resolved human label.
-        polarity: which labels are positive on each side.
-        evaluator_order: the evaluator's label schema in display order; declared labels get a row
-            even when no item has them.
-        human_order: the human label schema in display order, likewise for columns.
-
-    Returns:
-        The :class:`ConfusionMatrix`. n_items = 0 gives an all-zero table with only the declared
-        labels and the two sentinels.
+    ``None`` or :data:`UNAVAILABLE` means no evaluator label, ``None`` or :data:`UNRESOLVED` no
+    resolved human label. Declared labels (``evaluator_order``, ``human_order``, display order)
+    get a row or column even when no item has them; n_items = 0 gives an all-zero table with
+    only those and the two sentinels.
 
     Raises:
         StatsError: if the sequences have different lengths or a declared order repeats a label.

@@ -51,16 +51,6 @@ class WeightedRates:
     weighted denominator is 0. These are consistent point estimates of the population rates under
     the sampling design; they carry no exact interval (the Clopper–Pearson intervals of
     :class:`AuditMetrics` are for the audited items as a sample).
-
-    Attributes:
-        accuracy: weighted (TP + TN) / compared.
-        sensitivity: weighted TP / (TP + FN).
-        specificity: weighted TN / (TN + FP).
-        ppv: weighted TP / (TP + FP).
-        npv: weighted TN / (TN + FN).
-        human_positive_rate: weighted (TP + FN) / compared.
-        evaluator_positive_rate: weighted (TP + FP) / compared.
-        reasons: (rate name, reason) for each undefined rate.
     """
 
     accuracy: float | None
@@ -77,26 +67,14 @@ class WeightedRates:
 class AuditMetrics:
     """Everything the audit reports for one evaluator version (or one slice of it).
 
-    Attributes:
-        matrix: the full confusion matrix, unavailable and unresolved included.
-        confidence: two-sided level of every interval, in (0, 1).
-        n_total: items in the table.
-        n_compared: items in the binary core (evaluator available, human resolved); the
-            denominator of accuracy.
-        n_unavailable: items the evaluator did not label.
-        n_unresolved: items without a resolved human label.
-        accuracy: (TP + TN) / n_compared.
-        sensitivity: TP / (TP + FN), the share of human positives the evaluator flags.
-        specificity: TN / (TN + FP).
-        ppv: TP / (TP + FP), the share of evaluator flags people confirm.
-        npv: TN / (TN + FN).
-        human_positive_rate: (TP + FN) / n_compared.
-        evaluator_positive_rate: (TP + FP) / n_compared.
-        kappa: Cohen's kappa of the binary core with standard error and Wald interval.
-        label_kappa: Cohen's kappa over the full label schema (items with both labels), or
-            undefined (:data:`LABELS_NOT_COMPARABLE`) when the evaluator uses labels people do not.
-        mcnemar: McNemar's exact test on the core's discordant pairs.
-        weighted: Hájek-weighted population point estimates, when weights were given.
+    ``matrix`` includes unavailable and unresolved items; ``n_compared`` counts the binary core
+    (evaluator available, human resolved), the denominator of the rates; ``sensitivity`` is the
+    share of human positives the evaluator flags, ``ppv`` the share of its flags people confirm.
+    ``label_kappa`` is over the full label schema, undefined (:data:`LABELS_NOT_COMPARABLE`) when
+    the evaluator uses labels people do not; ``weighted`` is set when weights were given. Rates
+    (also :class:`WeightedRates`'): accuracy (TP + TN) / n, sensitivity TP / (TP + FN),
+    specificity TN / (TN + FP), PPV TP / (TP + FP), NPV TN / (TN + FN), positive rates
+    (TP + FN) / n and (TP + FP) / n, with n = ``n_compared``.
     """
 
     matrix: ConfusionMatrix
@@ -141,16 +119,9 @@ def metrics_from_matrix(
 ) -> AuditMetrics:
     """Compute every audit statistic from a confusion matrix.
 
-    Args:
-        matrix: from :func:`confusion_matrix`.
-        confidence: two-sided level of the Clopper–Pearson and kappa intervals, in (0, 1).
-        weighted: weighted population estimates to attach (see :func:`audit`), or None.
-
-    Returns:
-        The :class:`AuditMetrics`. Undefined statistics carry a reason: every proportion is
-        undefined with :data:`NO_COMPARED_ITEMS` when the core is empty; sensitivity with
-        :data:`NO_HUMAN_POSITIVES` (and so on) when only its own denominator is zero; kappa as
-        :func:`certification.stats.agreement.cohen_kappa` (fewer than 2 items, no variation).
+    Undefined statistics carry a reason: every proportion :data:`NO_COMPARED_ITEMS` when the core
+    is empty; sensitivity :data:`NO_HUMAN_POSITIVES` (and so on) when only its own denominator is
+    zero; kappa as :func:`certification.stats.agreement.cohen_kappa`.
 
     Raises:
         StatsError: if ``confidence`` is outside (0, 1).
@@ -244,21 +215,10 @@ def audit(
 ) -> AuditMetrics:
     """Audit an evaluator against resolved human labels: confusion matrix and every statistic.
 
-    Args:
-        evaluator_labels: shape (n_items,); :data:`UNAVAILABLE` or ``None`` = no evaluator label.
-        human_labels: shape (n_items,), the same items; :data:`UNRESOLVED` or ``None`` = not
-            resolved.
-        polarity: which labels are positive (certlabel's convention: "error / not supported").
-        confidence: two-sided level of every interval, in (0, 1).
-        evaluator_order: the evaluator's label schema in display order (optional).
-        human_order: the human label schema in display order (optional).
-        weights: shape (n_items,), 1 / inclusion probability of each item in the audit sample,
-            all > 0; when given, :attr:`AuditMetrics.weighted` holds Hájek-weighted population
-            point estimates (sensitivity and specificity need them when the sample over-represents
-            one evaluator verdict).
-
-    Returns:
-        :func:`metrics_from_matrix` of :func:`confusion_matrix`.
+    ``None`` or :data:`UNAVAILABLE` means no evaluator label, ``None`` or :data:`UNRESOLVED` no
+    resolved human label. ``weights`` (shape (n_items,), all > 0) are 1 / inclusion probability;
+    given, :attr:`AuditMetrics.weighted` holds Hájek-weighted population point estimates
+    (sensitivity and specificity need them when the sample over-represents one verdict).
 
     Raises:
         StatsError: if the sequences are not aligned, a declared order repeats a label, the
@@ -301,21 +261,8 @@ def audit_by_slice(
     Every slice's table has the same rows and columns (the labels seen anywhere, after the
     declared orders), so the tables compare cell by cell.
 
-    Args:
-        evaluator_labels: shape (n_items,), as :func:`audit`.
-        human_labels: shape (n_items,), as :func:`audit`.
-        slices: shape (n_items,), the slice key of each item along one dimension; ``None`` is a
-            slice of its own ("no value"), never dropped.
-        polarity: which labels are positive.
-        confidence: two-sided level of every interval, in (0, 1).
-        evaluator_order: the evaluator's label schema in display order (optional).
-        human_order: the human label schema in display order (optional).
-        weights: shape (n_items,), 1 / inclusion probability, as :func:`audit` (optional).
-
-    Returns:
-        ``{slice key: AuditMetrics}`` in order of the keys' ``repr``; slices whose statistics are
-        undefined (a slice without human positives has no sensitivity) report them as such. No
-        multiplicity correction is applied: each slice's interval is at ``confidence`` on its own.
+    A ``None`` slice key is a slice of its own, never dropped. Returns slices in order of the
+    keys' ``repr``; no multiplicity correction: each slice's interval is at ``confidence`` alone.
 
     Raises:
         StatsError: as :func:`audit`, or if ``slices`` is not aligned with the labels or holds an

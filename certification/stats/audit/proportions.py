@@ -24,15 +24,10 @@ class McNemarExact:
     evaluator flags as often as people do. Under H0, given the n discordant items, the false
     positives are Binomial(n, 1/2).
 
-    Attributes:
-        false_negatives: discordant items the evaluator missed (evaluator negative, human
-            positive); statsmodels' b for the table ``[[TP, FN], [FP, TN]]``.
-        false_positives: discordant items the evaluator flagged wrongly; statsmodels' c.
-        n_discordant: ``false_negatives + false_positives``.
-        statistic: min(b, c), the binomial count the p-value is computed from.
-        p_value: two-sided exact p-value min(1, 2 P[Binomial(n, 1/2) <= min(b, c)]), in (0, 1];
-            1 when there is no discordant item (the test has no information; a p-value of 1
-            never rejects, as for a threshold that accepts nothing).
+    b = ``false_negatives`` (evaluator negative, human positive: statsmodels' b for the table
+    ``[[TP, FN], [FP, TN]]``) and c = ``false_positives``; ``statistic`` = min(b, c);
+    ``p_value`` = min(1, 2 P[Binomial(n, 1/2) <= min(b, c)]), two-sided exact, in (0, 1]; 1 with
+    no discordant item (no information; a p-value of 1 never rejects).
     """
 
     false_negatives: int
@@ -45,13 +40,8 @@ class McNemarExact:
 def mcnemar_exact(false_negatives: int, false_positives: int) -> McNemarExact:
     """McNemar's exact (binomial) test from the two discordant counts.
 
-    Args:
-        false_negatives: integer count b >= 0 (evaluator negative, human positive).
-        false_positives: integer count c >= 0 (evaluator positive, human negative).
-
-    Returns:
-        The :class:`McNemarExact`. The tail sum is computed in exact rational arithmetic, so the
-        p-value is the correctly rounded value of 2 sum_{i <= min(b, c)} C(n, i) / 2^n.
+    The tail sum is exact rational arithmetic, so the p-value is the correctly rounded
+    2 sum_{i <= min(b, c)} C(n, i) / 2^n.
 
     Raises:
         StatsError: if a count is not a non-negative integer.

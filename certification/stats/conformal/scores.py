@@ -36,10 +36,8 @@ def canonical_order_key(cls: str) -> tuple[int, Fraction, str]:
     so "5" < "1000" and "1/3" < "0.5") come first in numeric order, equal values in string
     order; every other class follows in string (code point) order. Comparing numerically only
     when both classes are numbers and as strings otherwise would not be an order ("2" < "10" <
-    "1a" < "2"), so numbers go first as a block.
-
-    Returns:
-        ``(0, value, cls)`` for a number, ``(1, 0, cls)`` otherwise.
+    "1a" < "2"), so numbers go first as a block. The key is ``(0, value, cls)`` for a number,
+    ``(1, 0, cls)`` otherwise.
     """
     value = parse_number(cls)
     return (1, Fraction(0), cls) if value is None else (0, value, cls)
@@ -60,11 +58,8 @@ def check_tie_rule(tie_rule: object) -> None:
 class FrequencyProfile:
     """The canonical classes of one question's samples, ranked.
 
-    Attributes:
-        classes: canonical classes, highest-ranked first (rank 1 = the mode).
-        counts: samples per class, aligned with ``classes`` (non-increasing).
-        n_samples: K, the samples counted (sum of ``counts``).
-        tie_rule: the declared tie rule used.
+    ``classes`` are highest-ranked first (rank 1 = the mode), ``counts`` aligned and
+    non-increasing, summing to K = ``n_samples``.
     """
 
     classes: tuple[str, ...]
@@ -93,13 +88,8 @@ def frequency_profile(
 ) -> FrequencyProfile:
     """Canonicalise one question's samples and rank the classes by frequency.
 
-    Args:
-        samples: the K sampled answers (strings), in sampling order (``"first_seen"`` uses it).
-        canonicaliser: a registered name or a ``Callable[[str], str]``.
-        tie_rule: ``"canonical_ascending"`` or ``"first_seen"`` (see :data:`TIE_RULES`).
-
-    Returns:
-        A :class:`FrequencyProfile`; K = 0 gives an empty profile (its score is infinite).
+    ``samples`` are the K answers in sampling order (``"first_seen"`` uses it). K = 0 gives an
+    empty profile (its score is infinite).
 
     Raises:
         StatsError: on an unknown canonicaliser or tie rule, or a non-string sample.
@@ -124,13 +114,8 @@ def frequency_profile(
 def rank_score(profile: FrequencyProfile, admissible: Collection[str]) -> float:
     """Nonconformity score: the rank of the highest-ranked admissible class.
 
-    Args:
-        profile: the question's ranked classes.
-        admissible: the admissible *canonical* classes (any size; may include unsampled ones).
-
-    Returns:
-        The 1-based rank as a float (1.0, 2.0, ...), or ``math.inf`` if no admissible class was
-        sampled (the question is unsolvable at this K).
+    ``admissible`` holds canonical classes (any size; may include unsampled ones). The rank is
+    1-based, as a float; ``math.inf`` if no admissible class was sampled (unsolvable at this K).
     """
     for rank, cls in enumerate(profile.classes, start=1):
         if cls in admissible:
@@ -147,15 +132,7 @@ def nonconformity_score(
 ) -> float:
     """Score one question from raw strings: the admissible answers are canonicalised too.
 
-    Args:
-        samples: the K sampled answers.
-        admissible: admissible answers in any form (canonicalised with the same canonicaliser
-            as the samples).
-        canonicaliser: a registered name or a callable.
-        tie_rule: see :data:`TIE_RULES`.
-
-    Returns:
-        The rank score (float, ``math.inf`` when no admissible class was sampled).
+    ``math.inf`` when no admissible class was sampled.
 
     Raises:
         StatsError: on an unknown canonicaliser or tie rule.

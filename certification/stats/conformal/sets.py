@@ -19,12 +19,10 @@ from certification.stats.errors import StatsError
 
 @dataclass(frozen=True)
 class PredictionSet:
-    """The top-M* classes of one question.
+    """The top-M* classes of one question, by rank.
 
-    Attributes:
-        classes: the classes in the set, by rank. When M* is infinite the set is formally every
-            possible answer; ``classes`` then lists all sampled classes and ``trivial`` is True.
-        trivial: True when M* is infinite (an uninformative set).
+    When M* is infinite the set is formally every possible answer: ``classes`` then lists all
+    sampled classes and ``trivial`` is True.
     """
 
     classes: tuple[str, ...]
@@ -41,9 +39,8 @@ def prediction_set(
 ) -> PredictionSet:
     """The top M* classes of ``profile`` (all its classes when it has fewer than M*).
 
-    Args:
-        profile: the question's ranked classes (same canonicaliser and tie rule as calibration).
-        threshold: M* (a :class:`ConformalThreshold` or its value: integer >= 1 or ``inf``).
+    ``profile`` must use the calibration's canonicaliser and tie rule; ``threshold`` is M*, an
+    integer >= 1 or ``inf``.
 
     Raises:
         StatsError: if the threshold is not an integer >= 1 or ``inf``.
@@ -60,17 +57,11 @@ def prediction_set(
 class SetEvaluation:
     """Coverage and set size of top-M* sets on a set of questions (test or calibration).
 
-    Attributes:
-        threshold: M*.
-        n: questions evaluated.
-        covered: questions with s_i <= M* (the conformal event; a trivial set covers everything).
-        coverage: covered / n, or None when n = 0.
-        n_solvable: questions with an admissible sampled class (s_i finite).
-        covered_solvable: solvable questions covered.
-        coverage_solvable: covered_solvable / n_solvable, or None (see ``reason``).
-        set_size_counts: (size, questions) pairs in ascending size; empty when M* is infinite.
-        mean_set_size: mean of min(M*, classes sampled), or None (see ``reason``).
-        reason: why a value is None, or None.
+    ``covered`` counts questions with s_i <= M* (the conformal event; a trivial set covers
+    everything), ``coverage`` = covered / n; ``n_solvable`` counts questions with an admissible
+    sampled class (s_i finite), ``coverage_solvable`` = covered_solvable / n_solvable.
+    ``set_size_counts`` are (size, questions) pairs ascending (empty when M* is infinite);
+    ``mean_set_size`` is the mean of min(M*, classes sampled). None values carry ``reason``.
     """
 
     threshold: float
@@ -94,15 +85,9 @@ def evaluate_sets(
     s_i <= M*. "Solvable" means some admissible class was sampled (s_i finite): coverage there
     separates calibration quality from a capability gap (Mouzouni 2026, section 4).
 
-    Args:
-        scores: shape (n,), rank scores of the evaluated questions.
-        n_classes: shape (n,), integer number of distinct canonical classes sampled per question
-            (>= s_i when s_i is finite).
-        threshold: M* from calibration.
-
-    Returns:
-        A :class:`SetEvaluation`. When M* is infinite every set is trivial: coverage is n / n
-        and the set sizes are undefined (None, with a reason).
+    ``scores`` (shape (n,)) are rank scores and ``n_classes`` (shape (n,)) the distinct classes
+    sampled per question (>= s_i when s_i is finite). When M* is infinite every set is trivial:
+    coverage is n / n and the set sizes are undefined (None, with a reason).
 
     Raises:
         StatsError: on malformed or mismatched inputs.

@@ -24,10 +24,6 @@ from certification.stats.intervals import check_count, check_open_unit
 def hoeffding_epsilon(k: int, delta: float) -> float:
     """eps_k = sqrt(ln(2/delta) / (2k)), the Hoeffding half-width after k samples.
 
-    Args:
-        k: samples drawn so far, integer >= 1.
-        delta: failure probability of the stopping rule, in (0, 1).
-
     Raises:
         StatsError: if k < 1 or delta is outside (0, 1).
 
@@ -44,11 +40,8 @@ def hoeffding_epsilon(k: int, delta: float) -> float:
 def should_stop(mode_count: int, k: int, *, delta: float, min_samples: int = 2) -> bool:
     """Stop iff k >= min_samples and mode_count / k - eps_k > 1/2.
 
-    Args:
-        mode_count: samples in the most frequent canonical class, integer in [0, k].
-        k: samples drawn so far, integer >= 1.
-        delta: failure probability of the rule, in (0, 1).
-        min_samples: the first k at which stopping is allowed (the reference code uses 2).
+    ``mode_count`` lies in [0, k]; stopping starts at k = ``min_samples`` (the reference code
+    uses 2).
 
     Raises:
         StatsError: on non-integer counts, mode_count > k, or delta outside (0, 1).
@@ -63,12 +56,7 @@ def should_stop(mode_count: int, k: int, *, delta: float, min_samples: int = 2) 
 
 @dataclass(frozen=True)
 class StoppingResult:
-    """Where sequential stopping ended for one question.
-
-    Attributes:
-        samples_used: samples kept (the first ``samples_used`` of the sequence).
-        samples_available: samples in the sequence.
-    """
+    """Where sequential stopping ended for one question (the first ``samples_used`` are kept)."""
 
     samples_used: int
     samples_available: int
@@ -96,12 +84,6 @@ def sequential_stop(
     The mode is counted on canonical classes, and the same rule (delta, canonicaliser,
     min_samples) must be applied to calibration and test questions.
 
-    Args:
-        samples: the sampled answers in the order they were drawn.
-        delta: failure probability of the rule, in (0, 1).
-        canonicaliser: a registered name or a callable.
-        min_samples: the first k at which stopping is allowed.
-
     Raises:
         StatsError: on a bad delta, canonicaliser or sample.
     """
@@ -120,12 +102,7 @@ def sequential_stop(
 
 @dataclass(frozen=True, eq=False)
 class StoppingSummary:
-    """Sequential stopping over n questions.
-
-    Attributes:
-        samples_used: ``int64`` (n,), samples kept per question.
-        samples_available: ``int64`` (n,), samples drawn per question.
-    """
+    """Sequential stopping over n questions: ``int64`` (n,) samples kept and drawn per question."""
 
     samples_used: NDArray[np.int64]
     samples_available: NDArray[np.int64]
@@ -157,14 +134,8 @@ def sequential_stop_codes(
 ) -> StoppingSummary:
     """Vectorised :func:`sequential_stop` over integer-coded samples (columns in sampling order).
 
-    Args:
-        codes: ``int`` (n, K), class codes in sampling order, -1 = no sample (trailing only).
-        delta: failure probability of the rule, in (0, 1).
-        min_samples: the first k at which stopping is allowed.
-
-    Returns:
-        A :class:`StoppingSummary`; pass ``samples_used`` to :func:`truncate_codes` to get the
-        samples the calibration (or test) then uses.
+    ``codes`` is ``int`` (n, K), -1 = no sample (trailing only). Pass ``samples_used`` to
+    :func:`truncate_codes` for the samples the calibration (or test) then uses.
 
     Raises:
         StatsError: on malformed codes or a bad delta.
@@ -199,12 +170,8 @@ def sequential_stop_codes(
 def truncate_codes(codes: ArrayLike, samples_used: ArrayLike) -> NDArray[np.int64]:
     """Keep the first ``samples_used[i]`` samples of each row; the rest become -1.
 
-    Args:
-        codes: ``int`` (n, K) class codes.
-        samples_used: ``int`` (n,), samples to keep per question (0..K).
-
-    Returns:
-        A new ``int64`` (n, K) array.
+    ``codes`` is ``int`` (n, K), ``samples_used`` ``int`` (n,) in 0..K. Returns a new ``int64``
+    array.
 
     Raises:
         StatsError: on malformed or mismatched arrays.

@@ -27,11 +27,8 @@ def exact_alpha(alpha: AlphaLike) -> Fraction:
 
     A float is read through its shortest round-tripping decimal (``repr``), which is what the user
     typed: ``Fraction(0.3)`` would be 0.29999999999999998889..., and ceil((n+1)(1-alpha)) with it
-    gives k = 8 instead of 7 at n = 9.
-
-    Args:
-        alpha: a float, a decimal string ("0.1"), a :class:`~fractions.Fraction` or a
-            :class:`~decimal.Decimal`.
+    gives k = 8 instead of 7 at n = 9. Accepts a float, a decimal string ("0.1"), a
+    :class:`~fractions.Fraction` or a :class:`~decimal.Decimal`.
 
     Raises:
         StatsError: if alpha is not a number or lies outside (0, 1).
@@ -57,12 +54,7 @@ def exact_alpha(alpha: AlphaLike) -> Fraction:
 def conformal_index(n: int, alpha: AlphaLike) -> int:
     """The order-statistic index k = ceil((n+1)(1-alpha)), computed exactly.
 
-    Args:
-        n: calibration questions, integer >= 0.
-        alpha: miscoverage level in (0, 1) (see :func:`exact_alpha`).
-
-    Returns:
-        k >= 1; k > n means the threshold is infinite (never clamp it to n).
+    k >= 1; k > n means the threshold is infinite (never clamp it to n).
 
     Raises:
         StatsError: on a non-integer n or alpha outside (0, 1).
@@ -75,13 +67,8 @@ def conformal_index(n: int, alpha: AlphaLike) -> int:
 class ConformalThreshold:
     """The conformal threshold M* of one calibration set.
 
-    Attributes:
-        alpha: the miscoverage level, exact.
-        n: calibration questions.
-        k: ceil((n+1)(1-alpha)), the order-statistic index.
-        threshold: M*, the k-th smallest score (integer-valued) or ``math.inf``.
-        reason: why M* is infinite (k > n, or the k-th smallest score is itself infinite); None
-            when finite.
+    ``k`` = ceil((n+1)(1-alpha)); ``threshold`` is the k-th smallest score (integer-valued) or
+    ``math.inf``, with ``reason`` saying why (k > n, or the k-th smallest score is infinite).
     """
 
     alpha: Fraction
@@ -115,12 +102,9 @@ def conformal_threshold(scores: ArrayLike, alpha: AlphaLike) -> ConformalThresho
     """M* = the k-th smallest calibration score, k = ceil((n+1)(1-alpha)); infinite if k > n.
 
     Uses the integer order statistic (``np.partition``), never ``np.quantile`` (whose
-    ``method="higher"`` returns the wrong order statistic).
-
-    Args:
-        scores: shape (n,), rank scores (integers >= 1 as floats, or ``inf``).
-        alpha: miscoverage level in (0, 1); a user-supplied float is read exactly
-            (:func:`exact_alpha`).
+    ``method="higher"`` returns the wrong order statistic). ``scores`` (shape (n,)) are rank
+    scores: integers >= 1 as floats, or ``inf``; a float ``alpha`` is read exactly
+    (:func:`exact_alpha`).
 
     Raises:
         StatsError: on malformed scores or alpha.
@@ -153,12 +137,8 @@ def conformal_threshold(scores: ArrayLike, alpha: AlphaLike) -> ConformalThresho
 class ReliabilityLevel:
     """The reliability level 1 - alpha* = #{s_i <= 1} / (n+1) (Mouzouni 2026, Definition 2.4).
 
-    Attributes:
-        n: calibration questions.
-        n_mode_admissible: questions whose mode is admissible (s_i = 1).
-        level: the exact fraction, or None when no mode was admissible (M* = 1 at no alpha).
-        value: ``float(level)`` in (0, 1), or None.
-        reason: why the level is undefined, or None.
+    ``n_mode_admissible`` counts s_i = 1; ``level`` is the exact fraction (``value`` its float),
+    None when no mode was admissible (M* = 1 at no alpha).
     """
 
     n: int
@@ -173,13 +153,7 @@ def reliability_level(scores: ArrayLike) -> ReliabilityLevel:
 
     M* = 1 iff k <= c with c = #{s_i <= 1}, i.e. iff 1 - alpha <= c / (n+1); the largest such level
     is c / (n+1). The n+1 (not n) is the finite-sample correction, so a perfect calibration set
-    of 20 gives 20/21, not 1.
-
-    Args:
-        scores: shape (n,), rank scores.
-
-    Returns:
-        A :class:`ReliabilityLevel`; ``level`` is None (with a reason) when c = 0.
+    of 20 gives 20/21, not 1. ``level`` is None (with a reason) when c = 0.
 
     Raises:
         StatsError: on malformed scores.
@@ -209,14 +183,7 @@ def reliability_level(scores: ArrayLike) -> ReliabilityLevel:
 
 @dataclass(frozen=True)
 class ConformalCalibration:
-    """Threshold, reliability level and score histogram of one calibration set.
-
-    Attributes:
-        threshold: M* at the spec's alpha.
-        reliability: the reliability level.
-        score_counts: (score, questions) pairs in ascending score order, ``inf`` last: the rank
-            histogram a run page plots.
-    """
+    """M*, reliability level and score histogram (ascending, ``inf`` last) of a calibration set."""
 
     threshold: ConformalThreshold
     reliability: ReliabilityLevel
@@ -225,10 +192,6 @@ class ConformalCalibration:
 
 def calibrate(scores: ArrayLike, alpha: AlphaLike) -> ConformalCalibration:
     """Compute M*, the reliability level and the score histogram from calibration scores.
-
-    Args:
-        scores: shape (n,), rank scores (n >= 1).
-        alpha: miscoverage level in (0, 1).
 
     Raises:
         StatsError: on malformed scores or alpha.

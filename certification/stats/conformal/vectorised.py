@@ -28,12 +28,10 @@ from certification.stats.errors import StatsError
 class EncodedSamples:
     """Samples as integer codes of canonical classes.
 
-    Attributes:
-        codes: ``int64`` array (n, K); ``codes[i, j]`` indexes ``vocabulary``; -1 = no sample
-            (ragged K, or samples cut by sequential stopping), only after the real samples.
-        vocabulary: canonical classes in ascending order (:func:`~certification.stats.
-            conformal.scores.canonical_order_key`: numbers numerically first, then strings), so
-            ascending code = ascending class (what the ``"canonical_ascending"`` tie rule needs).
+    ``codes`` is ``int64`` (n, K) indexing ``vocabulary``, -1 = no sample (ragged K, or cut by
+    sequential stopping), only after the real samples. ``vocabulary`` is ascending
+    (:func:`~certification.stats.conformal.scores.canonical_order_key`: numbers numerically first,
+    then strings), so ascending code = ascending class (the ``"canonical_ascending"`` tie rule).
     """
 
     codes: NDArray[np.int64]
@@ -45,10 +43,7 @@ def encode_samples(
 ) -> EncodedSamples:
     """Canonicalise every sample and code the classes in ascending canonical order.
 
-    Args:
-        samples: n questions, each a sequence of sampled answers (lengths may differ; shorter
-            rows are padded with -1).
-        canonicaliser: a registered name or a callable.
+    Shorter rows of ``samples`` are padded with -1.
 
     Raises:
         StatsError: on an unknown canonicaliser or a non-string sample.
@@ -72,14 +67,9 @@ def encode_admissible(
 ) -> NDArray[np.bool_]:
     """Mark each sample admissible iff its canonical class is among the question's admissible ones.
 
-    Args:
-        samples: n questions' samples, as given to :func:`encode_samples`.
-        admissible: n collections of admissible answers (canonicalised with the same
-            canonicaliser).
-        canonicaliser: a registered name or a callable.
-
-    Returns:
-        ``bool`` array (n, K), aligned with :func:`encode_samples`'s codes (padding is False).
+    ``admissible`` holds n collections of admissible answers (canonicalised with the same
+    canonicaliser). Returns ``bool`` (n, K), aligned with :func:`encode_samples`'s codes (padding
+    False).
 
     Raises:
         StatsError: if the lengths differ or the canonicaliser is unknown.
@@ -102,11 +92,9 @@ def encode_admissible(
 class RankScores:
     """Vectorised scores of n questions.
 
-    Attributes:
-        scores: ``float64`` (n,), rank of the highest-ranked admissible class, ``inf`` if none.
-        n_classes: ``int64`` (n,), distinct classes sampled per question.
-        mode_codes: ``int64`` (n,), code of each question's top-ranked class (-1 if no sample):
-            the answer a mode selector would emit.
+    Each ``int64``/``float64`` of shape (n,): ``scores`` is the rank of the highest-ranked
+    admissible class (``inf`` if none), ``n_classes`` the distinct classes sampled,
+    ``mode_codes`` the code of the top-ranked class (-1 if no sample): a mode selector's answer.
     """
 
     scores: NDArray[np.float64]
@@ -172,11 +160,9 @@ def rank_scores_from_codes(
     :func:`encode_samples` assigns them); ``"first_seen"`` uses the sample order. Cost: one
     row-wise value sort of an (n, K) array plus a few elementwise passes.
 
-    Args:
-        codes: ``int`` (n, K), class codes 0..V-1, -1 = no sample (trailing only).
-        admissible: ``bool`` (n, K), whether each sample's class is admissible; every sample of a
-            class must agree.
-        tie_rule: see :data:`TIE_RULES`.
+    ``codes`` is ``int`` (n, K), classes 0..V-1, -1 = no sample (trailing only); ``admissible``
+    is ``bool`` (n, K), and every sample of a class must agree; ``tie_rule`` in
+    :data:`TIE_RULES`.
 
     Raises:
         StatsError: on malformed arrays, mismatched shapes, an unknown tie rule, or a class whose

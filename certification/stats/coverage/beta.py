@@ -21,17 +21,9 @@ from certification.stats.intervals import check_count
 class CoverageSpread:
     """Distribution of the coverage a conformal threshold delivers: Beta(k, n+1-k).
 
-    Attributes:
-        n_calibration: n.
-        alpha: the miscoverage level, exact.
-        k: ceil((n+1)(1-alpha)).
-        a: the Beta's first parameter (k), or None when k > n.
-        b: the Beta's second parameter (n+1-k), or None when k > n.
-        mean: k/(n+1), or None.
-        variance: k(n+1-k) / ((n+1)^2 (n+2)), or None.
-        sd: sqrt(variance), or None.
-        reason: why the values are None (k > n: the threshold is infinite and covers everything),
-            or None.
+    ``k`` = ceil((n+1)(1-alpha)); ``a`` = k and ``b`` = n+1-k; ``mean`` = k/(n+1);
+    ``variance`` = k(n+1-k) / ((n+1)^2 (n+2)). All but ``k`` are None when k > n (the threshold
+    is infinite and covers everything; ``reason`` says so).
     """
 
     n_calibration: int
@@ -48,9 +40,7 @@ class CoverageSpread:
 def beta_coverage(n_calibration: int, alpha: AlphaLike) -> CoverageSpread:
     """The Beta(k, n+1-k) law of the coverage delivered by a threshold from n tie-free points.
 
-    Args:
-        n_calibration: n, integer >= 1.
-        alpha: miscoverage level in (0, 1) (read exactly, as in conformal calibration).
+    ``alpha`` is read exactly, as in conformal calibration.
 
     Raises:
         StatsError: on a non-integer n or alpha outside (0, 1).
@@ -95,17 +85,10 @@ def beta_coverage(n_calibration: int, alpha: AlphaLike) -> CoverageSpread:
 class RealisedCoverageSpread:
     """Spread of realised coverage, the covered fraction: Beta-Binomial(n_test, k, n+1-k) / n_test.
 
-    Attributes:
-        n_calibration: n.
-        n_test: test points.
-        alpha: the miscoverage level, exact.
-        k: ceil((n+1)(1-alpha)).
-        mean: k/(n+1), or None when k > n.
-        variance: exact variance of the covered fraction, or None.
-        sd: sqrt(variance), or None.
-        beta_variance: the calibration (Beta) term alone, or None.
-        approximate_variance: alpha(1-alpha)/(n+2) + alpha(1-alpha)/n_test (always defined).
-        reason: why values are None, or None.
+    ``k`` = ceil((n+1)(1-alpha)), ``mean`` = k/(n+1); ``variance`` is the covered fraction's
+    exact variance and ``beta_variance`` the calibration (Beta) term alone; these are None when
+    k > n (``reason``). ``approximate_variance`` = alpha(1-alpha)/(n+2) + alpha(1-alpha)/n_test
+    is always defined.
     """
 
     n_calibration: int
@@ -128,11 +111,6 @@ def realised_coverage_spread(
     The covered count X is Beta-Binomial(n_test, a, b) with a = k, b = n+1-k (exchangeable
     calibration and test points, no ties), so Var(X / n_test) = a b (a + b + n_test) /
     (n_test (a+b)^2 (a+b+1)), equal to ``scipy.stats.betabinom(n_test, a, b).var() / n_test**2``.
-
-    Args:
-        n_calibration: n, integer >= 1.
-        n_test: test points, integer >= 1.
-        alpha: miscoverage level in (0, 1).
 
     Raises:
         StatsError: on non-integer sizes or alpha outside (0, 1).

@@ -36,21 +36,10 @@ from certification.stats.intervals import check_count
 class CoverageCalculation:
     """The calculator's figures for one set of inputs.
 
-    Attributes:
-        n_calibration: n.
-        alpha: the miscoverage level, exact.
-        l: floor((n+1) alpha); the Beta is Beta(n+1-l, l); l = 0 means the threshold is infinite.
-        beta: the delivered coverage's Beta law (calibration term only).
-        n_test: test points, or None when not entered.
-        realised: the covered fraction's Beta-Binomial spread (both terms), or None without
-            ``n_test``.
-        group_size: m, or None when no grouping was entered.
-        icc: rho, or None.
-        design_effect: 1 + (m-1) rho, or None without grouping.
-        grouped_beta_sd: beta sd * sqrt(deff), or None.
-        grouped_realised_sd: realised sd * sqrt(deff), or None.
-        effective_n_calibration: n / deff, or None.
-        effective_n_test: n_test / deff, or None.
+    l = floor((n+1) alpha), so the Beta is Beta(n+1-l, l); l = 0 means the threshold is
+    infinite. ``realised`` (both terms) needs ``n_test``. With grouping, ``design_effect`` is
+    1 + (m-1) rho for ``group_size`` m and ``icc`` rho, the grouped SDs multiply by sqrt(deff)
+    and the effective sizes divide by deff; all None without grouping.
     """
 
     n_calibration: int
@@ -78,18 +67,11 @@ def coverage_calculator(
 ) -> CoverageCalculation:
     """Evaluate the spread of conformal coverage for the sizes and correlation given.
 
-    Args:
-        n_calibration: n, calibration points, integer >= 1.
-        alpha: miscoverage level in (0, 1), read exactly (a decimal string or Decimal keeps the
-            value the user typed).
-        n_test: test points, integer >= 1, or None for the calibration term alone.
-        group_size: m, rows per group, integer >= 1; given together with ``icc`` or not at all.
-        icc: the within-group (intra-class) correlation rho of the coverage indicator, in
-            [-1, 1], with 1 + (m-1) rho > 0.
-
-    Returns:
-        A :class:`CoverageCalculation`. With l = 0 (n too small for alpha: the threshold is
-        infinite and coverage is 1) the spreads are None with the reason in ``beta.reason``.
+    ``alpha`` is read exactly (a decimal string or Decimal keeps the value the user typed);
+    ``n_test`` None means the calibration term alone; ``group_size`` m and ``icc`` rho (the
+    within-group correlation of the coverage indicator, in [-1, 1], with 1 + (m-1) rho > 0) are
+    given together or not at all. With l = 0 (n too small for alpha: coverage is 1) the spreads
+    are None with the reason in ``beta.reason``.
 
     Raises:
         StatsError: on a bad argument (each message names it), including only one of

@@ -23,15 +23,9 @@ CONSTANT_TOLERANCE = 1e-12
 class ICCResult:
     """One-way ANOVA intra-class correlation ICC(1).
 
-    Attributes:
-        icc: (MSB - MSW) / (MSB + (m0 - 1) MSW), in [-1/(m0-1), 1], or None (see ``reason``).
-        msb: mean square between groups.
-        msw: mean square within groups.
-        n_groups: G.
-        n: rows N.
-        group_size: m0, the group size in the formula (m for equal groups, else
-            (N - sum n_i^2 / N) / (G - 1)).
-        reason: why ``icc`` is undefined, or None.
+    ``icc`` = (MSB - MSW) / (MSB + (m0 - 1) MSW), in [-1/(m0-1), 1], None when undefined
+    (``reason``); MSB and MSW are the mean squares between and within the G groups of N rows;
+    ``group_size`` is m0 (m for equal groups, else (N - sum n_i^2 / N) / (G - 1)).
     """
 
     icc: float | None
@@ -46,13 +40,8 @@ class ICCResult:
 def icc_oneway(groups: Sequence[Sequence[float]] | Sequence[ArrayLike]) -> ICCResult:
     """ICC(1) from a one-way ANOVA of values grouped by source.
 
-    Args:
-        groups: G groups, each a sequence of finite values (e.g. 0/1 coverage indicators); sizes
-            may differ.
-
-    Returns:
-        An :class:`ICCResult`; ``icc`` is None with reason "no variation" when every value is the
-        same (the denominator is 0).
+    ``groups`` are G sequences of finite values (e.g. 0/1 coverage indicators), sizes may
+    differ. ``icc`` is None with reason "no variation" when every value is the same.
 
     Raises:
         StatsError: on a non-finite value.
@@ -107,11 +96,9 @@ def icc_oneway(groups: Sequence[Sequence[float]] | Sequence[ArrayLike]) -> ICCRe
 class LagCorrelations:
     """Within-group correlations of a row indicator at lags 1, 2, ...
 
-    Attributes:
-        values: rho_1, rho_2, ... (lag 1 first); a lag with no pair inside any group is omitted
-            (the tuple stops before it). Empty when undefined.
-        pairs: pairs used per lag, aligned with ``values``.
-        reason: why the correlations are undefined (the indicator is constant), or None.
+    ``values`` are rho_1, rho_2, ... (lag 1 first), stopping before a lag with no pair inside
+    any group, with ``pairs`` used per lag; empty when undefined (constant indicator,
+    ``reason``).
     """
 
     values: tuple[float, ...]
@@ -128,13 +115,9 @@ def lag_correlations(
     var the pooled mean and (population) variance of all rows, as in episode 5 ("measure how
     correlated that mark is between rows a given distance apart inside one sequence").
 
-    Args:
-        sequences: G sequences of finite values in their within-group order (e.g. the coverage
-            indicator per row of a document); lengths may differ.
-        max_lag: the largest lag, default the longest sequence length - 1.
-
-    Returns:
-        A :class:`LagCorrelations`; empty with a reason when the pooled values are constant.
+    ``sequences`` are G sequences of finite values in within-group order (e.g. the coverage
+    indicator per row of a document), lengths may differ; ``max_lag`` defaults to the longest
+    length - 1. Empty with a reason when the pooled values are constant.
 
     Raises:
         StatsError: on a non-finite value or a negative max_lag.

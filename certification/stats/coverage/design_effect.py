@@ -21,11 +21,9 @@ from certification.stats.intervals import check_count
 class DesignEffect:
     """A design effect: the variance of a mean over its value under independence.
 
-    Attributes:
-        value: deff > 0 (1 = independent rows; > 1 = positively correlated within groups).
-        cluster_size: the (weighted) cluster size the formula used: m, m_w, or the mean block
-            length for lag correlations.
-        method: ``"equal clusters"``, ``"unequal clusters"`` or ``"lag correlations"``.
+    ``value`` is deff > 0 (1 = independent rows; > 1 = positively correlated within groups);
+    ``cluster_size`` is the one the formula used (m, m_w, or the mean block length); ``method``
+    is ``"equal clusters"``, ``"unequal clusters"`` or ``"lag correlations"``.
     """
 
     value: float
@@ -59,9 +57,7 @@ def _finish(value: float, size: float, method: str) -> DesignEffect:
 def design_effect(cluster_size: int, rho: float) -> DesignEffect:
     """Kish's design effect for equal clusters: 1 + (m - 1) rho.
 
-    Args:
-        cluster_size: m, rows per cluster, integer >= 1.
-        rho: intra-cluster correlation in [-1, 1] (e.g. :func:`icc_oneway`).
+    ``cluster_size`` m >= 1 rows per cluster; ``rho`` in [-1, 1] (e.g. :func:`icc_oneway`).
 
     Raises:
         StatsError: if m < 1, rho is outside [-1, 1], or the result is not positive
@@ -78,12 +74,7 @@ def design_effect(cluster_size: int, rho: float) -> DesignEffect:
 def design_effect_unequal(cluster_sizes: Sequence[int], rho: float) -> DesignEffect:
     """Design effect for unequal clusters: 1 + (m_w - 1) rho, m_w = sum(m_i^2) / sum(m_i).
 
-    Args:
-        cluster_sizes: shape (G,), integer sizes >= 1.
-        rho: intra-cluster correlation in [-1, 1].
-
-    Returns:
-        A :class:`DesignEffect` whose ``cluster_size`` is m_w.
+    ``cluster_sizes`` (shape (G,)) are integers >= 1; ``cluster_size`` of the result is m_w.
 
     Raises:
         StatsError: on an empty list, a size < 1 or a non-integer, or rho out of range.
@@ -107,13 +98,9 @@ def design_effect_from_lags(
     1 + (2/N) sum_i sum_{k < m_i} (m_i - k) rho_k, which reduces to the formula above when all
     sizes equal m.
 
-    Args:
-        lag_correlations: rho_1, rho_2, ... (lag 1 first), each in [-1, 1]; lags >= m_i
-            are ignored for a block of size m_i, missing lags count as 0.
-        block_sizes: m (all blocks equal) or the sizes m_i, integers >= 1.
-
-    Returns:
-        A :class:`DesignEffect` (``method="lag correlations"``, ``cluster_size`` the mean size).
+    ``lag_correlations`` are rho_1, rho_2, ... (lag 1 first) in [-1, 1]: lags >= m_i are
+    ignored for a block of size m_i, missing lags count as 0. ``block_sizes`` is m or the sizes
+    m_i; the result's ``cluster_size`` is the mean size.
 
     Raises:
         StatsError: on a correlation out of range, a bad size, or a non-positive result.
@@ -138,12 +125,7 @@ def design_effect_from_lags(
 def effective_sample_size(n: int, deff: DesignEffect | float) -> float:
     """The effective sample size n / deff: how many independent rows n correlated rows are worth.
 
-    Args:
-        n: rows, integer >= 0.
-        deff: a :class:`DesignEffect` or its value (> 0).
-
-    Returns:
-        n / deff (may be fractional).
+    The result may be fractional.
 
     Raises:
         StatsError: on a non-integer n or a non-positive design effect.

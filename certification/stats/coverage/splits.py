@@ -39,24 +39,15 @@ Reference = Literal["beta-binomial", "exact tied split"]
 class SplitSpread:
     """Realised coverage over repeated random calibration/test splits of one pool.
 
-    Attributes:
-        split: ``"row"`` (rows assigned independently) or ``"group"`` (whole groups).
-        draws: splits simulated.
-        seed: the generator seed.
-        mean: mean realised coverage.
-        sd: standard deviation of realised coverage over draws (ddof = 1).
-        n_calibration: mean calibration size over draws.
-        n_test: mean test size over draws.
-        beta_sd: the Beta (calibration-only) SD for ``n_calibration``, or None when undefined
-            or when the reference is tie-aware (the Beta law assumes tie-free scores).
-        exchangeable_sd: the SD a random row split gives (the exchangeable reference), or None
-            when undefined (infinite threshold).
-        sd_ratio: sd / beta_sd (the comparison episode 5 shows to be short a term), or None.
-        excess: sd / exchangeable_sd (1 = what exchangeable rows give), or None.
-        reference: how ``exchangeable_sd`` was computed: ``"beta-binomial"`` (tie-free scores,
-            Angelopoulos and Bates 2021 section 3.1) or ``"exact tied split"`` (the exact law
-            of a random row split of the pool,
-            :func:`~certification.stats.coverage.tied_split_coverage`).
+    ``split`` is ``"row"`` (rows assigned independently) or ``"group"`` (whole groups); ``mean``,
+    ``sd`` (ddof = 1), ``n_calibration`` and ``n_test`` are over the draws. ``beta_sd`` is the
+    Beta (calibration-only) SD at ``n_calibration``, None when undefined or tie-aware (the Beta
+    law assumes tie-free scores); ``exchangeable_sd`` is the SD a random row split gives,
+    computed per ``reference``: ``"beta-binomial"`` (tie-free, Angelopoulos and Bates 2021
+    section 3.1) or ``"exact tied split"``
+    (:func:`~certification.stats.coverage.tied_split_coverage`). ``sd_ratio`` = sd / beta_sd
+    (the comparison episode 5 shows to be short a term); ``excess`` = sd / exchangeable_sd (1 =
+    exchangeable rows).
     """
 
     split: SplitKind
@@ -130,16 +121,10 @@ def split_spread(
     tied scores (where the Beta-Binomial law does not hold) the exact law of a random split of
     the pool (:func:`~certification.stats.coverage.tied_split_coverage`), at the mean sizes.
 
-    Args:
-        scores: shape (N,), nonconformity scores (lower = more conforming; ``inf`` allowed).
-        groups: shape (N,), a hashable group label per row (required for ``split="group"``).
-        alpha: miscoverage level in (0, 1).
-        draws: number of splits, integer >= 2.
-        seed: seed of ``numpy.random.default_rng``; the same seed gives the same report.
-        split: ``"row"`` or ``"group"``.
-        calibration_fraction: share of rows (or groups) sent to calibration, in (0, 1).
-        tie_aware: use the exact tied reference (True), the Beta-Binomial one (False), or decide
-            by whether the pool holds tied scores (None).
+    ``scores`` (shape (N,), ``inf`` allowed) are nonconformity scores, lower = more conforming;
+    ``groups`` (shape (N,)) is required for ``split="group"``; ``draws`` >= 2. ``tie_aware``
+    picks the exact tied reference (True) or the Beta-Binomial one (False); None decides by
+    whether the pool holds ties.
 
     Raises:
         StatsError: on a bad argument, or ``split="group"`` without groups or with fewer than 2.
@@ -216,17 +201,7 @@ def split_spread(
 
 @dataclass(frozen=True)
 class IIDControl:
-    """Excess values that i.i.d. pools of the same size give under the same row-split procedure.
-
-    Attributes:
-        pools: pools simulated.
-        draws: splits per pool.
-        seed: the generator seed.
-        excess: one row-split excess per pool.
-        low: smallest excess.
-        high: largest excess.
-        mean: mean excess.
-    """
+    """Row-split excess per i.i.d. pool of the same size (``low``, ``high``, ``mean`` of it)."""
 
     pools: int
     draws: int
@@ -252,16 +227,8 @@ def iid_control(
     when the original scores are tied, else the Beta-Binomial one (the duplicates resampling
     creates in a tie-free pool are an artefact of the bootstrap, not ties of the scores).
 
-    Args:
-        scores: shape (N,), the pool's nonconformity scores.
-        alpha: miscoverage level in (0, 1).
-        pools: number of i.i.d. pools, integer >= 1.
-        draws: splits per pool, integer >= 2.
-        seed: generator seed (pool j uses a child seed derived from it).
-        calibration_fraction: share of rows sent to calibration.
-
-    Returns:
-        An :class:`IIDControl`: the band an excess must leave to mean anything.
+    ``pools`` >= 1, ``draws`` >= 2 per pool; pool j uses a child seed of ``seed``. The result is
+    the band an excess must leave to mean anything.
 
     Raises:
         StatsError: on a bad argument.
@@ -306,17 +273,11 @@ def iid_control(
 class DependenceReport:
     """Row split vs grouped split vs i.i.d. control, with the design-effect prediction.
 
-    Attributes:
-        row: the row-split spread (cannot detect dependence: exchangeable by construction).
-        group: the grouped-split spread (the deployment-like one).
-        control: the i.i.d. band of excess values.
-        lags: within-group lag correlations of the coverage indicator at the pooled threshold.
-        design_effect: the design effect from those correlations, or None when undefined.
-        predicted_excess: sqrt(design effect), or None.
-        effective_n: N / design effect, or None.
-        ties: how tied the pooled scores are.
-        predicted_reason: why ``predicted_excess`` is withheld for tied scores, or None (for
-            tie-free scores a None prediction means the design effect is undefined).
+    ``row`` cannot detect dependence (exchangeable by construction); ``group`` is the
+    deployment-like split. ``lags`` are the within-group lag correlations of the coverage
+    indicator at the pooled threshold; ``predicted_excess`` = sqrt(design effect) and
+    ``effective_n`` = N / design effect. ``predicted_reason`` says why the prediction is withheld
+    for tied scores (for tie-free scores a None prediction means the design effect is undefined).
     """
 
     row: SplitSpread
@@ -348,14 +309,8 @@ def split_dependence_report(
     prediction assumes tie-free scores: for tied scores it is withheld (None, with
     ``predicted_reason``), while the design effect and effective n are still reported.
 
-    Args:
-        scores: shape (N,), nonconformity scores, rows of a group in their sequence order.
-        groups: shape (N,), group label per row.
-        alpha: miscoverage level in (0, 1).
-        draws: splits per simulation.
-        pools: i.i.d. control pools.
-        seed: generator seed; row, group and control runs use seed, seed + 1 and seed + 2.
-        max_lag: largest lag for the correlations (default: longest group - 1).
+    Rows of a group are in their sequence order; row, group and control runs use seeds
+    ``seed``, ``seed + 1`` and ``seed + 2``; ``max_lag`` defaults to the longest group - 1.
 
     Raises:
         StatsError: on a bad argument.

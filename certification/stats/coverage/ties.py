@@ -61,11 +61,8 @@ TIED_PREDICTION_REASON = (
 class TieSummary:
     """How tied a set of scores is.
 
-    Attributes:
-        n: scores.
-        distinct: distinct values (infinity counts as one value).
-        tied_rows: scores that share their value with at least one other score.
-        largest_tie: scores in the largest group of equal values.
+    ``distinct`` counts infinity as one value; ``tied_rows`` counts scores sharing their value
+    with another; ``largest_tie`` is the size of the largest group of equal values.
     """
 
     n: int
@@ -91,8 +88,7 @@ def _pool(scores: ArrayLike) -> NDArray[np.float64]:
 def tie_summary(scores: ArrayLike) -> TieSummary:
     """Count the ties among scores.
 
-    Args:
-        scores: shape (N,), nonconformity scores (``inf`` allowed, NaN refused).
+    ``scores`` (shape (N,)) may hold ``inf``.
 
     Raises:
         StatsError: on NaN or a non-1-D input.
@@ -111,20 +107,12 @@ def tie_summary(scores: ArrayLike) -> TieSummary:
 class TiedSplitCoverage:
     """Exact law of realised coverage under a uniformly random split of a fixed pool.
 
-    Attributes:
-        n_pool: N pooled scores.
-        n_calibration: n scores drawn for calibration (without replacement).
-        n_test: t = N - n, the rest.
-        alpha: the miscoverage level, exact.
-        k: ceil((n+1)(1-alpha)).
-        mean: expected realised coverage, or None (see ``reason``).
-        variance: its variance, or None.
-        sd: sqrt(variance), or None.
-        threshold_law: (score value, P(M* = value)) for each value M* takes with probability
-            >= ``ATOM_TOLERANCE``, ascending.
-        skipped_mass: probability of the atoms skipped (below the tolerance) and of the
-            summation windows' tails; at most ``MASS_TOLERANCE``.
-        reason: why the values are None (k > n: M* is infinite and coverage is 1), or None.
+    n of the N pooled scores are drawn for calibration without replacement, t = N - n are
+    tested; ``k`` = ceil((n+1)(1-alpha)). ``mean``, ``variance`` and ``sd`` of realised coverage
+    are None when k > n (M* is infinite and coverage is 1; ``reason``). ``threshold_law`` lists
+    (score value, P(M* = value)) ascending for each value with probability >=
+    ``ATOM_TOLERANCE``; ``skipped_mass`` (at most ``MASS_TOLERANCE``) is the probability of the
+    atoms skipped and of the summation windows' tails.
     """
 
     n_pool: int
@@ -145,15 +133,9 @@ def tied_split_coverage(
 ) -> TiedSplitCoverage:
     """The exact mean and spread of realised coverage under a random split, ties included.
 
-    Args:
-        scores: shape (N,), the pooled nonconformity scores (``inf`` allowed, NaN refused);
-            ties are allowed and handled exactly.
-        n_calibration: n, scores drawn for calibration, integer in [1, N - 1].
-        alpha: miscoverage level in (0, 1) (read exactly, as in conformal calibration).
-
-    Returns:
-        A :class:`TiedSplitCoverage`. For tie-free scores its variance equals the
-        Beta-Binomial(t, k, n+1-k) variance divided by t^2.
+    ``scores`` (shape (N,), ``inf`` allowed) may be tied: ties are handled exactly; n lies in
+    [1, N - 1]; ``alpha`` is read exactly. For tie-free scores the variance equals the
+    Beta-Binomial(t, k, n+1-k) variance divided by t^2.
 
     Raises:
         StatsError: on NaN, a bad alpha, n outside [1, N - 1], or if the summed probability

@@ -22,14 +22,9 @@ from certification.stats.planning.common import MAX_ADDITIONAL, check_n_more
 def expected_reliability(n: int, n_mode_admissible: int, more: int) -> Fraction | None:
     """E[#{s_i <= 1} / (n' + 1)] at n' = n + more questions if the share c / n held.
 
-    Args:
-        n: calibration questions now, integer >= 0.
-        n_mode_admissible: c, questions whose mode is admissible (score 1), in [0, n].
-        more: additional questions, integer >= 0.
-
-    Returns:
-        c (n + more) / (n (n + more + 1)) exactly (c / (n+1) at more = 0, the reliability level
-        itself), or None when n = 0 or c = 0 (the level is undefined: M* = 1 at no alpha).
+    ``n_mode_admissible`` is c, the questions whose mode is admissible (score 1), in [0, n].
+    Returns c (n + more) / (n (n + more + 1)) exactly (c / (n+1) at more = 0, the reliability
+    level itself), or None when n = 0 or c = 0 (undefined: M* = 1 at no alpha).
 
     Source: the reliability level of Mouzouni (2026), Definition 2.4, with
     E[Binomial(more, c/n)] = more c / n new admissible modes.
@@ -48,26 +43,15 @@ def expected_reliability(n: int, n_mode_admissible: int, more: int) -> Fraction 
 class ConformalPlan:
     """The label budget plan of a conformal threshold M*.
 
-    Attributes:
-        alpha: the miscoverage level, exact.
-        n: calibration questions now (after exclusions).
-        n_finite: of them, questions with a finite score (an admissible answer was sampled).
-        n_mode_admissible: of them, questions whose mode is admissible (score 1).
-        k: ceil((n+1)(1-alpha)) now.
-        finite_now: whether M* is finite now (k <= n_finite).
-        minimum_n: the smallest n with k <= n, ceil(1/alpha) - 1: M* is infinite below it
-            whatever the scores.
-        additional: the smallest number of additional questions after which M* is finite if the
-            observed share of solvable questions held (0 when finite now), or None (``reason``).
-        planned_n: n + ``additional``, or None.
-        probability_at_plan: P(M* finite) with ``additional`` more questions, or None.
-        probability_at_n_more: P(M* finite) with ``n_more`` more questions, or None.
-        n_more: the budget of ``probability_at_n_more``, or None.
-        reliability_now: the reliability level c / (n+1), or None when undefined.
-        expected_reliability_at_plan: its expectation at ``planned_n``, or None.
-        expected_reliability_at_n_more: its expectation at n + ``n_more``, or None.
-        never: True when the unsolvable share is at least alpha (M* stays infinite at any size).
-        reason: why ``additional`` is None, or None.
+    Of the n calibration questions (after exclusions), ``n_finite`` have a finite score (an
+    admissible answer was sampled) and ``n_mode_admissible`` an admissible mode (score 1).
+    ``k`` = ceil((n+1)(1-alpha)); ``finite_now`` = k <= n_finite; ``minimum_n`` =
+    ceil(1/alpha) - 1, below which M* is infinite whatever the scores. ``additional`` is the
+    fewest more questions after which M* is finite if the observed share of solvable questions
+    held (0 when finite now; None: ``reason``), ``planned_n`` = n + additional; the
+    ``probability_*`` fields give P(M* finite) at the plan and at ``n_more`` more questions.
+    ``reliability_now`` is c / (n+1), with its expectations at ``planned_n`` and n + ``n_more``.
+    ``never`` is True when the unsolvable share is at least alpha (M* stays infinite).
     """
 
     alpha: Fraction
@@ -125,13 +109,8 @@ def conformal_plan(
 ) -> ConformalPlan:
     """Plan the calibration questions a finite M* needs, and the reliability level to expect.
 
-    Args:
-        n: calibration questions used now, integer >= 0.
-        n_finite: of them, questions with a finite score, in [0, n].
-        n_mode_admissible: of them, questions with score 1, in [0, n_finite].
-        alpha: miscoverage level in (0, 1), read exactly (``exact_alpha``).
-        n_more: a number of additional questions to give the figures for, or None.
-        budget: the largest number of additional questions to search, integer >= 0.
+    Counts: ``n_finite`` in [0, n], ``n_mode_admissible`` (score 1) in [0, n_finite]; ``alpha``
+    is read exactly (``exact_alpha``); ``budget`` bounds the additional questions searched.
 
     Raises:
         StatsError: on inconsistent counts, alpha outside (0, 1), or ``n_more`` above

@@ -150,10 +150,7 @@ def _never_reason(rates: _Rates, alpha: float, level: float) -> str | None:
 
 @dataclass(frozen=True)
 class _Step:
-    """A threshold's plan: the additional units, or None with the reason.
-
-    ``never`` tells an impossibility at the observed rates from a need beyond the budget.
-    """
+    """A threshold's plan, or None with the reason; ``never`` tells impossible from over budget."""
 
     more: int | None
     reason: str | None = None
@@ -198,22 +195,14 @@ def _probability(test: _Test, rates: _Rates, more: int) -> float:
 class ThresholdPlan:
     """One threshold's plan.
 
-    Attributes:
-        index: position in the prespecified family (0-based).
-        denominator: d_j, the certificate's denominator now (accepted answers or units).
-        errors: k_j, errors now.
-        rate: k_j / d_j in [0, 1], None when d_j = 0.
-        certified_now: whether the certificate certifies it on the current labels.
-        additional: the smallest number of additional calibration units that certifies it if the
-            observed rates held (0 when certified now), or None (see ``reason``).
-        planned_denominator: d at ``additional`` more units, or None.
-        planned_errors: errors at ``additional`` more units, or None.
-        probability_at_plan: P(certify) with ``additional`` more units, in [0, 1], or None.
-        probability_at_n_more: P(certify) with the plan's ``n_more`` units, or None.
-        never: True when no number of labels certifies it at the observed rates (it accepts
-            nothing, its rate is at least alpha, or, in a fixed sequence, such a threshold
-            comes first); False when it merely needs more than the budget.
-        reason: why ``additional`` is None, or None.
+    d_j = ``denominator`` (accepted answers or units) and k_j = ``errors`` are the counts now,
+    ``rate`` = k_j / d_j (None when d_j = 0). ``additional`` is the fewest more calibration units
+    that certify it if the observed rates held (0 when certified now; None: see ``reason``), with
+    the counts and P(certify) at that plan in ``planned_*`` and ``probability_at_plan``;
+    ``probability_at_n_more`` is P(certify) with the plan's ``n_more`` units. ``never`` is True
+    when no number of labels certifies it at the observed rates (it accepts nothing, its rate is
+    at least alpha, or in a fixed sequence such a threshold comes first), False when it merely
+    needs more than the budget.
     """
 
     index: int
@@ -237,14 +226,7 @@ CHANCE_TARGETS = (0.8, 0.95)
 
 @dataclass(frozen=True)
 class ChanceSize:
-    """The additional units at which a threshold certifies with at least a given chance.
-
-    Attributes:
-        target: the chance asked for, in (0, 1).
-        additional: N, the additional calibration units (at least the plan's), or None when
-            the chance does not reach ``target`` within the budget.
-        probability: the chance of certifying with N more units (>= ``target``), or None.
-    """
+    """The additional units (None: over budget) that certify with >= ``target`` chance."""
 
     target: float
     additional: int | None
@@ -281,26 +263,14 @@ def _additional_for_chance(
 class SelectivePlan:
     """The label budget plan of a selective-risk certificate.
 
-    Attributes:
-        alpha: target selective risk in (0, 1).
-        delta: family-wise failure probability in (0, 1).
-        method: ``"bonferroni"`` or ``"fixed_sequence"``.
-        n: calibration units now.
-        n_thresholds: M.
-        test_level: delta / M (Bonferroni) or delta (fixed sequence).
-        zero_error_minimum: the smallest denominator that certifies with zero errors (the
-            certificate's "needs at least ... accepted answers").
-        n_more: the budget the ``probability_at_n_more`` column is for, or None.
-        budget: the largest number of additional units searched.
-        probability_is_bound: True for fixed-sequence testing, where the probabilities are upper
-            bounds (at the plan: the chance that the threshold's own test passes; at ``n_more``:
-            the smallest such chance over it and the thresholds before it).
-        rows: one :class:`ThresholdPlan` per threshold, in family order.
-        fewest_index: the planned threshold needing the fewest additional units (the first of
-            equals), or None when none is planned.
-        fewest_for_chance: for that threshold, one :class:`ChanceSize` per
-            :data:`CHANCE_TARGETS` (empty when none is planned); with fixed-sequence testing
-            the chance is the bound at ``n_more`` (the smallest over it and the earlier ones).
+    ``test_level`` is delta / M (Bonferroni) or delta (fixed sequence); ``zero_error_minimum`` the
+    smallest denominator that certifies with zero errors; ``budget`` the largest number of
+    additional units searched. ``probability_is_bound`` is True for fixed-sequence testing, where
+    the probabilities are upper bounds (at the plan: the threshold's own test passes; at
+    ``n_more``: the smallest such chance over it and the thresholds before it).
+    ``fewest_index`` is the planned threshold needing the fewest additional units (first of
+    equals; None when none is planned) and ``fewest_for_chance`` its :class:`ChanceSize` per
+    :data:`CHANCE_TARGETS`.
     """
 
     alpha: float
@@ -374,19 +344,10 @@ def selective_plan(
 ) -> SelectivePlan:
     """Plan the labels a selective-risk certificate needs, per threshold, if the rates held.
 
-    Args:
-        n: calibration units the certificate counts now (after exclusions), integer >= 0.
-        denominators: shape (M,), d_j in [0, n]: the accepted answers at threshold j, or n
-            under the eligible-units denominator.
-        errors: shape (M,), k_j in [0, d_j].
-        alpha: target selective risk in (0, 1).
-        delta: family-wise failure probability in (0, 1).
-        method: ``"bonferroni"`` or ``"fixed_sequence"`` (as the certificate).
-        n_more: a number of additional units to give the chance of certifying for, or None.
-        p_values: the certificate's p-value function (see the module docstring).
-        budget: the largest number of additional units to search, integer >= 0.
-        names: shape (M,), how the reasons name each threshold (e.g. its value); default
-            ``"#j"``, its position in the family.
+    ``n`` counts calibration units after exclusions; d_j = ``denominators[j]`` in [0, n] (accepted
+    answers at threshold j, or n under the eligible-units denominator), k_j = ``errors[j]`` in
+    [0, d_j]. ``p_values`` is the certificate's p-value function (see the module docstring);
+    ``names`` name each threshold in reasons (default ``"#j"``).
 
     Raises:
         StatsError: on mismatched or inconsistent counts, a level outside (0, 1), an unknown

@@ -67,12 +67,7 @@ ACTIVE_ASSUMPTIONS = (
 def judge_uncertainty(predictions: ArrayLike) -> NDArray[np.float64]:
     """Return u = sqrt(p (1 - p)), the judge's uncertainty for a predicted error probability p.
 
-    Args:
-        predictions: shape (N,), predicted error probabilities in [0, 1]; a 0/1 verdict gives
-            u = 0 everywhere (the design is then uniform).
-
-    Returns:
-        Shape (N,), values in [0, 0.5].
+    A 0/1 verdict gives u = 0 everywhere (the design is then uniform). Values lie in [0, 0.5].
 
     Raises:
         StatsError: if a value is outside [0, 1] or the array is not 1-D.
@@ -99,13 +94,9 @@ def active_inclusion_probabilities(
     = budget exactly (water-filling: items capped at 1 are fixed and the rest rescaled). When
     every u_i is equal (or all zero), pi_i = budget / N: the uniform design.
 
-    Args:
-        uncertainty: shape (N,), nonnegative finite uncertainties u_i (any scale).
-        budget: the expected number of labels n_b, 0 < n_b <= N.
-        floor: tau in (0, 1]: the share of the uniform rule in the mix; every pi_i >= tau n_b / N.
-
-    Returns:
-        Shape (N,), probabilities in (0, 1] with sum equal to ``budget`` (to rounding).
+    ``uncertainty`` (shape (N,)) holds nonnegative finite u_i on any scale; ``budget`` is the
+    expected number of labels n_b, 0 < n_b <= N; ``floor`` is tau in (0, 1], the uniform rule's
+    share of the mix, so every pi_i >= tau n_b / N. Returns shape (N,), in (0, 1].
 
     Raises:
         StatsError: on an empty, non-1-D, negative or non-finite uncertainty, a budget outside
@@ -163,13 +154,8 @@ def active_observation_range(
     which pi_i = s q_i. When every item is capped the budget is the whole workload (the
     probabilities sum to it): every item is labelled, pi_0 = 1 and Z = Y.
 
-    Args:
-        predictions: shape (N,), the recorded predictions f_i in [0, 1].
-        inclusion: shape (N,), the recorded inclusion probabilities pi_i in (0, 1].
-        floor: tau in (0, 1], the design's floor share.
-
-    Returns:
-        (lo, hi) with lo <= 0 and hi >= 1; (0, 1) when pi_0 = 1 (every item labelled).
+    ``predictions`` f_i in [0, 1] and ``inclusion`` pi_i in (0, 1] have shape (N,); ``floor`` is
+    the design's tau. lo <= 0 and hi >= 1; (0, 1) when pi_0 = 1.
 
     Raises:
         StatsError: on misaligned or empty arrays, values out of range, or a floor outside
@@ -202,23 +188,14 @@ def active_observation_range(
 class ActivePPIEstimate:
     """The active (IPW prediction-powered) estimate of an error rate, and its normal interval.
 
-    Attributes:
-        method: ``"active"``.
-        estimate: theta, a rate that can leave [0, 1] (it is a weighted difference).
-        se: sigma / sqrt(N), sigma the standard deviation (ddof 0) of the N summands.
-        lower: estimate - z_{1-delta/2} se (not clipped).
-        upper: estimate + z_{1-delta/2} se (not clipped).
-        upper_bound: one-sided bound estimate + z_{1-delta} se.
-        confidence: 1 - delta.
-        n_population: N, items the estimate covers.
-        n_labelled: items drawn and labelled (sum of xi).
-        expected_labels: sum of pi over the N items: the design's expected labels.
-        uniform_labels: expected labels a uniform design would need for the same standard error
-            N E[e^2] / E[e^2 / pi] (IPW estimates), or None (see reason).
-        saving: 1 - expected_labels / uniform_labels (negative when active needed more), or None.
-        saving_reason: why the uniform comparison is undefined, or None.
-        assumption: always :data:`ASYMPTOTIC`.
-        assumptions: the conditions, in words.
+    ``estimate`` is theta, which can leave [0, 1] (a weighted difference); ``se`` = sigma /
+    sqrt(N), sigma the standard deviation (ddof 0) of the N summands; ``lower``/``upper`` =
+    estimate -/+ z_{1-delta/2} se (not clipped), ``upper_bound`` = estimate + z_{1-delta} se,
+    ``confidence`` = 1 - delta. ``n_labelled`` is sum xi, ``expected_labels`` sum pi over the N
+    items; ``uniform_labels`` the expected labels a uniform design would need for the same
+    standard error, N E[e^2] / E[e^2 / pi] (None: see ``saving_reason``); ``saving`` = 1 -
+    expected_labels / uniform_labels (negative when active needed more). ``assumption`` is
+    always :data:`ASYMPTOTIC`.
     """
 
     method: str
@@ -238,10 +215,7 @@ class ActivePPIEstimate:
     assumptions: tuple[str, ...]
 
     def clipped(self) -> tuple[float, float, float, float]:
-        """Return (estimate, lower, upper, upper_bound) intersected with [0, 1].
-
-        An error rate lies in [0, 1], so clipping loses no coverage.
-        """
+        """Return (estimate, lower, upper, upper_bound) clipped to [0, 1]: no coverage is lost."""
         return (
             min(1.0, max(0.0, self.estimate)),
             max(0.0, self.lower),
@@ -295,14 +269,10 @@ def active_ppi_mean(
     z_{1-delta/2} std(summands) / sqrt(N) (ddof 0), the one-sided bound theta + z_{1-delta}
     times the same standard error. See the module docstring for the uniform comparison.
 
-    Args:
-        predictions: shape (N,), the judge's predicted error probability f_i (or 0/1 verdict)
-            of every item, in [0, 1].
-        inclusion: shape (N,), the recorded inclusion probability pi_i of every item, in (0, 1].
-        labelled: shape (n,), distinct positions of the drawn items (xi_i = 1).
-        y: shape (n,), their human labels in [0, 1] (1 = error), aligned with ``labelled``;
-            every drawn item needs one (see the caller for items not yet labelled).
-        delta: miscoverage in (0, 1).
+    ``predictions`` (shape (N,), in [0, 1]) are the judge's f_i (or 0/1 verdicts) and
+    ``inclusion`` (shape (N,), in (0, 1]) the recorded pi_i of every item; ``labelled`` (shape
+    (n,)) holds the distinct positions of the drawn items and ``y`` their human labels in [0, 1]
+    (1 = error), aligned; every drawn item needs one.
 
     Raises:
         StatsError: on misaligned or out-of-range arrays, repeated or out-of-range positions,

@@ -16,12 +16,7 @@ from certification.stats.ppi.results import MISSING, NEGATIVE, POSITIVE
 def unit_vector(values: ArrayLike, *, name: str) -> NDArray[np.float64]:
     """Return a 1-D float vector of values in [0, 1] (labels or judge predictions).
 
-    Args:
-        values: shape (n,), numeric or boolean.
-        name: the argument's name, for the error message.
-
-    Returns:
-        Shape (n,), float64.
+    ``values`` (shape (n,)) are numeric or boolean; ``name`` words the error.
 
     Raises:
         StatsError: if ``values`` is not 1-D, not numeric, or holds a value outside [0, 1] or
@@ -41,13 +36,8 @@ def unit_vector(values: ArrayLike, *, name: str) -> NDArray[np.float64]:
 def normalised_weights(weights: ArrayLike | None, n: int, *, name: str) -> NDArray[np.float64]:
     """Return Horvitz–Thompson weights rescaled to mean 1 (the Hájek form), or ones.
 
-    Args:
-        weights: shape (n,), 1 / inclusion probability of each item (> 0), or None (equal).
-        n: the number of items.
-        name: the argument's name, for the error message.
-
-    Returns:
-        Shape (n,), float64, summing to n.
+    ``weights`` (shape (n,), > 0) are 1 / inclusion probability, None for equal weights. The
+    result sums to n.
 
     Raises:
         StatsError: if the shape is not (n,) or a weight is not finite and > 0.
@@ -73,14 +63,8 @@ def stratum_arrays(
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """Return the per-stratum counts (errors k, sampled n, population N) as int64 arrays.
 
-    Args:
-        errors: shape (H,), integer errors k_h.
-        sampled: shape (H,), integer sampled items n_h >= k_h.
-        population: shape (H,), integer items N_h >= max(1, n_h), or None for one stratum
-            (its weight is then 1 whatever its size).
-
-    Returns:
-        ``(k, n, N)``, each shape (H,); N is ``[1]`` when ``population`` is None.
+    Each has shape (H,): k_h, n_h >= k_h and N_h >= max(1, n_h); ``population`` None means one
+    stratum (weight 1 whatever its size, N = ``[1]``).
 
     Raises:
         StatsError: on non-integer or negative counts, mismatched shapes, k_h > n_h, n_h > N_h,
@@ -126,12 +110,7 @@ def stratum_keys(strata: Sequence[Hashable] | None, size: int) -> tuple[Hashable
 def label_codes(values: ArrayLike, *, name: str) -> NDArray[np.int64]:
     """Return a 1-D int64 array of label codes 1, 0 and -1.
 
-    Args:
-        values: shape (n,), integer codes.
-        name: the argument's name, for the error message.
-
-    Returns:
-        Shape (n,), int64.
+    ``values`` (shape (n,)) are integer codes; ``name`` words the error.
 
     Raises:
         StatsError: if ``values`` is not 1-D, not integer (booleans refused) or holds another

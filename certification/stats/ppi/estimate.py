@@ -249,29 +249,20 @@ def estimate_error_rate(
 ) -> ErrorRateComparison:
     """Estimate the workload's error rate three ways: human-only, PPI / PPI++, union bound.
 
-    Args:
-        judge: shape (N,), the judge's label of every item in the workload: 1 flagged (error),
-            0 not flagged, -1 unavailable.
-        audited: shape (n,), distinct integer positions in ``judge`` of the audited items.
-        human: shape (n,), their resolved human labels: 1 error, 0 no error, -1 unresolved.
-        strata: shape (N,), the stratum of every item in the audit's sampling design (any
-            sortable values, e.g. integer codes of verdict × slice), or None for a simple random
-            sample. Inclusion probabilities are n_h / N_h, with n_h the audited items of stratum
-            h that are used (see ``unresolved``).
-        delta: miscoverage in (0, 1) of every result.
-        unresolved: ``"count-as-error"`` (default: an unresolved audited item counts as an
-            error, so every upper bound stays valid whatever its label turns out to be) or
-            ``"exclude"`` (dropped; assumes unresolved items are missing at random within their
-            stratum).
-        unavailable_prediction: the judge prediction PPI uses where the judge is unavailable,
-            in [0, 1] (default 1: as a flag, like the union bound).
+    ``judge`` (shape (N,)) labels every workload item 1 flagged (error), 0 not flagged, -1
+    unavailable; ``audited`` (shape (n,)) holds distinct positions in ``judge`` and ``human``
+    their resolved labels, 1 error, 0 no error, -1 unresolved. ``strata`` (shape (N,), sortable,
+    e.g. codes of verdict × slice) is each item's stratum in the audit design, None for a simple
+    random sample; inclusion probabilities are n_h / N_h over the used audited items.
+    ``unresolved``: ``"count-as-error"`` (every upper bound stays valid whatever the label turns
+    out to be) or ``"exclude"`` (assumes missing at random within the stratum).
+    ``unavailable_prediction`` in [0, 1] is PPI's judge prediction where the judge is unavailable
+    (default 1: a flag, like the union bound).
 
-    Returns:
-        The :class:`ErrorRateComparison`. PPI is computed with every judged item as the
-        unlabelled set (its mean is then the workload's flag rate) and the used audited items
-        as the labelled set, weighted N_h / n_h; PPI and PPI++ are undefined
-        (:data:`UNSAMPLED_STRATUM`) when a stratum with items has no used audited item, because
-        the judge's bias there cannot be estimated.
+    PPI takes every judged item as the unlabelled set (its mean is then the workload's flag
+    rate) and the used audited items as the labelled set, weighted N_h / n_h; PPI and PPI++ are
+    undefined (:data:`UNSAMPLED_STRATUM`) when a stratum with items has no used audited item,
+    because the judge's bias there cannot be estimated.
 
     Raises:
         InsufficientDataError: if the workload is empty.

@@ -52,18 +52,10 @@ def human_only_bound(
     >= 1 - delta. A stratum with items but no audited item contributes its whole share (U_h = 1,
     L_h = 0) and spends no delta; the point estimate is then undefined.
 
-    Args:
-        errors: shape (H,), integer human errors k_h per stratum.
-        sampled: shape (H,), integer audited items with a usable label n_h, k_h <= n_h.
-        population: shape (H,), integer items N_h >= max(1, n_h) per stratum in the workload,
-            or None for a single stratum (H = 1).
-        delta: miscoverage in (0, 1).
-        strata: shape (H,), the strata's keys for the report (default 0..H-1).
-        unresolved_note: how unresolved audited items were treated, added to the assumptions.
-
-    Returns:
-        A :class:`HumanOnlyBound` (``assumption`` :data:`EXACT`). Undefined
-        (:data:`NO_AUDITED_ITEMS`) when no stratum has an audited item.
+    Per stratum (shape (H,)): ``errors`` k_h, ``sampled`` n_h >= k_h audited items with a
+    usable label, ``population`` N_h >= max(1, n_h) items in the workload (None: one stratum);
+    ``strata`` name them in the report (default 0..H-1); ``unresolved_note`` is added to the
+    assumptions. Undefined (:data:`NO_AUDITED_ITEMS`) when no stratum has an audited item.
 
     Raises:
         StatsError: on non-integer or negative counts, mismatched shapes, k_h > n_h, n_h > N_h,

@@ -82,21 +82,8 @@ def ppi_estimate(
     """Return the prediction-powered estimate of a mean at a fixed or tuned lam.
 
     The shared body of :func:`ppi_mean` (lam = 1) and :func:`ppi_plus_plus_mean` (lam tuned
-    when None); see them for the formulas.
-
-    Args:
-        method: ``"ppi"`` or ``"ppi++"``, recorded in the result.
-        y: shape (n,), human labels of the labelled items, in [0, 1].
-        yhat: shape (n,), the judge's predictions on the same items, in [0, 1].
-        yhat_unlabelled: shape (N,), the judge's predictions on the unlabelled items.
-        delta: miscoverage in (0, 1).
-        lam: the power-tuning parameter in [0, 1], or None to tune it.
-        weights: shape (n,), 1 / inclusion probability of each labelled item, or None.
-        weights_unlabelled: shape (N,), or None.
-        extra_notes: notes added first to the result's notes.
-
-    Returns:
-        A :class:`PPIEstimate`; undefined when n < 2 or N = 0.
+    when None); see them for the formulas. ``method`` (``"ppi"`` or ``"ppi++"``) is recorded;
+    ``extra_notes`` come first in the notes. Undefined when n < 2 or N = 0.
 
     Raises:
         StatsError: as :func:`ppi_plus_plus_mean`.
@@ -210,21 +197,13 @@ def ppi_mean(
     theta ± z_{1-delta/2} sqrt(Var(w_u f_u) / N + Var(w (Y - f)) / n) with population variances
     (ddof 0), and the one-sided bound theta + z_{1-delta} times the same standard error.
 
-    Args:
-        y: shape (n,), human labels of the labelled items: 0/1 (or values in [0, 1]).
-        yhat: shape (n,), the judge's predictions on the same items, in [0, 1].
-        yhat_unlabelled: shape (N,), the judge's predictions on the unlabelled items, in [0, 1].
-            For a stratified audit pass *every* judged item here (audited ones included), so that
-            its mean is the workload's flag rate; for a simple random audit either all items or
-            the unaudited ones.
-        delta: miscoverage in (0, 1); intervals at 1 - delta.
-        weights: shape (n,), 1 / inclusion probability of each labelled item (> 0), or None for
-            equal weights; rescaled to mean 1.
-        weights_unlabelled: shape (N,), weights of the unlabelled items, or None (equal).
-
-    Returns:
-        A :class:`PPIEstimate` with ``method="ppi"`` and ``lam=1``. Undefined
-        (:data:`FEWER_THAN_TWO_LABELLED`, :data:`NO_UNLABELLED_ITEMS`) when n < 2 or N = 0.
+    ``y`` (labels, 0/1 or in [0, 1]) and ``yhat`` (the judge's predictions in [0, 1]) have shape
+    (n,) over the labelled items; ``yhat_unlabelled`` shape (N,). For a stratified audit pass
+    *every* judged item as unlabelled (audited ones included), so its mean is the workload's flag
+    rate; for a simple random audit either all items or the unaudited ones. ``weights`` (shape
+    (n,), > 0) are 1 / inclusion probability, rescaled to mean 1; None means equal weights, as
+    for ``weights_unlabelled``. Undefined (:data:`FEWER_THAN_TWO_LABELLED`,
+    :data:`NO_UNLABELLED_ITEMS`) when n < 2 or N = 0.
 
     Raises:
         StatsError: if an array is not 1-D, holds a value outside [0, 1], y and yhat differ in
@@ -267,20 +246,9 @@ def ppi_plus_plus_mean(
     Unweighted, this is the paper's Cov(Y, f) / ((1 + n/N) Var(f)). Tuning lam on the same data
     keeps the interval asymptotically valid (PPI++, power tuning).
 
-    Args:
-        y: shape (n,), human labels of the labelled items, in [0, 1].
-        yhat: shape (n,), the judge's predictions on the same items, in [0, 1].
-        yhat_unlabelled: shape (N,), the judge's predictions on the unlabelled items (see
-            :func:`ppi_mean` for which items to pass).
-        delta: miscoverage in (0, 1).
-        lam: a fixed power-tuning parameter in [0, 1], or None to tune it.
-        weights: shape (n,), 1 / inclusion probability of each labelled item, or None.
-        weights_unlabelled: shape (N,), or None.
-
-    Returns:
-        A :class:`PPIEstimate` with ``method="ppi++"``. When the judge's (weighted) predictions
-        are constant, lam is 0 with a note (ppi_py divides by zero there). Undefined as
-        :func:`ppi_mean`.
+    Arguments as :func:`ppi_mean`, plus ``lam``, fixed in [0, 1] or None to tune. When the
+    judge's (weighted) predictions are constant, lam is 0 with a note (ppi_py divides by zero
+    there).
 
     Raises:
         StatsError: as :func:`ppi_mean`, or if ``lam`` is outside [0, 1].

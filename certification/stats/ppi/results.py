@@ -37,17 +37,10 @@ UnresolvedPolicy = Literal["count-as-error", "exclude"]
 class EstimateSummary:
     """The fields every method shares, for a side-by-side table.
 
-    Attributes:
-        method: ``"human-only"``, ``"ppi"``, ``"ppi++"`` or ``"union bound"``.
-        estimate: point estimate in [0, 1] (PPI's can fall outside), or None (the union bound
-            is a bound only; or undefined).
-        lower: two-sided lower limit at ``confidence``, or None.
-        upper: two-sided upper limit at ``confidence``, or None.
-        upper_bound: one-sided upper bound at ``confidence``, or None when undefined.
-        confidence: 1 - delta.
-        assumption: :data:`EXACT` or :data:`ASYMPTOTIC`.
-        reason: why the result is undefined, or None.
-        note: what was done to the figures for display (PPI's clipping to [0, 1]), or None.
+    ``method`` is ``"human-only"``, ``"ppi"``, ``"ppi++"`` or ``"union bound"``. ``estimate`` lies
+    in [0, 1] (PPI's can fall outside) and is None for the union bound (a bound only) or when
+    undefined; ``lower``/``upper`` are two-sided and ``upper_bound`` one-sided at ``confidence`` =
+    1 - delta. ``note`` says what was done for display (PPI's clipping to [0, 1]).
     """
 
     method: str
@@ -84,27 +77,16 @@ class _Summarised:
 class PPIEstimate:
     """A prediction-powered estimate of a mean (here, an error rate) and its normal interval.
 
-    Attributes:
-        method: ``"ppi"`` (lam = 1) or ``"ppi++"`` (lam tuned, or fixed by the caller).
-        estimate: theta_lam, or None when undefined. A proportion in exact arithmetic would lie
-            in [0, 1]; the estimate can leave it (the rectifier is a difference).
-        se: its estimated standard error sqrt(imputed_se^2 + rectifier_se^2), or None.
-        lower: two-sided limit estimate - z_{1-delta/2} se, not clipped (as ppi_py reports
-            it; :meth:`clipped` gives the [0, 1] version), or None.
-        upper: two-sided limit estimate + z_{1-delta/2} se, not clipped, or None.
-        upper_bound: one-sided bound estimate + z_{1-delta} se, or None.
-        confidence: 1 - delta.
-        lam: the power-tuning parameter used, in [0, 1], or None when undefined.
-        n_labelled: labelled items n.
-        n_unlabelled: unlabelled items N.
-        imputed_mean: weighted mean of lam * judge over the unlabelled items, or None.
-        rectifier: weighted mean of (human - lam * judge) over the labelled items, or None.
-        imputed_se: std(lam * judge, population) / sqrt(N), or None.
-        rectifier_se: std(human - lam * judge, population) / sqrt(n), or None.
-        assumption: always :data:`ASYMPTOTIC`.
-        assumptions: the conditions the interval rests on, in words.
-        notes: data-dependent remarks (zero variance, constant predictions, ...).
-        reason: why the estimate is undefined, or None.
+    ``method`` is ``"ppi"`` (lam = 1) or ``"ppi++"`` (lam tuned, or fixed by the caller); ``lam``
+    lies in [0, 1]. ``estimate`` is theta_lam, which can leave [0, 1] (the rectifier is a
+    difference); ``se`` = sqrt(imputed_se^2 + rectifier_se^2). ``lower``/``upper`` = estimate -/+
+    z_{1-delta/2} se, not clipped (as ppi_py reports it; :meth:`clipped` clips);
+    ``upper_bound`` = estimate + z_{1-delta} se; ``confidence`` = 1 - delta. With n labelled and
+    N unlabelled items: ``imputed_mean`` is the weighted mean of lam * judge over the unlabelled
+    ones, ``rectifier`` that of (human - lam * judge) over the labelled ones, ``imputed_se`` =
+    std(lam * judge, population) / sqrt(N), ``rectifier_se`` = std(human - lam * judge,
+    population) / sqrt(n). Figures are None when undefined (``reason``). ``assumption`` is
+    always :data:`ASYMPTOTIC`.
     """
 
     method: str
@@ -127,10 +109,7 @@ class PPIEstimate:
     reason: str | None
 
     def clipped(self) -> tuple[float, float] | None:
-        """Return the two-sided interval intersected with [0, 1] (the range of a rate).
-
-        Clipping loses no coverage (the true rate lies in [0, 1]); None when undefined.
-        """
+        """Return the two-sided interval clipped to [0, 1] (no coverage lost); None if undefined."""
         if self.lower is None or self.upper is None:
             return None
         return max(0.0, self.lower), min(1.0, self.upper)
@@ -171,15 +150,11 @@ class PPIEstimate:
 class StratumBound:
     """One stratum's counts and exact bound.
 
-    Attributes:
-        stratum: the stratum's key (its position when no keys were given).
-        population: items of the stratum in the workload, N_h >= 1, or None when not given (a
-            single stratum of unknown size).
-        sampled: audited items with a usable human label, 0 <= n_h <= N_h.
-        errors: of those, human errors k_h.
-        inclusion_probability: n_h / N_h in [0, 1], or None when N_h is not given.
-        upper_bound: one-sided Clopper–Pearson upper bound on the stratum's error rate at the
-            per-stratum level; 1.0 when n_h = 0 (nothing is known).
+    ``stratum`` is the stratum's key (its position when no keys were given); ``population`` is
+    N_h >= 1, or None when not given (one stratum of unknown size); ``sampled`` counts audited
+    items with a usable human label, 0 <= n_h <= N_h, ``errors`` their human errors k_h;
+    ``inclusion_probability`` is n_h / N_h. ``upper_bound`` is the one-sided Clopper–Pearson
+    bound on the stratum's error rate at the per-stratum level, 1.0 when n_h = 0.
     """
 
     stratum: Hashable
@@ -192,27 +167,14 @@ class StratumBound:
 
 @dataclass(frozen=True)
 class HumanOnlyBound(_Summarised):
-    """The human-only exact bound on the error rate.
+    """The human-only exact bound on the error rate (``assumption`` always :data:`EXACT`).
 
-    Attributes:
-        method: ``"human-only"``.
-        estimate: sum_h W_h k_h / n_h; None when some stratum with items has no audited item
-            (see ``notes``) or nothing was audited.
-        lower: two-sided lower limit sum_h W_h L_h (per stratum two-sided at 1 - delta/H), or
-            None when undefined.
-        upper: two-sided upper limit sum_h W_h U_h, likewise.
-        upper_bound: one-sided upper bound sum_h W_h U_h (per stratum one-sided at 1 - delta/H);
-            with one stratum, the plain Clopper–Pearson bound. None when nothing was audited.
-        confidence: 1 - delta, the joint level.
-        per_stratum_confidence: 1 - delta/H, the level of each stratum's bound.
-        n_sampled: audited items used.
-        n_errors: human errors among them.
-        n_strata_sampled: H, strata with at least one audited item.
-        strata: per-stratum counts and one-sided bounds.
-        assumption: always :data:`EXACT`.
-        assumptions: the conditions, in words.
-        notes: data-dependent remarks.
-        reason: why the bound is undefined, or None.
+    ``estimate`` is sum_h W_h k_h / n_h; None when some stratum with items has no audited item
+    (see ``notes``) or nothing was audited. ``lower``/``upper`` are sum_h W_h L_h / U_h with each
+    stratum two-sided at 1 - delta/H; ``upper_bound`` is sum_h W_h U_h with each stratum
+    one-sided at ``per_stratum_confidence`` = 1 - delta/H (one stratum: plain Clopper–Pearson).
+    ``confidence`` = 1 - delta is the joint level; H = ``n_strata_sampled``, the strata with an
+    audited item.
     """
 
     method: str
@@ -234,27 +196,16 @@ class HumanOnlyBound(_Summarised):
 
 @dataclass(frozen=True)
 class UnionBound(_Summarised):
-    """The union bound: judge flag-rate bound plus judge miss-rate bound.
+    """The union bound: judge flag-rate bound plus judge miss-rate bound (always :data:`EXACT`).
 
-    Attributes:
-        method: ``"union bound"``.
-        upper_bound: min(1, flag_rate_upper + miss_rate_upper), in (0, 1].
-        confidence: 1 - delta (each part at 1 - delta/2).
-        n_population: judged items N.
-        n_flagged: items the judge flagged or could not label (unavailable counts as a flag: its
-            error rate is bounded by 1, the conservative choice).
-        flag_rate: n_flagged / N.
-        flag_rate_upper: one-sided Clopper–Pearson bound on the flag rate at 1 - delta/2.
-        n_negatives_audited: audited judge-negative items with a usable human label.
-        n_missed: human errors among them.
-        miss_rate: n_missed / n_negatives_audited (pooled over strata), or None if none audited.
-        miss_rate_upper: bound on P(error | not flagged) at 1 - delta/2: the maximum over the
-            judge-negative strata of their bounds at 1 - delta/(2 H_neg); 1.0 when a stratum
-            with judge-negatives has none audited.
-        miss_strata: the judge-negative strata's counts and bounds.
-        assumption: always :data:`EXACT`.
-        assumptions: the conditions, in words.
-        notes: data-dependent remarks.
+    ``upper_bound`` = min(1, flag_rate_upper + miss_rate_upper), in (0, 1], at ``confidence`` =
+    1 - delta with each part at 1 - delta/2. Of the N judged items (``n_population``),
+    ``n_flagged`` were flagged or unlabelled by the judge (unavailable counts as a flag, the
+    conservative choice); ``flag_rate_upper`` is the one-sided Clopper–Pearson bound on
+    ``flag_rate``. ``miss_rate`` = n_missed / n_negatives_audited over the audited judge-negative
+    items with a usable human label (pooled; None if none). ``miss_rate_upper`` bounds P(error |
+    not flagged): the maximum over the judge-negative strata of their bounds at
+    1 - delta/(2 H_neg), 1.0 when such a stratum has none audited.
     """
 
     method: str
@@ -278,22 +229,11 @@ class UnionBound(_Summarised):
 class JointUnionBound(_Summarised):
     """The union bound in its joint form: flag-rate bound plus P(not flagged and error) bound.
 
-    Attributes:
-        method: ``"union bound (joint)"``.
-        upper_bound: min(1, flag_rate_upper + joint_miss_rate_upper), or None when not
-            applicable (see ``reason``).
-        confidence: 1 - delta (each part at 1 - delta/2).
-        n_population: judged items N.
-        n_flagged: items the judge flagged or could not label.
-        flag_rate_upper: one-sided Clopper–Pearson bound on the flag rate at 1 - delta/2.
-        n_audited: audited items with a usable human label (every judge verdict).
-        n_joint_missed: those the judge did not flag and people found in error.
-        joint_miss_rate: n_joint_missed / n_audited, or None when none is audited.
-        joint_miss_rate_upper: one-sided Clopper–Pearson bound on P(not flagged, error) at
-            1 - delta/2, or None when not applicable.
-        assumption: always :data:`EXACT`.
-        assumptions: the conditions, in words.
-        reason: why it does not apply to this audit, or None.
+    ``upper_bound`` = min(1, flag_rate_upper + joint_miss_rate_upper), each part at
+    1 - delta/2, or None when not applicable (``reason``). ``n_audited`` counts audited items with
+    a usable human label (every judge verdict), ``n_joint_missed`` those unflagged and in error;
+    ``joint_miss_rate`` is their ratio (None when none is audited) and ``joint_miss_rate_upper``
+    its one-sided Clopper–Pearson bound. ``assumption`` is always :data:`EXACT`.
     """
 
     method: str
@@ -315,24 +255,13 @@ class JointUnionBound(_Summarised):
 class ErrorRateComparison:
     """The population error rate estimated three ways (four results), side by side.
 
-    Attributes:
-        human_only: :func:`human_only_bound` of the audit sample.
-        ppi: :func:`ppi_mean` (lam = 1).
-        ppi_plus_plus: :func:`ppi_plus_plus_mean` (lam tuned).
-        union: :func:`union_bound` (conditional form: misses among audited judge-negatives).
-        union_joint: :func:`union_bound_joint` (joint form: unflagged errors among all audited
-            items), which applies to a simple random audit of the workload only.
-        delta: miscoverage of every result, in (0, 1).
-        n_population: judged items N.
-        n_audited: audited items n (resolved or not).
-        n_unresolved: audited items without a resolved human label.
-        n_unavailable: judged items the judge could not label.
-        unresolved_policy: ``"count-as-error"`` (unresolved audited items count as errors: upper
-            bounds stay valid whatever their labels turn out to be; point estimates lean high) or
-            ``"exclude"`` (dropped, assuming they are missing at random within their stratum).
-        unavailable_prediction: the number PPI uses as the judge's prediction where the judge is
-            unavailable (PPI is valid for any fixed prediction; the union bound always treats
-            unavailable as a flag).
+    ``union`` is the conditional form (misses among audited judge-negatives), ``union_joint`` the
+    joint form (unflagged errors among all audited items), which applies to a simple random audit
+    of the workload only. ``delta`` in (0, 1) is every result's miscoverage; ``n_audited`` counts
+    audited items resolved or not. ``unresolved_policy`` is ``"count-as-error"`` (upper bounds
+    stay valid whatever the labels turn out to be; point estimates lean high) or ``"exclude"``
+    (missing at random within the stratum). ``unavailable_prediction`` is what PPI uses where the
+    judge is unavailable (valid for any fixed prediction; the union bound treats it as a flag).
     """
 
     human_only: HumanOnlyBound

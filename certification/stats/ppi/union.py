@@ -60,22 +60,13 @@ def union_bound(
     strata's rates with unknown mixing weights, and cannot exceed their maximum. The union bound
     over the two events gives level 1 - delta; the sum is capped at 1.
 
-    Args:
-        n_flagged: integer items the judge flagged, unavailable ones included, 0..N.
-        n_population: integer judged items N >= 1.
-        missed: shape (H_neg,), integer human errors among the audited judge-negatives per
-            stratum.
-        negatives_sampled: shape (H_neg,), integer audited judge-negatives with a usable label.
-        negatives_population: shape (H_neg,), integer judge-negatives per stratum in the
-            workload, or None for a single stratum. A stratum with judge-negatives but none
-            audited makes U_miss = 1.
-        delta: miscoverage in (0, 1).
-        strata: shape (H_neg,), the strata's keys for the report.
-        unresolved_note: how unresolved audited items were treated, added to the assumptions.
-
-    Returns:
-        A :class:`UnionBound` (``assumption`` :data:`EXACT`); always defined. With no audited
-        judge-negative, U_miss = 1 and the bound is 1.
+    ``n_flagged`` (unavailable included) lies in 0..N for the N = ``n_population`` judged items.
+    Per judge-negative stratum (shape (H_neg,)): ``missed`` human errors among the audited
+    judge-negatives, ``negatives_sampled`` audited ones with a usable label,
+    ``negatives_population`` judge-negatives in the workload (None: one stratum); a stratum with
+    judge-negatives but none audited makes U_miss = 1. ``strata`` name the strata in the report;
+    ``unresolved_note`` is added to the assumptions. Always defined (:data:`EXACT`); with no
+    audited judge-negative the bound is 1.
 
     Raises:
         InsufficientDataError: if N = 0.
@@ -166,15 +157,10 @@ def union_bound_joint(
     label; but it reads the audit as a simple random sample of the whole workload, so it does not
     apply to an audit stratified by the judge's verdict or by slice.
 
-    Args:
-        n_flagged: integer items the judge flagged, unavailable ones included, 0..N.
-        n_population: integer judged items N >= 1.
-        joint_missed: integer audited items the judge did not flag and people found in error.
-        n_audited: integer audited items with a usable human label, >= joint_missed.
-        delta: miscoverage in (0, 1).
-        stratified: whether the audit was drawn in strata (then the result is not applicable:
-            ``upper_bound`` None with ``reason``).
-        unresolved_note: how unresolved audited items were treated, added to the assumptions.
+    ``n_flagged`` (unavailable included) lies in 0..N; ``joint_missed`` counts audited items
+    the judge did not flag and people found in error, out of ``n_audited`` with a usable label.
+    A ``stratified`` audit makes the result not applicable (``upper_bound`` None, ``reason``);
+    ``unresolved_note`` is added to the assumptions.
 
     Raises:
         InsufficientDataError: if N = 0.

@@ -1,11 +1,7 @@
 """Per-annotator reliability: rates against references, near-silence, Dawid–Skene estimates.
 
-Modules: :mod:`~certification.stats.reliability.rates` (accuracy, confusion matrix, per-label
-rates and kappa against reference labels; the share of labels on disputed units),
-:mod:`~certification.stats.reliability.silence` (the near-silent rule) and
-:mod:`~certification.stats.reliability.latent_class` (Dawid and Skene's 1979 latent-class model,
-fitted by EM as crowd-kit fits it). Every public name is importable from
-``certification.stats.reliability``.
+The Dawid–Skene model (1979) is fitted by EM as crowd-kit fits it; every public name of
+``rates``, ``silence`` and ``latent_class`` is importable from here.
 """
 
 from certification.stats.reliability.latent_class import (

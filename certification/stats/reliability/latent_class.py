@@ -66,21 +66,12 @@ NOT_IDENTIFIED = (
 class DawidSkeneEstimate:
     """A fitted Dawid–Skene model.
 
-    Attributes:
-        labels: the classes, sorted (every label that occurs in the ratings).
-        priors: estimated class prior, aligned with ``labels``, sums to 1.
-        raters: raters with at least one label, in input order.
-        confusion: per rater (aligned with ``raters``), ``len(labels)`` × ``len(labels)``
-            probabilities: ``confusion[r][j][l]`` = P(rater answers labels[l] | true label is
-            labels[j]); each row sums to 1.
-        units: units with at least one label, in input order.
-        posteriors: per unit (aligned with ``units``), P(true label = labels[j] | all labels).
-        iterations: EM iterations run.
-        change: the largest absolute change of a posterior in the last iteration.
-        tol: the stopping tolerance on ``change``.
-        max_iter: the iteration cap.
-        converged: ``change < tol`` (False: the cap stopped EM first and the posteriors may
-            still be up to about ``change`` per iteration away from the fixed point).
+    ``labels`` are sorted (every label in the ratings) and ``priors`` aligned with them; for
+    each of ``raters`` (input order), ``confusion[r][j][l]`` = P(rater answers labels[l] | true
+    label is labels[j]), rows summing to 1; for each of ``units``, ``posteriors[u][j]`` = P(true
+    label = labels[j] | all labels). ``change`` is the largest absolute posterior change in the
+    last of ``iterations``; ``converged`` = ``change < tol`` (False: the cap stopped EM first and
+    the posteriors may be up to about ``change`` per iteration from the fixed point).
     """
 
     labels: tuple[Label, ...]
@@ -122,17 +113,10 @@ def dawid_skene(
 ) -> DawidSkeneEstimate | DawidSkeneUndefined:
     """Fit the Dawid–Skene model to the labels by EM, iterated to ``tol`` on the posteriors.
 
-    Args:
-        ratings: n_units × n_raters labels (strings); ``None`` or a float NaN = not labelled.
-        raters: the n_raters column ids, distinct.
-        units: the n_units row ids, distinct.
-        max_iter: the EM iteration cap (>= 1).
-        tol: the stopping tolerance on the largest absolute change of a posterior in one
-            iteration (> 0).
-
-    Returns:
-        A :class:`DawidSkeneEstimate`, or :class:`DawidSkeneUndefined` when the matrix holds
-        no label or no unit has labels from two raters (the model is not identified).
+    ``ratings`` is n_units × n_raters labels (strings; ``None`` or NaN = not labelled) for the
+    distinct ``raters`` and ``units``; ``max_iter`` >= 1; ``tol`` > 0. Undefined
+    (:class:`DawidSkeneUndefined`) when the matrix holds no label or no unit has labels from two
+    raters (the model is not identified).
 
     Raises:
         StatsError: ragged ratings, duplicate raters or units, units of the wrong length, a
@@ -201,19 +185,11 @@ def _em(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float]:
     """EM of Dawid and Skene (1979) §2 over label observations, with crowd-kit 1.4's steps.
 
-    Args:
-        task: per observed label (n_obs), the index of its unit.
-        worker: per observed label, the index of its rater.
-        given: per observed label, the index of the label.
-        shape: (n_units, n_raters, n_labels).
-        max_iter: the iteration cap.
-        tol: the tolerance on the largest absolute change of a posterior in one iteration.
-
-    Returns:
-        (posteriors n_units x n_labels, priors n_labels, errors n_raters x n_labels (observed)
-        x n_labels (true), iterations, the last iteration's largest posterior change).
-        ``errors[r, l, j]`` = P(rater r answers l | true j); a label the rater never gave has
-        probability 0.
+    ``task``, ``worker`` and ``given`` hold, per observed label, the indices of its unit, rater
+    and label; ``shape`` is (n_units, n_raters, n_labels). Returns (posteriors n_units ×
+    n_labels, priors n_labels, errors n_raters × n_labels (observed) × n_labels (true),
+    iterations, the last iteration's largest posterior change), with ``errors[r, l, j]`` =
+    P(rater r answers l | true j) (0 for a label the rater never gave).
 
     The start is each unit's vote shares and the M step from them. Each iteration: E step (in
     base-2 logarithms, each row shifted by its maximum), class prior = mean posterior, M step

@@ -6,14 +6,8 @@ Shapes. As in :mod:`certification.stats.agreement`, a *ratings* matrix is n_unit
 unit, ``None`` where the unit has none (an unresolved item, an item without a gold reference).
 Labels are nominal strings.
 
-What is computed, per rater:
-
-- :func:`accuracy_against`: the share of the rater's labels equal to the reference (numerator,
-  denominator, exact interval), the confusion matrix (rows: reference label, columns: the
-  rater's label), the per-label rate (of the units whose reference is label l, the share the
-  rater labelled l: the recall of l) and Cohen's kappa of the rater against the references.
-- :func:`dispute_rates`: of the rater's labels on units with 2 or more labels, the share on
-  units where the labels differ (the units that send an item to the disagreement queue).
+Per rater: :func:`accuracy_against` (accuracy, confusion matrix with reference rows, per-label
+recall, kappa) and :func:`dispute_rates` (the share of labels on units whose labels differ).
 
 Sources: Clopper, C. J. and Pearson, E. S. (1934), Biometrika 26(4), 404–413 (the exact
 interval, as ``scipy.stats.binomtest(k, n).proportion_ci(method="exact")``); Cohen, J. (1960),
@@ -58,17 +52,11 @@ def rate(numerator: int, denominator: int, *, confidence: float = 0.95) -> Propo
 class RaterAccuracy:
     """One rater's labels against the references (see :func:`accuracy_against`).
 
-    Attributes:
-        rater: the rater id.
-        accuracy: labels equal to the reference / labels on units with a reference.
-        labels: the axis of ``confusion``: every label used by the rater or as a reference on
-            the units the rater labelled, sorted.
-        confusion: ``len(labels)`` × ``len(labels)`` counts; ``confusion[i][j]`` = units whose
-            reference is ``labels[i]`` and which the rater labelled ``labels[j]``.
-        per_label: (reference label, rate) for each label that is the reference of at least one
-            unit the rater labelled: the share of those units the rater gave that label.
-        kappa: Cohen's kappa of the rater against the references (rater on columns; kappa is
-            symmetric), undefined with a reason when fewer than 2 units or no variation.
+    ``accuracy`` = labels equal to the reference / labels on units with a reference.
+    ``labels`` (sorted) is every label the rater or a reference used on the rater's units;
+    ``confusion[i][j]`` counts units with reference ``labels[i]`` the rater labelled
+    ``labels[j]``. ``per_label`` gives, per reference label, the share of those units the rater
+    gave it. ``kappa`` is against the references (undefined under 2 units or no variation).
     """
 
     rater: str
@@ -101,16 +89,9 @@ def accuracy_against(
 ) -> tuple[RaterAccuracy, ...]:
     """Each rater's accuracy, confusion matrix, per-label rates and kappa against references.
 
-    Args:
-        ratings: n_units × n_raters labels, ``None`` = not labelled.
-        raters: the n_raters column ids, distinct.
-        references: n_units reference labels, ``None`` = the unit has no reference (its labels
-            are left out of every figure).
-        confidence: two-sided level of the intervals (kappa's Wald interval too), in (0, 1).
-
-    Returns:
-        One :class:`RaterAccuracy` per rater that labelled at least one unit with a reference,
-        in ``raters`` order.
+    ``ratings`` is n_units × n_raters labels (``None`` = not labelled); a ``None`` reference
+    leaves the unit out of every figure. Raters without a unit with a reference are left out;
+    the others come in ``raters`` order.
 
     Raises:
         StatsError: ragged ratings, duplicate raters, references of the wrong length, or a
@@ -163,14 +144,8 @@ def dispute_rates(
     equal (at the answer level such an item enters the disagreement queue; at the claim level
     the claim is one of the differing claims shown to the adjudicator).
 
-    Args:
-        ratings: n_units × n_raters labels, ``None`` = not labelled.
-        raters: the n_raters column ids, distinct.
-        confidence: two-sided level of the intervals.
-
-    Returns:
-        ``{rater: rate(disputed labels, labels on compared units)}`` for every rater (a rater
-        with no compared unit has the undefined rate 0/0).
+    ``ratings`` is n_units × n_raters labels (``None`` = not labelled). A rater with no compared
+    unit has the undefined rate 0/0.
 
     Raises:
         StatsError: ragged ratings or duplicate raters.

@@ -44,13 +44,10 @@ NEAR_SILENT_MIN_LABELS = 20
 class Silence:
     """One rater's flag rate against the others' on the same units.
 
-    Attributes:
-        rater: the rater id.
-        default_label: the level's default label (None when the level has no label).
-        flags: the rater's flags / labels, with its exact interval.
-        others_rate: the other raters' flag share on the units this rater labelled, in [0, 1];
-            None when nobody else labelled them.
-        near_silent: the rule of the module docstring.
+    ``flags`` is the rater's flags / labels with its exact interval; ``others_rate`` the other
+    raters' flag share on the units this rater labelled (None when nobody else did);
+    ``near_silent`` applies the module docstring's rule; ``default_label`` is None when the level
+    has no label.
     """
 
     rater: str
@@ -79,15 +76,9 @@ def near_silence(
 ) -> tuple[Silence, ...]:
     """Each rater's flag rate, the others' on the same units, and whether r is near-silent.
 
-    Args:
-        ratings: n_units × n_raters labels, ``None`` = not labelled.
-        raters: the n_raters column ids, distinct.
-        ratio: "far below" factor in (0, 1).
-        min_labels: labels a rater needs before the flag can be raised (>= 1).
-        confidence: two-sided level of the rater's interval.
-
-    Returns:
-        One :class:`Silence` per rater with at least one label, in ``raters`` order.
+    ``ratings`` is n_units × n_raters labels (``None`` = not labelled); ``ratio`` in (0, 1) is
+    the "far below" factor; a rater needs ``min_labels`` >= 1 labels before the flag can be
+    raised. Raters with a label come in ``raters`` order.
 
     Raises:
         StatsError: ragged ratings, duplicate raters, ratio or confidence outside (0, 1),

@@ -4,12 +4,8 @@ A fixed-n interval is valid only at a sample size chosen in advance; looking aft
 and stopping when it looks good voids it. The figures here are valid at every sample size at
 once (time-uniform), so a team may stop labelling as soon as the evidence suffices.
 
-Modules: :mod:`~certification.stats.sequential.betting` (confidence sequences, the below-target
-e-process, the stratified combination), :mod:`~certification.stats.sequential.active` (an
-active sample's inverse-probability-weighted summands, in a known wider range),
-:mod:`~certification.stats.sequential.planning` (simulated number of labels to stop) and
-:mod:`~certification.stats.sequential.selective` (the anytime-valid selective-risk test of a
-threshold family). Every public name is importable from here.
+Every public name of ``betting``, ``active``, ``planning`` and ``selective`` is importable
+from here.
 
 Source: Waudby-Smith and Ramdas (2024), "Estimating means of bounded random variables by
 betting", JRSS-B 86(1), 1–27, arXiv:2010.09686.

@@ -63,19 +63,9 @@ def bounded_betting_cs(
     :func:`~certification.stats.sequential.betting_upper_cs` (one-sided upper bound at alpha,
     lower bounds 0), with the candidate means k / G, k = 0..G, of the mean of z itself; the
     extreme kept candidates are widened by 1/G, and the bounds are running intersections.
-
-    Args:
-        z: shape (n,), observations in [lower, upper], i.i.d. with mean in [0, 1], in an order
-            that does not depend on their values.
-        lower: lo <= 0, fixed before the first observation.
-        upper: hi >= 1, fixed before the first observation.
-        alpha: miscoverage in (0, 1).
-        grid: G >= 2, the candidate means' steps (resolution 1/G of the rate).
-        two_sided: both bounds (hedged capital) or the upper one only.
-
-    Returns:
-        A :class:`~certification.stats.sequential.ConfidenceSequence` on the mean of z
-        (population None); n = 0 gives empty arrays.
+    ``z`` (shape (n,)) is i.i.d. with mean in [0, 1], in a value-independent order; ``lower``
+    <= 0 and ``upper`` >= 1 are fixed before the first observation; ``grid`` = G >= 2.
+    ``population`` is None; n = 0 gives empty arrays.
 
     Raises:
         StatsError: on lower > 0, upper < 1, a non-finite range, an observation outside it or
@@ -110,15 +100,11 @@ def bounded_betting_cs(
 class ActiveSequenceBound:
     """Anytime-valid bounds on the error rate from an active sample's summands so far.
 
-    Attributes:
-        estimate: the mean of the summands so far, clipped to [0, 1] (None before any).
-        lower, upper: the two-sided sequence's bounds now (hedged, level 1 - alpha).
-        upper_bound: the one-sided upper sequence's bound now (level 1 - alpha).
-        alpha: the miscoverage, for all times at once.
-        n: the items in the sequence (drawn or not).
-        n_labelled: the drawn items among them (xi = 1).
-        range_lower, range_upper: the summands' range [lo, hi], fixed before the first item.
-        assumption: what validity rests on.
+    ``estimate`` is the mean of the summands so far clipped to [0, 1] (None before any);
+    ``lower``/``upper`` are the hedged two-sided bounds and ``upper_bound`` the one-sided one,
+    now, at 1 - alpha for all times at once. ``n`` counts items in the sequence (drawn or not),
+    ``n_labelled`` the drawn ones; [``range_lower``, ``range_upper``] is the summands' range,
+    fixed before the first item.
     """
 
     estimate: float | None
@@ -149,17 +135,11 @@ def active_betting_bounds(
     Item t contributes Z_t = f_t + (y_t - f_t) xi_t / pi_t; the two-sided and the one-sided
     upper sequences of :func:`bounded_betting_cs` at alpha bound the rate at every t at once.
 
-    Args:
-        predictions: shape (n,), f_t in [0, 1] of the items in sequence order.
-        inclusion: shape (n,), their recorded pi_t in (0, 1].
-        drawn: shape (n,), xi_t (bool or 0/1): whether item t was drawn.
-        y: shape (n,), the human labels in [0, 1] (1 = error) of the drawn items; read only
-            where ``drawn`` (any value in [0, 1] elsewhere).
-        lower: lo, the least summand the design allows, fixed before the first item
-            (:func:`~certification.stats.ppi.active_observation_range`).
-        upper: hi, the greatest.
-        alpha: miscoverage in (0, 1).
-        grid: G, the resolution 1/G of the rate.
+    ``predictions`` f_t in [0, 1], ``inclusion`` pi_t in (0, 1], ``drawn`` xi_t (bool or 0/1)
+    and ``y`` (human labels in [0, 1], 1 = error, read only where drawn) have shape (n), in
+    sequence order. ``lower`` and ``upper`` are the design's summand range, fixed before the
+    first item (:func:`~certification.stats.ppi.active_observation_range`); ``grid`` G gives
+    resolution 1/G.
 
     Raises:
         StatsError: on misaligned arrays, values out of range, or a summand outside

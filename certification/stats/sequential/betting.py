@@ -142,14 +142,10 @@ def log_capital(
 class ConfidenceSequence:
     """A running-intersection confidence sequence for a mean in [0, 1].
 
-    Attributes:
-        lower: shape (n,), the lower bound after each observation (0 for a one-sided upper CS).
-        upper: shape (n,), the upper bound after each observation.
-        alpha: miscoverage in (0, 1): P(the mean leaves [lower_t, upper_t] at any t) <= alpha.
-        two_sided: whether both sides are bounded (hedged capital) or only the upper one.
-        population: the finite population size N (sampling without replacement), or None.
-        n: the number of observations.
-        assumption: what validity rests on.
+    ``lower`` and ``upper`` have shape (n,), the bounds after each observation (``lower`` is 0
+    for a one-sided upper CS); P(the mean leaves [lower_t, upper_t] at any t) <= ``alpha``.
+    ``two_sided``: hedged capital, else the upper side only; ``population`` is N when sampling
+    without replacement.
     """
 
     lower: NDArray[np.float64]
@@ -267,15 +263,9 @@ def betting_cs(
 ) -> ConfidenceSequence:
     """Two-sided time-uniform confidence sequence for the mean, hedged capital.
 
-    Args:
-        x: shape (n,), observations in [0, 1] in their (label-independent) order.
-        alpha: miscoverage in (0, 1).
-        population: N, the finite population sampled without replacement, or None (i.i.d.).
-        grid: G, the number of steps of the grid of candidate means (resolution 1/G).
-
-    Returns:
-        A :class:`ConfidenceSequence` with the running intersection; n = 0 gives empty arrays
-        (final bounds 0 and 1).
+    ``x`` (shape (n,), in [0, 1]) is in its label-independent order; ``population`` is N when
+    sampling without replacement (None: i.i.d.); the grid of candidate means has ``grid`` = G
+    steps (resolution 1/G). n = 0 gives empty arrays (final bounds 0 and 1).
 
     Raises:
         StatsError: on a value outside [0, 1], alpha outside (0, 1), N < n, or G < 2.
@@ -301,16 +291,10 @@ def betting_upper_cs(
 class BelowTargetTest:
     """The betting e-process for H0: mean >= target, and its decision.
 
-    Attributes:
-        target: the target in (0, 1).
-        delta: the level in (0, 1); H0 is rejected ("below target") once the wealth reaches
-            1/delta.
-        wealth: shape (n,), the e-process K_t after each observation (inf where H0 is
-            impossible given the draws, without replacement only).
-        rejected: whether the wealth ever reached 1/delta.
-        stopped_at: the first t (1-based) with wealth >= 1/delta, or None.
-        max_wealth: the largest wealth so far (1 before any observation).
-        assumption: what validity rests on.
+    H0 is rejected ("below target") once ``wealth``, the e-process K_t after each observation
+    (shape (n,); inf where H0 is impossible given the draws, without replacement only), reaches
+    1/``delta``; ``stopped_at`` is the first such t (1-based); ``max_wealth`` is 1 before any
+    observation.
     """
 
     target: float
@@ -335,11 +319,8 @@ def below_target_test(
     any later look, has type-I error <= delta whenever the team stops. Rejection coincides (up
     to the grid) with the one-sided upper sequence at level delta falling below the target.
 
-    Args:
-        x: shape (n,), observations in [0, 1] in their (label-independent) order.
-        target: the target mean, in (0, 1).
-        delta: the level, in (0, 1).
-        population: N for sampling without replacement, or None (i.i.d.).
+    ``x`` (shape (n,), in [0, 1]) is in its label-independent order; ``population`` is N when
+    sampling without replacement (None: i.i.d.).
 
     Raises:
         StatsError: on a value outside [0, 1], target or delta outside (0, 1), or N < n.
@@ -368,14 +349,9 @@ def below_target_test(
 class StratumSequence:
     """One stratum's part of a stratified anytime bound.
 
-    Attributes:
-        key: the stratum's key.
-        population: N_h, its items in the workload.
-        observed: n_h, its observations so far (None: the stratum is not in the design).
-        share: W_h = N_h / N.
-        lower: the stratum's lower bound (two-sided, level 1 - alpha/H); 0 when unobserved.
-        upper: its upper bound (two-sided, level 1 - alpha/H); 1 when unobserved.
-        upper_bound: its one-sided upper bound at 1 - alpha/H; 1 when unobserved.
+    ``population`` is N_h, ``observed`` n_h (None: not in the design), ``share`` W_h = N_h / N.
+    ``lower``/``upper`` are two-sided and ``upper_bound`` one-sided, each at 1 - alpha/H; 0, 1
+    and 1 when unobserved.
     """
 
     key: str
@@ -391,16 +367,10 @@ class StratumSequence:
 class StratifiedSequenceBound:
     """Anytime-valid bounds on a stratified population mean sum_h W_h m_h.
 
-    Attributes:
-        estimate: sum_h W_h (mean of stratum h's observations), or None while a stratum of
-            the design has none.
-        lower, upper: the combined two-sided bounds (each stratum at 1 - alpha/H).
-        upper_bound: the combined one-sided upper bound (each stratum at 1 - alpha/H).
-        alpha: the overall miscoverage.
-        per_stratum_alpha: alpha / H, H the strata of the design.
-        n: the observations used, over all strata.
-        strata: per stratum, in the order given.
-        assumption: what validity rests on.
+    ``estimate`` = sum_h W_h (mean of stratum h's observations), None while a stratum of the
+    design has none; ``lower``/``upper`` (two-sided) and ``upper_bound`` (one-sided) combine the
+    strata's bounds, each at ``per_stratum_alpha`` = alpha / H, H the strata of the design; ``n``
+    counts observations over all strata; ``strata`` are in the order given.
     """
 
     estimate: float | None
@@ -431,12 +401,9 @@ def stratified_betting_bounds(
     however chosen. A stratum outside the design (None) or not yet observed counts its share
     as [0, 1]. One stratum is the plain sequence at alpha.
 
-    Args:
-        observations: stratum key -> shape (n_h,) observations in [0, 1] in draw order, or
-            None for a stratum no item of which is in the design.
-        populations: stratum key -> N_h >= n_h, for the same keys.
-        alpha: miscoverage in (0, 1).
-        grid: the grid of candidate means (see :func:`betting_cs`).
+    ``observations`` map stratum keys to shape (n_h,) observations in [0, 1] in draw order, or
+    None for a stratum with no item in the design; ``populations`` give N_h >= n_h for the same
+    keys; ``grid`` as :func:`betting_cs`.
 
     Raises:
         StatsError: on mismatched keys, no stratum in the design, N_h < n_h, or bad values.

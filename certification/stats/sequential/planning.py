@@ -23,19 +23,10 @@ REPLICATES = 200
 class StoppingPlan:
     """The simulated number of labels at which the test of H0: rate >= target stops.
 
-    Attributes:
-        rate: the assumed true rate, in [0, 1).
-        target: the target, in (0, 1).
-        delta: the test's level.
-        population: N, the items the labels are drawn from without replacement.
-        errors: round(rate N), the errors in the simulated population.
-        replicates: the simulated draw orders.
-        seed: the seed of ``numpy.random.default_rng``.
-        mean: the mean number of labels at the stop (N where the test never stops).
-        median: their median.
-        quantile_90: their 90% quantile.
-        share_stopped: the share of replicates that stop before all N items are labelled.
-        assumption: what the figure assumes.
+    ``population`` N items hold ``errors`` = round(rate N); ``replicates`` seeded draw orders
+    are simulated. ``mean``, ``median`` and ``quantile_90`` summarise the labels at the stop (N
+    where the test never stops); ``share_stopped`` is the share of replicates stopping before
+    all N are labelled.
     """
 
     rate: float
@@ -68,13 +59,8 @@ def stopping_plan(
     :func:`~certification.stats.sequential.betting.below_target_test` (one stratum) and the
     first time it rejects is recorded (N when it never does: all items labelled).
 
-    Args:
-        rate: the assumed true error rate, in [0, 1); below ``target`` for a stop to be likely.
-        target: the target, in (0, 1).
-        delta: the level, in (0, 1).
-        population: N >= 1.
-        replicates: simulated orders, >= 1.
-        seed: the simulation's seed (the same inputs give the same plan).
+    ``rate`` lies in [0, 1) (below ``target`` for a stop to be likely); the same inputs give the
+    same plan.
 
     Raises:
         StatsError: on a rate outside [0, 1), target or delta outside (0, 1), N < 1 or

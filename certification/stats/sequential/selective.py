@@ -87,16 +87,12 @@ ASSUMPTION = (
 class AnytimeThresholdResult:
     """One threshold's e-process in the anytime test.
 
-    Attributes:
-        index: position in the prespecified family (0-based).
-        threshold: the threshold value.
-        wealth: the e-process K_n after all n units (>= 0; inf only on overflow).
-        max_wealth: the largest wealth over t = 0..n (1 before any unit).
-        crossed_at: the first t (1-based units) with K_t >= 1/level, or None.
-        tested: False for thresholds after one that never crossed (fixed sequence only).
-        certified: whether the threshold is certified after the n units.
-        certified_at: the number of units after which it is certified (bonferroni: its own
-            crossing; fixed sequence: the latest crossing of thresholds 0..j), or None.
+    ``wealth`` is the e-process K_n after all n units (>= 0; inf only on overflow),
+    ``max_wealth`` its largest value over t = 0..n (1 before any unit); ``crossed_at`` is the
+    first t (1-based) with K_t >= 1/level. ``tested`` is False after a threshold that never
+    crossed (fixed sequence only); ``certified_at`` is the number of units after which it is
+    certified (Bonferroni: its own crossing; fixed sequence: the latest crossing of thresholds
+    0..j).
     """
 
     index: int
@@ -113,19 +109,9 @@ class AnytimeThresholdResult:
 class AnytimeSelectiveTest:
     """The anytime-valid selective-risk test of a prespecified threshold family.
 
-    Attributes:
-        alpha: target selective risk in (0, 1).
-        delta: family-wise failure probability in (0, 1).
-        method: ``"bonferroni"`` or ``"fixed_sequence"``.
-        denominator: ``"accepted_answers"`` (selective risk) or ``"eligible_units"``.
-        level: the per-test level: delta / M (bonferroni) or delta (fixed sequence).
-        evidence_threshold: 1 / level, the wealth that certifies.
-        n: the calibration units, in the seeded order.
-        seed: the seed of the order.
-        results: one row per threshold, in family order.
-        certified_indices: the certified thresholds, in family order.
-        order: how the order was drawn.
-        assumption: what validity rests on.
+    ``level`` is delta / M (Bonferroni) or delta (fixed sequence) and ``evidence_threshold`` =
+    1 / level, the wealth that certifies; ``n`` counts calibration units, taken in the order
+    ``seed`` draws (``order`` says how).
     """
 
     alpha: float
@@ -173,21 +159,11 @@ def anytime_selective_test(
 ) -> AnytimeSelectiveTest:
     """Test H0: selective risk > alpha at every threshold of a family, anytime-valid.
 
-    Args:
-        scores: shape (n,), acceptance scores in the units' input order; +-inf allowed (a
-            missing score is -inf: never accepted), NaN refused.
-        losses: shape (n,), losses in [0, 1] (0/1 or bounded), aligned with ``scores``.
-        thresholds: shape (M,), the prespecified family in spec order.
-        accept: ``">="`` accepts a unit iff score >= t; ``">"`` iff score > t.
-        alpha: target selective risk in (0, 1).
-        delta: family-wise failure probability in (0, 1).
-        method: ``"bonferroni"`` or ``"fixed_sequence"`` (see the module docstring).
-        denominator: ``"accepted_answers"`` (risk among accepted answers) or
-            ``"eligible_units"`` (accepted errors over all units).
-        seed: the seed of the units' random order, an integer >= 0.
-
-    Returns:
-        An :class:`AnytimeSelectiveTest`; with n = 0 nothing is certified.
+    ``scores`` (shape (n,)) are in the units' input order, +-inf allowed (a missing score is
+    -inf: never accepted); ``losses`` (shape (n,)) lie in [0, 1]; ``thresholds`` (shape (M,))
+    are in spec order. ``denominator`` is ``"accepted_answers"`` (risk among accepted answers)
+    or ``"eligible_units"`` (accepted errors over all units); ``seed`` >= 0 draws the units'
+    random order. With n = 0 nothing is certified.
 
     Raises:
         StatsError: if shapes disagree, a score or threshold is NaN, a loss is outside [0, 1],

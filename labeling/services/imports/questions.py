@@ -50,10 +50,7 @@ CLAIM_COLUMNS = ("candidate_id", "index", "text", "start", "end", "unanchored", 
 
 
 class RankedSample(Protocol):
-    """A sampled answer as :func:`frequency_ranks` reads it.
-
-    An imported candidate, or a candidate of new traffic a certificate is applied to.
-    """
+    """A sampled answer as :func:`frequency_ranks` reads it (imported, or new traffic's)."""
 
     @property
     def canonical_form(self) -> str | None: ...  # noqa: D102

@@ -147,12 +147,10 @@ def _resolution_row(
 class PendingResolutions:
     """The resolutions of one chunk, checked and given ids, to write after the chunk's items.
 
-    Attributes:
-        rows: ``RESOLUTION_COLUMNS`` rows, each after its reserved id.
-        labels: ``(index of the resolution row, candidate id, claim label, {source id: version
-            id})`` of their claim labels.
-        stored_items: ``(item id, status, resolution id, version)`` of the stored items they
-            resolve (the chunk's new items are written resolved: ``ChunkKeys.item_resolutions``).
+    ``rows`` are ``RESOLUTION_COLUMNS`` rows, each after its reserved id; ``labels`` hold
+    ``(resolution row index, candidate id, claim label, {source id: version id})``;
+    ``stored_items`` the ``(item id, status, resolution id, version)`` of stored items they
+    resolve (new items are written resolved: ``ChunkKeys.item_resolutions``).
     """
 
     rows: list[tuple[Any, ...]]

@@ -294,40 +294,23 @@ def workload_import(
 ) -> ImportResult:
     """Import ``records`` into ``project`` atomically and idempotently.
 
-    Args:
-        project: the target project; it must have a label policy (its newest version is used to
-            check label values).
-        records: ``(location, object-or-RecordError)`` pairs, streamed.
-        format: the name of the format the records came from (recorded on the batch).
-        filename: the file's name, for the batch record.
-        file_sha256: sha256 of the whole input; a file already imported into this project is
-            not read again.
-        actor: the user importing, or None from the command line.
-        notes: called after the last record to get the adapter's own counters (quirks met).
-        source_versions: ``(location, SourceVersionIn object)`` pairs written before any record,
-            in this order (a document's versions are numbered by creation order).
-        policies: ``(location, PolicyIn object)`` pairs: the label policy versions the project
-            must hold, restored (creating versions, and giving an unfrozen version other
-            content). A format that gives them (a release) restores a project, so it imports
-            into a project without questions only: into any other the import is refused,
-            unless it is the very input imported before (then "already imported").
-        partition: ``(location, PartitionIn object)``: the seed and proportions with which the
-            records' ``partition`` values are frozen.
+    ``project`` must have a label policy (its newest version checks label values); ``records``
+    are ``(location, object-or-RecordError)`` pairs, streamed; an input whose ``file_sha256``
+    this project already imported is not read again; ``notes`` is called after the last record
+    for the adapter's counters. ``source_versions`` are written before any record, in order (a
+    document's versions are numbered by creation order). ``policies`` are the label policy
+    versions the project must hold, restored (creating versions, and giving an unfrozen version
+    other content): such a format (a release) imports into a project without questions only,
+    unless it is the very input imported before (then "already imported"). ``partition`` gives
+    the seed and proportions with which the records' ``partition`` values are frozen.
 
-    Partitions. A record's ``partition`` is accepted only when the import creates the project's
-    questions from scratch (no questions and no frozen split before it), or for a question
-    already stored in that partition (a re-import). Every record gives one, or none does.
-    Questions sharing a ``group_key`` or a source document must be in one partition. When
+    Partitions follow :func:`~labeling.services.imports.questions.check_partition`; when
     partitioned questions were created, the split is frozen with ``partition``'s seed and
-    proportions at the end of the import.
+    proportions at the end of the import. Resolutions
+    (:mod:`~labeling.services.imports.resolutions`) resolve their items, which labelling then
+    never serves; items resolved are announced after commit.
 
-    Resolutions. A candidate's ``resolution`` is written as resolution number 1 of its item
-    (with this batch, and ``resolved_at`` as its time) and the item is resolved: labelling never
-    serves it nor compares its votes. A candidate already resolved must give the same
-    resolution (then nothing is written). Items resolved are announced after commit.
-
-    Returns:
-        An :class:`ImportResult`; ``batch`` is None when the import created nothing.
+    ``batch`` of the result is None when the import created nothing.
 
     Raises:
         NotFound: ``actor`` is not a member of the project.

@@ -92,10 +92,7 @@ def _check_pinned_metadata(
 
 
 def _documents(state: ImportState, uris: dict[str, str]) -> tuple[dict[str, int], list[int]]:
-    """Return ``{document key: id}`` for ``uris``' keys, creating the missing documents.
-
-    Also returns the ids of the documents that were stored already (only they have versions).
-    """
+    """Return ``{document key: id}`` (creating missing documents) and the ids stored before."""
     docs = ids_by_key(SourceDocument, "key", list(uris), project_id=state.project.pk)
     stored = list(docs.values())
     new_docs = [(state.project.pk, k, u) for k, u in uris.items() if k not in docs]

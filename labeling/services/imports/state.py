@@ -15,21 +15,13 @@ Chunk = list[tuple[str, WorkloadRecord]]
 class ImportState:
     """What the writers of one import share, inside the import's transaction.
 
-    Attributes:
-        project: the locked target project.
-        batch: the import's batch (every row created names it).
-        fresh: the project had no questions and no frozen split when the import began.
-        created: row counts by table name, for the batch report.
-        evaluators: ``{(name, version): id}`` of the project's evaluators.
-        document_ids: ``{document key: id}`` of the source documents met so far.
-        policy_ids: ``{version: id}`` of the project's label policies.
-        newest_policy_id: the id of the newest label policy.
-        with_partition: whether records give a partition (the first record decides) and the
-            first record's location; None before the first record.
-        partitioned: the number of partitioned questions created.
-        partition_tokens: ``{(kind, value): (partition, external id)}`` of the groups and
-            documents of the partitioned questions created.
-        resolved: ``(item id, status)`` of the resolutions written.
+    ``project`` is locked; every row created names ``batch``; ``fresh``: the project had no
+    questions and no frozen split when the import began; ``created`` counts rows by table for
+    the batch report. ``evaluators``, ``document_ids`` (met so far) and ``policy_ids`` map
+    natural keys to ids. ``with_partition`` says whether records give a partition (the first
+    record decides) with that record's location, None before it; ``partition_tokens`` map
+    ``(kind, value)`` of the created partitioned questions' groups and documents to
+    ``(partition, external id)``; ``resolved`` lists ``(item id, status)`` written.
     """
 
     def __init__(self, project: Project, batch: ImportBatch, fresh: bool) -> None:
@@ -61,18 +53,13 @@ class ImportState:
 class ChunkKeys:
     """The ids one chunk's rows resolve to, filled as the chunk is written.
 
-    Attributes:
-        versions: ``{(source id, sha256): source version id}`` of the chunk's sources.
-        questions: ``{external id: question id}`` of the chunk's questions.
-        existing_ids: the ids of the chunk's questions imported before.
-        candidates: ``{(question id, candidate key): candidate id}``.
-        claims: ``{(candidate id, claim index): claim id}``.
-        items: ``{candidate id: item id}`` of the candidates created with the chunk (their
-            items are written last, with their resolutions).
-        item_resolutions: ``{item id: (status, resolution id, version)}`` of the chunk's new
-            items that the chunk resolves.
-        record_sources: ``{external id: {source id: version id}}`` of the chunk's records (a
-            chunk holds one record per external id).
+    Maps from natural keys to ids: ``versions`` ``(source id, sha256)``, ``questions`` external
+    id, ``candidates`` ``(question id, candidate key)``, ``claims`` ``(candidate id, claim
+    index)``; ``existing_ids`` are the chunk's questions imported before. ``items`` map the
+    candidates created with the chunk to their item ids (written last, with their resolutions),
+    ``item_resolutions`` the new items the chunk resolves to ``(status, resolution id,
+    version)``; ``record_sources`` map each record's external id (one per chunk) to ``{source id:
+    version id}``.
     """
 
     versions: dict[tuple[str, str], int]
