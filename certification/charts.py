@@ -17,7 +17,7 @@ from typing import Any
 from certification.certificates import from_num
 from certification.selectors.agreement import AgreementView
 from certification.selectors.derived import Freshness
-from labeling.charts import Chart, Rule, Series, bar_chart, default_format, line_chart
+from labeling.charts import Chart, Rule, Series, bar_chart, line_chart
 
 
 def agreement_chart(agreement: AgreementView | None, freshness: Freshness | None) -> Chart | None:
@@ -68,10 +68,11 @@ def agreement_chart(agreement: AgreementView | None, freshness: Freshness | None
 
 
 def _shown(value: Any) -> str:
+    """A stored threshold or rank as a label: up to 6 significant digits, "∞" when infinite."""
     number = from_num(value)
     if number is None:
         return "undefined"
-    return "∞" if math.isinf(number) else default_format(number)
+    return "∞" if math.isinf(number) else f"{number:g}"
 
 
 def selective_risk_chart(section: Mapping[str, Any]) -> Chart | None:
