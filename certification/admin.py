@@ -15,7 +15,6 @@ from certification.models import (
     AuditSampleMember,
     CalibrationInput,
     CalibrationRun,
-    CalibrationRunPlots,
     CalibrationSpec,
     DerivedResultState,
     DriftWatch,
@@ -106,15 +105,6 @@ class CalibrationInputAdmin(_ReadOnlyAdmin):
     list_display = ("pk", "sha256", "created_at")
     search_fields = ("sha256",)
     exclude = ("snapshot",)
-
-
-@admin.register(CalibrationRunPlots)
-class CalibrationRunPlotsAdmin(_ReadOnlyAdmin):
-    """A finished run's stored plots, read-only (rendered once on the run's first view)."""
-
-    list_display = ("run", "stats_version", "renderer_version", "created_at")
-    raw_id_fields = ("run",)
-    exclude = ("plots",)
 
 
 @admin.register(AuditReport)

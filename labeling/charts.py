@@ -16,8 +16,11 @@ shapes carry the classes ``chart-s0`` .. ``chart-s5`` (series), ``chart-axis`` a
 uses ``currentColor``; no inline style is written (the pages' CSP forbids them). The data table
 is visually hidden but read by screen readers, and each shape has a ``<title>`` (a tooltip).
 
-Values may be None (missing): no bar or point is drawn and the table shows an em dash. Negative
-values are drawn below a zero baseline (e.g. an agreement coefficient below chance).
+Values may be None (missing): no bar or point is drawn and the table shows an em dash; an
+infinite value is not drawn either (the table writes it). Negative values are drawn below a zero
+baseline (e.g. an agreement coefficient below chance). A line chart may also draw dashed series,
+series of marked points (rings or crosses, no line) and labelled reference lines (:class:`Rule`),
+which the data table lists under the values.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
 ChartKind = Literal["bar", "stacked", "line", "step"]
+#: How a line chart draws a series: a line with dots, a dashed line, or marked points only.
+SeriesStyle = Literal["line", "dashed", "ring", "cross"]
 
 #: Number of distinct series colours (``chart-s0`` .. ``chart-s5``); further series reuse them.
 PALETTE_SIZE = 6
@@ -47,14 +52,47 @@ X_LABEL_CHARS = 14
 CHAR_WIDTH = 6.5
 #: Bars get their value written above them when a chart has at most this many bars.
 MAX_VALUE_LABELS = 24
+#: Height of a legend row; the plot area starts lower when the legend wraps.
+LEGEND_ROW = 16
 
 
 @dataclass(frozen=True)
 class Series:
-    """One named series of values, one per category (or x position); None is a missing value."""
+    """One named series of values, one per category (or x position); None is a missing value.
+
+    ``style`` is how :func:`line_chart` draws it (bar charts ignore it).
+    """
 
     name: str
     values: Sequence[float | None]
+    style: SeriesStyle = "line"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A labelled reference line of a line chart.
+
+    Horizontal at value ``y``, or vertical at the x position of index ``x`` (into the chart's
+    ``x_labels``); give exactly one of them.
+    """
+
+    label: str
+    y: float | None = None
+    x: int | None = None
+
+
+@dataclass(frozen=True)
+class RuleLine:
+    """A reference line in viewBox units, with its label's anchor point."""
+
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    label: str
+    label_x: float
+    label_y: float
+    anchor: Literal["start", "end"]
 
 
 @dataclass(frozen=True)
@@ -83,20 +121,28 @@ class Rect:
 
 @dataclass(frozen=True)
 class Line:
-    """A polyline (``points`` in SVG syntax) of one series."""
+    """A polyline (``points`` in SVG syntax) of one series, dashed or solid."""
 
     points: str
     css: str
+    dashed: bool = False
 
 
 @dataclass(frozen=True)
 class Dot:
-    """A data point of a line chart, with its tooltip."""
+    """A data point of a line chart, with its tooltip: a dot, or a ring or cross marking it."""
 
     x: float
     y: float
     css: str
     tip: str
+    shape: Literal["dot", "ring", "cross"] = "dot"
+
+    @property
+    def cross_path(self) -> str:
+        """The cross's two strokes in SVG path syntax."""
+        x, y = self.x, self.y
+        return f"M{x - 5:g} {y - 5:g}L{x + 5:g} {y + 5:g}M{x - 5:g} {y + 5:g}L{x + 5:g} {y - 5:g}"
 
 
 @dataclass(frozen=True)
@@ -133,7 +179,8 @@ class Chart:
 
     Coordinates are viewBox units (``width`` × ``height``); the plot area spans ``left`` ..
     ``right`` and ``top`` .. ``bottom``, with the zero line at ``baseline``. ``table_head`` and
-    ``table_rows`` are the text alternative (the values as displayed).
+    ``table_rows`` are the text alternative (the values as displayed), followed by the labels of
+    the reference lines ``rules``.
     """
 
     chart_id: str
@@ -157,6 +204,7 @@ class Chart:
     legend: tuple[LegendEntry, ...]
     table_head: tuple[str, ...]
     table_rows: tuple[tuple[str, ...], ...]
+    rules: tuple[RuleLine, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -223,6 +271,11 @@ def _cell(value: float | None, fmt: Callable[[float], str]) -> str:
     return "—" if value is None else fmt(value)
 
 
+def _drawable(value: float | None) -> float | None:
+    """The value if it can be drawn: None for a missing or infinite value."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 @dataclass(frozen=True)
 class _Frame:
     low: float
@@ -238,7 +291,7 @@ class _Frame:
 
 
 def _frame(
-    values: Sequence[float], y_min: float | None, y_max: float | None, legend: bool
+    values: Sequence[float], y_min: float | None, y_max: float | None, top: float
 ) -> tuple[_Frame, tuple[Tick, ...]]:
     low = min([0.0, *values]) if y_min is None else y_min
     high = max([0.0, *values]) if y_max is None else y_max
@@ -249,7 +302,6 @@ def _frame(
         high = y_max
     if high <= low:
         high = low + 1
-    top = MARGIN_TOP if legend else MARGIN_TOP / 2
     frame = _Frame(low, high, MARGIN_LEFT, WIDTH - MARGIN_RIGHT, top, HEIGHT - MARGIN_BOTTOM)
     count = round((high - low) / step)
     ticks = tuple(
@@ -259,14 +311,18 @@ def _frame(
     return frame, ticks
 
 
-def _legend(series: Sequence[Series]) -> tuple[LegendEntry, ...]:
+def _legend(series: Sequence[Series]) -> tuple[tuple[LegendEntry, ...], float]:
+    """The legend (wrapped to rows that fit the width) and the plot area's top under it."""
     if len(series) < 2:
-        return ()
-    entries, x = [], float(MARGIN_LEFT)
+        return (), MARGIN_TOP / 2
+    entries, x, y = [], float(MARGIN_LEFT), MARGIN_TOP / 2 - 4
     for index, s in enumerate(series):
-        entries.append(LegendEntry(name=s.name, css=_css(index), x=x, y=MARGIN_TOP / 2 - 4))
-        x += 24 + 7 * len(s.name)
-    return tuple(entries)
+        width = 24 + 7 * len(s.name)
+        if x > MARGIN_LEFT and x + width > WIDTH - MARGIN_RIGHT:
+            x, y = float(MARGIN_LEFT), y + LEGEND_ROW
+        entries.append(LegendEntry(name=s.name, css=_css(index), x=x, y=y))
+        x += width
+    return tuple(entries), y + 4 + MARGIN_TOP / 2
 
 
 def _x_ticks(positions: Sequence[float], labels: Sequence[str]) -> tuple[Tick, ...]:
@@ -333,12 +389,13 @@ def bar_chart(
     _check(categories, series)
     if stacked:
         extent = [
-            sum(v for s in series if (v := s.values[n]) is not None and v > 0)
+            sum(v for s in series if (v := _drawable(s.values[n])) is not None and v > 0)
             for n in range(len(categories))
         ]
     else:
-        extent = [v for s in series for v in s.values if v is not None]
-    frame, y_ticks = _frame(extent, y_min, y_max, legend=len(series) > 1)
+        extent = [v for s in series for v in map(_drawable, s.values) if v is not None]
+    legend, top = _legend(series)
+    frame, y_ticks = _frame(extent, y_min, y_max, top)
     zero = frame.y(min(max(0.0, frame.low), frame.high))
     slot = (frame.right - frame.left) / max(1, len(categories))
     group = slot * 0.8
@@ -351,7 +408,7 @@ def bar_chart(
         centres.append(frame.left + (n + 0.5) * slot)
         stack_top = 0.0
         for index, s in enumerate(series):
-            value = s.values[n]
+            value = _drawable(s.values[n])
             if value is None:
                 continue
             tip = f"{category} · {s.name}: {value_format(value)}"
@@ -397,7 +454,7 @@ def bar_chart(
         rects=tuple(rects),
         lines=(),
         dots=(),
-        legend=_legend(series),
+        legend=legend,
         table_head=head,
         table_rows=rows,
     )
@@ -411,6 +468,7 @@ def line_chart(
     x_labels: Sequence[str],
     series: Sequence[Series],
     step: bool = False,
+    rules: Sequence[Rule] = (),
     x_label: str = "",
     y_label: str = "",
     y_min: float | None = None,
@@ -419,17 +477,24 @@ def line_chart(
 ) -> Chart:
     """Build a line chart (or a step chart) over evenly spaced x positions (e.g. days).
 
-    A missing value (None) breaks the line. With ``step`` each value holds until the next x
-    position (a cumulative count, for example). Arguments as :func:`bar_chart`; ``x_labels``
-    are the positions' labels in order.
+    A missing or infinite value breaks the line. With ``step`` each value holds until the next x
+    position (a cumulative count, for example). Each series is drawn as its ``style`` says; the
+    ``rules`` are labelled reference lines (their y values widen the y axis as data do). Other
+    arguments as :func:`bar_chart`; ``x_labels`` are the positions' labels in order.
 
     Raises:
-        ValueError: a series does not have one value per x position.
+        ValueError: a series does not have one value per x position, or a rule has not exactly
+            one of ``x`` (a valid index) and ``y``.
     """
     _check(x_labels, series)
-    values = [v for s in series for v in s.values if v is not None]
-    frame, y_ticks = _frame(values, y_min, y_max, legend=len(series) > 1)
     count = len(x_labels)
+    for rule in rules:
+        if (rule.x is None) == (rule.y is None) or not (rule.x is None or 0 <= rule.x < count):
+            raise ValueError(f"rule {rule.label!r} needs one of x (an index) or y")
+    values = [v for s in series for v in map(_drawable, s.values) if v is not None]
+    values += [rule.y for rule in rules if rule.y is not None]
+    legend, top = _legend(series)
+    frame, y_ticks = _frame(values, y_min, y_max, top)
     # The first and last positions sit inside the plot by half a label, so their labels fit.
     longest = max((min(len(label), X_LABEL_CHARS) for label in x_labels), default=0)
     inset = min(longest * CHAR_WIDTH / 2 + 2, (frame.right - frame.left) / 4)
@@ -440,18 +505,22 @@ def line_chart(
     for index, s in enumerate(series):
         css = _css(index)
         run: list[tuple[float, float]] = []
-        for n, value in enumerate(s.values):
+        runs = [run]
+        for n, raw in enumerate(s.values):
+            value = _drawable(raw)
             if value is None:
-                if run:
-                    lines.append(Line(points=_points(run, step), css=css))
                 run = []
+                runs.append(run)
                 continue
             point = (round(xs[n], 2), frame.y(value))
             run.append(point)
-            tip = f"{x_labels[n]} · {s.name}: {value_format(value)}"
-            dots.append(Dot(x=point[0], y=point[1], css=css, tip=tip))
-        if run:
-            lines.append(Line(points=_points(run, step), css=css))
+            if s.style != "dashed":
+                tip = f"{x_labels[n]} · {s.name}: {value_format(value)}"
+                shape = "dot" if s.style == "line" else s.style
+                dots.append(Dot(x=point[0], y=point[1], css=css, tip=tip, shape=shape))
+        if s.style in ("line", "dashed"):
+            dashed = s.style == "dashed"
+            lines += [Line(_points(r, step), css, dashed) for r in runs if r]
     head, rows = _table(x_labels, series, value_format, x_label, total=False)
     return Chart(
         chart_id=chart_id,
@@ -472,10 +541,20 @@ def line_chart(
         rects=(),
         lines=tuple(lines),
         dots=tuple(dots),
-        legend=_legend(series),
+        legend=legend,
         table_head=head,
         table_rows=rows,
+        rules=tuple(_rule_line(rule, frame, xs) for rule in rules),
     )
+
+
+def _rule_line(rule: Rule, frame: _Frame, xs: Sequence[float]) -> RuleLine:
+    """A horizontal rule labelled above its right end, a vertical one right of its top."""
+    if rule.x is not None:
+        x = round(xs[rule.x], 2)
+        return RuleLine(x, frame.top, x, frame.bottom, rule.label, x + 4, frame.top + 10, "start")
+    y = frame.y(min(max(rule.y or 0.0, frame.low), frame.high))
+    return RuleLine(frame.left, y, frame.right, y, rule.label, frame.right - 4, y - 4, "end")
 
 
 def _points(run: Sequence[tuple[float, float]], step: bool) -> str:

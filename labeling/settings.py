@@ -494,9 +494,9 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
 # Content-Security-Policy (django-csp): scripts, styles, images and fonts from this site only;
-# no inline script, no inline style attribute, no frames, forms post only here. The plots are
-# inline SVG drawn with presentation attributes (certification/plots.py), so they need no
-# inline style either. The Swagger page (vendored, labeling/urls.py) allows inline styles.
+# no inline script, no inline style attribute, no frames, forms post only here. The charts are
+# inline SVG styled by classes from the stylesheet (labeling/charts.py), so they need no inline
+# style either. The Swagger page (vendored, labeling/urls.py) allows inline styles.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],

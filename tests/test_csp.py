@@ -2,8 +2,8 @@
 
 The policy (``CONTENT_SECURITY_POLICY`` in labeling/settings.py) allows scripts and styles from
 this site only: no inline ``<script>`` body, no ``on*=`` handler, no ``style=`` attribute and no
-``<style>`` element may appear in a template or in a rendered page (the calibration plots are
-inline SVG and are checked here too). The browser tests check that Chromium reports no
+``<style>`` element may appear in a template or in a rendered page (the charts are inline SVG
+and are checked here too). The browser tests check that Chromium reports no
 violation on the labelling, adjudication and dashboard pages.
 """
 
@@ -110,7 +110,7 @@ def test_every_page_carries_the_policy_and_renders_nothing_it_would_block():
                 problems[route.name] = found
     assert problems == {}
     assert set(rendered.values()) == {200}, rendered
-    # (the run page with its plots: tests/certification/views/test_calibration_pages.py)
+    # (the run page with its charts: tests/certification/views/test_calibration_pages.py)
 
 
 @pytest.mark.django_db

@@ -1,11 +1,11 @@
-"""The web process stays light: NumPy, SciPy, PyArrow and matplotlib load only where used.
+"""The web process stays light: NumPy, SciPy, PyArrow and pandas load only where used.
 
 A gunicorn worker imports the URLconf, every view and the Celery tasks it sends; none of that may
-load the statistics, the release tables or the plots (they load in the Celery worker, or in the
-request of a page that computes or draws, the first time one comes). Checked in a fresh
-interpreter (pytest itself has loaded them): it imports what a web process imports, answers light
-requests, sends tasks and runs the engine's recovery pass, then lists what got loaded and, for each
-heavy library, the project code that imported it first.
+load the statistics or the release tables (they load in the Celery worker, or in the request of a
+page that computes, the first time one comes). Checked in a fresh interpreter (pytest itself has
+loaded them): it imports what a web process imports, answers light requests, sends tasks and runs
+the engine's recovery pass, then lists what got loaded and, for each heavy library, the project
+code that imported it first.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 #: Libraries a web process must not load until a request needs them.
-HEAVY = ("numpy", "scipy", "pyarrow", "matplotlib", "pandas", "krippendorff", "statsmodels")
+HEAVY = ("numpy", "scipy", "pyarrow", "pandas", "krippendorff", "statsmodels")
 
 _WEB_PROCESS_CODE = """
 import importlib, json, os, pkgutil, sys, traceback

@@ -354,31 +354,3 @@ class CalibrationRun(LeasedWork):
         """The input snapshot the run computes from (stored once in its ``CalibrationInput``)."""
         snapshot: dict[str, Any] = self.input.snapshot
         return snapshot
-
-
-class CalibrationRunPlots(models.Model):
-    """The plots of a finished run, rendered once (a cache of ``certification.plots``).
-
-    A finished run's result never changes, so its plots are a function of the run, the
-    statistics' version it was computed with (``stats_version``) and the plotting code's
-    version (``renderer_version``, ``certification.plots.PLOTS_VERSION``): one row per key.
-    ``plots`` maps a plot name to its SVG document (an empty object when nothing is plotted).
-    Deleting rows only costs a re-render.
-    """
-
-    run = models.ForeignKey(CalibrationRun, on_delete=models.CASCADE, related_name="plot_caches")
-    stats_version = models.PositiveIntegerField()
-    renderer_version = models.PositiveIntegerField()
-    plots = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["run", "stats_version", "renderer_version"],
-                name="calibration_run_plots_unique_key",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"plots of run {self.run_id} (s{self.stats_version}, p{self.renderer_version})"

@@ -1,9 +1,9 @@
-"""Calibration pages: specs, their editor, runs with plots, ledger and report.
+"""Calibration pages: specs, their editor, runs with charts, ledger and report.
 
 Managers write specs and start runs; adjudicators may read every page; annotators never see
 certification (the pages do not exist for them: 404, like the adjudication pages), and
-non-members get 404 for the whole project. Plots are rendered on the server (matplotlib SVG),
-once per finished run (``certification.services.run_plots``).
+non-members get 404 for the whole project. A done run's charts are SVG drawn on the server from
+its stored result on each request (``certification.charts.run_charts``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from certification.charts import run_charts
 from certification.forms import CalibrationSpecForm, PlanForm
 from certification.models import CalibrationSpec, RunTrigger
 from certification.selectors import (
@@ -35,7 +36,6 @@ from certification.services import (
     calibration_spec_create,
     calibration_spec_revise,
 )
-from certification.services.run_plots import run_plots_get
 from certification.views.common import certification_project
 from labeling.exceptions import LabelingError
 from labeling.models import DerivedKind, Evaluator, Project
@@ -187,7 +187,7 @@ def calibration_run_start_view(request: HttpRequest, slug: str, spec_id: int) ->
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
-    """Show a run: status (updated in place until it finishes), certificate, plots, ledger, report.
+    """Show a run: status (updated in place until it finishes), certificate, charts, ledger, report.
 
     Also the drift watch of its applied certificate (``drift_watch_get``).
     """
@@ -202,7 +202,7 @@ def calibration_run_detail(request: HttpRequest, slug: str, run_id: int) -> Http
         spec=run.spec,
         report=report,
         result=result,
-        plots=run_plots_get(run=run),
+        charts=run_charts(result),
         poll_ms=None if run.is_finished else POLL_MS,
         drift=drift_watch_get(run=run),
     )

@@ -1,4 +1,4 @@
-"""Run page benchmark: the calibration run page with its plots rendered per request vs cached.
+"""Run page benchmark: the calibration run page, its charts drawn on every request.
 
 Usage (from the repository root)::
 
@@ -10,14 +10,10 @@ real import service): ``--questions`` calibration questions and a quarter as man
 questions, ``--samples`` candidates each with seeded random scores and labels, one spec with
 both methods (selective risk over ``--thresholds`` thresholds, conformal), and one done run.
 Then a signed-in manager requests the run page through Django's test client (the whole
-request: middleware, views, templates; no network):
+request: middleware, views, templates, the four SVG charts; no network).
 
-- "uncached": the stored plots are deleted before each request, so each request renders the
-  three matplotlib plots, as the page did before plots were cached;
-- "cached": every request reads the plots stored by the first.
-
-Printed: per mode the p50 and max wall time in ms over ``--requests`` requests. Not collected
-by pytest (``python_files = test_*.py``).
+Printed: the p50 and max wall time in ms over ``--requests`` requests. Not collected by pytest
+(``python_files = test_*.py``).
 """
 
 # ruff: noqa: T201  (a command-line script: printing is its output)
@@ -59,10 +55,9 @@ def _records(questions: int, samples: int, seed: int) -> dict[str, list[dict[str
     }
 
 
-def _timed(get: object, requests: int, before: object) -> list[float]:
+def _timed(get: object, requests: int) -> list[float]:
     times = []
     for _ in range(requests):
-        before()  # type: ignore[operator]
         start = time.perf_counter()
         response = get()  # type: ignore[operator]
         times.append((time.perf_counter() - start) * 1000)
@@ -71,7 +66,7 @@ def _timed(get: object, requests: int, before: object) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build the run, time the page both ways, print the figures; return the exit status."""
+    """Build the run, time the page, print the figures; return the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--samples", type=int, default=5)
@@ -93,7 +88,6 @@ def main(argv: list[str] | None = None) -> int:
     setup_test_environment()
     call_command("migrate", verbosity=0)
 
-    from certification.models import CalibrationRunPlots
     from certification.services import calibration_run_execute, calibration_run_request
     from labeling.models import Role
     from labeling.services import membership_set, project_create
@@ -121,15 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     def get() -> object:
         return client.get(url)
 
-    def clear() -> None:
-        CalibrationRunPlots.objects.filter(run=run).delete()
-
     get()  # warm up templates and imports
-    uncached = _timed(get, args.requests, clear)
-    get()  # store the plots
-    cached = _timed(get, args.requests, lambda: None)
-    for name, times in (("uncached (render per request)", uncached), ("cached", cached)):
-        print(f"{name:32s} p50 {statistics.median(times):8.1f} ms   max {max(times):8.1f} ms")
+    times = _timed(get, args.requests)
+    print(f"run page  p50 {statistics.median(times):8.1f} ms   max {max(times):8.1f} ms")
     return 0
 
 

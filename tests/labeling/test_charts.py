@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from labeling.charts import Series, bar_chart, chart_render, line_chart, nice_ceiling
+from labeling.charts import Rule, Series, bar_chart, chart_render, line_chart, nice_ceiling
 
 
 @pytest.mark.parametrize(
@@ -143,3 +143,74 @@ def test_line_chart_end_labels_fit_inside_the_chart():
     half = len(labels[0]) * 6.5 / 2
     assert chart.x_ticks[0].position - half >= chart.left
     assert chart.x_ticks[-1].position + half <= chart.right
+
+
+def test_styled_series_rules_and_infinite_values():
+    chart = line_chart(
+        chart_id="r",
+        title="Risk",
+        description="Risk per threshold.",
+        x_labels=["0.5", "0.7", "0.9"],
+        series=[
+            Series("risk", (0.1, float("inf"), 0.3)),
+            Series("target", (0.2, 0.2, 0.2), style="dashed"),
+            Series("certified", (0.1, None, None), style="ring"),
+            Series("infinite", (None, None, 0.3), style="cross"),
+        ],
+        rules=[Rule("alpha = 0.25", y=0.25), Rule("chosen", x=0)],
+        y_min=0.0,
+        y_max=1.0,
+    )
+    # the infinite value is a gap in the line, written in the table
+    assert [len(line.points.split()) for line in chart.lines] == [1, 1, 3]
+    assert chart.lines[2].dashed and not chart.lines[0].dashed
+    assert chart.table_rows[1] == ("0.7", "inf", "0.2", "—", "—")
+    # a dashed series has no dots; the marks are points without a line
+    assert [d.shape for d in chart.dots] == ["dot", "dot", "ring", "cross"]
+    ring, cross = chart.dots[2:]
+    assert (ring.x, ring.y) == (chart.dots[0].x, chart.dots[0].y)
+    horizontal, vertical = chart.rules
+    assert (
+        horizontal.y1
+        == horizontal.y2
+        == pytest.approx(chart.bottom - 0.25 * (chart.bottom - chart.top))
+    )
+    assert vertical.x1 == vertical.x2 == ring.x
+    html = chart_render(chart)
+    assert f'<path class="chart-cross chart-s3" d="{cross.cross_path}">' in html
+    assert '<circle class="chart-ring chart-s2"' in html and 'r="6"' in html
+    assert 'class="chart-line chart-dashed chart-s1"' in html
+    assert 'text-anchor="end">alpha = 0.25</text>' in html
+    assert '<td colspan="5">Reference line: chosen</td>' in html
+    assert "style=" not in html
+
+
+def test_a_rule_needs_exactly_one_position():
+    with pytest.raises(ValueError, match="rule 'r' needs one of x"):
+        line_chart(
+            chart_id="x",
+            title="t",
+            description="d",
+            x_labels=["a"],
+            series=[Series("s", (1,))],
+            rules=[Rule("r", x=1)],
+        )
+
+
+def test_a_long_legend_wraps_and_the_plot_starts_below_it():
+    names = [
+        "a rather long series name, number one",
+        "another long series name, two",
+        "a third one",
+    ]
+    chart = line_chart(
+        chart_id="w",
+        title="t",
+        description="d",
+        x_labels=["a", "b"],
+        series=[Series(name, (1, 2)) for name in names],
+    )
+    rows = sorted({entry.y for entry in chart.legend})
+    assert len(rows) == 2
+    assert all(e.text_x + 7 * len(e.name) <= chart.width for e in chart.legend)
+    assert chart.top > rows[-1]

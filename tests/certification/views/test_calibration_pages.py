@@ -1,4 +1,4 @@
-"""Calibration pages through the Django test client: roles, the editor, runs with plots."""
+"""Calibration pages through the Django test client: roles, the editor, runs with charts."""
 
 from __future__ import annotations
 
@@ -198,7 +198,7 @@ def test_run_now_redirects_to_the_run(spec, login, django_capture_on_commit_call
     assert run.status == RunStatus.DONE
 
 
-def test_the_run_page_shows_certificate_plots_ledger_and_report(done_run, login):
+def test_the_run_page_shows_certificate_charts_ledger_and_report(done_run, login):
     response = login("adjudicator").get(f"{BASE}/runs/{done_run.pk}/")
     body = response.content.decode()
     for anchor in (
@@ -211,9 +211,9 @@ def test_the_run_page_shows_certificate_plots_ledger_and_report(done_run, login)
         'id="dependence"',
     ):
         assert anchor in body, anchor
-    # three server-side SVG plots, inline
-    for plot in ("plot-selective-risk", "plot-conformal-curve", "plot-rank-histogram"):
-        assert f'id="{plot}"><svg' in body.replace("\n", ""), plot
+    # four server-side SVG charts, inline
+    for chart in ("selective-risk", "conformal-coverage", "conformal-set-size", "rank-histogram"):
+        assert f'id="chart-{chart}"><figcaption>' in body.replace("\n", ""), chart
     assert body.count('data-field="') == 12
     assert 'data-metric="emitted_answer_risk"' in body
     assert "Slice: domain" in body
@@ -253,76 +253,102 @@ def test_the_list_shows_specs_and_runs(done_run, login):
     assert 'id="new-spec"' in login("manager").get(f"{BASE}/").content.decode()
 
 
-def test_the_run_pages_plots_pass_the_content_security_policy(done_run, login):
+def test_the_run_pages_charts_pass_the_content_security_policy(done_run, login):
     from tests.test_csp import inline_violations
 
     response = login("adjudicator").get(f"{BASE}/runs/{done_run.pk}/")
     body = response.content.decode()
-    assert body.count("<svg") == 3
+    assert body.count("<svg") == 4
     assert "style-src 'self'" in response["Content-Security-Policy"]
-    # matplotlib's style attributes and <style> rule became presentation attributes
+    # shapes are styled by classes from the stylesheet, never inline
     assert inline_violations(body) == []
-    assert 'stroke="#1f77b4"' in body or 'fill="#1f77b4"' in body
-    assert 'stroke-linejoin="round" stroke-linecap="butt"' in body
+    assert '<circle class="chart-ring chart-s2"' in body and '<g class="chart-rule">' in body
 
 
-# -- plots rendered once per run ---------------------------------------------------------------
-def test_the_run_plots_are_rendered_once_and_read_back(done_run, login, monkeypatch):
-    from unittest import mock
-
-    from certification import plots
-    from certification.models import CalibrationRunPlots
-
-    renderer = mock.Mock(wraps=plots.run_plots)
-    monkeypatch.setattr(plots, "run_plots", renderer)
-    client = login("adjudicator")
-    first = client.get(f"{BASE}/runs/{done_run.pk}/").content.decode()
-    assert renderer.call_count == 1
-    # when
-    second = client.get(f"{BASE}/runs/{done_run.pk}/").content.decode()
-    # then: read from the cache, the same three plots
-    assert renderer.call_count == 1
-    svgs = re.compile(r"<svg.*?</svg>", re.S)
-    assert len(svgs.findall(first)) == 3
-    assert svgs.findall(second) == svgs.findall(first)
-    cache = CalibrationRunPlots.objects.get(run=done_run)
-    assert (cache.stats_version, cache.renderer_version) == (
-        done_run.stats_version,
-        plots.PLOTS_VERSION,
+# -- the run's charts, drawn from its stored result ---------------------------------------------
+def _chart(body, chart_id):
+    """The ``<figure>`` of one chart of a page."""
+    match = re.search(
+        rf'<figure class="chart [^"]*" id="chart-{chart_id}">.*?</figure>', body, re.S
     )
-    assert set(cache.plots) == {"selective_risk", "conformal_curve", "rank_histogram"}
+    assert match, chart_id
+    return match.group(0)
 
 
-def test_new_plotting_code_renders_the_plots_again(done_run, login, monkeypatch):
-    from unittest import mock
-
-    from certification import plots
-    from certification.models import CalibrationRunPlots
-
-    client = login("manager")
-    client.get(f"{BASE}/runs/{done_run.pk}/")
-    renderer = mock.Mock(wraps=plots.run_plots)
-    monkeypatch.setattr(plots, "run_plots", renderer)
-    monkeypatch.setattr(plots, "PLOTS_VERSION", plots.PLOTS_VERSION + 1)
-    # when
-    client.get(f"{BASE}/runs/{done_run.pk}/")
-    # then
-    assert renderer.call_count == 1
-    assert CalibrationRunPlots.objects.filter(run=done_run).count() == 2
+def _row(*cells):
+    """A data-table row as the chart template writes it."""
+    head, *rest = cells
+    return f'<tr><th scope="row">{head}</th>' + "".join(f'<td class="num">{c}</td>' for c in rest)
 
 
-def test_a_run_not_done_renders_no_plot(spec, login, monkeypatch):
-    from unittest import mock
+def test_the_selective_risk_chart_draws_risk_bound_alpha_and_certified_thresholds(done_run, login):
+    section = done_run.result["selective_risk"]
+    bound = f"{section['rows'][0]['upper_bound']:.4g}"
+    assert bound == "0.07112"
+    body = login("adjudicator").get(f"{BASE}/runs/{done_run.pk}/").content.decode()
+    chart = _chart(body, "selective-risk")
+    assert "<figcaption>Selective risk against the threshold: certified</figcaption>" in chart
+    head = (
+        '<th scope="col">threshold (acceptance_score &gt;= t)</th>'
+        '<th scope="col">empirical risk k/denominator</th>'
+        '<th scope="col">upper bound (0.975 one-sided)</th>'
+        '<th scope="col">certified (upper bound)</th>'
+    )
+    assert head in chart
+    # both thresholds: risk 0 (no error in 50), bound 0.07112, certified (ringed)
+    assert _row("0.5", "0", bound, bound) in chart and _row("0.9", "0", bound, bound) in chart
+    assert chart.count('<circle class="chart-ring chart-s2"') == 2
+    # the alpha line and the chosen operating point, drawn and listed under the table
+    assert 'text-anchor="end">alpha = 0.1</text>' in chart
+    assert '<td colspan="4">Reference line: alpha = 0.1</td>' in chart
+    assert "Reference line: operating point t = 0.5</td>" in chart
 
-    from certification import plots
-    from certification.models import CalibrationRunPlots
 
-    renderer = mock.Mock(wraps=plots.run_plots)
-    monkeypatch.setattr(plots, "run_plots", renderer)
+def test_an_uncertified_threshold_is_not_ringed_and_no_operating_point_is_drawn(data, login):
+    # t = 0.5 needs 59 answers without error at alpha 0.05 (50 here)
+    spec = make_spec(
+        data, name="uncertified", method="selective_risk", thresholds=[0.5], alpha="0.05"
+    )
+    run = calibration_run_execute(run_id=calibration_run_request(spec=spec, trigger="manual").pk)
+    bound = f"{run.result['selective_risk']['rows'][0]['upper_bound']:.4g}"
+    chart = _chart(
+        login("adjudicator").get(f"{BASE}/runs/{run.pk}/").content.decode(), "selective-risk"
+    )
+    assert _row("0.5", "0", bound, "—") in chart
+    assert (
+        "<figcaption>Selective risk against the threshold: no certified operating point<" in chart
+    )
+    assert "chart-ring" not in chart and "operating point t =" not in chart
+    assert "Reference line: alpha = 0.05</td>" in chart
+
+
+def test_the_conformal_charts_mark_infinite_m_star_and_leave_its_set_size_out(done_run, login):
+    # at alpha 0.01, M* is infinite (k = 51 > 50 scores); from 0.02 on, M* = 1
+    curve = done_run.result["conformal"]["curve"]
+    assert [p["threshold"] for p in curve[:2]] == ["inf", 1.0]
+    body = login("adjudicator").get(f"{BASE}/runs/{done_run.pk}/").content.decode()
+    coverage = _chart(body, "conformal-coverage")
+    assert _row("0.01", "1", "1", "0.99") in coverage  # coverage, M* = ∞, target 1 - alpha
+    assert _row("0.02", "1", "—", "0.98") in coverage
+    assert _row("0.5", "1", "—", "0.5") in coverage
+    assert coverage.count('<path class="chart-cross chart-s1"') == 1
+    assert "<title>0.01 · M* = ∞ (covered by convention): 1</title>" in coverage
+    assert 'class="chart-line chart-dashed chart-s2"' in coverage  # the target
+    assert "Reference line: spec alpha = 0.1</td>" in coverage
+    sizes = _chart(body, "conformal-set-size")
+    assert _row("0.01", "—") in sizes and _row("0.02", "1") in sizes
+    # the infinite point is a gap: one line over the nine finite points
+    (points,) = re.findall(r'<polyline class="chart-line chart-s0" points="([^"]*)"', sizes)
+    assert len(points.split()) == 9
+    histogram = _chart(body, "rank-histogram")
+    assert "<figcaption>Calibration rank scores (M* = 1)</figcaption>" in histogram
+    assert _row("1", "50") + "</tr>" in histogram
+
+
+def test_a_run_not_done_draws_no_chart(spec, login):
     run = calibration_run_request(spec=spec, trigger="manual")
-    login("manager").get(f"{BASE}/runs/{run.pk}/")
-    assert renderer.call_count == 0
-    assert not CalibrationRunPlots.objects.exists()
+    body = login("manager").get(f"{BASE}/runs/{run.pk}/").content.decode()
+    assert "<svg" not in body and 'class="chart ' not in body
 
 
 def _text(response):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
-from certification.plots import conformal_curve_svg
+from certification.charts import conformal_coverage_chart, conformal_set_size_chart
 from certification.services import calibration_run_execute, calibration_run_request
 from certification.stats.coverage import tied_split_coverage
 from tests.factories import calibration_candidate as cand
@@ -81,19 +82,39 @@ def test_result_detects_ties_and_gives_the_exact_tied_split_law(run):
     assert simulation["predicted_reason"].startswith("not applicable to tied scores")
 
 
-def test_the_curve_plot_marks_infinite_m_star():
-    # given: a curve whose first point has M* = inf, and the same curve without it
-    point = {"coverage": 1.0, "mean_set_size": None, "covered_unsolvable": 2, "n": 20}
+def _row(*cells):
+    head, *rest = cells
+    return f'<tr><th scope="row">{head}</th>' + "".join(f'<td class="num">{c}</td>' for c in rest)
+
+
+def test_the_run_pages_charts_mark_infinite_m_star(run, login):
+    body = login("adjudicator").get(f"{BASE}/runs/{run.pk}/").content.decode()
+    coverage = re.search(r'id="chart-conformal-coverage">.*?</figure>', body, re.S).group(0)
+    # M* = inf at alpha 0.01 .. 0.1: crossed out at coverage 1, with the unsolvable ones counted
+    assert coverage.count('<path class="chart-cross chart-s1"') == 4
+    assert "covered by convention (2 unsolvable counted covered)." in coverage
+    assert _row("0.1", "1", "1", "0.9") in coverage  # coverage, M* = ∞, target
+    assert _row("0.15", "0.9", "—", "0.85") in coverage
+    assert _row("0.3", "0.75", "—", "0.7") in coverage
+    assert "Reference line: spec alpha = 0.1</td>" in coverage
+    sizes = re.search(r'id="chart-conformal-set-size">.*?</figure>', body, re.S).group(0)
+    assert _row("0.1", "—") in sizes and _row("0.15", "1.15") in sizes and _row("0.5", "1") in sizes
+    histogram = re.search(r'id="chart-rank-histogram">.*?</figure>', body, re.S).group(0)
+    assert "<figcaption>Calibration rank scores (M* = ∞)</figcaption>" in histogram
+    for rank, count in (("1", 30), ("2", 6), ("∞", 4)):
+        assert _row(rank, count) + "</tr>" in histogram, rank
+    assert 'text-anchor="middle">∞</text>' in histogram  # the x tick of the infinite rank
+
+
+def test_the_coverage_chart_has_no_cross_without_an_infinite_m_star():
     finite = {"coverage": 0.9, "mean_set_size": 1.2, "covered_unsolvable": 0, "n": 20}
-    curve = [
-        {**point, "alpha": "0.05", "threshold": "inf"},
-        {**finite, "alpha": "0.2", "threshold": 1},
-    ]
-    section = {"alpha": "0.1", "curve": curve, "curve_infinite": {"covered_unsolvable": 2}}
-    without = {"alpha": "0.1", "curve": [{**finite, "alpha": "0.2", "threshold": 1}]}
-    # then: the red x markers appear only where M* is infinite
-    assert "#d62728" in (conformal_curve_svg({"conformal": section}) or "")
-    assert "#d62728" not in (conformal_curve_svg({"conformal": without}) or "")
+    section = {"alpha": "0.2", "curve": [{**finite, "alpha": "0.2", "threshold": 1}]}
+    chart = conformal_coverage_chart(section)
+    assert chart is not None
+    assert [d.shape for d in chart.dots] == ["dot"]
+    assert chart.table_head == ("alpha", "coverage", "target 1 − alpha")
+    sizes = conformal_set_size_chart(section)
+    assert sizes is not None and sizes.table_rows == (("0.2", "1.2"),)
 
 
 def test_the_run_page_shows_the_ties_and_the_curve_caveat(run, login):

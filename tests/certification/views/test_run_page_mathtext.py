@@ -1,4 +1,4 @@
-"""A run page whose evaluator name reads as matplotlib mathtext renders it as plain text.
+"""A run page whose evaluator name holds ``$``, ``\\`` or ``<`` draws it as plain, escaped text.
 
 Its own module: it imports a workload into a fresh project (``project`` of tests/conftest.py),
 while test_calibration_pages.py shares one frozen project across its tests.
@@ -7,6 +7,7 @@ while test_calibration_pages.py shares one frozen project across its tests.
 from __future__ import annotations
 
 import pytest
+from django.utils.html import escape
 
 from certification.services import calibration_run_execute, calibration_run_request
 from tests.factories import calibration_candidate as cand
@@ -18,9 +19,9 @@ pytestmark = pytest.mark.django_db
 BASE = "/p/study/certification"
 
 
-@pytest.mark.parametrize("name", [r"$\cmd$", r"judge $x^$ \frac", "$$"])
-def test_a_run_page_whose_evaluator_name_reads_as_mathtext_renders_it_plainly(project, login, name):
-    # an evaluator named like matplotlib mathtext: the run page was a 500 for every viewer
+@pytest.mark.parametrize("name", [r"$\cmd$", r"judge $x^$ \frac", "$$", "<b>judge</b> & $x$"])
+def test_a_run_page_draws_an_evaluator_name_as_written(project, login, name):
+    # an evaluator named like TeX math or HTML: the charts write it as text, escaped
     calibration = [
         rec(f"c{i}", [cand("a", answer="x", evaluator=(name, "1", 0.9), selected=True)])
         for i in range(30)
@@ -40,6 +41,9 @@ def test_a_run_page_whose_evaluator_name_reads_as_mathtext_renders_it_plainly(pr
 
         assert response.status_code == 200
         body = response.content.decode().replace("\n", "")
-        assert 'id="plot-selective-risk"><svg' in body
-        # the label is drawn as written: matplotlib keeps each text in an SVG comment
-        assert f"<!-- threshold (evaluator:{name}@1 &gt;= t) -->" in body
+        chart = body[body.index('id="chart-selective-risk"') :]
+        label = escape(f"threshold (evaluator:{name}@1 >= t)")
+        # the x-axis label and the data table's first column heading
+        assert f'text-anchor="middle">{label}</text>' in chart
+        assert f'<th scope="col">{label}</th>' in chart
+        assert "<b>judge</b>" not in body  # the name never becomes markup
