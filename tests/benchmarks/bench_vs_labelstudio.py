@@ -118,6 +118,8 @@ import bench_annotate as server  # noqa: E402  (the benchmarks' process and CPU 
 
 REPO = server.REPO
 LABEL_STUDIO = "label-studio==1.23.2"
+# Label Studio 1.23.2 passes sentry-sdk options that sentry-sdk 3 refuses (it would not start).
+LABEL_STUDIO_PINS = ("sentry-sdk>=2,<3",)
 DEFAULT_VENV = Path(tempfile.gettempdir()) / "certlabel-bench-label-studio-1.23.2"
 # The benchmark's own Redis database (emptied before and after): not the test suite's 15.
 BROKER = "redis://127.0.0.1:6379/13"
@@ -764,7 +766,7 @@ def label_studio_venv(path: Path) -> Path:
         print(f"installing {LABEL_STUDIO} into {path} (once; minutes) ...", flush=True)
         server.run_child([sys.executable, "-m", "venv", str(path)], what="venv", base_timeout=300)
         server.run_child(
-            [str(path / "bin" / "pip"), "install", "-q", LABEL_STUDIO],
+            [str(path / "bin" / "pip"), "install", "-q", LABEL_STUDIO, *LABEL_STUDIO_PINS],
             what=f"pip install {LABEL_STUDIO}",
             base_timeout=3600,
         )
