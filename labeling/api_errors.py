@@ -28,9 +28,11 @@ from http import HTTPStatus
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
@@ -152,6 +154,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(as_serializer_error(exc))
+    elif isinstance(exc, Http404):  # e.g. a ?format= no renderer serves
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
     elif isinstance(exc, domain.LabelingError):
         exc = DomainAPIException(exc, http_status(exc))
     response = drf_exception_handler(exc, context)
@@ -223,7 +229,13 @@ class ApiErrorMiddleware:
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        """Answer a database error under ``/api/`` with a 503; leave anything else."""
+        """Answer a database error under ``/api/`` with a 503, a body too large with a 413."""
         if is_api_path(request) and isinstance(exception, DATABASE_ERRORS):
             return database_unavailable(request, exception)
+        if is_api_path(request) and isinstance(exception, RequestDataTooBig):
+            return api_error_response(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes",
+                ErrorCode.REQUEST_TOO_LARGE,
+            )
         return None

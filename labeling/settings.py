@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from labeling.settings_env import caches, database, s3_storage
+from labeling.settings_env import Env, caches, database, s3_storage
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # The development key is public: with DEBUG off it is refused (see the check below).
 DEV_SECRET_KEY = "django-insecure-certlabel-development-key-do-not-use-in-production"  # noqa: S105
 
-env = environ.Env()
+env = Env()
 
 # ---------------------------------------------------------------------------------------------
 # Core

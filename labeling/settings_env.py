@@ -1,18 +1,49 @@
-"""The settings that take more than one line to read from the environment (no Django imports).
+"""Reading the settings from the environment (no Django imports but its exception).
 
-``labeling.settings`` calls these with its ``environ.Env``: the database (engine options per
-vendor, persistent connections), the caches (a Redis cache that falls back to process memory, a
-shared cache for the token endpoint's budget) and an S3-compatible storage.
+:class:`Env` is ``environ.Env`` whose every unreadable value (``SQLITE_BUSY_TIMEOUT=abc``) is an
+``ImproperlyConfigured`` naming the variable. ``labeling.settings`` calls the functions below
+for the settings that take more than one line: the database (engine options per vendor,
+persistent connections), the caches (a Redis cache that falls back to process memory, a shared
+cache for the token endpoint's budget) and an S3-compatible storage.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
 REDIS_CACHE = "labeling.cache.FallbackRedisCache"
+
+
+class Env(environ.Env):
+    """``environ.Env`` whose unreadable values are ``ImproperlyConfigured``, naming the variable."""
+
+    def get_value(self, var: str, *args: Any, **kwargs: Any) -> Any:
+        """Read ``var`` as ``environ.Env`` does.
+
+        Raises:
+            ImproperlyConfigured: the value cannot be read as the setting's type.
+        """
+        try:
+            return super().get_value(var, *args, **kwargs)
+        except (ValueError, TypeError) as exc:
+            raise ImproperlyConfigured(
+                f"{var}={os.environ.get(var, '')!r} cannot be read: {exc}"
+            ) from exc
+
+
+def _url(env: environ.Env, read: Any, var: str, default: str) -> dict[str, Any]:
+    """``read(var, default=default)`` (a URL setting), refused with the variable's name."""
+    try:
+        config: dict[str, Any] = read(var, default=default)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ImproperlyConfigured(f"{var} is not a valid URL: {exc}") from exc
+    if not config.get("ENGINE", config.get("BACKEND")):
+        raise ImproperlyConfigured(f"{var}={os.environ.get(var, '')!r} names no known scheme")
+    return config
 
 
 def database(env: environ.Env, *, default: str) -> dict[str, Any]:
@@ -27,7 +58,7 @@ def database(env: environ.Env, *, default: str) -> dict[str, Any]:
     transaction mode). ``DATABASE_CONN_MAX_AGE`` (else the URL's ``?conn_max_age=``, else 0)
     keeps connections between requests: production web servers should (e.g. 60).
     """
-    config: dict[str, Any] = env.db_url("DATABASE_URL", default=default)
+    config = _url(env, env.db_url, "DATABASE_URL", default)
     if config["ENGINE"] == "django.db.backends.sqlite3":
         config["ENGINE"] = "labeling.sqlite_backend"
         config.setdefault("OPTIONS", {}).update(
@@ -57,11 +88,10 @@ def caches(env: environ.Env) -> dict[str, dict[str, Any]]:
     token endpoint's budget across processes and machines: the Redis cache, else the database
     cache table ``certlabel_cache`` (created by a migration).
     """
-    configured: dict[str, dict[str, Any]] = {
-        "default": env.cache_url("CERTLABEL_CACHE_URL", default="locmemcache://")
-    }
+    configured = {"default": _url(env, env.cache_url, "CERTLABEL_CACHE_URL", "locmemcache://")}
     default = configured["default"]
-    if env.str("CERTLABEL_CACHE_URL", default="").startswith(("redis://", "rediss://")):
+    scheme = env.str("CERTLABEL_CACHE_URL", default="").strip().lower()
+    if scheme.startswith(("redis://", "rediss://")):
         default["BACKEND"] = REDIS_CACHE
         default["OPTIONS"] = {
             "socket_connect_timeout": 0.5,

@@ -367,3 +367,46 @@ def test_an_unknown_readiness_check_refuses_to_start():
     result = run_setup(CERTLABEL_READY_REQUIRES="database,redis")
     assert result.returncode != 0
     assert "CERTLABEL_READY_REQUIRES" in result.stderr and "redis" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"DATABASE_URL": ""},
+        {"DATABASE_URL": "garbage"},
+        {"DATABASE_URL": "postgres://u:p@h:notaport/db"},
+        {"SQLITE_BUSY_TIMEOUT": "abc"},
+        {"DATABASE_CONN_MAX_AGE": "abc"},
+        {"CERTLABEL_S3_URL_SECONDS": "x"},
+        {"CERTLABEL_WORK_LAPSE_SECONDS": "soon"},
+    ],
+    ids=lambda env: "-".join(f"{k}={v}" for k, v in env.items()),
+)
+def test_an_unreadable_value_is_refused_naming_its_variable(env):
+    result = run_setup(**env)
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("django.core.exceptions.ImproperlyConfigured: "), last
+    assert next(iter(env)) in last
+
+
+@pytest.mark.parametrize("url", ["REDIS://127.0.0.1:6379/2", " redis://127.0.0.1:6379/2"])
+def test_a_redis_cache_url_is_known_whatever_its_case_or_leading_space(url):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
+    clean.update(CERTLABEL_CACHE_URL=url, DJANGO_SETTINGS_MODULE="labeling.settings")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, labeling.settings as s; "
+            "print(json.dumps([s.CACHES[n]['BACKEND'] for n in ('default', 'shared')]))",
+        ],
+        cwd=REPO,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == ["labeling.cache.FallbackRedisCache"] * 2

@@ -505,3 +505,18 @@ def test_every_error_code_is_listed_once_per_app_and_stated_in_the_schema(client
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     for name in ("Error", "ImportError"):
         assert schema["components"]["schemas"][name]["properties"]["code"]["enum"] == codes
+
+
+@pytest.mark.parametrize("url", ["/api/projects/?format=xml", f"{ITEMS}?format=csv"])
+def test_a_format_no_renderer_serves_is_a_json_404_of_the_contract(api, project, url):
+    assert_contract(api(Role.MANAGER).get(url), 404, "not_found")
+    assert_contract(APIClient().get(url), 404, "not_found")
+
+
+def test_a_body_over_the_upload_limit_is_a_json_413(api, project, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = api(Role.MANAGER).post(
+        "/api/projects/study/calibration/specs/", {"name": "x" * 2000}, format="json"
+    )
+    body = assert_contract(response, 413, "request_too_large")
+    assert "1000 bytes" in body["detail"]
