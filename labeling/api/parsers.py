@@ -94,7 +94,7 @@ class StrictJSONParser(parsers.JSONParser):
             InvalidInput: the body is nested too deeply.
             ParseError: the body is not JSON (HTTP 400).
         """
-        encoding = parsers.get_encoding(parser_context or {})  # type: ignore[attr-defined]
+        encoding = parsers.get_encoding(parser_context or {})  # type: ignore[attr-defined,unused-ignore]  # stubs differ
         try:
             text = codecs.getreader(encoding)(stream).read()
             return json.loads(text, parse_constant=strict_constant, object_pairs_hook=unique_keys)
